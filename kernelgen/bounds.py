@@ -1,0 +1,309 @@
+"""Bounds of unmasked memory accesses, shown by interval arithmetic over sample sizes.
+
+An unmasked load or store must stay inside its tensor for every size the kernel may be called
+with. Sizes are runtime values, so the analysis evaluates each access's offsets as an interval
+under a fixed set of size assignments (tiny, odd, powers of two and their neighbours, large):
+program ids range over the grid, ``arange`` over its block, loop variables over their bounds,
+and anything loaded from memory or carried around a loop is unknown. An access is accepted
+when its interval lies inside ``[0, numel)`` of every tensor it may point into, for every
+assignment; otherwise the diagnostic names an assignment where it fails, which tells a model
+exactly what to mask.
+
+Masked accesses are not judged here: the interpreter checks every active lane of those.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass
+from typing import Iterator, Union
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, child, is_literal, literal_value
+from kernelgen.errors import Diagnostic
+
+INF = math.inf
+SAMPLE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099)
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: float
+    hi: float
+
+    @property
+    def known(self) -> bool:
+        return self.lo > -INF and self.hi < INF
+
+    def __or__(self, other: Interval) -> Interval:
+        return Interval(min(self.lo, other.lo), max(self.hi, other.hi))
+
+
+TOP = Interval(-INF, INF)
+
+
+def point(v: float) -> Interval:
+    return Interval(v, v)
+
+
+@dataclass(frozen=True)
+class Pointer:
+    bases: frozenset[str]
+    offset: Interval
+
+
+Abstract = Union[Interval, Pointer]
+
+
+def _mul(a: Interval, b: Interval) -> Interval:
+    if not (a.known and b.known):
+        return TOP
+    products = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+    return Interval(min(products), max(products))
+
+
+def _div(a: Interval, b: Interval, ceil: bool) -> Interval:
+    """Integer division by a positive divisor interval (anything else is unknown)."""
+    if not (a.known and b.known) or b.lo <= 0:
+        return TOP
+    if ceil:
+        a = Interval(a.lo + b.lo - 1, a.hi + b.hi - 1)
+    quotients = [math.trunc(x / y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+    return Interval(min(quotients), max(quotients))
+
+
+def _rem(a: Interval, b: Interval) -> Interval:
+    if not b.known or b.lo <= 0:
+        return TOP
+    top = b.hi - 1
+    if a.lo >= 0:
+        return Interval(0, min(top, a.hi)) if a.known else Interval(0, top)
+    return Interval(-top, top)
+
+
+def _binary(op: str, a: Interval, b: Interval) -> Interval:
+    if op == "add":
+        return Interval(a.lo + b.lo, a.hi + b.hi) if a.known and b.known else TOP
+    if op == "sub":
+        return Interval(a.lo - b.hi, a.hi - b.lo) if a.known and b.known else TOP
+    if op == "mul":
+        return _mul(a, b)
+    if op in ("idiv", "cdiv"):
+        return _div(a, b, ceil=op == "cdiv")
+    if op == "rem":
+        return _rem(a, b)
+    if op == "maximum":
+        return Interval(max(a.lo, b.lo), max(a.hi, b.hi))
+    if op == "minimum":
+        return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
+    return TOP
+
+
+class _Analysis:
+    def __init__(self, checked: CheckedKernel, sizes: dict[str, int]) -> None:
+        self.checked = checked
+        self.kernel = checked.kernel
+        self.sizes = sizes
+        self.meta = checked.meta
+        self.numel: dict[str, float] = {}
+        self.findings: list[tuple[str, str, Interval, str]] = []
+        shapes: dict[str, tuple[Interval, ...]] = {}
+        for inp in self.kernel.inputs:
+            if inp.shape is not None:
+                shapes[inp.name] = tuple(point(d) if isinstance(d, int) else point(sizes[d]) for d in inp.shape)
+        self.shapes = shapes
+        for out in self.kernel.outputs:
+            shapes[out.name] = tuple(self.host(d) for d in out.shape)
+        for name, dims in shapes.items():
+            numel = 1.0
+            for d in dims:
+                numel = numel * d.lo if d.known and d.lo == d.hi else INF
+            self.numel[name] = numel
+        self.grid = [self.host(g) for g in self.kernel.grid]
+
+    def host(self, expr: L.Expr) -> Interval:
+        if is_literal(expr):
+            v = literal_value(expr)
+            return point(v) if isinstance(v, int) else TOP
+        if isinstance(expr, str):
+            if expr in self.sizes:
+                return point(self.sizes[expr])
+            if expr in self.meta:
+                return point(self.meta[expr])
+            return TOP
+        if isinstance(expr, L.TensorInfo):
+            dims = self.shapes.get(expr.of)
+            if dims is None or not all(d.known and d.lo == d.hi for d in dims):
+                return TOP
+            values = [int(d.lo) for d in dims]
+            if expr.op == "numel":
+                return point(math.prod(values))
+            return point(math.prod(max(v, 1) for v in values[expr.dim + 1:]))
+        if isinstance(expr, L.Binary):
+            return _binary(expr.op, self.host(expr.lhs), self.host(expr.rhs))
+        return TOP
+
+    def params(self) -> dict[str, Abstract]:
+        env: dict[str, Abstract] = {}
+        for b in self.checked.params:
+            if b.tensor is not None:
+                env[b.name] = Pointer(frozenset([b.tensor]), point(0))
+            elif b.type.dtype in ("i32", "i64"):
+                env[b.name] = self.host(b.value)
+            else:
+                env[b.name] = TOP
+        for name, value in self.meta.items():
+            env[name] = point(value)
+        return env
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def expr(self, e: L.Expr, env: dict[str, Abstract]) -> Abstract:
+        if is_literal(e):
+            v = literal_value(e)
+            return point(v) if isinstance(v, int) and not isinstance(v, bool) else TOP
+        if isinstance(e, str):
+            return env.get(e, TOP)
+        if isinstance(e, L.ProgramId):
+            g = self.grid[e.axis] if e.axis < len(self.grid) else TOP
+            if not g.known:
+                return Interval(0, INF)
+            return Interval(0, g.hi - 1) if e.op == "program_id" else g
+        if isinstance(e, L.Arange):
+            n = self.meta[e.size] if isinstance(e.size, str) else e.size
+            return Interval(0, n - 1)
+        if isinstance(e, L.Full):
+            v = literal_value(e.value)
+            return point(v) if isinstance(v, int) and not isinstance(v, bool) else TOP
+        if isinstance(e, L.Binary):
+            a, b = self.expr(e.lhs, env), self.expr(e.rhs, env)
+            if isinstance(a, Pointer) or isinstance(b, Pointer):
+                ptr, off = (a, b) if isinstance(a, Pointer) else (b, a)
+                if not isinstance(off, Interval):
+                    return Pointer(ptr.bases, TOP)
+                if e.op == "sub":
+                    off = Interval(-off.hi, -off.lo)
+                return Pointer(ptr.bases, _binary("add", ptr.offset, off))
+            return _binary(e.op, a, b)
+        if isinstance(e, L.Where):
+            x, y = self.expr(e.x, env), self.expr(e.y, env)
+            if isinstance(x, Pointer) and isinstance(y, Pointer):
+                return Pointer(x.bases | y.bases, x.offset | y.offset)
+            if isinstance(x, Interval) and isinstance(y, Interval):
+                return x | y
+            return TOP
+        if isinstance(e, L.Clamp):
+            x, lo, hi = (self.expr(v, env) for v in (e.x, e.lo, e.hi))
+            if all(isinstance(v, Interval) for v in (x, lo, hi)):
+                return _binary("minimum", _binary("maximum", x, lo), hi)
+            return TOP
+        if isinstance(e, (L.ExpandDims, L.Reshape, L.Trans)):
+            return self.expr(e.x, env)
+        if isinstance(e, L.Cast) and e.dtype in ("i32", "i64"):
+            # Float values are never bounded here, so a cast keeps an integer's interval.
+            x = self.expr(e.x, env)
+            return x if isinstance(x, Interval) else TOP
+        if isinstance(e, L.Reduce) and e.op in ("max", "min"):
+            return self.expr(e.x, env)
+        if isinstance(e, L.Reduce) and e.op in ("argmax", "argmin"):
+            return TOP
+        return TOP
+
+    # -- statements -------------------------------------------------------------------------
+
+    def access(self, kind: str, ptr_expr: L.Expr, path: str, env: dict[str, Abstract]) -> None:
+        ptr = self.expr(ptr_expr, env)
+        if not isinstance(ptr, Pointer):
+            return
+        for base in sorted(ptr.bases):
+            numel = self.numel.get(base, INF)
+            off = ptr.offset
+            if not off.known or off.lo < 0 or numel == INF or off.hi > numel - 1:
+                self.findings.append((path, kind, off, base))
+                return
+
+    def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Abstract]) -> None:
+        for i, s in enumerate(stmts):
+            spath = child(path, i)
+            if isinstance(s, L.Let):
+                env[s.name] = self.expr(s.value, env)
+                self.visit_loads(s.value, child(spath, "value"), env)
+            elif isinstance(s, L.Store):
+                for name in ("ptr", "value", "mask"):
+                    if getattr(s, name) is not None:
+                        self.visit_loads(getattr(s, name), child(spath, name), env)
+                if s.mask is None:
+                    self.access("store", s.ptr, spath, env)
+            else:
+                self.loop(s, spath, env)
+
+    def loop(self, f: L.For, path: str, env: dict[str, Abstract]) -> None:
+        start, stop = self.expr(f.start, env), self.expr(f.stop, env)
+        for i, c in enumerate(f.carry):
+            self.visit_loads(c.init, child(path, "carry", i, "init"), env)
+        if isinstance(start, Interval) and isinstance(stop, Interval) and stop.hi <= start.lo:
+            body_runs = False
+        else:
+            body_runs = True
+        inner = dict(env)
+        if isinstance(start, Interval) and isinstance(stop, Interval):
+            inner[f.var] = Interval(start.lo, stop.hi - 1)
+        else:
+            inner[f.var] = TOP
+        for c in f.carry:
+            init = self.expr(c.init, env)
+            inner[c.name] = Pointer(init.bases, TOP) if isinstance(init, Pointer) else TOP
+        if body_runs:
+            self.block(f.body, child(path, "body"), inner)
+            for i, c in enumerate(f.carry):
+                self.visit_loads(c.next, child(path, "carry", i, "next"), inner)
+        for c in f.carry:
+            env[c.name] = inner[c.name]
+
+    def visit_loads(self, e: L.Expr, path: str, env: dict[str, Abstract]) -> None:
+        """Judge every unmasked load inside an expression."""
+        if not isinstance(e, L.Node):
+            return
+        if isinstance(e, L.Load) and e.mask is None:
+            self.access("load", e.ptr, path, env)
+        for name in type(e).model_fields:
+            value = getattr(e, name)
+            if isinstance(value, L.Node):
+                self.visit_loads(value, child(path, name), env)
+
+
+def _assignments(names: tuple[str, ...]) -> Iterator[dict[str, int]]:
+    for v in SAMPLE_SIZES:
+        yield {n: v for n in names}
+    if len(names) > 1:
+        rng = random.Random(len(names))
+        for _ in range(24):
+            yield {n: rng.choice(SAMPLE_SIZES) for n in names}
+        for combo in itertools.islice(itertools.product((1, 17, 1000), repeat=len(names)), 27):
+            yield dict(zip(names, combo))
+
+
+def _describe(off: Interval) -> str:
+    if not off.known:
+        return "unbounded offsets (they depend on loaded or carried values, or on scalars)"
+    return f"offsets {int(off.lo)}..{int(off.hi)}"
+
+
+def unproven_accesses(checked: CheckedKernel) -> list[Diagnostic]:
+    """Every unmasked load or store whose offsets cannot be shown inside its tensor."""
+    reported: dict[str, Diagnostic] = {}
+    for sizes in _assignments(checked.sizes):
+        analysis = _Analysis(checked, sizes)
+        analysis.block(checked.kernel.body, "/body", analysis.params())
+        for path, kind, off, base in analysis.findings:
+            if path in reported:
+                continue
+            numel = analysis.numel.get(base, INF)
+            size_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "any sizes"
+            bound = f"{base!r} has {int(numel)} elements" if numel < INF else f"the size of {base!r} is unknown"
+            reported[path] = Diagnostic(
+                path, "unproven_bounds",
+                f"unmasked {kind} with {_describe(off)} where {bound} (with {size_text}); add a mask")
+    return list(reported.values())

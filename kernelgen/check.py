@@ -1,0 +1,776 @@
+"""The static checker: names, dtypes, shapes, axes, dot, loops, stores and bounds.
+
+It is also the type inference of the language: :func:`check` returns a
+:class:`CheckedKernel` holding the type of every expression by its JSON path, and the
+interpreter and the lowering read those types rather than working them out again.
+
+Typing rules (Triton's, made strict where Triton would guess):
+
+* Operands of a binary operation have one dtype; a literal (JSON number) is *weak* and takes
+  the other operand's dtype (a float literal with an integer block gives f32). Mixing two
+  different concrete dtypes is an error: cast one.
+* Shapes broadcast as in NumPy (leading 1s are added to the shorter one). A load's mask and
+  ``other``, and a store's value and mask, broadcast to the pointer's shape.
+* Transcendental functions take f32; ``sum`` takes f32, i32 or i64 (cast f16/bf16 first).
+* Block dims are powers of two, at most 2**20 elements per block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Union
+
+from kernelgen import language as L
+from kernelgen.errors import Diagnostic, SemanticError
+
+MAX_BLOCK_NUMEL = 1 << 20
+ERROR_DTYPE = "<error>"
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+FLOAT_DTYPES = ("f32", "f16", "bf16")
+INT_DTYPES = ("i32", "i64")
+MATH_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
+            "sin", "cos")
+
+# The stable diagnostic codes of the checker, with what each means. The prompt's language
+# reference is generated from this table.
+RULES: dict[str, str] = {
+    "undefined_name": "a name is used where it is not bound (params, meta, let, loop var, carry)",
+    "duplicate_name": "a name is bound twice where both are visible; names are never rebound",
+    "dtype_mismatch": "two different dtypes meet (cast one), or a value of the wrong dtype",
+    "shape_mismatch": "block shapes that do not broadcast, or a reshape that changes the size",
+    "not_power_of_two": "a block dimension that is not a power of two",
+    "block_too_large": "a block of more than 2**20 elements",
+    "bad_axis": "an axis outside the value's rank, or a program axis outside the grid",
+    "dot_shape": "dot needs 2-D [M,K] x [K,N] blocks with M, N, K >= 16 and acc of [M,N]",
+    "dot_dtype": "dot needs both operands f16, bf16 or f32, and acc in the result dtype",
+    "loop_carry_type": "a carried value's next has another dtype or shape than its init",
+    "store_to_input": "a store into an input tensor (inputs are read-only)",
+    "unproven_bounds": "an unmasked load or store whose offsets may leave the tensor",
+    "not_a_pointer": "load or store through a value that is not a pointer",
+    "bad_operand": "an operation on operands it does not take (bool arithmetic, ptr * int)",
+    "needs_float": "an operation that takes floats got integers (div: use idiv)",
+    "needs_int": "an operation that takes integers got floats (idiv, cdiv, arange bounds)",
+    "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
+    "needs_f32": "exp, log, sqrt, tanh, ... and pow take f32; sum takes f32/i32/i64",
+    "needs_scalar": "a loop bound, grid size or shape takes a scalar and got a block",
+    "not_constexpr": "a block dimension that is neither an int nor a meta name",
+    "host_only": "stride/numel are host expressions, not kernel values (pass them as params)",
+    "device_only": "a kernel operation (load, program_id, ...) in a host expression",
+    "output_not_written": "an output tensor that no store writes",
+    "bad_binding": "a param bound to something other than a tensor, size, scalar or int",
+    "bad_value": "a literal that does not fit where it is used",
+    "other_without_mask": "a load with 'other' but no 'mask'",
+}
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """The type of a kernel value: element dtype (the pointee for pointers) and block shape.
+
+    ``shape == ()`` is a scalar. ``weak`` marks a literal that adopts its partner's dtype.
+    ``bases`` names the tensors a pointer may point into.
+    """
+
+    dtype: str
+    shape: tuple[int, ...] = ()
+    pointer: bool = False
+    weak: bool = False
+    bases: frozenset[str] = frozenset()
+
+    @property
+    def is_float(self) -> bool:
+        return not self.pointer and self.dtype in FLOAT_DTYPES
+
+    @property
+    def is_int(self) -> bool:
+        return not self.pointer and self.dtype in INT_DTYPES
+
+    @property
+    def is_bool(self) -> bool:
+        return not self.pointer and self.dtype == "bool"
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def with_shape(self, shape: tuple[int, ...]) -> ValueType:
+        return ValueType(self.dtype, tuple(shape), self.pointer, self.weak, self.bases)
+
+    def with_dtype(self, dtype: str) -> ValueType:
+        return ValueType(dtype, self.shape, False, False)
+
+    def concrete(self) -> ValueType:
+        return ValueType(self.dtype, self.shape, self.pointer, False, self.bases)
+
+    def same_kind(self, other: ValueType) -> bool:
+        return (self.dtype, self.shape, self.pointer) == (other.dtype, other.shape, other.pointer)
+
+    def __str__(self) -> str:
+        elem = f"ptr<{self.dtype}>" if self.pointer else self.dtype
+        return f"{elem}[{','.join(map(str, self.shape))}]" if self.shape else elem
+
+
+@dataclass(frozen=True)
+class HostTensor:
+    name: str
+    dtype: str
+    shape: tuple[Union[int, str], ...]
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class ParamBinding:
+    """How the host fills a kernel parameter: ``tensor`` (its data pointer) or ``value``
+    (a host expression evaluated to a number of ``type.dtype``)."""
+
+    name: str
+    type: ValueType
+    tensor: str | None
+    value: L.Expr | None
+
+
+@dataclass
+class CheckedKernel:
+    """A kernel that passed the checker, with everything later stages need to know."""
+
+    kernel: L.Kernel
+    meta: dict[str, int]
+    types: dict[str, ValueType]
+    tensors: dict[str, HostTensor]
+    sizes: tuple[str, ...]
+    params: list[ParamBinding]
+    # The dtype an operation computes in, by the operation's path, where its operands may
+    # differ from it (a weak literal, an integer with a float literal): binary operations,
+    # where, fma and clamp. Comparisons compute in it and return bool.
+    operand_dtypes: dict[str, str] = field(default_factory=dict)
+
+    def type_at(self, path: str) -> ValueType:
+        return self.types[path]
+
+
+class _Invalid(Exception):
+    """Raised inside the checker when an expression is wrong; it has been reported already."""
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of two shapes, or None if they do not broadcast."""
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + a
+    b = (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def broadcasts_to(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    return len(src) <= len(dst) and broadcast_shapes(src, dst) == dst
+
+
+def literal_type(value: Union[bool, int, float, str]) -> ValueType:
+    if isinstance(value, bool):
+        return ValueType("bool")
+    if isinstance(value, int):
+        return ValueType("i32" if INT32_MIN <= value <= INT32_MAX else "i64", weak=True)
+    return ValueType("f32", weak=True)
+
+
+def is_literal(expr: L.Expr) -> bool:
+    return isinstance(expr, (bool, int, float)) or expr in L.FLOAT_LITERAL_NAMES
+
+
+def literal_value(expr: Union[bool, int, float, str]) -> Union[bool, int, float]:
+    if isinstance(expr, str):
+        return float(expr)
+    return expr
+
+
+def child(path: str, *parts: Union[str, int]) -> str:
+    return path + "".join(f"/{p}" for p in parts)
+
+
+class _Checker:
+    def __init__(self, kernel: L.Kernel, meta: dict[str, int] | None) -> None:
+        self.kernel = kernel
+        self.diagnostics: list[Diagnostic] = []
+        self.types: dict[str, ValueType] = {}
+        self.meta = {m.name: m.value for m in kernel.meta}
+        self.meta_override = dict(meta or {})
+        self.tensors: dict[str, HostTensor] = {}
+        self.scalars: dict[str, str] = {}
+        self.sizes: list[str] = []
+        self.params: list[ParamBinding] = []
+        self.stored: set[str] = set()
+        self.operand_dtypes: dict[str, str] = {}
+
+    # -- reporting --------------------------------------------------------------------------
+
+    def error(self, path: str, code: str, message: str) -> None:
+        assert code in RULES, code
+        self.diagnostics.append(Diagnostic(path, code, message))
+
+    def fail(self, path: str, code: str, message: str) -> _Invalid:
+        self.error(path, code, message)
+        return _Invalid()
+
+    # -- host side --------------------------------------------------------------------------
+
+    def check_host(self) -> None:
+        k = self.kernel
+        seen: dict[str, str] = {}
+
+        def declare(name: str, what: str, path: str) -> bool:
+            if name in seen:
+                self.error(path, "duplicate_name", f"{name!r} is already the name of {seen[name]}")
+                return False
+            seen[name] = what
+            return True
+
+        for i, inp in enumerate(k.inputs):
+            path = f"/inputs/{i}"
+            if not declare(inp.name, "an input", child(path, "name")):
+                continue
+            if inp.shape is None:
+                self.scalars[inp.name] = inp.dtype
+                continue
+            for j, dim in enumerate(inp.shape):
+                if isinstance(dim, int):
+                    if dim < 1:
+                        self.error(child(path, "shape", j), "bad_value", f"a fixed size must be >= 1, got {dim}")
+                elif dim not in self.sizes:
+                    if declare(dim, "a size", child(path, "shape", j)):
+                        self.sizes.append(dim)
+                elif seen.get(dim) != "a size":
+                    self.error(child(path, "shape", j), "duplicate_name", f"{dim!r} is not a size")
+            self.tensors[inp.name] = HostTensor(inp.name, inp.dtype, tuple(inp.shape), False)
+
+        for i, m in enumerate(k.meta):
+            path = f"/meta/{i}"
+            declare(m.name, "a meta-parameter", child(path, "name"))
+            if m.name in self.meta_override:
+                self.meta[m.name] = self.meta_override.pop(m.name)
+            if self.meta[m.name] < 1:
+                self.error(child(path, "value"), "bad_value", f"a meta value must be >= 1, got {self.meta[m.name]}")
+        for name in self.meta_override:
+            self.error("/meta", "undefined_name", f"meta override {name!r} is not a meta-parameter of this kernel")
+
+        for i, out in enumerate(k.outputs):
+            path = f"/outputs/{i}"
+            if not declare(out.name, "an output", child(path, "name")):
+                continue
+            for j, dim in enumerate(out.shape):
+                self.host_int(dim, child(path, "shape", j))
+            self.tensors[out.name] = HostTensor(out.name, out.dtype, tuple(out.shape), True)
+
+        for i, dim in enumerate(k.grid):
+            self.host_int(dim, f"/grid/{i}")
+
+        param_names: set[str] = set()
+        for i, p in enumerate(k.params):
+            path = f"/params/{i}"
+            if p.name in param_names:
+                self.error(child(path, "name"), "duplicate_name", f"param {p.name!r} is declared twice")
+                continue
+            if p.name in self.meta:
+                self.error(child(path, "name"), "duplicate_name", f"{p.name!r} is already a meta-parameter")
+                continue
+            param_names.add(p.name)
+            binding = self.bind_param(p, path)
+            if binding is not None:
+                self.params.append(binding)
+
+    def host_type(self, expr: L.Expr, path: str) -> str:
+        """Type a host expression: 'int', 'float', 'bool' or 'tensor:NAME'."""
+        if isinstance(expr, bool):
+            return "bool"
+        if isinstance(expr, int):
+            return "int"
+        if isinstance(expr, float) or expr in L.FLOAT_LITERAL_NAMES:
+            return "float"
+        if isinstance(expr, str):
+            if expr in self.sizes or expr in self.meta:
+                return "int"
+            if expr in self.scalars:
+                dtype = self.scalars[expr]
+                return "int" if dtype in INT_DTYPES else "bool" if dtype == "bool" else "float"
+            if expr in self.tensors:
+                return f"tensor:{expr}"
+            raise self.fail(path, "undefined_name",
+                            f"{expr!r} is not an input, output, size, scalar or meta name")
+        if isinstance(expr, L.TensorInfo):
+            if expr.of not in self.tensors:
+                raise self.fail(child(path, "of"), "undefined_name", f"{expr.of!r} is not a tensor")
+            rank = len(self.tensors[expr.of].shape)
+            if expr.op == "stride" and not 0 <= expr.dim < rank:
+                raise self.fail(child(path, "dim"), "bad_axis", f"{expr.of!r} has rank {rank}, no dim {expr.dim}")
+            return "int"
+        if isinstance(expr, L.Binary) and expr.op in ("add", "sub", "mul", "idiv", "cdiv", "rem",
+                                                        "maximum", "minimum"):
+            lhs = self.host_type(expr.lhs, child(path, "lhs"))
+            rhs = self.host_type(expr.rhs, child(path, "rhs"))
+            for side, t in (("lhs", lhs), ("rhs", rhs)):
+                if t != "int":
+                    raise self.fail(child(path, side), "needs_int",
+                                    f"host arithmetic takes integers, got {t}")
+            return "int"
+        raise self.fail(path, "device_only",
+                        f"{getattr(expr, 'op', expr)!r} cannot be computed on the host; host "
+                        "expressions use sizes, scalars, meta, stride, numel and + - * idiv cdiv rem maximum minimum")
+
+    def host_int(self, expr: L.Expr, path: str) -> None:
+        try:
+            t = self.host_type(expr, path)
+        except _Invalid:
+            return
+        if t != "int":
+            self.error(path, "needs_int", f"expected an integer host expression, got {t}")
+
+    def bind_param(self, p: L.Param, path: str) -> ParamBinding | None:
+        value = p.name if p.value is None else p.value
+        vpath = child(path, "value") if p.value is not None else child(path, "name")
+        try:
+            t = self.host_type(value, vpath)
+        except _Invalid:
+            return None
+        if t.startswith("tensor:"):
+            tensor = self.tensors[t.split(":", 1)[1]]
+            if p.dtype is not None:
+                self.error(child(path, "dtype"), "bad_binding",
+                           f"param {p.name!r} is a pointer to {tensor.name!r}; it takes no dtype")
+            return ParamBinding(p.name, ValueType(tensor.dtype, pointer=True, bases=frozenset([tensor.name])),
+                                tensor.name, None)
+        if t == "int":
+            dtype = p.dtype or (self.scalars.get(value) if isinstance(value, str) else None) or "i32"
+            if dtype not in INT_DTYPES and dtype != "f32":
+                dtype = "i32"
+        elif t == "float":
+            dtype = p.dtype or "f32"
+            if dtype != "f32":
+                self.error(child(path, "dtype"), "bad_binding", f"a float value binds to an f32 param, not {dtype}")
+                return None
+        else:
+            dtype = "i32"
+        return ParamBinding(p.name, ValueType(dtype), None, value)
+
+    # -- dims -------------------------------------------------------------------------------
+
+    def dim(self, dim: L.Dim, path: str) -> int:
+        if isinstance(dim, str):
+            if dim not in self.meta:
+                raise self.fail(path, "not_constexpr",
+                                f"block dimension {dim!r} is not a meta-parameter (declare it in 'meta')")
+            value = self.meta[dim]
+        else:
+            value = dim
+        if not is_power_of_two(value):
+            raise self.fail(path, "not_power_of_two", f"block dimension {value} is not a power of two")
+        return value
+
+    def shape(self, dims: Iterable[L.Dim], path: str) -> tuple[int, ...]:
+        shape = tuple(self.dim(d, child(path, i)) for i, d in enumerate(dims))
+        numel = 1
+        for d in shape:
+            numel *= d
+        if numel > MAX_BLOCK_NUMEL:
+            raise self.fail(path, "block_too_large", f"a block of {numel} elements is over 2**20")
+        return shape
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def expr(self, expr: L.Expr, path: str, scope: dict[str, ValueType]) -> ValueType:
+        t = self._expr(expr, path, scope)
+        self.types[path] = t
+        return t
+
+    def _expr(self, e: L.Expr, path: str, scope: dict[str, ValueType]) -> ValueType:
+        if is_literal(e):
+            return literal_type(e)
+        if isinstance(e, str):
+            if e in scope:
+                if scope[e].dtype == ERROR_DTYPE:
+                    raise _Invalid()  # reported where it was bound
+                return scope[e]
+            if e in self.tensors or e in self.sizes or e in self.scalars:
+                raise self.fail(path, "undefined_name",
+                                f"{e!r} is a host name; bind it to a kernel param in 'params' to use it here")
+            raise self.fail(path, "undefined_name", f"{e!r} is not defined here")
+        method = getattr(self, f"_{type(e).__name__.lower()}")
+        return method(e, path, scope)
+
+    def _programid(self, e: L.ProgramId, path: str, scope) -> ValueType:
+        if e.axis >= len(self.kernel.grid):
+            raise self.fail(child(path, "axis"), "bad_axis",
+                            f"the grid has {len(self.kernel.grid)} axes, no axis {e.axis}")
+        return ValueType("i32")
+
+    def _arange(self, e: L.Arange, path: str, scope) -> ValueType:
+        return ValueType("i32", (self.dim(e.size, child(path, "size")),))
+
+    def _full(self, e: L.Full, path: str, scope) -> ValueType:
+        shape = self.shape(e.shape, child(path, "shape"))
+        value = literal_value(e.value)
+        if e.dtype == "bool" and not isinstance(value, bool):
+            raise self.fail(child(path, "value"), "bad_value", f"a bool block needs true or false, got {e.value!r}")
+        if e.dtype in INT_DTYPES and (isinstance(value, float) or isinstance(value, bool)):
+            raise self.fail(child(path, "value"), "bad_value", f"an {e.dtype} block needs an integer, got {e.value!r}")
+        if e.dtype == "i32" and not INT32_MIN <= value <= INT32_MAX:
+            raise self.fail(child(path, "value"), "bad_value", f"{value} does not fit in i32")
+        if e.dtype in FLOAT_DTYPES and isinstance(value, bool):
+            raise self.fail(child(path, "value"), "bad_value", f"a float block needs a number, got {e.value!r}")
+        return ValueType(e.dtype, shape)
+
+    def _load(self, e: L.Load, path: str, scope) -> ValueType:
+        ptr = self.expr(e.ptr, child(path, "ptr"), scope)
+        if not ptr.pointer:
+            raise self.fail(child(path, "ptr"), "not_a_pointer", f"load reads through a pointer, got {ptr}")
+        if e.mask is not None:
+            self.mask(e.mask, child(path, "mask"), ptr.shape, scope)
+        if e.other is not None:
+            if e.mask is None:
+                self.error(child(path, "other"), "other_without_mask", "'other' is only read where a mask is false")
+            other = self.expr(e.other, child(path, "other"), scope)
+            self.fits(other, ValueType(ptr.dtype, ptr.shape), child(path, "other"), "other")
+        return ValueType(ptr.dtype, ptr.shape)
+
+    def mask(self, expr: L.Expr, path: str, shape: tuple[int, ...], scope) -> None:
+        mask = self.expr(expr, path, scope)
+        if not mask.is_bool:
+            raise self.fail(path, "needs_bool", f"a mask is bool, got {mask} (compare, e.g. lt offsets n)")
+        if not broadcasts_to(mask.shape, shape):
+            raise self.fail(path, "shape_mismatch", f"mask of shape {list(mask.shape)} does not broadcast "
+                            f"to the pointer shape {list(shape)}")
+
+    def fits(self, value: ValueType, target: ValueType, path: str, what: str) -> None:
+        """A value written to (or standing in for) elements of ``target``'s dtype and shape."""
+        if value.pointer:
+            raise self.fail(path, "dtype_mismatch", f"{what} is a pointer; expected {target.dtype}")
+        if value.dtype != target.dtype:
+            ok_weak = value.weak and (target.dtype in FLOAT_DTYPES or
+                                      (target.dtype in INT_DTYPES and value.dtype in INT_DTYPES))
+            if not ok_weak:
+                raise self.fail(path, "dtype_mismatch",
+                                f"{what} is {value.dtype} but the pointer is to {target.dtype}; cast it")
+        if not broadcasts_to(value.shape, target.shape):
+            raise self.fail(path, "shape_mismatch", f"{what} of shape {list(value.shape)} does not broadcast "
+                            f"to the pointer shape {list(target.shape)}")
+
+    def unify(self, types: list[tuple[ValueType, str]], path: str, op: str) -> str:
+        """The common dtype of operands, with weak literals taking their partners' dtype."""
+        strong = [(t, p) for t, p in types if not t.weak]
+        if strong:
+            first, _ = strong[0]
+            for t, p in strong[1:]:
+                if t.dtype != first.dtype:
+                    raise self.fail(p, "dtype_mismatch",
+                                    f"{op} mixes {first.dtype} and {t.dtype}; cast one operand")
+            dtype = first.dtype
+            if dtype in INT_DTYPES and any(t.weak and t.dtype == "f32" for t, _ in types):
+                return "f32"
+            if dtype == "bool" and any(t.weak for t, _ in types):
+                t, p = next((t, p) for t, p in types if t.weak)
+                raise self.fail(p, "dtype_mismatch", f"{op} mixes bool and a number; use true/false or cast")
+            return dtype
+        return "f32" if any(t.dtype == "f32" for t, _ in types) else max(
+            (t.dtype for t, _ in types), key=INT_DTYPES.index)
+
+    def broadcast(self, types: list[tuple[ValueType, str]], path: str, op: str) -> tuple[int, ...]:
+        shape: tuple[int, ...] = ()
+        for t, p in types:
+            merged = broadcast_shapes(shape, t.shape)
+            if merged is None:
+                raise self.fail(path, "shape_mismatch",
+                                f"{op}: shapes {[list(t.shape) for t, _ in types]} do not broadcast")
+            shape = merged
+        return shape
+
+    def _unary(self, e: L.Unary, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        if x.pointer:
+            raise self.fail(child(path, "x"), "bad_operand", f"{e.op} does not take a pointer")
+        if e.op == "not":
+            if not x.is_bool:
+                raise self.fail(child(path, "x"), "needs_bool", f"'not' takes bool, got {x}")
+            return x
+        if e.op in MATH_OPS:
+            if x.dtype != "f32" and not x.weak:
+                raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32, got {x}; cast it first")
+            return ValueType("f32", x.shape)
+        if e.op in ("floor", "ceil"):
+            if not (x.is_float or x.weak):
+                raise self.fail(child(path, "x"), "needs_float", f"{e.op} takes a float, got {x}")
+            return ValueType("f32" if x.weak else x.dtype, x.shape)
+        if x.is_bool:
+            raise self.fail(child(path, "x"), "bad_operand", f"{e.op} does not take bool")
+        return x
+
+    def _binary(self, e: L.Binary, path: str, scope) -> ValueType:
+        lp, rp = child(path, "lhs"), child(path, "rhs")
+        lhs = self.expr(e.lhs, lp, scope)
+        rhs = self.expr(e.rhs, rp, scope)
+        shape = self.broadcast([(lhs, lp), (rhs, rp)], path, e.op)
+        if lhs.pointer or rhs.pointer:
+            return self.pointer_arith(e, lhs, rhs, shape, path)
+        dtype = self.unify([(lhs, lp), (rhs, rp)], path, e.op)
+        self.operand_dtypes[path] = dtype
+        weak = lhs.weak and rhs.weak
+        if e.op in L.COMPARISON_OPS:
+            if dtype == "bool" and e.op not in ("eq", "ne"):
+                raise self.fail(path, "bad_operand", f"{e.op} does not compare bools")
+            return ValueType("bool", shape)
+        if e.op in L.LOGICAL_OPS:
+            if dtype in FLOAT_DTYPES:
+                raise self.fail(path, "bad_operand", f"{e.op} takes bool or integer operands, got {dtype}")
+            return ValueType(dtype, shape, weak=weak)
+        if dtype == "bool":
+            raise self.fail(path, "bad_operand", f"{e.op} does not take bool; cast to a number first")
+        if e.op == "div" and dtype not in FLOAT_DTYPES:
+            raise self.fail(path, "needs_float", "div is true division of floats; use idiv (truncating) for integers")
+        if e.op in ("idiv", "cdiv") and dtype not in INT_DTYPES:
+            raise self.fail(path, "needs_int", f"{e.op} takes integers, got {dtype}; use div for floats")
+        if e.op == "pow" and dtype != "f32":
+            raise self.fail(path, "needs_f32", f"pow takes f32, got {dtype}; cast first")
+        return ValueType(dtype, shape, weak=weak)
+
+    def pointer_arith(self, e: L.Binary, lhs: ValueType, rhs: ValueType, shape, path: str) -> ValueType:
+        ptr, offset, opath = (lhs, rhs, child(path, "rhs")) if lhs.pointer else (rhs, lhs, child(path, "lhs"))
+        if e.op not in ("add", "sub") or (e.op == "sub" and not lhs.pointer):
+            raise self.fail(path, "bad_operand", f"pointers take + and - of an integer offset, not {e.op}")
+        if offset.pointer or not offset.is_int:
+            raise self.fail(opath, "needs_int", f"a pointer offset is an integer, got {offset}")
+        return ValueType(ptr.dtype, shape, pointer=True, bases=ptr.bases)
+
+    def _where(self, e: L.Where, path: str, scope) -> ValueType:
+        cp, xp, yp = child(path, "cond"), child(path, "x"), child(path, "y")
+        cond = self.expr(e.cond, cp, scope)
+        x = self.expr(e.x, xp, scope)
+        y = self.expr(e.y, yp, scope)
+        if not cond.is_bool:
+            raise self.fail(cp, "needs_bool", f"where's condition is bool, got {cond}")
+        shape = self.broadcast([(cond, cp), (x, xp), (y, yp)], path, "where")
+        if x.pointer or y.pointer:
+            if not (x.pointer and y.pointer and x.dtype == y.dtype):
+                raise self.fail(path, "dtype_mismatch", f"where between {x} and {y}")
+            return ValueType(x.dtype, shape, pointer=True, bases=x.bases | y.bases)
+        dtype = self.unify([(x, xp), (y, yp)], path, "where")
+        self.operand_dtypes[path] = dtype
+        return ValueType(dtype, shape, weak=x.weak and y.weak)
+
+    def _numeric(self, operands: list[tuple[ValueType, str]], path: str, op: str, floats: bool) -> ValueType:
+        for t, p in operands:
+            if t.pointer or t.is_bool:
+                raise self.fail(p, "bad_operand", f"{op} takes numbers, got {t}")
+        shape = self.broadcast(operands, path, op)
+        dtype = self.unify(operands, path, op)
+        if floats and dtype not in FLOAT_DTYPES:
+            raise self.fail(path, "needs_float", f"{op} takes floats, got {dtype}")
+        self.operand_dtypes[path] = dtype
+        return ValueType(dtype, shape, weak=all(t.weak for t, _ in operands))
+
+    def _fma(self, e: L.Fma, path: str, scope) -> ValueType:
+        ops = [(self.expr(getattr(e, f), child(path, f), scope), child(path, f)) for f in "xyz"]
+        return self._numeric(ops, path, "fma", floats=True)
+
+    def _clamp(self, e: L.Clamp, path: str, scope) -> ValueType:
+        ops = [(self.expr(getattr(e, f), child(path, f), scope), child(path, f)) for f in ("x", "lo", "hi")]
+        return self._numeric(ops, path, "clamp", floats=False)
+
+    def _cast(self, e: L.Cast, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        if x.pointer:
+            raise self.fail(child(path, "x"), "bad_operand", "pointers cannot be cast")
+        return ValueType(e.dtype, x.shape)
+
+    def axis(self, axis: int, rank: int, path: str, inclusive: bool = False) -> None:
+        top = rank + 1 if inclusive else rank
+        if not 0 <= axis < top:
+            raise self.fail(path, "bad_axis", f"axis {axis} is outside 0..{top - 1} for a value of rank {rank}")
+
+    def _reduce(self, e: L.Reduce, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        if x.pointer or x.is_bool:
+            raise self.fail(child(path, "x"), "bad_operand", f"{e.op} takes numbers, got {x}")
+        if not x.shape:
+            raise self.fail(child(path, "x"), "bad_axis", f"{e.op} reduces a block, got a scalar")
+        self.axis(e.axis, len(x.shape), child(path, "axis"))
+        if e.op == "sum" and x.dtype not in ("f32", "i32", "i64"):
+            raise self.fail(child(path, "x"), "needs_f32", f"sum takes f32, i32 or i64, got {x.dtype}; cast to f32 first")
+        shape = list(x.shape)
+        if e.keepdims:
+            shape[e.axis] = 1
+        else:
+            del shape[e.axis]
+        dtype = "i32" if e.op in ("argmax", "argmin") else ("f32" if x.weak else x.dtype)
+        return ValueType(dtype, tuple(shape))
+
+    def _dot(self, e: L.Dot, path: str, scope) -> ValueType:
+        lhs = self.expr(e.lhs, child(path, "lhs"), scope)
+        rhs = self.expr(e.rhs, child(path, "rhs"), scope)
+        if len(lhs.shape) != 2 or len(rhs.shape) != 2:
+            raise self.fail(path, "dot_shape", f"dot takes 2-D blocks, got {lhs} and {rhs}")
+        (m, k), (k2, n) = lhs.shape, rhs.shape
+        if k != k2:
+            raise self.fail(path, "dot_shape", f"dot of [{m},{k}] and [{k2},{n}]: inner dims differ")
+        if min(m, n, k) < 16:
+            raise self.fail(path, "dot_shape", f"dot needs M, N, K >= 16, got M={m} N={n} K={k}")
+        if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in FLOAT_DTYPES:
+            raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32, got {lhs} and {rhs}")
+        if e.dtype == "f16" and lhs.dtype != "f16":
+            raise self.fail(child(path, "dtype"), "dot_dtype", f"an f16 result needs f16 operands, got {lhs.dtype}")
+        if e.precision == "tf32" and lhs.dtype != "f32":
+            raise self.fail(child(path, "precision"), "dot_dtype", "tf32 precision applies to f32 operands only")
+        out = ValueType(e.dtype, (m, n))
+        if e.acc is not None:
+            acc = self.expr(e.acc, child(path, "acc"), scope)
+            if acc.shape != (m, n):
+                raise self.fail(child(path, "acc"), "dot_shape", f"acc must be [{m},{n}], got {list(acc.shape)}")
+            if acc.dtype != e.dtype or acc.pointer:
+                raise self.fail(child(path, "acc"), "dot_dtype", f"acc must be {e.dtype} (the dot's dtype), got {acc}")
+        return out
+
+    def _expanddims(self, e: L.ExpandDims, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        self.axis(e.axis, len(x.shape), child(path, "axis"), inclusive=True)
+        shape = list(x.shape)
+        shape.insert(e.axis, 1)
+        return x.with_shape(tuple(shape))
+
+    def _reshape(self, e: L.Reshape, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        shape = self.shape(e.shape, child(path, "shape"))
+        if e.op == "reshape":
+            if x.numel != ValueType("f32", shape).numel:
+                raise self.fail(child(path, "shape"), "shape_mismatch",
+                                f"reshape of {list(x.shape)} to {list(shape)} changes the number of elements")
+        elif not broadcasts_to(x.shape, shape):
+            raise self.fail(child(path, "shape"), "shape_mismatch", f"{list(x.shape)} does not broadcast to {list(shape)}")
+        return x.with_shape(shape)
+
+    def _trans(self, e: L.Trans, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        dims = list(reversed(range(len(x.shape)))) if e.dims is None else e.dims
+        if sorted(dims) != list(range(len(x.shape))):
+            raise self.fail(child(path, "dims"), "bad_axis", f"{dims} is not a permutation of the axes of {x}")
+        return x.with_shape(tuple(x.shape[d] for d in dims))
+
+    def _tensorinfo(self, e: L.TensorInfo, path: str, scope) -> ValueType:
+        raise self.fail(path, "host_only", f"{e.op} is a host expression; bind it to a param and use the param")
+
+    # -- statements -------------------------------------------------------------------------
+
+    def bind(self, name: str, t: ValueType, path: str, scope: dict[str, ValueType]) -> None:
+        if name in scope:
+            self.error(path, "duplicate_name", f"{name!r} is already bound; names are never rebound "
+                       "(use a new name, or a loop carry for values updated in a loop)")
+        scope[name] = t
+
+    def block(self, stmts: list[L.Stmt], path: str, scope: dict[str, ValueType]) -> None:
+        for i, stmt in enumerate(stmts):
+            spath = child(path, i)
+            try:
+                if isinstance(stmt, L.Let):
+                    t = self.expr(stmt.value, child(spath, "value"), scope)
+                    self.bind(stmt.name, t, child(spath, "name"), scope)
+                elif isinstance(stmt, L.Store):
+                    self.store(stmt, spath, scope)
+                else:
+                    self.loop(stmt, spath, scope)
+            except _Invalid:
+                if isinstance(stmt, L.Let):
+                    scope.setdefault(stmt.name, ValueType(ERROR_DTYPE))
+
+    def store(self, s: L.Store, path: str, scope) -> None:
+        ptr = self.expr(s.ptr, child(path, "ptr"), scope)
+        if not ptr.pointer:
+            raise self.fail(child(path, "ptr"), "not_a_pointer", f"store writes through a pointer, got {ptr}")
+        inputs = sorted(b for b in ptr.bases if not self.tensors[b].is_output)
+        if inputs:
+            raise self.fail(child(path, "ptr"), "store_to_input",
+                            f"this pointer may point into input {inputs[0]!r}; inputs are read-only")
+        value = self.expr(s.value, child(path, "value"), scope)
+        self.fits(value, ValueType(ptr.dtype, ptr.shape), child(path, "value"), "the stored value")
+        if s.mask is not None:
+            self.mask(s.mask, child(path, "mask"), ptr.shape, scope)
+        self.stored |= ptr.bases
+
+    def loop(self, f: L.For, path: str, scope: dict[str, ValueType]) -> None:
+        bounds = []
+        for name in ("start", "stop", "step"):
+            t = self.expr(getattr(f, name), child(path, name), scope)
+            if t.shape:
+                raise self.fail(child(path, name), "needs_scalar", f"loop {name} is a scalar, got {t}")
+            if not t.is_int:
+                raise self.fail(child(path, name), "needs_int", f"loop {name} is an integer, got {t}")
+            bounds.append(t)
+        if isinstance(f.step, int) and f.step <= 0:
+            raise self.fail(child(path, "step"), "bad_value", f"loop step must be positive, got {f.step}")
+        var_dtype = "i64" if any(b.dtype == "i64" and not b.weak for b in bounds) else "i32"
+        inner = dict(scope)
+        self.bind(f.var, ValueType(var_dtype), child(path, "var"), inner)
+        self.types[child(path, "var")] = ValueType(var_dtype)
+        carried: list[tuple[str, ValueType]] = []
+        for i, c in enumerate(f.carry):
+            cpath = child(path, "carry", i)
+            t = self.expr(c.init, child(cpath, "init"), scope)
+            if t.weak:
+                t = t.concrete()
+            self.bind(c.name, t, child(cpath, "name"), inner)
+            self.types[child(cpath, "name")] = t
+            carried.append((c.name, t))
+        self.block(f.body, child(path, "body"), inner)
+        for i, (c, (name, t)) in enumerate(zip(f.carry, carried)):
+            npath = child(path, "carry", i, "next")
+            try:
+                nxt = self.expr(c.next, npath, inner)
+            except _Invalid:
+                continue
+            same = nxt.same_kind(t) or (nxt.weak and nxt.shape == t.shape and not t.pointer
+                                        and (t.dtype in FLOAT_DTYPES or nxt.dtype in INT_DTYPES))
+            if not same:
+                self.error(npath, "loop_carry_type",
+                           f"carry {name!r} starts as {t} but next is {nxt}; the type must stay the same")
+        for i, (name, t) in enumerate(carried):
+            self.bind(name, ValueType(t.dtype, t.shape, t.pointer, False, t.bases),
+                      child(path, "carry", i, "name"), scope)
+
+    # -- the whole kernel -------------------------------------------------------------------
+
+    def run(self) -> CheckedKernel:
+        self.check_host()
+        scope: dict[str, ValueType] = {}
+        for b in self.params:
+            scope[b.name] = b.type
+        for name in self.meta:
+            scope[name] = ValueType("i32")
+        if not self.diagnostics:
+            self.block(self.kernel.body, "/body", scope)
+        if not self.diagnostics:
+            for i, out in enumerate(self.kernel.outputs):
+                if out.name not in self.stored:
+                    self.error(f"/outputs/{i}", "output_not_written",
+                               f"no store writes output {out.name!r} (bind it to a param and store through it)")
+        checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
+                                tuple(self.sizes), self.params, self.operand_dtypes)
+        if not self.diagnostics:
+            from kernelgen.bounds import unproven_accesses
+
+            self.diagnostics.extend(unproven_accesses(checked))
+        if self.diagnostics:
+            raise SemanticError(self.diagnostics)
+        return checked
+
+
+def check(kernel: L.Kernel, meta: dict[str, int] | None = None) -> CheckedKernel:
+    """Check a kernel for the given meta values (default: the kernel's own).
+
+    Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found.
+    """
+    return _Checker(kernel, meta).run()

@@ -1,0 +1,48 @@
+"""The ``kernelgen`` command line: a table of subcommands, each a module of its own.
+
+A subcommand module has ``configure(parser)`` (its arguments) and ``run(args) -> int`` (the exit
+status); it is imported only when its command runs, so ``kernelgen check`` never pays for
+torch's CUDA probing or the model clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kernelgen.errors import KernelgenError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "schema": ("kernelgen.commands.schema", "print the kernel AST's JSON schema"),
+    "check": ("kernelgen.commands.check", "check a kernel AST statically"),
+    "interpret": ("kernelgen.commands.interpret", "run a kernel AST in the CPU reference interpreter"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelgen", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(_module=module)
+        importlib.import_module(module).configure(command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return importlib.import_module(args._module).run(args)
+    except KernelgenError as exc:
+        for diagnostic in exc.diagnostics:
+            print(f"{exc.stage}: {diagnostic}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

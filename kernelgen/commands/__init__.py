@@ -1,0 +1,1 @@
+"""One module per ``kernelgen`` subcommand (see :mod:`kernelgen.cli`)."""

@@ -1,0 +1,56 @@
+"""``kernelgen check FILE``: exit 0 for a valid kernel AST, 1 with one line per diagnostic."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kernelgen.check import check
+from kernelgen.errors import Diagnostic, KernelgenError
+from kernelgen.parse import parse_kernel
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a kernel AST as JSON ('-' reads standard input)")
+    parser.add_argument("--json", action="store_true", help="print the diagnostics as a JSON array")
+    parser.add_argument("--meta", action="append", default=[], metavar="NAME=VALUE",
+                        help="check with this meta-parameter value instead of the kernel's own")
+
+
+def parse_assignments(items: list[str], what: str) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip().lstrip("-").isdigit():
+            raise KernelgenError(f"--{what} takes NAME=INTEGER, got {item!r}", code="bad_argument")
+        values[name.strip()] = int(value)
+    return values
+
+
+def read_source(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    path = Path(file)
+    if not path.is_file():
+        raise KernelgenError(f"no such file: {file}", code="no_file")
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def run(args: argparse.Namespace) -> int:
+    meta = parse_assignments(args.meta, "meta")
+    diagnostics: list[Diagnostic] = []
+    stage = "check"
+    try:
+        check(parse_kernel(read_source(args.file)), meta)
+    except KernelgenError as exc:
+        diagnostics, stage = exc.diagnostics, exc.stage
+    if args.json:
+        print(json.dumps([{"stage": stage, **d.to_dict()} for d in diagnostics], indent=2))
+    else:
+        for d in diagnostics:
+            print(f"{args.file}:{d}")
+        if not diagnostics:
+            print(f"{args.file}: ok")
+    return 1 if diagnostics else 0

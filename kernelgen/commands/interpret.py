@@ -1,0 +1,33 @@
+"""``kernelgen interpret FILE --size N=1000``: run a kernel on random inputs in the CPU
+reference interpreter and print a summary of each output."""
+
+from __future__ import annotations
+
+import argparse
+
+from kernelgen.commands.check import parse_assignments, read_source
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a kernel AST as JSON")
+    parser.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
+                        help="the value of a size name of the inputs (repeat for each)")
+    parser.add_argument("--meta", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelgen.check import check
+    from kernelgen.inputs import random_inputs
+    from kernelgen.interpret import interpret
+    from kernelgen.parse import parse_kernel
+
+    checked = check(parse_kernel(read_source(args.file)), parse_assignments(args.meta, "meta"))
+    inputs = random_inputs(checked.kernel, parse_assignments(args.size, "size"), seed=args.seed)
+    outputs = interpret(checked, inputs)
+    for name, tensor in outputs.items():
+        values = tensor.float()
+        print(f"{name}: {tensor.dtype} {list(tensor.shape)} "
+              f"min={values.min().item():.6g} max={values.max().item():.6g} "
+              f"mean={values.mean().item():.6g} nan={int(values.isnan().sum())}")
+    return 0

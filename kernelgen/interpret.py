@@ -1,0 +1,418 @@
+"""The reference interpreter: the meaning of every construct, written once, in torch on the CPU.
+
+It runs a kernel's whole grid at once: every value carries a leading *program* axis (one row
+per program instance), so an elementwise kernel over a million elements is a handful of torch
+operations, not a Python loop over a thousand programs. Programs run in chunks to bound memory;
+stores happen in program order within a chunk, which is one of the orders a GPU may choose
+(kernels whose programs race on one address have no single meaning anyway).
+
+Semantics, where Triton leaves a choice or a subtlety:
+
+* integer ``idiv`` rounds toward zero and ``rem`` takes the dividend's sign (C, not Python);
+  an integer division by zero gives 0 (the GPU gives garbage; the kernel is wrong either way);
+* a masked load without ``other`` reads 0 (false) in masked-off lanes;
+* comparisons are ordered (false with NaN) except ``ne``, which is true with NaN;
+* ``maximum``/``minimum`` and the ``max``/``min`` reductions propagate NaN, as in PyTorch;
+* ``argmax``/``argmin`` return the first index of the extremum;
+* ``dot`` accumulates in f32 (f16 when asked), ``tf32`` rounds f32 operands to 10-bit mantissas;
+* ``fma`` rounds once;
+* every active lane of a load or store must lie inside its tensor, or the interpreter stops
+  with an ``out_of_bounds`` error that names the node, the program and the offset.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence, Union
+
+import torch
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, ValueType, child, is_literal, literal_value
+from kernelgen.errors import Diagnostic, InterpreterError
+from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
+
+# The interpreter holds at most about this many elements per live value.
+CHUNK_ELEMENTS = 1 << 22
+MAX_LOOP_ITERATIONS = 1 << 20
+
+
+def poison(dtype: str) -> Union[float, int, bool]:
+    """The value outputs are pre-filled with, so an element no store writes is noticed."""
+    if dtype in ("f32", "f16", "bf16"):
+        return math.nan
+    if dtype == "bool":
+        return True
+    return torch.iinfo(torch_dtype(dtype)).min
+
+
+def allocate_outputs(plan: LaunchPlan, device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
+    return {out.name: torch.full(plan.output_shapes[out.name], poison(out.dtype),
+                                 dtype=torch_dtype(out.dtype), device=device)
+            for out in plan.kernel.outputs}
+
+
+@dataclass
+class Pointer:
+    """A block of pointers: which buffer each lane points into, and the element offset."""
+
+    base: torch.Tensor
+    offset: torch.Tensor
+
+
+Value = Union[torch.Tensor, Pointer, bool, int, float]
+
+
+def _round_tf32(x: torch.Tensor) -> torch.Tensor:
+    bits = x.contiguous().view(torch.int32)
+    rounded = (bits + 0x1000) & ~0x1FFF
+    return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
+
+
+class _Run:
+    def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], first: int, count: int) -> None:
+        self.plan = plan
+        self.checked: CheckedKernel = plan.checked
+        self.types = self.checked.types
+        self.names = list(buffers)
+        self.flat = [buffers[n].view(-1) for n in self.names]
+        self.read_only = [n in plan.inputs for n in self.names]
+        self.count = count
+        g0, g1, _ = plan.grid
+        pids = torch.arange(first, first + count, dtype=torch.int64)
+        self.pid = (pids % g0, (pids // g0) % g1, pids // (g0 * g1))
+        self.first = first
+
+    # -- values -----------------------------------------------------------------------------
+
+    def typed(self, value: Value, dtype: str, shape: Sequence[int] | None = None) -> torch.Tensor:
+        """A value as a tensor of ``dtype`` with the program axis, broadcast to ``shape``."""
+        if isinstance(value, torch.Tensor):
+            out = value.to(torch_dtype(dtype))
+        else:
+            out = torch.full((self.count,), value, dtype=torch_dtype(dtype))
+        if shape is not None:
+            out = self.expand(out, shape)
+        return out
+
+    def expand(self, value: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+        """Broadcast a per-program value to ``[programs, *shape]`` (NumPy rules on the block)."""
+        block = value.shape[1:]
+        missing = len(shape) - len(block)
+        if missing:
+            value = value.reshape((value.shape[0],) + (1,) * missing + tuple(block))
+        return value.expand((self.count,) + tuple(shape))
+
+    def eval(self, e: L.Expr, path: str, env: dict[str, Value]) -> Value:
+        if is_literal(e):
+            return literal_value(e)
+        if isinstance(e, str):
+            return env[e]
+        return getattr(self, f"_{type(e).__name__.lower()}")(e, path, env)
+
+    def eval_as(self, e: L.Expr, path: str, env: dict[str, Value], dtype: str,
+                shape: Sequence[int] | None = None) -> torch.Tensor:
+        return self.typed(self.eval(e, path, env), dtype, shape)
+
+    def _programid(self, e: L.ProgramId, path: str, env) -> Value:
+        if e.op == "program_id":
+            return self.pid[e.axis].to(torch.int32)
+        return torch.full((self.count,), self.plan.grid[e.axis], dtype=torch.int32)
+
+    def _arange(self, e: L.Arange, path: str, env) -> Value:
+        n = self.types[path].shape[0]
+        return torch.arange(n, dtype=torch.int32).expand(self.count, n)
+
+    def _full(self, e: L.Full, path: str, env) -> Value:
+        t = self.types[path]
+        return torch.full((self.count,) + t.shape, literal_value(e.value), dtype=torch_dtype(t.dtype))
+
+    def _unary(self, e: L.Unary, path: str, env) -> Value:
+        t = self.types[path]
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype if e.op != "not" else "bool")
+        return _UNARY[e.op](x)
+
+    def _binary(self, e: L.Binary, path: str, env) -> Value:
+        t = self.types[path]
+        if t.pointer:
+            return self.pointer_arith(e, path, env)
+        dtype = self.checked.operand_dtypes[path]
+        a = self.eval_as(e.lhs, child(path, "lhs"), env, dtype)
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, dtype)
+        a, b = self.expand(a, t.shape), self.expand(b, t.shape)
+        if e.op in ("idiv", "cdiv", "rem") and dtype in ("i32", "i64"):
+            zero = b == 0
+            safe = torch.where(zero, torch.ones_like(b), b)
+            if e.op == "idiv":
+                out = torch.div(a, safe, rounding_mode="trunc")
+            elif e.op == "cdiv":
+                out = torch.div(a + safe - 1, safe, rounding_mode="trunc")
+            else:
+                out = torch.fmod(a, safe)
+            return torch.where(zero, torch.zeros_like(out), out)
+        return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
+
+    def pointer_arith(self, e: L.Binary, path: str, env) -> Pointer:
+        t = self.types[path]
+        lhs = self.eval(e.lhs, child(path, "lhs"), env)
+        rhs = self.eval(e.rhs, child(path, "rhs"), env)
+        ptr, off = (lhs, rhs) if isinstance(lhs, Pointer) else (rhs, lhs)
+        offset = self.typed(off, "i64")
+        if e.op == "sub":
+            offset = -offset
+        return Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape) + self.expand(offset, t.shape))
+
+    def _where(self, e: L.Where, path: str, env) -> Value:
+        t = self.types[path]
+        cond = self.eval_as(e.cond, child(path, "cond"), env, "bool", t.shape)
+        if t.pointer:
+            x, y = self.eval(e.x, child(path, "x"), env), self.eval(e.y, child(path, "y"), env)
+            return Pointer(torch.where(cond, self.expand(x.base, t.shape), self.expand(y.base, t.shape)),
+                           torch.where(cond, self.expand(x.offset, t.shape), self.expand(y.offset, t.shape)))
+        dtype = self.checked.operand_dtypes[path]
+        x = self.eval_as(e.x, child(path, "x"), env, dtype, t.shape)
+        y = self.eval_as(e.y, child(path, "y"), env, dtype, t.shape)
+        return torch.where(cond, x, y)
+
+    def _fma(self, e: L.Fma, path: str, env) -> Value:
+        t = self.types[path]
+        x, y, z = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape).double() for f in "xyz")
+        return (x * y + z).to(torch_dtype(t.dtype))
+
+    def _clamp(self, e: L.Clamp, path: str, env) -> Value:
+        t = self.types[path]
+        x, lo, hi = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in ("x", "lo", "hi"))
+        return torch.minimum(torch.maximum(x, lo), hi)
+
+    def _cast(self, e: L.Cast, path: str, env) -> Value:
+        x = self.eval(e.x, child(path, "x"), env)
+        src = self.types[child(path, "x")]
+        if not isinstance(x, torch.Tensor):
+            x = self.typed(x, "f32" if isinstance(x, float) else src.dtype)
+        if e.dtype == "bool":
+            return x != 0
+        return x.to(torch_dtype(e.dtype))
+
+    def _reduce(self, e: L.Reduce, path: str, env) -> Value:
+        t = self.types[path]
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype if e.op not in ("argmax", "argmin") else xt.dtype,
+                         xt.shape)
+        axis = e.axis + 1
+        if e.op == "sum":
+            out = x.sum(dim=axis, keepdim=e.keepdims, dtype=x.dtype)
+        elif e.op == "max":
+            out = x.amax(dim=axis, keepdim=e.keepdims)
+        elif e.op == "min":
+            out = x.amin(dim=axis, keepdim=e.keepdims)
+        else:
+            fn = torch.argmax if e.op == "argmax" else torch.argmin
+            out = fn(x, dim=axis, keepdim=e.keepdims).to(torch.int32)
+        return out
+
+    def _dot(self, e: L.Dot, path: str, env) -> Value:
+        a_t = self.types[child(path, "lhs")]
+        a = self.eval_as(e.lhs, child(path, "lhs"), env, a_t.dtype, a_t.shape).float()
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, a_t.dtype, self.types[child(path, "rhs")].shape).float()
+        if e.precision == "tf32":
+            a, b = _round_tf32(a), _round_tf32(b)
+        out = torch.bmm(a, b)
+        if e.acc is not None:
+            out = out + self.eval_as(e.acc, child(path, "acc"), env, e.dtype, self.types[path].shape).float()
+        return out.to(torch_dtype(e.dtype))
+
+    def _block(self, e, path: str, env) -> Value:
+        t = self.types[child(path, "x")]
+        x = self.eval(e.x, child(path, "x"), env)
+        if isinstance(x, Pointer):
+            return Pointer(self._reshape_one(e, path, self.expand(x.base, t.shape)),
+                           self._reshape_one(e, path, self.expand(x.offset, t.shape)))
+        return self._reshape_one(e, path, self.typed(x, t.dtype, t.shape))
+
+    def _reshape_one(self, e, path: str, x: torch.Tensor) -> torch.Tensor:
+        out = self.types[path]
+        if isinstance(e, L.ExpandDims):
+            return x.unsqueeze(e.axis + 1)
+        if isinstance(e, L.Trans):
+            dims = list(reversed(range(x.dim() - 1))) if e.dims is None else e.dims
+            return x.permute(0, *[d + 1 for d in dims])
+        if e.op == "reshape":
+            return x.reshape((self.count,) + out.shape)
+        return self.expand(x, out.shape)
+
+    _expanddims = _block
+    _reshape = _block
+    _trans = _block
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+        """The (buffer, lane mask) pairs of an access, after checking every active lane."""
+        groups = []
+        for index in torch.unique(ptr.base[active]).tolist() if active.any() else []:
+            lanes = active & (ptr.base == index)
+            numel = self.flat[index].numel()
+            bad = lanes & ((ptr.offset < 0) | (ptr.offset >= numel))
+            if bad.any():
+                where = bad.nonzero()[0].tolist()
+                program = self.first + where[0]
+                offset = int(ptr.offset[tuple(where)])
+                raise InterpreterError(Diagnostic(
+                    path, "out_of_bounds",
+                    f"{what} at offset {offset} of {self.names[index]!r}, which has {numel} elements "
+                    f"(program {program}, lane {where[1:]})"))
+            groups.append((index, lanes))
+        return groups
+
+    def active_mask(self, shape: Sequence[int], mask: L.Expr | None, path: str, env, active) -> torch.Tensor:
+        lanes = torch.ones((self.count,) + tuple(shape), dtype=torch.bool)
+        if mask is not None:
+            lanes = lanes & self.eval_as(mask, child(path, "mask"), env, "bool", shape)
+        if active is not None:
+            lanes = lanes & self.expand(active, shape)
+        return lanes
+
+    def _load(self, e: L.Load, path: str, env) -> Value:
+        t = self.types[path]
+        ptr = self.eval(e.ptr, child(path, "ptr"), env)
+        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        lanes = self.active_mask(t.shape, e.mask, path, env, env.get(_ACTIVE))
+        if e.other is not None:
+            out = self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape).clone()
+        else:
+            out = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
+        for index, sel in self.lanes(path, "load", ptr, lanes):
+            out[sel] = self.flat[index][ptr.offset[sel]].to(out.dtype)
+        return out
+
+    def store(self, s: L.Store, path: str, env) -> None:
+        ptr = self.eval(s.ptr, child(path, "ptr"), env)
+        t = self.types[child(path, "ptr")]
+        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        value = self.eval_as(s.value, child(path, "value"), env, t.dtype, t.shape)
+        lanes = self.active_mask(t.shape, s.mask, path, env, env.get(_ACTIVE))
+        for index, sel in self.lanes(path, "store", ptr, lanes):
+            if self.read_only[index]:
+                raise InterpreterError(Diagnostic(path, "store_to_input",
+                                                  f"store into input {self.names[index]!r}"))
+            self.flat[index][ptr.offset[sel]] = value[sel].to(self.flat[index].dtype)
+
+    # -- statements -------------------------------------------------------------------------
+
+    def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Value]) -> None:
+        for i, s in enumerate(stmts):
+            spath = child(path, i)
+            if isinstance(s, L.Let):
+                env[s.name] = self.eval(s.value, child(spath, "value"), env)
+            elif isinstance(s, L.Store):
+                self.store(s, spath, env)
+            else:
+                self.loop(s, spath, env)
+
+    def loop(self, f: L.For, path: str, env: dict[str, Value]) -> None:
+        var_dtype = self.types[child(path, "var")].dtype
+        start, stop, step = (self.eval_as(getattr(f, n), child(path, n), env, "i64") for n in ("start", "stop", "step"))
+        if (step <= 0).any():
+            raise InterpreterError(Diagnostic(child(path, "step"), "bad_loop",
+                                              f"loop step must be positive, got {int(step.min())}"))
+        trips = torch.clamp(torch.div(stop - start + step - 1, step, rounding_mode="floor"), min=0)
+        outer_active = env.get(_ACTIVE)
+        if outer_active is not None:
+            trips = torch.where(outer_active, trips, torch.zeros_like(trips))
+        most = int(trips.max()) if trips.numel() else 0
+        if most > MAX_LOOP_ITERATIONS:
+            raise InterpreterError(Diagnostic(child(path, "stop"), "bad_loop",
+                                              f"a loop of {most} iterations is beyond the interpreter's limit"))
+        uniform = bool((trips == most).all())
+        carry_types = {c.name: self.types[child(path, "carry", i, "name")] for i, c in enumerate(f.carry)}
+        carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
+                                             carry_types[c.name])
+                   for i, c in enumerate(f.carry)}
+        for i in range(most):
+            inner = dict(env)
+            inner.update(carries)
+            inner[f.var] = (start + i * step).to(torch_dtype(var_dtype))
+            active = None if uniform else trips > i
+            if active is not None:
+                inner[_ACTIVE] = active if outer_active is None else active & outer_active
+            self.block(f.body, child(path, "body"), inner)
+            for j, c in enumerate(f.carry):
+                t = carry_types[c.name]
+                nxt = self._materialize(self.eval(c.next, child(path, "carry", j, "next"), inner), t)
+                carries[c.name] = nxt if active is None else self._select(active, nxt, carries[c.name], t)
+        env.update(carries)
+
+    def _materialize(self, value: Value, t: ValueType) -> Value:
+        if isinstance(value, Pointer):
+            return Pointer(self.expand(value.base, t.shape), self.expand(value.offset, t.shape))
+        return self.typed(value, t.dtype, t.shape)
+
+    def _select(self, active: torch.Tensor, new: Value, old: Value, t: ValueType) -> Value:
+        mask = self.expand(active, t.shape)
+        if isinstance(new, Pointer):
+            return Pointer(torch.where(mask, new.base, old.base), torch.where(mask, new.offset, old.offset))
+        return torch.where(mask, new, old)
+
+    def run(self) -> None:
+        env: dict[str, Value] = {}
+        for binding, value in zip(self.checked.params, self.plan.param_values):
+            if binding.tensor is not None:
+                index = self.names.index(binding.tensor)
+                env[binding.name] = Pointer(torch.full((self.count,), index, dtype=torch.int64),
+                                            torch.zeros(self.count, dtype=torch.int64))
+            else:
+                env[binding.name] = self.typed(value, binding.type.dtype)
+        for name, value in self.checked.meta.items():
+            env[name] = self.typed(value, "i32")
+        self.block(self.checked.kernel.body, "/body", env)
+
+
+_ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
+
+
+def _sigmoid(x: torch.Tensor) -> torch.Tensor:
+    return 1.0 / (1.0 + torch.exp(-x))
+
+
+_UNARY = {
+    "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
+    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": _sigmoid, "erf": torch.erf,
+    "sin": torch.sin, "cos": torch.cos, "abs": torch.abs, "neg": torch.neg, "floor": torch.floor,
+    "ceil": torch.ceil, "not": torch.logical_not,
+}
+
+_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "rem": torch.fmod,
+    "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+    "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
+}
+
+
+def _max_block_numel(checked: CheckedKernel) -> int:
+    return max((max(t.numel, 1) for t in checked.types.values()), default=1)
+
+
+def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Run every program of the grid on the CPU; return the outputs (poison-filled first)."""
+    outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
+    buffers: dict[str, torch.Tensor] = {}
+    for inp in plan.kernel.inputs:
+        if inp.name in plan.inputs:
+            buffers[inp.name] = plan.inputs[inp.name].detach().cpu().contiguous()
+    for name, tensor in outs.items():
+        if not tensor.is_contiguous():
+            raise InterpreterError(Diagnostic("/outputs", "bad_arguments", f"output {name} is not contiguous"))
+        buffers[name] = tensor
+    total = plan.num_programs
+    chunk = max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
+    with torch.no_grad():
+        for first in range(0, total, chunk):
+            _Run(plan, buffers, first, min(chunk, total - first)).run()
+    return outs
+
+
+def interpret(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+    """Run a checked kernel on a call's arguments (CPU torch tensors and scalars)."""
+    return run_plan(plan_launch(checked, args))

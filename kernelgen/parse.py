@@ -1,0 +1,130 @@
+"""Text -> :class:`~kernelgen.language.Kernel`, with errors that say where.
+
+A model's answer may be truncated, mistyped or invent operations; every such failure becomes a
+:class:`~kernelgen.errors.SchemaError` whose diagnostics carry a JSON pointer into the
+document (and the line and column for text that is not JSON), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+
+from kernelgen.errors import Diagnostic, SchemaError
+from kernelgen.language import Kernel
+
+MAX_DIAGNOSTICS = 20
+
+
+def json_pointer(parts: list[str | int]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _pointer_for(loc: tuple[Any, ...], document: Any) -> str:
+    """Map a Pydantic error location onto the document.
+
+    Pydantic's locations include the tags of the unions it tried (``op``, ``name``, ``Load``);
+    only the steps that exist in the document are kept, so the path reads like the JSON. A
+    missing field is named as the last step.
+    """
+    parts: list[str | int] = []
+    node = document
+    for index, step in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(node, dict) and isinstance(step, str) and step in node \
+                and (last or isinstance(node[step], (dict, list))):
+            # A union's tag can coincide with a key ("op"): only a step into a container, or
+            # the final step, is a step into the document.
+            parts.append(step)
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            parts.append(step)
+            node = node[step]
+        elif last and isinstance(node, dict) and isinstance(step, str):
+            parts.append(step)
+    return json_pointer(parts)
+
+
+def _message(error: dict[str, Any], document: Any, pointer: str) -> tuple[str, str]:
+    kind = error["type"]
+    if kind == "union_tag_invalid":
+        ctx = error.get("ctx", {})
+        return "unknown_op", (f"unknown op {ctx.get('tag')!r}; expected one of "
+                              f"{ctx.get('expected_tags')}")
+    if kind == "union_tag_not_found":
+        return "missing_field", "an object here needs an 'op' field"
+    if kind == "missing":
+        return "missing_field", f"required field {error['loc'][-1]!r} is missing"
+    if kind == "extra_forbidden":
+        return "unknown_field", f"unknown field {error['loc'][-1]!r}"
+    if kind == "literal_error":
+        return "bad_value", f"{error['msg'].lower()}, got {error.get('input')!r}"
+    if kind == "string_pattern_mismatch":
+        return "bad_name", f"{error.get('input')!r} is not a valid identifier"
+    return "bad_type", f"{error['msg']}, got {json.dumps(error.get('input'))[:80]}"
+
+
+def kernel_from_obj(document: Any) -> Kernel:
+    """Validate a decoded JSON document as a kernel AST."""
+    if not isinstance(document, dict):
+        raise SchemaError(Diagnostic("", "bad_type",
+                                     f"a kernel is a JSON object, got {type(document).__name__}"))
+    try:
+        return Kernel.model_validate(document)
+    except pydantic.ValidationError as exc:
+        diagnostics: list[Diagnostic] = []
+        seen: set[tuple[str, str]] = set()
+        for error in exc.errors(include_url=False):
+            pointer = _pointer_for(tuple(error["loc"]), document)
+            code, message = _message(error, document, pointer)
+            if (pointer, code) in seen:
+                continue
+            seen.add((pointer, code))
+            diagnostics.append(Diagnostic(pointer, code, message))
+        raise SchemaError(_most_specific(diagnostics)[:MAX_DIAGNOSTICS]) from None
+
+
+def _most_specific(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """A union that fails reports once per alternative; keep the deepest paths first, and drop
+    'wrong type' reports at a path where a more specific one exists."""
+    specific = {d.path for d in diagnostics if d.code != "bad_type"}
+    kept = [d for d in diagnostics if not (d.code == "bad_type" and d.path in specific)]
+    return sorted(kept, key=lambda d: -d.path.count("/"))
+
+
+def parse_kernel(text: str | bytes) -> Kernel:
+    """Parse a model's answer (JSON text) into a kernel AST.
+
+    Raises :class:`SchemaError` with the line and column of a JSON syntax error, or the JSON
+    pointer of every schema violation.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SchemaError(Diagnostic("", "json_syntax",
+                                         f"not UTF-8 text (byte {exc.start})")) from None
+    if not text.strip():
+        raise SchemaError(Diagnostic("", "json_syntax", "empty document"))
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        truncated = exc.pos >= len(text.rstrip())
+        reason = "the document ends early (truncated?)" if truncated else exc.msg
+        raise SchemaError(Diagnostic("", "json_syntax",
+                                     f"line {exc.lineno} column {exc.colno}: {reason}")) from None
+    except RecursionError:
+        raise SchemaError(Diagnostic("", "json_syntax", "the document nests too deeply")) from None
+    return kernel_from_obj(document)
+
+
+def kernel_to_obj(kernel: Kernel) -> dict[str, Any]:
+    """The kernel as a JSON-able object, without fields left at their defaults."""
+    return kernel.model_dump(mode="json", exclude_defaults=True)
+
+
+def kernel_to_json(kernel: Kernel, indent: int | None = None) -> str:
+    return json.dumps(kernel_to_obj(kernel), indent=indent,
+                      separators=None if indent else (",", ":"))
