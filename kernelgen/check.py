@@ -388,6 +388,9 @@ class _Checker:
 
     def expr(self, expr: L.Expr, path: str, scope: dict[str, ValueType]) -> ValueType:
         t = self._expr(expr, path, scope)
+        if t.numel > MAX_BLOCK_NUMEL:
+            # Blocks also grow by arange and broadcasting, not only by written shapes.
+            raise self.fail(path, "block_too_large", f"a block of {t.numel} elements is over 2**20")
         self.types[path] = t
         return t
 
