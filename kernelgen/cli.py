@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("kernelgen.commands.schema", "print the kernel AST's JSON schema"),
     "check": ("kernelgen.commands.check", "check a kernel AST statically"),
     "interpret": ("kernelgen.commands.interpret", "run a kernel AST in the CPU reference interpreter"),
+    "tasks": ("kernelgen.commands.tasks", "list the benchmark's tasks"),
 }
 
 

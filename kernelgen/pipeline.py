@@ -1,0 +1,226 @@
+"""One benchmark case, from a model's answer to a result: a table of stages.
+
+Like Triton's compiler, the pipeline is a list of ``(name, function)`` stages over one
+:class:`Case`; each stage reads what earlier ones left and adds its artifact. The first stage
+that raises a :class:`~kernelgen.errors.KernelgenError` decides the outcome; the artifacts made
+before it are kept in the result (a failing compile still reports its AST and TTIR).
+
+The CLI, the pytest plugin and the TritonBench track all call :func:`evaluate_answer`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, check
+from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
+from kernelgen.parse import kernel_to_json, parse_kernel
+from kernelgen.results import CaseResult, GenerationInfo, Timing
+from kernelgen.tasks import Task
+from kernelgen.verify import compare_outputs, make_inputs, run_reference
+
+DEFAULT_CPU_MAX = 4096
+EDGE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1023, 1024, 1025, 4097)
+
+
+@dataclass
+class Settings:
+    """How cases run: where, on which target, how many shapes, with which seed."""
+
+    target: str = "sm_90"
+    shapes: int = 5
+    seed: int = 0
+    gpu: bool = False
+    executor: Any = None
+    timeout_s: float = 60.0
+    time_kernels: bool = True
+    compile: bool = True
+
+
+@dataclass
+class Case:
+    task: Task
+    answer: str
+    settings: Settings
+    kernel: L.Kernel | None = None
+    checked: CheckedKernel | None = None
+    compiled: Any = None
+    sizes_checked: list[dict[str, int]] = field(default_factory=list)
+    timing: Timing | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+
+# -- the signature -------------------------------------------------------------------------
+
+
+def signature_diagnostics(task: Task, kernel: L.Kernel) -> list[Diagnostic]:
+    """Where a kernel's declared inputs and outputs differ from what the task asks for."""
+    found: list[Diagnostic] = []
+
+    def compare(kind: str, wanted: list[L.Input], declared: list, rank_of: Callable) -> None:
+        if [w.name for w in wanted] != [d.name for d in declared]:
+            found.append(Diagnostic(f"/{kind}", "signature_mismatch",
+                                    f"{kind} must be {[w.name for w in wanted]} in this order, "
+                                    f"got {[d.name for d in declared]}"))
+            return
+        for i, (w, d) in enumerate(zip(wanted, declared)):
+            if w.dtype != d.dtype:
+                found.append(Diagnostic(f"/{kind}/{i}/dtype", "signature_mismatch",
+                                        f"{w.name} is {w.dtype}, not {d.dtype}"))
+            want_rank = None if w.shape is None else len(w.shape)
+            if rank_of(d) != want_rank:
+                what = "a scalar" if want_rank is None else f"a tensor of rank {want_rank}"
+                found.append(Diagnostic(f"/{kind}/{i}/shape", "signature_mismatch", f"{w.name} is {what}"))
+            elif kind == "inputs" and w.shape is not None:
+                for j, (wd, dd) in enumerate(zip(w.shape, d.shape)):
+                    if isinstance(wd, int) and wd != dd:
+                        found.append(Diagnostic(f"/inputs/{i}/shape/{j}", "signature_mismatch",
+                                                f"{w.name}.shape[{j}] is fixed at {wd}"))
+
+    compare("inputs", task.signature.inputs, kernel.inputs, lambda d: None if d.shape is None else len(d.shape))
+    compare("outputs", task.signature.outputs, kernel.outputs, lambda d: len(d.shape))
+    return found
+
+
+# -- sizes ---------------------------------------------------------------------------------
+
+
+def size_strategy(task: Task, cpu: bool):
+    """Hypothesis strategy of size assignments: edge values (tiny, odd, powers of two and their
+    neighbours) and uniform draws, within the task's ranges (capped in CPU mode)."""
+    from hypothesis import strategies as st
+
+    parts = {}
+    for name, r in task.sizes.items():
+        high = min(r.max, r.cpu_max or DEFAULT_CPU_MAX) if cpu else r.max
+        high = max(high, r.min)
+        edges = sorted({v for v in EDGE_SIZES + (r.min, high) if r.min <= v <= high})
+        parts[name] = st.one_of(st.sampled_from(edges), st.integers(r.min, high))
+    return st.fixed_dictionaries(parts)
+
+
+def for_each_size(task: Task, settings: Settings, check_one: Callable[[dict[str, int]], None]) -> list[dict[str, int]]:
+    """Run ``check_one`` on ``settings.shapes`` hypothesis-drawn size assignments.
+
+    Draws are seeded. The first failure ends the case and is raised as is: hypothesis neither
+    shrinks nor replays it, since a failing kernel may hang or fault and every rerun would cost
+    a timeout.
+    """
+    from hypothesis import HealthCheck, Phase, given, seed, settings as hyp_settings
+
+    seen: list[dict[str, int]] = []
+    failures: list[KernelgenError] = []
+
+    @hyp_settings(max_examples=settings.shapes, database=None, deadline=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck), print_blob=False)
+    @seed(settings.seed)
+    @given(size_strategy(task, cpu=not settings.gpu))
+    def run(sizes: dict[str, int]) -> None:
+        if failures or sizes in seen:
+            return
+        seen.append(dict(sizes))
+        try:
+            check_one(sizes)
+        except KernelgenError as error:
+            failures.append(error)
+
+    if not task.sizes:
+        check_one({})
+        return [{}]
+    run()
+    if failures:
+        raise failures[0]
+    return seen
+
+
+# -- stages --------------------------------------------------------------------------------
+
+
+def stage_parse(case: Case) -> None:
+    case.kernel = parse_kernel(case.answer)
+    case.artifacts["ast"] = kernel_to_json(case.kernel, indent=2)
+
+
+def stage_check(case: Case) -> None:
+    mismatches = signature_diagnostics(case.task, case.kernel)
+    if mismatches:
+        raise SemanticError(mismatches)
+    case.checked = check(case.kernel)
+
+
+def stage_compile(case: Case) -> None:
+    if not case.settings.compile:
+        return
+    from kernelgen.compile import compile_kernel
+
+    try:
+        case.compiled = compile_kernel(case.checked, target=case.settings.target)
+    finally:
+        compiled = case.compiled
+        if compiled is not None:
+            case.artifacts["ttir"] = compiled.ttir
+            case.artifacts["ptx"] = compiled.ptx
+
+
+def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int) -> None:
+    """The kernel, run by the reference interpreter, against the reference on one assignment."""
+    from kernelgen.interpret import interpret
+
+    inputs = make_inputs(task, sizes, seed)
+    expected = run_reference(task, inputs)
+    actual = interpret(checked, inputs)
+    problems = compare_outputs(task, actual, expected, inputs, sizes)
+    if problems:
+        raise WrongResult(problems)
+
+
+def stage_verify(case: Case) -> None:
+    if case.settings.gpu:
+        from kernelgen.gpu_case import verify_gpu
+
+        check_one = lambda sizes: verify_gpu(case, sizes)  # noqa: E731
+    else:
+        check_one = lambda sizes: verify_cpu(case.task, case.checked, sizes, case.settings.seed)  # noqa: E731
+    case.sizes_checked = for_each_size(case.task, case.settings, check_one)
+
+
+def stage_time(case: Case) -> None:
+    if case.settings.gpu and case.settings.time_kernels:
+        from kernelgen.gpu_case import time_case
+
+        case.timing = time_case(case)
+
+
+STAGES: list[tuple[str, Callable[[Case], None]]] = [
+    ("parse", stage_parse),
+    ("check", stage_check),
+    ("compile", stage_compile),
+    ("verify", stage_verify),
+    ("time", stage_time),
+]
+
+
+def evaluate_answer(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
+                    model: str = "golden", sample: int = 0, track: str = "pipeline",
+                    generation: GenerationInfo | None = None, prompt: str | None = None) -> CaseResult:
+    """Run one answer through every stage; never raises for a bad answer."""
+    start = time.perf_counter()
+    case = Case(task, answer, settings)
+    case.artifacts["answer"] = answer
+    if prompt is not None:
+        case.artifacts["prompt"] = prompt
+    outcome: dict[str, Any] = {"outcome": Outcome.OK}
+    for _, stage in STAGES:
+        try:
+            stage(case)
+        except KernelgenError as error:
+            outcome = CaseResult.failure_fields(error)
+            break
+    return CaseResult(task=task.id, tier=task.tier, track=track, provider=provider, model=model,
+                      sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
+                      sizes_checked=case.sizes_checked, generation=generation or GenerationInfo(),
+                      timing=case.timing, artifacts=case.artifacts,
+                      duration_s=time.perf_counter() - start, **outcome)

@@ -1,0 +1,152 @@
+"""Correctness that cannot be gamed: inputs, the reference, and the comparison.
+
+Public benchmarks of this kind were fooled by kernels that return zeros where outputs are
+small, reuse the reference's output memory, or pass because the check compared printed text.
+So: inputs of both signs (unless a task's domain says otherwise), drawn per size assignment
+from a seed; the reference runs on its own copies of the inputs; outputs are pre-filled with
+poison (NaN) so an unwritten element fails; ``allclose`` with dtype-based tolerances; a result
+that is all zeros, or a copy of an input, while the reference is not, is rejected; inputs must
+come back unchanged; and guard bands around every buffer catch writes out of bounds (on the
+GPU; the interpreter checks every access itself).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+import torch
+
+from kernelgen import language as L
+from kernelgen.errors import Diagnostic
+from kernelgen.host import torch_dtype
+from kernelgen.tasks import Task
+
+GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
+
+
+def size_seed(task: Task, sizes: Mapping[str, int], seed: int) -> int:
+    text = f"{task.id}:{seed}:{sorted(sizes.items())}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator) -> torch.Tensor:
+    dtype = torch_dtype(spec.dtype)
+    if spec.dtype == "bool":
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    if (domain is not None and domain.kind == "integers") or (domain is None and spec.dtype in ("i32", "i64")):
+        low, high = (int(domain.low), int(domain.high)) if domain is not None else (-100, 100)
+        return torch.randint(low, high + 1, shape, generator=generator).to(dtype)
+    if domain is not None and domain.kind == "uniform":
+        values = torch.rand(shape, generator=generator, dtype=torch.float64) * (domain.high - domain.low) + domain.low
+        return values.to(dtype)
+    scale = domain.scale if domain is not None else 1.0
+    return (torch.randn(shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0) -> dict[str, Any]:
+    """The call's arguments for one size assignment, reproducible from (task, sizes, seed)."""
+    generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
+    args: dict[str, Any] = {}
+    for spec in task.signature.inputs:
+        if spec.shape is None:
+            args[spec.name] = task.scalars[spec.name]
+        else:
+            shape = tuple(d if isinstance(d, int) else int(sizes[d]) for d in spec.shape)
+            args[spec.name] = draw_tensor(spec, shape, task.domains.get(spec.name), generator)
+    return args
+
+
+def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """The reference's outputs, computed on private copies of the inputs."""
+    copies = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs.values()]
+    with torch.no_grad():
+        result = task.reference_function()(*copies)
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = task.signature.outputs
+    if len(results) != len(outputs):
+        raise ValueError(f"the reference of {task.id} returned {len(results)} values for {len(outputs)} outputs")
+    return {spec.name: torch.as_tensor(value).to(torch_dtype(spec.dtype))
+            for spec, value in zip(outputs, results)}
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(torch.equal(a.float().nan_to_num(12345.0), b.float().nan_to_num(12345.0)))
+
+
+def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
+                    inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> list[Diagnostic]:
+    """Every way ``actual`` fails to be the reference's result (empty when it matches)."""
+    found: list[Diagnostic] = []
+    where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    for index, spec in enumerate(task.signature.outputs):
+        path = f"/outputs/{index}"
+        got, want = actual[spec.name].detach().cpu(), expected[spec.name].detach().cpu()
+        if tuple(got.shape) != tuple(want.shape):
+            found.append(Diagnostic(path, "wrong_shape",
+                                    f"{spec.name} has shape {list(got.shape)}, the reference {list(want.shape)} ({where})"))
+            continue
+        if got.dtype != want.dtype:
+            found.append(Diagnostic(path, "wrong_dtype", f"{spec.name} is {got.dtype}, expected {want.dtype}"))
+            continue
+        if got.numel() == 0:
+            continue
+        tol = task.tolerance_for(spec.dtype)
+        g, w = got.double(), want.double()
+        close = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+        unwritten = torch.isnan(g) & ~torch.isnan(w)
+        if unwritten.any():
+            first = unwritten.nonzero()[0].tolist()
+            found.append(Diagnostic(path, "unwritten",
+                                    f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
+                                    f"written (first at {first}) ({where})"))
+        elif not close.all():
+            bad = ~close
+            first = bad.nonzero()[0].tolist()
+            err = (g - w).abs()[bad]
+            found.append(Diagnostic(path, "mismatch",
+                                    f"{int(bad.sum())} of {got.numel()} elements of {spec.name} differ beyond "
+                                    f"rtol={tol.rtol} atol={tol.atol}; max abs error {float(err.max()):.4g}; first at "
+                                    f"{first}: got {float(g[tuple(first)]):.6g}, expected {float(w[tuple(first)]):.6g} ({where})"))
+        if bool((got == 0).all()) and not bool((want == 0).all()):
+            found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
+        for name, value in inputs.items():
+            if isinstance(value, torch.Tensor) and value.shape == got.shape and value.dtype == got.dtype \
+                    and _same(value.cpu(), got) and not _same(value.cpu(), want):
+                found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
+    return found
+
+
+def inputs_unchanged(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Diagnostic]:
+    found = []
+    for index, (name, value) in enumerate(before.items()):
+        if isinstance(value, torch.Tensor) and not _same(value.cpu(), after[name].cpu()):
+            found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
+    return found
+
+
+def guarded(tensor: torch.Tensor, fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """A copy of ``tensor`` inside a larger buffer with guard bands of ``fill``; returns the
+    buffer and the view the kernel sees."""
+    flat = tensor.reshape(-1)
+    buffer = torch.full((flat.numel() + 2 * GUARD_ELEMENTS,), fill, dtype=tensor.dtype, device=tensor.device)
+    view = buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + flat.numel()]
+    view.copy_(flat)
+    return buffer, view.view(tensor.shape)
+
+
+def guard_fill(dtype: torch.dtype) -> Any:
+    if dtype.is_floating_point:
+        return -7777.0
+    if dtype == torch.bool:
+        return True
+    return -7777
+
+
+def guards_intact(name: str, buffer: torch.Tensor) -> list[Diagnostic]:
+    fill = guard_fill(buffer.dtype)
+    bands = torch.cat([buffer[:GUARD_ELEMENTS], buffer[-GUARD_ELEMENTS:]])
+    if bool((bands == fill).all()):
+        return []
+    return [Diagnostic("", "out_of_bounds_write",
+                       f"the kernel wrote outside {name} (into the {GUARD_ELEMENTS}-element guard band)")]
