@@ -22,28 +22,41 @@ def json_pointer(parts: list[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _pointer_for(loc: tuple[Any, ...], document: Any) -> str:
+def _pointer_for(loc: tuple[Any, ...], document: Any, kind: str) -> str:
     """Map a Pydantic error location onto the document.
 
-    Pydantic's locations include the tags of the unions it tried (``op``, ``name``, ``Load``);
-    only the steps that exist in the document are kept, so the path reads like the JSON. A
-    missing field is named as the last step.
+    Pydantic's locations interleave the tags of the unions it tried with the document's keys:
+    ``("body", 5, "store", "value", "op", "add", "lhs", "name")`` means the ``lhs`` of the
+    ``add`` at ``/body/5/value``, tried as a name. Tags can coincide with keys (the expression
+    tag ``op`` followed by the op's own value; the tag ``name``), so a step into the document
+    is taken only into a container, or onto the first scalar field that is not such a tag,
+    after which the rest are the scalar's own tags. A missing field is named as the last step;
+    an unknown or missing op points at the node's ``op`` field.
     """
     parts: list[str | int] = []
     node = document
-    for index, step in enumerate(loc):
-        last = index == len(loc) - 1
-        if isinstance(node, dict) and isinstance(step, str) and step in node \
-                and (last or isinstance(node[step], (dict, list))):
-            # A union's tag can coincide with a key ("op"): only a step into a container, or
-            # the final step, is a step into the document.
+    steps = list(loc)
+    index = 0
+    while index < len(steps):
+        step = steps[index]
+        nxt = steps[index + 1] if index + 1 < len(steps) else None
+        if isinstance(node, dict) and step == "op" and nxt is not None and nxt == node.get("op"):
+            index += 2  # the expression tag "op", then the op's own value
+            continue
+        if isinstance(node, dict) and isinstance(step, str) and step in node:
             parts.append(step)
             node = node[step]
+            if not isinstance(node, (dict, list)):
+                break
         elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
             parts.append(step)
             node = node[step]
-        elif last and isinstance(node, dict) and isinstance(step, str):
-            parts.append(step)
+        index += 1
+    if isinstance(node, dict):
+        if kind == "missing":
+            parts.append(steps[-1])
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            parts.append("op")
     return json_pointer(parts)
 
 
@@ -77,7 +90,7 @@ def kernel_from_obj(document: Any) -> Kernel:
         diagnostics: list[Diagnostic] = []
         seen: set[tuple[str, str]] = set()
         for error in exc.errors(include_url=False):
-            pointer = _pointer_for(tuple(error["loc"]), document)
+            pointer = _pointer_for(tuple(error["loc"]), document, error["type"])
             code, message = _message(error, document, pointer)
             if (pointer, code) in seen:
                 continue
