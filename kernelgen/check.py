@@ -687,8 +687,13 @@ class _Checker:
                 else:
                     self.loop(stmt, spath, scope)
             except _Invalid:
+                # The names a failed statement binds are marked as errors (already reported),
+                # so their later uses are not reported again as undefined.
                 if isinstance(stmt, L.Let):
                     scope.setdefault(stmt.name, ValueType(ERROR_DTYPE))
+                elif isinstance(stmt, L.For):
+                    for c in stmt.carry:
+                        scope.setdefault(c.name, ValueType(ERROR_DTYPE))
 
     def store(self, s: L.Store, path: str, scope) -> None:
         ptr = self.expr(s.ptr, child(path, "ptr"), scope)
