@@ -74,6 +74,9 @@ def _message(error: dict[str, Any], document: Any, pointer: str) -> tuple[str, s
         return "unknown_field", f"unknown field {error['loc'][-1]!r}"
     if kind == "literal_error":
         return "bad_value", f"{error['msg'].lower()}, got {error.get('input')!r}"
+    if kind == "recursion_loop":
+        # Pydantic stops at a fixed depth and calls it a cyclic reference, which JSON cannot have.
+        return "too_deep", "expressions nest too deeply here; bind inner parts to names with let"
     if kind == "string_pattern_mismatch":
         return "bad_name", f"{error.get('input')!r} is not a valid identifier"
     return "bad_type", f"{error['msg']}, got {json.dumps(error.get('input'))[:80]}"
@@ -124,8 +127,13 @@ def parse_kernel(text: str | bytes) -> Kernel:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip())
-        reason = "the document ends early (truncated?)" if truncated else exc.msg
+        if exc.msg.startswith("Unterminated string"):
+            # Raw newlines are not allowed in JSON strings, so the text ended inside this one.
+            reason = "the document ends inside the string that starts here (truncated?)"
+        elif exc.pos >= len(text.rstrip()):
+            reason = "the document ends early (truncated?)"
+        else:
+            reason = exc.msg.removesuffix(" at")
         raise SchemaError(Diagnostic("", "json_syntax",
                                      f"line {exc.lineno} column {exc.colno}: {reason}")) from None
     except RecursionError:
