@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("kernelgen.commands.check", "check a kernel AST statically"),
     "interpret": ("kernelgen.commands.interpret", "run a kernel AST in the CPU reference interpreter"),
     "tasks": ("kernelgen.commands.tasks", "list the benchmark's tasks"),
+    "tritonbench": ("kernelgen.commands.tritonbench", "the TritonBench-T track: list a checkout's operators"),
 }
 
 
