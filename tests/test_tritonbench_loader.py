@@ -114,6 +114,17 @@ def test_perf_inputs_read_statically_match_the_golden_results(sample):
     assert {a.dtype for case in sample.operator("matmul").perf.cases for a in case.args} == {"float16"}
     assert {a.dtype for case in sample.operator("std").perf.cases for a in case.args} == {"float32"}
     assert sample.operator("fused_mv_sigmoid_sub").perf.cases[0].args[2].kind == "scalar"
+
+
+def test_perf_calls_read_statically_pass_each_case_and_the_scripts_keywords(sample):
+    for op in sample.operators:
+        call, arity = op.perf.call, len(op.perf.cases[0].args)
+        assert [a.index for a in call.args if a.kind == "input"] == list(range(arity)), op.name
+    logsumexp = sample.operator("logsumexp").perf.call
+    assert {k: v.value for k, v in logsumexp.keywords.items()} == {"dim": 0}
+    std = sample.operator("std").perf.call  # keywords from the constructor's defaults
+    assert {k: v.value for k, v in std.keywords.items()} == {"dim": None, "correction": 1, "keepdim": False}
+    assert sample.operator("scaled_add_dot").perf.call.args[2].value == 1.0  # self.alpha, not a case input
     assert all(r.ms > 0 and r.gbps is not None for op in sample.operators for r in op.perf.results)
 
 
@@ -171,16 +182,20 @@ HEADER = ("You are an expert in Trion programming, capable of writing correspond
           "wrapper functions based on functional descriptions and function parameters.")
 ELEMENTWISE_PERF = """\
 import torch
+from TorchBench_v1.op import op
 from performance_utils import Performance_Metrics
 
 class performance_metrics(Performance_Metrics):
     def __init__(self, dtype=None, is_backward=False, **kwargs):
-        super().__init__('OP', dtype=dtype, is_backward=is_backward, **kwargs)
+        super().__init__('op', dtype=dtype, is_backward=is_backward, **kwargs)
 
     def get_input_tensors(self):
         self.input_tensors = []
         for i in range(2, 4):
             self.input_tensors.append(torch.rand(2 ** i, dtype=self.dtype))
+
+    def call_op(self, input_tensor):
+        return op(input_tensor)
 """
 
 
@@ -228,6 +243,7 @@ def test_a_checkout_built_here_loads(tmp_path):
     assert (op.wrapper, op.test.function, op.signature.render()) == (
         "index_fill_", "test_index_fill_", "index_fill_(x, alpha=1.0)")
     assert [[a.shape for a in case.args] for case in op.perf.cases] == [[[4]], [[8]]]
+    assert op.perf.call.args[0].index == 0 and not op.perf.call.keywords
 
 
 @pytest.mark.parametrize("make_root", [lambda tmp: tmp, lambda tmp: tmp / "absent", lambda tmp: tmp / "file"])
@@ -360,6 +376,7 @@ def test_cli_refuses_a_bad_root_with_exit_status_1(tmp_path, capsys):
 CONV_PERF = """\
 import torch
 import torch.nn as nn
+from TorchBench_v1.conv import conv
 from performance_utils import Performance_Metrics
 
 class performance_metrics(Performance_Metrics):
@@ -379,6 +396,13 @@ class performance_metrics(Performance_Metrics):
             weight = torch.randn(out_channels, input_shape[1], kH, kW, dtype=self.dtype)
             target = torch.randint(0, 10, (input_shape[0],))
             self.input_tensors.append((x, weight, target, nn.Linear(4, 2), 0.5, torch.float32))
+
+    def call_op(self, input_tuple):
+        x, weight, target, model, scale, dtype = input_tuple
+        if self.inplace:
+            return None
+        values, indices = conv(x, weight, None, stride=2 ** 1, scale=scale)
+        return values
 """
 
 
@@ -390,13 +414,25 @@ def test_perf_scripts_with_configs_star_args_and_objects_are_followed(tmp_path):
     assert first[3].kind == "object" and first[3].source == "nn.Linear(4, 2)"
     assert [first[4].value, first[5].value] == [0.5, "torch.float32"]
     assert perf.cases[1].args[0].shape == [4, 3, 16, 16]
+    assert [a.model_dump() for a in perf.call.args] == [{"kind": "input", "index": 0}, {"kind": "input", "index": 1},
+                                                        {"kind": "scalar", "value": None}]
+    assert {k: v.model_dump() for k, v in perf.call.keywords.items()} == {
+        "stride": {"kind": "scalar", "value": 2}, "scale": {"kind": "input", "index": 4}}
 
 
 def test_a_perf_script_the_reading_cannot_follow_leaves_its_cases_unresolved(tmp_path):
     script = ELEMENTWISE_PERF.replace("for i in range(2, 4):", "i = 2\n        while i < 4:\n            i += 1")
     perf = load_tritonbench(write_checkout(tmp_path, ["w"], script)).operator("w").perf
-    assert perf.cases is None and "While" in perf.unresolved
+    assert perf.cases is None and perf.call is None
+    assert perf.unresolved.startswith("get_input_tensors(): ") and "While" in perf.unresolved
     assert len(perf.results) == 2
+
+
+def test_a_call_op_the_reading_cannot_follow_keeps_the_cases(tmp_path):
+    script = ELEMENTWISE_PERF.replace("return op(input_tensor)", "return self.helper(input_tensor)")
+    perf = load_tritonbench(write_checkout(tmp_path, ["h"], script)).operator("h").perf
+    assert len(perf.cases) == 2 and perf.call is None
+    assert perf.unresolved.startswith("call_op(): ") and "self.helper" in perf.unresolved
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ The loader reads the official layout unchanged and absorbs its quirks:
   signature at all (``torch.mean``'s is prose only).
 * ``performance_metrics/perf_T/golden_metrics/<stem>_perf.py`` generate the timing inputs.
   They import a ``performance_utils`` module that is not part of the data, so they are read
-  statically (:class:`_PerfInputs`), never imported. Their measured results are
+  statically (:class:`_PerfScript`), never imported. Their measured results are
   ``golden_results/<stem>.json`` (``<stem>.py.json`` for two operators upstream: SGD, lu).
 
 Nothing here runs dataset code, except :func:`load_reference_namespace` when asked.
@@ -390,13 +390,29 @@ class PerfObject(_Frozen):
     source: str
 
 
+class PerfInput(_Frozen):
+    """In a :class:`PerfCall`: the case's argument at ``index``."""
+
+    kind: Literal["input"] = "input"
+    index: int
+
+
 PerfArg = Annotated[Union[PerfTensor, PerfScalar, PerfObject], Field(discriminator="kind")]
+PerfCallArg = Annotated[Union[PerfInput, PerfTensor, PerfScalar, PerfObject], Field(discriminator="kind")]
 
 
 class PerfCase(_Frozen):
-    """One entry of the perf script's ``input_tensors``: the arguments of one timed call."""
+    """One entry of the perf script's ``input_tensors``: the inputs of one timed call."""
 
     args: list[PerfArg]
+
+
+class PerfCall(_Frozen):
+    """How the script's ``call_op()`` calls the wrapper on a case: ``logsumexp(case[0],
+    dim=0)`` is ``args=[PerfInput(0)], keywords={"dim": 0}``."""
+
+    args: list[PerfCallArg]
+    keywords: dict[str, PerfCallArg]
 
 
 class PerfResult(BaseModel):
@@ -411,12 +427,13 @@ class PerfResult(BaseModel):
 
 
 class Perf(_Frozen):
-    """``cases`` is None where the script builds its inputs in a way the static reading cannot
-    follow; ``unresolved`` then says what stopped it."""
+    """``cases`` and ``call`` are None where the script builds its inputs or calls the wrapper
+    in a way the static reading cannot follow; ``unresolved`` then says what stopped it."""
 
     script: Path
     results_file: Path
     cases: list[PerfCase] | None
+    call: PerfCall | None
     unresolved: str | None = None
     results: list[PerfResult]
 
@@ -637,12 +654,9 @@ def _load_perf(root: Path, stem: str) -> Perf:
             diagnostics += _field_problems(exc, f"{results_file}#/{index}")
     if diagnostics:
         raise TritonBenchError(diagnostics)
-    tree = _parse_python(source, script, "perf script")
-    try:
-        cases, unresolved = _PerfInputs(tree).cases(), None
-    except _Unresolved as exc:
-        cases, unresolved = None, str(exc)
-    return Perf(script=script, results_file=results_file, cases=cases, unresolved=unresolved, results=results)
+    cases, call, unresolved = _read_perf_script(_parse_python(source, script, "perf script"))
+    return Perf(script=script, results_file=results_file, cases=cases, call=call, unresolved=unresolved,
+                results=results)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -681,6 +695,21 @@ class _Object:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Input:
+    """In ``call_op()``: the case's argument at ``index``."""
+
+    index: int
+
+
+class _WrapperCalled(Exception):
+    """``call_op()`` reached its call of the operator; reading stops there."""
+
+    def __init__(self, args: list[Any], kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        self.args_, self.kwargs = args, kwargs
+
+
 _TORCH_DTYPES = {"float32": "float32", "float": "float32", "float16": "float16", "half": "float16",
                  "bfloat16": "bfloat16", "float64": "float64", "double": "float64", "int64": "int64",
                  "long": "int64", "int32": "int32", "int": "int32", "int16": "int16", "short": "int16",
@@ -706,60 +735,98 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
 _MAX_STEPS = 100_000
 
 
-class _PerfInputs:
-    """Follows a perf script's ``get_input_tensors()`` on shapes and dtypes alone.
+_OPERATOR_MODULE = "TorchBench_v1."
+"""Perf scripts import the operator under test as ``from TorchBench_v1.<op> import <wrapper>``."""
+
+
+def _read_perf_script(module: ast.Module) -> tuple[list[PerfCase] | None, PerfCall | None, str | None]:
+    """The timed cases and the wrapper call of a perf script, each None where the static
+    reading cannot follow the script, with what stopped it."""
+    script = _PerfScript(module)
+    try:
+        inputs = script.inputs()
+    except _Unresolved as exc:
+        return None, None, f"get_input_tensors(): {exc}"
+    cases = [PerfCase(args=[_perf_arg(v) for v in _case_args(item)]) for item in inputs]
+    try:
+        call = script.operator_call(inputs[0] if inputs else ())
+    except _Unresolved as exc:
+        return cases, None, f"call_op(): {exc}"
+    return cases, call, None
+
+
+def _case_args(item: Any) -> list[Any]:
+    return list(item) if isinstance(item, (tuple, list)) else [item]
+
+
+class _PerfScript:
+    """Follows a perf script's ``get_input_tensors()`` and ``call_op()`` on shapes and dtypes
+    alone.
 
     The scripts subclass ``Performance_Metrics`` (absent from the data) and append one tuple
     of arguments per timed call to ``self.input_tensors``, with loops over ``range``, tuple
-    unpacking, ``torch.rand(...)``-style factories and ``self.dtype or torch.float32``. This
-    evaluates exactly those constructs: tensors become (shape, dtype) and are never allocated;
-    the constructor's defaults bind ``self`` (``self.dtype`` is its ``dtype`` default, as the
-    base class stores it); a factory called with ``dtype=None`` gets torch's default float32.
-    Calls it does not model (``nn.Linear(...)``) become opaque values; anything else that it
-    cannot follow (a ``while`` loop, a helper method) raises :class:`_Unresolved`.
+    unpacking, ``torch.rand(...)``-style factories and ``self.dtype or torch.float32``;
+    ``call_op(case)`` unpacks a case and calls the operator. This evaluates exactly those
+    constructs: tensors become (shape, dtype) and are never allocated; the constructor's
+    defaults bind ``self`` (``self.dtype`` is its ``dtype`` default, as the base class stores
+    it); a factory called with ``dtype=None`` gets torch's default float32. Calls it does not
+    model (``nn.Linear(...)``) become opaque values; anything else that it cannot follow (a
+    ``while`` loop, a helper method) raises :class:`_Unresolved`.
     """
 
     def __init__(self, module: ast.Module) -> None:
-        self.module = module
         self.globals: dict[str, Any] = {}
         self.steps = 0
+        self.this = _Object()
+        self.run([s for s in module.body if isinstance(s, (ast.Import, ast.ImportFrom))], self.globals)
+        self.methods = next((_top_functions(ast.Module(body=node.body, type_ignores=[]))
+                             for node in module.body if isinstance(node, ast.ClassDef)
+                             and any(isinstance(m, ast.FunctionDef) and m.name == "get_input_tensors"
+                                     for m in node.body)), {})
 
-    def cases(self) -> list[PerfCase]:
-        for statement in self.module.body:
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                self.run([statement], self.globals)
-        methods = next((_top_functions(ast.Module(body=node.body, type_ignores=[]))
-                        for node in self.module.body if isinstance(node, ast.ClassDef)
-                        and any(isinstance(m, ast.FunctionDef) and m.name == "get_input_tensors" for m in node.body)),
-                       None)
-        if methods is None:
+    def inputs(self) -> list[Any]:
+        """``self.input_tensors`` after the constructor and ``get_input_tensors()`` ran."""
+        if "get_input_tensors" not in self.methods:
             raise _Unresolved("no class defines get_input_tensors()")
-        this = _Object()
-        init = methods.get("__init__")
+        init = self.methods.get("__init__")
         if init is not None:
-            env: dict[str, Any] = {"self": this}
+            env: dict[str, Any] = {"self": self.this}
             for p in signature_of(init).params[1:]:
                 if p.kind in ("var_positional", "var_keyword"):
                     env[p.name] = () if p.kind == "var_positional" else {}
                 elif p.default is not None:
                     env[p.name] = self.eval(ast.parse(p.default, mode="eval").body, env)
-            this.attrs["dtype"] = env.get("dtype")
+            self.this.attrs["dtype"] = env.get("dtype")
             self.run([s for s in init.body if not _calls_super(s)], env)
-        self.run(methods["get_input_tensors"].body, {"self": this})
-        inputs = this.attrs.get("input_tensors")
+        self.run(self.methods["get_input_tensors"].body, {"self": self.this})
+        inputs = self.this.attrs.get("input_tensors")
         if not isinstance(inputs, list):
-            raise _Unresolved("get_input_tensors() leaves no list in self.input_tensors")
-        return [PerfCase(args=[_perf_arg(v) for v in (item if isinstance(item, (tuple, list)) else [item])])
-                for item in inputs]
+            raise _Unresolved("it leaves no list in self.input_tensors")
+        return inputs
+
+    def operator_call(self, case: Any) -> PerfCall:
+        """The operator call ``call_op()`` makes on a case shaped like ``case``."""
+        method = self.methods.get("call_op")
+        if method is None or len(method.args.args) != 2:
+            raise _Unresolved("no method call_op(self, case)")
+        size = len(case) if isinstance(case, (tuple, list)) else None
+        marker = _Input(0) if size is None else tuple(_Input(i) for i in range(size))
+        try:
+            self.run(method.body, {"self": self.this, method.args.args[1].arg: marker})
+        except _WrapperCalled as called:
+            return PerfCall(args=[_perf_arg(a) for a in called.args_],
+                            keywords={k: _perf_arg(v) for k, v in called.kwargs.items()})
+        raise _Unresolved(f"it calls nothing imported from {_OPERATOR_MODULE.rstrip('.')}")
 
     # Statements
 
     def step(self) -> None:
         self.steps += 1
         if self.steps > _MAX_STEPS:
-            raise _Unresolved(f"get_input_tensors() runs more than {_MAX_STEPS} steps")
+            raise _Unresolved(f"it runs more than {_MAX_STEPS} steps")
 
-    def run(self, statements: list[ast.stmt], env: dict[str, Any]) -> None:
+    def run(self, statements: list[ast.stmt], env: dict[str, Any]) -> bool:
+        """Run statements; True once a ``return`` ran."""
         for s in statements:
             self.step()
             if isinstance(s, ast.Import):
@@ -782,15 +849,20 @@ class _PerfInputs:
                 for item in self.iterate(self.eval(s.iter, env)):
                     self.step()
                     self.assign(s.target, item, env)
-                    self.run(s.body, env)
+                    if self.run(s.body, env):
+                        return True
             elif isinstance(s, ast.If):
-                self.run(s.body if self.truth(self.eval(s.test, env)) else s.orelse, env)
+                if self.run(s.body if self.truth(self.eval(s.test, env)) else s.orelse, env):
+                    return True
             elif isinstance(s, ast.Expr):
                 self.eval(s.value, env)
             elif isinstance(s, ast.Return):
-                return
+                if s.value is not None:
+                    self.eval(s.value, env)
+                return True
             elif not isinstance(s, ast.Pass):
                 raise _Unresolved(f"line {s.lineno}: {type(s).__name__} statements are not followed")
+        return False
 
     def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
         if isinstance(target, ast.Name):
@@ -875,13 +947,13 @@ class _PerfInputs:
         raise _Unresolved(f"line {node.lineno}: {ast.unparse(node)!r} is not followed")
 
     def truth(self, value: Any) -> bool:
-        if isinstance(value, (_Tensor, _Object)):
+        if isinstance(value, (_Tensor, _Object, _Input)):
             raise _Unresolved("the truth of a tensor or an object")
         return bool(value)
 
     def python(self, function: Callable[..., Any], *args: Any) -> Any:
         """A Python operation on plain values, with the failures a script could provoke caught."""
-        if any(isinstance(a, (_Tensor, _Ref, _Opaque, _Object)) for a in args):
+        if any(isinstance(a, (_Tensor, _Ref, _Opaque, _Object, _Input)) for a in args):
             raise _Unresolved(f"{getattr(function, '__name__', 'an operation')} on a modelled value")
         try:
             return function(*args)
@@ -951,6 +1023,8 @@ class _PerfInputs:
             function = self.eval(node.func, env)
         if not isinstance(function, _Ref):
             raise _Unresolved(f"line {node.lineno}: call of {ast.unparse(node.func)}")
+        if function.dotted.startswith(_OPERATOR_MODULE):
+            raise _WrapperCalled(args, kwargs)
         if function.dotted in _BUILTINS:
             return self.python(functools.partial(_BUILTINS[function.dotted], **kwargs), *args)
         if function.dotted.startswith("math.") and callable(getattr(math, function.dotted[5:], None)):
@@ -1079,6 +1153,8 @@ def _describe(value: Any) -> str:
         return f"torch.{value.name}"
     if isinstance(value, _Object):
         return "self"
+    if isinstance(value, _Input):
+        return f"case[{value.index}]"
     if isinstance(value, (tuple, list)):
         return "(" + ", ".join(_describe(v) for v in value) + ")"
     return repr(value)
@@ -1090,7 +1166,9 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
-def _perf_arg(value: Any) -> PerfTensor | PerfScalar | PerfObject:
+def _perf_arg(value: Any) -> PerfInput | PerfTensor | PerfScalar | PerfObject:
+    if isinstance(value, _Input):
+        return PerfInput(index=value.index)
     if isinstance(value, _Tensor):
         return PerfTensor(shape=list(value.shape), dtype=value.dtype)
     if isinstance(value, _Dtype):
