@@ -76,6 +76,18 @@ class KernelgenError(Exception):
         return {"stage": self.stage, "outcome": self.outcome.value,
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
+    def __reduce__(self):
+        # Errors cross process boundaries (the executor, xdist workers). Exception's default
+        # pickling calls cls(message), which re-wraps the message in a second diagnostic and
+        # fails for subclasses with other constructors (MissingDependency).
+        return _restore_error, (type(self), self.diagnostics), self.__dict__
+
+
+def _restore_error(cls: type[KernelgenError], diagnostics: list[Diagnostic]) -> KernelgenError:
+    error = cls.__new__(cls)
+    KernelgenError.__init__(error, diagnostics)
+    return error
+
 
 class SchemaError(KernelgenError):
     """The text is not JSON, or the JSON is not a kernel AST."""
