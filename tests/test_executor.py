@@ -20,7 +20,7 @@ import time
 import pytest
 import torch
 
-from kernelgen.errors import KernelTimeout, LaunchError, Outcome, SchemaError
+from kernelgen.errors import KernelTimeout, LaunchError, MissingDependency, Outcome, SchemaError, require
 from kernelgen.executor import Executor, RemoteTraceback
 from kernelgen.parse import parse_kernel
 
@@ -86,6 +86,13 @@ def test_a_kernelgen_error_keeps_its_class_code_and_path(executor: Executor) -> 
     local = pytest.raises(SchemaError, parse_kernel, '{"name": "k", "inputs": 3}').value
     assert info.value.diagnostics == local.diagnostics
     assert str(info.value) == str(local)
+
+
+def test_an_error_with_its_own_constructor_crosses_intact(executor: Executor) -> None:
+    with pytest.raises(MissingDependency) as info:
+        executor.call(require, "kernelgen_no_such_module", "testing the executor", "gpu")
+    assert info.value.code == "missing_dependency"
+    assert str(info.value).count("missing_dependency") == 1
 
 
 def test_an_unpicklable_exception_is_reported_by_name(executor: Executor) -> None:

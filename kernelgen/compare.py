@@ -1,0 +1,77 @@
+"""Comparing a kernel's output with the reference's, with tolerances by dtype.
+
+f32 uses rtol 1e-4 (the GPU's approximate ``exp``, ``rsqrt`` and division differ from the
+CPU's correctly rounded ones by a few ulp, which 1e-5 would fail), f16 and bf16 use 1e-2;
+integers and booleans must be equal. NaN equals NaN, so an element that both leave
+unwritten (poison) counts as equal, and one that only the kernel leaves unwritten does not.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+TOLERANCES: dict[str, Tolerance] = {
+    "f32": Tolerance(rtol=1e-4, atol=1e-5),
+    "f16": Tolerance(rtol=1e-2, atol=1e-2),
+    "bf16": Tolerance(rtol=1e-2, atol=1e-2),
+    "i32": Tolerance(rtol=0.0, atol=0.0),
+    "i64": Tolerance(rtol=0.0, atol=0.0),
+    "bool": Tolerance(rtol=0.0, atol=0.0),
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How one output compares: ``mismatches`` of ``total`` elements lie outside the
+    tolerance; ``max_abs_error`` is over all elements (infinite where only one side is NaN or
+    the shapes differ); ``first_mismatch`` is the index of the first one."""
+
+    ok: bool
+    total: int
+    mismatches: int
+    max_abs_error: float
+    first_mismatch: tuple[int, ...] | None
+    tolerance: Tolerance
+    shape_mismatch: str | None = None
+
+    def __str__(self) -> str:
+        if self.shape_mismatch:
+            return f"mismatch: {self.shape_mismatch}"
+        verdict = "ok" if self.ok else "mismatch"
+        where = f", first at {list(self.first_mismatch)}" if self.first_mismatch is not None else ""
+        return (f"{verdict}: max abs error {self.max_abs_error:.3g}, {self.mismatches} of {self.total} elements "
+                f"outside rtol={self.tolerance.rtol:g} atol={self.tolerance.atol:g}{where}")
+
+
+def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
+                    tolerance: Tolerance | None = None) -> Comparison:
+    """Compare a kernel's output with the reference's (any devices; compared on the CPU)."""
+    tolerance = tolerance or TOLERANCES[dtype]
+    actual, expected = actual.detach().cpu(), expected.detach().cpu()
+    if actual.shape != expected.shape:
+        return Comparison(False, expected.numel(), expected.numel(), math.inf, None, tolerance,
+                          f"shape {list(actual.shape)}, expected {list(expected.shape)}")
+    if dtype in ("f32", "f16", "bf16"):
+        a, e = actual.double(), expected.double()
+        close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+        same = (a == e) | (a.isnan() & e.isnan())
+        error = torch.where(same, torch.zeros_like(a), (a - e).abs().nan_to_num(nan=math.inf))
+    else:
+        # Integers compare exactly (a float64 round trip would merge large i64 values).
+        close = actual == expected
+        error = torch.where(close, 0.0, (actual.double() - expected.double()).abs())
+    bad = ~close
+    mismatches = int(bad.sum())
+    first = tuple(bad.nonzero()[0].tolist()) if mismatches else None
+    max_error = float(error.max()) if error.numel() else 0.0
+    return Comparison(mismatches == 0, actual.numel(), mismatches, max_error, first, tolerance)
