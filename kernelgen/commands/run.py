@@ -26,13 +26,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the seed of the random inputs")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="stop the kernel after this long (default 60)")
+    parser.add_argument("--rtol", type=float, help="relative tolerance for every output "
+                                                   "(default by dtype: f32 1e-4, f16/bf16 1e-2, integers 0)")
+    parser.add_argument("--atol", type=float, help="absolute tolerance for every output "
+                                                   "(default by dtype: f32 1e-5, f16/bf16 1e-2, integers 0)")
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from kernelgen.check import check
-    from kernelgen.compare import compare_tensors
+    from kernelgen.compare import TOLERANCES, Tolerance, compare_tensors
     from kernelgen.compile import DEFAULT_TARGET, compile_kernel, divisible_params
     from kernelgen.executor import Executor
     from kernelgen.host import plan_launch
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
               "machine, so it was not run", file=sys.stderr)
         return NO_GPU_STATUS
 
-    # The parent never touches CUDA: the target is read, and the kernel run, in the executor.
+    # The parent makes no CUDA context: the target is read, and the kernel run, in the executor.
     with Executor(initializer=prepare_gpu, default_timeout=args.timeout) as executor:
         target = args.target or executor.call(device_target)
         compiled = compile_kernel(checked, target=target, divisible_by_16=divisible)
@@ -61,7 +65,10 @@ def run(args: argparse.Namespace) -> int:
 
     all_ok = True
     for output in checked.kernel.outputs:
-        comparison = compare_tensors(actual[output.name], expected[output.name], output.dtype)
+        default = TOLERANCES[output.dtype]
+        tolerance = Tolerance(rtol=default.rtol if args.rtol is None else args.rtol,
+                              atol=default.atol if args.atol is None else args.atol)
+        comparison = compare_tensors(actual[output.name], expected[output.name], output.dtype, tolerance)
         all_ok &= comparison.ok
         print(f"{output.name}: {comparison}")
     return 0 if all_ok else 1
