@@ -299,13 +299,12 @@ def split_source(text: str, path: Path | str = "") -> tuple[str, str, int]:
 
 
 def _parse_python(source: str, path: Path | str, what: str, first_line: int = 1) -> ast.Module:
+    """Parse one part of a file; ``first_line`` is where the part starts, for the message."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError as exc:
         line = (exc.lineno or 1) + first_line - 1
         raise _problem(path, "bad_python", f"the {what} is not valid Python (line {line}: {exc.msg})") from None
-    ast.increment_lineno(tree, first_line - 1)
-    return tree
 
 
 def _top_functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
