@@ -1,0 +1,135 @@
+"""The environment of the model side: endpoints, API keys and switches.
+
+Variables come from the process environment or from a ``.env`` file (the first one found from
+the working directory upwards); a ``.env`` file never overrides a variable that is already set.
+The original design's names keep working: ``USE_REMOTE_MODEL`` (truthy: the ``remote``
+provider), ``LLM_API_URL`` (its base URL), ``NVIDIA_API_KEY``, ``GEMINI_API_KEY`` and
+``WANDB_API_KEY``.
+
+API keys are handed around as :class:`Secret`, whose ``str`` and ``repr`` hide the value, so a
+key that reaches an f-string, a log line or a provider's repr shows as ``***``; only the code
+that builds an HTTP header calls :meth:`Secret.reveal`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+from kernelgen.errors import require
+
+USE_REMOTE_MODEL = "USE_REMOTE_MODEL"
+LLM_API_URL = "LLM_API_URL"
+SECRET_VARIABLES = ("OPENAI_API_KEY", "NVIDIA_API_KEY", "GEMINI_API_KEY", "WANDB_API_KEY", "LLM_API_KEY")
+CACHE_DIR_VARIABLE = "KERNELGEN_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path(".kernelgen") / "generations"
+
+_TRUTHY = ("1", "true", "yes", "on")
+_dotenv_loaded = False
+
+
+class Secret:
+    """A credential that does not print itself."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+def find_dotenv(start: Path | None = None) -> Path | None:
+    """The nearest ``.env`` file from ``start`` (default: the working directory) upwards."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / ".env"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_dotenv(path: Path | None = None) -> Path | None:
+    """Load a ``.env`` file into the environment without overriding set variables.
+
+    Without ``path``, the nearest ``.env`` is loaded once per process; returns the file loaded.
+    """
+    global _dotenv_loaded
+    if path is None:
+        if _dotenv_loaded:
+            return None
+        _dotenv_loaded = True
+        path = find_dotenv()
+        if path is None:
+            return None
+    dotenv = require("dotenv", "reading a .env file", "llm")
+    dotenv.load_dotenv(path, override=False)
+    return path
+
+
+def getenv(name: str) -> str | None:
+    """A variable from the environment or ``.env``; an empty value counts as unset."""
+    load_dotenv()
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def get_secret(name: str) -> Secret | None:
+    value = getenv(name)
+    return Secret(value) if value else None
+
+
+def is_truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in _TRUTHY
+
+
+def default_provider_spec() -> str | None:
+    """The provider the original design's variables select when none is named.
+
+    ``USE_REMOTE_MODEL`` truthy selects the remote server at ``LLM_API_URL``; otherwise a set
+    ``NVIDIA_API_KEY`` selects NIM, then a set ``GEMINI_API_KEY`` Gemini.
+    """
+    if is_truthy(getenv(USE_REMOTE_MODEL)):
+        return "remote"
+    if getenv("NVIDIA_API_KEY"):
+        return "nim"
+    if getenv("GEMINI_API_KEY"):
+        return "gemini"
+    return None
+
+
+def default_cache_dir() -> Path:
+    """Where generations are recorded: ``$KERNELGEN_CACHE_DIR``, else ``.kernelgen/generations``."""
+    return Path(getenv(CACHE_DIR_VARIABLE) or DEFAULT_CACHE_DIR)
+
+
+def known_secrets() -> list[Secret]:
+    """Every API key the environment holds, for redaction of text that may echo one."""
+    return [s for s in (get_secret(name) for name in SECRET_VARIABLES) if s is not None]
+
+
+def redact(text: str, secrets: Iterable[Secret]) -> str:
+    """``text`` with every secret's value replaced by ``***``."""
+    for secret in secrets:
+        value = secret.reveal()
+        if value:
+            text = text.replace(value, "***")
+    return text
+
+
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@")
+
+
+def redact_url(url: str) -> str:
+    """A URL fit for messages: no user:password part and no query string (keys travel there)."""
+    url = _USERINFO.sub(r"\1", url)
+    base, sep, _ = url.partition("?")
+    return base + ("?..." if sep else "")
