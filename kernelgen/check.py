@@ -60,6 +60,7 @@ RULES: dict[str, str] = {
     "bad_binding": "a param bound to something other than a tensor, size, scalar or int",
     "bad_value": "a literal that does not fit where it is used",
     "other_without_mask": "a load with 'other' but no 'mask'",
+    "bad_signature": "inputs, roles and views that do not fit together (a view's shapes, a choice's default)",
 }
 
 
@@ -239,6 +240,17 @@ class _Checker:
             path = f"/inputs/{i}"
             if not declare(inp.name, "an input", child(path, "name")):
                 continue
+            if not inp.is_plain:
+                self.host_only_input(inp, i)
+                continue
+            if inp.dtype is None:
+                self.error(child(path, "dtype"), "bad_signature", f"input {inp.name!r} needs a dtype")
+                continue
+            if inp.choices is not None:
+                self.error(child(path, "choices"), "bad_signature", "choices go with role 'choice'")
+            if inp.number and (inp.shape is None or k.view != "elementwise"):
+                self.error(child(path, "number"), "bad_signature",
+                           "'number' is for tensor inputs of an elementwise view (a number becomes a 0-d tensor)")
             if inp.shape is None:
                 self.scalars[inp.name] = inp.dtype
                 continue
@@ -252,6 +264,8 @@ class _Checker:
                 elif seen.get(dim) != "a size":
                     self.error(child(path, "shape", j), "duplicate_name", f"{dim!r} is not a size")
             self.tensors[inp.name] = HostTensor(inp.name, inp.dtype, tuple(inp.shape), False)
+
+        self.check_view()
 
         for i, m in enumerate(k.meta):
             path = f"/meta/{i}"
@@ -287,6 +301,59 @@ class _Checker:
             binding = self.bind_param(p, path)
             if binding is not None:
                 self.params.append(binding)
+
+    def host_only_input(self, inp: L.Input, index: int) -> None:
+        """Arguments the host consumes (views, out=, flags); a choice is also a meta name."""
+        path = f"/inputs/{index}"
+        if inp.shape is not None or inp.number:
+            self.error(child(path, "shape"), "bad_signature", f"a {inp.role} argument takes no shape")
+        if inp.role == "choice":
+            if not inp.choices:
+                self.error(child(path, "choices"), "bad_signature", "a choice argument lists its choices")
+                return
+            if inp.optional and inp.default not in inp.choices:
+                self.error(child(path, "default"), "bad_signature", f"default {inp.default!r} is not a choice")
+                return
+            index = inp.choices.index(inp.default) if inp.optional else 0
+            self.meta[inp.name] = self.meta_override.pop(inp.name, index)
+            if not 0 <= self.meta[inp.name] < len(inp.choices):
+                self.error(path, "bad_value", f"{inp.name} has {len(inp.choices)} choices, no index {self.meta[inp.name]}")
+        elif inp.choices is not None:
+            self.error(child(path, "choices"), "bad_signature", "choices go with role 'choice'")
+        if inp.role == "fixed" and not inp.optional:
+            self.error(child(path, "default"), "bad_signature", "a fixed argument needs the default it is fixed at")
+        if inp.role in ("dim", "keepdim") and self.kernel.view != "rows":
+            self.error(child(path, "role"), "bad_signature", f"a {inp.role} argument goes with the rows view")
+
+    def check_view(self) -> None:
+        """The shapes a view shows the kernel: 1-D [N] (elementwise) or [M, N] (rows)."""
+        k = self.kernel
+        if k.view is None:
+            return
+        tensors = [(i, inp) for i, inp in enumerate(k.inputs) if inp.is_plain and inp.shape is not None]
+        if k.view == "elementwise":
+            wanted = 1
+            symbols = {tuple(inp.shape) for _, inp in tensors}
+        else:
+            wanted = 2
+            if not any(inp.role == "dim" for inp in k.inputs):
+                self.error("/view", "bad_signature", "the rows view needs a 'dim' argument (role dim)")
+            tensors = [(i, inp) for i, inp in tensors if len(inp.shape) == 2]
+            symbols = {tuple(inp.shape) for _, inp in tensors}
+        if not tensors:
+            self.error("/view", "bad_signature", f"the {k.view} view needs a tensor input of rank {wanted}")
+            return
+        for i, inp in tensors:
+            if len(inp.shape) != wanted or not all(isinstance(d, str) for d in inp.shape):
+                self.error(f"/inputs/{i}/shape", "bad_signature",
+                           f"under the {k.view} view a tensor input is {'[N]' if wanted == 1 else '[M, N]'} (size names)")
+        if len(symbols) > 1:
+            self.error("/view", "bad_signature",
+                       f"the {k.view} view shows every viewed input with one shape, got {sorted(symbols)}")
+        for j, out in enumerate(k.outputs):
+            if not 1 <= len(out.shape) <= wanted:
+                self.error(f"/outputs/{j}/shape", "bad_signature",
+                           f"under the {k.view} view an output has rank {'1' if wanted == 1 else '1 or 2'}")
 
     def host_type(self, expr: L.Expr, path: str) -> str:
         """Type a host expression: 'int', 'float', 'bool' or 'tensor:NAME'."""

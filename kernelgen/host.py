@@ -115,8 +115,12 @@ class LaunchPlan:
 
 
 def _bind_args(kernel: L.Kernel, args: Union[Sequence[Any], Mapping[str, Any]]) -> dict[str, Any]:
-    names = [i.name for i in kernel.inputs]
+    """The kernel's own arguments (tensors and scalars; host-only arguments are consumed by
+    :mod:`kernelgen.wrapper` before this)."""
+    plain = [i for i in kernel.inputs if i.is_plain]
+    names = [i.name for i in plain]
     if isinstance(args, Mapping):
+        args = {**{i.name: i.default for i in plain if i.optional and i.name not in args}, **args}
         missing = [n for n in names if n not in args]
         extra = [n for n in args if n not in names]
         if missing or extra:
@@ -133,7 +137,7 @@ def sizes_from_shapes(kernel: L.Kernel, shapes: Mapping[str, Sequence[int]]) -> 
     """Bind each size name from the input shapes, checking that they agree."""
     sizes: dict[str, int] = {}
     for i, inp in enumerate(kernel.inputs):
-        if inp.shape is None:
+        if inp.shape is None or not inp.is_plain:
             continue
         shape = tuple(shapes[inp.name])
         if len(shape) != len(inp.shape):
@@ -158,7 +162,7 @@ def plan_for_sizes(checked: CheckedKernel, sizes: Mapping[str, int],
     kernel = checked.kernel
     env = HostEnv(dict(sizes), dict(scalars or {}), dict(checked.meta))
     for inp in kernel.inputs:
-        if inp.shape is not None:
+        if inp.is_plain and inp.shape is not None:
             shape = tuple(d if isinstance(d, int) else env.sizes[d] for d in inp.shape)
             env.shapes[inp.name] = shape
             env.strides[inp.name] = contiguous_strides(shape)
@@ -204,6 +208,8 @@ def plan_launch(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, 
     inputs: dict[str, Any] = {}
     scalars: dict[str, Scalar] = {}
     for i, inp in enumerate(kernel.inputs):
+        if not inp.is_plain:
+            continue
         value = bound[inp.name]
         if inp.shape is None:
             if hasattr(value, "shape"):

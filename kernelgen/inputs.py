@@ -30,6 +30,8 @@ def random_inputs(kernel: L.Kernel, sizes: Mapping[str, int], scalars: Mapping[s
     scalars = dict(scalars or {})
     args: dict[str, Any] = {}
     for i, inp in enumerate(kernel.inputs):
+        if not inp.is_plain:
+            continue
         if inp.shape is None:
             if inp.name in scalars:
                 args[inp.name] = scalars[inp.name]

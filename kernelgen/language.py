@@ -258,13 +258,34 @@ Stmt = Annotated[Union[Let, Store, For], Field(discriminator="op")]
 # The kernel and its host side
 
 
+JsonValue = Union[bool, int, float, str, None]
+
+
 class Input(Node):
-    """A call argument: a tensor if ``shape`` is given (dims: size names or ints), else a
-    scalar."""
+    """A call argument, in call order: a tensor if ``shape`` is given (dims: size names or
+    ints), else a scalar. With ``default`` (null included) it is optional. ``number``: a
+    tensor that may be passed as a Python number. ``role``: a host-only argument: ``dim``
+    (int, ints or null for all: the rows view's reduced dims), ``keepdim``, ``out`` (a tensor
+    the first output is written into), ``inplace`` (write it into the first input),
+    ``choice`` (one of ``choices``; in the kernel a meta name equal to its index), ``fixed``
+    (only its default is accepted)."""
 
     name: Name
-    dtype: Dtype
+    dtype: Dtype | None = None
     shape: list[Dim] | None = None
+    default: JsonValue = None
+    number: bool = False
+    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed"] | None = None
+    choices: list[JsonValue] | None = None
+
+    @property
+    def optional(self) -> bool:
+        return "default" in self.model_fields_set
+
+    @property
+    def is_plain(self) -> bool:
+        """An argument the kernel sees (a tensor or a scalar), not a host-only one."""
+        return self.role is None
 
 
 class Output(Node):
@@ -292,7 +313,13 @@ class Meta(Node):
 
 
 class Kernel(Node):
+    """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
+    too) and shows the kernel each flattened, as 1-D ``[N]``; ``rows`` moves the ``dim``
+    argument's axes last and shows each rank-2 input as ``[M, N]`` (N: the reduced elements).
+    Outputs are reshaped back to the call's shapes."""
+
     name: Name
+    view: Literal["elementwise", "rows"] | None = None
     inputs: list[Input]
     outputs: Annotated[list[Output], Field(min_length=1)]
     params: list[Param]

@@ -142,8 +142,9 @@ def parse_kernel(text: str | bytes) -> Kernel:
 
 
 def kernel_to_obj(kernel: Kernel) -> dict[str, Any]:
-    """The kernel as a JSON-able object, without fields left at their defaults."""
-    return kernel.model_dump(mode="json", exclude_defaults=True)
+    """The kernel as a JSON-able object, with the fields its author wrote (an input's
+    ``default`` means something even when it is null)."""
+    return kernel.model_dump(mode="json", exclude_unset=True)
 
 
 def kernel_to_json(kernel: Kernel, indent: int | None = None) -> str:

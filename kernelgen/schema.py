@@ -17,14 +17,22 @@ from typing import Any
 
 from kernelgen.language import Kernel
 
-def _strip(node: Any) -> Any:
+# Fields whose null is a value the author writes (an input's default of None), not an
+# omitted option.
+_NULL_IS_A_VALUE = ("default",)
+
+
+def _strip(node: Any, keep_null: bool = False) -> Any:
     if isinstance(node, list):
         return [_strip(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("title", "discriminator", "description"):
+            continue
+        if key == "properties":
+            out[key] = {name: _strip(prop, keep_null=name in _NULL_IS_A_VALUE) for name, prop in value.items()}
             continue
         out["anyOf" if key == "oneOf" else key] = _strip(value)
     if "const" in out or "enum" in out:
@@ -33,7 +41,7 @@ def _strip(node: Any) -> Any:
     options = out.get("anyOf")
     if options is None:
         return out
-    if out.get("default", 0) is None and {"type": "null"} in options:
+    if out.get("default", 0) is None and {"type": "null"} in options and not keep_null:
         # An optional field is omitted, never written as null: keep only the real type.
         options = [o for o in options if o != {"type": "null"}]
         del out["default"]

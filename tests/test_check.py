@@ -168,6 +168,11 @@ SEMANTIC_CASES = [
          "unproven_bounds", "/body/4/body/2/value"),
     case("load-through-integer", VADD, {"/body/3/value/ptr": "offsets"}, "not_a_pointer", "/body/3/value/ptr"),
     case("store-through-integer", VADD, {"/body/5/ptr": "offsets"}, "not_a_pointer", "/body/5/ptr"),
+    # host-only arguments and views
+    case("choice-without-choices", VADD, {"/inputs/2": {"name": "mode", "role": "choice"}},
+         "bad_signature", "/inputs/2/choices"),
+    case("dim-without-rows-view", VADD, {"/inputs/2": {"name": "dim", "role": "dim"}},
+         "bad_signature", "/inputs/2/role"),
     case("load-other-without-mask", VADD, {"/body/3/value/mask": REMOVE, "/body/3/value/other": 0.0},
          "other_without_mask", "/body/3/value/other"),
     # operands

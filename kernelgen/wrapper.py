@@ -1,0 +1,208 @@
+"""A kernel as a Python function: bind a call's arguments, apply the view, map outputs back.
+
+Wrappers of real operators (TritonBench's among them) are polymorphic: optional arguments,
+numbers where tensors go, any rank, ``dim``/``keepdim``, ``out=``, ``inplace=``. The kernel's
+AST declares these (see :class:`kernelgen.language.Input` and ``Kernel.view``); this module
+turns one call into the kernel's fixed-rank arguments (:class:`BoundCall`) and the kernel's
+outputs back into what the call returns. Whatever runs the kernel in between (the
+interpreter, the GPU) sees plain tensors of the declared shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, check
+from kernelgen.errors import Diagnostic, HostError
+from kernelgen.host import dtype_name, torch_dtype
+
+@dataclass
+class BoundCall:
+    """One call, ready for the kernel: its arguments (by input name), the meta values the
+    call's choices select, and how to turn the kernel's outputs into the call's result."""
+
+    args: dict[str, Any]
+    meta: dict[str, int]
+    finish: Callable[[Mapping[str, Any]], Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _error(index: int | None, message: str, code: str = "bad_arguments") -> HostError:
+    return HostError(Diagnostic("" if index is None else f"/inputs/{index}", code, message))
+
+
+def bind_arguments(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Bind like a Python signature: positionally in declaration order, then by keyword, then
+    defaults. Every input may be passed either way."""
+    names = [i.name for i in kernel.inputs]
+    if len(args) > len(names):
+        raise _error(None, f"{kernel.name} takes at most {len(names)} arguments, got {len(args)}")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise _error(None, f"{kernel.name} got an unexpected keyword argument {key!r}")
+        if key in bound:
+            raise _error(names.index(key), f"{kernel.name} got multiple values for argument {key!r}")
+        bound[key] = value
+    for index, inp in enumerate(kernel.inputs):
+        if inp.name not in bound:
+            if not inp.optional:
+                raise _error(index, f"{kernel.name} is missing the required argument {inp.name!r}")
+            bound[inp.name] = inp.default
+    return bound
+
+
+def _as_tensor(inp: L.Input, index: int, value: Any):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if dtype_name(value.dtype) != inp.dtype:
+            raise _error(index, f"{inp.name} is declared {inp.dtype}, got {value.dtype}")
+        return value
+    if inp.number and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return torch.tensor(value, dtype=torch_dtype(inp.dtype))
+    raise _error(index, f"{inp.name} is a tensor{' or a number' if inp.number else ''}, got {type(value).__name__}")
+
+
+def _reduced_dims(value: Any, rank: int, index: int) -> tuple[int, ...]:
+    if value is None:
+        return tuple(range(rank))
+    dims = (value,) if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
+    normalized = []
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise _error(index, f"dim takes ints, got {d!r}")
+        if not (-max(rank, 1) <= d < max(rank, 1)):
+            raise _error(index, f"dim {d} is out of range for a tensor of rank {rank}")
+        normalized.append(d % max(rank, 1))
+    if len(set(normalized)) != len(normalized):
+        raise _error(index, f"dim {value!r} names an axis twice")
+    return tuple(sorted(set(normalized))) if rank else ()
+
+
+def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> BoundCall:
+    """Turn a Python call of the kernel's wrapper into the kernel's own arguments."""
+    import torch
+
+    bound = bind_arguments(kernel, args, kwargs)
+    meta: dict[str, int] = {}
+    role_values: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    for index, inp in enumerate(kernel.inputs):
+        value = bound[inp.name]
+        if inp.role == "choice":
+            if value not in inp.choices:
+                raise _error(index, f"{inp.name} takes one of {inp.choices}, got {value!r}", "unsupported_argument")
+            meta[inp.name] = inp.choices.index(value)
+        elif inp.role == "fixed":
+            if value is not inp.default and value != inp.default:
+                raise _error(index, f"this kernel supports {inp.name}={inp.default!r} only, got {value!r}",
+                             "unsupported_argument")
+        elif inp.role is not None:
+            role_values[inp.role] = (index, value)
+        elif inp.shape is not None:
+            values[inp.name] = _as_tensor(inp, index, value)
+        else:
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                value = value.item()
+            if not isinstance(value, (int, float, bool)):
+                raise _error(index, f"{inp.name} is a number, got {type(value).__name__}")
+            values[inp.name] = value
+
+    first_input = next((i.name for i in kernel.inputs if i.is_plain and i.shape is not None), None)
+    if kernel.view == "elementwise":
+        finish_view, values = _elementwise_view(kernel, values)
+    elif kernel.view == "rows":
+        finish_view, values = _rows_view(kernel, values, role_values)
+    else:
+        finish_view = lambda outputs: dict(outputs)  # noqa: E731
+
+    out_index, out = role_values.get("out", (None, None))
+    _, inplace = role_values.get("inplace", (None, False))
+    originals = {name: bound[name] for name in values if isinstance(bound.get(name), torch.Tensor)}
+
+    def finish(outputs: Mapping[str, Any]) -> Any:
+        shaped = finish_view(outputs)
+        results = [shaped[o.name] for o in kernel.outputs]
+        if out is not None:
+            if not isinstance(out, torch.Tensor) or out.shape != results[0].shape or out.dtype != results[0].dtype:
+                raise _error(out_index, f"out must be a {results[0].dtype} tensor of shape {list(results[0].shape)}")
+            out.copy_(results[0].to(out.device))
+            results[0] = out
+        elif inplace:
+            target = originals.get(first_input)
+            if target is None or target.shape != results[0].shape or target.dtype != results[0].dtype:
+                raise _error(None, "inplace needs the first input to have the result's shape and dtype")
+            target.copy_(results[0].to(target.device))
+            results[0] = target
+        return results[0] if len(results) == 1 else tuple(results)
+
+    return BoundCall(values, meta, finish)
+
+
+def _elementwise_view(kernel: L.Kernel, values: dict[str, Any]):
+    """Broadcast every tensor input to one shape and show each flattened."""
+    import torch
+
+    tensors = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None}
+    try:
+        shape = torch.broadcast_shapes(*(t.shape for t in tensors.values()))
+    except RuntimeError as exc:
+        shapes = {n: list(t.shape) for n, t in tensors.items()}
+        raise _error(None, f"the inputs do not broadcast: {shapes} ({exc})") from None
+    viewed = dict(values)
+    for name, tensor in tensors.items():
+        viewed[name] = tensor.expand(shape).contiguous().reshape(-1)
+
+    def finish(outputs: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: t.reshape(shape) for name, t in outputs.items()}
+
+    return finish, viewed
+
+
+def _rows_view(kernel: L.Kernel, values: dict[str, Any], role_values: dict[str, Any]):
+    """Move the reduced axes last and show each rank-2 input as [kept elements, reduced ones]."""
+    rank2 = [i.name for i in kernel.inputs if i.is_plain and i.shape is not None and len(i.shape) == 2]
+    dim_index, dim = role_values["dim"]
+    _, keepdim = role_values.get("keepdim", (None, False))
+    shapes = {tuple(values[n].shape) for n in rank2}
+    if len(shapes) != 1:
+        raise _error(None, f"{rank2} must have one shape, got {sorted(shapes)}")
+    (shape,) = shapes
+    rank = len(shape)
+    reduced = _reduced_dims(dim, rank, dim_index)
+    kept = tuple(d for d in range(rank) if d not in reduced)
+    order = kept + reduced
+    rows = math.prod(shape[d] for d in kept)
+    cols = math.prod(shape[d] for d in reduced)
+    viewed = dict(values)
+    for name in rank2:
+        viewed[name] = values[name].permute(order).contiguous().reshape(rows, cols) if rank else \
+            values[name].reshape(1, 1)
+    kept_shape = tuple(1 if d in reduced else shape[d] for d in range(rank)) if keepdim else \
+        tuple(shape[d] for d in kept)
+    inverse = [order.index(d) for d in range(rank)]
+
+    def finish(outputs: Mapping[str, Any]) -> dict[str, Any]:
+        shaped = {}
+        for o in kernel.outputs:
+            t = outputs[o.name]
+            if t.dim() == 1:
+                shaped[o.name] = t.reshape(kept_shape)
+            else:
+                shaped[o.name] = (t.reshape(tuple(shape[d] for d in order)).permute(inverse).contiguous()
+                                  if rank else t.reshape(()))
+        return shaped
+
+    return finish, viewed
+
+
+def call_kernel(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any],
+                run: Callable[[CheckedKernel, dict[str, Any]], Mapping[str, Any]]) -> Any:
+    """Call ``kernel`` like its wrapper: bind, check for the call's choices, ``run`` the
+    kernel on its own arguments (the interpreter, or the GPU), and shape the result."""
+    call = bind_call(kernel, args, kwargs)
+    return call.finish(run(check(kernel, call.meta), call.args))

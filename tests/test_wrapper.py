@@ -1,0 +1,168 @@
+"""The wrapper layer: Python-style binding, views, number arguments, out= and inplace=, and
+the checker's rules for host-only arguments."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from kernelgen.check import check
+from kernelgen.errors import HostError, SemanticError
+from kernelgen.interpret import interpret
+from kernelgen.parse import kernel_from_obj, kernel_to_obj
+from kernelgen.wrapper import bind_arguments, call_kernel
+
+
+def elementwise_sub() -> dict:
+    """sub(input, other, alpha=1, out=None): input - alpha * other, any rank, other may be a number."""
+    offs = {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "BLOCK"},
+            "rhs": {"op": "arange", "size": "BLOCK"}}
+    load = lambda name: {"op": "load", "ptr": {"op": "add", "lhs": name, "rhs": "offs"}, "mask": "m"}  # noqa: E731
+    return {
+        "name": "sub", "view": "elementwise",
+        "inputs": [{"name": "input", "dtype": "f32", "shape": ["N"]},
+                   {"name": "other", "dtype": "f32", "shape": ["N"], "number": True},
+                   {"name": "alpha", "dtype": "f32", "default": 1},
+                   {"name": "out", "role": "out", "default": None}],
+        "outputs": [{"name": "result", "dtype": "f32", "shape": ["N"]}],
+        "params": [{"name": "input"}, {"name": "other"}, {"name": "result"}, {"name": "alpha"}, {"name": "N"}],
+        "meta": [{"name": "BLOCK", "value": 256}],
+        "grid": [{"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}],
+        "body": [
+            {"op": "let", "name": "offs", "value": offs},
+            {"op": "let", "name": "m", "value": {"op": "lt", "lhs": "offs", "rhs": "N"}},
+            {"op": "store", "ptr": {"op": "add", "lhs": "result", "rhs": "offs"}, "mask": "m",
+             "value": {"op": "sub", "lhs": load("input"), "rhs": {"op": "mul", "lhs": "alpha", "rhs": load("other")}}},
+        ],
+    }
+
+
+def rows_logsumexp() -> dict:
+    """logsumexp(input, dim, keepdim=False) over any rank, one program per kept element."""
+    cols = {"op": "add", "lhs": "row", "rhs": {"op": "arange", "size": "BLOCK"}}
+    return {
+        "name": "logsumexp", "view": "rows",
+        "inputs": [{"name": "input", "dtype": "f32", "shape": ["M", "N"]},
+                   {"name": "dim", "role": "dim"},
+                   {"name": "keepdim", "role": "keepdim", "default": False},
+                   {"name": "scale", "role": "choice", "choices": ["none", "half"], "default": "none"}],
+        "outputs": [{"name": "out", "dtype": "f32", "shape": ["M"]}],
+        "params": [{"name": "input"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "BLOCK", "value": 64}],
+        "grid": ["M"],
+        "body": [
+            {"op": "let", "name": "row", "value": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "N"}},
+            {"op": "let", "name": "lane", "value": {"op": "arange", "size": "BLOCK"}},
+            {"op": "let", "name": "inside", "value": {"op": "lt", "lhs": "lane", "rhs": "N"}},
+            {"op": "let", "name": "x", "value": {"op": "load", "ptr": {"op": "add", "lhs": "input", "rhs": cols},
+                                                "mask": "inside", "other": "-inf"}},
+            {"op": "let", "name": "top", "value": {"op": "max", "x": "x", "axis": 0}},
+            {"op": "let", "name": "lse", "value": {"op": "add", "lhs": "top", "rhs": {"op": "log", "x": {
+                "op": "sum", "axis": 0, "x": {"op": "exp", "x": {"op": "sub", "lhs": "x", "rhs": "top"}}}}}},
+            {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": {"op": "program_id"}},
+             "value": {"op": "where", "cond": {"op": "eq", "lhs": "scale", "rhs": 1},
+                       "x": {"op": "mul", "lhs": "lse", "rhs": 0.5}, "y": "lse"}},
+        ],
+    }
+
+
+def call(doc: dict, *args, **kwargs):
+    return call_kernel(kernel_from_obj(doc), args, kwargs, interpret)
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [((3, 4), (4,)), ((5,), (5,)), ((), ()), ((2, 1, 3), (4, 1)), ((0,), (0,))])
+def test_elementwise_view_broadcasts_any_rank(shape_a, shape_b):
+    a, b = torch.randn(shape_a), torch.randn(shape_b)
+    result = call(elementwise_sub(), a, b)
+    assert result.shape == torch.broadcast_shapes(shape_a, shape_b)
+    torch.testing.assert_close(result, a - b)
+
+
+def test_numbers_defaults_keywords_and_out():
+    a = torch.randn(6, 7)
+    torch.testing.assert_close(call(elementwise_sub(), a, 2.0, alpha=3), a - 6.0)
+    torch.testing.assert_close(call(elementwise_sub(), input=a, other=a, alpha=0.5), a * 0.5)
+    out = torch.empty(6, 7)
+    assert call(elementwise_sub(), a, a, out=out) is out
+    torch.testing.assert_close(out, torch.zeros(6, 7))
+
+
+@pytest.mark.parametrize("shape, dim, keepdim", [((4, 9), 1, False), ((4, 9), 0, True), ((2, 3, 5), (0, 2), False),
+                                                  ((2, 3, 5), -1, True), ((7,), None, False), ((3, 4), None, True),
+                                                  ((), None, False)])
+def test_rows_view_reduces_any_dims(shape, dim, keepdim):
+    x = torch.randn(shape)
+    expected = torch.logsumexp(x, dim=tuple(range(x.dim())) if dim is None else dim, keepdim=keepdim)
+    torch.testing.assert_close(call(rows_logsumexp(), x, dim, keepdim=keepdim), expected)
+
+
+def test_choice_selects_a_meta_value():
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(call(rows_logsumexp(), x, 1, scale="half"), torch.logsumexp(x, 1) * 0.5)
+
+
+@pytest.mark.parametrize("args, kwargs, code, path", [
+    ((), {}, "bad_arguments", "/inputs/0"),
+    ((torch.randn(3),), {}, "bad_arguments", "/inputs/1"),
+    ((torch.randn(3), torch.randn(3)), {"beta": 2}, "bad_arguments", ""),
+    ((torch.randn(3), torch.randn(3)), {"input": torch.randn(3)}, "bad_arguments", "/inputs/0"),
+    ((torch.randn(3), torch.randn(4)), {}, "bad_arguments", ""),
+    ((torch.randn(3), "two"), {}, "bad_arguments", "/inputs/1"),
+    ((torch.randn(3).half(), torch.randn(3)), {}, "bad_arguments", "/inputs/0"),
+    ((torch.randn(3), torch.randn(3)), {"out": torch.empty(4)}, "bad_arguments", "/inputs/3"),
+])
+def test_bad_calls_name_the_argument(args, kwargs, code, path):
+    with pytest.raises(HostError) as info:
+        call(elementwise_sub(), *args, **kwargs)
+    assert (info.value.code, info.value.path) == (code, path)
+
+
+@pytest.mark.parametrize("args, kwargs", [((torch.randn(2, 3), 2), {}), ((torch.randn(2, 3), 1), {"scale": "triple"})])
+def test_bad_dims_and_choices(args, kwargs):
+    with pytest.raises(HostError) as info:
+        call(rows_logsumexp(), *args, **kwargs)
+    assert info.value.path in ("/inputs/1", "/inputs/3")
+
+
+def test_binding_follows_python_rules():
+    kernel = kernel_from_obj(elementwise_sub())
+    bound = bind_arguments(kernel, (1, 2), {"out": None})
+    assert bound == {"input": 1, "other": 2, "alpha": 1, "out": None}
+
+
+def test_default_null_survives_a_round_trip():
+    kernel = kernel_from_obj(elementwise_sub())
+    again = kernel_from_obj(kernel_to_obj(kernel))
+    assert again.inputs[3].optional and again.inputs[3].default is None
+    assert not again.inputs[0].optional
+
+
+def mutated(doc: dict, change) -> dict:
+    doc = copy.deepcopy(doc)
+    change(doc)
+    return doc
+
+
+@pytest.mark.parametrize("change, path", [
+    (lambda d: d["inputs"][0].pop("dtype"), "/inputs/0/dtype"),
+    (lambda d: d["inputs"][1].update(number=True, shape=None), "/inputs/1/number"),
+    (lambda d: d["inputs"][3].update(shape=["N"]), "/inputs/3/shape"),
+    (lambda d: d["inputs"][3].update(role="choice"), "/inputs/3/choices"),
+    (lambda d: d["inputs"][3].update(role="fixed", default=None) or d["inputs"][3].pop("default"), "/inputs/3/default"),
+    (lambda d: d["inputs"][3].update(role="dim"), "/inputs/3/role"),
+    (lambda d: d["inputs"][0].update(shape=["M", "N"]), "/inputs/0/shape"),
+    (lambda d: d["inputs"][1].update(shape=["K"]), "/view"),
+])
+def test_signature_rules(change, path):
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(mutated(elementwise_sub(), change)))
+    assert any(d.code == "bad_signature" and d.path == path for d in info.value.diagnostics), info.value
+
+
+def test_rows_view_needs_a_dim_argument():
+    doc = mutated(rows_logsumexp(), lambda d: d["inputs"].pop(1))
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(doc))
+    assert ("bad_signature", "/view") in [(d.code, d.path) for d in info.value.diagnostics]
