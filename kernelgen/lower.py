@@ -1,0 +1,776 @@
+"""Lowering: a checked kernel AST -> Triton IR (TTIR), built with Triton's own MLIR builder.
+
+Triton's bindings (``triton._C.libtriton.ir``) are the only Python MLIR bindings that register
+the ``tt`` dialect, so the module built here is really verified, and it is exactly what
+``triton.compile`` would hand to its backend. Every op carries the location of the AST node it
+comes from (a file-line-column location whose "file" is the node's JSON path), so MLIR's
+diagnostics, which it writes to the C++ stderr, read ``/body/3/value: error: ...`` and are
+turned into :class:`~kernelgen.errors.LoweringError` diagnostics with that path.
+
+The meaning of every construct is :mod:`kernelgen.interpret`'s; the choices that make the GPU
+agree with it:
+
+* Operands are converted the way the interpreter's ``eval_as`` converts them: a literal
+  becomes a constant of the operation's dtype directly (``checked.operand_dtypes``), a value
+  of another dtype is converted (int -> float via f32, as torch does), and blocks broadcast
+  NumPy-style (``tt.expand_dims`` to equal rank, then ``tt.broadcast``; scalars ``tt.splat``).
+* Integer ``idiv``/``cdiv``/``rem`` divide by a divisor made safe (1 where it is 0) and give 0
+  where it was 0, as the interpreter does; this also keeps LLVM free of division-by-zero UB.
+* ``div`` and ``sqrt`` are correctly rounded (``tt.precise_divf``, ``tt.precise_sqrt``), like
+  torch's CUDA kernels; Triton's plain ``arith.divf`` lowers to the 2-ulp ``div.full.f32``.
+  f16/bf16 division and float ``rem`` go through f32 (exact for these formats).
+* Float ``rem`` is C ``fmod`` (libdevice ``__nv_fmodf``), exact; LLVM's ``frem`` expansion on
+  NVPTX is not. ``pow``, ``tanh`` and ``log1p`` are libdevice calls (``__nv_powf``,
+  ``__nv_tanhf``, ``__nv_log1pf``) as ``triton.language.extra.libdevice`` makes them; the
+  backend links libdevice. ``sigmoid`` is ``1 / (1 + exp(-x))``, the interpreter's formula.
+* ``maximum``/``minimum``, ``clamp`` and the ``max``/``min`` reductions use the NaN-propagating
+  ``arith.maximumf``/``minimumf``; comparisons are ordered except ``ne`` (``UNE``).
+* ``argmax``/``argmin`` reduce (value, index) pairs and keep the smaller index on ties; NaN
+  counts as the extremum, as in ``torch.argmax``/``argmin``.
+* Reductions and comparisons of f16/bf16 values run in f32 (exact), as Triton's own ``tl.max``
+  does for bf16, which has no hardware max or compare before sm_90.
+* bool tensors live in memory as bytes: bool pointers are ``!tt.ptr<i8>``, loads compare with 0
+  and stores zero-extend, as Triton does for ``*i1``.
+* A masked load without ``other`` passes an explicit zero ``other``: masked-off lanes read 0.
+* A ``for`` whose step is not a positive literal runs zero times when the step is not positive
+  (the interpreter rejects such a loop; ``scf.for`` would otherwise never end).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Callable, Collection, Literal, NamedTuple, Sequence, Union
+
+from triton._C.libtriton import ir, nvidia
+
+from kernelgen import language as L
+from kernelgen.check import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType, child, is_literal,
+                             literal_value)
+from kernelgen.errors import Diagnostic, KernelgenError, LoweringError
+
+Scalar = Union[bool, int, float]
+# A lowered expression: an MLIR value, or a literal kept as a Python number until an operation
+# says which dtype it takes (the interpreter keeps literals the same way).
+Lowered = Union[ir.value, Scalar]
+
+# Every pointer argument is 16-byte aligned (torch allocations are), and integer parameters
+# named in ``divisible_by_16`` are multiples of 16 (Triton's own specialization of such
+# arguments): with this attribute Triton's axis analysis proves contiguous accesses aligned,
+# and masks like ``offsets < n`` constant over groups of lanes, and vectorizes loads and stores.
+DIVISIBILITY = 16
+
+
+class KernelParam(NamedTuple):
+    """One parameter of the compiled kernel, in launch order: ``(name, kind, dtype)``, kind
+    ``"ptr"`` (``dtype`` is the pointee's) or ``"scalar"``."""
+
+    name: str
+    kind: Literal["ptr", "scalar"]
+    dtype: str
+
+
+@dataclass
+class LoweredKernel:
+    """A verified TTIR module. The module belongs to ``context``: keep both alive together."""
+
+    name: str
+    module: Any
+    context: Any
+    ttir: str
+    params: tuple[KernelParam, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# What C++ writes to the process's stdout and stderr
+
+
+class NativeOutput:
+    """What native code wrote to file descriptors 1 and 2 while a ``with`` block ran.
+
+    MLIR, LLVM and Triton's passes print diagnostics straight to the C++ streams, past Python's
+    ``sys.stderr``; this redirects the descriptors themselves into a file and reads it back.
+    Descriptors are process-wide, so only one capture may be active at a time in a process
+    (compilation runs in its own worker process).
+
+    ``sink`` is where the text goes: by default a fresh temporary file; the compile worker
+    passes its log file, so that what a crashing compile printed survives the crash.
+    """
+
+    def __init__(self, sink: BinaryIO | None = None) -> None:
+        self._sink = sink
+        self._own_sink = sink is None
+        self._saved: list[tuple[int, int]] = []
+        self._start = 0
+        self.text = ""
+
+    def __enter__(self) -> NativeOutput:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self._sink is None:
+            self._sink = tempfile.TemporaryFile()
+        self._sink.seek(0, os.SEEK_END)
+        self._start = self._sink.tell()
+        for fd in (1, 2):
+            self._saved.append((fd, os.dup(fd)))
+            os.dup2(self._sink.fileno(), fd)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, saved in self._saved:
+            os.dup2(saved, fd)
+            os.close(saved)
+        self._saved.clear()
+        assert self._sink is not None
+        self._sink.seek(self._start)
+        self.text = self._sink.read().decode("utf-8", errors="replace")
+        if self._own_sink:
+            self._sink.close()
+
+
+_NATIVE_SINK: BinaryIO | None = None
+
+
+def set_native_output_sink(sink: BinaryIO | None) -> None:
+    """Send every later capture of this process into ``sink`` (see :class:`NativeOutput`)."""
+    global _NATIVE_SINK
+    _NATIVE_SINK = sink
+
+
+def capture_native_output() -> NativeOutput:
+    return NativeOutput(_NATIVE_SINK)
+
+
+_DIAGNOSTIC_LINE = re.compile(r"^(?P<loc>\S*?):\d+:\d+: (?P<severity>error|warning|note|remark): (?P<message>.*)$")
+
+
+def parse_mlir_diagnostics(text: str, code: str, fallback_path: str = "") -> list[Diagnostic]:
+    """MLIR's ``loc: error: message`` lines as diagnostics at the AST paths the locations name.
+
+    Lines after an error (the op MLIR prints with it, notes) are appended to its message; text
+    with no error line at all (an LLVM fatal error, a pass's own complaint) becomes one
+    diagnostic at ``fallback_path``.
+    """
+    diagnostics: list[Diagnostic] = []
+    loose: list[str] = []
+    for line in text.splitlines():
+        match = _DIAGNOSTIC_LINE.match(line)
+        if match and match["severity"] == "error":
+            path = match["loc"] if match["loc"].startswith("/") else fallback_path
+            diagnostics.append(Diagnostic("" if path == "/" else path, code, match["message"]))
+        elif line.strip():
+            loose.append(line.strip())
+            if diagnostics:
+                last = diagnostics[-1]
+                diagnostics[-1] = Diagnostic(last.path, last.code, f"{last.message}\n{line.strip()}")
+    if not diagnostics and loose:
+        diagnostics.append(Diagnostic(fallback_path, code, "\n".join(loose)))
+    return diagnostics
+
+
+# ---------------------------------------------------------------------------------------------
+# The lowering
+
+
+class _Lowering:
+    def __init__(self, checked: CheckedKernel, context: Any, divisible_by_16: Collection[str]) -> None:
+        self.checked = checked
+        self.divisible_by_16 = frozenset(divisible_by_16)
+        self.types = checked.types
+        self.builder = ir.builder(context)
+        self._locs: dict[str, Any] = {}
+
+    # -- locations and errors ---------------------------------------------------------------
+
+    def at(self, path: str) -> None:
+        """Give the ops created from now on the location of the AST node at ``path``."""
+        loc = self._locs.get(path)
+        if loc is None:
+            loc = self._locs[path] = self.builder.create_loc(path or "/", 0, 0)
+        self.builder.set_loc(loc)
+
+    def guarded(self, path: str, build: Callable[[], Any]) -> Any:
+        """Run ``build``; a Python-side failure becomes a LoweringError at ``path``."""
+        try:
+            return build()
+        except KernelgenError:
+            raise
+        except Exception as exc:
+            raise LoweringError(Diagnostic(path, "lowering_failed",
+                                           f"cannot lower this node: {type(exc).__name__}: {exc}")) from exc
+
+    # -- types and constants ----------------------------------------------------------------
+
+    def scalar_type(self, dtype: str, memory: bool = False) -> Any:
+        b = self.builder
+        if dtype == "bool":
+            return b.get_int8_ty() if memory else b.get_int1_ty()
+        return {"f32": b.get_float_ty, "f16": b.get_half_ty, "bf16": b.get_bf16_ty,
+                "i32": b.get_int32_ty, "i64": b.get_int64_ty}[dtype]()
+
+    def element_type(self, t: ValueType) -> Any:
+        if t.pointer:
+            return self.builder.get_ptr_ty(self.scalar_type(t.dtype, memory=True), 1)
+        return self.scalar_type(t.dtype)
+
+    def ir_type(self, t: ValueType) -> Any:
+        element = self.element_type(t)
+        return self.builder.get_block_ty(element, list(t.shape)) if t.shape else element
+
+    def constant(self, value: Scalar, dtype: str, shape: Sequence[int] = ()) -> Any:
+        b = self.builder
+        if dtype in FLOAT_DTYPES:
+            make = {"f32": b.get_fp32, "f16": b.get_fp16, "bf16": b.get_bf16}[dtype]
+            scalar = make(float(value))
+        elif dtype == "bool":
+            scalar = b.get_int1(bool(value))
+        else:
+            scalar = (b.get_int32 if dtype == "i32" else b.get_int64)(int(value))
+        return self.splat(scalar, ValueType(dtype), tuple(shape))
+
+    def splat(self, scalar: Any, t: ValueType, shape: tuple[int, ...]) -> Any:
+        if not shape:
+            return scalar
+        return self.builder.create_splat(self.ir_type(t.with_shape(shape)), scalar)
+
+    # -- conversions ------------------------------------------------------------------------
+
+    def broadcast(self, value: Any, t: ValueType, shape: tuple[int, ...]) -> Any:
+        """NumPy broadcasting of ``value`` (of type ``t``) to ``shape``."""
+        if t.shape == shape:
+            return value
+        if not t.shape:
+            return self.splat(value, t, shape)
+        current = list(t.shape)
+        while len(current) < len(shape):
+            value = self.builder.create_expand_dims(value, 0)
+            current.insert(0, 1)
+        if tuple(current) != shape:
+            value = self.builder.create_broadcast(value, list(shape))
+        return value
+
+    def convert(self, value: Any, t: ValueType, dtype: str) -> Any:
+        """Elementwise ``value.to(dtype)`` with torch's meaning (``!= 0`` for bool)."""
+        src = t.dtype
+        if src == dtype:
+            return value
+        b = self.builder
+        shape = t.shape
+
+        def ty(d: str) -> Any:
+            return self.ir_type(ValueType(d, shape))
+
+        if dtype == "bool":
+            zero = self.constant(0, src, shape)
+            return b.create_fcmpUNE(value, zero) if src in FLOAT_DTYPES else b.create_icmpNE(value, zero)
+        if src == "bool":
+            if dtype in INT_DTYPES:
+                return b.create_int_cast(value, ty(dtype), False)
+            return self.narrow_float(b.create_ui_to_fp(value, ty("f32")), shape, dtype)
+        if src in INT_DTYPES and dtype in INT_DTYPES:
+            return b.create_int_cast(value, ty(dtype), True)
+        if src in INT_DTYPES:
+            # torch converts an integer to f16/bf16 through f32 (two roundings); so do we.
+            return self.narrow_float(b.create_si_to_fp(value, ty("f32")), shape, dtype)
+        wide = self.widen_float(value, t)
+        if dtype in INT_DTYPES:
+            return b.create_fp_to_si(wide, ty(dtype))
+        return self.narrow_float(wide, shape, dtype)
+
+    def widen_float(self, value: Any, t: ValueType) -> Any:
+        """An f16/bf16 value as f32 (exact); f32 as is."""
+        if t.dtype == "f32":
+            return value
+        return self.builder.create_fp_ext(value, self.ir_type(ValueType("f32", t.shape)))
+
+    def narrow_float(self, value: Any, shape: tuple[int, ...], dtype: str) -> Any:
+        """An f32 value rounded to nearest-even ``dtype``."""
+        if dtype == "f32":
+            return value
+        return self.builder.create_fp_trunc(value, self.ir_type(ValueType(dtype, shape)))
+
+    def materialize(self, value: Lowered, t: ValueType, dtype: str | None = None,
+                    shape: tuple[int, ...] | None = None) -> Any:
+        """A lowered value as an MLIR value of ``dtype`` broadcast to ``shape`` (the
+        interpreter's ``typed``): a literal becomes a constant of ``dtype`` directly."""
+        dtype = t.dtype if dtype is None or t.pointer else dtype
+        shape = t.shape if shape is None else shape
+        if isinstance(value, (bool, int, float)):
+            return self.constant(value, dtype, shape)
+        if not t.pointer:
+            value = self.convert(value, t, dtype)
+        return self.broadcast(value, ValueType(dtype, t.shape, t.pointer), shape)
+
+    def operand(self, e: L.Expr, path: str, env: dict[str, Lowered], dtype: str | None = None,
+                shape: tuple[int, ...] | None = None) -> Any:
+        value = self.expr(e, path, env)
+        self.at(path)
+        return self.guarded(path, lambda: self.materialize(value, self.types[path], dtype, shape))
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def expr(self, e: L.Expr, path: str, env: dict[str, Lowered]) -> Lowered:
+        if is_literal(e):
+            return literal_value(e)
+        if isinstance(e, str):
+            if e not in env:
+                raise LoweringError(Diagnostic(path, "lowering_failed", f"{e!r} has no value here"))
+            return env[e]
+        method = getattr(self, f"_{type(e).__name__.lower()}", None)
+        if method is None:
+            raise LoweringError(Diagnostic(path, "lowering_failed", f"{e.op!r} is not a kernel operation"))
+        return self.guarded(path, lambda: method(e, path, env))
+
+    def _programid(self, e: L.ProgramId, path: str, env) -> Any:
+        self.at(path)
+        if e.op == "program_id":
+            return self.builder.create_get_program_id(e.axis)
+        return self.builder.create_get_num_programs(e.axis)
+
+    def _arange(self, e: L.Arange, path: str, env) -> Any:
+        t = self.types[path]
+        self.at(path)
+        return self.builder.create_make_range(self.ir_type(t), 0, t.shape[0])
+
+    def _full(self, e: L.Full, path: str, env) -> Any:
+        t = self.types[path]
+        self.at(path)
+        return self.constant(literal_value(e.value), t.dtype, t.shape)
+
+    def _load(self, e: L.Load, path: str, env) -> Any:
+        t = self.types[path]
+        ptr = self.operand(e.ptr, child(path, "ptr"), env, shape=t.shape)
+        mask = other = None
+        if e.mask is not None:
+            mask = self.operand(e.mask, child(path, "mask"), env, "bool", t.shape)
+            if e.other is not None:
+                other = self.operand(e.other, child(path, "other"), env, t.dtype, t.shape)
+        self.at(path)
+        b = self.builder
+        if mask is None:
+            value = b.create_load(ptr, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL, False)
+        else:
+            if other is None:
+                other = self.constant(0, t.dtype, t.shape)
+            if t.dtype == "bool":
+                other = b.create_int_cast(other, self.memory_type(t), False)
+            value = b.create_masked_load(ptr, mask, other, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL, False)
+        if t.dtype == "bool":
+            zero_byte = b.get_int8(0)
+            if t.shape:
+                zero_byte = b.create_splat(self.memory_type(t), zero_byte)
+            value = b.create_icmpNE(value, zero_byte)
+        return value
+
+    def memory_type(self, t: ValueType) -> Any:
+        """The in-memory type of values of ``t`` (bytes for bool)."""
+        element = self.scalar_type(t.dtype, memory=True)
+        return self.builder.get_block_ty(element, list(t.shape)) if t.shape else element
+
+    def _unary(self, e: L.Unary, path: str, env) -> Any:
+        t = self.types[path]
+        b = self.builder
+        if e.op == "not":
+            x = self.operand(e.x, child(path, "x"), env, "bool")
+            self.at(path)
+            return b.create_xor(x, self.constant(True, "bool", t.shape))
+        x = self.operand(e.x, child(path, "x"), env, t.dtype)
+        self.at(path)
+        if e.op in _MATH:
+            return getattr(b, _MATH[e.op])(x)
+        if e.op in _LIBDEVICE:
+            return b.create_extern_elementwise("", "", _LIBDEVICE[e.op], [x], self.ir_type(t), True)
+        if e.op == "sigmoid":
+            one = self.constant(1.0, "f32", t.shape)
+            denominator = b.create_fadd(one, b.create_exp(self.negate(x, t)))
+            return b.create_precise_divf(one, denominator)
+        if e.op == "neg":
+            return self.negate(x, t)
+        if e.op == "abs":
+            return b.create_fabs(x) if t.dtype in FLOAT_DTYPES else b.create_iabs(x)
+        # floor, ceil
+        wide = self.widen_float(x, t)
+        rounded = b.create_floor(wide) if e.op == "floor" else b.create_ceil(wide)
+        return self.narrow_float(rounded, t.shape, t.dtype)
+
+    def negate(self, x: Any, t: ValueType) -> Any:
+        if t.dtype in FLOAT_DTYPES:
+            # -0.0 - x flips the sign of every x, zeros included (0.0 - x would not).
+            return self.builder.create_fsub(self.constant(-0.0, t.dtype, t.shape), x)
+        return self.builder.create_sub(self.constant(0, t.dtype, t.shape), x)
+
+    def _binary(self, e: L.Binary, path: str, env) -> Any:
+        t = self.types[path]
+        if t.pointer:
+            return self.pointer_arith(e, path, env)
+        dtype = self.checked.operand_dtypes[path]
+        a = self.operand(e.lhs, child(path, "lhs"), env, dtype, t.shape)
+        c = self.operand(e.rhs, child(path, "rhs"), env, dtype, t.shape)
+        self.at(path)
+        operands = ValueType(dtype, t.shape)
+        if e.op in L.COMPARISON_OPS:
+            return self.compare(e.op, a, c, operands)
+        if e.op in L.LOGICAL_OPS:
+            return getattr(self.builder, f"create_{e.op}")(a, c)
+        if dtype in FLOAT_DTYPES:
+            return self.float_arith(e.op, a, c, operands)
+        return self.int_arith(e.op, a, c, operands)
+
+    def compare(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
+        b = self.builder
+        if t.dtype in FLOAT_DTYPES:
+            a, c = self.widen_float(a, t), self.widen_float(c, t)
+            predicate = {"eq": "OEQ", "ne": "UNE", "lt": "OLT", "le": "OLE", "gt": "OGT", "ge": "OGE"}[op]
+            return getattr(b, f"create_fcmp{predicate}")(a, c)
+        predicate = {"eq": "EQ", "ne": "NE", "lt": "SLT", "le": "SLE", "gt": "SGT", "ge": "SGE"}[op]
+        return getattr(b, f"create_icmp{predicate}")(a, c)
+
+    def float_arith(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
+        b = self.builder
+        if op in ("add", "sub", "mul"):
+            return {"add": b.create_fadd, "sub": b.create_fsub, "mul": b.create_fmul}[op](a, c)
+        if op in ("maximum", "minimum"):
+            return (b.create_maximumf if op == "maximum" else b.create_minimumf)(a, c)
+        if op == "pow":
+            return b.create_extern_elementwise("", "", "__nv_powf", [a, c], self.ir_type(t), True)
+        wide = ValueType("f32", t.shape)
+        a, c = self.widen_float(a, t), self.widen_float(c, t)
+        if op == "div":
+            result = b.create_precise_divf(a, c)
+        else:  # rem
+            result = b.create_extern_elementwise("", "", "__nv_fmodf", [a, c], self.ir_type(wide), True)
+        return self.narrow_float(result, t.shape, t.dtype)
+
+    def int_arith(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
+        b = self.builder
+        simple = {"add": b.create_add, "sub": b.create_sub, "mul": b.create_mul,
+                  "maximum": b.create_maxsi, "minimum": b.create_minsi}
+        if op in simple:
+            return simple[op](a, c)
+        zero = self.constant(0, t.dtype, t.shape)
+        divisor_is_zero = b.create_icmpEQ(c, zero)
+        divisor = b.create_select(divisor_is_zero, self.constant(1, t.dtype, t.shape), c)
+        if op == "idiv":
+            result = b.create_sdiv(a, divisor)
+        elif op == "rem":
+            result = b.create_srem(a, divisor)
+        else:  # cdiv
+            dividend = b.create_sub(b.create_add(a, divisor), self.constant(1, t.dtype, t.shape))
+            result = b.create_sdiv(dividend, divisor)
+        return b.create_select(divisor_is_zero, zero, result)
+
+    def pointer_arith(self, e: L.Binary, path: str, env) -> Any:
+        t = self.types[path]
+        lp, rp = child(path, "lhs"), child(path, "rhs")
+        if self.types[lp].pointer:
+            (ptr_expr, ptr_path), (offset_expr, offset_path) = (e.lhs, lp), (e.rhs, rp)
+        else:
+            (ptr_expr, ptr_path), (offset_expr, offset_path) = (e.rhs, rp), (e.lhs, lp)
+        ptr = self.operand(ptr_expr, ptr_path, env, shape=t.shape)
+        offset_type = self.types[offset_path]
+        offset = self.operand(offset_expr, offset_path, env, offset_type.dtype, t.shape)
+        self.at(path)
+        if e.op == "sub":
+            offset = self.builder.create_sub(self.constant(0, offset_type.dtype, t.shape), offset)
+        return self.builder.create_addptr(ptr, offset)
+
+    def _where(self, e: L.Where, path: str, env) -> Any:
+        t = self.types[path]
+        cond = self.operand(e.cond, child(path, "cond"), env, "bool", t.shape)
+        dtype = None if t.pointer else self.checked.operand_dtypes[path]
+        x = self.operand(e.x, child(path, "x"), env, dtype, t.shape)
+        y = self.operand(e.y, child(path, "y"), env, dtype, t.shape)
+        self.at(path)
+        return self.builder.create_select(cond, x, y)
+
+    def _fma(self, e: L.Fma, path: str, env) -> Any:
+        t = self.types[path]
+        x, y, z = (self.operand(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in "xyz")
+        self.at(path)
+        return self.builder.create_fma(x, y, z)
+
+    def _clamp(self, e: L.Clamp, path: str, env) -> Any:
+        t = self.types[path]
+        x, lo, hi = (self.operand(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in ("x", "lo", "hi"))
+        self.at(path)
+        return self.extremum("minimum", self.extremum("maximum", x, lo, t), hi, t)
+
+    def extremum(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
+        b = self.builder
+        if t.dtype in FLOAT_DTYPES:
+            return (b.create_maximumf if op == "maximum" else b.create_minimumf)(a, c)
+        return (b.create_maxsi if op == "maximum" else b.create_minsi)(a, c)
+
+    def _cast(self, e: L.Cast, path: str, env) -> Any:
+        xp = child(path, "x")
+        src = self.types[xp]
+        x = self.expr(e.x, xp, env)
+        self.at(path)
+        if isinstance(x, (bool, int, float)):
+            src = ValueType("f32" if isinstance(x, float) else src.dtype)
+            x = self.constant(x, src.dtype)
+        return self.convert(x, src, e.dtype)
+
+    def _reduce(self, e: L.Reduce, path: str, env) -> Any:
+        t = self.types[path]
+        xp = child(path, "x")
+        xt = self.types[xp]
+        with_index = e.op in ("argmax", "argmin")
+        dtype = xt.dtype if with_index else t.dtype
+        x = self.operand(e.x, xp, env, dtype, xt.shape)
+        self.at(path)
+        b = self.builder
+        values = ValueType(dtype, xt.shape)
+        if dtype in FLOAT_DTYPES and e.op != "sum":
+            x, values = self.widen_float(x, values), ValueType("f32", xt.shape)
+        element = self.scalar_type(values.dtype)
+        if with_index:
+            index = self.axis_index(xt.shape, e.axis)
+            op = b.create_reduce([x, index], e.axis)
+            self.combine_region(op, [element, b.get_int32_ty()] * 2,
+                                lambda args: self.arg_combine(e.op, args, values.dtype))
+        else:
+            op = b.create_reduce([x], e.axis)
+            self.combine_region(op, [element, element], lambda args: [self.reduce_combine(e.op, args, values.dtype)])
+        result = op.get_result(1 if with_index else 0)
+        out_shape = tuple(d for i, d in enumerate(xt.shape) if i != e.axis)
+        if not with_index and values.dtype != t.dtype:
+            result = self.narrow_float(result, out_shape, t.dtype)
+        if e.keepdims:
+            result = (b.create_expand_dims(result, e.axis) if out_shape
+                      else self.splat(result, ValueType(t.dtype), (1,)))
+        return result
+
+    def axis_index(self, shape: tuple[int, ...], axis: int) -> Any:
+        """The i32 block of ``shape`` whose elements are their own index along ``axis``."""
+        b = self.builder
+        n = shape[axis]
+        index = b.create_make_range(b.get_block_ty(b.get_int32_ty(), [n]), 0, n)
+        for _ in range(axis):
+            index = b.create_expand_dims(index, 0)
+        for rank in range(axis + 1, len(shape)):
+            index = b.create_expand_dims(index, rank)
+        current = tuple(1 if i != axis else n for i in range(len(shape)))
+        return b.create_broadcast(index, list(shape)) if current != shape else index
+
+    def combine_region(self, op: Any, arg_types: list[Any], combine: Callable[[list[Any]], list[Any]]) -> None:
+        b = self.builder
+        saved = b.get_insertion_point()
+        block = b.create_block_with_parent(op.get_region(0), arg_types)
+        b.set_insertion_point_to_start(block)
+        args = [block.arg(i) for i in range(len(arg_types))]
+        b.create_reduce_ret(*combine(args))
+        b.restore_insertion_point(saved)
+
+    def reduce_combine(self, op: str, args: list[Any], dtype: str) -> Any:
+        b = self.builder
+        a, c = args
+        if op == "sum":
+            return b.create_fadd(a, c) if dtype in FLOAT_DTYPES else b.create_add(a, c)
+        return self.extremum("maximum" if op == "max" else "minimum", a, c, ValueType(dtype))
+
+    def arg_combine(self, op: str, args: list[Any], dtype: str) -> list[Any]:
+        """Keep (value, index) pair 1 over pair 2 when its value is the extremum, NaN first,
+        and on ties when its index is smaller: the first index of the extremum."""
+        b = self.builder
+        v1, i1, v2, i2 = args
+        earlier = b.create_icmpSLT(i1, i2)
+        if dtype in FLOAT_DTYPES:
+            better = b.create_fcmpOGT(v1, v2) if op == "argmax" else b.create_fcmpOLT(v1, v2)
+            nan1 = b.create_fcmpUNE(v1, v1)
+            nan2 = b.create_fcmpUNE(v2, v2)
+            equal = b.create_or(b.create_fcmpOEQ(v1, v2), b.create_and(nan1, nan2))
+            only_first_nan = b.create_and(nan1, b.create_xor(nan2, b.get_int1(True)))
+            better = b.create_or(better, only_first_nan)
+        else:
+            better = b.create_icmpSGT(v1, v2) if op == "argmax" else b.create_icmpSLT(v1, v2)
+            equal = b.create_icmpEQ(v1, v2)
+        keep_first = b.create_or(better, b.create_and(equal, earlier))
+        return [b.create_select(keep_first, v1, v2), b.create_select(keep_first, i1, i2)]
+
+    def _dot(self, e: L.Dot, path: str, env) -> Any:
+        t = self.types[path]
+        lp, rp = child(path, "lhs"), child(path, "rhs")
+        a = self.operand(e.lhs, lp, env)
+        c = self.operand(e.rhs, rp, env)
+        acc = (self.operand(e.acc, child(path, "acc"), env, t.dtype, t.shape) if e.acc is not None else None)
+        self.at(path)
+        if acc is None:
+            acc = self.constant(0.0, t.dtype, t.shape)
+        precision = ir.INPUT_PRECISION.TF32 if e.precision == "tf32" else ir.INPUT_PRECISION.IEEE
+        return self.builder.create_dot(a, c, acc, precision, 0)
+
+    def _expanddims(self, e: L.ExpandDims, path: str, env) -> Any:
+        t = self.types[path]
+        x = self.operand(e.x, child(path, "x"), env)
+        self.at(path)
+        if len(t.shape) == 1:
+            return self.splat(x, t, t.shape)
+        return self.builder.create_expand_dims(x, e.axis)
+
+    def _reshape(self, e: L.Reshape, path: str, env) -> Any:
+        t = self.types[path]
+        xp = child(path, "x")
+        xt = self.types[xp]
+        x = self.operand(e.x, xp, env)
+        self.at(path)
+        if e.op == "broadcast":
+            return self.broadcast(x, xt, t.shape)
+        if xt.shape == t.shape:
+            return x
+        if not xt.shape:
+            return self.splat(x, t, t.shape)
+        if not t.shape:
+            return self.builder.create_unsplat(x)
+        return self.builder.create_reshape(x, list(t.shape), False)
+
+    def _trans(self, e: L.Trans, path: str, env) -> Any:
+        xp = child(path, "x")
+        rank = len(self.types[xp].shape)
+        x = self.operand(e.x, xp, env)
+        self.at(path)
+        order = list(reversed(range(rank))) if e.dims is None else list(e.dims)
+        if order == list(range(rank)):
+            return x
+        return self.builder.create_trans(x, order)
+
+    # -- statements -------------------------------------------------------------------------
+
+    def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Lowered]) -> None:
+        for i, stmt in enumerate(stmts):
+            spath = child(path, i)
+            if isinstance(stmt, L.Let):
+                env[stmt.name] = self.expr(stmt.value, child(spath, "value"), env)
+            elif isinstance(stmt, L.Store):
+                self.guarded(spath, lambda: self.store(stmt, spath, env))
+            else:
+                self.guarded(spath, lambda: self.loop(stmt, spath, env))
+
+    def store(self, s: L.Store, path: str, env: dict[str, Lowered]) -> None:
+        pp = child(path, "ptr")
+        t = self.types[pp]
+        ptr = self.operand(s.ptr, pp, env)
+        value = self.operand(s.value, child(path, "value"), env, t.dtype, t.shape)
+        mask = self.operand(s.mask, child(path, "mask"), env, "bool", t.shape) if s.mask is not None else None
+        self.at(path)
+        b = self.builder
+        if t.dtype == "bool":
+            value = b.create_int_cast(value, self.memory_type(t), False)
+        if mask is None:
+            b.create_store(ptr, value, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL)
+        else:
+            b.create_masked_store(ptr, value, mask, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL)
+
+    def loop(self, f: L.For, path: str, env: dict[str, Lowered]) -> None:
+        b = self.builder
+        var_type = self.types[child(path, "var")]
+        lower, upper, step = (self.operand(getattr(f, name), child(path, name), env, var_type.dtype)
+                              for name in ("start", "stop", "step"))
+        carry_types = [self.types[child(path, "carry", i, "name")] for i in range(len(f.carry))]
+        inits = [self.operand(c.init, child(path, "carry", i, "init"), env, t.dtype, t.shape)
+                 for i, (c, t) in enumerate(zip(f.carry, carry_types))]
+        self.at(path)
+        if not (isinstance(f.step, int) and not isinstance(f.step, bool) and f.step > 0):
+            positive = b.create_icmpSGT(step, self.constant(0, var_type.dtype))
+            upper = b.create_select(positive, upper, lower)
+        for_op = b.create_for_op(lower, upper, step, inits)
+        saved = b.get_insertion_point()
+        body = for_op.get_body(0)
+        b.set_insertion_point_to_start(body)
+        inner = dict(env)
+        inner[f.var] = for_op.get_induction_var()
+        for i, c in enumerate(f.carry):
+            inner[c.name] = body.arg(i + 1)
+        self.block(f.body, child(path, "body"), inner)
+        nexts = [self.operand(c.next, child(path, "carry", i, "next"), inner, t.dtype, t.shape)
+                 for i, (c, t) in enumerate(zip(f.carry, carry_types))]
+        if nexts:
+            self.at(path)
+            b.create_yield_op(nexts)
+        b.restore_insertion_point(saved)
+        for i, c in enumerate(f.carry):
+            env[c.name] = for_op.get_result(i)
+
+    # -- the kernel -------------------------------------------------------------------------
+
+    def kernel(self) -> tuple[Any, tuple[KernelParam, ...]]:
+        b = self.builder
+        kernel = self.checked.kernel
+        self.at("")
+        module = b.create_module()
+        params = tuple(KernelParam(p.name, "ptr" if p.type.pointer else "scalar", p.type.dtype)
+                       for p in self.checked.params)
+        arg_types = [self.element_type(p.type) for p in self.checked.params]
+        fn = b.get_or_insert_function(module, kernel.name, b.get_function_ty(arg_types, []), "public", False)
+        module.push_back(fn)
+        entry = fn.add_entry_block()
+        env: dict[str, Lowered] = {}
+        for i, p in enumerate(self.checked.params):
+            if p.type.pointer or p.name in self.divisible_by_16:
+                fn.set_arg_attr(i, "tt.divisibility", DIVISIBILITY)
+            env[p.name] = fn.args(i)
+        b.set_insertion_point_to_start(entry)
+        for i, m in enumerate(kernel.meta):
+            self.at(f"/meta/{i}")
+            env[m.name] = b.get_int32(self.checked.meta[m.name])
+        self.block(kernel.body, "/body", env)
+        self.at("/body")
+        b.ret([])
+        fn.finalize()
+        return module, params
+
+
+_MATH = {"exp": "create_exp", "exp2": "create_exp2", "log": "create_log", "log2": "create_log2",
+         "sqrt": "create_precise_sqrt", "rsqrt": "create_rsqrt", "sin": "create_sin", "cos": "create_cos",
+         "erf": "create_erf"}
+_LIBDEVICE = {"tanh": "__nv_tanhf", "log1p": "__nv_log1pf"}
+
+
+def new_context() -> Any:
+    """A fresh MLIR context with Triton's and the NVIDIA backend's dialects loaded.
+
+    One context per kernel: reusing a builder after a lowering can crash Triton.
+    """
+    context = ir.context()
+    ir.load_dialects(context)
+    nvidia.load_dialects(context)
+    return context
+
+
+def lower(checked: CheckedKernel, divisible_by_16: Collection[str] = ()) -> LoweredKernel:
+    """Build and verify the TTIR module of a checked kernel.
+
+    ``divisible_by_16`` names integer parameters whose values the caller guarantees to be
+    multiples of 16 (a specialization: the kernel is wrong for other values).
+
+    Raises :class:`LoweringError` with the AST path of the node at fault when the builder
+    fails or MLIR's verifier rejects the module.
+    """
+    integer_params = {p.name for p in checked.params if not p.type.pointer and p.type.dtype in INT_DTYPES}
+    unknown = sorted(set(divisible_by_16) - integer_params)
+    if unknown:
+        raise LoweringError(Diagnostic("/params", "bad_specialization",
+                                       f"divisible_by_16 names {unknown}, which are not integer params "
+                                       f"(those are {sorted(integer_params)})"))
+    context = new_context()
+    lowering = _Lowering(checked, context, divisible_by_16)
+    error: LoweringError | None = None
+    with capture_native_output() as output:
+        try:
+            module, params = lowering.guarded("", lowering.kernel)
+            module.context = context
+            verified = module.verify()
+        except LoweringError as exc:
+            error = exc
+    if error is not None:
+        raise LoweringError(error.diagnostics + parse_mlir_diagnostics(output.text, "mlir_error")) from error
+    if not verified:
+        diagnostics = parse_mlir_diagnostics(output.text, "mlir_verify", "/body")
+        raise LoweringError(diagnostics or [Diagnostic("/body", "mlir_verify",
+                                                       "MLIR's verifier rejected the module and said nothing")])
+    return LoweredKernel(checked.kernel.name, module, context, str(module), params)

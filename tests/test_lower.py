@@ -1,0 +1,616 @@
+"""Lowering to TTIR: every construct of the language lowers and passes MLIR's verifier, the
+TTIR says what the interpreter means (predicates, NaN handling, rounding, zero ``other``),
+and broken input fails with a LoweringError that names the AST node.
+
+``CATALOGUE`` (kernels covering every op, dtype and form) is shared with test_compile.py,
+which compiles each one to cubin and, on a GPU, runs it against the interpreter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kernelgen import language as L
+from kernelgen.check import ValueType, check
+from kernelgen.errors import LoweringError
+from kernelgen.language import Kernel
+from kernelgen.lower import KernelParam, LoweredKernel, NativeOutput, lower, parse_mlir_diagnostics
+
+# /tmp/vadd.json: the vector add of the project's brief.
+VADD: dict[str, Any] = {
+    "name": "vadd",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}, {"name": "y", "dtype": "f32", "shape": ["N"]}],
+    "outputs": [{"name": "out", "dtype": "f32", "shape": ["N"]}],
+    "params": [{"name": "x"}, {"name": "y"}, {"name": "out"}, {"name": "N"}],
+    "meta": [{"name": "BLOCK", "value": 1024}],
+    "grid": [{"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}],
+    "body": [
+        {"op": "let", "name": "offs", "value": {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "BLOCK"},
+                                                "rhs": {"op": "arange", "size": "BLOCK"}}},
+        {"op": "let", "name": "mask", "value": {"op": "lt", "lhs": "offs", "rhs": "N"}},
+        {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": "offs"}, "mask": "mask",
+         "value": {"op": "add", "lhs": {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": "offs"}, "mask": "mask"},
+                   "rhs": {"op": "load", "ptr": {"op": "add", "lhs": "y", "rhs": "offs"}, "mask": "mask"}}}]}
+
+FLOATS = ("f32", "f16", "bf16")
+INTS = ("i32", "i64")
+DTYPES = ("f32", "f16", "bf16", "i32", "i64", "bool")
+
+
+# ---------------------------------------------------------------------------------------------
+# Building kernels
+
+
+def op(kind: str, /, **fields: Any) -> dict[str, Any]:
+    return {"op": kind, **fields}
+
+
+def un(name: str, x: Any) -> dict[str, Any]:
+    return op(name, x=x)
+
+
+def bin_(name: str, lhs: Any, rhs: Any) -> dict[str, Any]:
+    return op(name, lhs=lhs, rhs=rhs)
+
+
+def let(name: str, value: Any) -> dict[str, Any]:
+    return op("let", name=name, value=value)
+
+
+def store(ptr: Any, value: Any, mask: Any = None) -> dict[str, Any]:
+    return op("store", ptr=ptr, value=value, **({"mask": mask} if mask is not None else {}))
+
+
+def load(ptr: Any, mask: Any = None, other: Any = None) -> dict[str, Any]:
+    fields = {"mask": mask} if mask is not None else {}
+    if other is not None:
+        fields["other"] = other
+    return op("load", ptr=ptr, **fields)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A test kernel, the sizes to run it with, and how closely a GPU must match the
+    interpreter (relative and absolute tolerance for floats; integers and bools exactly)."""
+
+    name: str
+    kernel: dict[str, Any]
+    sizes: dict[str, int] = field(default_factory=dict)
+    tolerance: tuple[float, float] = (1e-5, 1e-5)
+
+
+LOADED = {"a": "x", "b": "y", "c": "z"}
+TOLERANCE = {"f32": (1e-5, 1e-5), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2)}
+
+
+def elementwise(name: str, inputs: dict[str, str], outputs: dict[str, tuple[str, Any]],
+                block: int = 128, scalars: dict[str, str] | None = None,
+                lets: list[dict[str, Any]] | None = None) -> Case:
+    """A 1-D kernel over N elements: inputs ``a``, ``b``, ``c`` are loaded (masked) into
+    ``x``, ``y``, ``z``; each output is one expression over them (after ``lets``).
+    ``scalars`` are scalar inputs, passed as params of the same name."""
+    scalars = scalars or {}
+    body = [let("offs", bin_("add", bin_("mul", op("program_id"), "B"), op("arange", size="B"))),
+            let("m", bin_("lt", "offs", "N"))]
+    body += [let(LOADED[n], load(bin_("add", n, "offs"), "m")) for n in inputs]
+    body += lets or []
+    body += [store(bin_("add", n, "offs"), expr, "m") for n, (_, expr) in outputs.items()]
+    kernel = {
+        "name": name,
+        "inputs": [{"name": n, "dtype": d, "shape": ["N"]} for n, d in inputs.items()]
+                  + [{"name": n, "dtype": d} for n, d in scalars.items()],
+        "outputs": [{"name": n, "dtype": d, "shape": ["N"]} for n, (d, _) in outputs.items()],
+        "params": [{"name": n} for n in [*inputs, *outputs, *scalars, "N"]],
+        "meta": [{"name": "B", "value": block}],
+        "grid": [bin_("cdiv", "N", "B")],
+        "body": body,
+    }
+    dtypes = [d for d, _ in outputs.values()] + list(inputs.values())
+    tolerance = max((TOLERANCE.get(d, (0.0, 0.0)) for d in dtypes), key=lambda t: t[0])
+    return Case(name, kernel, {"N": 1000}, tolerance if tolerance[0] else TOLERANCE["f32"])
+
+
+def tile_kernel(name: str, inputs: dict[str, tuple[str, list[int]]], outputs: dict[str, tuple[str, list[int]]],
+                body: list[dict[str, Any]], tolerance: tuple[float, float] = (1e-5, 1e-5)) -> Case:
+    """A single-program kernel over fixed-shape tensors (unmasked, provably in bounds)."""
+    kernel = {
+        "name": name,
+        "inputs": [{"name": n, "dtype": d, "shape": s} for n, (d, s) in inputs.items()],
+        "outputs": [{"name": n, "dtype": d, "shape": s} for n, (d, s) in outputs.items()],
+        "params": [{"name": n} for n in [*inputs, *outputs]],
+        "grid": [1],
+        "body": body,
+    }
+    return Case(name, kernel, {}, tolerance)
+
+
+def grid_offsets(rows: int, cols: int, name: str = "offs") -> list[dict[str, Any]]:
+    """``rows_r`` [rows], ``cols_c`` [cols] and the row-major offsets [rows, cols]."""
+    return [let("rows_r", op("arange", size=rows)), let("cols_c", op("arange", size=cols)),
+            let(name, bin_("add", bin_("mul", op("expand_dims", x="rows_r", axis=1), cols),
+                           op("expand_dims", x="cols_c", axis=0)))]
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalogue: every op of the language, in every dtype and form it takes
+
+
+def unary_cases() -> list[Case]:
+    cases = [elementwise(f"{name}_f32", {"a": "f32"}, {"o": ("f32", un(name, "x"))})
+             for name in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
+                          "sin", "cos", "abs", "neg", "floor", "ceil")]
+    cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))})
+              for d in ("f16", "bf16") for name in ("abs", "neg", "floor", "ceil")]
+    cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))}) for d in INTS for name in ("abs", "neg")]
+    cases.append(elementwise("not_bool", {"a": "bool"}, {"o": ("bool", un("not", "x"))}))
+    cases.append(elementwise("exp_of_int_literal", {"a": "f32"}, {"o": ("f32", bin_("add", "x", un("exp", 1)))}))
+    return cases
+
+
+def binary_cases() -> list[Case]:
+    cases = []
+    for d in FLOATS + INTS:
+        names = ["add", "sub", "mul", "maximum", "minimum"]
+        names += ["div", "rem"] if d in FLOATS else ["idiv", "rem", "cdiv"]
+        if d == "f32":
+            names.append("pow")
+        outputs = {f"o_{n}": (d, bin_(n, "x", "y")) for n in names}
+        cases.append(elementwise(f"arith_{d}", {"a": d, "b": d}, outputs))
+        compare = {f"o_{n}": ("bool", bin_(n, "x", "y")) for n in ("eq", "ne", "lt", "le", "gt", "ge")}
+        cases.append(elementwise(f"compare_{d}", {"a": d, "b": d}, compare))
+    cases.append(elementwise("compare_bool", {"a": "bool", "b": "bool"},
+                             {f"o_{n}": ("bool", bin_(n, "x", "y")) for n in ("eq", "ne")}))
+    for d in ("bool",) + INTS:
+        cases.append(elementwise(f"logic_{d}", {"a": d, "b": d},
+                                 {f"o_{n}": (d, bin_(n, "x", "y")) for n in ("and", "or", "xor")}))
+    return cases
+
+
+def literal_cases() -> list[Case]:
+    """Weak literals take the operation's dtype; an integer with a float literal computes in f32."""
+    return [
+        elementwise("weak_literals", {"a": "f32", "b": "i32", "c": "f16"}, {
+            "o_int_float": ("f32", bin_("add", "y", 0.5)),
+            "o_f16_int": ("f16", bin_("mul", "z", 3)),
+            "o_f16_float": ("f16", bin_("sub", "z", 0.1)),
+            "o_literal_first": ("f32", bin_("sub", 1, "x")),
+            "o_inf": ("f32", bin_("maximum", "x", "-inf")),
+            "o_weak_product": ("f32", bin_("add", "x", bin_("mul", 2, 3))),
+            "o_int_ops": ("i32", bin_("add", bin_("idiv", "y", 3), bin_("add", bin_("rem", "y", -3), bin_("cdiv", "y", 4)))),
+            "o_int_div_float": ("f32", bin_("div", "y", 2.0)),
+        }),
+        elementwise("weak_i64", {"a": "i64"}, {"o": ("i64", bin_("add", "x", 7)),
+                                               "o_big": ("i64", bin_("mul", "x", 4294967296))}),
+        elementwise("let_literal", {"a": "bf16"}, {"o": ("bf16", bin_("add", "x", "k"))}, lets=[let("k", 0.1)]),
+    ]
+
+
+def select_cases() -> list[Case]:
+    cases = [
+        elementwise("where_f32", {"a": "f32", "b": "f32"}, {"o": ("f32", op("where", cond=bin_("lt", "x", "y"), x="x", y="y"))}),
+        elementwise("where_literals", {"a": "f32"}, {"o": ("i32", op("where", cond=bin_("lt", "x", 0), x=-1, y=1))}),
+        elementwise("where_f16_bool", {"a": "f16", "b": "bool"}, {"o": ("f16", op("where", cond="y", x="x", y=0.5))}),
+    ]
+    for d in FLOATS:
+        cases.append(elementwise(f"fma_{d}", {"a": d, "b": d, "c": d}, {
+            "o": (d, op("fma", x="x", y="y", z="z")), "o_literal": (d, op("fma", x="x", y="y", z=1.0))}))
+    cases += [
+        elementwise("clamp_f32", {"a": "f32"}, {"o": ("f32", op("clamp", x="x", lo=-1.0, hi=1.0))}),
+        elementwise("clamp_f16", {"a": "f16", "b": "f16"}, {"o": ("f16", op("clamp", x="x", lo="y", hi=0.5))}),
+        elementwise("clamp_i32", {"a": "i32", "b": "i32"}, {"o": ("i32", op("clamp", x="x", lo="y", hi=10))}),
+    ]
+    return cases
+
+
+def cast_cases() -> list[Case]:
+    cases = [elementwise(f"cast_from_{src}", {"a": src}, {f"o_{dst}": (dst, op("cast", x="x", dtype=dst)) for dst in DTYPES})
+             for src in DTYPES]
+    cases.append(elementwise("cast_literals", {"a": "f32"}, {
+        "o_float_to_int": ("i32", op("cast", x=3.7, dtype="i32")),
+        "o_int_to_f16": ("f16", op("cast", x=2, dtype="f16")),
+        "o_bool": ("bool", op("cast", x=True, dtype="bool")),
+    }))
+    return cases
+
+
+def reduce_case(reduction: str, dtype: str) -> Case:
+    """Rows and columns of a [16, 32] tile reduced, with keepdims, and the whole tile to a
+    scalar (stored through a scalar pointer)."""
+    out = "i32" if reduction in ("argmax", "argmin") else dtype
+    body = grid_offsets(16, 32)
+    body += [let("t", load(bin_("add", "a", "offs"))),
+             store(bin_("add", "rows", "rows_r"), op(reduction, x="t", axis=1)),
+             store(bin_("add", "cols", "cols_c"), op(reduction, x="t", axis=0)),
+             store(bin_("add", "kept", op("expand_dims", x="rows_r", axis=1)), op(reduction, x="t", axis=1, keepdims=True)),
+             store(bin_("add", "kept0", op("expand_dims", x="cols_c", axis=0)), op(reduction, x="t", axis=0, keepdims=True)),
+             store("whole", op(reduction, x=op("reshape", x="t", shape=[512]), axis=0))]
+    rtol = 1e-4 if reduction == "sum" and dtype == "f32" else 0.0
+    return tile_kernel(f"{reduction}_{dtype}", {"a": (dtype, [16, 32])}, {
+        "rows": (out, [16]), "cols": (out, [32]), "kept": (out, [16]), "kept0": (out, [32]), "whole": (out, [1])},
+        body, (rtol, rtol))
+
+
+def reduce_cases() -> list[Case]:
+    cases = [reduce_case(r, d) for r in ("sum", "max", "min", "argmax", "argmin") for d in ("f32", "i32")]
+    cases += [reduce_case(r, d) for r in ("max", "min", "argmax", "argmin") for d in ("f16", "bf16")]
+    cases += [reduce_case(r, "i64") for r in ("sum", "max", "argmin")]
+    return cases
+
+
+def dot_case(dtype: str, precision: str = "ieee", result: str = "f32", with_acc: bool = False) -> Case:
+    m, n, k = 32, 64, 16
+    body = grid_offsets(m, k, "a_offs") + [
+        let("kr", op("arange", size=k)), let("nc", op("arange", size=n)),
+        let("b_offs", bin_("add", bin_("mul", op("expand_dims", x="kr", axis=1), n), op("expand_dims", x="nc", axis=0))),
+        let("c_offs", bin_("add", bin_("mul", op("expand_dims", x="rows_r", axis=1), n), op("expand_dims", x="nc", axis=0))),
+    ]
+    dot = op("dot", lhs=load(bin_("add", "a", "a_offs")), rhs=load(bin_("add", "b", "b_offs")), dtype=result,
+             precision=precision)
+    inputs = {"a": (dtype, [m, k]), "b": (dtype, [k, n])}
+    if with_acc:
+        dot["acc"] = load(bin_("add", "acc", "c_offs"))
+        inputs["acc"] = (result, [m, n])
+    body.append(store(bin_("add", "c", "c_offs"), dot))
+    name = f"dot_{dtype}_{precision}_{result}" + ("_acc" if with_acc else "")
+    tolerance = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (1e-2, 1e-2)}[dtype]
+    if precision == "tf32" or result == "f16":
+        tolerance = (1e-2, 1e-2)
+    return tile_kernel(name, inputs, {"c": (result, [m, n])}, body, tolerance)
+
+
+def dot_cases() -> list[Case]:
+    cases = []
+    for with_acc in (False, True):
+        cases += [dot_case("f16", with_acc=with_acc), dot_case("f16", result="f16", with_acc=with_acc),
+                  dot_case("bf16", with_acc=with_acc), dot_case("f32", with_acc=with_acc),
+                  dot_case("f32", "tf32", with_acc=with_acc)]
+    return cases
+
+
+def shape_cases() -> list[Case]:
+    body = grid_offsets(16, 32) + [
+        let("t", load(bin_("add", "a", "offs"))),
+        # trans of values and of pointers (tr[j][i] = t[i][j]); reshape keeps row-major order.
+        let("offs_t", bin_("add", op("expand_dims", x="rows_r", axis=1), bin_("mul", op("expand_dims", x="cols_c", axis=0), 16))),
+        store(op("trans", x=bin_("add", "tr", "offs_t")), op("trans", x="t")),
+        store(bin_("add", "flat", op("arange", size=512)), op("reshape", x="t", shape=[512])),
+        store(op("reshape", x=bin_("add", "flat2", "offs"), shape=[512]), load(op("reshape", x=bin_("add", "a", "offs"), shape=[512]))),
+        # a 3-D permutation and back
+        let("cube", op("reshape", x="t", shape=[4, 4, 32])),
+        store(bin_("add", "perm", op("arange", size=512)),
+              op("reshape", x=op("trans", x="cube", dims=[2, 0, 1]), shape=[512])),
+        # broadcast of a column and of a scalar, expand_dims of a scalar
+        store(bin_("add", "bcast", "offs"), op("broadcast", x=op("sum", x="t", axis=1, keepdims=True), shape=[16, 32])),
+        store(bin_("add", "bscalar", op("arange", size=8)), op("broadcast", x=op("max", x=op("reshape", x="t", shape=[512]), axis=0), shape=[8])),
+        store(bin_("add", "one", op("arange", size=1)), op("expand_dims", x=op("program_id"), axis=0)),
+        store(bin_("add", "scalar_back", 0), op("reshape", x=op("expand_dims", x=op("cast", x=op("program_id"), dtype="f32"), axis=0), shape=[])),
+    ]
+    return [tile_kernel("shapes", {"a": ("f32", [16, 32])}, {
+        "tr": ("f32", [32, 16]), "flat": ("f32", [512]), "flat2": ("f32", [512]), "perm": ("f32", [512]),
+        "bcast": ("f32", [16, 32]), "bscalar": ("f32", [8]), "one": ("i32", [1]), "scalar_back": ("f32", [1])},
+        body, (1e-4, 1e-4))]
+
+
+def loop_cases() -> list[Case]:
+    chunk = [let("cols", bin_("add", "start", op("arange", size="B"))), let("in_row", bin_("lt", "cols", "N"))]
+    # A running sum and max over chunks (f32 carries, a weak-literal init), a pointer carry,
+    # and a count kept as a scalar i32.
+    carried = {
+        "name": "loops",
+        "inputs": [{"name": "a", "dtype": "f32", "shape": ["N"]}],
+        "outputs": [{"name": "sums", "dtype": "f32", "shape": ["B"]}, {"name": "peak", "dtype": "f32", "shape": [1]},
+                    {"name": "count", "dtype": "i32", "shape": [1]}, {"name": "nested", "dtype": "i32", "shape": [1]},
+                    {"name": "copy", "dtype": "f32", "shape": ["N"]}],
+        "params": [{"name": "a"}, {"name": "sums"}, {"name": "peak"}, {"name": "count"}, {"name": "nested"},
+                   {"name": "copy"}, {"name": "N"}, {"name": "N64", "value": "N", "dtype": "i64"}, {"name": "S", "value": 3}],
+        "meta": [{"name": "B", "value": 64}],
+        "grid": [1],
+        "body": [
+            op("for", var="start", stop="N", step="B", carry=[
+                {"name": "acc", "init": op("full", shape=["B"], value=0.0, dtype="f32"), "next": "acc2"},
+                {"name": "top", "init": "-inf", "next": "top2"},
+                {"name": "n", "init": 0, "next": bin_("add", "n", 1)},
+                {"name": "src", "init": "a", "next": bin_("add", "src", "B")},
+                {"name": "dst", "init": "copy", "next": bin_("add", "dst", "B")},
+            ], body=chunk + [
+                let("lanes", bin_("lt", op("arange", size="B"), bin_("sub", "N", "start"))),
+                let("chunk", load(bin_("add", "src", op("arange", size="B")), "lanes", 0.0)),
+                store(bin_("add", "dst", op("arange", size="B")), "chunk", "lanes"),
+                let("acc2", bin_("add", "acc", "chunk")),
+                let("top2", bin_("maximum", "top", op("max", x=load(bin_("add", "a", "cols"), "in_row", "-inf"), axis=0))),
+            ]),
+            store(bin_("add", "sums", op("arange", size="B")), "acc"),
+            store("peak", "top"),
+            store("count", "n"),
+            # nested loops (the outer carry continues from the inner one), an i64 loop
+            # variable and a runtime step
+            op("for", var="i", stop="N64", step="S", carry=[{"name": "total", "init": 0, "next": "t"}], body=[
+                op("for", var="j", stop=4, carry=[{
+                    "name": "t", "init": "total",
+                    "next": bin_("add", "t", bin_("add", "j", op("cast", x=bin_("rem", "i", 2), dtype="i32")))}],
+                   body=[]),
+            ]),
+            store("nested", "total"),
+        ],
+    }
+    return [Case("loops", carried, {"N": 300}, (1e-4, 1e-4))]
+
+
+def memory_cases() -> list[Case]:
+    return [
+        elementwise("load_other", {"a": "f32", "b": "f32"}, {
+            "o": ("f32", bin_("add", load(bin_("add", "a", "offs"), bin_("lt", "offs", bin_("sub", "N", 7)), "y"), "x"))}),
+        elementwise("bool_memory", {"a": "bool"}, {
+            "o": ("bool", un("not", load(bin_("add", "a", "offs"), "m", True)))}),
+        elementwise("scalar_param", {"a": "f32"}, {"o": ("f32", bin_("mul", "x", "alpha"))}, scalars={"alpha": "f32"}),
+        elementwise("i64_offsets", {"a": "f32"}, {
+            "o": ("f32", load(bin_("add", "a", op("cast", x="offs", dtype="i64")), "m"))}),
+        elementwise("where_pointers", {"a": "f32", "b": "f32"}, {
+            "o": ("f32", load(op("where", cond=bin_("lt", "x", 0.0), x=bin_("add", "a", "offs"), y=bin_("add", "b", "offs")), "m"))}),
+        elementwise("pointer_sub", {"a": "f32"}, {
+            "o": ("f32", load(bin_("sub", bin_("add", "a", bin_("add", "offs", 1)), 1), "m"))}),
+    ]
+
+
+def program_id_cases() -> list[Case]:
+    flat = bin_("add", op("program_id", axis=0),
+                bin_("mul", op("num_programs", axis=0),
+                     bin_("add", op("program_id", axis=1), bin_("mul", op("num_programs", axis=1), op("program_id", axis=2)))))
+    kernel = {
+        "name": "program_ids",
+        "inputs": [{"name": "g0", "dtype": "i32"}, {"name": "g1", "dtype": "i32"}, {"name": "g2", "dtype": "i32"}],
+        "outputs": [{"name": "out", "dtype": "i32", "shape": [bin_("mul", bin_("mul", "g0", "g1"), "g2")]},
+                    {"name": "sizes", "dtype": "i32", "shape": [3]}],
+        "params": [{"name": "out"}, {"name": "sizes"}, {"name": "total", "value": bin_("mul", bin_("mul", "g0", "g1"), "g2")}],
+        "grid": ["g0", "g1", "g2"],
+        "body": [let("p", flat),
+                 store(bin_("add", "out", "p"), bin_("add", bin_("mul", op("program_id", axis=2), 100),
+                                                     bin_("add", bin_("mul", op("program_id", axis=1), 10), op("program_id", axis=0))),
+                       bin_("lt", "p", "total")),
+                 store(bin_("add", "sizes", op("arange", size=4)),
+                       op("where", cond=bin_("eq", op("arange", size=4), 0), x=op("num_programs", axis=0),
+                          y=op("where", cond=bin_("eq", op("arange", size=4), 1), x=op("num_programs", axis=1), y=op("num_programs", axis=2))),
+                       bin_("and", bin_("lt", op("arange", size=4), 3), bin_("eq", "p", 0)))],
+    }
+    return [Case("program_ids", kernel, {}, (0.0, 0.0))]
+
+
+def catalogue() -> list[Case]:
+    return [Case("vadd", VADD, {"N": 5000})] + unary_cases() + binary_cases() + literal_cases() + select_cases() \
+        + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases()
+
+
+CATALOGUE = catalogue()
+CASES = {case.name: case for case in CATALOGUE}
+
+
+def checked_case(name: str):
+    return check(Kernel.model_validate(CASES[name].kernel))
+
+
+# ---------------------------------------------------------------------------------------------
+# Every kernel lowers and verifies
+
+
+def test_catalogue_names_are_unique() -> None:
+    assert len(CASES) == len(CATALOGUE)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_kernel_lowers_and_verifies(name: str) -> None:
+    checked = checked_case(name)
+    lowered = lower(checked)
+    assert isinstance(lowered, LoweredKernel)
+    assert lowered.name == checked.kernel.name
+    assert f"tt.func public @{lowered.name}(" in lowered.ttir
+    assert lowered.params == tuple(KernelParam(p.name, "ptr" if p.type.pointer else "scalar", p.type.dtype)
+                                   for p in checked.params)
+
+
+def test_the_catalogue_covers_every_op_of_the_language() -> None:
+    used: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "op" in node:
+                used.add(node["op"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk([case.kernel["body"] for case in CATALOGUE])
+    device_ops = {*L.UNARY_OPS, *L.BINARY_OPS, *L.REDUCE_OPS, "program_id", "num_programs", "arange", "full", "load",
+                  "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans",
+                  "let", "store", "for"}
+    assert device_ops - used == set()
+
+
+# ---------------------------------------------------------------------------------------------
+# The TTIR says what the interpreter means
+
+
+def ttir_of(case: str) -> str:
+    return lower(checked_case(case)).ttir
+
+
+def test_pointer_arguments_are_16_byte_aligned_and_sizes_only_when_asked() -> None:
+    checked = check(Kernel.model_validate(VADD))
+    plain = lower(checked).ttir
+    assert plain.count("tt.divisibility = 16") == 3
+    assert re.search(r"%arg3: i32 loc", plain)
+    specialized = lower(checked, divisible_by_16=["N"]).ttir
+    assert re.search(r"%arg3: i32 \{tt.divisibility = 16 : i32\}", specialized)
+
+
+def test_divisible_by_16_must_name_integer_params() -> None:
+    with pytest.raises(LoweringError) as caught:
+        lower(check(Kernel.model_validate(VADD)), divisible_by_16=["x"])
+    assert (caught.value.path, caught.value.code) == ("/params", "bad_specialization")
+
+
+def test_masked_load_without_other_reads_zero() -> None:
+    ttir = ttir_of("vadd")
+    assert re.search(r"arith.constant dense<0.000000e\+00> : tensor<1024xf32>", ttir)
+    assert len(re.findall(r"tt.load %\w+, %\w+, %\w+ :", ttir)) == 2
+
+
+def test_comparisons_are_ordered_except_ne() -> None:
+    ttir = ttir_of("compare_f32")
+    assert {p for p in re.findall(r"arith.cmpf (\w+)", ttir)} == {"oeq", "une", "olt", "ole", "ogt", "oge"}
+    assert {p for p in re.findall(r"arith.cmpi (\w+)", ttir_of("compare_i64"))} >= {"eq", "ne", "slt", "sle", "sgt", "sge"}
+
+
+def test_float_arithmetic_is_ieee_and_nan_propagating() -> None:
+    ttir = ttir_of("arith_f32")
+    for expected in ("arith.addf", "arith.subf", "arith.mulf", "tt.precise_divf", "arith.maximumf",
+                     "arith.minimumf", '"__nv_fmodf"', '"__nv_powf"'):
+        assert expected in ttir
+    assert "arith.divf" not in ttir and "arith.remf" not in ttir
+
+
+def test_integer_division_truncates_and_gives_zero_for_zero_divisors() -> None:
+    ttir = ttir_of("arith_i32")
+    assert "arith.divsi" in ttir and "arith.remsi" in ttir
+    # idiv, rem and cdiv each guard their divisor: a compare with 0 and two selects.
+    assert ttir.count("arith.select") >= 6
+
+
+def test_f16_division_runs_in_f32() -> None:
+    ttir = ttir_of("arith_f16")
+    assert re.search(r"tt.precise_divf %\w+, %\w+ : tensor<128xf32>", ttir)
+    assert "arith.truncf" in ttir
+
+
+def test_transcendentals_use_libdevice_where_the_math_dialect_is_inexact() -> None:
+    assert '"__nv_tanhf"' in ttir_of("tanh_f32")
+    assert '"__nv_log1pf"' in ttir_of("log1p_f32")
+    sigmoid = ttir_of("sigmoid_f32")
+    assert "math.exp" in sigmoid and "tt.precise_divf" in sigmoid
+    assert "tt.precise_sqrt" in ttir_of("sqrt_f32")
+
+
+def test_negation_flips_the_sign_of_zero() -> None:
+    assert "arith.constant dense<-0.000000e+00>" in ttir_of("neg_f32")
+
+
+def test_argmax_reduces_values_with_their_indices() -> None:
+    ttir = ttir_of("argmax_f32")
+    assert len(re.findall(r'"tt.reduce"\(%\w+, %\w+\)', ttir)) == 5
+    assert re.search(r"tt.reduce.return %\w+, %\w+ : f32, i32", ttir)
+    # Ties keep the smaller index; NaN counts as the maximum (values compared with themselves).
+    assert "arith.cmpi slt" in ttir and "arith.cmpf ogt" in ttir and "arith.cmpf une" in ttir
+
+
+def test_reductions_of_half_floats_run_in_f32() -> None:
+    ttir = ttir_of("max_bf16")
+    assert "arith.extf" in ttir and "arith.maximumf" in ttir and "arith.truncf" in ttir
+
+
+def test_dot_precision_and_accumulator() -> None:
+    assert "inputPrecision = tf32" in ttir_of("dot_f32_tf32_f32")
+    ieee = ttir_of("dot_f32_ieee_f32")
+    # IEEE is tt.dot's default precision, which MLIR does not print.
+    assert re.search(r"tt.dot %\w+, %\w+, %\w+ :", ieee)
+    assert re.search(r"arith.constant dense<0.000000e\+00> : tensor<32x64xf32>", ieee)
+    assert "tensor<32x64xf16>" in ttir_of("dot_f16_ieee_f16_acc")
+
+
+def test_loops_carry_values_and_pointers() -> None:
+    ttir = ttir_of("loops")
+    assert ttir.count("scf.for") >= 3
+    assert re.search(r"iter_args\(.*!tt.ptr<f32>", ttir)
+    assert re.search(r"scf.for %\w+ = %\w+ to %\w+ step %\w+ .*: i64", ttir)
+
+
+def test_bool_tensors_are_bytes_in_memory() -> None:
+    ttir = ttir_of("bool_memory")
+    assert "!tt.ptr<i8>" in ttir and "!tt.ptr<i1>" not in ttir
+    assert "arith.extui" in ttir
+
+
+def test_program_id_and_num_programs_on_three_axes() -> None:
+    ttir = ttir_of("program_ids")
+    for axis in "xyz":
+        assert f"tt.get_program_id {axis}" in ttir and f"tt.get_num_programs {axis}" in ttir
+
+
+def test_every_op_carries_the_location_of_its_ast_node() -> None:
+    lowered = lower(check(Kernel.model_validate(VADD)))
+    locations = set(re.findall(r'loc\("([^"]*)":0:0\)', lowered.ttir))
+    assert {"/body/0/value/rhs", "/body/1/value", "/body/2", "/body/2/value"} <= locations
+
+
+# ---------------------------------------------------------------------------------------------
+# Broken input: a LoweringError that names the node
+
+
+def with_type(checked, path: str, value_type: ValueType):
+    return dataclasses.replace(checked, types={**checked.types, path: value_type})
+
+
+def test_verifier_errors_name_the_ast_path() -> None:
+    # The type table says arange makes 512 lanes where the offsets have 1024: tt.broadcast
+    # cannot stretch 512 to 1024, and MLIR's verifier says so at the node that broadcasts.
+    checked = with_type(check(Kernel.model_validate(VADD)), "/body/0/value/rhs", ValueType("i32", (512,)))
+    with pytest.raises(LoweringError) as caught:
+        lower(checked)
+    error = caught.value
+    assert error.stage == "lower" and error.code == "mlir_verify"
+    assert error.path == "/body/0/value/rhs"
+    assert "broadcast" in str(error).lower()
+
+
+def test_op_verifier_errors_name_the_ast_path() -> None:
+    # A load typed f16 through an f32 pointer: its zero 'other' is f16, which tt.load rejects.
+    checked = with_type(check(Kernel.model_validate(VADD)), "/body/2/value/lhs", ValueType("f16", (1024,)))
+    with pytest.raises(LoweringError) as caught:
+        lower(checked)
+    assert caught.value.path == "/body/2/value/lhs"
+    assert "tt.load" in caught.value.diagnostics[0].message
+
+
+def test_python_side_failures_name_the_innermost_node() -> None:
+    checked = check(Kernel.model_validate(VADD))
+    types = dict(checked.types)
+    del types["/body/1/value/rhs"]
+    with pytest.raises(LoweringError) as caught:
+        lower(dataclasses.replace(checked, types=types))
+    assert (caught.value.path, caught.value.code) == ("/body/1/value/rhs", "lowering_failed")
+
+
+def test_a_host_only_node_in_the_body_is_a_lowering_error() -> None:
+    checked = check(Kernel.model_validate(VADD))
+    body = list(checked.kernel.body)
+    body[1] = body[1].model_copy(update={"value": L.TensorInfo(op="numel", of="x")})
+    with pytest.raises(LoweringError) as caught:
+        lower(dataclasses.replace(checked, kernel=checked.kernel.model_copy(update={"body": body})))
+    assert caught.value.path == "/body/1/value"
+
+
+def test_mlir_diagnostics_are_parsed_with_their_paths() -> None:
+    text = ("/body/3/value:0:0: error: 'tt.dot' op operand types differ\n"
+            "see current operation: %0 = tt.dot\n"
+            "-:0:0: error: something without a path\n"
+            "/body/1:0:0: warning: ignored\n")
+    diagnostics = parse_mlir_diagnostics(text, "mlir_verify", "/body")
+    assert [(d.path, d.code) for d in diagnostics] == [("/body/3/value", "mlir_verify"), ("/body", "mlir_verify")]
+    assert "see current operation" in diagnostics[0].message
+    assert parse_mlir_diagnostics("LLVM ERROR: out of memory\n", "llir_failed")[0].message == "LLVM ERROR: out of memory"
+
+
+def test_native_output_captures_what_c_code_writes_to_the_descriptors() -> None:
+    with NativeOutput() as captured:
+        os.write(2, b"from fd 2\n")
+        os.write(1, b"from fd 1\n")
+    assert captured.text == "from fd 2\nfrom fd 1\n"
+    with NativeOutput() as nothing:
+        pass
+    assert nothing.text == ""
