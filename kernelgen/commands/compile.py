@@ -1,0 +1,56 @@
+"""``kernelgen compile FILE --target sm_90 --emit ptx``: compile a kernel AST and print one stage's
+output (TTIR, TTGIR, LLVM IR, PTX) or write its cubin."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kernelgen.commands.check import parse_assignments, read_source
+from kernelgen.errors import KernelgenError
+
+EMITS = ("ttir", "ttgir", "llir", "ptx", "cubin")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a kernel AST as JSON ('-' reads standard input)")
+    parser.add_argument("--target", default=None, metavar="SM",
+                        help="sm_80, sm_86, sm_89 or sm_90 (default: the GPU present, else sm_90)")
+    parser.add_argument("--emit", choices=EMITS, default="ptx", help="which stage's output (default: ptx)")
+    parser.add_argument("-o", "--output", metavar="PATH",
+                        help="write to PATH instead of standard output (needed for cubin on a terminal)")
+    parser.add_argument("--meta", action="append", default=[], metavar="NAME=VALUE",
+                        help="compile with this meta-parameter value instead of the kernel's own")
+    parser.add_argument("--num-warps", type=int, default=None, metavar="N",
+                        help="warps per program (default: the kernel's num_warps)")
+    parser.add_argument("--num-stages", type=int, default=3, metavar="N", help="software pipelining stages")
+    parser.add_argument("--divisible-by-16", action="append", default=[], metavar="PARAM",
+                        help="specialize on this integer param being a multiple of 16 (vectorizes masked "
+                             "accesses; the kernel is then wrong for other values)")
+    parser.add_argument("--no-cache", action="store_true", help="compile even if the result is cached")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelgen.check import check
+    from kernelgen.compile import compile_kernel
+    from kernelgen.parse import parse_kernel
+
+    meta = parse_assignments(args.meta, "meta")
+    if args.emit == "cubin" and args.output is None and sys.stdout.isatty():
+        raise KernelgenError("a cubin is binary: give -o PATH (or redirect standard output)", code="bad_argument")
+    checked = check(parse_kernel(read_source(args.file)), meta)
+    compiled = compile_kernel(checked, target=args.target, num_warps=args.num_warps, num_stages=args.num_stages,
+                              divisible_by_16=args.divisible_by_16, cache=not args.no_cache)
+    result = compiled.emit(args.emit)
+    data = result if isinstance(result, bytes) else result.encode()
+    if args.output is not None:
+        try:
+            Path(args.output).write_bytes(data)
+        except OSError as exc:
+            raise KernelgenError(f"cannot write {args.output}: {exc.strerror}", code="bad_output") from exc
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    return 0

@@ -1,0 +1,379 @@
+"""Compiling to cubin: every kernel of the lowering catalogue compiles for sm_90 (and a set for
+sm_80/86/89) with Triton's own stages; the cache, the crash-isolating worker and the
+``kernelgen compile`` command; on a GPU, every catalogue kernel agrees with the interpreter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_lower import CASES, VADD, checked_case
+
+from kernelgen.check import ValueType, check
+from kernelgen.cli import main as cli_main
+from kernelgen.compile import (CACHE_ENV, CompiledKernel, CompilerProcess, cache_directory, cache_key, cache_load,
+                               cache_store, compile_in_process, compile_kernel, compiler_process, divisible_params,
+                               resolve_options)
+from kernelgen.errors import CompileError, LoweringError
+from kernelgen.host import plan_for_sizes
+from kernelgen.language import Kernel
+from kernelgen.parse import parse_kernel
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ELF_MAGIC = b"\x7fELF"
+
+
+def vadd():
+    return check(Kernel.model_validate(VADD))
+
+
+def example(name: str):
+    return check(parse_kernel((EXAMPLES / f"{name}.json").read_text()))
+
+
+def assert_complete(compiled: CompiledKernel, target: str) -> None:
+    assert compiled.cubin[:4] == ELF_MAGIC
+    assert f".visible .entry {compiled.name}(" in compiled.ptx
+    assert f".target {target}" in compiled.ptx
+    assert "tt.func public" in compiled.ttir and "ttg.num-warps" in compiled.ttgir
+    assert "define" in compiled.llir
+    for key in ("name", "num_warps", "num_stages", "shared", "global_scratch_size", "global_scratch_align",
+                "profile_scratch_size", "profile_scratch_align", "params"):
+        assert key in compiled.metadata
+    assert compiled.target == compiled.metadata["target"] == target
+
+
+# ---------------------------------------------------------------------------------------------
+# Every kernel compiles
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_catalogue_kernel_compiles_for_sm_90(name: str) -> None:
+    checked = checked_case(name)
+    compiled = compile_kernel(checked, "sm_90", in_process=True, cache=False)
+    assert_complete(compiled, "sm_90")
+    assert compiled.name == checked.kernel.name
+    assert compiled.params == tuple((p.name, "ptr" if p.type.pointer else "scalar", p.type.dtype) for p in checked.params)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89"])
+@pytest.mark.parametrize("name", ["vadd", "argmax_bf16", "dot_bf16_ieee_f32", "dot_f32_tf32_f32_acc", "loops"])
+def test_kernels_compile_for_older_targets(name: str, target: str) -> None:
+    assert_complete(compile_kernel(checked_case(name), target, in_process=True, cache=False), target)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.json")))
+def test_examples_compile(name: str) -> None:
+    assert_complete(compile_kernel(example(name), "sm_90", in_process=True, cache=False), "sm_90")
+
+
+def test_matmul_uses_tensor_cores() -> None:
+    assert "wgmma.mma_async" in compile_kernel(example("matmul"), "sm_90", in_process=True, cache=False).ptx
+    assert "mma.sync" in compile_kernel(example("matmul"), "sm_80", in_process=True, cache=False).ptx
+
+
+def test_vector_add_loads_are_vectorized_when_n_is_a_multiple_of_16() -> None:
+    compiled = compile_kernel(vadd(), "sm_90", divisible_by_16=["N"], in_process=True, cache=False)
+    assert re.search(r"ld\.global\.(v4|v2)\.b32|ld\.global\.b128", compiled.ptx)
+    assert re.search(r"st\.global\.(v4|v2)\.b32|st\.global\.b128", compiled.ptx)
+    assert compiled.metadata["divisible_by_16"] == ["N"]
+    # Without the guarantee, `offs < N` may change within any group of lanes: one element each.
+    plain = compile_kernel(vadd(), "sm_90", in_process=True, cache=False)
+    assert "ld.global.v4" not in plain.ptx and "ld.global.b32" in plain.ptx
+
+
+def test_divisible_params_are_the_integer_params_that_are_multiples_of_16() -> None:
+    checked = vadd()
+    assert divisible_params(plan_for_sizes(checked, {"N": 4096})) == ("N",)
+    assert divisible_params(plan_for_sizes(checked, {"N": 1000})) == ()
+
+
+def test_num_warps_defaults_to_the_kernel_and_can_be_overridden() -> None:
+    checked = check(Kernel.model_validate({**VADD, "num_warps": 8}))
+    assert compile_kernel(checked, "sm_90", in_process=True, cache=False).metadata["num_warps"] == 8
+    assert compile_kernel(checked, "sm_90", num_warps=2, in_process=True, cache=False).metadata["num_warps"] == 2
+
+
+@pytest.mark.parametrize("target, num_warps, num_stages, code", [
+    ("sm_70", None, 3, "bad_target"), ("hopper", None, 3, "bad_target"),
+    ("sm_90", 3, 3, "bad_option"), ("sm_90", 32, 3, "bad_option"), ("sm_90", None, 0, "bad_option")])
+def test_bad_options_are_compile_errors(target: str, num_warps: int | None, num_stages: int, code: str) -> None:
+    with pytest.raises(CompileError) as caught:
+        compile_kernel(vadd(), target, num_warps, num_stages, in_process=True, cache=False)
+    assert caught.value.code == code
+
+
+def test_targets_may_be_spelled_without_the_underscore() -> None:
+    assert resolve_options(vadd(), "SM90", None, 3).target == "sm_90"
+
+
+# ---------------------------------------------------------------------------------------------
+# The cache
+
+
+def test_a_cache_hit_returns_the_stored_kernel_without_compiling(tmp_path: Path, monkeypatch) -> None:
+    first = compile_kernel(vadd(), "sm_90", cache_dir=tmp_path, in_process=True)
+    assert len(list(tmp_path.rglob("*.kgc"))) == 1
+
+    def no_compiling(*args: Any) -> CompiledKernel:
+        raise AssertionError("a cache hit must not compile")
+
+    monkeypatch.setattr("kernelgen.compile.compile_in_process", no_compiling)
+    again = compile_kernel(vadd(), "sm_90", cache_dir=tmp_path, in_process=True)
+    assert again == first
+    assert again.params == first.params
+
+
+def test_the_cache_key_covers_everything_the_output_depends_on() -> None:
+    checked = vadd()
+    base = resolve_options(checked, "sm_90", None, 3)
+    keys = {
+        cache_key(checked, base),
+        cache_key(check(Kernel.model_validate(VADD), {"BLOCK": 512}), base),
+        cache_key(checked, dataclasses.replace(base, target="sm_80")),
+        cache_key(checked, dataclasses.replace(base, num_warps=8)),
+        cache_key(checked, dataclasses.replace(base, num_stages=2)),
+        cache_key(checked, dataclasses.replace(base, divisible_by_16=("N",))),
+        cache_key(check(Kernel.model_validate({**VADD, "name": "vadd2"})), base),
+    }
+    assert len(keys) == 7
+    assert cache_key(vadd(), base) == cache_key(checked, base)
+
+
+def test_an_unreadable_entry_is_recompiled_and_rewritten(tmp_path: Path) -> None:
+    checked = vadd()
+    key = cache_key(checked, resolve_options(checked, "sm_90", None, 3))
+    entry = tmp_path / key[:2] / f"{key}.kgc"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"\x00\x00\x00\x05{not json")
+    assert cache_load(tmp_path, key) is None
+    compiled = compile_kernel(checked, "sm_90", cache_dir=tmp_path, in_process=True)
+    assert cache_load(tmp_path, key) == compiled
+
+
+def test_concurrent_writers_never_leave_a_partial_entry(tmp_path: Path) -> None:
+    compiled = compile_kernel(vadd(), "sm_90", in_process=True, cache=False)
+    key = "ab" + "0" * 62
+    failures: list[str] = []
+
+    def write() -> None:
+        for _ in range(20):
+            cache_store(tmp_path, key, compiled)
+
+    def read() -> None:
+        for _ in range(200):
+            loaded = cache_load(tmp_path, key)
+            if loaded is not None and loaded != compiled:
+                failures.append("a reader saw a different entry")
+
+    cache_store(tmp_path, key, compiled)
+    threads = [threading.Thread(target=write) for _ in range(4)] + [threading.Thread(target=read) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert [p.name for p in (tmp_path / "ab").iterdir()] == [f"{key}.kgc"]
+
+
+def test_the_cache_directory_comes_from_the_environment(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    assert cache_directory() == tmp_path
+    assert cache_directory(tmp_path / "given") == tmp_path / "given"
+    compile_kernel(vadd(), "sm_90", in_process=True)
+    assert len(list(tmp_path.rglob("*.kgc"))) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker process
+
+
+def test_a_crash_in_the_compiler_fails_that_job_and_the_next_compile_works() -> None:
+    with pytest.raises(CompileError) as caught:
+        compiler_process().call(os.abort)
+    assert caught.value.code == "compiler_crashed"
+    assert "SIGABRT" in str(caught.value)
+    compiled = compile_kernel(vadd(), "sm_90", cache=False)
+    assert compiled.cubin[:4] == ELF_MAGIC
+
+
+def test_a_killed_worker_is_replaced_before_the_next_job() -> None:
+    compile_kernel(vadd(), "sm_90", cache=False)
+    pid = compiler_process().pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert compile_kernel(vadd(), "sm_90", cache=False).cubin[:4] == ELF_MAGIC
+    assert compiler_process().pid not in (None, pid)
+
+
+def test_a_stuck_job_times_out_and_the_worker_is_replaced() -> None:
+    with pytest.raises(CompileError) as caught:
+        compiler_process().call(time.sleep, 30, timeout=1.0)
+    assert caught.value.code == "compile_timeout"
+    assert compile_kernel(vadd(), "sm_90", cache=False).cubin[:4] == ELF_MAGIC
+
+
+def test_errors_cross_the_process_boundary_with_their_class_and_path() -> None:
+    checked = vadd()
+    broken = dataclasses.replace(checked, types={**checked.types, "/body/0/value/rhs": ValueType("i32", (512,))})
+    with pytest.raises(LoweringError) as caught:
+        compile_kernel(broken, "sm_90", cache=False)
+    assert (caught.value.path, caught.value.code) == ("/body/0/value/rhs", "mlir_verify")
+
+
+def test_a_ptxas_failure_is_a_compile_error_with_what_ptxas_said(monkeypatch) -> None:
+    # Triton reads PTXAS_OPTIONS when its NVIDIA backend is imported: a fresh worker sees it.
+    monkeypatch.setenv("PTXAS_OPTIONS", "--no-such-ptxas-option")
+    worker = CompilerProcess()
+    try:
+        with pytest.raises(CompileError) as caught:
+            worker.call(compile_in_process, vadd(), resolve_options(vadd(), "sm_90", None, 3))
+    finally:
+        worker.close()
+    assert caught.value.code == "ptxas_failed"
+    assert "no-such-ptxas-option" in str(caught.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random well-typed kernels (kernelgen.ast_strategies)
+
+
+GENERATED = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_generated_kernels_lower_verify_and_compile() -> None:
+    strategies = pytest.importorskip("kernelgen.ast_strategies")
+
+    @GENERATED
+    @given(st.data())
+    def compiles(data: st.DataObject) -> None:
+        generated = data.draw(strategies.kernels())
+        assert compile_kernel(check(generated.kernel), "sm_90", cache=False).cubin[:4] == ELF_MAGIC
+
+    compiles()
+
+
+@pytest.mark.gpu
+def test_generated_kernels_agree_with_the_interpreter_on_the_gpu() -> None:
+    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    from kernelgen.interpret import interpret
+    from kernelgen.launch import run_on_gpu
+
+    @GENERATED
+    @given(st.data())
+    def agrees(data: st.DataObject) -> None:
+        generated = data.draw(strategies.kernels())
+        checked = check(generated.kernel)
+        compiled = compile_kernel(checked, cache=False)
+        args = generated.arguments()
+        assert generated.mismatches(interpret(checked, args), run_on_gpu(compiled, checked, args, to_cpu=True)) == []
+
+    agrees()
+
+
+# ---------------------------------------------------------------------------------------------
+# kernelgen compile
+
+
+@pytest.fixture
+def vadd_file(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    path = tmp_path / "vadd.json"
+    path.write_text(json.dumps(VADD))
+    return path
+
+
+def test_cli_prints_a_stage(vadd_file: Path, capsys) -> None:
+    assert cli_main(["compile", str(vadd_file), "--target", "sm_90", "--emit", "ttir"]) == 0
+    assert "tt.func public @vadd" in capsys.readouterr().out
+    assert cli_main(["compile", str(vadd_file), "--target", "sm_80", "--emit", "ptx", "--meta", "BLOCK=256",
+                     "--num-warps", "2"]) == 0
+    ptx = capsys.readouterr().out
+    assert ".target sm_80" in ptx and ".reqntid 64" in ptx
+
+
+def test_cli_writes_a_cubin(vadd_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "vadd.cubin"
+    assert cli_main(["compile", str(vadd_file), "--emit", "cubin", "-o", str(out), "--divisible-by-16", "N"]) == 0
+    assert out.read_bytes()[:4] == ELF_MAGIC
+
+
+def test_cli_refuses_to_print_a_cubin_on_a_terminal(vadd_file: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert cli_main(["compile", str(vadd_file), "--emit", "cubin"]) == 1
+    assert "-o PATH" in capsys.readouterr().err
+
+
+def test_cli_reports_bad_input_with_its_path(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**VADD, "body": VADD["body"][:2] + [
+        {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": "offs"}, "mask": "mask", "value": "missing"}]}))
+    assert cli_main(["compile", str(bad), "--target", "sm_90"]) == 1
+    assert "/body/2/value" in capsys.readouterr().err
+    assert cli_main(["compile", str(tmp_path / "absent.json")]) == 1
+    assert cli_main(["compile", str(bad), "--target", "sm_70"]) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# On a GPU: the compiled kernel computes what the interpreter computes
+
+
+def assert_agrees(actual, expected, tolerance: tuple[float, float], what: str) -> None:
+    import torch
+
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, what
+    if expected.is_floating_point():
+        rtol, atol = tolerance
+        torch.testing.assert_close(actual.float(), expected.float(), rtol=rtol, atol=atol, equal_nan=True, msg=what)
+    else:
+        mismatches = (actual != expected).nonzero()
+        assert mismatches.numel() == 0, f"{what}: {mismatches.shape[0]} mismatches, first at {mismatches[0].tolist()}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+def test_gpu_agrees_with_the_interpreter(name: str) -> None:
+    from kernelgen.inputs import random_inputs
+    from kernelgen.interpret import interpret
+    from kernelgen.launch import run_on_gpu
+
+    case = CASES[name]
+    checked = checked_case(name)
+    compiled = compile_kernel(checked, cache=False)
+    for seed in range(3):
+        args = random_inputs(checked.kernel, case.sizes, seed=seed)
+        expected = interpret(checked, args)
+        actual = run_on_gpu(compiled, checked, args, to_cpu=True)
+        for out in checked.kernel.outputs:
+            assert_agrees(actual[out.name], expected[out.name], case.tolerance, f"{name}.{out.name} (seed {seed})")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, sizes", [("vector_add", {"N": 4096}), ("matmul", {"M": 128, "N": 256, "K": 64}),
+                                         ("softmax", {"M": 8, "N": 2048})])
+def test_gpu_specialized_kernels_agree_with_the_interpreter(name: str, sizes: dict[str, int]) -> None:
+    from kernelgen.inputs import random_inputs
+    from kernelgen.interpret import interpret
+    from kernelgen.launch import run_on_gpu
+
+    checked = example(name)
+    args = random_inputs(checked.kernel, sizes, seed=0)
+    divisible = divisible_params(plan_for_sizes(checked, sizes))
+    assert divisible
+    compiled = compile_kernel(checked, divisible_by_16=divisible, cache=False)
+    expected = interpret(checked, args)
+    actual = run_on_gpu(compiled, checked, args, to_cpu=True)
+    for out in checked.kernel.outputs:
+        assert_agrees(actual[out.name], expected[out.name], (1e-3, 1e-3), f"{name}.{out.name}")
