@@ -105,10 +105,11 @@ class SemanticError(KernelgenError):
 
 class InterpreterError(KernelgenError):
     """The reference interpreter met a fault the checker could not rule out (an access out of
-    bounds under a mask, a division by zero in integer arithmetic, a bad runtime size)."""
+    bounds under a mask, a loop step that is not positive). On a GPU the same kernel fails
+    through a guard band or a fault, so it is a wrong result here too, not a semantic error."""
 
     stage = "interpret"
-    outcome = Outcome.SEMANTIC_ERROR
+    outcome = Outcome.WRONG_RESULT
 
 
 class HostError(KernelgenError):

@@ -51,6 +51,7 @@ class Case:
     sizes_checked: list[dict[str, int]] = field(default_factory=list)
     timing: Timing | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # -- the signature -------------------------------------------------------------------------
@@ -222,5 +223,5 @@ def evaluate_answer(task: Task, answer: str, settings: Settings, *, provider: st
     return CaseResult(task=task.id, tier=task.tier, track=track, provider=provider, model=model,
                       sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
                       sizes_checked=case.sizes_checked, generation=generation or GenerationInfo(),
-                      timing=case.timing, artifacts=case.artifacts,
+                      timing=case.timing, artifacts=case.artifacts, extra=case.extra,
                       duration_s=time.perf_counter() - start, **outcome)

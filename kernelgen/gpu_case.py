@@ -1,0 +1,230 @@
+"""A case's GPU stages: verification with guard bands, and timing.
+
+The parent process never touches CUDA: it compiles the variant a launch needs (integer
+params that are multiples of 16 are specialized, as Triton's JIT does) and sends the job to the
+executor's child (:mod:`kernelgen.executor`), which makes the inputs from the seed itself (no
+tensors cross the pipe), runs kernel and reference there and returns only findings and times.
+A fault or a hang fails the case with ``launch_error`` or ``timeout``; the executor replaces
+its child and the next case runs in a healthy CUDA context.
+
+Timing: CUDA events around each repetition, the L2 cache flushed before each (a write over a
+buffer larger than L2), warm-up first, the median reported. pytest-benchmark receives the
+per-repetition event times through a clock that advances by exactly those times
+(:func:`report_to_benchmark`), so its statistics are GPU times, not host times of the
+inter-process calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from typing import TYPE_CHECKING, Any, Mapping
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, child
+from kernelgen.errors import Diagnostic, WrongResult
+from kernelgen.host import plan_for_sizes
+from kernelgen.results import Timing
+from kernelgen.tasks import Task
+from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
+                              run_reference)
+
+if TYPE_CHECKING:
+    from kernelgen.pipeline import Case
+
+L2_FLUSH_BYTES = 256 << 20
+WARMUP = 10
+REPETITIONS = 100
+FLAG_SPEEDUP = 10.0
+
+# Peak rates per compute capability, in FLOP/s: (fp32 CUDA cores, tf32 tensor cores,
+# f16/bf16 tensor cores), dense, from the vendors' datasheets (SXM parts). Bandwidth is
+# measured on the device itself (a large device-to-device copy), not taken from a table.
+PEAK_FLOPS = {
+    "sm_80": (19.5e12, 156e12, 312e12),
+    "sm_86": (35.6e12, 35.6e12, 71e12),
+    "sm_89": (82.6e12, 82.6e12, 165e12),
+    "sm_90": (67e12, 495e12, 989e12),
+}
+
+
+def compiled_for(case: Case, sizes: Mapping[str, int]):
+    """The kernel variant for this launch (its multiple-of-16 sizes specialized)."""
+    from kernelgen.compile import compile_kernel, divisible_params
+
+    plan = plan_for_sizes(case.checked, sizes, case.task.scalars)
+    return compile_kernel(case.checked, target=case.settings.target, divisible_by_16=divisible_params(plan))
+
+
+def verify_gpu(case: Case, sizes: Mapping[str, int]) -> None:
+    compiled = compiled_for(case, sizes)
+    problems = case.settings.executor.call(verify_job, case.task, case.checked, compiled, dict(sizes),
+                                           case.settings.seed, timeout=case.settings.timeout_s)
+    if problems:
+        raise WrongResult(problems)
+
+
+def _to_device(inputs: Mapping[str, Any], device: Any) -> dict[str, Any]:
+    import torch
+
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int) -> list[Diagnostic]:
+    """In the executor's child: run the kernel and the reference, return what is wrong."""
+    import torch
+
+    from kernelgen.host import plan_launch
+    from kernelgen.interpret import poison
+    from kernelgen.launch import cuda_errors, launch
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    inputs = _to_device(make_inputs(task, sizes, seed), device)
+    expected = run_reference(task, inputs)
+    buffers: dict[str, Any] = {}
+    views: dict[str, Any] = {}
+    for name, value in inputs.items():
+        if isinstance(value, torch.Tensor):
+            buffers[name], views[name] = guarded(value, guard_fill(value.dtype))
+        else:
+            views[name] = value
+    with cuda_errors(f"running kernel {checked.kernel.name}"):
+        plan = plan_launch(checked, views)
+        outputs = {}
+        for out in checked.kernel.outputs:
+            blank = torch.empty(plan.output_shapes[out.name], dtype=expected[out.name].dtype, device=device)
+            buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
+        launch(compiled, plan, outputs)
+        torch.cuda.synchronize(device)
+    problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
+    problems += inputs_unchanged(inputs, views)
+    problems += compare_outputs(task, outputs, expected, inputs, sizes)
+    return problems
+
+
+# -- timing --------------------------------------------------------------------------------
+
+
+def _event_times(fn, flush, repetitions: int, warmup: int) -> list[float]:
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    for start, end in zip(starts, ends):
+        flush.zero_()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+@functools.lru_cache(maxsize=1)
+def copy_bandwidth() -> float:
+    """Bytes per second of a large device-to-device copy (read + write), measured once."""
+    import torch
+
+    source = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    target = torch.empty_like(source)
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    times = _event_times(lambda: target.copy_(source), flush, 10, 3)
+    return 2 * source.numel() / (statistics.median(times) / 1e3)
+
+
+def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
+             repetitions: int = REPETITIONS) -> dict[str, Any]:
+    """In the executor's child: event times (ms) of the kernel and of PyTorch eager."""
+    import torch
+
+    from kernelgen.host import plan_launch
+    from kernelgen.interpret import allocate_outputs
+    from kernelgen.launch import cuda_errors, load_kernel, plan_arguments
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    inputs = _to_device(make_inputs(task, sizes, seed), device)
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+    with cuda_errors(f"timing kernel {checked.kernel.name}"):
+        plan = plan_launch(checked, inputs)
+        outputs = allocate_outputs(plan, device=device)
+        kernel = load_kernel(compiled)
+        arguments = plan_arguments(compiled, plan, outputs)
+        kernel_ms = _event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, WARMUP)
+    reference = task.reference_function()
+    values = list(inputs.values())
+    with torch.no_grad():
+        eager_ms = _event_times(lambda: reference(*values), flush, repetitions, WARMUP)
+    return {"kernel_ms": kernel_ms, "eager_ms": eager_ms, "device": torch.cuda.get_device_name(device),
+            "bandwidth": copy_bandwidth()}
+
+
+def _dot_kinds(checked: CheckedKernel) -> set[str]:
+    """Which matrix units the kernel's dots use: 'f16' (f16/bf16), 'tf32' or 'ieee' (f32)."""
+    kinds: set[str] = set()
+
+    def visit(node: Any, path: str) -> None:
+        if isinstance(node, L.Dot):
+            operand = checked.types[child(path, "lhs")].dtype
+            kinds.add("f16" if operand in ("f16", "bf16") else node.precision)
+        if isinstance(node, L.Node):
+            for name in type(node).model_fields:
+                value = getattr(node, name)
+                if isinstance(value, list):
+                    for i, item in enumerate(value):
+                        visit(item, child(path, name, i))
+                else:
+                    visit(value, child(path, name))
+
+    for i, stmt in enumerate(checked.kernel.body):
+        visit(stmt, f"/body/{i}")
+    return kinds
+
+
+def peak_flops(checked: CheckedKernel, target: str) -> float:
+    fp32, tf32, f16 = PEAK_FLOPS.get(target, PEAK_FLOPS["sm_90"])
+    kinds = _dot_kinds(checked)
+    return f16 if "f16" in kinds else tf32 if "tf32" in kinds else fp32
+
+
+def time_case(case: Case) -> Timing:
+    sizes = dict(case.task.bench_sizes)
+    compiled = compiled_for(case, sizes)
+    measured = case.settings.executor.call(time_job, case.task, case.checked, compiled, sizes, case.settings.seed,
+                                           timeout=max(case.settings.timeout_s, 120.0))
+    kernel_ms = statistics.median(measured["kernel_ms"])
+    eager_ms = statistics.median(measured["eager_ms"])
+    moved = case.task.bytes_moved(sizes)
+    flops = case.task.flop_count(sizes)
+    seconds = kernel_ms / 1e3
+    floor = max(moved / measured["bandwidth"], flops / peak_flops(case.checked, case.settings.target))
+    speedup = eager_ms / kernel_ms
+    case.artifacts["times"] = (f"device: {measured['device']}\nkernel_ms: {measured['kernel_ms']}\n"
+                               f"eager_ms: {measured['eager_ms']}\n")
+    case.extra["kernel_times_ms"] = measured["kernel_ms"]
+    return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=speedup,
+                  gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
+                  roofline_fraction=floor / seconds, flagged=speedup > FLAG_SPEEDUP)
+
+
+def report_to_benchmark(benchmark: Any, result: Any) -> None:
+    """Give pytest-benchmark the kernel's per-repetition GPU times.
+
+    pytest-benchmark reads time through its fixture's timer around each round; a clock that
+    advances by one measured event time per round makes its statistics (min, median, stddev,
+    ...) those of the GPU times, with none of the host's inter-process overhead.
+    """
+    times = list(result.extra.get("kernel_times_ms", []))
+    if not times or not hasattr(benchmark, "_timer"):
+        return
+    clock = [0.0]
+    pending = iter(times)
+
+    def advance() -> None:
+        clock[0] += next(pending) / 1e3
+
+    benchmark._timer = lambda: clock[0]
+    benchmark.extra_info.update({"eager_ms": result.timing.eager_ms, "speedup": result.timing.speedup,
+                                 "gbps": result.timing.gbps, "tflops": result.timing.tflops,
+                                 "roofline_fraction": result.timing.roofline_fraction})
+    benchmark.pedantic(advance, rounds=len(times), iterations=1, warmup_rounds=0)
