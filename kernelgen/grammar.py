@@ -47,9 +47,10 @@ def compile_grammar(tokenizer_info: Any, schema: str | None = None) -> Any:
     key = (id(tokenizer_info), schema)
     with _lock:
         if key not in _compiled:
-            # Holding tokenizer_info in the table keeps its id from being reused.
-            compiler = _compilers.setdefault(id(tokenizer_info),
-                                             (tokenizer_info, xgr.GrammarCompiler(tokenizer_info)))[1]
+            if id(tokenizer_info) not in _compilers:
+                # The table holds tokenizer_info itself, so that its id cannot be reused.
+                _compilers[id(tokenizer_info)] = (tokenizer_info, xgr.GrammarCompiler(tokenizer_info))
+            compiler = _compilers[id(tokenizer_info)][1]
             _compiled[key] = compiler.compile_json_schema(
                 schema, any_whitespace=False, separators=(",", ":"), strict_mode=True)
         return _compiled[key]

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict
 
 from kernelgen import check as checker
 from kernelgen import language as L
-from kernelgen.errors import Diagnostic
+from kernelgen.errors import Diagnostic, SchemaError
+from kernelgen.parse import kernel_from_obj
 from kernelgen.schema import kernel_schema
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
@@ -87,7 +88,7 @@ def _tiktoken_encoding() -> Any:
 
     try:
         return tiktoken.get_encoding("cl100k_base")
-    except Exception:  # noqa: BLE001 - any failure to fetch the data means: no tiktoken here
+    except Exception:  # any failure to fetch its data means: no tiktoken here
         return None
 
 
@@ -98,9 +99,11 @@ def _tiktoken_encoding() -> Any:
 def _docstring_section(doc: str, heading: str) -> str:
     """The bullet list under the line of ``doc`` that starts with ``heading``."""
     lines = doc.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(heading)) + 1
+    starts = [i for i, line in enumerate(lines) if line.startswith(heading)]
+    if not starts:
+        raise LookupError(f"the docstring has no section {heading!r} for the prompt")
     section: list[str] = []
-    for line in lines[start:]:
+    for line in lines[starts[0] + 1:]:
         if not line.strip():
             if section:
                 break
@@ -192,7 +195,7 @@ def language_reference() -> str:
     shared = set(_ABBREVIATIONS) | set(statements) | set(operations)
     # Each section lists its nodes followed by the parts they are made of (For: Carry).
     document = ["Kernel", *_object_refs(schema["properties"], shared)]
-    statements += [n for n in _object_refs([defs[s] for s in statements], shared)]
+    statements += _object_refs([defs[s] for s in statements], shared)
     defs = {**defs, "Kernel": schema}
     title, intro = (" ".join(p.split()).replace("``", "`") for p in L.__doc__.split("\n\n")[:2])
     literals = ", ".join(json.dumps(n) for n in L.FLOAT_LITERAL_NAMES)
@@ -249,13 +252,14 @@ def load_examples(directory: Path = EXAMPLES_DIR) -> list[Example]:
 def select_examples(examples: Sequence[Example], *, budget: int = EXAMPLE_TOKEN_BUDGET,
                     exclude_names: Iterable[str] = (), exclude_document: Any = None) -> list[Example]:
     """Examples in order while they fit the token budget, leaving out any that would give the
-    task's answer away: one named like the task, or equal to its golden AST."""
+    task's answer away: one named like the task, or the same AST as its golden answer."""
     excluded = set(exclude_names)
+    golden = _canonical(exclude_document) if exclude_document is not None else None
     chosen, used = [], 0
     for example in examples:
         if example.name in excluded or example.document.get("name") in excluded:
             continue
-        if exclude_document is not None and example.document == exclude_document:
+        if golden is not None and _canonical(example.document) == golden:
             continue
         cost = count_tokens(example.text).count
         if used + cost > budget:
@@ -263,6 +267,14 @@ def select_examples(examples: Sequence[Example], *, budget: int = EXAMPLE_TOKEN_
         chosen.append(example)
         used += cost
     return chosen
+
+
+def _canonical(document: Any) -> Any:
+    """A kernel document with every field spelled out, for comparing ASTs."""
+    try:
+        return kernel_from_obj(document).model_dump(mode="json")
+    except SchemaError:
+        return document
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from kernelgen.providers import ProviderOptions, make_provider
 from kernelgen.providers.base import GenerationRequest, ProviderError, RetryPolicy, Sampling
 from kernelgen.providers.gemini import GeminiProvider
 from kernelgen.providers.http import JsonHttpClient, parse_retry_after
-from kernelgen.providers.ollama import OllamaProvider
 from kernelgen.providers.openai import OpenAICompatibleProvider
 from kernelgen.providers.reference import ReferenceProvider
 from kernelgen.providers.remote import RemoteProvider

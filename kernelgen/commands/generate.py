@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from kernelgen.errors import KernelgenError
+
+if TYPE_CHECKING:
+    from kernelgen.providers.base import GenerationRequest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="sample i is drawn with seed SEED + i")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                         help="the limit of one HTTP call")
+    parser.add_argument("--max-attempts", type=int, default=4,
+                        help="attempts of a call before it fails (429, 5xx, timeouts and dropped "
+                             "connections are retried with backoff)")
     parser.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
     parser.add_argument("--cache-dir", metavar="DIR",
                         help="where generations are recorded (default: $KERNELGEN_CACHE_DIR or "
@@ -43,9 +50,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="neither read nor record generations")
 
 
-def _request(args: argparse.Namespace):
+def _request(args: argparse.Namespace) -> GenerationRequest:
     from kernelgen.generation import prompt_request, task_request
     from kernelgen.providers.base import Sampling
+    from kernelgen.tasks import get_task
 
     if (args.task is None) == (args.prompt is None):
         raise KernelgenError("give either --task ID or a prompt, not both or neither", code="bad_argument")
@@ -54,12 +62,6 @@ def _request(args: argparse.Namespace):
     sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
     if args.prompt is not None:
         return prompt_request(args.prompt, sampling)
-    try:
-        from kernelgen.tasks import get_task
-    except ImportError:
-        raise KernelgenError("--task needs the benchmark tasks (kernelgen.tasks), which this "
-                             "installation does not have; pass the prompt instead",
-                             code="missing_dependency") from None
     return task_request(get_task(args.task), sampling)
 
 
@@ -68,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
     from kernelgen.generation import GenerationCache, generate_samples
     from kernelgen.grammar import validate_answer
     from kernelgen.providers import ProviderOptions, make_provider
+    from kernelgen.providers.base import RetryPolicy
 
     request = _request(args)
     options = ProviderOptions(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
                               structured=args.structured, timeout_s=args.timeout,
+                              retry=RetryPolicy(max_attempts=max(1, args.max_attempts)),
                               concurrency=max(1, args.concurrency))
     provider = make_provider(args.llm, options)
     cache = None if args.no_cache else GenerationCache(args.cache_dir or default_cache_dir())

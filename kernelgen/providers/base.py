@@ -12,7 +12,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,7 +77,8 @@ class Completion(_Frozen):
 
 class ProviderError(KernelgenError):
     """A call to a model failed: an HTTP status (``http_429``), ``connection``, ``timeout``,
-    ``bad_response``, ``remote_error``, ``no_record`` (replay) or ``config``.
+    ``bad_response``, ``remote_error``, ``no_record`` or ``ambiguous_record`` (replay), or
+    ``config`` (a provider that cannot be made as asked).
 
     Messages name the URL without credentials or query string, and never hold a key.
     """
@@ -85,7 +86,6 @@ class ProviderError(KernelgenError):
     stage = "generate"
 
 
-@runtime_checkable
 class Provider(Protocol):
     """A source of answers. ``name`` and ``model`` are part of the cache key; ``concurrency``
     bounds the calls in flight at once; ``records`` says whether its answers are worth a cache
