@@ -28,6 +28,7 @@ its own arguments. The cache keys on it; a launcher must pick the variant that f
 
 from __future__ import annotations
 
+import atexit
 import ctypes.util
 import functools
 import hashlib
@@ -98,13 +99,9 @@ class CompiledKernel:
 # Options
 
 
+@functools.lru_cache(maxsize=1)
 def default_target() -> str:
     """The target of the GPU present, else sm_90 (compiling needs no GPU)."""
-    return _detected_target()
-
-
-@functools.lru_cache(maxsize=1)
-def _detected_target() -> str:
     # Without a CUDA driver there is no GPU to ask about: skip importing torch (seconds).
     if "torch" not in sys.modules and ctypes.util.find_library("cuda") is None:
         return DEFAULT_TARGET
@@ -116,7 +113,11 @@ def _detected_target() -> str:
         return DEFAULT_TARGET
     major, minor = torch.cuda.get_device_capability()
     name = f"sm_{major}{minor}"
-    return name if name in TARGETS else DEFAULT_TARGET
+    if name not in TARGETS:
+        # A cubin for another target would not load here: say so now, not at launch.
+        raise CompileError(Diagnostic("", "bad_target", f"the GPU here is {name}; kernelgen compiles for "
+                                      f"{sorted(TARGETS)}: pass one explicitly to compile for another GPU"))
+    return name
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class CompileOptions:
 
 def resolve_options(checked: CheckedKernel, target: str | None, num_warps: int | None,
                     num_stages: int, divisible_by_16: Collection[str] = ()) -> CompileOptions:
+    """Validated compile options; a bad one is a CompileError (``bad_target``, ``bad_option``)."""
     if target is None:
         target = default_target()
     else:
@@ -425,6 +427,9 @@ def _death_message(finished: bool, exitcode: int | None, timeout: float, printed
 
 
 _WORKER = CompilerProcess()
+# Before multiprocessing's own exit handler (handlers run last-registered first): stop the
+# worker and remove its log file.
+atexit.register(_WORKER.close)
 
 
 def compiler_process() -> CompilerProcess:
@@ -443,21 +448,26 @@ def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps:
     ``sm_90``; default: the GPU present, else sm_90).
 
     ``num_warps`` defaults to the kernel's own; ``divisible_by_16`` names integer params whose
-    values are multiples of 16 (a specialization, see :func:`divisible_params`). Results are cached on disk (``cache_dir``, else
-    ``$KERNELGEN_CACHE_DIR``, else ``~/.cache/kernelgen/compile``) unless ``cache=False``.
+    values are multiples of 16 (a specialization, see :func:`divisible_params`). Compiling
+    happens in this process's worker (one job at a time), or with ``in_process=True`` in the
+    calling thread, which must then be the only one compiling (output capture is per process).
+    Results are cached on disk (``cache_dir``, else ``$KERNELGEN_CACHE_DIR``, else
+    ``~/.cache/kernelgen/compile``) unless ``cache=False``.
     Raises :class:`~kernelgen.errors.LoweringError` or :class:`CompileError`.
     """
     options = resolve_options(checked, target, num_warps, num_stages, divisible_by_16)
-    directory = cache_directory(cache_dir) if cache else None
-    key = cache_key(checked, options) if directory is not None else ""
-    if directory is not None:
-        hit = cache_load(directory, key)
-        if hit is not None:
-            return hit
-    if in_process:
-        compiled = compile_in_process(checked, options)
-    else:
-        compiled = _WORKER.call(compile_in_process, checked, options)
-    if directory is not None:
+    if not cache:
+        return _compile(checked, options, in_process)
+    directory = cache_directory(cache_dir)
+    key = cache_key(checked, options)
+    compiled = cache_load(directory, key)
+    if compiled is None:
+        compiled = _compile(checked, options, in_process)
         cache_store(directory, key, compiled)
     return compiled
+
+
+def _compile(checked: CheckedKernel, options: CompileOptions, in_process: bool) -> CompiledKernel:
+    if in_process:
+        return compile_in_process(checked, options)
+    return _WORKER.call(compile_in_process, checked, options)
