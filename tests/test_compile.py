@@ -310,6 +310,11 @@ def test_cli_writes_a_cubin(vadd_file: Path, tmp_path: Path) -> None:
     assert out.read_bytes()[:4] == ELF_MAGIC
 
 
+def test_cli_prints_a_cubin_to_a_pipe(vadd_file: Path, capsysbinary) -> None:
+    assert cli_main(["compile", str(vadd_file), "--emit", "cubin"]) == 0
+    assert capsysbinary.readouterr().out[:4] == ELF_MAGIC
+
+
 def test_cli_refuses_to_print_a_cubin_on_a_terminal(vadd_file: Path, capsys, monkeypatch) -> None:
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     assert cli_main(["compile", str(vadd_file), "--emit", "cubin"]) == 1
