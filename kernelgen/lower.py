@@ -23,6 +23,9 @@ agree with it:
   NVPTX is not. ``pow``, ``tanh`` and ``log1p`` are libdevice calls (``__nv_powf``,
   ``__nv_tanhf``, ``__nv_log1pf``) as ``triton.language.extra.libdevice`` makes them; the
   backend links libdevice. ``sigmoid`` is ``1 / (1 + exp(-x))``, the interpreter's formula.
+  The other functions are the ``math`` dialect ops ``tl.exp`` & co. emit: ``exp``, ``exp2``
+  and ``rsqrt`` become the hardware's approximations (within a few ulp), ``log``, ``log2``,
+  ``sin``, ``cos`` and ``erf`` libdevice calls.
 * ``maximum``/``minimum``, ``clamp`` and the ``max``/``min`` reductions use the NaN-propagating
   ``arith.maximumf``/``minimumf``; comparisons are ordered except ``ne`` (``UNE``).
 * ``argmax``/``argmin`` reduce (value, index) pairs and keep the smaller index on ties; NaN
@@ -393,7 +396,7 @@ class _Lowering:
             return self.negate(x, t)
         if e.op == "abs":
             return b.create_fabs(x) if t.dtype in FLOAT_DTYPES else b.create_iabs(x)
-        # floor, ceil
+        # floor, ceil: exact through f32 (bf16 has no rounding instruction before sm_90).
         wide = self.widen_float(x, t)
         rounded = b.create_floor(wide) if e.op == "floor" else b.create_ceil(wide)
         return self.narrow_float(rounded, t.shape, t.dtype)
