@@ -1,0 +1,71 @@
+"""Differential test of the compiler: random well-typed kernels, interpreter vs GPU.
+
+Each kernel from :func:`kernelgen.ast_strategies.kernels` is checked, compiled for the GPU
+present, run in an executor process and compared with the reference interpreter on the same
+inputs, output by output, within the tolerance the generator derived for it (exact outputs bit
+for bit). Every disagreement is collected, not shrunk: the test reports how many kernels ran
+and lists each mismatch with the kernel's JSON, so one run gives the whole picture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from kernelgen.ast_strategies import GeneratedKernel, kernels
+from kernelgen.check import check
+from kernelgen.errors import KernelgenError
+from kernelgen.interpret import interpret
+from kernelgen.parse import kernel_to_json
+
+KERNELS = int(os.environ.get("KERNELGEN_DIFFERENTIAL_KERNELS", "500"))
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
+    from kernelgen.compile import compile_kernel, default_target
+    from kernelgen.executor import Executor
+    from kernelgen.launch import run_on_gpu
+
+    target = default_target()
+    ran: list[str] = []
+    failures: list[str] = []
+
+    with Executor() as executor:
+        @settings(max_examples=KERNELS, database=None, deadline=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck), print_blob=False)
+        @seed(20261130)
+        @given(kernels())
+        def one(generated: GeneratedKernel) -> None:
+            label = f"{generated.template}:{generated.kernel.name}:{len(ran)}"
+            ran.append(label)
+            try:
+                checked = check(generated.kernel, generated.meta)
+                compiled = compile_kernel(checked, target=target)
+                args = generated.arguments(seed=len(ran))
+                expected = interpret(checked, args)
+                actual = executor.call(run_on_gpu, compiled, checked, args, to_cpu=True, timeout=60)
+                problems = generated.mismatches(expected, actual)
+            except KernelgenError as error:
+                problems = [f"{error.stage}: {error}"]
+            if problems:
+                failures.append(f"{label} sizes={generated.sizes}\n  " + "\n  ".join(problems)
+                                + f"\n  kernel: {kernel_to_json(generated.kernel)}")
+
+        one()
+
+    templates: dict[str, int] = {}
+    for label in ran:
+        templates[label.split(":")[0]] = templates.get(label.split(":")[0], 0) + 1
+    summary = {"kernels": len(ran), "mismatches": len(failures), "target": target, "templates": templates}
+    print(f"\ndifferential: {json.dumps(summary)}")
+    report = os.environ.get("KERNELGEN_DIFFERENTIAL_REPORT")
+    if report:
+        with open(report, "w") as handle:
+            json.dump({**summary, "failures": failures}, handle, indent=2)
+    assert len(ran) >= min(KERNELS, 500)
+    assert not failures, f"{len(failures)} of {len(ran)} kernels disagree:\n" + "\n".join(failures[:20])
