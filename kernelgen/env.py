@@ -116,11 +116,15 @@ def known_secrets() -> list[Secret]:
     return [s for s in (get_secret(name) for name in SECRET_VARIABLES) if s is not None]
 
 
+MIN_SECRET_LENGTH = 8
+
+
 def redact(text: str, secrets: Iterable[Secret]) -> str:
-    """``text`` with every secret's value replaced by ``***``."""
+    """``text`` with every secret's value replaced by ``***`` (values shorter than
+    ``MIN_SECRET_LENGTH`` are no real keys, and replacing them would garble the text)."""
     for secret in secrets:
         value = secret.reveal()
-        if value:
+        if len(value) >= MIN_SECRET_LENGTH:
             text = text.replace(value, "***")
     return text
 

@@ -322,6 +322,40 @@ def test_gemini_blocked_prompt_is_a_bad_response() -> None:
     assert info.value.code == "bad_response" and "SAFETY" in str(info.value)
 
 
+def test_a_request_without_a_schema_is_sent_unconstrained() -> None:
+    """The raw-LLM baseline asks for free text (Python): no provider may send a schema."""
+    free = make_request().model_copy(update={"json_schema": None})
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path.endswith("chat/completions"):
+            return httpx.Response(200, json=chat_completion("def kernel(): pass"))
+        if path == "/api/chat":
+            return httpx.Response(200, json={"message": {"role": "assistant", "content": "x"}, "done": True})
+        if path.endswith(":generateContent"):
+            return httpx.Response(200, json=gemini_answer("x"))
+        if path == "/generate":
+            return httpx.Response(200, json={"job_id": "7"})
+        return httpx.Response(200, json={"status": "done", "response": "x", "error": None})
+
+    recorder = Recorder(answer)
+    providers = [
+        OpenAICompatibleProvider(base_url="http://x.test/v1", model="m", transport=recorder.transport()),
+        make_provider("ollama:m", ProviderOptions(transport=recorder.transport())),
+        GeminiProvider(model="g", api_key=Secret(KEY), transport=recorder.transport()),
+        RemoteProvider(url="http://remote.test", transport=recorder.transport()),
+    ]
+    for provider in providers:
+        assert provider.generate(free).constrained == "none"
+    openai_body, ollama_body, gemini_body, remote_body = (
+        recorder.body(i) for i in (0, 1, 2, 3))
+    assert not {"response_format", "structured_outputs", "guided_json", "nvext"} & set(openai_body)
+    assert "format" not in ollama_body
+    assert not {"responseMimeType", "responseJsonSchema"} & set(gemini_body["generationConfig"])
+    assert remote_body["schema_dict"] is None
+    assert free.schema_hash == "none" and free.schema_dict() is None
+
+
 # ---------------------------------------------------------------------------------------------
 # Reliability, against a real server
 
@@ -583,6 +617,9 @@ def test_hf_constrained_output_follows_the_grammar(tiny_model: tuple[Any, Any]) 
         validate_answer(completion.text)
     else:
         assert completion.tokens_out == 1200 and not prefix.complete
+    free = request.model_copy(update={"json_schema": None, "sampling": Sampling(temperature=1.0, max_tokens=16)})
+    unconstrained = provider.generate(free)
+    assert unconstrained.constrained == "none" and 1 <= unconstrained.tokens_out <= 16
 
 
 def test_schema_text_is_what_providers_send() -> None:

@@ -37,17 +37,21 @@ class GenerationRequest(_Frozen):
     messages: tuple[Message, ...] = Field(min_length=1)
     sampling: Sampling = Sampling()
     sample_index: int = Field(0, ge=0)
-    json_schema: str = Field(default_factory=schema_text,
-                             description="the answer's JSON schema, as compact text (hashed into the key)")
+    json_schema: str | None = Field(default_factory=schema_text,
+                                    description="the answer's JSON schema, as compact text (hashed "
+                                                "into the key); None asks for free text (the "
+                                                "raw-LLM baseline)")
     reference: str | None = Field(None, description="the task's golden answer, for the reference "
                                                     "provider only: never sent to a model, not in the key")
 
     @property
     def schema_hash(self) -> str:
+        if self.json_schema is None:
+            return "none"
         return hashlib.sha256(self.json_schema.encode()).hexdigest()[:16]
 
-    def schema_dict(self) -> dict[str, Any]:
-        return json.loads(self.json_schema)
+    def schema_dict(self) -> dict[str, Any] | None:
+        return None if self.json_schema is None else json.loads(self.json_schema)
 
     def prompt_text(self) -> str:
         """The messages as one text, for servers that take a bare prompt."""

@@ -58,10 +58,11 @@ class GeminiProvider:
             "temperature": request.sampling.temperature,
             "maxOutputTokens": request.sampling.max_tokens,
             "seed": request.seed(),
-            "responseMimeType": "application/json",
         }
-        if use_schema:
-            config["responseJsonSchema"] = request.schema_dict()
+        if request.json_schema is not None:
+            config["responseMimeType"] = "application/json"
+            if use_schema:
+                config["responseJsonSchema"] = request.schema_dict()
         body: dict[str, Any] = {
             "contents": [{"role": ROLES[m.role], "parts": [{"text": m.content}]}
                          for m in request.messages if m.role != "system"],
@@ -74,7 +75,7 @@ class GeminiProvider:
 
     def generate(self, request: GenerationRequest) -> Completion:
         start = time.perf_counter()
-        use_schema, fallbacks = self.use_schema, 0
+        use_schema, fallbacks = self.use_schema and request.json_schema is not None, 0
         try:
             reply = self.http.post(self.path, self.request_body(request, use_schema))
         except ProviderError as exc:
@@ -103,7 +104,8 @@ class GeminiProvider:
                           latency_s=time.perf_counter() - start, tokens_in=tokens_in,
                           tokens_out=tokens_out, token_source=source, retries=reply.retries + fallbacks,
                           finish_reason=dig(candidate, "finishReason"),
-                          constrained="responseJsonSchema" if use_schema else "responseMimeType")
+                          constrained=("none" if request.json_schema is None else
+                                       "responseJsonSchema" if use_schema else "responseMimeType"))
 
 
 def from_options(options: ProviderOptions) -> GeminiProvider:

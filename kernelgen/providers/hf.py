@@ -61,9 +61,11 @@ class HFProvider:
         torch = self._torch
         start = time.perf_counter()
         inputs = self.tokenizer(self.prompt(request), return_tensors="pt").to(self.hf_model.device)
+        constrained = self.constrained and request.json_schema is not None
         processors = []
-        if self.constrained:
-            processors.append(self._xgr.contrib.hf.LogitsProcessor(compile_grammar(self.tokenizer_info)))
+        if constrained:
+            grammar = compile_grammar(self.tokenizer_info, request.json_schema)
+            processors.append(self._xgr.contrib.hf.LogitsProcessor(grammar))
         sampling = request.sampling
         options: dict[str, Any] = {"max_new_tokens": sampling.max_tokens,
                                    "do_sample": sampling.temperature > 0,
@@ -85,7 +87,7 @@ class HFProvider:
                           latency_s=time.perf_counter() - start, tokens_in=prompt_length,
                           tokens_out=len(generated), token_source=f"tokenizer:{self.model}",
                           finish_reason="stop" if stopped else "length",
-                          constrained="xgrammar" if self.constrained else "none")
+                          constrained="xgrammar" if constrained else "none")
 
 
 def from_options(options: ProviderOptions) -> HFProvider:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from kernelgen.env import Secret, redact, redact_url
+from kernelgen.env import Secret, known_secrets, redact, redact_url
 from kernelgen.errors import require
 from kernelgen.providers.base import ProviderError, RetryPolicy
 
@@ -33,7 +33,6 @@ MAX_ERROR_BODY = 300
 @dataclass(frozen=True)
 class Reply:
     data: Any
-    status: int
     retries: int
 
 
@@ -65,7 +64,8 @@ class JsonHttpClient:
         self.base_url = base_url.rstrip("/")
         self.retry = retry
         self.timeout_s = timeout_s
-        self._secrets = list(secrets)
+        # Any key the environment holds is redacted too: a server may echo another one.
+        self._secrets = [*secrets, *known_secrets()]
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
         self._sleep = sleep
         self._httpx = httpx
@@ -98,7 +98,7 @@ class JsonHttpClient:
         while True:
             outcome = self._attempt(method, url, body)
             if isinstance(outcome, Reply):
-                return Reply(outcome.data, outcome.status, attempt - 1)
+                return Reply(outcome.data, attempt - 1)
             code, reason, retry_after = outcome
             if attempt == attempts:
                 raise self._error(code, method, url, f"{reason} (gave up after {attempts} attempts)")
@@ -121,7 +121,7 @@ class JsonHttpClient:
             return "connection", f"{type(exc).__name__}: {exc}", None
         status = response.status_code
         if status < 400:
-            return Reply(self._decode(response, method, url), status, 0)
+            return Reply(self._decode(response, method, url), 0)
         reason = f"answered {status}: {_excerpt(response.text)}"
         if status != 429 and status < 500:
             raise self._error(f"http_{status}", method, url, reason)

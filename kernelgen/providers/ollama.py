@@ -33,15 +33,17 @@ class OllamaProvider:
         return f"OllamaProvider(model={self.model!r}, base_url={self.http.base_url!r})"
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [m.model_dump() for m in request.messages],
-            "format": request.schema_dict(),
             "stream": False,
             "options": {"temperature": request.sampling.temperature,
                         "num_predict": request.sampling.max_tokens,
                         "seed": request.seed()},
         }
+        if request.json_schema is not None:
+            body["format"] = request.schema_dict()
+        return body
 
     def generate(self, request: GenerationRequest) -> Completion:
         start = time.perf_counter()
@@ -55,7 +57,8 @@ class OllamaProvider:
         return Completion(text=text, provider=self.name, model=self.model,
                           latency_s=time.perf_counter() - start, tokens_in=tokens_in,
                           tokens_out=tokens_out, token_source=source, retries=reply.retries,
-                          finish_reason=dig(reply.data, "done_reason"), constrained="format")
+                          finish_reason=dig(reply.data, "done_reason"),
+                          constrained="format" if request.json_schema is not None else "none")
 
 
 def from_options(options: ProviderOptions) -> OllamaProvider:

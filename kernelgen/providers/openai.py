@@ -12,6 +12,8 @@
 * ``nvext``: NVIDIA NIM's extension, ``{"nvext": {"guided_json": schema}}``;
 * ``none``: no constraint; the answer is validated afterwards.
 
+A request without a schema (the raw-LLM baseline) is sent without any of them.
+
 Base URL, model and key come from the options or ``OPENAI_BASE_URL``, ``OPENAI_MODEL`` and
 ``OPENAI_API_KEY`` (a local server usually needs no key).
 """
@@ -61,6 +63,8 @@ class OpenAICompatibleProvider:
             "seed": request.seed(),
         }
         schema = request.schema_dict()
+        if schema is None:
+            return body
         if self.structured == "response_format":
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "kernel", "schema": schema, "strict": False}}
@@ -87,7 +91,7 @@ class OpenAICompatibleProvider:
                           latency_s=time.perf_counter() - start, tokens_in=tokens_in,
                           tokens_out=tokens_out, token_source=source, retries=reply.retries,
                           finish_reason=dig(reply.data, "choices", 0, "finish_reason"),
-                          constrained=self.structured)
+                          constrained=self.structured if request.json_schema is not None else "none")
 
 
 def from_options(options: ProviderOptions) -> OpenAICompatibleProvider:

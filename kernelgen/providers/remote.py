@@ -1,8 +1,9 @@
 """The original design's inference server (and ``kernelgen serve``'s ``/generate``): a job queue.
 
-``POST {url}/generate`` with ``{prompt, max_tokens, temperature, schema_dict}`` answers
-``{job_id}``; ``GET {url}/status/{job_id}`` answers ``{status, response, error}``, polled until
-``status`` is ``done`` or ``error`` or the deadline passes. Each HTTP call has the usual
+``POST {url}/generate`` with ``{prompt, max_tokens, temperature, schema_dict}`` (``schema_dict``
+null for free text) answers ``{job_id}``; ``GET {url}/status/{job_id}`` answers
+``{status, response, error}``, polled until ``status`` is ``done`` or ``error`` or the deadline
+passes. Each HTTP call has the usual
 timeout and retries; the deadline bounds the whole job.
 
 The URL comes from the options or ``LLM_API_URL``. A server that names no model is identified
@@ -84,7 +85,8 @@ class RemoteProvider:
         return Completion(text=text, provider=self.name, model=self.model,
                           latency_s=time.perf_counter() - start, tokens_in=tokens_in,
                           tokens_out=tokens_out, token_source=source, retries=retries,
-                          finish_reason=dig(polled.data, "finish_reason"), constrained="schema_dict")
+                          finish_reason=dig(polled.data, "finish_reason"),
+                          constrained="schema_dict" if request.json_schema is not None else "none")
 
 
 def from_options(options: ProviderOptions) -> RemoteProvider:
