@@ -14,6 +14,8 @@ Semantics, where Triton leaves a choice or a subtlety:
 * comparisons are ordered (false with NaN) except ``ne``, which is true with NaN;
 * ``maximum``/``minimum`` and the ``max``/``min`` reductions propagate NaN, as in PyTorch;
 * ``argmax``/``argmin`` return the first index of the extremum;
+* a float cast to an integer truncates toward zero, saturates at the integer's range and
+  sends NaN to 0 (as the GPU's conversion does);
 * ``dot`` accumulates in f32 (f16 when asked), ``tf32`` rounds f32 operands to 10-bit mantissas;
 * ``fma`` rounds once;
 * every active lane of a load or store must lie inside its tensor, or the interpreter stops
@@ -192,6 +194,10 @@ class _Run:
             x = self.typed(x, "f32" if isinstance(x, float) else src.dtype)
         if e.dtype == "bool":
             return x != 0
+        if x.is_floating_point() and e.dtype in ("i32", "i64"):
+            # The GPU's conversion (cvt.rzi) saturates and sends NaN to 0; so does the language.
+            info = torch.iinfo(torch_dtype(e.dtype))
+            x = torch.nan_to_num(x.double(), nan=0.0).clamp(info.min, info.max).trunc()
         return x.to(torch_dtype(e.dtype))
 
     def _reduce(self, e: L.Reduce, path: str, env) -> Value:
