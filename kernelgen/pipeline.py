@@ -204,6 +204,20 @@ STAGES: list[tuple[str, Callable[[Case], None]]] = [
 ]
 
 
+def static_diagnostics(task: Task, answer: str, settings: Settings) -> list[Diagnostic] | None:
+    """What the stages before the launch find wrong with an answer (parse, signature, check,
+    lower and compile), for a repair round; None when they pass."""
+    case = Case(task, answer, settings)
+    for name, stage in STAGES:
+        if name in ("verify", "time"):
+            break
+        try:
+            stage(case)
+        except KernelgenError as error:
+            return list(error.diagnostics)
+    return None
+
+
 def evaluate_answer(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
                     model: str = "golden", sample: int = 0, track: str = "pipeline",
                     generation: GenerationInfo | None = None, prompt: str | None = None) -> CaseResult:

@@ -10,7 +10,6 @@ it adds options and the ``gpu`` skip, nothing else.
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,18 @@ from typing import Any
 import pytest
 
 from kernelgen.errors import Outcome
+from kernelgen.metrics import fast_p, geomean_speedup, pass_at_k
 
 RESULT_KEY = "kernelgen_result"
+
+# Reports and scale (results store, W&B, Allure, --shard): see kernelgen.report.plugin.
+pytest_plugins = ["kernelgen.report.plugin"]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from kernelgen import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,6 +56,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--base-url", "kg_base_url", "the provider's base URL")
     option("--samples", "kg_samples", "answers per task (pass@k uses them all)", 1)
     option("--repair-rounds", "kg_repair_rounds", "rounds of diagnostics sent back to the model after a failure", 0)
+    option("--temperature", "kg_temperature", "sampling temperature (use > 0 with --samples > 1)", 0.0)
+    option("--max-tokens", "kg_max_tokens", "the most tokens an answer may have", 4096)
+    option("--kg-cache", "kg_cache", "the generation cache (shared by xdist workers; replay with --llm replay:DIR)",
+           ".kernelgen-cache/generations")
     option("--target", "kg_target", "compile target (sm_80, sm_86, sm_89, sm_90); default: the GPU present, else sm_90")
     option("--kg-shapes", "kg_shapes", "hypothesis-drawn size assignments checked per case", 5)
     option("--kg-seed", "kg_seed", "seed of the shape and input draws", 0)
@@ -66,13 +79,21 @@ class Session:
 
     def __init__(self, config: pytest.Config) -> None:
         from kernelgen.pipeline import Settings
+        from kernelgen.providers import ProviderOptions, Sampling, make_provider
 
         self.config = config
         self.llm = _value(config, "kg_llm", "reference")
-        self.model = _value(config, "kg_model", "golden" if self.llm == "reference" else "")
-        self.base_url = _value(config, "kg_base_url", None)
         self.samples = _value(config, "kg_samples", 1, int)
         self.repair_rounds = _value(config, "kg_repair_rounds", 0, int)
+        self.sampling = Sampling(temperature=_value(config, "kg_temperature", 0.0, float),
+                                 max_tokens=_value(config, "kg_max_tokens", 4096, int),
+                                 seed=_value(config, "kg_seed", 0, int))
+        self.provider = make_provider(self.llm, ProviderOptions(base_url=_value(config, "kg_base_url", None),
+                                                                model=_value(config, "kg_model", None)))
+        cache_dir = Path(_value(config, "kg_cache", str(config.rootpath / ".kernelgen-cache" / "generations")))
+        from kernelgen.generation import GenerationCache
+
+        self.cache = GenerationCache(cache_dir)
         mode = _value(config, "kg_mode", "auto")
         if mode not in ("auto", "cpu", "gpu"):
             raise pytest.UsageError(f"--kg-mode takes auto, cpu or gpu, not {mode!r}")
@@ -80,7 +101,6 @@ class Session:
         if mode == "gpu" and reason:
             raise pytest.UsageError(f"--kg-mode gpu: {reason}")
         self.gpu = mode == "gpu" or (mode == "auto" and reason is None)
-        self.skipped_reason = None if self.gpu else (reason or "--kg-mode cpu")
         target = _value(config, "kg_target", None) or self._default_target()
         self.settings = Settings(target=target, shapes=_value(config, "kg_shapes", 5, int),
                                  seed=_value(config, "kg_seed", 0, int), gpu=self.gpu,
@@ -89,6 +109,11 @@ class Session:
 
     def _default_target(self) -> str:
         if gpu_unavailable_reason() is None:
+            from kernelgen.devices import worker_gpu
+
+            gpu = worker_gpu()  # from nvidia-smi: torch would initialize CUDA in this process
+            if gpu is not None:
+                return gpu.target
             import torch
 
             major, minor = torch.cuda.get_device_capability()
@@ -98,42 +123,48 @@ class Session:
     @property
     def executor(self):
         if self._executor is None and self.gpu:
+            from kernelgen.devices import executor_env, worker_gpu
             from kernelgen.executor import Executor
 
-            self._executor = Executor()
+            self._executor = Executor(env=executor_env(worker_gpu()))  # this xdist worker's GPU
         return self._executor
 
     def close(self) -> None:
         if self._executor is not None:
             self._executor.close()
 
-    def answers(self, task) -> list[tuple[str, Any, str]]:
-        """``samples`` answers for ``task``: (text, generation info, prompt)."""
-        return _answers(self, task.id)
+    def answer(self, task, sample: int):
+        """One sample's answer (after its repair rounds), from the provider or the cache."""
+        from functools import partial
+
+        from kernelgen.generation import task_request
+        from kernelgen.pipeline import static_diagnostics
+        from kernelgen.repair import generate_with_repair
+
+        request = task_request(task, self.sampling, sample)
+        if self.repair_rounds:
+            evaluate = partial(static_diagnostics, task, settings=self.settings)
+        else:
+            evaluate = lambda text: None  # noqa: E731 - nothing to repair: judged once, by the pipeline
+        return request, generate_with_repair(self.provider, request, evaluate, self.repair_rounds, self.cache)
 
     def run(self, task, sample: int):
+        import json
+
         from kernelgen.pipeline import evaluate_answer
+        from kernelgen.results import GenerationInfo
 
-        text, info, prompt = self.answers(task)[sample]
+        request, generated = self.answer(task, sample)
+        info = GenerationInfo(latency_s=generated.latency_s, tokens_in=generated.tokens_in,
+                              tokens_out=generated.tokens_out, retries=generated.retries,
+                              repair_rounds=generated.repair_rounds, cached=generated.final.record.cached)
         self.settings.executor = self.executor
-        return evaluate_answer(task, text, self.settings, provider=self.llm, model=self.model,
-                               sample=sample, generation=info, prompt=prompt)
-
-
-@functools.lru_cache(maxsize=None)
-def _cached_answers(llm: str, task_id: str, samples: int) -> tuple:
-    from kernelgen.parse import kernel_to_json
-    from kernelgen.results import GenerationInfo
-    from kernelgen.tasks import get_task
-
-    task = get_task(task_id)
-    if llm == "reference":
-        return tuple((kernel_to_json(task.golden), GenerationInfo(), task.render_prompt()) for _ in range(samples))
-    raise pytest.UsageError(f"--llm {llm}: unknown provider")
-
-
-def _answers(session: Session, task_id: str) -> tuple:
-    return _cached_answers(session.llm, task_id, session.samples)
+        result = evaluate_answer(task, generated.text, self.settings, provider=self.provider.name,
+                                 model=self.provider.model or "", sample=sample, generation=info,
+                                 prompt=request.prompt_text())
+        if generated.repair_rounds:
+            result.artifacts["repair_rounds"] = json.dumps(generated.to_dict()["rounds"], indent=2)
+        return result
 
 
 _SESSION_KEY = pytest.StashKey[Session]()
@@ -189,6 +220,7 @@ def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) 
     session = kg_session(request.config)
     task_id, sample = kg_case
     result = session.run(get_task(task_id), sample)
+    request.config.hook.pytest_kernelgen_case_result(config=request.config, item=request.node, result=result)
     request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
     if result.timing is not None:
         _record_benchmark(request, result)
@@ -227,13 +259,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _results.append(value)
 
 
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator (Chen et al., 2021): 1 - C(n-c, k) / C(n, k)."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
-
-
 def summarize(results: list) -> list[str]:
     """The lines of the terminal summary for a list of CaseResults."""
     from kernelgen.results import CaseResult
@@ -266,8 +291,8 @@ def summarize(results: list) -> list[str]:
         lines.append(f"pass@{k}: {sum(scores) / len(scores):.1%} over {len(scores)} tasks")
     timed = [c for c in cases if c.ok and c.timing is not None]
     if timed:
-        fast_1 = sum(c.timing.speedup > 1.0 for c in timed) / len(cases)
-        geo = math.exp(sum(math.log(c.timing.speedup) for c in timed) / len(timed))
+        fast_1 = fast_p(cases, 1.0)
+        geo, _ = geomean_speedup(timed)
         lines.append(f"fast_1: {fast_1:.1%} of {len(cases)} cases; geometric-mean speedup over PyTorch eager: "
                      f"{geo:.2f}x over the {len(timed)} correct cases")
         flagged = [c.task for c in timed if c.timing.flagged]
