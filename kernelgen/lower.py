@@ -721,6 +721,10 @@ class _Lowering:
         for i, m in enumerate(kernel.meta):
             self.at(f"/meta/{i}")
             env[m.name] = b.get_int32(self.checked.meta[m.name])
+        for i, inp in enumerate(kernel.inputs):
+            if inp.role == "choice":  # a meta name too: the index of the call's choice
+                self.at(f"/inputs/{i}")
+                env[inp.name] = b.get_int32(self.checked.meta[inp.name])
         self.block(kernel.body, "/body", env)
         self.at("/body")
         b.ret([])
