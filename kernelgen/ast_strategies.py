@@ -70,8 +70,8 @@ ALL_DTYPES = NUMBER_DTYPES + ("bool",)
 # The ranges GeneratedKernel.arguments draws inputs from; every bound below starts here.
 INPUT_FLOAT_BOUND = 8.0
 INPUT_INT_LOW, INPUT_INT_HIGH = -64, 64
-SCALAR_FLOAT_BOUND = 1.5  # kernelgen.inputs draws float scalars from [0.5, 1.5]
-SCALAR_INT_VALUE = 3
+SCALAR_FLOAT_BOUND = 1.5  # kernelgen.inputs draws float scalars from [0.5, 1.5] and integers as 3
+SCALAR_INT_BOUND = 3
 
 FLOAT_LIMIT = 1e4
 INT_LIMIT = 2**30
@@ -120,13 +120,24 @@ class GeneratedKernel:
         return {m.name: m.value for m in self.kernel.meta}
 
     def arguments(self, seed: int = 0) -> dict[str, Any]:
-        """Call arguments in the ranges the error bounds assume (floats clipped to [-8, 8])."""
+        """Call arguments (:func:`kernelgen.inputs.random_inputs`) kept in the ranges the
+        bounds assume: floats within [-8, 8], integers within [-64, 64), scalars within
+        +-1.5 (floats) and +-3 (integers)."""
+        import torch
+
         from kernelgen.inputs import random_inputs
 
         args = random_inputs(self.kernel, self.sizes, seed=seed)
         for name, value in args.items():
-            if hasattr(value, "is_floating_point") and value.is_floating_point():
-                args[name] = value.clamp(-INPUT_FLOAT_BOUND, INPUT_FLOAT_BOUND)
+            if isinstance(value, torch.Tensor):
+                if value.is_floating_point():
+                    args[name] = value.clamp(-INPUT_FLOAT_BOUND, INPUT_FLOAT_BOUND)
+                elif value.dtype != torch.bool:
+                    args[name] = value.clamp(INPUT_INT_LOW, INPUT_INT_HIGH - 1)
+            elif isinstance(value, float):
+                args[name] = min(max(value, -SCALAR_FLOAT_BOUND), SCALAR_FLOAT_BOUND)
+            elif isinstance(value, int) and not isinstance(value, bool):
+                args[name] = min(max(value, -SCALAR_INT_BOUND), SCALAR_INT_BOUND)
         return args
 
     def mismatches(self, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
@@ -724,7 +735,7 @@ def _scalar_inputs(g: _Gen, spec: _Spec) -> None:
         g.pool.append(Val("alpha", "f32", (), SCALAR_FLOAT_BOUND))
     if g.chance(30):
         spec.scalar("count", "i32")
-        g.pool.append(Val("count", "i32", (), float(SCALAR_INT_VALUE)))
+        g.pool.append(Val("count", "i32", (), float(SCALAR_INT_BOUND)))
 
 
 def _tensors(g: _Gen, spec: _Spec, shape: list[Any], most_inputs: int = 3,
