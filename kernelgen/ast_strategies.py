@@ -84,6 +84,7 @@ DENORMAL = 1e-37  # a GPU may flush f32 subnormals to zero
 FLOAT_LITERALS = (0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.5, 3.0, 0.25, -0.125, 10.0)
 INT_LITERALS = (0, 1, -1, 2, 3, -7, 5, 16, 100)
 MAX_DETOUR_NUMEL = 4096
+MATH_FUNCTIONS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,6 @@ class GeneratedKernel:
 
     def mismatches(self, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
         """One line per output that differs beyond its tolerance (empty when all match)."""
-        import torch
-
         problems = []
         for name, tolerance in self.tolerances.items():
             want, got = expected[name].detach().cpu(), actual[name].detach().cpu()
@@ -489,8 +488,8 @@ class _Gen:
     def clamped(self, x: Val, depth: int, exact: bool) -> Val:
         """clamp with lo <= hi on both sides: ordered literals, or -|a| and |b|."""
         if self.chance(60):
-            lo, hi = sorted(self.draw(st.lists(st.sampled_from(FLOAT_LITERALS if x.dtype in FLOAT_DTYPES else INT_LITERALS),
-                                               min_size=2, max_size=2, unique=True)))
+            literals = FLOAT_LITERALS if x.dtype in FLOAT_DTYPES else INT_LITERALS
+            lo, hi = sorted(self.draw(st.lists(st.sampled_from(literals), min_size=2, max_size=2, unique=True)))
             return Val(op("clamp", x=x.expr, lo=lo, hi=hi), x.dtype, x.shape, min(x.mag, max(abs(lo), abs(hi))), x.err)
         a = self.value(x.dtype, x.shape, depth, exact)
         b = self.value(x.dtype, x.shape, depth, exact)
@@ -523,7 +522,7 @@ class _Gen:
         return Val(op("div", lhs=num.expr, rhs=den.expr), dtype, broadcast_shape(num.shape, den.shape), mag, err)
 
     def math(self, shape: tuple[int, ...], depth: int) -> Val:
-        fn = self.choose(("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos"))
+        fn = self.choose(MATH_FUNCTIONS)
         if fn in ("log", "log2", "sqrt", "rsqrt"):
             x, lo = self.positive(shape, depth)
         else:
@@ -647,7 +646,8 @@ class _Gen:
         if kind == "compare":
             dtype = self.choose(NUMBER_DTYPES)
             a, b = self.value(dtype, shape, d, exact=True), self.operand(dtype, shape, d, True)
-            return Val(op(self.choose(COMPARISON_OPS), lhs=a.expr, rhs=b.expr), "bool", broadcast_shape(a.shape, b.shape))
+            return Val(op(self.choose(COMPARISON_OPS), lhs=a.expr, rhs=b.expr), "bool",
+                       broadcast_shape(a.shape, b.shape))
         if kind in ("logic", "equal"):
             a, b = self.boolean(shape, d), self.operand("bool", shape, d, True)
             name = self.choose(("and", "or", "xor") if kind == "logic" else ("eq", "ne"))
@@ -745,6 +745,21 @@ def _tensors(g: _Gen, spec: _Spec, shape: list[Any], most_inputs: int = 3,
     return inputs, outputs
 
 
+def _matrix_index(rows: str, stride: str, cols: str) -> dict[str, Any]:
+    """``rows[:, None] * stride + cols[None, :]``: the offsets of a tile of a row-major matrix."""
+    return op("add", lhs=op("mul", lhs=op("expand_dims", x=rows, axis=1), rhs=stride),
+              rhs=op("expand_dims", x=cols, axis=0))
+
+
+def _chunk_loop(g: _Gen, n: int, block: int, stop: Any) -> _Gen:
+    """The body of a loop over a row's column chunks: ``cols`` and ``in_row`` (cols < stop)."""
+    loop = g.nested(Val("chunk_start", "i32", (), n), Val("cols", "i32", (block,), n + block),
+                    Val("in_row", "bool", (block,)))
+    loop.stmts += [let("cols", op("add", lhs="chunk_start", rhs="lanes")),
+                   let("in_row", op("lt", lhs="cols", rhs=stop))]
+    return loop
+
+
 def _accumulated(carry: Val, term: Val, trips: int) -> Val:
     """The bounds of a carry after ``trips`` iterations of ``carry + term``."""
     mag = carry.mag + trips * term.mag
@@ -765,8 +780,8 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
         if how == "first":
             g.bind(_loaded(op("load", ptr=ptr), dtype, ()), ptr + "_first")
         elif how == "clamped":
-            g.bind(_loaded(op("load", ptr=op("add", lhs=ptr, rhs=op("minimum", lhs="offsets", rhs=last))), dtype, (block,)),
-                   ptr + "_")
+            clamped = op("add", lhs=ptr, rhs=op("minimum", lhs="offsets", rhs=last))
+            g.bind(_loaded(op("load", ptr=clamped), dtype, (block,)), ptr + "_")
         else:
             mask: Any = "in_bounds"
             if how == "predicated":
@@ -820,9 +835,10 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     trips = -(-block_count // min(programs, block_count))  # the most iterations a program runs
     partial, dtype = spec.output("partial", g.choose(("f32", "i32")), [grid])
     g.stmts.append(let("pid", op("program_id")))
-    body = g.nested(Val("pid", "i32", (), n), Val(op("num_programs"), "i32", (), programs),
-                    Val("start", "i32", (), n), Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)))
-    body.stmts += [let("offsets", op("add", lhs="start", rhs=lanes)), let("in_bounds", op("lt", lhs="offsets", rhs=size))]
+    body = g.nested(Val("pid", "i32", (), n), Val(op("num_programs"), "i32", (), programs), Val("start", "i32", (), n),
+                    Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)))
+    body.stmts += [let("offsets", op("add", lhs="start", rhs=lanes)),
+                   let("in_bounds", op("lt", lhs="offsets", rhs=size))]
     _elementwise(body, spec, inputs, outputs, size, block)
     term = body.value(dtype, (), 2)
     if _accumulated(Val("total", dtype, (), 0.0), term, trips).mag > INT_LIMIT:
@@ -860,8 +876,7 @@ def tile_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         let("col_ok", op("lt", lhs="cols", rhs="N")),
         let("tile_ok", op("and", lhs=op("expand_dims", x=op("lt", lhs="rows", rhs="M"), axis=1),
                           rhs=op("expand_dims", x="col_ok", axis=0))),
-        let("tile", op("add", lhs=op("mul", lhs=op("expand_dims", x="rows", axis=1), rhs="row_stride"),
-                       rhs=op("expand_dims", x="cols", axis=0)))]
+        let("tile", _matrix_index("rows", "row_stride", "cols"))]
     g.pool += [Val("rows", "i32", (bm,), m + bm), Val("cols", "i32", (bn,), n + bn), Val("tile_ok", "bool", (bm, bn)),
                Val("col_ok", "bool", (bn,))]
     for ptr, dtype in inputs:
@@ -875,8 +890,9 @@ def tile_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         out, dtype = spec.output("transposed", g.choose(ALL_DTYPES), ["N", "M"])
         val = g.exactly(g.value(dtype, (bm, bn), draw(st.integers(1, 4))), (bm, bn))
         spec.stored(out, val)
-        index = op("add", lhs=op("mul", lhs=op("expand_dims", x="cols", axis=1), rhs="M"), rhs=op("expand_dims", x="rows", axis=0))
-        g.stmts.append(op("store", ptr=op("add", lhs=out, rhs=index), value=op("trans", x=val.expr), mask=op("trans", x="tile_ok")))
+        index = _matrix_index("cols", "M", "rows")
+        g.stmts.append(op("store", ptr=op("add", lhs=out, rhs=index), value=op("trans", x=val.expr),
+                          mask=op("trans", x="tile_ok")))
     if row_outputs:
         out, dtype = spec.output("per_row", g.choose(ALL_DTYPES), ["M"])
         _store(g, spec, out, dtype, (bm,), op("add", lhs=out, rhs="rows"), op("lt", lhs="rows", rhs="M"))
@@ -915,7 +931,8 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     spec.params += [{"name": "N"}, {"name": "row_stride", "value": op("stride", of="x", dim=0)}]
     spec.meta.append({"name": "BLOCK", "value": block})
     _scalar_inputs(g, spec)
-    g.stmts += [let("row", op("program_id")), let("x_row", op("add", lhs="x", rhs=op("mul", lhs="row", rhs="row_stride"))),
+    g.stmts += [let("row", op("program_id")),
+                let("x_row", op("add", lhs="x", rhs=op("mul", lhs="row", rhs="row_stride"))),
                 let("lanes", op("arange", size="BLOCK"))]
     stop = "N"
     if ragged:
@@ -925,8 +942,7 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     trips = -(-columns // block)
     g.pool += [Val("row", "i32", (), m), Val("lanes", "i32", (block,), block)]
 
-    loop = g.nested(Val("chunk_start", "i32", (), n), Val("cols", "i32", (block,), n + block), Val("in_row", "bool", (block,)))
-    loop.stmts += [let("cols", op("add", lhs="chunk_start", rhs="lanes")), let("in_row", op("lt", lhs="cols", rhs=stop))]
+    loop = _chunk_loop(g, n, block, stop)
     loop.bind(_load(loop, op("add", lhs="x_row", rhs="cols"), "in_row", dtype, (block,)), "chunk")
     carries: list[dict[str, Any]] = []
     after: list[Val] = []
@@ -943,7 +959,8 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         carries.append({"name": "hits", "init": 0, "next": op("add", lhs="hits", rhs=hits)})
         after.append(Val("hits", "i32", (), float(columns)))
     if g.chance(40):
-        loop.bind(_loaded(op("load", ptr=op("add", lhs="cursor", rhs="lanes"), mask="in_row"), dtype, (block,)), "walked")
+        walked = op("load", ptr=op("add", lhs="cursor", rhs="lanes"), mask="in_row")
+        loop.bind(_loaded(walked, dtype, (block,)), "walked")
         carries.append({"name": "cursor", "init": "x_row", "next": op("add", lhs="cursor", rhs="BLOCK")})
     if not carries:
         carries.append({"name": "steps", "init": 0, "next": op("add", lhs="steps", rhs=1)})
@@ -957,10 +974,9 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         _store(g, spec, out, out_dtype, (), op("add", lhs=out, rhs="row"))
     if g.chance(60):
         out, out_dtype = spec.output("per_element", g.choose(ALL_DTYPES), ["M", "N"])
-        second = g.nested(Val("chunk_start", "i32", (), n), Val("cols", "i32", (block,), n + block),
-                          Val("in_row", "bool", (block,)))
-        second.stmts += [let("cols", op("add", lhs="chunk_start", rhs="lanes")), let("in_row", op("lt", lhs="cols", rhs="N"))]
-        second.bind(_loaded(op("load", ptr=op("add", lhs="x_row", rhs="cols"), mask="in_row"), dtype, (block,)), "value")
+        second = _chunk_loop(g, n, block, "N")
+        value = op("load", ptr=op("add", lhs="x_row", rhs="cols"), mask="in_row")
+        second.bind(_loaded(value, dtype, (block,)), "value")
         second.random_lets([(block,), ()], draw(st.integers(0, 2)))
         index = op("add", lhs=op("mul", lhs="row", rhs="N"), rhs="cols")
         _store(second, spec, out, out_dtype, (block,), op("add", lhs=out, rhs=index), "in_row")
@@ -1014,18 +1030,19 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         let("col_ok", row(op("lt", lhs="cols", rhs="N")))]
     body = [let("ks", op("add", lhs="k0", rhs=op("arange", size="BK"))),
             let("k_ok", op("lt", lhs="ks", rhs="K")),
-            let("a_tile", op("load", ptr=op("add", lhs="a", rhs=op("add", lhs=op("mul", lhs=column("rows"), rhs="K"), rhs=row("ks"))),
+            let("a_tile", op("load", ptr=op("add", lhs="a", rhs=_matrix_index("rows", "K", "ks")),
                              mask=op("and", lhs="row_ok", rhs=row("k_ok"))))]
     if b_transposed:
-        b_load = op("load", ptr=op("add", lhs="b", rhs=op("add", lhs=op("mul", lhs=column("cols"), rhs="K"), rhs=row("ks"))),
+        b_load = op("load", ptr=op("add", lhs="b", rhs=_matrix_index("cols", "K", "ks")),
                     mask=op("and", lhs=op("trans", x="col_ok"), rhs=row("k_ok")))
         body.append(let("b_tile", op("trans", x=b_load)))
     else:
-        body.append(let("b_tile", op("load", ptr=op("add", lhs="b", rhs=op("add", lhs=op("mul", lhs=column("ks"), rhs="N"), rhs=row("cols"))),
+        body.append(let("b_tile", op("load", ptr=op("add", lhs="b", rhs=_matrix_index("ks", "N", "cols")),
                                      mask=op("and", lhs=column("k_ok"), rhs="col_ok"))))
     fused = g.choose((True, False))
     dot = op("dot", lhs="a_tile", rhs="b_tile", **({"acc": "acc"} if fused else {}),
-             **({"dtype": "f16"} if acc_dtype == "f16" else {}), **({"precision": "tf32"} if precision == "tf32" else {}))
+             **({"dtype": "f16"} if acc_dtype == "f16" else {}),
+             **({"precision": "tf32"} if precision == "tf32" else {}))
     g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, carry=[
         {"name": "acc", "init": op("full", shape=["BM", "BN"], value=0.0, dtype=acc_dtype),
          "next": dot if fused else op("add", lhs="acc", rhs=dot)}]))
@@ -1034,10 +1051,10 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     g.pool += [acc, Val("rows", "i32", (bm,), m + bm), Val("cols", "i32", (bn,), n + bn)]
     if g.chance(50):
         spec.tensor("bias", "f32", ["N"])
-        g.bind(_loaded(op("load", ptr=op("add", lhs="bias", rhs="cols"), mask=op("lt", lhs="cols", rhs="N")), "f32", (bn,)),
-               "bias_")
+        bias = op("load", ptr=op("add", lhs="bias", rhs="cols"), mask=op("lt", lhs="cols", rhs="N"))
+        g.bind(_loaded(bias, "f32", (bn,)), "bias_")
     out, out_dtype = spec.output("c", g.choose(("f32", "f16", "bf16")) if g.chance(40) else acc_dtype, ["M", "N"])
-    ptr = op("add", lhs=out, rhs=op("add", lhs=op("mul", lhs=column("rows"), rhs="N"), rhs=row("cols")))
+    ptr = op("add", lhs=out, rhs=_matrix_index("rows", "N", "cols"))
     mask = op("and", lhs="row_ok", rhs="col_ok")
     if g.chance(30):
         val = acc if out_dtype == acc_dtype else g.cast(acc, out_dtype)
@@ -1064,7 +1081,8 @@ def grid3d_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     spec.meta.append({"name": "BLOCK", "value": block})
     _scalar_inputs(g, spec)
     g.stmts += [
-        let("lanes", op("add", lhs=op("mul", lhs=op("program_id", axis=2), rhs="BLOCK"), rhs=op("arange", size="BLOCK"))),
+        let("lanes", op("add", lhs=op("mul", lhs=op("program_id", axis=2), rhs="BLOCK"),
+                        rhs=op("arange", size="BLOCK"))),
         let("base", op("add", lhs=op("mul", lhs=op("program_id", axis=0), rhs="stride_p"),
                        rhs=op("mul", lhs=op("program_id", axis=1), rhs="stride_q"))),
         let("offsets", op("add", lhs="base", rhs="lanes")),
