@@ -59,8 +59,76 @@ def _summary(operator: Any) -> dict[str, Any]:
     }
 
 
+def configure_generate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", required=True, type=Path,
+                        help="a TritonBench checkout (the directory holding data/ and performance_metrics/)")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="where each operator's kernel, wrapper module and the manifest are written")
+    parser.add_argument("--llm", metavar="PROVIDER", default="reference",
+                        help="reference (the golden ASTs), openai, nim, ollama, gemini, remote, hf or replay:DIR "
+                             "(default: reference)")
+    parser.add_argument("--model", metavar="NAME", help="the model")
+    parser.add_argument("--base-url", metavar="URL", help="the provider's base URL")
+    parser.add_argument("--prompt", choices=("simp", "comp"), default="simp",
+                        help="the dataset's simple or complete instructions (default: simp)")
+    parser.add_argument("--ops", metavar="A,B,...", help="only these operators (ids: file stems)")
+    parser.add_argument("--target", metavar="SM",
+                        help="compile target, e.g. sm_90 (default: the GPU present, else sm_90)")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="where generations are recorded (default: $KERNELGEN_CACHE_DIR or .kernelgen/generations)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor record generations")
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from kernelgen.compile import default_target
+    from kernelgen.env import default_cache_dir
+    from kernelgen.errors import KernelgenError
+    from kernelgen.generation import GenerationCache
+    from kernelgen.providers import ProviderOptions, make_provider
+    from kernelgen.tritonbench import load_tritonbench
+    from kernelgen.tritonbench.generate import Generation, generate_all
+
+    bench = load_tritonbench(args.root)
+    operators = bench.operators
+    if args.ops:
+        wanted = [name.strip() for name in args.ops.split(",") if name.strip()]
+        known = {operator.name for operator in operators}
+        unknown = [name for name in wanted if name not in known]
+        if unknown:
+            raise KernelgenError(f"no operator {', '.join(unknown)} in {bench.root}", code="unknown_operator")
+        operators = [bench.operator(name) for name in wanted]
+    provider = make_provider(args.llm, ProviderOptions(base_url=args.base_url, model=args.model))
+    cache = None if args.no_cache else GenerationCache(args.cache_dir or default_cache_dir())
+    run = Generation(provider=provider, kind=args.prompt, target=args.target or default_target(), cache=cache)
+    manifest = generate_all(bench, operators, run, args.out)
+    for entry in manifest.operators:
+        first = entry.diagnostics[0] if entry.diagnostics else None
+        why = f" at {entry.stage}: {first['path'] or '/'}: {first['code']}: {first['message']}" if first else ""
+        print(f"{entry.name:<32}{entry.outcome.value}{why}")
+    ok = sum(entry.outcome.value == "ok" for entry in manifest.operators)
+    print(f"{ok} of {len(manifest.operators)} operators have a kernel; manifest: {args.out / 'manifest.json'}")
+    return 0
+
+
+def configure_wrap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", type=Path, metavar="DIR", help="the --out directory of `tritonbench generate`")
+
+
+def run_wrap(args: argparse.Namespace) -> int:
+    from kernelgen.tritonbench.wrap import write_predictions
+
+    path, manifest = write_predictions(args.directory)
+    ok = sum(entry.outcome.value == "ok" for entry in manifest.operators)
+    print(f"{path}: {len(manifest.operators)} predictions ({manifest.prompt} instructions), {ok} with a kernel")
+    return 0
+
+
 SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]] = {
     "list": (configure_list, run_list, "list the operators of a TritonBench checkout"),
+    "generate": (configure_generate, run_generate,
+                 "write each operator's kernel (AST, TTIR, PTX, cubin) and wrapper module, and a manifest"),
+    "wrap": (configure_wrap, run_wrap,
+             "write DIR/predictions.jsonl (instruction, predict) for TritonBench's own evaluator"),
 }
 
 
