@@ -1,0 +1,199 @@
+"""Speedup over TritonBench-T's perf_T input sizes (GPU only).
+
+The loader read each perf script statically: the inputs of every timed call
+(:attr:`Perf.cases`: tensor shapes and dtypes, plain values) and how ``call_op()`` calls the
+operator (:attr:`Perf.call`: ``logsumexp(case[0], dim=0)``). Per size, in the executor's child:
+
+1. the inputs are drawn (seeded) on the GPU; the reference and our wrapper each run once on
+   private copies and must agree (:func:`~kernelgen.tritonbench.evaluate.compare_results`), so
+   no speedup is reported for a kernel that is wrong at the sizes it is timed at; that first
+   call also compiles the variant the size needs;
+2. both are timed with CUDA events, the L2 cache flushed before each repetition, after a
+   warm-up, as :mod:`kernelgen.gpu_case` times tasks; the median counts. Our outputs are not
+   pre-filled with NaN while timed (:func:`~kernelgen.tritonbench.runtime.unfilled_outputs`):
+   the reference does not pay for a fill either. Host overhead (binding, planning the launch)
+   is part of the time, as the reference's Python is part of its.
+
+An operator's speedup is the geometric mean over its sizes of reference time / our time, and
+exists only when every size ran and agreed; the first size that fails stops the operator.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
+from kernelgen.tritonbench.loader import (Operator, PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor,
+                                          TritonBenchError, load_reference_namespace)
+
+if TYPE_CHECKING:
+    from kernelgen.pipeline import Settings
+
+# Each function is timed for about this long per size (at least MIN_REPETITIONS repetitions,
+# at most kernelgen.gpu_case.REPETITIONS): the perf sizes run from microseconds to seconds.
+TIME_BUDGET_MS = 500.0
+MIN_REPETITIONS = 5
+WARMUP = 3
+PERF_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class PerfPoint:
+    inputs: str
+    reference_ms: float
+    kernel_ms: float
+
+    @property
+    def speedup(self) -> float:
+        return self.reference_ms / self.kernel_ms
+
+
+@dataclass
+class SpeedupResult:
+    points: list[PerfPoint] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def speedup(self) -> float | None:
+        from kernelgen.tritonbench.evaluate import geometric_mean
+
+        if self.problems or not self.points:
+            return None
+        return geometric_mean([p.speedup for p in self.points])
+
+    def to_extra(self) -> dict[str, Any]:
+        """The fields a :class:`~kernelgen.results.CaseResult`'s ``extra`` carries."""
+        return {"speedup": self.speedup,
+                "perf": [{**asdict(p), "speedup": p.speedup} for p in self.points],
+                "perf_problems": [d.to_dict() for d in self.problems]}
+
+
+def describe_case(case: PerfCase) -> str:
+    """``float32[4096], 0.5``: a case's inputs as the loader read them."""
+    def one(arg: PerfTensor | PerfScalar | PerfObject) -> str:
+        if isinstance(arg, PerfTensor):
+            return f"{arg.dtype}[{', '.join(map(str, arg.shape))}]"
+        if isinstance(arg, PerfScalar):
+            return repr(arg.value)
+        return arg.source
+
+    return ", ".join(one(arg) for arg in case.args)
+
+
+def _tensor(spec: PerfTensor, device: str, generator: Any) -> Any:
+    import torch
+
+    dtype = getattr(torch, spec.dtype)
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(spec.shape, dtype=dtype, device=device, generator=generator)
+    if dtype == torch.bool:
+        return torch.rand(spec.shape, device=device, generator=generator) < 0.5
+    return torch.randint(-100, 100, spec.shape, dtype=dtype, device=device, generator=generator)
+
+
+def _scalar(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, str) and value.startswith("torch."):
+        return getattr(torch, value.removeprefix("torch."))
+    if isinstance(value, list):
+        return tuple(_scalar(v) for v in value)
+    return value
+
+
+def perf_arguments(operator: Operator, index: int, device: str, seed: int) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments of the perf script's call on case ``index``, drawn on ``device``."""
+    import torch
+
+    perf = operator.perf
+    if perf.cases is None or perf.call is None:
+        raise TritonBenchError(Diagnostic(str(perf.script), "perf_unresolved", perf.unresolved or "no perf call"))
+    case = perf.cases[index]
+    generator = torch.Generator(device).manual_seed(seed + index)
+    drawn: dict[int, Any] = {}
+
+    def value(arg: Any) -> Any:
+        if isinstance(arg, PerfInput):
+            if arg.index not in drawn:
+                drawn[arg.index] = value(case.args[arg.index])
+            return drawn[arg.index]
+        if isinstance(arg, PerfTensor):
+            return _tensor(arg, device, generator)
+        if isinstance(arg, PerfScalar):
+            return _scalar(arg.value)
+        raise TritonBenchError(Diagnostic(str(perf.script), "perf_object", f"the perf call passes {arg.source}, "
+                                          "which the static reading does not build"))
+
+    return [value(a) for a in perf.call.args], {k: value(a) for k, a in perf.call.keywords.items()}
+
+
+def _copies(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    import torch
+
+    def copy(value: Any) -> Any:
+        return value.clone() if isinstance(value, torch.Tensor) else value
+
+    return [copy(a) for a in args], {k: copy(v) for k, v in kwargs.items()}
+
+
+def _median_ms(function: Any, flush: Any) -> float:
+    from kernelgen.gpu_case import REPETITIONS, _event_times
+
+    probe = _event_times(function, flush, 1, WARMUP)[0]
+    repetitions = max(MIN_REPETITIONS, min(REPETITIONS, int(TIME_BUDGET_MS / max(probe, 1e-3))))
+    return statistics.median(_event_times(function, flush, repetitions, 1))
+
+
+def perf_job(operator: Operator, ast_json: str, index: int, seed: int) -> PerfPoint:
+    """In the executor's child: check and time our wrapper and the reference on one perf case."""
+    import torch
+
+    from kernelgen.gpu_case import L2_FLUSH_BYTES
+    from kernelgen.launch import cuda_errors
+    from kernelgen.tritonbench.evaluate import compare_results
+    from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
+
+    reference = getattr(load_reference_namespace(operator, "cuda"), operator.wrapper)
+    candidate = wrapper(ast_json, operator.wrapper)
+    args, kwargs = perf_arguments(operator, index, "cuda", seed)
+    try:
+        with torch.no_grad(), cuda_errors(f"timing {operator.name}"):
+            reference_args, reference_kwargs = _copies(args, kwargs)
+            expected = reference(*reference_args, **reference_kwargs)
+            our_args, our_kwargs = _copies(args, kwargs)
+            actual = candidate(*our_args, **our_kwargs)
+            problems = compare_results(expected, actual)
+            del expected, actual, reference_args, reference_kwargs, our_args, our_kwargs
+            if problems:
+                raise WrongResult(problems)
+            flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+            reference_ms = _median_ms(lambda: reference(*args, **kwargs), flush)
+            with unfilled_outputs():
+                kernel_ms = _median_ms(lambda: candidate(*args, **kwargs), flush)
+    except KernelgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. out of memory at a large size: this size fails
+        raise KernelgenError(f"{type(exc).__name__}: {exc}", code="exception") from None
+    return PerfPoint(describe_case(operator.perf.cases[index]), reference_ms, kernel_ms)
+
+
+def measure_speedup(operator: Operator, ast_json: str, settings: Settings) -> SpeedupResult:
+    """Every perf size of the operator through the executor (see the module docstring)."""
+    perf = operator.perf
+    result = SpeedupResult()
+    if perf.cases is None or perf.call is None:
+        result.problems.append(Diagnostic("/perf", "perf_unresolved", perf.unresolved or "no perf call"))
+        return result
+    for index, case in enumerate(perf.cases):
+        try:
+            result.points.append(settings.executor.call(perf_job, operator, ast_json, index, settings.seed,
+                                                        timeout=max(settings.timeout_s, PERF_TIMEOUT_S)))
+        except KernelgenError as error:
+            left = len(perf.cases) - index - 1
+            result.problems += [Diagnostic(f"/perf/{index}", d.code, f"{describe_case(case)}: {d.message}"
+                                           + (f" ({left} larger sizes not run)" if left else ""))
+                                for d in error.diagnostics]
+            break
+    return result

@@ -1,0 +1,245 @@
+"""Scoring TritonBench-T operators: the result comparison, call and execution accuracy with
+right and wrong wrappers, whole cases from a model's (replayed) answers, perf inputs and the
+track's summary (CPU)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernelgen.errors import Outcome
+from kernelgen.generation import GenerationCache, make_record
+from kernelgen.pipeline import Settings
+from kernelgen.providers import make_provider
+from kernelgen.providers.base import Completion
+from kernelgen.providers.replay import ReplayProvider
+from kernelgen.results import CaseResult
+from kernelgen.tritonbench import load_tritonbench
+from kernelgen.tritonbench.evaluate import check_accuracy, compare_results, evaluate_operator, track_summary
+from kernelgen.tritonbench.generate import request_for
+from kernelgen.tritonbench.goldens import golden_answer
+from kernelgen.tritonbench.runtime import wrapper
+from kernelgen.tritonbench.speedup import describe_case, perf_arguments
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / ".." / "shared" / "tritonbench-t-sample"
+CPU = Settings(target="sm_90", gpu=False)
+
+
+@pytest.fixture(scope="module")
+def sample():
+    if not (SAMPLE / "data").is_dir():
+        pytest.skip(f"the TritonBench-T sample is not at {SAMPLE.resolve()}")
+    return load_tritonbench(SAMPLE)
+
+
+# -- comparing results ----------------------------------------------------------------------
+
+float_tensors = st.lists(st.floats(-1e3, 1e3, width=32), max_size=6).map(lambda v: torch.tensor(v, dtype=torch.float32))
+int_tensors = st.lists(st.integers(-100, 100), min_size=1, max_size=6).map(torch.tensor)
+leaves = st.one_of(st.integers(-10, 10), st.booleans(), st.floats(allow_nan=True, allow_infinity=False, width=32),
+                   st.text(max_size=5), st.none(), float_tensors, int_tensors)
+containers = lambda inner: st.one_of(st.lists(inner, max_size=3).map(tuple),  # noqa: E731
+                                     st.dictionaries(st.text(min_size=1, max_size=4), inner, max_size=3))
+results = st.recursive(leaves, containers, max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(results)
+def test_any_result_equals_itself(value):
+    assert compare_results(value, value) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, width=32), min_size=1, max_size=20), st.data())
+def test_a_change_beyond_the_tolerance_is_found_where_it_is(values, data):
+    expected = torch.tensor(values, dtype=torch.float32)
+    index = data.draw(st.integers(0, len(values) - 1))
+    actual = expected.clone()
+    actual[index] += 1e-3 + 1e-3 * abs(float(expected[index]))
+    found = compare_results({"case": (expected,)}, {"case": (actual,)})
+    assert [(d.path, d.code) for d in found] == [("/case/0", "mismatch")]
+    assert f"first at [{index}]" in found[0].message
+
+
+@pytest.mark.parametrize("expected, actual, code", [
+    (torch.ones(3), 1.0, "wrong_type"),
+    (5.5, torch.tensor(5.5), "wrong_type"),
+    (torch.ones(3), torch.ones(1, 3), "wrong_shape"),
+    (torch.ones(3), torch.ones(3, dtype=torch.float64), "wrong_dtype"),
+    (torch.tensor([1, 2]), torch.tensor([1, 3]), "mismatch"),
+    (torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 0.0]), "mismatch"),
+    ((torch.ones(2), torch.ones(2)), (torch.ones(2),), "wrong_length"),
+    (True, 1, "wrong_type"),
+    ("All input elements must be positive", "other message", "mismatch"),
+    ({"a": 1}, {"b": 1}, "missing_case"),
+])
+def test_differences_have_a_code(expected, actual, code):
+    assert code in [d.code for d in compare_results(expected, actual)]
+
+
+def test_within_tolerance_and_nan_agree():
+    assert compare_results(torch.tensor([1.0, float("nan"), -0.0]), torch.tensor([1.0 + 1e-6, float("nan"), 0.0])) == []
+    assert compare_results(2.0, 2.0 + 1e-6) == []
+
+
+# -- accuracy -------------------------------------------------------------------------------
+
+
+def test_the_golden_wrapper_is_accurate(sample):
+    accuracy = check_accuracy(sample.operator("sub"), wrapper(golden_answer("sub"), "sub"), "cpu", seed=0)
+    assert accuracy.execution_ok
+    assert accuracy.test_cases == {f"test_case_{i}": "ok" for i in range(1, 5)}
+
+
+def test_a_wrong_wrapper_fails_the_cases_it_gets_wrong(sample):
+    def sub_ignoring_alpha(input, other, *, alpha=1, out=None):
+        return torch.sub(input, other, out=out)
+
+    accuracy = check_accuracy(sample.operator("sub"), sub_ignoring_alpha, "cpu", seed=0)
+    assert accuracy.call_ok and not accuracy.execution_ok
+    assert accuracy.test_cases["test_case_2"] == "mismatch"
+    assert [c for c, verdict in accuracy.test_cases.items() if verdict == "mismatch"] == ["test_case_2"]
+
+
+def test_a_wrapper_that_raises_fails_the_call_with_the_tests_line(sample):
+    def sub(input, other):  # no alpha: test 2 passes alpha=2
+        return input - other
+
+    accuracy = check_accuracy(sample.operator("sub"), sub, "cpu", seed=0)
+    assert not accuracy.call_ok
+    failure = accuracy.call_failure
+    assert failure.outcome == Outcome.RUNTIME_ERROR
+    assert "TypeError" in failure.diagnostics[0].message and "sub.py" in failure.diagnostics[0].message
+
+
+def test_unseeded_tests_see_the_same_draws_on_both_sides(sample):
+    # tanh's test 3 draws randn(100, 100) without a seed: torch.tanh itself must agree.
+    accuracy = check_accuracy(sample.operator("tanh"), lambda x, out_tensor=None: torch.tanh(x), "cpu", seed=7)
+    assert accuracy.execution_ok
+
+
+# -- whole cases ----------------------------------------------------------------------------
+
+
+def replayed(sample, tmp_path, name: str, answer: str) -> ReplayProvider:
+    """A provider answering ``answer`` for operator ``name``: a recorded generation replayed."""
+    operator = sample.operator(name)
+    request = request_for(operator, "simp", golden_answer(name))
+    completion = Completion(text=answer, provider="openai", model="recorded", latency_s=1.5, tokens_in=10,
+                            tokens_out=20, token_source="server", constrained="response_format")
+    GenerationCache(tmp_path).store(make_record(request, completion))
+    return ReplayProvider(tmp_path)
+
+
+def test_a_golden_case_is_ok(sample):
+    result = evaluate_operator(sample.operator("logsumexp"), make_provider("reference"), CPU)
+    assert result.ok and result.track == "tritonbench" and result.mode == "cpu"
+    assert result.extra["call_accuracy"] and result.extra["execution_accuracy"] and result.extra["speedup"] is None
+    assert {"prompt", "answer", "ast", "ttir", "ptx"} <= set(result.artifacts)
+
+
+def test_an_unsupported_case_says_why(sample):
+    result = evaluate_operator(sample.operator("softmax"), make_provider("reference"), CPU)
+    assert result.outcome == Outcome.UNSUPPORTED and result.stage == "generate"
+    assert "float64" in result.diagnostics[0]["message"]
+    assert not result.extra["call_accuracy"]
+
+
+def test_a_models_wrong_answer_is_a_wrong_result(sample, tmp_path):
+    golden = json.loads(golden_answer("sub"))
+    store = golden["body"][-1]
+    store["value"]["rhs"] = store["value"]["rhs"]["rhs"]  # input - other: alpha ignored
+    result = evaluate_operator(sample.operator("sub"), replayed(sample, tmp_path, "sub", json.dumps(golden)), CPU)
+    assert result.outcome == Outcome.WRONG_RESULT and result.stage == "verify"
+    assert result.extra["call_accuracy"] and not result.extra["execution_accuracy"]
+    assert result.diagnostics[0]["path"] == "/test_case_2"
+    assert result.generation.tokens_out == 20 and result.provider == "replay"
+
+
+def test_a_models_answer_that_does_not_check_fails_at_check(sample, tmp_path):
+    golden = json.loads(golden_answer("exp"))
+    golden["body"][-1]["value"]["x"] = "undefined_value"
+    result = evaluate_operator(sample.operator("exp"), replayed(sample, tmp_path, "exp", json.dumps(golden)), CPU)
+    assert (result.outcome, result.stage) == (Outcome.SEMANTIC_ERROR, "check")
+    assert result.diagnostics[0]["code"] == "undefined_name"
+
+
+def test_a_models_answer_with_the_wrong_signature_fails_the_call(sample, tmp_path):
+    golden = json.loads(golden_answer("exp"))
+    golden["inputs"][0]["name"] = "x"
+    golden["params"][0]["name"] = "x"
+    golden["body"][2]["value"]["ptr"]["lhs"] = "x"
+    result = evaluate_operator(sample.operator("exp"), replayed(sample, tmp_path, "exp", json.dumps(golden)), CPU)
+    assert result.outcome == Outcome.OK  # exp's tests pass the input positionally
+    golden = json.loads(golden_answer("logsumexp"))
+    golden["inputs"][1]["name"] = "axis"
+    result = evaluate_operator(sample.operator("logsumexp"),
+                               replayed(sample, tmp_path / "l", "logsumexp", json.dumps(golden)), CPU)
+    assert (result.outcome, result.stage) == (Outcome.LAUNCH_ERROR, "host")
+    assert "unexpected keyword argument 'dim'" in result.diagnostics[0]["message"]
+
+
+# -- perf inputs ----------------------------------------------------------------------------
+
+
+def test_perf_calls_are_built_from_the_static_reading(sample):
+    args, kwargs = perf_arguments(sample.operator("sub_gelu"), 0, "cpu", seed=0)
+    assert [a.shape for a in args] == [torch.Size([4096])] * 2 and kwargs == {"alpha": 1, "approximate": "none"}
+    again, _ = perf_arguments(sample.operator("sub_gelu"), 0, "cpu", seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(args, again))
+    assert describe_case(sample.operator("fused_mv_sigmoid_sub").perf.cases[0]) == "float32[64, 64], float32[64], 0.5"
+
+
+def test_every_golden_binds_its_perf_call_except_where_the_perf_dtype_differs(sample):
+    from kernelgen.errors import HostError
+    from kernelgen.tritonbench.goldens import UnsupportedOperator
+
+    refused = {}
+    for operator in sample.operators:
+        try:
+            answer = golden_answer(operator.name)
+        except UnsupportedOperator:
+            continue
+        args, kwargs = perf_arguments(operator, 0, "cpu", seed=0)
+        small = [a[:64] if isinstance(a, torch.Tensor) and a.dim() == 1 else a for a in args]
+        try:
+            wrapper(answer, operator.wrapper)(*small, **kwargs)
+        except HostError as error:
+            refused[operator.name] = error.code
+    # The tests call these with float32 (max: int64) tensors, the perf scripts with float16
+    # (max: float32): one AST has one dtype.
+    assert refused == dict.fromkeys(["max", "add_gelu", "addmm", "matrix_vector_dot"], "bad_arguments")
+
+
+# -- the summary ----------------------------------------------------------------------------
+
+
+def case(name: str, outcome: Outcome, call: bool, execution: bool, speedup: float | None, mode: str = "gpu"):
+    return CaseResult(task=name, tier="tritonbench", track="tritonbench", provider="reference", model="golden",
+                      outcome=outcome, mode=mode, target="sm_90",
+                      extra={"call_accuracy": call, "execution_accuracy": execution, "speedup": speedup})
+
+
+def test_the_summary_counts_every_operator():
+    results = [case("a", Outcome.OK, True, True, 2.0), case("b", Outcome.OK, True, True, 0.5),
+               case("c", Outcome.OK, True, True, None), case("d", Outcome.WRONG_RESULT, True, False, None),
+               case("e", Outcome.UNSUPPORTED, False, False, None)]
+    lines = "\n".join(track_summary(results))
+    assert "call accuracy:      4/5 (80.0%)" in lines
+    assert "execution accuracy: 3/5 (60.0%)" in lines
+    assert "unsupported by the language (1, counted as failures): e" in lines
+    assert f"geometric mean {math.sqrt(2.0 * 0.5):.2f}x over the 2 operators" in lines
+    assert "faster than the reference: 1/5 (20.0%)" in lines
+
+
+def test_the_summary_in_cpu_mode_says_speedup_was_not_measured():
+    lines = track_summary([case("a", Outcome.OK, True, True, None, mode="cpu")])
+    assert any("not measured" in line for line in lines)
+    assert track_summary([]) == []
