@@ -17,17 +17,18 @@ meaning that a correct compiler reproduces. The rules that make it so:
 3. **Exactness.** Every value carries a bound on ``|GPU - interpreter|``. Exact values (bound
    0, bit-identical on both sides) are loads, literals, integer and boolean arithmetic, f32
    ``add``/``sub`` of exact values, and ``neg``, ``abs``, ``maximum``, ``minimum``, ``clamp``,
-   ``where``, ``floor``, ``ceil``, ``max``/``min`` reductions and casts of exact values
-   (rounding to nearest even is deterministic). Float ``mul`` (a GPU may fuse it into an
-   FMA), ``div``, ``fma``, ``pow``, every math function, ``sum`` of floats and ``dot`` are
-   approximate. Discrete operations (comparisons, ``where`` conditions, masks, ``argmax``/
-   ``argmin``, ``floor``/``ceil``, casts to integers or bool) take exact operands only, so a
-   1-ulp difference can never flip an outcome.
+   ``where``, ``floor``, ``ceil``, float ``rem`` (C ``fmod``), ``max``/``min`` reductions and
+   casts of exact values (rounding to nearest even is deterministic). Float ``mul`` (a GPU may
+   fuse it into an FMA), ``div``, ``fma``, ``pow``, every math function, ``sum`` of floats and
+   ``dot`` are approximate. Discrete operations (comparisons, ``where`` conditions, masks,
+   ``argmax``/``argmin``, ``floor``/``ceil``, float ``rem``, casts to integers or bool) take
+   exact operands only, so a 1-ulp difference can never flip an outcome.
 4. **Domains.** ``log``, ``log2``, ``sqrt``, ``rsqrt`` and ``pow`` take ``|x| + c`` with
-   ``c >= 0.5``; ``log1p`` takes ``|x|``; float divisors are ``|x| + c``; ``exp``, ``exp2``,
-   ``sin`` and ``cos`` take arguments clamped to [-8, 8]; ``pow`` exponents lie in [-2, 3].
-   No NaN or infinity is ever produced (``-inf`` appears only as the neutral element of a
-   running maximum and as the ``other`` of the loads it reduces).
+   ``c >= 0.5``; ``log1p`` takes ``|x|``; float divisors (``div``, ``rem``) are
+   ``±(|x| + c)``; ``exp``, ``exp2``, ``sin`` and ``cos`` take arguments clamped to [-8, 8];
+   ``pow`` exponents lie in [-2, 3]. No NaN or infinity is ever produced (``-inf`` appears
+   only as the neutral element of a running maximum and as the ``other`` of the loads it
+   reduces).
 5. **Magnitudes.** Every number carries a bound on its absolute value, from the input ranges
    of :meth:`GeneratedKernel.arguments` (floats in [-8, 8], integers in [-64, 64)); a float
    above 1e4, or whose error bound exceeds 1% of its magnitude, is replaced by a simpler
@@ -413,7 +414,7 @@ class _Gen:
     def floating(self, dtype: str, shape: tuple[int, ...], depth: int, exact: bool = False) -> Val:
         if depth <= 0:
             return self.leaf(dtype, shape, exact)
-        kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "shape", "reduce"]
+        kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "rem", "shape", "reduce"]
         if dtype == "f32" or not exact:
             kinds += ["add", "add"]
         if not exact:
@@ -445,6 +446,8 @@ class _Gen:
         elif kind == "floor":
             x = sub(ex=True)
             val = Val(op(self.choose(("floor", "ceil")), x=x.expr), dtype, x.shape, x.mag + 1.0)
+        elif kind == "rem":
+            val = self.float_rem(dtype, shape, d)
         elif kind == "shape":
             val = self.reshaped(lambda s: sub(s), shape)
         elif kind == "reduce":
@@ -520,6 +523,19 @@ class _Gen:
         mag = num.mag / lo
         err = (num.err + mag * den.err) / lo + rounding(dtype, mag, 4.0)
         return Val(op("div", lhs=num.expr, rhs=den.expr), dtype, broadcast_shape(num.shape, den.shape), mag, err)
+
+    def float_rem(self, dtype: str, shape: tuple[int, ...], depth: int) -> Val:
+        """C ``fmod`` of exact f32 values by ``±(|y| + c)``: exact on both sides (the result is
+        representable), but it jumps at multiples of the divisor, so its operands must be exact;
+        f16 and bf16 take the f32 result rounded (deterministic)."""
+        x = self.floating("f32", shape, depth, exact=True)
+        y = self.floating("f32", shape, depth, exact=True)
+        c = self.choose((0.5, 1.0, 2.0))
+        divisor: Any = op("add", lhs=op("abs", x=y.expr), rhs=c)
+        if self.chance(30):
+            divisor = op("neg", x=divisor)
+        val = Val(op("rem", lhs=x.expr, rhs=divisor), "f32", broadcast_shape(x.shape, y.shape), min(x.mag, y.mag + c))
+        return val if dtype == "f32" else self.cast(val, dtype)
 
     def math(self, shape: tuple[int, ...], depth: int) -> Val:
         fn = self.choose(MATH_FUNCTIONS)

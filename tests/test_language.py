@@ -202,6 +202,8 @@ def _features(generated: GeneratedKernel) -> set[str]:
             found.add(kind)
         if kind == "cast":
             found.add(f"cast:{checked.types[path + '/x'].dtype}->{node['dtype']}")
+        if kind == "rem" and checked.types[path].is_float:
+            found.add("rem:float")
         if kind in L.REDUCE_OPS and node.get("keepdims"):
             found.add("keepdims")
         if kind == "load":
@@ -236,7 +238,7 @@ def test_generated_kernels_cover_the_language() -> None:
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
-        "carry:pointer", "carry:f32[]", "carry:i32[]"}
+        "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float"}
     expected |= {f"cast:{a}->{b}" for a in L.DTYPES for b in L.DTYPES if a != b}
     expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d")}
     assert expected - seen == set()
