@@ -125,6 +125,15 @@ def test_unseeded_tests_see_the_same_draws_on_both_sides(sample):
     assert accuracy.execution_ok
 
 
+def test_the_accuracy_job_crosses_the_executors_process_boundary(sample):
+    from kernelgen.executor import Executor
+    from kernelgen.tritonbench.evaluate import accuracy_job
+
+    with Executor() as executor:
+        accuracy = executor.call(accuracy_job, sample.operator("max"), golden_answer("max"), 0, "cpu", timeout=120)
+    assert accuracy.execution_ok and accuracy.test_cases["test_case_3"] == "ok"
+
+
 # -- whole cases ----------------------------------------------------------------------------
 
 

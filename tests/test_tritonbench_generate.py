@@ -104,6 +104,32 @@ def test_the_evaluators_program_runs_for_every_supported_operator(generated, sam
     assert len(ran) >= 20
 
 
+@pytest.mark.gpu
+def test_the_evaluators_programs_run_on_the_gpu_as_it_runs_them(generated, sample, tmp_path):
+    """0_call_acc.py's own procedure, unmodified tests on 'cuda': each program a file, run by
+    Python in a process of its own; the call is accurate when it exits with status 0."""
+    import os
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    reasons = unsupported_reasons(track_directory())
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def run(line: dict) -> tuple[str, subprocess.CompletedProcess]:
+        operator = sample.operator(Path(dataset_file_of(line["instruction"])).stem)
+        test_part = operator.path.read_text(encoding="utf-8").split(SEPARATOR)[-1]
+        program = tmp_path / operator.file
+        program.write_text(line["predict"] + "\n" + SEPARATOR + "\n" + test_part, encoding="utf-8")
+        return operator.name, subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                                             env=environment, timeout=600)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        finished = dict(pool.map(run, predictions(generated)))
+    for name, process in finished.items():
+        assert (process.returncode == 0) == (name not in reasons), (name, process.stderr[-2000:])
+
+
 def test_manifest_lists_every_operator_with_its_outcome_and_files(generated, sample):
     manifest = Manifest.read(generated)
     reasons = unsupported_reasons(track_directory())

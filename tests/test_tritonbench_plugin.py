@@ -40,13 +40,13 @@ def small_checkout(directory: Path, names: list[str]) -> Path:
                                             .split("Wrapper Entry Information:")[0].replace("\n", "")
                                             in r["description"].replace("\n", "") for r in kept)]
         (directory / "data" / f"TritonBench_T_{kind}_alpac_v1.json").write_text(json.dumps(wanted))
-    for sub in ("golden_metrics", "golden_results"):
-        (directory / "performance_metrics" / "perf_T" / sub).mkdir(parents=True)
+    perf, perf_copy = SAMPLE / "performance_metrics" / "perf_T", directory / "performance_metrics" / "perf_T"
+    for part in ("golden_metrics", "golden_results"):
+        (perf_copy / part).mkdir(parents=True)
     for name in names:
         shutil.copy(SAMPLE / "data" / "TritonBench_T_v1" / f"{name}.py", directory / "data" / "TritonBench_T_v1")
-        perf = SAMPLE / "performance_metrics" / "perf_T"
-        shutil.copy(perf / "golden_metrics" / f"{name}_perf.py", directory / "performance_metrics/perf_T/golden_metrics")
-        shutil.copy(perf / "golden_results" / f"{name}.json", directory / "performance_metrics/perf_T/golden_results")
+        shutil.copy(perf / "golden_metrics" / f"{name}_perf.py", perf_copy / "golden_metrics")
+        shutil.copy(perf / "golden_results" / f"{name}.json", perf_copy / "golden_results")
     return directory
 
 
@@ -64,4 +64,5 @@ def test_a_checkout_runs_one_case_per_operator_with_the_summary(project: pytest.
 def test_without_a_checkout_the_cases_skip_and_say_why(project: pytest.Pytester):
     result = project.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*no TritonBench checkout: pass --tritonbench-root PATH or set KERNELGEN_TRITONBENCH_ROOT*"])
+    result.stdout.fnmatch_lines(["*no TritonBench checkout: pass --tritonbench-root PATH or set "
+                                 "KERNELGEN_TRITONBENCH_ROOT*"])

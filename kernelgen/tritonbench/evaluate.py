@@ -27,7 +27,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernelgen.errors import Diagnostic, KernelgenError, Outcome
+from kernelgen.errors import Diagnostic, KernelgenError, LaunchError, Outcome
 from kernelgen.results import CaseResult, GenerationInfo
 from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
 
@@ -70,7 +70,8 @@ def _compare_tensors(expected: Any, actual: Any, path: str) -> list[Diagnostic]:
         return [Diagnostic(path, "wrong_shape", f"shape {list(actual.shape)}, the reference's {list(expected.shape)}")]
     if actual.dtype != expected.dtype:
         return [Diagnostic(path, "wrong_dtype", f"dtype {actual.dtype}, the reference's {expected.dtype}")]
-    want, got = expected.detach().cpu(), actual.detach().cpu()
+    # On the reference's device: perf-size results are large; only the first difference moves.
+    want, got = expected.detach(), actual.detach().to(expected.device)
     tolerance = _tolerance(want.dtype)
     if tolerance is None:
         close = want == got
@@ -155,12 +156,9 @@ def seed_everything(seed: int) -> None:
 
 def run_test(operator: Operator, namespace: Any, seed: int) -> Any:
     """The test function's results, seeded just before it runs."""
-    import torch
-
     test = getattr(namespace, operator.test.function)
     seed_everything(seed)
-    with torch.no_grad():
-        return test()
+    return test()
 
 
 @dataclass(frozen=True)
@@ -173,7 +171,7 @@ class CallFailure:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def call_failure(exc: BaseException, operator: Operator) -> CallFailure:
+def failure_of(exc: BaseException, operator: Operator) -> CallFailure:
     if isinstance(exc, KernelgenError):
         return CallFailure(exc.outcome, exc.stage, tuple(exc.diagnostics))
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(operator.path)]
@@ -202,7 +200,14 @@ class Accuracy:
 
 def check_accuracy(operator: Operator, candidate: Callable[..., Any], device: str, seed: int) -> Accuracy:
     """Run the operator's test with the reference, then with ``candidate`` in its place, on
-    ``device`` (the tests' ``'cuda'`` rewritten where it is another), and compare."""
+    ``device`` (the tests' ``'cuda'`` rewritten where it is another), and compare. A CUDA error
+    (a faulting kernel) is raised as :class:`~kernelgen.errors.LaunchError` ``cuda_error``,
+    not returned: the process that saw it cannot run anything else."""
+    import torch
+
+    from kernelgen.executor import poisons_process
+    from kernelgen.launch import cuda_errors
+
     reference_namespace = load_reference_namespace(operator, device)
     try:
         expected = run_test(operator, reference_namespace, seed)
@@ -212,9 +217,16 @@ def check_accuracy(operator: Operator, candidate: Callable[..., Any], device: st
     namespace = load_reference_namespace(operator, device)
     setattr(namespace, operator.wrapper, candidate)
     try:
-        actual = run_test(operator, namespace, seed)
+        with cuda_errors(f"running the test of {operator.name}"):
+            actual = run_test(operator, namespace, seed)
+            if torch.device(device).type == "cuda":
+                torch.cuda.synchronize(device)  # a fault of an asynchronous launch belongs to this call
+    except LaunchError as exc:
+        if poisons_process(exc):
+            raise  # the CUDA context is lost: the executor replaces its process
+        return Accuracy(call_failure=failure_of(exc, operator))
     except Exception as exc:  # noqa: BLE001 - any failure of the candidate is its call failure
-        return Accuracy(call_failure=call_failure(exc, operator))
+        return Accuracy(call_failure=failure_of(exc, operator))
     mismatches = compare_results(expected, actual)
     if isinstance(expected, dict):
         failed = {d.path.split("/")[1] for d in mismatches}
@@ -224,11 +236,11 @@ def check_accuracy(operator: Operator, candidate: Callable[..., Any], device: st
     return Accuracy(mismatches=mismatches, test_cases=cases)
 
 
-def accuracy_job(operator: Operator, ast_json: str, seed: int) -> Accuracy:
-    """In the executor's child: the accuracy of the kernel's wrapper on the GPU."""
+def accuracy_job(operator: Operator, ast_json: str, seed: int, device: str = "cuda") -> Accuracy:
+    """In the executor's child: the accuracy of the kernel's wrapper (on the GPU: ``cuda``)."""
     from kernelgen.tritonbench.runtime import wrapper
 
-    return check_accuracy(operator, wrapper(ast_json, operator.wrapper), "cuda", seed)
+    return check_accuracy(operator, wrapper(ast_json, operator.wrapper), device, seed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,9 +287,10 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
             extra.update(measure_speedup(operator, build.answer, settings).to_extra())
     except KernelgenError as error:
         outcome = CaseResult.failure_fields(error)
-    return CaseResult(task=operator.name, tier=TRACK, track=TRACK, provider=provider.name, model=provider.model,
-                      mode="gpu" if settings.gpu else "cpu", target=settings.target, generation=generation,
-                      artifacts=artifacts, extra=extra, duration_s=time.perf_counter() - start, **outcome)
+    return CaseResult(task=operator.name, tier=TRACK, track=TRACK, provider=provider.name,
+                      model=provider.model or "", mode="gpu" if settings.gpu else "cpu", target=settings.target,
+                      generation=generation, artifacts=artifacts, extra=extra,
+                      duration_s=time.perf_counter() - start, **outcome)
 
 
 # ---------------------------------------------------------------------------------------------
