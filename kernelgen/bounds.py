@@ -25,7 +25,9 @@ from kernelgen.check import CheckedKernel, child, is_literal, literal_value
 from kernelgen.errors import Diagnostic
 
 INF = math.inf
-SAMPLE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099)
+# 720720 is a multiple of every integer up to 16: an offset rounded down to a multiple of a
+# block (``(N idiv 6) * 6``) reaches its largest value there.
+SAMPLE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720)
 
 
 @dataclass(frozen=True)

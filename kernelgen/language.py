@@ -83,6 +83,11 @@ class Unary(Node):
 
 
 class Binary(Node):
+    """Elementwise ``lhs op rhs``. ``div`` is true division of floats; on integers ``idiv``
+    truncates toward zero, ``rem`` takes the dividend's sign and ``cdiv`` is ``(lhs + rhs - 1)
+    idiv rhs`` (the ceiling for non-negative operands); comparisons give bool; ``and``/``or``/
+    ``xor`` take bools or integers."""
+
     op: Literal[BINARY_OPS]  # type: ignore[valid-type]
     lhs: Expr
     rhs: Expr

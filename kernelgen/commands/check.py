@@ -29,13 +29,14 @@ def parse_assignments(items: list[str], what: str) -> dict[str, int]:
     return values
 
 
-def read_source(file: str) -> str:
+def read_source(file: str) -> bytes:
+    """The file's bytes ('-': standard input); the parser decodes them and reports bad UTF-8."""
     if file == "-":
-        return sys.stdin.read()
+        return sys.stdin.buffer.read()
     path = Path(file)
     if not path.is_file():
         raise KernelgenError(f"no such file: {file}", code="no_file")
-    return path.read_bytes().decode("utf-8", errors="replace")
+    return path.read_bytes()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,6 +27,9 @@ def run(args: argparse.Namespace) -> int:
     outputs = interpret(checked, inputs)
     for name, tensor in outputs.items():
         values = tensor.float()
+        if values.numel() == 0:
+            print(f"{name}: {tensor.dtype} {list(tensor.shape)} (empty)")
+            continue
         print(f"{name}: {tensor.dtype} {list(tensor.shape)} "
               f"min={values.min().item():.6g} max={values.max().item():.6g} "
               f"mean={values.mean().item():.6g} nan={int(values.isnan().sum())}")
