@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("kernelgen.commands.schema", "print the kernel AST's JSON schema"),
     "check": ("kernelgen.commands.check", "check a kernel AST statically"),
     "interpret": ("kernelgen.commands.interpret", "run a kernel AST in the CPU reference interpreter"),
+    "emit": ("kernelgen.commands.emit", "print a kernel AST as readable Triton Python"),
     "compile": ("kernelgen.commands.compile", "compile a kernel AST to TTIR, TTGIR, LLVM IR, PTX or cubin"),
     "generate": ("kernelgen.commands.generate", "ask a model for kernel ASTs (validated, cached)"),
     "run": ("kernelgen.commands.run", "compile a kernel, run it on the GPU and compare it with the interpreter"),

@@ -1,0 +1,504 @@
+"""Run a model's Triton answer in a subprocess that cannot do harm.
+
+The raw-LLM baseline executes code a model wrote. :func:`run_in_sandbox` runs it in a child
+process (``python -m kernelgen.sandbox JOB_DIR``) with these walls, each tested:
+
+* **A time limit.** The clock starts once the child has imported torch and Triton (their
+  import time depends on the machine's load, not on the answer); past ``timeout_s`` the
+  child's whole process group is killed: outcome ``timeout``. A CPU-time limit backs it up in
+  case the parent dies first.
+* **A memory limit.** ``RLIMIT_AS`` caps the address space in interpreter mode. CUDA reserves
+  far more virtual address space than it uses, so on a GPU the limit applies to
+  ``RLIMIT_DATA`` (private writable memory) and only when asked for; the GPU's own memory is
+  bounded by the device. ``RLIMIT_FSIZE`` caps every file it writes. The child sets the
+  limits on itself before any answer code runs (a ``preexec_fn`` is unsafe when the parent
+  has threads).
+* **No network.** The child runs in a new network namespace (``unshare -n``, or ``unshare -rn``
+  without root) where one is allowed: no interface but a down loopback. Always, an audit hook
+  (:func:`sys.addaudithook`, which cannot be removed) refuses sockets other than Unix ones,
+  connections, binds and name lookups.
+* **No writes outside its own temporary directory.** The same hook refuses opening a file for
+  writing, and removing, renaming, linking or changing files, anywhere but the job's
+  directory (and, on a GPU, Triton's cache), resolving symlinks first. The directory is
+  deleted afterwards.
+* **No processes.** The hook refuses ``os.system``, ``exec``, ``fork``, ``spawn``, signals to
+  other processes and ``subprocess``; on a GPU, only the compilers Triton runs (``ptxas``,
+  ``cc``, ...) may be started.
+* **No secrets.** The environment is built from an allowlist (``PATH``, CUDA and Triton
+  locations, the locale), with anything that looks like a credential dropped even from that;
+  ``HOME`` and ``TMPDIR`` are the job's directory.
+
+The hook is defense in depth, not a wall against arbitrary code (``ctypes`` could step
+around it): :mod:`kernelgen.baseline`'s static rules run first and refuse the imports and
+builtins that would. A harness running as root should run as an unprivileged user for the
+operating system's own file permissions to apply.
+
+Without a GPU, the answer runs in Triton's interpreter (``TRITON_INTERPRET=1``) on CPU
+tensors; with one, on the GPU. Inputs go in and outputs come back through ``torch.save``
+files loaded with ``weights_only=True``. Errors are classified: a ``SyntaxError`` is
+``syntax_error``, a Triton ``CompilationError`` (or, in the interpreter, an exception raised
+by Triton's language frontend, which is where a GPU compile would have failed) is
+``compile_error``, a missing entry point is ``no_kernel``, anything else ``runtime_error``
+with the exception and the tail of the child's output.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+from kernelgen.errors import KernelgenError, Outcome
+
+Device = Literal["interpreter", "cuda"]
+
+DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
+DEFAULT_FILE_SIZE_LIMIT_BYTES = 1 << 30
+STDERR_TAIL_CHARS = 4000
+
+# Environment variables the child may inherit; nothing else crosses.
+INHERITED_ENVIRONMENT = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH",
+                         "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+                         "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH", "LANG", "LC_ALL", "TZ")
+# Names that look like credentials are dropped, even where allowlisted above.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|^WANDB_|^HF_|^AWS_"
+                         r"|^OPENAI|^ANTHROPIC|^GEMINI|^GOOGLE_|^AZURE_", re.IGNORECASE)
+# Programs Triton runs to compile for a GPU: the only ones the child may start.
+COMPILER_TOOLS = frozenset({"ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm", "cc", "gcc", "g++", "clang",
+                            "clang++", "ldconfig"})
+
+
+class SandboxError(KernelgenError):
+    """The sandbox itself failed (it could not start the child, the child died before any
+    answer code ran): the harness's fault, not the answer's."""
+
+    stage = "sandbox"
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What running an answer gave: ``outputs`` (CPU tensors, in the order returned) when
+    ``outcome`` is ok, else ``error`` (the exception, one line) and the child's output tail
+    (stdout and stderr together)."""
+
+    outcome: Outcome
+    outputs: tuple[Any, ...] = ()
+    error: str = ""
+    stderr_tail: str = ""
+    duration_s: float = 0.0
+    network_isolation: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+# ---------------------------------------------------------------------------------------------
+# The parent side
+
+
+def default_device() -> Device:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "interpreter"
+
+
+@functools.lru_cache(maxsize=1)
+def network_namespace_command() -> tuple[str, ...]:
+    """The command prefix that runs a program without network (a new network namespace), or
+    () where the system allows none (the audit hook is then the only guard)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    for flags in ("-n", "-rn"):
+        try:
+            probe = subprocess.run([unshare, flags, "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return (unshare, flags)
+    return ()
+
+
+def sandbox_environment(parent: Mapping[str, str], home: Path, device: Device,
+                        triton_cache: Path) -> dict[str, str]:
+    """The child's environment: the allowlisted variables of ``parent`` without anything that
+    looks like a credential, and the sandbox's own settings."""
+    env = {name: parent[name] for name in INHERITED_ENVIRONMENT
+           if name in parent and not SECRET_NAME.search(name)}
+    env.setdefault("PATH", os.defpath)
+    env.update({
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "PYTHONPATH": os.pathsep.join(_import_roots()),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "TRITON_CACHE_DIR": str(triton_cache),
+    })
+    if device == "interpreter":
+        env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
+    return env
+
+
+def _import_roots() -> list[str]:
+    """Where the child finds kernelgen, torch and Triton (without importing them here)."""
+    roots = [str(Path(__file__).resolve().parent.parent)]
+    for module in ("torch", "triton", "numpy"):
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            root = str(Path(spec.origin).resolve().parent.parent)
+            if root not in roots:
+                roots.append(root)
+    return roots
+
+
+def default_triton_cache() -> Path:
+    """Triton's compile cache for GPU runs, kept between runs (building Triton's launcher
+    takes seconds): the only place outside its directory a GPU child may write."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelgen" / "sandbox-triton"
+
+
+def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: float = 60.0,
+                   device: Device | None = None, *, memory_limit_bytes: int | None = None,
+                   file_size_limit_bytes: int = DEFAULT_FILE_SIZE_LIMIT_BYTES,
+                   startup_timeout_s: float = 300.0, triton_cache: Path | None = None) -> SandboxResult:
+    """Run ``entry(*inputs)`` of the Python module ``code`` in a sandboxed subprocess.
+
+    ``inputs`` are CPU tensors and Python scalars (moved to the GPU in ``cuda`` mode);
+    ``device`` defaults to the GPU where there is one, else Triton's interpreter.
+    ``memory_limit_bytes`` defaults to 8 GiB of address space in interpreter mode and to no
+    limit on a GPU (see the module docstring). Raises :class:`SandboxError` when the sandbox
+    itself fails; every failure of the answer is an outcome.
+    """
+    import torch
+
+    device = device or default_device()
+    if memory_limit_bytes is None and device == "interpreter":
+        memory_limit_bytes = DEFAULT_MEMORY_LIMIT_BYTES
+    isolation = network_namespace_command()
+    job_dir = Path(tempfile.mkdtemp(prefix="kernelgen-sandbox-"))
+    try:
+        cache = job_dir / ".triton" if device == "interpreter" else (triton_cache or default_triton_cache())
+        cache.mkdir(parents=True, exist_ok=True)
+        (job_dir / "answer.py").write_text(code)
+        torch.save(list(inputs), job_dir / "inputs.pt")
+        ready_read, ready_write = os.pipe()
+        job = {"entry": entry, "device": device, "ready_fd": ready_write,
+               "write_roots": [str(job_dir.resolve()), str(cache.resolve()), os.devnull],
+               "compiler_tools": device == "cuda",
+               "memory_limit_bytes": memory_limit_bytes, "file_size_limit_bytes": file_size_limit_bytes,
+               "cpu_seconds": int(2 * (timeout_s + startup_timeout_s)) + 10}
+        (job_dir / "job.json").write_text(json.dumps(job))
+        command = [*isolation, sys.executable, "-s", "-B", "-m", "kernelgen.sandbox", str(job_dir)]
+        with open(job_dir / "output.log", "wb") as log:
+            try:
+                process = subprocess.Popen(command, cwd=job_dir, stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=subprocess.STDOUT, pass_fds=(ready_write,),
+                                           env=sandbox_environment(os.environ, job_dir, device, cache),
+                                           start_new_session=True)
+            finally:
+                os.close(ready_write)
+            try:
+                return _supervise(process, ready_read, job_dir, timeout_s, startup_timeout_s,
+                                  "network namespace" if isolation else "audit hook")
+            finally:
+                os.close(ready_read)
+                if process.poll() is None:
+                    _kill_group(process)
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def _supervise(process: subprocess.Popen, ready_fd: int, job_dir: Path, timeout_s: float,
+               startup_timeout_s: float, isolation: str) -> SandboxResult:
+    readable, _, _ = select.select([ready_fd], [], [], startup_timeout_s)
+    if not readable or os.read(ready_fd, 16) != b"ready\n":
+        _kill_group(process)
+        why = "did not start in time" if not readable else f"exited with status {process.wait()} before starting"
+        raise SandboxError(f"the sandboxed process {why}: {_tail(job_dir)}", code="sandbox_start")
+    started = time.monotonic()
+    try:
+        returncode = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return SandboxResult(Outcome.TIMEOUT, error=f"no result after {timeout_s:g} s", stderr_tail=_tail(job_dir),
+                             duration_s=time.monotonic() - started, network_isolation=isolation)
+    duration = time.monotonic() - started
+    status = _read_status(job_dir / "status.json")
+    if status is None:
+        if returncode < 0:
+            why = f"killed by {signal.Signals(-returncode).name}"
+        else:
+            why = f"exited with status {returncode}"
+        return SandboxResult(Outcome.RUNTIME_ERROR, error=f"the process {why} without a result",
+                             stderr_tail=_tail(job_dir), duration_s=duration, network_isolation=isolation)
+    outcome, error = status
+    outputs: tuple[Any, ...] = ()
+    if outcome is Outcome.OK:
+        try:
+            outputs = _load_outputs(job_dir / "outputs.pt")
+        except (OSError, RuntimeError, ValueError, TypeError, EOFError) as exc:
+            outcome, error = Outcome.RUNTIME_ERROR, f"unreadable outputs: {type(exc).__name__}: {exc}"
+    return SandboxResult(outcome, outputs, error, _tail(job_dir), duration, isolation)
+
+
+def _read_status(path: Path) -> tuple[Outcome, str] | None:
+    """The child's verdict, trusting nothing in it but a known outcome and a string."""
+    try:
+        data = json.loads(path.read_text())
+        outcome = Outcome(data["outcome"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if outcome not in _CHILD_OUTCOMES:
+        return None
+    return outcome, str(data.get("error", ""))[:STDERR_TAIL_CHARS]
+
+
+def _load_outputs(path: Path) -> tuple[Any, ...]:
+    import torch
+
+    outputs = torch.load(path, weights_only=True, map_location="cpu")
+    if not isinstance(outputs, list) or not all(isinstance(t, torch.Tensor) for t in outputs):
+        raise TypeError("outputs are not a list of tensors")
+    return tuple(outputs)
+
+
+def _tail(job_dir: Path) -> str:
+    try:
+        with open(job_dir / "output.log", "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - STDERR_TAIL_CHARS))
+            return log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+_CHILD_OUTCOMES = (Outcome.OK, Outcome.RUNTIME_ERROR, Outcome.COMPILE_ERROR, Outcome.SYNTAX_ERROR, Outcome.NO_KERNEL)
+
+
+# ---------------------------------------------------------------------------------------------
+# The child side
+
+
+def patch_triton_interpreter_index() -> None:
+    """Make Triton 3.6's interpreter run loops whose bounds are kernel arguments with NumPy >= 2.4.
+
+    The interpreter turns a scalar (a one-element array) into a Python int with ``int()``,
+    which NumPy 2.4 refuses for arrays of rank 1 (triton-lang/triton#9171), so
+    ``range(0, N, BLOCK)`` fails. The interpreter installs its tensor methods on each launch;
+    this adds the fixed ``__index__`` after them (and is undone with them).
+    """
+    from triton.runtime import interpreter
+
+    if getattr(interpreter._patch_lang_tensor, "kernelgen_index_fix", False):
+        return
+    install = interpreter._patch_lang_tensor
+
+    def install_with_index(tensor, scope) -> None:
+        install(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    install_with_index.kernelgen_index_fix = True
+    interpreter._patch_lang_tensor = install_with_index
+
+
+def load_module(path: Path, name: str = "answer"):
+    """Import a Python file as a module (Triton reads a kernel's source from its file)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def returned_tensors(result: Any) -> list[Any]:
+    """An entry point's result as a list of tensors (one tensor, or a tuple or list of them)."""
+    import torch
+
+    values = list(result) if isinstance(result, (tuple, list)) else [result]
+    if not values or not all(isinstance(v, torch.Tensor) for v in values):
+        kinds = ", ".join(type(v).__name__ for v in values) or "nothing"
+        raise TypeError(f"the entry point must return a tensor or a tuple of tensors, returned {kinds}")
+    return values
+
+
+def classify(exc: BaseException) -> Outcome:
+    """The outcome of an exception raised while running an answer."""
+    if isinstance(exc, SyntaxError):
+        return Outcome.SYNTAX_ERROR
+    try:
+        from triton.compiler.errors import CompilationError
+    except ImportError:
+        return Outcome.RUNTIME_ERROR
+    cause = exc
+    while cause is not None:
+        if isinstance(cause, CompilationError):
+            return Outcome.COMPILE_ERROR
+        cause = cause.__cause__
+    # In the interpreter, Triton's frontend raises the errors a compile would have: the
+    # innermost frame is then inside triton/language.
+    innermost = exc.__cause__ or exc
+    frames = []
+    tb = innermost.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    language = os.sep + os.path.join("triton", "language") + os.sep
+    if frames and language in frames[-1]:
+        return Outcome.COMPILE_ERROR
+    return Outcome.RUNTIME_ERROR
+
+
+class _Guard:
+    """The audit hook: refuses network access, process creation and writes outside
+    ``write_roots``. It cannot be removed once installed."""
+
+    _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    _PATH_EVENTS = {  # event -> indices of its path arguments
+        "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.link": (0, 1),
+        "os.symlink": (1,), "os.truncate": (0,), "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,),
+        "os.chflags": (0,), "os.setxattr": (0,), "os.removexattr": (0,), "shutil.copyfile": (1,),
+        "shutil.copytree": (1,), "shutil.move": (1,), "shutil.rmtree": (0,), "shutil.chown": (0,),
+        "shutil.unpack_archive": (1,), "shutil.copymode": (1,), "shutil.copystat": (1,),
+    }
+    _DENIED = {"os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill",
+               "os.killpg", "signal.pthread_kill", "socket.connect", "socket.bind", "socket.sendto",
+               "socket.sendmsg", "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr",
+               "socket.getnameinfo", "socket.sethostname", "pty.spawn"}
+
+    def __init__(self, write_roots: Sequence[str], compiler_tools: bool) -> None:
+        self.write_roots = [os.path.realpath(r) for r in write_roots]
+        self.compiler_tools = compiler_tools
+        self.busy = False
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.busy:
+            return
+        if event == "open":
+            self.check_open(args)
+        elif event in self._PATH_EVENTS:
+            for i in self._PATH_EVENTS[event]:
+                if i < len(args):
+                    self.check_write(args[i], event)
+        elif event == "subprocess.Popen":
+            self.check_process(args)
+        elif event == "socket.__new__":
+            import socket
+
+            if len(args) > 1 and args[1] not in (socket.AF_UNIX, -1):
+                raise PermissionError("the sandbox has no network")
+        elif event in self._DENIED:
+            raise PermissionError(f"the sandbox does not allow {event}")
+
+    def check_open(self, args: tuple[Any, ...]) -> None:
+        path, mode, flags = (tuple(args) + (None, None, 0))[:3]
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
+                  (isinstance(flags, int) and flags & self._WRITE_FLAGS)
+        if writing:
+            self.check_write(path, "writing")
+
+    def check_write(self, path: Any, what: str) -> None:
+        if isinstance(path, int) or path is None:
+            return
+        self.busy = True
+        try:
+            resolved = os.path.realpath(os.fsdecode(os.fspath(path)))
+        finally:
+            self.busy = False
+        if not any(resolved == root or resolved.startswith(root + os.sep) for root in self.write_roots):
+            raise PermissionError(f"the sandbox does not allow {what} {resolved!r} (outside its directory)")
+
+    def check_process(self, args: tuple[Any, ...]) -> None:
+        executable, argv = (tuple(args) + (None, None))[:2]
+        program = executable or (argv[0] if isinstance(argv, (list, tuple)) and argv else argv)
+        name = os.path.basename(os.fsdecode(program)) if isinstance(program, (str, bytes, os.PathLike)) else ""
+        if not (self.compiler_tools and name in COMPILER_TOOLS):
+            raise PermissionError(f"the sandbox does not allow starting {name or 'a process'}")
+
+
+def install_guard(write_roots: Sequence[str], compiler_tools: bool) -> None:
+    """Install the audit hook in this process, for good: no network, no processes (but
+    Triton's compilers if ``compiler_tools``), no writes outside ``write_roots``."""
+    sys.addaudithook(_Guard(write_roots, compiler_tools))
+
+
+def _apply_limits(job: Mapping[str, Any]) -> None:
+    import resource
+
+    limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, job["file_size_limit_bytes"]),
+              (resource.RLIMIT_CPU, job["cpu_seconds"])]
+    if job["memory_limit_bytes"] is not None:
+        kind = resource.RLIMIT_AS if job["device"] == "interpreter" else resource.RLIMIT_DATA
+        limits.append((kind, job["memory_limit_bytes"]))
+    for kind, value in limits:
+        _, hard = resource.getrlimit(kind)
+        resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+
+
+def _child_main(job_dir: Path) -> int:
+    job = json.loads((job_dir / "job.json").read_text())
+    _apply_limits(job)
+    import torch
+    import triton  # imported before the guard: its import is trusted
+
+    cuda = job["device"] == "cuda"
+    if cuda:
+        # Start CUDA and Triton's driver (which builds its helpers) before the guard.
+        torch.cuda.init()
+        triton.runtime.driver.active.get_current_device()
+    else:
+        patch_triton_interpreter_index()
+    inputs = torch.load(job_dir / "inputs.pt", weights_only=True)
+    if cuda:
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
+    install_guard(job["write_roots"], job["compiler_tools"])
+    os.write(job["ready_fd"], b"ready\n")
+    os.close(job["ready_fd"])
+
+    status = job_dir / "status.json"
+    try:
+        module = load_module(job_dir / "answer.py")
+        entry = getattr(module, job["entry"], None)
+        if not callable(entry):
+            status.write_text(json.dumps({"outcome": Outcome.NO_KERNEL.value,
+                                          "error": f"the answer defines no function {job['entry']!r}"}))
+            return 0
+        outputs = returned_tensors(entry(*inputs))
+        if cuda:
+            torch.cuda.synchronize()
+        torch.save([t.detach().cpu() for t in outputs], job_dir / "outputs.pt")
+        status.write_text(json.dumps({"outcome": Outcome.OK.value}))
+    except BaseException as exc:  # the answer's failure, whatever it is, is its outcome
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        shown = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ else exc
+        message = " ".join(f"{type(shown).__name__}: {shown}".splitlines())[:2000]
+        status.write_text(json.dumps({"outcome": classify(exc).value, "error": message}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(Path(sys.argv[1])))

@@ -1,0 +1,746 @@
+"""The emitted Triton Python means what the reference interpreter says the AST means.
+
+Each kernel (the examples, every task's golden AST, kernels written here for loops with
+carries, reductions with NaN and ties, dot, casts, integer division, literals, shapes, names
+that collide with Python, and random kernels from :mod:`kernelgen.ast_strategies`) is emitted,
+run in Triton's own interpreter (``TRITON_INTERPRET=1``, in one long-lived subprocess: the
+variable must be set before Triton is imported) and compared with :func:`kernelgen.interpret`
+on the same inputs; and it is compiled for sm_90 by Triton's real frontend, also with every
+integer parameter specialized to the constant 1 as Triton does at launch when it equals 1.
+
+Triton's interpreter computes bf16 arithmetic on raw bits (NumPy has no bf16): kernels that
+compute in bf16 are compiled, not interpreted, here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, check, child
+from kernelgen.cli import main as cli_main
+from kernelgen.emit import emit_triton, kernel_function_name, wrapper_name
+from kernelgen.errors import SemanticError
+from kernelgen.inputs import random_inputs
+from kernelgen.interpret import interpret
+from kernelgen.parse import kernel_from_obj, parse_kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Triton's interpreter in a subprocess
+
+
+def serve_interpreter_jobs() -> None:
+    """The worker (run with TRITON_INTERPRET=1): for each job directory named on stdin, import
+    its module, call the entry point on its inputs and save the outputs (or the traceback)."""
+    from kernelgen.sandbox import load_module, patch_triton_interpreter_index, returned_tensors
+
+    patch_triton_interpreter_index()
+    for line in sys.stdin:
+        job = Path(line.strip())
+        spec = json.loads((job / "job.json").read_text())
+        try:
+            module = load_module(job / "module.py", spec["module"])
+            args = torch.load(job / "inputs.pt", weights_only=True)
+            torch.save(returned_tensors(getattr(module, spec["entry"])(*args)), job / "outputs.pt")
+        except Exception:
+            (job / "error.txt").write_text(traceback.format_exc())
+        print("done", flush=True)
+
+
+class TritonInterpreter:
+    """Runs emitted modules in Triton's interpreter, one job at a time, in one subprocess."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.jobs = 0
+        env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+                   OMP_NUM_THREADS="1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "import test_emit; test_emit.serve_interpreter_jobs()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=directory)
+
+    def run(self, source: str, entry: str, args: list[Any], timeout_s: float = 300.0) -> list[torch.Tensor]:
+        self.jobs += 1
+        job = self.directory / f"job{self.jobs}"
+        job.mkdir()
+        (job / "module.py").write_text(source)
+        (job / "job.json").write_text(json.dumps({"module": f"emitted_{self.jobs}", "entry": entry}))
+        torch.save(args, job / "inputs.pt")
+        self.process.stdin.write(f"{job}\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        if not ready or self.process.stdout.readline() != "done\n":
+            self.close()
+            pytest.fail(f"Triton's interpreter gave no answer for {entry} (exit status {self.process.poll()})")
+        if (job / "error.txt").exists():
+            pytest.fail(f"the emitted module failed in Triton's interpreter:\n{(job / 'error.txt').read_text()}\n"
+                        f"{source}")
+        return torch.load(job / "outputs.pt", weights_only=True)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def triton_interpreter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonInterpreter]:
+    interpreter = TritonInterpreter(tmp_path_factory.mktemp("triton_interpreter"))
+    yield interpreter
+    interpreter.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing and compiling
+
+
+def computes_in_bf16(checked: CheckedKernel) -> bool:
+    """Whether the kernel makes or computes bf16 values in a way Triton's interpreter gets
+    wrong: it is right only for loads (without ``other``), stores, casts between bf16 and f32
+    and operations that move bits (reshapes); NumPy has no bf16."""
+    def walk(node: Any, path: str) -> Iterator[tuple[Any, str]]:
+        yield node, path
+        if isinstance(node, L.Node):
+            for field in type(node).model_fields:
+                yield from walk(getattr(node, field), child(path, field))
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                yield from walk(item, child(path, i))
+
+    types = checked.types
+    moves_bits = (L.ExpandDims, L.Reshape, L.Trans)
+    for node, path in walk(checked.kernel.body, "/body"):
+        if not isinstance(node, L.Node) or path not in types or types[path].pointer:
+            continue
+        if isinstance(node, L.Cast):
+            pair = {types[child(path, "x")].dtype, node.dtype}
+            if "bf16" in pair and pair not in ({"bf16", "f32"}, {"bf16"}):
+                return True
+        elif isinstance(node, L.Load):
+            if types[path].dtype == "bf16" and node.other is not None:
+                return True
+        elif isinstance(node, L.Unary) and node.op in ("floor", "ceil"):
+            continue  # emitted through f32
+        elif types[path].dtype == "bf16" and not isinstance(node, moves_bits):
+            return True
+        elif any(isinstance(getattr(node, f, None), (str, L.Node)) and types.get(child(path, f)) is not None
+                 and not types[child(path, f)].pointer and types[child(path, f)].dtype == "bf16"
+                 for f in ("x", "lhs", "rhs", "y", "z", "lo", "hi", "acc")) and not isinstance(node, moves_bits):
+            return True
+    return False
+
+
+def assert_outputs_match(checked: CheckedKernel, expected: dict[str, torch.Tensor], actual: list[torch.Tensor],
+                         tolerance: dict[str, tuple[float, float]] | None = None) -> None:
+    assert len(actual) == len(expected)
+    for (name, want), got in zip(expected.items(), actual):
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        dtype = next(o.dtype for o in checked.kernel.outputs if o.name == name)
+        rtol, atol = (tolerance or {}).get(name, TOLERANCE.get(dtype, (0.0, 0.0)))
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{name}: {m}")
+
+
+def check_in_triton_interpreter(interpreter: TritonInterpreter, checked: CheckedKernel, args: dict[str, Any],
+                                tolerance: dict[str, tuple[float, float]] | None = None) -> None:
+    expected = interpret(checked, args)
+    actual = interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    assert_outputs_match(checked, expected, actual, tolerance)
+
+
+SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "i32": "i32", "i64": "i64", "bool": "i1"}
+
+
+def compile_for_sm90(checked: CheckedKernel, directory: Path, integers_as_one: bool = False) -> str:
+    """Compile the emitted kernel with Triton's frontend and backend for sm_90 (no GPU needed);
+    return the PTX. ``integers_as_one`` passes every integer parameter as the constant 1."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernelgen.sandbox import load_module
+
+    path = directory / f"{checked.kernel.name}_{'ones' if integers_as_one else 'typed'}.py"
+    path.write_text(emit_triton(checked))
+    module = load_module(path, f"compiled_{path.stem}_{id(checked)}")
+    function = getattr(module, kernel_function_name(checked.kernel))
+    signature: dict[str, str] = {}
+    constants: dict[str, Any] = {}
+    for name, binding in zip(function.arg_names, checked.params):
+        if binding.tensor is not None:
+            signature[name] = "*" + SIGNATURE_TYPES[binding.type.dtype]
+        elif integers_as_one and binding.type.dtype in ("i32", "i64"):
+            signature[name], constants[name] = "constexpr", 1
+        else:
+            signature[name] = SIGNATURE_TYPES[binding.type.dtype]
+    for name, value in zip(function.arg_names[len(checked.params):], checked.meta.values()):
+        signature[name], constants[name] = "constexpr", value
+    compiled = triton.compile(ASTSource(function, signature, constants), target=GPUTarget("cuda", 90, 32))
+    return compiled.asm["ptx"]
+
+
+needs_real_triton = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
+                                       reason="compiling needs Triton's compiler, not its interpreter")
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels written for these tests
+
+
+def o(kind: str, /, **fields: Any) -> dict[str, Any]:
+    return {"op": kind, **fields}
+
+
+def let(name: str, value: Any) -> dict[str, Any]:
+    return o("let", name=name, value=value)
+
+
+def f32(name: str, shape: list[Any]) -> dict[str, Any]:
+    return {"name": name, "dtype": "f32", "shape": shape}
+
+
+def lanes(block: str) -> dict[str, Any]:
+    return o("add", lhs=o("mul", lhs=o("program_id"), rhs=block), rhs=o("arange", size=block))
+
+
+VADD = {"name": "vadd", "inputs": [f32("x", ["N"]), f32("y", ["N"])], "outputs": [f32("out", ["N"])],
+        "params": [{"name": "x"}, {"name": "y"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "BLOCK", "value": 1024}], "grid": [o("cdiv", lhs="N", rhs="BLOCK")],
+        "body": [let("offs", lanes("BLOCK")), let("mask", o("lt", lhs="offs", rhs="N")),
+                 o("store", ptr=o("add", lhs="out", rhs="offs"), mask="mask",
+                   value=o("add", lhs=o("load", ptr=o("add", lhs="x", rhs="offs"), mask="mask"),
+                           rhs=o("load", ptr=o("add", lhs="y", rhs="offs"), mask="mask")))]}
+
+# One program per row: a loop over column chunks with five carries (two of which read each
+# other, so they must update together), a loop that runs zero times and nested loops whose
+# inner bounds depend on the outer variable.
+CARRIES = {
+    "name": "carries", "inputs": [f32("x", ["M", "N"])], "outputs": [f32("out", ["M", 4])],
+    "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}], "meta": [{"name": "BLOCK", "value": 16}],
+    "grid": ["M"],
+    "body": [
+        let("row", o("program_id")),
+        let("x_row", o("add", lhs="x", rhs=o("mul", lhs="row", rhs="N"))),
+        let("lanes", o("arange", size="BLOCK")),
+        o("for", var="c", stop="N", step="BLOCK", carry=[
+            {"name": "total", "init": 0.0, "next": "new_total"},
+            {"name": "count", "init": 0, "next": o("add", lhs="count", rhs=1)},
+            {"name": "best", "init": o("full", shape=["BLOCK"], value="-inf", dtype="f32"),
+             "next": o("maximum", lhs="best", rhs="chunk")},
+            {"name": "a", "init": 1.0, "next": "b"},
+            {"name": "b", "init": 1.0, "next": o("add", lhs="a", rhs="b")},
+        ], body=[
+            let("cols", o("add", lhs="c", rhs="lanes")),
+            let("in_row", o("lt", lhs="cols", rhs="N")),
+            let("chunk", o("load", ptr=o("add", lhs="x_row", rhs="cols"), mask="in_row", other="-inf")),
+            let("new_total", o("add", lhs="total", rhs=o("sum", x=o("where", cond="in_row", x="chunk", y=0.0),
+                                                            axis=0))),
+        ]),
+        o("for", var="k", start=3, stop=1, carry=[{"name": "untouched", "init": 7.5,
+                                                   "next": o("add", lhs="untouched", rhs=1.0)}], body=[]),
+        o("for", var="i", stop=3, carry=[{"name": "acc", "init": 0, "next": "acc2"}], body=[
+            o("for", var="j", start="i", stop=5, step=2,
+              carry=[{"name": "inner", "init": 0, "next": o("add", lhs="inner", rhs=o("mul", lhs="i", rhs="j"))}],
+              body=[]),
+            let("acc2", o("add", lhs="acc", rhs="inner")),
+        ]),
+        let("out_row", o("add", lhs="out", rhs=o("mul", lhs="row", rhs=4))),
+        o("store", ptr="out_row", value="total"),
+        o("store", ptr=o("add", lhs="out_row", rhs=1),
+          value=o("add", lhs=o("cast", x="count", dtype="f32"), rhs=o("cast", x="acc", dtype="f32"))),
+        o("store", ptr=o("add", lhs="out_row", rhs=2), value=o("max", x="best", axis=0)),
+        o("store", ptr=o("add", lhs="out_row", rhs=3), value=o("add", lhs="b", rhs="untouched")),
+    ]}
+
+# Rows of a [M, 16] tile with NaN and ties: float sum/max/min (NaN propagates), argmax/argmin
+# (the first index, NaN counting as the extreme), integer reductions and keepdims.
+_TILE_ROWS = o("add", lhs=o("mul", lhs=o("program_id"), rhs=4), rhs=o("arange", size=4))
+REDUCTIONS = {
+    "name": "reductions", "inputs": [f32("x", ["M", 16])],
+    "outputs": [f32("s", ["M"]), f32("mx", ["M"]), f32("mn", ["M"]),
+                {"name": "am", "dtype": "i32", "shape": ["M"]}, {"name": "an", "dtype": "i32", "shape": ["M"]},
+                {"name": "ai", "dtype": "i32", "shape": ["M"]}, {"name": "imx", "dtype": "i64", "shape": ["M"]},
+                {"name": "cols", "dtype": "i32", "shape": [o("cdiv", lhs="M", rhs=4), 16]},
+                f32("colmax", [o("cdiv", lhs="M", rhs=4), 16])],
+    "params": [{"name": p} for p in ("x", "s", "mx", "mn", "am", "an", "ai", "imx", "cols", "colmax", "M")],
+    "grid": [o("cdiv", lhs="M", rhs=4)],
+    "body": [
+        let("rows", _TILE_ROWS),
+        let("row_ok", o("lt", lhs="rows", rhs="M")),
+        let("r2", o("expand_dims", x="rows", axis=1)),
+        let("c2", o("expand_dims", x=o("arange", size=16), axis=0)),
+        let("ok2", o("expand_dims", x="row_ok", axis=1)),
+        let("raw", o("load", ptr=o("add", lhs="x", rhs=o("add", lhs=o("mul", lhs="r2", rhs=16), rhs="c2")),
+                     mask="ok2")),
+        let("v", o("where", cond=o("gt", lhs="raw", rhs=1.5), x="nan", y=o("floor", x=o("mul", lhs="raw", rhs=2.0)))),
+        let("iv", o("cast", x=o("floor", x=o("mul", lhs="raw", rhs=3.0)), dtype="i32")),
+        o("store", ptr=o("add", lhs="s", rhs="rows"), value=o("sum", x="v", axis=1), mask="row_ok"),
+        o("store", ptr=o("add", lhs="mx", rhs="rows"), value=o("max", x="v", axis=1), mask="row_ok"),
+        o("store", ptr=o("add", lhs="mn", rhs="rows"), value=o("min", x="v", axis=1), mask="row_ok"),
+        o("store", ptr=o("add", lhs="am", rhs="rows"), value=o("argmax", x="v", axis=1), mask="row_ok"),
+        o("store", ptr=o("add", lhs="an", rhs="rows"), value=o("argmin", x="v", axis=1), mask="row_ok"),
+        o("store", ptr=o("add", lhs="ai", rhs="rows"), value=o("argmax", x="iv", axis=1), mask="row_ok"),
+        o("store", ptr=o("add", lhs="imx", rhs="rows"),
+          value=o("max", x=o("cast", x="iv", dtype="i64"), axis=1), mask="row_ok"),
+        let("tile_row", o("add", lhs="cols", rhs=o("mul", lhs=o("program_id"), rhs=16))),
+        o("store", ptr=o("add", lhs="tile_row", rhs="c2"),
+          value=o("argmin", x=o("where", cond="ok2", x="v", y="inf"), axis=0, keepdims=True)),
+        o("store", ptr=o("add", lhs=o("add", lhs="colmax", rhs=o("mul", lhs=o("program_id"), rhs=16)), rhs="c2"),
+          value=o("max", x="raw", axis=0, keepdims=True)),
+    ]}
+
+
+def _dot_kernel(name: str, dtype: str, precision: str = "ieee") -> dict[str, Any]:
+    """Tiled [M, K] x [K, N] over 16x16 tiles: a K loop carrying an f32 accumulator, an f16
+    (or f32) single-chunk dot without acc, and the product written in the operands' dtype."""
+    rows = o("add", lhs=o("mul", lhs=o("program_id", axis=0), rhs=16), rhs=o("arange", size=16))
+    cols = o("add", lhs=o("mul", lhs=o("program_id", axis=1), rhs=16), rhs=o("arange", size=16))
+    out_mask = o("and", lhs=o("lt", lhs="r", rhs="M"), rhs=o("lt", lhs="col", rhs="N"))
+    tile_a = o("load", ptr=o("add", lhs="a", rhs=o("add", lhs=o("mul", lhs="r", rhs="K"), rhs="kr")),
+               mask=o("and", lhs=o("lt", lhs="r", rhs="M"), rhs=o("lt", lhs="kr", rhs="K")))
+    tile_b = o("load", ptr=o("add", lhs="b", rhs=o("add", lhs=o("mul", lhs="kc", rhs="N"), rhs="col")),
+               mask=o("and", lhs=o("lt", lhs="kc", rhs="K"), rhs=o("lt", lhs="col", rhs="N")))
+    single = "f16" if dtype == "f16" else "f32"
+    return {
+        "name": name, "inputs": [{"name": "a", "dtype": dtype, "shape": ["M", "K"]},
+                                 {"name": "b", "dtype": dtype, "shape": ["K", "N"]}],
+        "outputs": [f32("c", ["M", "N"]), {"name": "first", "dtype": single, "shape": ["M", "N"]}],
+        "params": [{"name": p} for p in ("a", "b", "c", "first", "M", "N", "K")],
+        "grid": [o("cdiv", lhs="M", rhs=16), o("cdiv", lhs="N", rhs=16)],
+        "body": [
+            let("r", o("expand_dims", x=rows, axis=1)), let("col", o("expand_dims", x=cols, axis=0)),
+            let("ks", o("arange", size=16)),
+            o("for", var="k0", stop="K", step=16,
+              carry=[{"name": "acc", "init": o("full", shape=[16, 16], value=0.0, dtype="f32"), "next": "acc2"}],
+              body=[let("kr", o("expand_dims", x=o("add", lhs="k0", rhs="ks"), axis=0)),
+                    let("kc", o("expand_dims", x=o("add", lhs="k0", rhs="ks"), axis=1)),
+                    let("acc2", o("dot", lhs=tile_a, rhs=tile_b, acc="acc", precision=precision))]),
+            let("kr", o("expand_dims", x="ks", axis=0)), let("kc", o("expand_dims", x="ks", axis=1)),
+            o("store", ptr=o("add", lhs="c", rhs=o("add", lhs=o("mul", lhs="r", rhs="N"), rhs="col")),
+              value="acc", mask=out_mask),
+            o("store", ptr=o("add", lhs="first", rhs=o("add", lhs=o("mul", lhs="r", rhs="N"), rhs="col")),
+              value=o("dot", lhs=tile_a, rhs=tile_b, dtype=single, precision=precision), mask=out_mask),
+        ]}
+
+
+# Elementwise over every operation whose Triton spelling differs from its meaning: NaN in
+# maximum, pow and the f64 helpers, IEEE division, integer division and remainder of negative
+# numbers, operations on literals alone, casts (toward zero, to bool, through f16) and scalar
+# arguments of each kind.
+_X = o("load", ptr=o("add", lhs="x", rhs="offs"), mask="mask")
+_Y = o("load", ptr=o("add", lhs="y", rhs="offs"), mask="mask")
+_ELEMENTWISE_OUTPUTS = {
+    "o_where": ("f32", o("where", cond=o("and", lhs=o("ne", lhs="flag", rhs=0), rhs=o("gt", lhs="xv", rhs="yv")),
+                         x="xv", y="alpha")),
+    "o_clamp": ("f32", o("clamp", x="xv", lo=o("neg", x="alpha"), hi="alpha")),
+    "o_fma": ("f32", o("fma", x="xv", y="yv", z="alpha")),
+    "o_max": ("f32", o("maximum", lhs="xnan", rhs="yv")),
+    "o_min": ("f32", o("minimum", lhs="yv", rhs="xnan")),
+    "o_clamp_nan": ("f32", o("clamp", x="xnan", lo=-0.5, hi=0.5)),
+    "o_math": ("f32", o("add", lhs=o("tanh", x="xv"), rhs=o("add", lhs=o("log1p", x=o("abs", x="xv")),
+                                                               rhs=o("add", lhs=o("erf", x="xv"),
+                                                                     rhs=o("sigmoid", x="xv"))))),
+    "o_math2": ("f32", o("add", lhs=o("sqrt", x=o("abs", x="xv")),
+                         rhs=o("add", lhs=o("rsqrt", x=o("add", lhs=o("abs", x="xv"), rhs=0.5)),
+                               rhs=o("add", lhs=o("exp2", x="xv"),
+                                     rhs=o("add", lhs=o("log2", x=o("add", lhs=o("abs", x="xv"), rhs=0.5)),
+                                           rhs=o("add", lhs=o("sin", x="xv"), rhs=o("cos", x="xv"))))))),
+    "o_exp_log": ("f32", o("add", lhs=o("exp", x="xv"), rhs=o("log", x="xv"))),
+    "o_log1p_small": ("f32", o("log1p", x=o("mul", lhs="xv", rhs=1e-9))),
+    "o_tanh_big": ("f32", o("tanh", x=o("mul", lhs="xv", rhs=30.0))),
+    "o_pow": ("f32", o("pow", lhs="xv", rhs="yv")),
+    "o_pow_int": ("f32", o("pow", lhs="xv", rhs=o("floor", x=o("mul", lhs="yv", rhs=2.0)))),
+    "o_pow_special": ("f32", o("pow", lhs=o("where", cond=o("gt", lhs="xv", rhs=0.0), x=-1.0, y=0.0),
+                               rhs=o("where", cond=o("gt", lhs="yv", rhs=0.0), x="inf", y=-3.0))),
+    "o_div": ("f32", o("div", lhs="xv", rhs="yv")),
+    "o_rem": ("f32", o("rem", lhs=o("mul", lhs="xv", rhs=10.0), rhs="yv")),
+    "o_idiv": ("i32", o("idiv", lhs="xi", rhs=-3)),
+    "o_irem": ("i32", o("rem", lhs="xi", rhs=-7)),
+    "o_irem2": ("i32", o("rem", lhs="xi", rhs=o("add", lhs=o("abs", x=o("idiv", lhs="xi", rhs=5)), rhs=1))),
+    "o_cdiv": ("i32", o("cdiv", lhs=o("abs", x="xi"), rhs=4)),
+    "o_literals": ("i32", o("add", lhs="xi", rhs=o("add", lhs=o("idiv", lhs=-7, rhs=2),
+                                                    rhs=o("mul", lhs=o("rem", lhs=-7, rhs=2), rhs=10)))),
+    "o_literal_f": ("f32", o("add", lhs="xv", rhs=o("div", lhs=1.0, rhs=3.0))),
+    "o_bool": ("bool", o("xor", lhs=o("and", lhs=o("gt", lhs="xv", rhs="yv"), rhs=o("not", x=o("lt", lhs="xv", rhs=0.0))),
+                         rhs=o("ne", lhs="xnan", rhs="xnan"))),
+    "o_casts": ("f32", o("add", lhs=o("cast", x=o("cast", x="xnan", dtype="bool"), dtype="f32"),
+                         rhs=o("add", lhs=o("cast", x="xi", dtype="f32"),
+                               rhs=o("cast", x=o("cast", x="xv", dtype="f16"), dtype="f32")))),
+    "o_to_f16": ("f16", o("cast", x=o("mul", lhs="xv", rhs=1000.0), dtype="f16")),
+    "o_scalars": ("i32", o("add", lhs=o("mul", lhs="n", rhs=3), rhs=o("add", lhs=o("idiv", lhs="n", rhs=-2),
+                                                                        rhs=o("rem", lhs="n", rhs=-2)))),
+    "o_round": ("f32", o("add", lhs=o("floor", x="xv"), rhs=o("add", lhs=o("ceil", x="xv"),
+                                                                rhs=o("neg", x=o("abs", x="xv"))))),
+    "o_i64": ("i64", o("mul", lhs=o("cast", x="xi", dtype="i64"), rhs=3000000000)),
+}
+ELEMENTWISE = {
+    "name": "elementwise",
+    "inputs": [f32("x", ["N"]), f32("y", ["N"]), {"name": "alpha", "dtype": "f32"}, {"name": "n", "dtype": "i32"},
+               {"name": "flag", "dtype": "bool"}],
+    "outputs": [{"name": name, "dtype": dtype, "shape": ["N"]} for name, (dtype, _) in _ELEMENTWISE_OUTPUTS.items()],
+    "params": [{"name": "x"}, {"name": "y"}, *({"name": name} for name in _ELEMENTWISE_OUTPUTS),
+               {"name": "N"}, {"name": "alpha"}, {"name": "n"}, {"name": "flag"}],
+    "meta": [{"name": "BLOCK", "value": 16}], "grid": [o("cdiv", lhs="N", rhs="BLOCK")],
+    "body": [let("offs", lanes("BLOCK")), let("mask", o("lt", lhs="offs", rhs="N")),
+             let("xv", _X), let("yv", _Y),
+             let("xnan", o("where", cond=o("gt", lhs="xv", rhs=1.0), x="nan", y="xv")),
+             let("xi", o("cast", x=o("mul", lhs="xv", rhs=10.0), dtype="i32")),
+             *(o("store", ptr=o("add", lhs=name, rhs="offs"), value=value, mask="mask")
+               for name, (_, value) in _ELEMENTWISE_OUTPUTS.items())]}
+
+# f16: literals rounded to f16 (0.1, 1000.7), division and remainder (computed in f32 by
+# Triton), floor, maximum, an f16 max reduction and argmax.
+_H = o("load", ptr=o("add", lhs="x", rhs="offs"), mask="mask")
+_HALF_OUTPUTS = {
+    "h_div": ("f16", o("div", lhs="h", rhs=0.1)),
+    "h_rem": ("f16", o("rem", lhs="h", rhs=0.3)),
+    "h_floor": ("f16", o("add", lhs=o("floor", x="h"), rhs=o("ceil", x="h"))),
+    "h_max": ("f16", o("maximum", lhs="h", rhs=0.1)),
+    "h_add": ("f16", o("add", lhs="h", rhs=1000.7)),
+    "h_cmp": ("bool", o("lt", lhs="h", rhs=0.1)),
+}
+HALF = {
+    "name": "half", "inputs": [{"name": "x", "dtype": "f16", "shape": ["N"]}],
+    "outputs": [*({"name": name, "dtype": dtype, "shape": ["N"]} for name, (dtype, _) in _HALF_OUTPUTS.items()),
+                {"name": "block_max", "dtype": "f16", "shape": [o("cdiv", lhs="N", rhs="BLOCK")]},
+                {"name": "block_arg", "dtype": "i32", "shape": [o("cdiv", lhs="N", rhs="BLOCK")]},
+                f32("block_sum", [o("cdiv", lhs="N", rhs="BLOCK")])],
+    "params": [{"name": "x"}, *({"name": name} for name in _HALF_OUTPUTS), {"name": "block_max"},
+               {"name": "block_arg"}, {"name": "block_sum"}, {"name": "N"}],
+    "meta": [{"name": "BLOCK", "value": 16}], "grid": [o("cdiv", lhs="N", rhs="BLOCK")],
+    "body": [let("offs", lanes("BLOCK")), let("mask", o("lt", lhs="offs", rhs="N")),
+             let("h", o("load", ptr=o("add", lhs="x", rhs="offs"), mask="mask", other=-1.5)),
+             *(o("store", ptr=o("add", lhs=name, rhs="offs"), value=value, mask="mask")
+               for name, (_, value) in _HALF_OUTPUTS.items()),
+             o("store", ptr=o("add", lhs="block_max", rhs=o("program_id")), value=o("max", x="h", axis=0)),
+             o("store", ptr=o("add", lhs="block_arg", rhs=o("program_id")), value=o("argmax", x="h", axis=0)),
+             o("store", ptr=o("add", lhs="block_sum", rhs=o("program_id")),
+               value=o("sum", x=o("cast", x="h", dtype="f32"), axis=0))]}
+
+# A 2-D grid of [4, 8] tiles: an i64 stride param, params bound to host expressions,
+# num_programs, transposed, reshaped, broadcast (with new leading dims) and permuted blocks.
+SHAPES = {
+    "name": "shapes", "inputs": [f32("x", ["M", "N"])],
+    "outputs": [f32("same", ["M", "N"]), f32("twice_t", ["N", "M"]), f32("mixed", ["M", "N"])],
+    "params": [{"name": "x"}, {"name": "same"}, {"name": "twice_t"}, {"name": "mixed"}, {"name": "M"}, {"name": "N"},
+               {"name": "sx", "value": o("stride", of="x", dim=0), "dtype": "i64"},
+               {"name": "total", "value": o("numel", of="x")},
+               {"name": "col_tiles", "value": o("cdiv", lhs="N", rhs=8)}],
+    "grid": [o("cdiv", lhs="M", rhs=4), o("cdiv", lhs="N", rhs=8)],
+    "body": [
+        let("rows", o("add", lhs=o("mul", lhs=o("program_id", axis=0), rhs=4), rhs=o("arange", size=4))),
+        let("cols", o("add", lhs=o("mul", lhs=o("program_id", axis=1), rhs=8), rhs=o("arange", size=8))),
+        let("r2", o("expand_dims", x="rows", axis=1)), let("c2", o("expand_dims", x="cols", axis=0)),
+        let("m", o("and", lhs=o("lt", lhs="r2", rhs="M"), rhs=o("lt", lhs="c2", rhs="N"))),
+        let("tile", o("load", ptr=o("add", lhs="x", rhs=o("add", lhs=o("mul", lhs=o("cast", x="r2", dtype="i64"),
+                                                                          rhs="sx"), rhs=o("cast", x="c2", dtype="i64"))), mask="m")),
+        let("flat", o("reshape", x="tile", shape=[32])),
+        let("again", o("reshape", x="flat", shape=[4, 8])),
+        let("stacked", o("broadcast", x=o("expand_dims", x="again", axis=0), shape=[2, 4, 8])),
+        let("permuted", o("trans", x="stacked", dims=[2, 0, 1])),
+        let("twice", o("sum", x="permuted", axis=1)),
+        let("programs", o("cast", x=o("num_programs", axis=1), dtype="f32")),
+        let("wide", o("broadcast", x="rows", shape=[8, 4])),
+        o("store", ptr=o("add", lhs="same", rhs=o("add", lhs=o("mul", lhs="r2", rhs="N"), rhs="c2")),
+          value=o("add", lhs="tile", rhs=o("mul", lhs="programs", rhs=0.0)), mask="m"),
+        o("store", ptr=o("add", lhs="twice_t", rhs=o("add", lhs=o("mul", lhs=o("expand_dims", x="cols", axis=1), rhs="M"),
+                                                       rhs=o("expand_dims", x="rows", axis=0))),
+          value="twice", mask=o("trans", x="m")),
+        o("store", ptr=o("add", lhs="mixed", rhs=o("add", lhs=o("mul", lhs="r2", rhs="N"), rhs="c2")),
+          value=o("add", lhs=o("trans", x=o("cast", x="wide", dtype="f32")),
+                  rhs=o("cast", x=o("sub", lhs="total", rhs="col_tiles"), dtype="f32")), mask="m"),
+    ]}
+
+# Names that are Python keywords, builtins, or the modules and helpers of the emitted code.
+NAMES = {
+    "name": "lambda", "inputs": [f32("range", ["len"]), {"name": "tl", "dtype": "f32"}],
+    "outputs": [f32("float", ["len"])],
+    "params": [{"name": "def", "value": "range"}, {"name": "None", "value": "float"}, {"name": "len"},
+               {"name": "triton", "value": "tl"}],
+    "meta": [{"name": "max", "value": 16}], "grid": [o("cdiv", lhs="len", rhs="max")],
+    "body": [let("for", lanes("max")), let("in", o("lt", lhs="for", rhs="len")),
+             o("for", var="print", stop=2, carry=[{"name": "sum", "init": 0.0, "next": "torch"}],
+               body=[let("torch", o("add", lhs="sum", rhs=o("cast", x="print", dtype="f32")))]),
+             let("_pow", o("load", ptr=o("add", lhs="def", rhs="for"), mask="in")),
+             o("store", ptr=o("add", lhs="None", rhs="for"),
+               value=o("add", lhs=o("mul", lhs="_pow", rhs="triton"), rhs="sum"), mask="in")]}
+
+# bf16 arithmetic and dot: compiled, not interpreted (see the module docstring).
+BF16 = {
+    "name": "bf16_math", "inputs": [{"name": "x", "dtype": "bf16", "shape": ["N"]},
+                                    {"name": "y", "dtype": "bf16", "shape": ["N"]}],
+    "outputs": [{"name": "out", "dtype": "bf16", "shape": ["N"]}],
+    "params": [{"name": "x"}, {"name": "y"}, {"name": "out"}, {"name": "N"}],
+    "meta": [{"name": "BLOCK", "value": 64}], "grid": [o("cdiv", lhs="N", rhs="BLOCK")],
+    "body": [let("offs", lanes("BLOCK")), let("mask", o("lt", lhs="offs", rhs="N")),
+             let("a", o("load", ptr=o("add", lhs="x", rhs="offs"), mask="mask")),
+             let("b", o("load", ptr=o("add", lhs="y", rhs="offs"), mask="mask")),
+             o("store", ptr=o("add", lhs="out", rhs="offs"), mask="mask",
+               value=o("add", lhs=o("mul", lhs="a", rhs="b"),
+                       rhs=o("div", lhs=o("maximum", lhs="a", rhs=0.5), rhs=o("clamp", x="b", lo=1.0, hi=2.0))))]}
+
+# name -> (AST, sizes, per-output tolerance overrides)
+WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, float]]]] = {
+    "vadd": (VADD, {"N": 3000}, {}),
+    "carries": (CARRIES, {"M": 5, "N": 37}, {}),
+    "reductions": (REDUCTIONS, {"M": 10}, {}),
+    "dot_f16": (_dot_kernel("dot_f16", "f16"), {"M": 20, "N": 33, "K": 40}, {"first": (1e-2, 1e-2)}),
+    "dot_f32": (_dot_kernel("dot_f32", "f32"), {"M": 17, "N": 16, "K": 35}, {"c": (1e-5, 1e-5), "first": (1e-5, 1e-5)}),
+    # Triton's interpreter ignores tf32 (it multiplies in f32); the interpreter rounds operands.
+    "dot_tf32": (_dot_kernel("dot_tf32", "f32", "tf32"), {"M": 16, "N": 16, "K": 16},
+                 {"c": (2e-2, 2e-2), "first": (2e-2, 2e-2)}),
+    "elementwise": (ELEMENTWISE, {"N": 37}, {"o_fma": (1e-5, 1e-5)}),
+    "half": (HALF, {"N": 45}, {}),
+    "shapes": (SHAPES, {"M": 7, "N": 19}, {}),
+    "names": (NAMES, {"len": 40}, {}),
+}
+
+
+def written(name: str) -> CheckedKernel:
+    return check(kernel_from_obj(WRITTEN[name][0]))
+
+
+def task_cases() -> list[Any]:
+    """Every task, or one skipped case saying why the task files do not load (their own tests
+    report that)."""
+    from kernelgen.errors import KernelgenError
+    from kernelgen.tasks import load_tasks
+
+    try:
+        return [pytest.param(task, id=task.id) for task in load_tasks()]
+    except KernelgenError as exc:
+        return [pytest.param(None, id="tasks", marks=pytest.mark.skip(reason=f"the tasks do not load: {exc}"))]
+
+
+def task_sizes(task: Any) -> dict[str, int]:
+    """Small, odd sizes inside each task's range, smaller for the dims of higher-rank tensors
+    (Triton's interpreter is slow): about a thousand elements per tensor."""
+    rank = {name: max((len(spec.shape) for spec in task.signature.inputs + task.signature.outputs
+                       if spec.shape and name in spec.shape), default=1) for name in task.sizes}
+    small = {1: 37, 2: 19, 3: 9}
+    return {name: max(r.min, min(small.get(rank[name], 5), r.cpu_max or r.max)) for name, r in task.sizes.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The tests
+
+
+@pytest.mark.parametrize("name", sorted(set(WRITTEN) - {"names"}))
+def test_written_kernel_matches_interpreter(name: str, triton_interpreter: TritonInterpreter) -> None:
+    _, sizes, tolerance = WRITTEN[name]
+    checked = written(name)
+    check_in_triton_interpreter(triton_interpreter, checked, random_inputs(checked.kernel, sizes, seed=7), tolerance)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_matches_interpreter(path: Path, triton_interpreter: TritonInterpreter) -> None:
+    """With small blocks, so that loops run several times and tails are masked."""
+    small = {"BLOCK": 16, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}
+    kernel = parse_kernel(path.read_text())
+    checked = check(kernel, {m.name: small[m.name] for m in kernel.meta if m.name in small})
+    sizes = {"N": 45, "M": 6, "K": 40}
+    args = random_inputs(kernel, {s: sizes[s] for s in checked.sizes}, seed=3)
+    check_in_triton_interpreter(triton_interpreter, checked, args)
+
+
+def small_blocks(kernel: L.Kernel) -> CheckedKernel:
+    """The kernel with meta-parameters above 32 lowered to 32 where it still checks: Triton's
+    interpreter runs a reduction with a combine function element by element in Python."""
+    try:
+        return check(kernel, {m.name: min(m.value, 32) for m in kernel.meta})
+    except SemanticError:
+        return check(kernel)
+
+
+@pytest.mark.parametrize("task", task_cases())
+def test_task_golden_matches_interpreter(task: Any, triton_interpreter: TritonInterpreter) -> None:
+    checked = small_blocks(task.golden)
+    if computes_in_bf16(checked):
+        pytest.skip("computes in bf16, which Triton's interpreter cannot (compiled in test_task_golden_compiles)")
+    args = random_inputs(checked.kernel, task_sizes(task), task.scalars, seed=11)
+    check_in_triton_interpreter(triton_interpreter, checked, args)
+
+
+@needs_real_triton
+@pytest.mark.parametrize("name", sorted(WRITTEN) + ["bf16"])
+def test_written_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> None:
+    checked = check(kernel_from_obj(BF16)) if name == "bf16" else written(name)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path, integers_as_one=True)
+
+
+@needs_real_triton
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_compiles_for_sm90(path: Path, tmp_path: Path) -> None:
+    checked = check(parse_kernel(path.read_text()))
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path, integers_as_one=True)
+
+
+@needs_real_triton
+@pytest.mark.parametrize("task", task_cases())
+def test_task_golden_compiles_for_sm90(task: Any, tmp_path: Path) -> None:
+    assert ".visible .entry" in compile_for_sm90(check(task.golden), tmp_path)
+
+
+def test_names_that_collide_with_python_are_renamed(triton_interpreter: TritonInterpreter) -> None:
+    checked = written("names")
+    source = emit_triton(checked)
+    assert wrapper_name(checked.kernel) == "lambda_"
+    assert "def lambda_(range_, tl_):" in source
+    assert "def lambda_kernel(def_, None_, len_, triton_, max_: tl.constexpr):" in source
+    assert "import triton.language as tl" in source
+    check_in_triton_interpreter(triton_interpreter, checked, random_inputs(checked.kernel, {"len": 40}, seed=1))
+
+
+def test_semantic_differences_are_written_out() -> None:
+    """The places where Triton's defaults differ from the language, spelled out in the source."""
+    source = emit_triton(written("elementwise"))
+    assert "propagate_nan=tl.PropagateNan.ALL" in source
+    assert "tl.div_rn(" in source and "tl.sqrt_rn(" in source
+    assert "other=0.0" in source
+    assert "tl.full([], -7, tl.int32) // 2" in source  # -7 // 2 on Python ints would floor
+    half = emit_triton(written("half"))
+    assert "0.0999755859375" in half  # 0.1 rounded to f16 before Triton computes h / 0.1 in f32
+    assert ".to(tl.float16)" in half
+    dot = emit_triton(written("dot_f16"))
+    assert "out_dtype=tl.float16" in dot
+    assert 'input_precision="ieee"' in emit_triton(written("dot_f32"))
+    assert "tie_break_left=True" in emit_triton(written("reductions"))
+    layernorm = emit_triton(check(parse_kernel((ROOT / "examples" / "layernorm.json").read_text())))
+    assert "tl.cast(N, tl.float32)" in layernorm  # N may arrive as the constant 1
+    assert "sx = tl.cast(sx, tl.int64)" in emit_triton(written("shapes"))
+
+
+def test_carries_that_read_each_other_update_together() -> None:
+    source = emit_triton(written("carries"))
+    assert "        a, b = b, a + b\n" in source
+
+
+def test_emitted_source_is_python_that_passes_the_baseline_rules() -> None:
+    """The emitted vector add is a correct baseline answer by the baseline's own rules."""
+    from kernelgen.baseline import EntryPoint, check_answer
+
+    checked = written("vadd")
+    entry = EntryPoint("vadd", tuple(checked.kernel.inputs),
+                       tuple(L.Input(name=out.name, dtype=out.dtype, shape=["N"]) for out in checked.kernel.outputs))
+    verdict = check_answer(f"```python\n{emit_triton(checked)}```", entry)
+    assert verdict.ok, verdict.diagnostics
+
+
+def test_cli_emit_prints_the_module(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "vadd.json"
+    path.write_text(json.dumps(VADD))
+    assert cli_main(["emit", str(path), "--meta", "BLOCK=256"]) == 0
+    out = capsys.readouterr().out
+    assert out == emit_triton(check(kernel_from_obj(VADD), {"BLOCK": 256}))
+    assert "BLOCK = 256" in out
+
+
+def test_cli_emit_reports_a_bad_kernel(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = json.loads(json.dumps(VADD))
+    bad["body"][0]["value"]["rhs"]["size"] = 1000
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    assert cli_main(["emit", str(path)]) == 1
+    assert "not_power_of_two" in capsys.readouterr().err
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+_LITERAL_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "maximum", "minimum", "lt", "ge", "eq", "ne")
+
+
+@st.composite
+def literal_kernels(draw: st.DrawFn) -> tuple[CheckedKernel, dict[str, int]]:
+    """``out = op(x, literal)`` (or ``op(literal, x)``, or ``x + op(literal, literal)``) for a
+    random dtype, operation and literal: every weak-typing and rounding rule in one place."""
+    dtype = draw(st.sampled_from(("f32", "f16", "i32", "i64")))
+    name = draw(st.sampled_from(_LITERAL_OPS))
+    literal = draw(st.one_of(st.integers(-100, 100),
+                             st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False, width=32)))
+    form = draw(st.sampled_from(("x_op_lit", "lit_op_x", "lit_op_lit")))
+    x = o("load", ptr=o("add", lhs="x", rhs="offs"), mask="mask")
+    if form == "x_op_lit":
+        value = o(name, lhs=x, rhs=literal)
+    elif form == "lit_op_x":
+        value = o(name, lhs=literal, rhs=x)
+    else:
+        other = draw(st.integers(1, 9) | st.integers(-9, -1) | st.floats(0.25, 9.0, width=32))
+        value = o("add", lhs=x, rhs=o(name, lhs=literal, rhs=other))
+    body = [let("offs", lanes("BLOCK")), let("mask", o("lt", lhs="offs", rhs="N")), let("value", value)]
+    for out_dtype in ("f32", "f16", "i32", "i64", "bool"):
+        candidate = {"name": "literal", "inputs": [{"name": "x", "dtype": dtype, "shape": ["N"]}],
+                     "outputs": [{"name": "out", "dtype": out_dtype, "shape": ["N"]}],
+                     "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}],
+                     "meta": [{"name": "BLOCK", "value": 16}], "grid": [o("cdiv", lhs="N", rhs="BLOCK")],
+                     "body": [*body, o("store", ptr=o("add", lhs="out", rhs="offs"), value="value", mask="mask")]}
+        try:
+            return check(kernel_from_obj(candidate)), {"N": 20}
+        except SemanticError:
+            continue
+    assume(False)
+    raise AssertionError("unreachable")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.filter_too_much])
+@given(case=literal_kernels(), seed=st.integers(0, 3))
+def test_literals_mean_what_the_interpreter_says(case: tuple[CheckedKernel, dict[str, int]], seed: int,
+                                                 triton_interpreter: TritonInterpreter) -> None:
+    """Bit for bit: integer division never divides by zero here, every float operation of
+    these kernels is correctly rounded on both sides."""
+    checked, sizes = case
+    args = random_inputs(checked.kernel, sizes, seed=seed)
+    x = args["x"]
+    if not x.is_floating_point():
+        args["x"] = torch.where(x == 0, torch.ones_like(x), x)  # x is a divisor in lit_op_x
+    expected = interpret(checked, args)
+    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    torch.testing.assert_close(actual[0], expected["out"], rtol=0, atol=0, equal_nan=True)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_random_kernels_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
+    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    generated = data.draw(strategies.kernels())
+    checked = check(generated.kernel)
+    if computes_in_bf16(checked):
+        return  # compiled in test_random_kernels_compile_for_sm90
+    args = generated.arguments(seed=5)
+    expected = interpret(checked, args)
+    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    problems = generated.mismatches(expected, dict(zip(expected, actual)))
+    assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
+
+
+@needs_real_triton
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_random_kernels_compile_for_sm90(data: st.DataObject, tmp_path: Path) -> None:
+    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    checked = check(data.draw(strategies.kernels()).kernel)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
