@@ -1,0 +1,100 @@
+"""The benchmark's scores over a list of case results, defined once for every report.
+
+* **pass rate**: the fraction of cases whose outcome is ``ok``.
+* **pass@k**: the unbiased estimator of Chen et al. (2021) per task, averaged over tasks with at
+  least k samples.
+* **fast_p** (KernelBench): the fraction of *all* cases that are correct *and* faster than
+  ``p`` x PyTorch eager. Failures stay in the denominator, so a model cannot raise its fast_p
+  by failing the hard tasks. Undefined (None) when no case was timed (a run without a GPU).
+* **geometric-mean speedup** over PyTorch eager, over the correct timed cases (reported with
+  their count: a mean over 3 cases says less than one over 300).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from kernelgen.results import CaseResult
+
+FAST_P_THRESHOLDS = (0.0, 1.0, 1.5)
+TIER_ORDER = ("easy", "med", "hard", "tritonbench")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k estimator (Chen et al., 2021): 1 - C(n-c, k) / C(n, k)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
+
+
+def mean_pass_at_k(cases: Sequence[CaseResult], k: int) -> tuple[float, int] | None:
+    """pass@k averaged over the tasks that have at least k samples, and how many tasks those are."""
+    per_task: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
+    for case in cases:
+        per_task[(case.tier, case.task)].append(case)
+    scores = [pass_at_k(len(group), sum(c.ok for c in group), k) for group in per_task.values() if len(group) >= k]
+    if not scores:
+        return None
+    return sum(scores) / len(scores), len(scores)
+
+
+def max_samples(cases: Sequence[CaseResult]) -> int:
+    """The most samples any task has: the largest k pass@k can be reported for."""
+    counts = Counter((case.tier, case.task) for case in cases)
+    return max(counts.values(), default=0)
+
+
+def fast_p(cases: Sequence[CaseResult], p: float) -> float | None:
+    """The fraction of all ``cases`` that are correct and more than ``p`` times faster than
+    PyTorch eager; None when none of them was timed."""
+    if not cases or not any(case.timing is not None for case in cases):
+        return None
+    fast = sum(case.ok and case.timing is not None and case.timing.speedup > p for case in cases)
+    return fast / len(cases)
+
+
+def geomean_speedup(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
+    """The geometric-mean speedup over the correct timed cases, and their count."""
+    speedups = [case.timing.speedup for case in cases if case.ok and case.timing is not None]
+    if not speedups:
+        return None
+    return math.exp(sum(math.log(s) for s in speedups) / len(speedups)), len(speedups)
+
+
+@dataclass
+class Scores:
+    """Every score of one group of cases (a tier of a run, or a whole run)."""
+
+    cases: int
+    passed: int
+    pass_at: dict[int, tuple[float, int]] = field(default_factory=dict)
+    fast: dict[float, float | None] = field(default_factory=dict)
+    geomean: tuple[float, int] | None = None
+    outcomes: Counter = field(default_factory=Counter)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.cases if self.cases else 0.0
+
+
+def score(cases: Sequence[CaseResult], ks: Iterable[int] = (1,)) -> Scores:
+    pass_at = {k: value for k in ks if (value := mean_pass_at_k(cases, k)) is not None}
+    return Scores(cases=len(cases), passed=sum(case.ok for case in cases), pass_at=pass_at,
+                  fast={p: fast_p(cases, p) for p in FAST_P_THRESHOLDS}, geomean=geomean_speedup(cases),
+                  outcomes=Counter(case.outcome.value for case in cases))
+
+
+def tier_key(tier: str) -> tuple[int, str]:
+    """Sort key of tiers: easy, med, hard, tritonbench, then any other by name."""
+    return (TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER), tier)
+
+
+def by_tier(cases: Iterable[CaseResult]) -> dict[str, list[CaseResult]]:
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
+    for case in cases:
+        groups[case.tier].append(case)
+    return {tier: groups[tier] for tier in sorted(groups, key=tier_key)}

@@ -1,0 +1,172 @@
+"""Comparing benchmark runs: their scores side by side, and the tasks that changed.
+
+For each run, the terminal summary of the plugin (:func:`kernelgen.pytest_plugin.summarize`:
+outcomes per tier, pass@k, fast_1, geometric mean); then one table of the scores of every run
+per tier (pass rate, pass@1 and pass@k, fast_0, fast_1 and fast_1.5 with failures in the
+denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.metrics`); then the
+tasks whose outcome or speedup differs between runs. A merged run compares like any other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from kernelgen.errors import KernelgenError
+from kernelgen.metrics import FAST_P_THRESHOLDS, by_tier, geomean_speedup, max_samples, score, tier_key
+from kernelgen.progress import progress
+from kernelgen.report.store import StoredCase, read_run
+
+DEFAULT_SPEEDUP_CHANGE = 0.10
+ABSENT = "-"
+
+
+class CompareError(KernelgenError):
+    stage = "report"
+
+
+@dataclass
+class Run:
+    label: str
+    path: Path
+    cases: list[StoredCase]
+
+
+def run_labels(paths: Sequence[Path]) -> list[str]:
+    """Short names for runs: their file stems, or their paths where stems collide."""
+    stems = [path.stem for path in paths]
+    if len(set(stems)) == len(stems):
+        return stems
+    return [str(path) for path in paths]
+
+
+def load_runs(paths: Sequence[Path | str], labels: Sequence[str] | None = None) -> list[Run]:
+    paths = [Path(p) for p in paths]
+    if labels and len(labels) != len(paths):
+        raise CompareError(f"{len(labels)} labels for {len(paths)} runs: give one --label per run", code="labels")
+    names = list(labels) if labels else run_labels(paths)
+    return [Run(name, path, read_run(path))
+            for name, path in progress(list(zip(names, paths)), description="reading runs", unit="run")]
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns padded to their widest cell: the first left-aligned, the others right-aligned."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return [line(header), *(line(row) for row in rows)]
+
+
+def _percent(value: float | None) -> str:
+    return ABSENT if value is None else f"{value:.1%}"
+
+
+def score_table(runs: Sequence[Run]) -> list[str]:
+    """The scores of every run, per tier and over all tiers."""
+    k_max = max((max_samples(run.cases) for run in runs), default=1)
+    ks = sorted({1, k_max})
+    header = ["tier", "run", "cases", "pass", *(f"pass@{k}" for k in ks), *(f"fast_{p:g}" for p in FAST_P_THRESHOLDS),
+              "geomean", "timed"]
+    tiers = sorted({case.tier for run in runs for case in run.cases}, key=tier_key)
+    rows = []
+    for tier in [*tiers, "all"]:
+        for run in runs:
+            cases = run.cases if tier == "all" else by_tier(run.cases).get(tier, [])
+            if not cases:
+                continue
+            scores = score(cases, ks)
+            geomean = f"{scores.geomean[0]:.2f}x" if scores.geomean else ABSENT
+            timed = str(scores.geomean[1]) if scores.geomean else "0"
+            rows.append([tier, run.label, str(scores.cases), _percent(scores.pass_rate),
+                         *(_percent(scores.pass_at[k][0]) if k in scores.pass_at else ABSENT for k in ks),
+                         *(_percent(scores.fast[p]) for p in FAST_P_THRESHOLDS), geomean, timed])
+    return format_table(header, rows)
+
+
+def outcome_table(runs: Sequence[Run]) -> list[str]:
+    """How many cases of each run ended in each outcome."""
+    counts = [Counter(case.outcome.value for case in run.cases) for run in runs]
+    outcomes = sorted({outcome for count in counts for outcome in count}, key=lambda o: (o != "ok", o))
+    return format_table(["run", *outcomes], [[run.label, *(str(count[o]) for o in outcomes)]
+                                             for run, count in zip(runs, counts)])
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """How one run did on one task (over all of its samples)."""
+
+    outcomes: tuple[tuple[str, int], ...]
+    samples: int
+    passed: int
+    speedup: float | None
+
+    def __str__(self) -> str:
+        if self.samples == 1:
+            text = self.outcomes[0][0]
+        else:
+            text = f"{self.passed}/{self.samples} ok"
+            failures = [f"{n} {o}" for o, n in self.outcomes if o != "ok"]
+            text += f" ({', '.join(failures)})" if failures else ""
+        return text + (f" {self.speedup:.2f}x" if self.speedup is not None else "")
+
+
+def task_states(run: Run) -> dict[tuple[str, str, str], TaskState]:
+    groups: dict[tuple[str, str, str], list[StoredCase]] = {}
+    for case in run.cases:
+        groups.setdefault((case.tier, case.task, case.track), []).append(case)
+    states = {}
+    for key, cases in groups.items():
+        geomean = geomean_speedup(cases)
+        states[key] = TaskState(outcomes=tuple(sorted(Counter(c.outcome.value for c in cases).items())),
+                                samples=len(cases), passed=sum(c.ok for c in cases),
+                                speedup=geomean[0] if geomean else None)
+    return states
+
+
+def _changed(states: Sequence[TaskState | None], speedup_change: float) -> bool:
+    if any(state is None for state in states):
+        return True
+    if len({state.outcomes for state in states}) > 1:
+        return True
+    speedups = [state.speedup for state in states if state.speedup is not None]
+    if len(speedups) != len(states) and speedups:
+        return True
+    return bool(speedups) and math.log(max(speedups) / min(speedups)) > math.log1p(speedup_change)
+
+
+def task_changes(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_CHANGE) -> list[str]:
+    """The tasks whose outcomes differ between runs, or whose speedups differ by more than
+    ``speedup_change`` (a fraction), one row each with every run's result."""
+    per_run = [task_states(run) for run in runs]
+    keys = sorted({key for states in per_run for key in states}, key=lambda k: (tier_key(k[0]), k[1], k[2]))
+    tracks = {key[2] for key in keys}
+    rows = []
+    for key in keys:
+        states = [states.get(key) for states in per_run]
+        if _changed(states, speedup_change):
+            name = key[1] if len(tracks) == 1 else f"{key[1]} ({key[2]})"
+            rows.append([f"{key[0]}/{name}", *(str(s) if s is not None else ABSENT for s in states)])
+    if not rows:
+        return [f"no task changed outcome, or speedup by more than {speedup_change:.0%}"]
+    return [f"{len(rows)} of {len(keys)} tasks changed (outcome, or speedup by more than {speedup_change:.0%}):",
+            *format_table(["task", *(run.label for run in runs)], rows)]
+
+
+def compare_lines(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_CHANGE) -> list[str]:
+    """The whole comparison, as the lines ``kernelgen report compare`` prints."""
+    from kernelgen.pytest_plugin import summarize
+
+    lines: list[str] = []
+    for run in runs:
+        lines += [f"== {run.label} ({run.path}, {len(run.cases)} cases)", *summarize(run.cases), ""]
+    lines += ["== scores (fast_p: correct and faster than p x PyTorch eager, over all cases)", *score_table(runs), ""]
+    lines += ["== outcomes", *outcome_table(runs)]
+    if len(runs) > 1:
+        lines += ["", "== per task", *task_changes(runs, speedup_change)]
+    return lines

@@ -1,0 +1,159 @@
+"""A benchmark run as a Weights & Biases run (``--wandb off|offline|online``).
+
+The default is ``online`` where a W&B key is set (``WANDB_API_KEY``, in the environment or
+``.env``) and ``offline`` otherwise: an offline run is a folder under ``$WANDB_DIR/wandb`` that
+``wandb sync`` uploads later. ``off`` records nothing. Without the ``wandb`` package the
+default is ``off`` (with a note), and asking for a mode is an error that names the install.
+
+Written by the pytest controller only, as cases arrive: per case, its metrics (a history
+step); at the end, a table of every case, the run's scores (per tier and overall) in the
+summary, and the kernels (AST, TTIR, PTX per case) as one artifact of type ``kernels``. The
+kernel files are written into the run's own folder (beside ``files/``, which W&B would also
+upload as run files) and added to the artifact by reference to that folder, so an offline run
+keeps everything ``wandb sync`` needs in one place.
+
+The key is never handled here: wandb reads it from the environment itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from kernelgen.env import getenv
+from kernelgen.errors import KernelgenError, require
+from kernelgen.metrics import FAST_P_THRESHOLDS, by_tier, max_samples, score
+from kernelgen.results import CaseResult
+
+MODES = ("off", "offline", "online")
+DEFAULT_PROJECT = "kernelgen"
+KERNEL_FILES = {"ast": "ast.json", "ttir": "kernel.ttir", "ptx": "kernel.ptx"}
+TABLE_COLUMNS = ["tier", "task", "sample", "track", "provider", "model", "outcome", "stage", "first_diagnostic",
+                 "mode", "target", "gpu", "latency_s", "tokens_in", "tokens_out", "duration_s", "kernel_ms",
+                 "eager_ms", "speedup", "gbps", "tflops", "roofline_fraction", "flagged"]
+
+
+class WandbError(KernelgenError):
+    stage = "report"
+
+
+def resolve_mode(requested: str | None) -> tuple[str, str | None]:
+    """The W&B mode to use and, when a default had to give way, why."""
+    if requested is not None and requested not in MODES:
+        raise WandbError(f"--wandb takes {', '.join(MODES)}, not {requested!r}", code="bad_wandb_mode")
+    if requested == "off":
+        return "off", None
+    installed = importlib.util.find_spec("wandb") is not None
+    if requested is None:
+        if not installed:
+            return "off", "W&B: off (the wandb package is not installed: pip install 'kernelgen[track]')"
+        return ("online" if getenv("WANDB_API_KEY") else "offline"), None
+    if not installed:
+        require("wandb", f"--wandb {requested}", "track")
+    return requested, None
+
+
+def case_name(result: CaseResult) -> str:
+    return result.task if result.sample == 0 else f"{result.task}-s{result.sample}"
+
+
+def case_metrics(result: CaseResult) -> dict[str, Any]:
+    """One case as a W&B history step."""
+    metrics: dict[str, Any] = {
+        "case/tier": result.tier, "case/task": result.task, "case/sample": result.sample,
+        "case/outcome": result.outcome.value, "case/ok": int(result.ok), "case/duration_s": result.duration_s,
+        "case/latency_s": result.generation.latency_s, "case/tokens_in": result.generation.tokens_in,
+        "case/tokens_out": result.generation.tokens_out, "case/repair_rounds": result.generation.repair_rounds,
+    }
+    if result.timing is not None:
+        t = result.timing
+        metrics |= {"case/kernel_ms": t.kernel_ms, "case/eager_ms": t.eager_ms, "case/speedup": t.speedup,
+                    "case/gbps": t.gbps, "case/tflops": t.tflops, "case/roofline_fraction": t.roofline_fraction}
+    return metrics
+
+
+def table_row(result: CaseResult) -> list[Any]:
+    t, g = result.timing, result.generation
+    first = result.first_diagnostic()
+    gpu = result.extra.get("gpu", {})
+    return [result.tier, result.task, result.sample, result.track, result.provider, result.model,
+            result.outcome.value, result.stage, str(first) if first else None, result.mode, result.target,
+            gpu.get("name"), g.latency_s, g.tokens_in, g.tokens_out, result.duration_s,
+            t.kernel_ms if t else None, t.eager_ms if t else None, t.speedup if t else None,
+            t.gbps if t else None, t.tflops if t else None, t.roofline_fraction if t else None,
+            t.flagged if t else None]
+
+
+def run_scores(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The run's scores as flat summary keys: ``easy/pass_rate``, ``all/fast_1.0``, ..."""
+    ks = sorted({1, max_samples(results)})
+    summary: dict[str, Any] = {}
+    for group, cases in {**by_tier(results), "all": list(results)}.items():
+        scores = score(cases, ks)
+        summary[f"{group}/cases"] = scores.cases
+        summary[f"{group}/pass_rate"] = scores.pass_rate
+        for k, (value, _) in scores.pass_at.items():
+            summary[f"{group}/pass@{k}"] = value
+        for p in FAST_P_THRESHOLDS:
+            if scores.fast[p] is not None:
+                summary[f"{group}/fast_{p:g}"] = scores.fast[p]
+        if scores.geomean is not None:
+            summary[f"{group}/geomean_speedup"], summary[f"{group}/timed_cases"] = scores.geomean
+        for outcome, count in scores.outcomes.items():
+            summary[f"{group}/outcome/{outcome}"] = count
+    return summary
+
+
+class WandbRun:
+    """A W&B run fed case by case; started by the first case, so a session without kernelgen
+    cases starts none."""
+
+    def __init__(self, mode: str, config: dict[str, Any]) -> None:
+        self.mode = mode
+        self.config = config
+        self.run: Any = None
+        self.kernels_dir: Path | None = None
+        self.results: list[CaseResult] = []
+
+    def _start(self, first: CaseResult) -> None:
+        wandb = require("wandb", "W&B tracking", "track")
+        config = self.config | {"provider": first.provider, "model": first.model, "target": first.target,
+                                "mode": first.mode}
+        self.run = wandb.init(project=os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT, mode=self.mode,
+                              job_type="benchmark", config=config, tags=[first.mode, first.target],
+                              settings=wandb.Settings(silent=True, console="off"))
+        self.kernels_dir = Path(self.run.dir).parent / "kernels"
+
+    def add(self, result: CaseResult) -> None:
+        if self.run is None:
+            self._start(result)
+        self.results.append(result)
+        self.run.log(case_metrics(result))
+        assert self.kernels_dir is not None
+        folder = self.kernels_dir / result.tier / case_name(result)
+        for name, file_name in KERNEL_FILES.items():
+            if name in result.artifacts:
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / file_name).write_text(result.artifacts[name], encoding="utf-8")
+
+    def finish(self) -> Path | None:
+        """Log the table, the scores and the kernels, and close the run; its folder."""
+        if self.run is None:
+            return None
+        wandb = require("wandb", "W&B tracking", "track")
+        self.run.log({"cases": wandb.Table(columns=TABLE_COLUMNS, data=[table_row(r) for r in self.results])})
+        self.run.summary.update(run_scores(self.results))
+        if self.kernels_dir is not None and self.kernels_dir.is_dir():
+            artifact = wandb.Artifact(f"kernels-{self.run.id}", type="kernels",
+                                      description="AST, TTIR and PTX of every case, by tier and case")
+            for path in sorted(self.kernels_dir.rglob("*")):
+                if path.is_file():
+                    artifact.add_file(str(path), name=path.relative_to(self.kernels_dir).as_posix(),
+                                      policy="immutable")
+            self.run.log_artifact(artifact)
+        folder = Path(self.run.dir).parent
+        self.run.finish()
+        self.run = None
+        return folder

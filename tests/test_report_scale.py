@@ -1,0 +1,126 @@
+"""Scale: shards partition a selection, xdist workers each own one GPU, progress bars only on a terminal."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import struct
+import termios
+
+import pytest
+from hypothesis import given, strategies as st
+
+from kernelgen.devices import (Gpu, assign_gpu, executor_env, gpu_pool, gpu_record, parse_nvidia_smi, worker_gpu,
+                               worker_index)
+from kernelgen.executor import Executor
+from kernelgen.progress import progress
+from kernelgen.sharding import Shard, ShardError, parse_shard, select
+
+NVIDIA_SMI = """\
+0, GPU-6f1c2a9e-0000-4000-8000-000000000000, NVIDIA H200, 9.0, 570.124.06
+1, GPU-7a2d3b0f-1111-4111-8111-111111111111, NVIDIA H200, 9.0, 570.124.06
+"""
+H200S = parse_nvidia_smi(NVIDIA_SMI)
+
+
+# -- shards --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec, shard", [("1/1", Shard(1, 1)), ("2/4", Shard(2, 4)), (" 3 / 3 ", Shard(3, 3))])
+def test_shard_specs(spec: str, shard: Shard) -> None:
+    assert parse_shard(spec) == shard
+
+
+@pytest.mark.parametrize("spec", ["0/2", "3/2", "1/0", "1", "a/b", "1/2/3", "-1/2", ""])
+def test_bad_shard_specs_are_clear_errors(spec: str) -> None:
+    with pytest.raises(ShardError) as error:
+        parse_shard(spec)
+    assert error.value.code == "bad_shard" and "--shard" in str(error.value)
+
+
+# Cases as (task, sample): every sample of a task must land in the task's shard.
+cases = st.lists(st.tuples(st.sampled_from([f"task{i}" for i in range(40)]), st.integers(0, 3)), max_size=120)
+
+
+@given(cases, st.integers(1, 7))
+def test_shards_partition_the_cases_and_keep_tasks_whole(items: list[tuple[str, int]], count: int) -> None:
+    shards = [select(items, lambda item: item[0], Shard(index, count)) for index in range(1, count + 1)]
+    kept = [shard_kept for shard_kept, _ in shards]
+    assert sorted(item for shard in kept for item in shard) == sorted(items)
+    tasks = [{task for task, _ in shard} for shard in kept]
+    assert all(a.isdisjoint(b) for i, a in enumerate(tasks) for b in tasks[i + 1:])
+    sizes = [len(t) for t in tasks]
+    assert max(sizes) - min(sizes) <= 1  # dealt round-robin: balanced to one task
+    for shard_kept, dropped in shards:
+        assert sorted(shard_kept + dropped) == sorted(items)
+        assert shard_kept == [item for item in items if item in shard_kept]  # collection order kept
+
+
+def test_shards_do_not_depend_on_collection_order() -> None:
+    items = [f"t{i}" for i in range(10)]
+    forward, _ = select(items, str, Shard(2, 3))
+    backward, _ = select(items[::-1], str, Shard(2, 3))
+    assert sorted(forward) == sorted(backward) == ["t1", "t4", "t7"]
+
+
+# -- GPUs per worker -----------------------------------------------------------------------
+
+
+def test_nvidia_smi_listing_is_parsed() -> None:
+    assert H200S == [Gpu(0, "GPU-6f1c2a9e-0000-4000-8000-000000000000", "NVIDIA H200", "9.0", "570.124.06"),
+                     Gpu(1, "GPU-7a2d3b0f-1111-4111-8111-111111111111", "NVIDIA H200", "9.0", "570.124.06")]
+    assert H200S[0].target == "sm_90"
+    assert parse_nvidia_smi("No devices were found\n") == []
+
+
+@pytest.mark.parametrize("worker, index", [(None, 0), ("gw0", 0), ("gw1", 1), ("gw2", 0), ("gw3", 1)])
+def test_each_worker_owns_one_gpu_round_robin(worker: str | None, index: int) -> None:
+    assert assign_gpu(worker, H200S).index == index
+
+
+def test_worker_index_and_no_gpu() -> None:
+    assert worker_index("gw12") == 12 and worker_index("master") == 0
+    assert assign_gpu("gw3", []) is None and executor_env(None) == {}
+
+
+def test_cuda_visible_devices_of_the_run_restricts_the_pool() -> None:
+    assert gpu_pool(H200S, None) == H200S
+    assert gpu_pool(H200S, "1") == [H200S[1]]
+    assert gpu_pool(H200S, H200S[1].uuid + ",0") == [H200S[1], H200S[0]]
+    assert gpu_pool(H200S, "") == []
+    assert worker_gpu({"PYTEST_XDIST_WORKER": "gw2", "CUDA_VISIBLE_DEVICES": "1"}, H200S) == H200S[1]
+    assert worker_gpu({"PYTEST_XDIST_WORKER": "gw3"}, H200S) == H200S[1]
+
+
+def test_the_executor_child_sees_its_workers_gpu() -> None:
+    env = executor_env(assign_gpu("gw3", H200S))
+    assert env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
+    with Executor(env=env) as executor:
+        assert executor.call(os.getenv, "CUDA_VISIBLE_DEVICES") == "1"
+        assert executor.call(os.getenv, "CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+
+
+def test_a_case_records_its_worker_and_gpu() -> None:
+    assert gpu_record(H200S[1], {"PYTEST_XDIST_WORKER": "gw3"}) == \
+        {"worker": "gw3", "index": 1, "name": "NVIDIA H200", "uuid": H200S[1].uuid}
+    assert gpu_record(None, {}) == {"worker": "main"}
+
+
+# -- progress bars -------------------------------------------------------------------------
+
+
+def test_progress_passes_items_through_off_a_terminal() -> None:
+    stream = io.StringIO()
+    assert list(progress(range(5), description="runs", stream=stream)) == [0, 1, 2, 3, 4]
+    assert stream.getvalue() == ""
+
+
+def test_progress_draws_a_bar_on_a_terminal() -> None:
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # a pty starts 0 columns wide
+    with open(leader, "rb", buffering=0) as screen, open(follower, "w") as terminal:
+        assert list(progress(["a", "b"], description="runs", unit="run", stream=terminal)) == ["a", "b"]
+        terminal.flush()
+        drawn = screen.read(4096).decode()
+    assert "runs:" in drawn and "/2 [" in drawn
