@@ -1,0 +1,380 @@
+"""The sandbox runs a model's Triton answer and nothing escapes it.
+
+A catalogue of answers goes through the baseline as the harness takes it (static rules, then
+the sandbox in Triton's interpreter) and each gets its outcome. The answers the static rules
+refuse are also run in the sandbox directly, to show that the sandbox alone contains them:
+no file appears outside its directory, no connection reaches a server listening on
+127.0.0.1, no command runs, no secret is in its environment.
+
+Every sandbox run starts Python, torch and Triton (seconds), so the runs are made once, two
+at a time, in a module fixture, and the tests look at their results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import torch
+
+from kernelgen import language as L
+from kernelgen.baseline import EntryPoint, check_answer
+from kernelgen.check import check
+from kernelgen.emit import emit_triton
+from kernelgen.errors import Outcome
+from kernelgen.parse import parse_kernel
+from kernelgen.sandbox import (SandboxResult, classify, network_namespace_command, run_in_sandbox,
+                               sandbox_environment)
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox uses Linux limits")
+
+VECTOR_ADD = emit_triton(check(parse_kernel((ROOT / "examples" / "vector_add.json").read_text())))
+ENTRY = EntryPoint("vector_add", (L.Input(name="x", dtype="f32", shape=["N"]), L.Input(name="y", dtype="f32", shape=["N"])),
+                   (L.Input(name="out", dtype="f32", shape=["N"]),))
+X, Y = torch.randn(300, generator=torch.Generator().manual_seed(0)), torch.randn(300)
+SECRETS = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf_test", "WANDB_API_KEY": "w", "AWS_SECRET_ACCESS_KEY": "a",
+           "KERNELGEN_SERVER_TOKEN": "t"}
+
+# A kernel and its launch; each answer below opens the launcher with its own lines.
+KERNEL = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add(x, y):
+{body}    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)
+    return out
+"""
+
+
+def answer(body: str = "", change: tuple[str, str] | None = None) -> str:
+    """A fenced answer: the kernel with ``body`` opening the launcher, and ``change`` (old,
+    new) made to the code, which must contain ``old``."""
+    code = KERNEL.format(body=textwrap.indent(textwrap.dedent(body).strip() + "\n", "    ") if body else "")
+    if change is not None:
+        assert change[0] in code, change[0]
+        code = code.replace(*change)
+    return f"Here you go:\n```python\n{code}```\n"
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(8)
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections += 1
+            connection.close()
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+        self.server.close()
+
+
+ESCAPES = textwrap.dedent('''\
+    import os, pathlib, shutil, socket, subprocess, sys
+
+    def vector_add(x, y):
+        escaped = []
+        attempts = {
+            "open": lambda: open(TARGETS[0], "w").write("escaped"),
+            "pathlib": lambda: pathlib.Path(TARGETS[1]).write_text("escaped"),
+            "mkdir": lambda: os.mkdir(TARGETS[2]),
+            "rename": lambda: (open("inside.txt", "w").close(), os.rename("inside.txt", TARGETS[3])),
+            "symlink": lambda: (os.symlink(os.path.dirname(TARGETS[4]), "link"),
+                                open(os.path.join("link", os.path.basename(TARGETS[4])), "w").close()),
+            "copy": lambda: (open("inside2.txt", "w").close(), shutil.copyfile("inside2.txt", TARGETS[5])),
+            "os.system": lambda: os.system("touch " + TARGETS[6]),
+            "subprocess": lambda: subprocess.run(["touch", TARGETS[7]]),
+            "socket": lambda: socket.create_connection(("127.0.0.1", PORT), timeout=2),
+            "dns": lambda: socket.getaddrinfo("example.com", 80),
+            "fork": lambda: os.fork(),
+            "kill": lambda: os.kill(os.getppid(), 0),
+        }
+        for name, attempt in attempts.items():
+            try:
+                attempt()
+                escaped.append(name)
+            except OSError:
+                pass
+        secrets = [k for k in os.environ if k in SECRETS]
+        facts = {"escaped": escaped, "secrets": secrets, "home_is_cwd": os.environ["HOME"] == os.getcwd(),
+                 "cwd": os.getcwd(), "environment": sorted(os.environ)}
+        return torch.tensor(list(json.dumps(facts).encode()), dtype=torch.uint8)
+    ''')
+
+
+def escapes_code(targets: list[Path], port: int) -> str:
+    return (f"import json\nimport torch\nTARGETS = {[str(t) for t in targets]!r}\nPORT = {port}\n"
+            f"SECRETS = {sorted(SECRETS)!r}\n" + ESCAPES)
+
+
+# name -> (answer text, whether it goes through the static rules first, run_in_sandbox options)
+def catalogue(targets: list[Path], port: int) -> dict[str, tuple[str, bool, dict[str, Any]]]:
+    return {
+        "correct": (f"```python\n{VECTOR_ADD}```", True, {}),
+        "two_outputs": (answer(change=("    return out\n", "    return out, out.view(-1)\n")), True, {}),
+        "infinite_loop": (answer("while True:\n    pass"), True, {"timeout_s": 5.0}),
+        "wrapper_raises": (answer("raise ValueError('boom')"), True, {}),
+        "kernel_compile_error": (answer(change=("    mask = offs < n\n", "    mask = offs < n\n    tl.dot(offs, offs)\n")),
+                                 True, {}),
+        "kernel_raises": (answer(change=("    mask = offs < n\n", "    mask = offs < n\n    raise RuntimeError('kernel failed')\n")),
+                          True, {}),
+        "bad_return": (answer(change=("    return out\n", "    return [1, 2]\n")), True, {}),
+        "memory": (answer("big = torch.empty(1 << 30)"), True, {"memory_limit_bytes": 3 << 30}),
+        "syntax_in_sandbox": ("```python\ndef vector_add(x, y:\n```", False, {}),
+        "no_entry_in_sandbox": (answer(change=("def vector_add(", "def other(")), False, {}),
+        "write_in_sandbox": (answer(f"open({str(targets[8])!r}, 'w').write('escaped')"), False, {}),
+        "escapes": (f"```python\n{escapes_code(targets, port)}```", False, {}),
+    }
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def targets() -> Iterator[list[Path]]:
+    """Paths outside the sandbox that an escaping answer would create: in the repository, in
+    /tmp, and the like. They must not exist after the runs."""
+    tag = uuid.uuid4().hex[:8]
+    paths = [ROOT / f"escaped_{tag}_open.txt", Path("/tmp") / f"escaped_{tag}_pathlib.txt",
+             Path("/tmp") / f"escaped_{tag}_dir", ROOT / "tests" / f"escaped_{tag}_rename.txt",
+             ROOT / f"escaped_{tag}_symlink.txt", Path("/tmp") / f"escaped_{tag}_copy.txt",
+             ROOT / f"escaped_{tag}_system.txt", ROOT / f"escaped_{tag}_subprocess.txt",
+             ROOT / f"escaped_{tag}_write.txt"]
+    yield paths
+    for path in paths:
+        if path.is_dir():
+            path.rmdir()
+        elif path.exists():
+            path.unlink()
+
+
+@pytest.fixture(scope="module")
+def results(targets: list[Path], listener: Listener) -> dict[str, SandboxResult | Outcome]:
+    """Each catalogue answer as the harness would judge it: the static verdict when it fails,
+    else the sandbox's result (Triton's interpreter, two runs at a time)."""
+    cases = catalogue(targets, listener.port)
+
+    def judge(name: str) -> SandboxResult | Outcome:
+        text, static, options = cases[name]
+        verdict = check_answer(text, ENTRY)
+        if static and not verdict.ok:
+            return verdict.outcome
+        return run_in_sandbox(verdict.code, "vector_add", [X, Y], device="interpreter", **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in SECRETS.items():
+            patch.setenv(name, value)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(zip(cases, pool.map(judge, cases)))
+
+
+def result(results: dict[str, Any], name: str) -> SandboxResult:
+    value = results[name]
+    assert isinstance(value, SandboxResult), f"{name} stopped at the static rules: {value}"
+    return value
+
+
+# -- the catalogue ---------------------------------------------------------------------------
+
+
+def test_a_correct_answer_runs_in_the_interpreter(results: dict[str, Any]) -> None:
+    run = result(results, "correct")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    (out,) = run.outputs
+    torch.testing.assert_close(out, X + Y)
+    assert run.network_isolation in ("network namespace", "audit hook")
+
+
+def test_several_outputs_come_back_in_order(results: dict[str, Any]) -> None:
+    run = result(results, "two_outputs")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    assert len(run.outputs) == 2 and all(torch.equal(o, X + Y) for o in run.outputs)
+
+
+def test_an_infinite_loop_times_out(results: dict[str, Any]) -> None:
+    run = result(results, "infinite_loop")
+    assert run.outcome is Outcome.TIMEOUT and 5.0 <= run.duration_s < 60
+    assert "no result after 5 s" in run.error
+
+
+def test_a_launcher_that_raises_is_a_runtime_error(results: dict[str, Any]) -> None:
+    run = result(results, "wrapper_raises")
+    assert run.outcome is Outcome.RUNTIME_ERROR and run.error == "ValueError: boom"
+    assert "Traceback" in run.stderr_tail and "raise ValueError('boom')" in run.stderr_tail
+
+
+def test_a_kernel_triton_rejects_is_a_compile_error(results: dict[str, Any]) -> None:
+    run = result(results, "kernel_compile_error")
+    assert run.outcome is Outcome.COMPILE_ERROR, (run.error, run.stderr_tail)
+
+
+def test_a_kernel_that_raises_is_a_runtime_error(results: dict[str, Any]) -> None:
+    run = result(results, "kernel_raises")
+    assert run.outcome is Outcome.RUNTIME_ERROR and "kernel failed" in run.error
+
+
+def test_returning_something_else_than_tensors_is_a_runtime_error(results: dict[str, Any]) -> None:
+    run = result(results, "bad_return")
+    assert run.outcome is Outcome.RUNTIME_ERROR and "must return a tensor" in run.error
+
+
+def test_the_memory_limit_holds(results: dict[str, Any]) -> None:
+    run = result(results, "memory")
+    assert run.outcome is Outcome.RUNTIME_ERROR
+    assert "memory" in (run.error + run.stderr_tail).lower()
+
+
+def test_a_syntax_error_and_a_missing_entry_point_in_the_sandbox(results: dict[str, Any]) -> None:
+    assert result(results, "syntax_in_sandbox").outcome is Outcome.SYNTAX_ERROR
+    missing = result(results, "no_entry_in_sandbox")
+    assert missing.outcome is Outcome.NO_KERNEL and "vector_add" in missing.error
+
+
+@pytest.mark.parametrize("text, outcome", [
+    ("I would rather not.", Outcome.NO_KERNEL),
+    ("```python\ndef vector_add(x, y)\n    return x\n```", Outcome.SYNTAX_ERROR),
+    (answer("import os\nos.system('touch /tmp/escaped')"), Outcome.FORBIDDEN_CONSTRUCT),
+    (answer("import socket\nsocket.create_connection(('127.0.0.1', 80))"), Outcome.FORBIDDEN_CONSTRUCT),
+    (answer("open('/work/escaped.txt', 'w')"), Outcome.FORBIDDEN_CONSTRUCT),
+    (answer("return torch.matmul(x[None], y[:, None])"), Outcome.FORBIDDEN_CONSTRUCT),
+])
+def test_the_static_rules_stop_the_rest_of_the_catalogue(text: str, outcome: Outcome) -> None:
+    assert check_answer(text, ENTRY).outcome is outcome
+
+
+# -- nothing escapes -------------------------------------------------------------------------
+
+
+def test_a_write_outside_is_refused_and_is_a_runtime_error(results: dict[str, Any], targets: list[Path]) -> None:
+    run = result(results, "write_in_sandbox")
+    assert run.outcome is Outcome.RUNTIME_ERROR and "PermissionError" in run.error
+    assert not targets[8].exists()
+
+
+def test_nothing_escapes(results: dict[str, Any], targets: list[Path], listener: Listener) -> None:
+    run = result(results, "escapes")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    facts = json.loads(bytes(run.outputs[0].tolist()).decode())
+    assert facts["escaped"] == []
+    assert [path for path in targets if path.exists()] == []
+    assert listener.connections == 0
+    assert facts["secrets"] == [] and facts["home_is_cwd"]
+    assert set(facts["environment"]) <= {"PATH", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONNOUSERSITE",
+                                         "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "TRITON_CACHE_DIR",
+                                         "TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG",
+                                         "LC_ALL", "TZ", "LD_LIBRARY_PATH", "LC_CTYPE"}
+    assert not Path(facts["cwd"]).exists(), "the sandbox's directory is deleted afterwards"
+
+
+# -- the walls one at a time -----------------------------------------------------------------
+
+
+def test_the_environment_keeps_only_what_is_needed(tmp_path: Path) -> None:
+    parent = {"PATH": "/usr/bin", "HOME": "/root", "OPENAI_API_KEY": "k", "HF_TOKEN": "t", "WANDB_MODE": "offline",
+              "AWS_SECRET_ACCESS_KEY": "s", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/usr/lib",
+              "PYTHONPATH": "/elsewhere", "SSH_AUTH_SOCK": "/tmp/agent"}
+    env = sandbox_environment(parent, tmp_path, "cuda", tmp_path / "cache")
+    assert env["PATH"] == "/usr/bin" and env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path)
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["LD_LIBRARY_PATH"] == "/usr/lib"
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "cache") and "TRITON_INTERPRET" not in env
+    assert not {"OPENAI_API_KEY", "HF_TOKEN", "WANDB_MODE", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK"} & set(env)
+    assert str(ROOT) in env["PYTHONPATH"].split(os.pathsep) and "/elsewhere" not in env["PYTHONPATH"]
+    interpreted = sandbox_environment(parent, tmp_path, "interpreter", tmp_path / "cache")
+    assert interpreted["TRITON_INTERPRET"] == "1" and interpreted["CUDA_VISIBLE_DEVICES"] == ""
+
+
+CONNECT = "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n" \
+          "    print('connected')\nexcept OSError as exc:\n    print(type(exc).__name__)\n"
+
+
+def test_the_network_namespace_alone_has_no_route_to_the_host(listener: Listener) -> None:
+    prefix = network_namespace_command()
+    if not prefix:
+        pytest.skip("no network namespace here: the audit hook is the network guard")
+    before = listener.connections
+    run = subprocess.run([*prefix, sys.executable, "-c", CONNECT.format(port=listener.port)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() not in ("", "connected"), run.stderr
+    assert listener.connections == before
+
+
+def test_the_audit_hook_alone_refuses_network_and_writes(listener: Listener, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    script = textwrap.dedent(f'''\
+        from kernelgen.sandbox import install_guard
+        install_guard([{str(inside)!r}], compiler_tools=False)
+        open({str(inside / "ok.txt")!r}, "w").write("fine")
+        for attempt in (lambda: open({str(outside)!r}, "w"), lambda: __import__("os").system("true")):
+            try:
+                attempt()
+                print("escaped")
+            except PermissionError:
+                print("refused")
+        ''') + CONNECT.format(port=listener.port)
+    before = listener.connections
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert run.stdout.split() == ["refused", "refused", "PermissionError"], run.stderr
+    assert (inside / "ok.txt").read_text() == "fine" and not outside.exists()
+    assert listener.connections == before
+
+
+def test_exceptions_are_classified() -> None:
+    from triton.compiler.errors import CompilationError
+
+    assert classify(SyntaxError("bad")) is Outcome.SYNTAX_ERROR
+    assert classify(ValueError("boom")) is Outcome.RUNTIME_ERROR
+    compile_error = CompilationError.__new__(CompilationError)
+    wrapped = RuntimeError("launch failed")
+    wrapped.__cause__ = compile_error
+    assert classify(compile_error) is Outcome.COMPILE_ERROR and classify(wrapped) is Outcome.COMPILE_ERROR
+
+
+@pytest.mark.gpu
+def test_a_correct_answer_runs_on_the_gpu() -> None:
+    run = run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="cuda")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    torch.testing.assert_close(run.outputs[0], X + Y)
