@@ -6,7 +6,10 @@ import fcntl
 import io
 import os
 import struct
+import subprocess
+import sys
 import termios
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -15,6 +18,8 @@ from kernelgen.devices import (Gpu, assign_gpu, executor_env, gpu_pool, gpu_reco
                                worker_index)
 from kernelgen.executor import Executor
 from kernelgen.progress import progress
+from kernelgen.report.plugin import gpu_assignment
+from kernelgen.results import CaseResult
 from kernelgen.sharding import Shard, ShardError, parse_shard, select
 
 NVIDIA_SMI = """\
@@ -22,6 +27,7 @@ NVIDIA_SMI = """\
 1, GPU-7a2d3b0f-1111-4111-8111-111111111111, NVIDIA H200, 9.0, 570.124.06
 """
 H200S = parse_nvidia_smi(NVIDIA_SMI)
+REPO = Path(__file__).resolve().parents[1]
 
 
 # -- shards --------------------------------------------------------------------------------
@@ -105,6 +111,28 @@ def test_a_case_records_its_worker_and_gpu() -> None:
     assert gpu_record(H200S[1], {"PYTEST_XDIST_WORKER": "gw3"}) == \
         {"worker": "gw3", "index": 1, "name": "NVIDIA H200", "uuid": H200S[1].uuid}
     assert gpu_record(None, {}) == {"worker": "main"}
+
+
+def test_the_summary_lists_each_workers_gpu() -> None:
+    def ran_on(worker: str) -> CaseResult:
+        gpu = assign_gpu(worker, H200S)
+        return CaseResult(task="relu", tier="easy", provider="p", model="m", outcome="ok", mode="gpu",
+                          target="sm_90", extra={"gpu": gpu_record(gpu, {"PYTEST_XDIST_WORKER": worker})})
+
+    results = [ran_on(w) for w in ("gw10", "gw1", "gw0", "gw1", "gw2", "gw3")]
+    assert gpu_assignment(results) == ["worker gw0: GPU 0 (NVIDIA H200), 1 cases",
+                                       "worker gw1: GPU 1 (NVIDIA H200), 2 cases",
+                                       "worker gw2: GPU 0 (NVIDIA H200), 1 cases",
+                                       "worker gw3: GPU 1 (NVIDIA H200), 1 cases",
+                                       "worker gw10: GPU 0 (NVIDIA H200), 1 cases"]
+
+
+def test_a_bad_shard_is_a_usage_error_of_pytest() -> None:
+    run = subprocess.run([sys.executable, "-m", "pytest", "--shard", "3/2", "--collect-only", "-q", "-p",
+                          "no:cacheprovider", "tests/test_report_scale.py"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "--shard 3/2: INDEX must be between 1 and COUNT" in run.stderr
 
 
 # -- progress bars -------------------------------------------------------------------------

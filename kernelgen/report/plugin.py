@@ -154,8 +154,10 @@ class RunReports:
             from kernelgen.report.wandb_run import WandbRun
 
             self.wandb = WandbRun(wandb_mode, {
-                "samples": _value(config, "kg_samples", 1, int),
-                "repair_rounds": _value(config, "kg_repair_rounds", 0, int),
+                "sampling": {"samples": _value(config, "kg_samples", 1, int),
+                             "temperature": _value(config, "kg_temperature", 0.0, float),
+                             "max_tokens": _value(config, "kg_max_tokens", 4096, int),
+                             "repair_rounds": _value(config, "kg_repair_rounds", 0, int)},
                 "shapes": _value(config, "kg_shapes", 5, int), "seed": _value(config, "kg_seed", 0, int),
                 "timeout_s": _value(config, "kg_timeout", 60.0, float), "base_url": _value(config, "kg_base_url", None),
                 "shard": config.getoption("kg_shard")})
@@ -196,5 +198,20 @@ class RunReports:
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.results:
-            for note in self.notes:
+            for note in [*gpu_assignment(self.results), *self.notes]:
                 terminalreporter.write_line(note)
+
+
+def gpu_assignment(results: list[CaseResult]) -> list[str]:
+    """Which GPU each worker ran its cases on (GPU runs only): one line per worker."""
+    from kernelgen.devices import worker_index
+
+    counts: dict[tuple[str, Any, Any], int] = {}
+    for result in results:
+        gpu = result.extra.get("gpu")
+        if gpu:
+            key = (gpu["worker"], gpu.get("index"), gpu.get("name"))
+            counts[key] = counts.get(key, 0) + 1
+    return [f"worker {worker}: GPU {index} ({name}), {count} cases" if index is not None
+            else f"worker {worker}: no GPU listed by nvidia-smi (not pinned), {count} cases"
+            for (worker, index, name), count in sorted(counts.items(), key=lambda item: worker_index(item[0][0]))]
