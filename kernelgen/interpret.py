@@ -256,7 +256,12 @@ class _Run:
     def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
         """The (buffer, lane mask) pairs of an access, after checking every active lane."""
         groups = []
-        for index in torch.unique(ptr.base[active]).tolist() if active.any() else []:
+        if not active.any():
+            return groups
+        first = ptr.base.reshape(-1)[0]
+        # Most pointer blocks point into one tensor: skip the sort torch.unique would do.
+        indices = [int(first)] if bool((ptr.base == first).all()) else torch.unique(ptr.base[active]).tolist()
+        for index in indices:
             lanes = active & (ptr.base == index)
             numel = self.flat[index].numel()
             bad = lanes & ((ptr.offset < 0) | (ptr.offset >= numel))

@@ -65,6 +65,7 @@ from kernelgen.errors import KernelgenError, Outcome
 Device = Literal["interpreter", "cuda"]
 
 DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
+L2_FLUSH_BYTES = 256 << 20
 DEFAULT_FILE_SIZE_LIMIT_BYTES = 1 << 30
 STDERR_TAIL_CHARS = 4000
 
@@ -91,7 +92,9 @@ class SandboxError(KernelgenError):
 class SandboxResult:
     """What running an answer gave: ``outputs`` (CPU tensors, in the order returned) when
     ``outcome`` is ok, else ``error`` (the exception, one line) and the child's output tail
-    (stdout and stderr together)."""
+    (stdout and stderr together). With several calls, ``calls`` holds each call's outputs and
+    ``modified`` the positions of the inputs each call wrote into; ``times_ms`` holds the
+    CUDA-event times of the timed call's repetitions."""
 
     outcome: Outcome
     outputs: tuple[Any, ...] = ()
@@ -99,6 +102,9 @@ class SandboxResult:
     stderr_tail: str = ""
     duration_s: float = 0.0
     network_isolation: str = ""
+    calls: tuple[tuple[Any, ...], ...] = ()
+    modified: tuple[tuple[int, ...], ...] = ()
+    times_ms: tuple[float, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -172,16 +178,29 @@ def default_triton_cache() -> Path:
 
 
 def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: float = 60.0,
-                   device: Device | None = None, *, memory_limit_bytes: int | None = None,
-                   file_size_limit_bytes: int = DEFAULT_FILE_SIZE_LIMIT_BYTES,
-                   startup_timeout_s: float = 300.0, triton_cache: Path | None = None) -> SandboxResult:
+                   device: Device | None = None, **options: Any) -> SandboxResult:
     """Run ``entry(*inputs)`` of the Python module ``code`` in a sandboxed subprocess.
 
     ``inputs`` are CPU tensors and Python scalars (moved to the GPU in ``cuda`` mode);
-    ``device`` defaults to the GPU where there is one, else Triton's interpreter.
+    ``device`` defaults to the GPU where there is one, else Triton's interpreter. The
+    ``options`` are :func:`run_calls_in_sandbox`'s. Raises :class:`SandboxError` when the
+    sandbox itself fails; every failure of the answer is an outcome.
+    """
+    return run_calls_in_sandbox(code, entry, [inputs], timeout_s, device, **options)
+
+
+def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], timeout_s: float = 60.0,
+                         device: Device | None = None, *, timed_inputs: Sequence[Any] | None = None,
+                         repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
+                         file_size_limit_bytes: int = DEFAULT_FILE_SIZE_LIMIT_BYTES,
+                         startup_timeout_s: float = 300.0, triton_cache: Path | None = None) -> SandboxResult:
+    """Call ``entry`` once per input list of ``calls`` in one sandboxed process (starting one
+    costs seconds), noting which inputs each call modified; with ``timed_inputs`` on a GPU,
+    then time ``entry(*timed_inputs)``: ``warmup`` calls, then ``repetitions`` calls each
+    between CUDA events with the L2 cache flushed before it.
+
     ``memory_limit_bytes`` defaults to 8 GiB of address space in interpreter mode and to no
-    limit on a GPU (see the module docstring). Raises :class:`SandboxError` when the sandbox
-    itself fails; every failure of the answer is an outcome.
+    limit on a GPU (see the module docstring).
     """
     import torch
 
@@ -194,9 +213,13 @@ def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: floa
         cache = job_dir / ".triton" if device == "interpreter" else (triton_cache or default_triton_cache())
         cache.mkdir(parents=True, exist_ok=True)
         (job_dir / "answer.py").write_text(code)
-        torch.save(list(inputs), job_dir / "inputs.pt")
+        torch.save([list(inputs) for inputs in calls], job_dir / "inputs.pt")
+        timed = timed_inputs is not None and device == "cuda"
+        if timed:
+            torch.save(list(timed_inputs), job_dir / "timed_inputs.pt")
         ready_read, ready_write = os.pipe()
         job = {"entry": entry, "device": device, "ready_fd": ready_write,
+               "repetitions": repetitions if timed else 0, "warmup": warmup,
                "write_roots": [str(job_dir.resolve()), str(cache.resolve()), os.devnull],
                "compiler_tools": device == "cuda",
                "memory_limit_bytes": memory_limit_bytes, "file_size_limit_bytes": file_size_limit_bytes,
@@ -245,35 +268,40 @@ def _supervise(process: subprocess.Popen, ready_fd: int, job_dir: Path, timeout_
             why = f"exited with status {returncode}"
         return SandboxResult(Outcome.RUNTIME_ERROR, error=f"the process {why} without a result",
                              stderr_tail=_tail(job_dir), duration_s=duration, network_isolation=isolation)
-    outcome, error = status
-    outputs: tuple[Any, ...] = ()
+    outcome, error, modified, times = status
+    calls: tuple[tuple[Any, ...], ...] = ()
     if outcome is Outcome.OK:
         try:
-            outputs = _load_outputs(job_dir / "outputs.pt")
+            calls = _load_outputs(job_dir / "outputs.pt")
         except (OSError, RuntimeError, ValueError, TypeError, EOFError) as exc:
             outcome, error = Outcome.RUNTIME_ERROR, f"unreadable outputs: {type(exc).__name__}: {exc}"
-    return SandboxResult(outcome, outputs, error, _tail(job_dir), duration, isolation)
+    return SandboxResult(outcome, calls[0] if calls else (), error, _tail(job_dir), duration, isolation,
+                         calls, modified, times)
 
 
-def _read_status(path: Path) -> tuple[Outcome, str] | None:
-    """The child's verdict, trusting nothing in it but a known outcome and a string."""
+def _read_status(path: Path) -> tuple[Outcome, str, tuple[tuple[int, ...], ...], tuple[float, ...]] | None:
+    """The child's verdict, trusting nothing in it but a known outcome, a string, lists of
+    input positions and a list of times."""
     try:
         data = json.loads(path.read_text())
         outcome = Outcome(data["outcome"])
+        modified = tuple(tuple(int(i) for i in call) for call in data.get("modified", ()))
+        times = tuple(float(t) for t in data.get("times_ms", ()))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if outcome not in _CHILD_OUTCOMES:
         return None
-    return outcome, str(data.get("error", ""))[:STDERR_TAIL_CHARS]
+    return outcome, str(data.get("error", ""))[:STDERR_TAIL_CHARS], modified, times
 
 
-def _load_outputs(path: Path) -> tuple[Any, ...]:
+def _load_outputs(path: Path) -> tuple[tuple[Any, ...], ...]:
     import torch
 
-    outputs = torch.load(path, weights_only=True, map_location="cpu")
-    if not isinstance(outputs, list) or not all(isinstance(t, torch.Tensor) for t in outputs):
-        raise TypeError("outputs are not a list of tensors")
-    return tuple(outputs)
+    calls = torch.load(path, weights_only=True, map_location="cpu")
+    if not isinstance(calls, list) or not all(
+            isinstance(outputs, list) and all(isinstance(t, torch.Tensor) for t in outputs) for outputs in calls):
+        raise TypeError("outputs are not lists of tensors")
+    return tuple(tuple(outputs) for outputs in calls)
 
 
 def _tail(job_dir: Path) -> str:
@@ -456,6 +484,24 @@ def _apply_limits(job: Mapping[str, Any]) -> None:
         resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
 
 
+def _event_times(entry: Any, inputs: list[Any], repetitions: int, warmup: int) -> list[float]:
+    """CUDA-event times (ms) of ``entry(*inputs)``, the L2 cache flushed before each call."""
+    import torch
+
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    for _ in range(warmup):
+        entry(*inputs)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    for start, end in zip(starts, ends):
+        flush.zero_()
+        start.record()
+        entry(*inputs)
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
 def _child_main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
@@ -469,9 +515,11 @@ def _child_main(job_dir: Path) -> int:
         triton.runtime.driver.active.get_current_device()
     else:
         patch_triton_interpreter_index()
-    inputs = torch.load(job_dir / "inputs.pt", weights_only=True)
-    if cuda:
-        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in inputs]
+    def placed(inputs: list[Any]) -> list[Any]:
+        return [x.cuda() if cuda and isinstance(x, torch.Tensor) else x for x in inputs]
+
+    calls = [placed(inputs) for inputs in torch.load(job_dir / "inputs.pt", weights_only=True)]
+    timed = placed(torch.load(job_dir / "timed_inputs.pt", weights_only=True)) if job["repetitions"] else None
     install_guard(job["write_roots"], job["compiler_tools"])
     os.write(job["ready_fd"], b"ready\n")
     os.close(job["ready_fd"])
@@ -484,11 +532,18 @@ def _child_main(job_dir: Path) -> int:
             status.write_text(json.dumps({"outcome": Outcome.NO_KERNEL.value,
                                           "error": f"the answer defines no function {job['entry']!r}"}))
             return 0
-        outputs = returned_tensors(entry(*inputs))
-        if cuda:
-            torch.cuda.synchronize()
-        torch.save([t.detach().cpu() for t in outputs], job_dir / "outputs.pt")
-        status.write_text(json.dumps({"outcome": Outcome.OK.value}))
+        results, modified = [], []
+        for inputs in calls:
+            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            outputs = returned_tensors(entry(*inputs))
+            if cuda:
+                torch.cuda.synchronize()
+            modified.append([i for i, (old, new) in enumerate(zip(before, inputs))
+                             if isinstance(old, torch.Tensor) and not torch.equal(old.nan_to_num(), new.nan_to_num())])
+            results.append([t.detach().cpu() for t in outputs])
+        times = _event_times(entry, timed, job["repetitions"], job["warmup"]) if timed is not None else []
+        torch.save(results, job_dir / "outputs.pt")
+        status.write_text(json.dumps({"outcome": Outcome.OK.value, "modified": modified, "times_ms": times}))
     except BaseException as exc:  # the answer's failure, whatever it is, is its outcome
         import traceback
 
