@@ -1,7 +1,8 @@
 """The reports of real benchmark runs: the plugin in subprocesses (CPU mode), as people run it.
 
 One run with two xdist workers writes every report (results file, Allure, W&B offline); two
-more run its shards. Every test here reads those three runs.
+more run its shards; one more replays recorded answers of a model, one of them broken, so
+that a failure goes through the reports too. Every test here reads those runs.
 """
 
 from __future__ import annotations
@@ -22,10 +23,14 @@ from typing import Iterator
 import pytest
 
 from kernelgen.cli import main
+from kernelgen.generation import GenerationCache, make_record, task_request
+from kernelgen.parse import kernel_to_json
+from kernelgen.providers.base import Completion, Sampling
 from kernelgen.report.allure import categories, parse_properties
 from kernelgen.report.merge import merge_results
 from kernelgen.report.store import load_artifacts, read_run
 from kernelgen.report.wandb_run import TABLE_COLUMNS
+from kernelgen.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
 SELECTION = ["bench/easy", "-k", "relu or silu"]
@@ -41,6 +46,8 @@ class Runs:
     alluredir: Path
     wandb_dir: Path  # WANDB_DIR: W&B writes its runs under wandb/ in it
     shards: list[Path]
+    replayed: Path
+    replayed_allure: Path
     output: str
 
 
@@ -53,6 +60,20 @@ def _environment(folder: Path) -> dict[str, str]:
     return env
 
 
+BROKEN_ANSWER = '{"name": "relu", "inputs": [{"name": "x"'  # cut off mid-object: a schema error
+
+
+def record_answers(directory: Path) -> None:
+    """Recorded answers of a model for relu (broken) and silu (its golden AST), as the harness
+    asks for them with its default sampling."""
+    cache = GenerationCache(directory)
+    for task_id, text in (("relu", BROKEN_ANSWER), ("silu", kernel_to_json(get_task("silu").golden))):
+        request = task_request(get_task(task_id), Sampling(temperature=0.0, max_tokens=4096, seed=0), 0)
+        cache.store(make_record(request, Completion(text=text, provider="recorded", model="some-model",
+                                                    latency_s=1.5, tokens_in=900, tokens_out=40,
+                                                    token_source="server", constrained="response_format")))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     folder = tmp_path_factory.mktemp("runs")
@@ -62,13 +83,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
                 "--kg-results", str(folder / "run.jsonl")]
     shard_runs = [[*pytest_run, "--shard", f"{i}/2", "--wandb", "off", "--kg-results",
                    str(folder / f"shard{i}.jsonl")] for i in (1, 2)]
+    record_answers(folder / "recorded")
+    replay_run = [sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]",
+                  "bench/easy/test_easy.py::test_pipeline[silu]", "-p", "no:cacheprovider", "-q",
+                  f"--llm=replay:{folder / 'recorded'}", "--wandb", "off", "--kg-results", str(folder / "replayed.jsonl"),
+                  "--alluredir", str(folder / "replayed-allure")]
     processes = [subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True) for command in (main_run, *shard_runs)]
+                                  text=True) for command in (main_run, *shard_runs, replay_run)]
     outputs = [process.communicate(timeout=TIMEOUT_S)[0] for process in processes]
-    for process, output in zip(processes, outputs):
+    for process, output in zip(processes[:3], outputs):
         assert process.returncode == 0, output
+    assert processes[3].returncode == pytest.ExitCode.TESTS_FAILED, outputs[3]
     return Runs(folder, folder / "run.jsonl", folder / "allure", folder,
-                [folder / "shard1.jsonl", folder / "shard2.jsonl"], outputs[0])
+                [folder / "shard1.jsonl", folder / "shard2.jsonl"], folder / "replayed.jsonl",
+                folder / "replayed-allure", outputs[0])
 
 
 def test_the_controller_writes_each_case_once_with_its_artifacts(runs: Runs) -> None:
@@ -104,6 +132,32 @@ def test_a_merged_run_compares_like_a_single_one(runs: Runs, capsys: pytest.Capt
     assert "no task changed outcome" in out
     assert re.search(r"^easy\s+run\s+4\s+100\.0%", out, re.MULTILINE)
     assert re.search(r"^easy\s+merged-for-compare\s+4\s+100\.0%", out, re.MULTILINE)
+
+
+def test_a_models_failure_is_recorded_compared_and_categorized(runs: Runs,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    replayed = {c.task: c for c in read_run(runs.replayed)}
+    assert (replayed["relu"].outcome.value, replayed["relu"].stage) == ("schema_error", "parse")
+    assert replayed["relu"].diagnostics and replayed["silu"].ok
+    assert replayed["relu"].generation.tokens_in == 900 and replayed["relu"].generation.latency_s == 1.5
+    assert load_artifacts(runs.replayed, replayed["relu"])["answer"] == BROKEN_ANSWER
+
+    assert main(["report", "compare", str(runs.results), str(runs.replayed)]) == 0
+    changed = capsys.readouterr().out.split("== per task")[1]
+    assert re.search(r"easy/relu\s+ok\s+schema_error", changed) and "easy/silu" not in changed
+
+    results = {r["name"]: r for r in _allure_results(runs.replayed_allure)}
+    relu = results["relu"]
+    assert relu["status"] == "failed" and results["silu"]["status"] == "passed"
+    message = relu["statusDetails"]["message"]
+    first_category = next(c["name"] for c in categories() if "messageRegex" in c and re.search(c["messageRegex"], message))
+    assert first_category == "Schema errors: the answer is not a kernel AST"
+    labels = {(label["name"], label["value"]) for label in relu["labels"]}
+    assert {("stage", "parse"), ("tag", "schema_error")} <= labels
+    attachments = {a["name"]: runs.replayed_allure / a["source"] for a in relu["attachments"]}
+    assert set(attachments) == {"prompt", "answer (the model's raw text)", "diagnostics", "timings"}
+    diagnostics = json.loads(attachments["diagnostics"].read_text())
+    assert diagnostics["outcome"] == "schema_error" and diagnostics["diagnostics"] == replayed["relu"].diagnostics
 
 
 def _allure_results(alluredir: Path) -> list[dict]:
