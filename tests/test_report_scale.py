@@ -18,7 +18,7 @@ from kernelgen.devices import (Gpu, assign_gpu, executor_env, gpu_pool, gpu_reco
                                worker_index)
 from kernelgen.executor import Executor
 from kernelgen.progress import progress
-from kernelgen.report.plugin import gpu_assignment
+from kernelgen.report.plugin import RunReports, gpu_assignment
 from kernelgen.results import CaseResult
 from kernelgen.sharding import Shard, ShardError, parse_shard, select
 
@@ -152,3 +152,16 @@ def test_progress_draws_a_bar_on_a_terminal() -> None:
         terminal.flush()
         drawn = screen.read(4096).decode()
     assert "runs:" in drawn and "/2 [" in drawn
+
+
+def test_a_failure_of_wandb_ends_tracking_not_the_run(pytestconfig: pytest.Config,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WANDB_API_KEY", "secret-key-123")
+    reports = RunReports(pytestconfig, "online", None)
+
+    def unreachable(result: CaseResult) -> None:
+        raise ConnectionError("api.wandb.ai refused key secret-key-123")
+
+    assert reports._tracking(unreachable, None) is None
+    assert reports.wandb is None
+    assert reports.notes == ["W&B stopped, the run went on without it: ConnectionError: api.wandb.ai refused key ***"]

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from kernelgen.errors import KernelgenError
 from kernelgen.results import CaseResult
+
+if TYPE_CHECKING:
+    from kernelgen.sharding import Shard
 
 ARTIFACTS_ATTRIBUTE = "kernelgen_artifacts"
 _ARTIFACTS = pytest.StashKey[dict]()
@@ -113,7 +116,7 @@ class CaseReporting:
 
 
 class ShardFilter:
-    def __init__(self, shard) -> None:
+    def __init__(self, shard: Shard) -> None:
         self.shard = shard
 
     @staticmethod
@@ -175,7 +178,19 @@ class RunReports:
                 if self.store is not None:
                     self.store.add(result)
                 if self.wandb is not None:
-                    self.wandb.add(result)
+                    self._tracking(self.wandb.add, result)
+
+    def _tracking(self, step: Any, *args: Any) -> Any:
+        """A W&B step; a failure of W&B (a network, a key) ends tracking, never the benchmark."""
+        try:
+            return step(*args)
+        except Exception as error:  # noqa: BLE001 - any failure inside wandb
+            from kernelgen.env import known_secrets, redact
+
+            reason = redact(f"{type(error).__name__}: {error}", known_secrets())
+            self.notes.append(f"W&B stopped, the run went on without it: {reason}")
+            self.wandb = None
+            return None
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.store is not None:
@@ -183,10 +198,11 @@ class RunReports:
             if self.store.cases:
                 self.notes.append(f"results: {self.store.path} ({self.store.cases} cases)")
         if self.wandb is not None:
-            folder = self.wandb.finish()
+            mode = self.wandb.mode
+            folder = self._tracking(self.wandb.finish)
             if folder is not None:
-                sync = f"; upload it with: wandb sync {folder}" if self.wandb.mode == "offline" else ""
-                self.notes.append(f"W&B: {self.wandb.mode} run in {folder}{sync}")
+                sync = f"; upload it with: wandb sync {folder}" if mode == "offline" else ""
+                self.notes.append(f"W&B: {mode} run in {folder}{sync}")
         alluredir = _alluredir(self.config)
         if alluredir is not None and self.results:
             from kernelgen.devices import list_gpus
