@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("kernelgen.commands.tasks", "list the benchmark's tasks"),
     "tritonbench": ("kernelgen.commands.tritonbench", "the TritonBench-T track: list a checkout's operators"),
     "report": ("kernelgen.commands.report", "reports over runs: Allure HTML, compare runs, merge shards"),
+    "serve": ("kernelgen.commands.serve", "serve a model: OpenAI-compatible, JSON-schema constrained decoding"),
 }
 
 
