@@ -103,10 +103,11 @@ class ResponseFormat(BaseModel):
         return self
 
     def constraint(self) -> JsonConstraint | None:
-        if self.type == "json_schema":
-            assert self.json_schema is not None
+        if self.type == "json_object":
+            return JsonConstraint()
+        if self.type == "json_schema" and self.json_schema is not None:
             return JsonConstraint(self.json_schema.schema_)
-        return JsonConstraint() if self.type == "json_object" else None
+        return None
 
 
 class StructuredOutputs(BaseModel):

@@ -7,6 +7,12 @@ import argparse
 from pathlib import Path
 
 
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return int(text)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, type=Path,
                         help="a Hugging Face model folder (config, weights, tokenizer)")
@@ -17,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("auto", "vllm", "transformers"), default="auto",
                         help="auto: vLLM where it is installed and a GPU is present, "
                              "else transformers")
-    parser.add_argument("--max-concurrency", type=int, default=4, metavar="N",
+    parser.add_argument("--max-concurrency", type=positive_int, default=4, metavar="N",
                         help="requests generating at once; more wait in a queue (default 4)")
 
 
