@@ -712,14 +712,25 @@ class _KernelEmitter:
         env.update(carried)
 
 
-def emit_triton(checked: CheckedKernel) -> str:
+# Builtins the emitted launcher calls: a launcher may not be named after one of them.
+LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
+
+
+def emit_triton(checked: CheckedKernel, entry: str | None = None) -> str:
     """Readable Triton Python for a checked kernel: imports, jitted helpers it needs, the
-    ``@triton.jit`` kernel and a launcher named after the kernel, which takes the AST's inputs
-    in order, allocates the outputs on the inputs' device and returns them (a tuple for
-    several)."""
+    ``@triton.jit`` kernel and a launcher, which takes the AST's inputs in order, allocates the
+    outputs on the inputs' device and returns them (a tuple for several).
+
+    The launcher is named ``entry`` when given (a task's launcher may shadow a builtin it does
+    not use, such as ``pow``), else after the kernel, with a ``_`` added where that is reserved.
+    """
     kernel = checked.kernel
     module_names = _module_namer()
-    entry = module_names(kernel.name)
+    if entry is not None:
+        if not entry.isidentifier() or keyword.iskeyword(entry) or entry in LAUNCHER_BUILTINS + MODULE_NAMES:
+            raise ValueError(f"{entry!r} cannot name the launcher")
+        module_names.reserved.add(entry)
+    entry = entry or module_names(kernel.name)
     kernel_fn = module_names(f"{kernel.name}_kernel")
     reserved = set(MODULE_NAMES) | set(HELPERS) | set(HOST_HELPERS) | {entry, kernel_fn}
 

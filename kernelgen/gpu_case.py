@@ -26,13 +26,13 @@ from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.host import plan_for_sizes
 from kernelgen.results import Timing
 from kernelgen.tasks import Task
+from kernelgen.timing import event_times, flush_buffer
 from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference)
 
 if TYPE_CHECKING:
     from kernelgen.pipeline import Case
 
-L2_FLUSH_BYTES = 256 << 20
 WARMUP = 10
 REPETITIONS = 100
 FLAG_SPEEDUP = 10.0
@@ -105,22 +105,6 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
 # -- timing --------------------------------------------------------------------------------
 
 
-def _event_times(fn, flush, repetitions: int, warmup: int) -> list[float]:
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
-    for start, end in zip(starts, ends):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
-
-
 @functools.lru_cache(maxsize=1)
 def copy_bandwidth() -> float:
     """Bytes per second of a large device-to-device copy (read + write), measured once."""
@@ -128,8 +112,8 @@ def copy_bandwidth() -> float:
 
     source = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     target = torch.empty_like(source)
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    times = _event_times(lambda: target.copy_(source), flush, 10, 3)
+    flush = flush_buffer()
+    times = event_times(lambda: target.copy_(source), flush, 10, 3)
     return 2 * source.numel() / (statistics.median(times) / 1e3)
 
 
@@ -144,19 +128,34 @@ def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str,
 
     device = torch.device("cuda", torch.cuda.current_device())
     inputs = _to_device(make_inputs(task, sizes, seed), device)
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+    flush = flush_buffer()
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
         plan = plan_launch(checked, inputs)
         outputs = allocate_outputs(plan, device=device)
         kernel = load_kernel(compiled)
         arguments = plan_arguments(compiled, plan, outputs)
-        kernel_ms = _event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, WARMUP)
+        kernel_ms = event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, WARMUP)
+    return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions)}
+
+
+def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions: int) -> dict[str, Any]:
+    import torch
+
     reference = task.reference_function()
     values = list(inputs.values())
     with torch.no_grad():
-        eager_ms = _event_times(lambda: reference(*values), flush, repetitions, WARMUP)
-    return {"kernel_ms": kernel_ms, "eager_ms": eager_ms, "device": torch.cuda.get_device_name(device),
-            "bandwidth": copy_bandwidth()}
+        eager_ms = event_times(lambda: reference(*values), flush, repetitions, WARMUP)
+    return {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}
+
+
+def eager_job(task: Task, sizes: dict[str, int], seed: int, repetitions: int = REPETITIONS) -> dict[str, Any]:
+    """In the executor's child: event times (ms) of PyTorch eager alone (the baseline's code
+    is timed in its sandbox)."""
+    import torch
+
+    inputs = _to_device(make_inputs(task, sizes, seed), torch.device("cuda", torch.cuda.current_device()))
+    flush = flush_buffer()
+    return _eager_times(task, inputs, flush, repetitions)
 
 
 def _dot_kinds(checked: CheckedKernel) -> set[str]:
@@ -181,10 +180,27 @@ def _dot_kinds(checked: CheckedKernel) -> set[str]:
     return kinds
 
 
-def peak_flops(checked: CheckedKernel, target: str) -> float:
+@functools.lru_cache(maxsize=None)
+def _golden_dot_kinds(task_id: str) -> frozenset[str]:
+    from kernelgen.check import check
+    from kernelgen.tasks import get_task
+
+    return frozenset(_dot_kinds(check(get_task(task_id).golden)))
+
+
+def peak_flops(task: Task, target: str) -> float:
+    """The peak rate of the units the task's golden kernel uses: the roofline is a property of
+    the task, the same for every answer and for both tracks."""
     fp32, tf32, f16 = PEAK_FLOPS.get(target, PEAK_FLOPS["sm_90"])
-    kinds = _dot_kinds(checked)
+    kinds = _golden_dot_kinds(task.id)
     return f16 if "f16" in kinds else tf32 if "tf32" in kinds else fp32
+
+
+def roofline_fraction(task: Task, sizes: Mapping[str, int], seconds: float, bandwidth: float, target: str) -> float:
+    """The floor time (the fewest bytes at the measured bandwidth, or the FLOPs at peak: the
+    larger) over the measured time."""
+    floor = max(task.bytes_moved(dict(sizes)) / bandwidth, task.flop_count(dict(sizes)) / peak_flops(task, target))
+    return floor / seconds
 
 
 def time_case(case: Case) -> Timing:
@@ -197,14 +213,15 @@ def time_case(case: Case) -> Timing:
     moved = case.task.bytes_moved(sizes)
     flops = case.task.flop_count(sizes)
     seconds = kernel_ms / 1e3
-    floor = max(moved / measured["bandwidth"], flops / peak_flops(case.checked, case.settings.target))
     speedup = eager_ms / kernel_ms
     case.artifacts["times"] = (f"device: {measured['device']}\nkernel_ms: {measured['kernel_ms']}\n"
                                f"eager_ms: {measured['eager_ms']}\n")
     case.extra["kernel_times_ms"] = measured["kernel_ms"]
     return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=speedup,
                   gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
-                  roofline_fraction=floor / seconds, flagged=speedup > FLAG_SPEEDUP)
+                  roofline_fraction=roofline_fraction(case.task, sizes, seconds, measured["bandwidth"],
+                                                      case.settings.target),
+                  flagged=speedup > FLAG_SPEEDUP)
 
 
 def report_to_benchmark(benchmark: Any, result: Any) -> None:

@@ -103,38 +103,36 @@ def size_strategy(task: Task, cpu: bool):
     return st.fixed_dictionaries(parts)
 
 
-def for_each_size(task: Task, settings: Settings, check_one: Callable[[dict[str, int]], None]) -> list[dict[str, int]]:
-    """Run ``check_one`` on ``settings.shapes`` hypothesis-drawn size assignments.
-
-    Draws are seeded. The first failure ends the case and is raised as is: hypothesis neither
-    shrinks nor replays it, since a failing kernel may hang or fault and every rerun would cost
-    a timeout.
-    """
+def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
+    """``settings.shapes`` distinct size assignments drawn by hypothesis from the task's ranges,
+    reproducible from ``settings.seed``."""
     from hypothesis import HealthCheck, Phase, given, seed, settings as hyp_settings
 
-    seen: list[dict[str, int]] = []
-    failures: list[KernelgenError] = []
+    if not task.sizes:
+        return [{}]
+    drawn: list[dict[str, int]] = []
 
     @hyp_settings(max_examples=settings.shapes, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck), print_blob=False)
     @seed(settings.seed)
     @given(size_strategy(task, cpu=not settings.gpu))
-    def run(sizes: dict[str, int]) -> None:
-        if failures or sizes in seen:
-            return
-        seen.append(dict(sizes))
-        try:
-            check_one(sizes)
-        except KernelgenError as error:
-            failures.append(error)
+    def collect(sizes: dict[str, int]) -> None:
+        if sizes not in drawn:
+            drawn.append(dict(sizes))
 
-    if not task.sizes:
-        check_one({})
-        return [{}]
-    run()
-    if failures:
-        raise failures[0]
-    return seen
+    collect()
+    return drawn
+
+
+def for_each_size(task: Task, settings: Settings, check_one: Callable[[dict[str, int]], None]) -> list[dict[str, int]]:
+    """Run ``check_one`` on each drawn size assignment, in order; the first failure ends the
+    case and is raised as is (no shrinking or replay: a failing kernel may hang or fault, and
+    every rerun would cost a timeout). Returns the assignments checked."""
+    checked: list[dict[str, int]] = []
+    for sizes in draw_sizes(task, settings):
+        check_one(sizes)
+        checked.append(sizes)
+    return checked
 
 
 # -- stages --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kernelgen.errors import Outcome
-from kernelgen.metrics import fast_p, geomean_speedup, pass_at_k
+from kernelgen.metrics import by_tier, fast_p, geomean_speedup, max_samples, mean_pass_at_k
 
 RESULT_KEY = "kernelgen_result"
 
@@ -152,16 +152,38 @@ class Session:
             evaluate = lambda text: None  # noqa: E731 - nothing to repair: judged once, by the pipeline
         return request, generate_with_repair(self.provider, request, evaluate, self.repair_rounds, self.cache)
 
+    def run_baseline(self, task, sample: int):
+        """One sample of the raw-LLM baseline: the model answers with Triton Python (free text,
+        no schema); the repair rounds send back the static rules' findings."""
+        from kernelgen.ablation import evaluate_baseline, reference_answer, rule_diagnostics
+        from kernelgen.baseline import baseline_messages
+        from kernelgen.providers import GenerationRequest
+        from kernelgen.repair import generate_with_repair
+
+        request = GenerationRequest(messages=baseline_messages(task), sampling=self.sampling, sample_index=sample,
+                                    json_schema=None, reference=reference_answer(task))
+        evaluate = (lambda text: rule_diagnostics(task, text)) if self.repair_rounds else (lambda text: None)
+        generated = generate_with_repair(self.provider, request, evaluate, self.repair_rounds, self.cache)
+        self.settings.executor = self.executor
+        return evaluate_baseline(task, generated.text, self.settings, provider=self.provider.name,
+                                 model=self.provider.model or "", sample=sample,
+                                 generation=self._generation_info(generated), prompt=request.prompt_text())
+
+    @staticmethod
+    def _generation_info(generated):
+        from kernelgen.results import GenerationInfo
+
+        return GenerationInfo(latency_s=generated.latency_s, tokens_in=generated.tokens_in,
+                              tokens_out=generated.tokens_out, retries=generated.retries,
+                              repair_rounds=generated.repair_rounds, cached=generated.final.record.cached)
+
     def run(self, task, sample: int):
         import json
 
         from kernelgen.pipeline import evaluate_answer
-        from kernelgen.results import GenerationInfo
 
         request, generated = self.answer(task, sample)
-        info = GenerationInfo(latency_s=generated.latency_s, tokens_in=generated.tokens_in,
-                              tokens_out=generated.tokens_out, retries=generated.retries,
-                              repair_rounds=generated.repair_rounds, cached=generated.final.record.cached)
+        info = self._generation_info(generated)
         self.settings.executor = self.executor
         result = evaluate_answer(task, generated.text, self.settings, provider=self.provider.name,
                                  model=self.provider.model or "", sample=sample, generation=info,
@@ -200,31 +222,33 @@ def _tier_of(path: Path) -> str | None:
     return path.parent.name if path.parent.name in TIERS else None
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "kg_case" not in metafunc.fixturenames:
-        return
+def _case_params(config: pytest.Config, tier: str | None, track_mark: Any, extra_marks: tuple = ()) -> list:
     from kernelgen.tasks import load_tasks
 
-    tier = _tier_of(Path(str(metafunc.definition.fspath)))
-    if tier is None:
-        raise pytest.UsageError(f"{metafunc.definition.fspath}: kernelgen cases live in bench/<tier>/")
-    samples = _value(metafunc.config, "kg_samples", 1, int)
+    samples = _value(config, "kg_samples", 1, int)
     params = []
     for task in load_tasks(tier):
         for sample in range(samples):
             case_id = task.id if samples == 1 else f"{task.id}-s{sample}"
             params.append(pytest.param((task.id, sample), id=case_id,
-                                       marks=[getattr(pytest.mark, tier), pytest.mark.pipeline]))
-    metafunc.parametrize("kg_case", params)
+                                       marks=[getattr(pytest.mark, task.tier), track_mark, *extra_marks]))
+    return params
 
 
-def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
-    """One task's sample through the constrained pipeline (re-exported by bench/<tier>/)."""
-    from kernelgen.tasks import get_task
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kg_case" in metafunc.fixturenames:
+        tier = _tier_of(Path(str(metafunc.definition.fspath)))
+        if tier is None:
+            raise pytest.UsageError(f"{metafunc.definition.fspath}: kernelgen cases live in bench/<tier>/")
+        metafunc.parametrize("kg_case", _case_params(metafunc.config, tier, pytest.mark.pipeline))
+    if "kg_baseline_case" in metafunc.fixturenames:
+        metafunc.parametrize("kg_baseline_case", _case_params(metafunc.config, None, pytest.mark.baseline,
+                                                              (pytest.mark.ablation,)))
 
-    session = kg_session(request.config)
-    task_id, sample = kg_case
-    result = session.run(get_task(task_id), sample)
+
+def _report(request: pytest.FixtureRequest, result) -> None:
+    """Hand a case's result to the reports, the summary and pytest-benchmark; fail the test
+    with the outcome, the stage and the first diagnostic when it is not ok."""
     request.config.hook.pytest_kernelgen_case_result(config=request.config, item=request.node, result=result)
     request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
     if result.timing is not None:
@@ -232,6 +256,22 @@ def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) 
     if not result.ok:
         first = result.first_diagnostic()
         pytest.fail(f"{result.outcome.value} at {result.stage}: {first}", pytrace=False)
+
+
+def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
+    """One task's sample through the constrained pipeline (re-exported by bench/<tier>/)."""
+    from kernelgen.tasks import get_task
+
+    task_id, sample = kg_case
+    _report(request, kg_session(request.config).run(get_task(task_id), sample))
+
+
+def run_baseline_case(kg_baseline_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
+    """One task's sample through the raw-LLM baseline (re-exported by bench/ablation/)."""
+    from kernelgen.tasks import get_task
+
+    task_id, sample = kg_baseline_case
+    _report(request, kg_session(request.config).run_baseline(get_task(task_id), sample))
 
 
 def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
@@ -265,10 +305,13 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def summarize(results: list) -> list[str]:
-    """The lines of the terminal summary for a list of CaseResults."""
+    """The lines of the terminal summary for a list of CaseResults: per track (the constrained
+    pipeline, the raw-LLM baseline) and tier, the outcome counts and scores, and the paired
+    comparison of the two tracks where both ran. (TritonBench-T prints its own summary.)"""
     from kernelgen.results import CaseResult
 
     cases = [r if isinstance(r, CaseResult) else CaseResult.model_validate_json(r) for r in results]
+    cases = [c for c in cases if c.track in ("pipeline", "baseline")]
     if not cases:
         return []
     lines = []
@@ -276,36 +319,58 @@ def summarize(results: list) -> list[str]:
     modes = sorted({f"{c.mode} ({c.target})" for c in cases})
     lines.append(f"kernels from: {', '.join(providers)}; mode: {', '.join(modes)}")
     outcomes = [o.value for o in Outcome]
-    by_tier: dict[str, list] = defaultdict(list)
-    for c in cases:
-        by_tier[c.tier].append(c)
     seen = [o for o in outcomes if any(c.outcome.value == o for c in cases)]
-    header = f"{'tier':<12}{'cases':>6}{'pass':>7} " + "".join(f"{o:>16}" for o in seen)
-    lines.append(header)
-    for tier in sorted(by_tier, key=lambda t: ("easy", "med", "hard").index(t) if t in ("easy", "med", "hard") else 9):
-        group = by_tier[tier]
-        counts = Counter(c.outcome.value for c in group)
-        rate = counts["ok"] / len(group)
-        lines.append(f"{tier:<12}{len(group):>6}{rate:>7.0%} " + "".join(f"{counts[o]:>16}" for o in seen))
-    per_task: dict[str, list] = defaultdict(list)
-    for c in cases:
-        per_task[c.task].append(c)
-    k_values = sorted({1, max(len(v) for v in per_task.values())})
-    for k in k_values:
-        scores = [pass_at_k(len(v), sum(c.ok for c in v), k) for v in per_task.values() if len(v) >= k]
-        lines.append(f"pass@{k}: {sum(scores) / len(scores):.1%} over {len(scores)} tasks")
-    timed = [c for c in cases if c.ok and c.timing is not None]
-    if timed:
-        fast_1 = fast_p(cases, 1.0)
-        geo, _ = geomean_speedup(timed)
-        lines.append(f"fast_1: {fast_1:.1%} of {len(cases)} cases; geometric-mean speedup over PyTorch eager: "
-                     f"{geo:.2f}x over the {len(timed)} correct cases")
-        flagged = [c.task for c in timed if c.timing.flagged]
-        if flagged:
-            lines.append(f"speedups above 10x, flagged for review: {', '.join(flagged)}")
-    elif all(c.mode == "cpu" for c in cases):
+    lines.append(f"{'track':<9}{'tier':<7}{'cases':>6}{'pass':>7} " + "".join(f"{o:>16}" for o in seen))
+    tracks = [t for t in ("pipeline", "baseline") if any(c.track == t for c in cases)]
+    for track in tracks:
+        for tier, group in by_tier(c for c in cases if c.track == track).items():
+            counts = Counter(c.outcome.value for c in group)
+            lines.append(f"{track:<9}{tier:<7}{len(group):>6}{counts['ok'] / len(group):>7.0%} "
+                         + "".join(f"{counts[o]:>16}" for o in seen))
+    for track in tracks:
+        lines.extend(_track_scores(track, [c for c in cases if c.track == track]))
+    if len(tracks) == 2:
+        lines.append(_paired(cases))
+    if all(c.mode == "cpu" for c in cases):
         lines.append("launch and timing skipped: no GPU (kernels were checked, compiled and interpreted)")
     return lines
+
+
+def _track_scores(track: str, cases: list) -> list[str]:
+    lines = []
+    for k in sorted({1, max_samples(cases)}):
+        value = mean_pass_at_k(cases, k)
+        if value is not None:
+            lines.append(f"{track}: pass@{k}: {value[0]:.1%} over {value[1]} tasks")
+    timed = geomean_speedup(cases)
+    if timed is not None:
+        lines.append(f"{track}: fast_1: {fast_p(cases, 1.0):.1%} of {len(cases)} cases; geometric-mean speedup "
+                     f"over PyTorch eager: {timed[0]:.2f}x over the {timed[1]} correct cases")
+        flagged = [c.task for c in cases if c.ok and c.timing is not None and c.timing.flagged]
+        if flagged:
+            lines.append(f"{track}: speedups above 10x, flagged for review: {', '.join(flagged)}")
+    return lines
+
+
+def paired_outcomes(cases: list) -> Counter:
+    """Pipeline vs baseline per (task, sample) that ran in both tracks: both ok, only one, neither."""
+    ok: dict[tuple[str, str, int], dict[str, bool]] = defaultdict(dict)
+    for c in cases:
+        ok[(c.tier, c.task, c.sample)][c.track] = c.ok
+    pairs = Counter()
+    for tracks in ok.values():
+        if len(tracks) == 2:
+            pipeline, baseline = tracks["pipeline"], tracks["baseline"]
+            pairs["both ok" if pipeline and baseline else "only pipeline" if pipeline
+                  else "only baseline" if baseline else "neither"] += 1
+    return pairs
+
+
+def _paired(cases: list) -> str:
+    pairs = paired_outcomes(cases)
+    order = ("both ok", "only pipeline", "only baseline", "neither")
+    return f"pipeline vs baseline over {sum(pairs.values())} paired cases: " + ", ".join(
+        f"{name} {pairs[name]}" for name in order)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -61,11 +61,11 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from kernelgen.errors import KernelgenError, Outcome
+from kernelgen.timing import event_times, flush_buffer
 
 Device = Literal["interpreter", "cuda"]
 
 DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
-L2_FLUSH_BYTES = 256 << 20
 DEFAULT_FILE_SIZE_LIMIT_BYTES = 1 << 30
 STDERR_TAIL_CHARS = 4000
 
@@ -484,24 +484,6 @@ def _apply_limits(job: Mapping[str, Any]) -> None:
         resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
 
 
-def _event_times(entry: Any, inputs: list[Any], repetitions: int, warmup: int) -> list[float]:
-    """CUDA-event times (ms) of ``entry(*inputs)``, the L2 cache flushed before each call."""
-    import torch
-
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        entry(*inputs)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
-    for start, end in zip(starts, ends):
-        flush.zero_()
-        start.record()
-        entry(*inputs)
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
-
-
 def _child_main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
@@ -541,7 +523,8 @@ def _child_main(job_dir: Path) -> int:
             modified.append([i for i, (old, new) in enumerate(zip(before, inputs))
                              if isinstance(old, torch.Tensor) and not torch.equal(old.nan_to_num(), new.nan_to_num())])
             results.append([t.detach().cpu() for t in outputs])
-        times = _event_times(entry, timed, job["repetitions"], job["warmup"]) if timed is not None else []
+        times = (event_times(lambda: entry(*timed), flush_buffer(), job["repetitions"], job["warmup"])
+                 if timed is not None else [])
         torch.save(results, job_dir / "outputs.pt")
         status.write_text(json.dumps({"outcome": Outcome.OK.value, "modified": modified, "times_ms": times}))
     except BaseException as exc:  # the answer's failure, whatever it is, is its outcome

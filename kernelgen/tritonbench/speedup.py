@@ -139,18 +139,19 @@ def _copies(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[st
 
 
 def _median_ms(function: Any, flush: Any) -> float:
-    from kernelgen.gpu_case import REPETITIONS, _event_times
+    from kernelgen.gpu_case import REPETITIONS
+    from kernelgen.timing import event_times
 
-    probe = _event_times(function, flush, 1, WARMUP)[0]
+    probe = event_times(function, flush, 1, WARMUP)[0]
     repetitions = max(MIN_REPETITIONS, min(REPETITIONS, int(TIME_BUDGET_MS / max(probe, 1e-3))))
-    return statistics.median(_event_times(function, flush, repetitions, 1))
+    return statistics.median(event_times(function, flush, repetitions, 1))
 
 
 def perf_job(operator: Operator, ast_json: str, index: int, seed: int) -> PerfPoint:
     """In the executor's child: check and time our wrapper and the reference on one perf case."""
     import torch
 
-    from kernelgen.gpu_case import L2_FLUSH_BYTES
+    from kernelgen.timing import flush_buffer
     from kernelgen.launch import cuda_errors
     from kernelgen.tritonbench.evaluate import compare_results
     from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
@@ -168,7 +169,7 @@ def perf_job(operator: Operator, ast_json: str, index: int, seed: int) -> PerfPo
             del expected, actual, reference_args, reference_kwargs, our_args, our_kwargs
             if problems:
                 raise WrongResult(problems)
-            flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+            flush = flush_buffer()
             reference_ms = _median_ms(lambda: reference(*args, **kwargs), flush)
             with unfilled_outputs():
                 kernel_ms = _median_ms(lambda: candidate(*args, **kwargs), flush)

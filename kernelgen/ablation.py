@@ -1,0 +1,131 @@
+"""The raw-LLM baseline, judged like the pipeline: same tasks, same shapes, same checks.
+
+The ablation asks a model for Triton Python instead of a kernel AST and measures what the
+constrained pipeline buys. To be fair it differs from the pipeline only where it must: the
+answer goes through :mod:`kernelgen.baseline`'s extraction and static rules instead of the
+parser and checker, and runs in :mod:`kernelgen.sandbox` (Triton's interpreter without a GPU,
+the GPU with one) instead of the compiler and executor. Sizes are drawn by the same hypothesis
+strategy from the same seed, inputs are made by :func:`kernelgen.verify.make_inputs` (both
+signs, the task's domains), outputs are compared by :func:`kernelgen.verify.compare_outputs`
+with the same tolerances and anti-gaming rules, inputs must come back unchanged, and timings
+use CUDA events with the L2 flushed, against the same PyTorch eager reference.
+
+The ``reference`` answer is the task's golden AST emitted as Triton Python
+(:func:`kernelgen.emit.emit_triton`), so the baseline runs without a model too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+from kernelgen.baseline import EntryPoint, check_answer
+from kernelgen.check import check
+from kernelgen.emit import emit_triton
+from kernelgen.errors import Diagnostic, Outcome
+from kernelgen.pipeline import Settings, draw_sizes
+from kernelgen.results import CaseResult, GenerationInfo, Timing
+from kernelgen.tasks import Task
+from kernelgen.verify import compare_outputs, make_inputs, run_reference
+
+# Triton's interpreter runs each program of the grid in Python, hundreds of times slower than
+# the GPU: CPU mode checks fewer and smaller shapes, with more time.
+INTERPRETER_SHAPES = 3
+INTERPRETER_MAX_SIZE = 128
+INTERPRETER_TIME_FACTOR = 3
+
+
+def reference_answer(task: Task) -> str:
+    """The golden AST as a model's baseline answer: Triton Python in a fenced block, its
+    launcher named after the task."""
+    return f"```python\n{emit_triton(check(task.golden), entry=task.id)}```\n"
+
+
+def rule_diagnostics(task: Task, answer: str) -> list[Diagnostic] | None:
+    """What the static rules find wrong with a baseline answer, for a repair round."""
+    verdict = check_answer(answer, EntryPoint.for_task(task))
+    return None if verdict.ok else [Diagnostic(f"line {d.line}:{d.col}", d.code, d.message)
+                                    for d in verdict.diagnostics]
+
+
+def _failure(outcome: Outcome, stage: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    return {"outcome": outcome, "stage": stage, "diagnostics": [d.to_dict() for d in diagnostics]}
+
+
+def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
+                      model: str = "golden", sample: int = 0, generation: GenerationInfo | None = None,
+                      prompt: str | None = None) -> CaseResult:
+    """Judge one baseline answer; never raises for a bad answer."""
+    from kernelgen.sandbox import run_calls_in_sandbox
+
+    start = time.perf_counter()
+    artifacts = {"answer": answer, **({"prompt": prompt} if prompt is not None else {})}
+    fields: dict[str, Any] = {"outcome": Outcome.OK}
+    timing = None
+    extra: dict[str, Any] = {}
+    sizes_checked: list[dict[str, int]] = []
+    verdict = check_answer(answer, EntryPoint.for_task(task))
+    artifacts["code"] = verdict.code
+    if not verdict.ok:
+        fields = _failure(verdict.outcome, "rules", rule_diagnostics(task, answer) or [])
+    else:
+        if settings.gpu:
+            sizes_checked = draw_sizes(task, settings)
+        else:
+            small = task.model_copy(update={"sizes": {name: r.model_copy(update={"cpu_max": min(
+                r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
+            sizes_checked = draw_sizes(small, dataclasses.replace(settings, shapes=min(settings.shapes,
+                                                                                        INTERPRETER_SHAPES)))
+        calls = [make_inputs(task, sizes, settings.seed) for sizes in sizes_checked]
+        timed = (list(make_inputs(task, task.bench_sizes, settings.seed).values())
+                 if settings.gpu and settings.time_kernels else None)
+        run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for c in calls],
+                                   timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
+                                   device="cuda" if settings.gpu else "interpreter",
+                                   timed_inputs=timed)
+        artifacts["sandbox"] = run.stderr_tail
+        if not run.ok:
+            fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
+        else:
+            problems = _compare(task, calls, sizes_checked, run)
+            if problems:
+                fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
+            elif run.times_ms:
+                timing = _timing(task, settings, run.times_ms)
+                extra["kernel_times_ms"] = list(run.times_ms)
+    return CaseResult(task=task.id, tier=task.tier, track="baseline", provider=provider, model=model,
+                      sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
+                      sizes_checked=sizes_checked, generation=generation or GenerationInfo(), timing=timing,
+                      artifacts=artifacts, extra=extra, duration_s=time.perf_counter() - start, **fields)
+
+
+def _compare(task: Task, calls: list[dict[str, Any]], sizes_list: list[dict[str, int]], run) -> list[Diagnostic]:
+    names = [o.name for o in task.signature.outputs]
+    for inputs, sizes, outputs, modified in zip(calls, sizes_list, run.calls, run.modified):
+        if len(outputs) != len(names):
+            return [Diagnostic("/outputs", "wrong_arity", f"the launcher returned {len(outputs)} tensors, "
+                               f"the task has {len(names)} outputs {names}")]
+        problems = [Diagnostic(f"/inputs/{i}", "input_modified", f"the answer modified input "
+                               f"{task.signature.inputs[i].name}") for i in modified]
+        problems += compare_outputs(task, dict(zip(names, outputs)), run_reference(task, inputs), inputs, sizes)
+        if problems:
+            return problems
+    return []
+
+
+def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:
+    """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's."""
+    from kernelgen.gpu_case import eager_job, roofline_fraction
+
+    sizes = dict(task.bench_sizes)
+    measured = settings.executor.call(eager_job, task, sizes, settings.seed, timeout=max(settings.timeout_s, 120.0))
+    kernel_ms = statistics.median(kernel_times)
+    eager_ms = statistics.median(measured["eager_ms"])
+    seconds = kernel_ms / 1e3
+    moved, flops = task.bytes_moved(sizes), task.flop_count(sizes)
+    return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=eager_ms / kernel_ms,
+                  gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
+                  roofline_fraction=roofline_fraction(task, sizes, seconds, measured["bandwidth"], settings.target),
+                  flagged=eager_ms / kernel_ms > 10.0)
