@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from filelock import FileLock
 
 from kernelgen.cli import main
 from kernelgen.generation import GenerationCache, make_record, task_request
@@ -74,29 +75,48 @@ def record_answers(directory: Path) -> None:
                                                     token_source="server", constrained="response_format")))
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    folder = tmp_path_factory.mktemp("runs")
+def make_runs(folder: Path) -> None:
+    """The four runs, side by side; each one's output in ``folder/NAME.out``."""
     env = _environment(folder)
     pytest_run = [sys.executable, "-m", "pytest", *SELECTION, "-p", "no:cacheprovider", "-q"]
-    main_run = [*pytest_run, "-n", "2", "--alluredir", str(folder / "allure"), "--wandb", "offline",
-                "--kg-results", str(folder / "run.jsonl")]
-    shard_runs = [[*pytest_run, "--shard", f"{i}/2", "--wandb", "off", "--kg-results",
-                   str(folder / f"shard{i}.jsonl")] for i in (1, 2)]
     record_answers(folder / "recorded")
-    replay_run = [sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]",
-                  "bench/easy/test_easy.py::test_pipeline[silu]", "-p", "no:cacheprovider", "-q",
-                  f"--llm=replay:{folder / 'recorded'}", "--wandb", "off", "--kg-results", str(folder / "replayed.jsonl"),
-                  "--alluredir", str(folder / "replayed-allure")]
-    processes = [subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True) for command in (main_run, *shard_runs, replay_run)]
-    outputs = [process.communicate(timeout=TIMEOUT_S)[0] for process in processes]
-    for process, output in zip(processes[:3], outputs):
-        assert process.returncode == 0, output
-    assert processes[3].returncode == pytest.ExitCode.TESTS_FAILED, outputs[3]
+    commands = {
+        "main": [*pytest_run, "-n", "2", "--alluredir", str(folder / "allure"), "--wandb", "offline",
+                 "--kg-results", str(folder / "run.jsonl")],
+        **{f"shard{i}": [*pytest_run, "--shard", f"{i}/2", "--wandb", "off", "--kg-results",
+                         str(folder / f"shard{i}.jsonl")] for i in (1, 2)},
+        "replayed": [sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]",
+                     "bench/easy/test_easy.py::test_pipeline[silu]", "-p", "no:cacheprovider", "-q",
+                     f"--llm=replay:{folder / 'recorded'}", "--wandb", "off",
+                     "--kg-results", str(folder / "replayed.jsonl"), "--alluredir", str(folder / "replayed-allure")],
+    }
+    processes = {name: subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True) for name, command in commands.items()}
+    for name, process in processes.items():
+        output = process.communicate(timeout=TIMEOUT_S)[0]
+        (folder / f"{name}.out").write_text(output)
+        expected = pytest.ExitCode.TESTS_FAILED if name == "replayed" else pytest.ExitCode.OK
+        assert process.returncode == expected, output
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """The runs, made once per session: under xdist the first worker to get here makes them in
+    the session's shared temporary folder and the others wait for it (a file lock)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp("runs")
+        make_runs(folder)
+    else:
+        folder = tmp_path_factory.getbasetemp().parent / "report-runs"
+        with FileLock(f"{folder}.lock"):
+            if not (folder / "done").exists():
+                shutil.rmtree(folder, ignore_errors=True)  # an earlier worker's attempt that failed
+                folder.mkdir()
+                make_runs(folder)
+                (folder / "done").touch()
     return Runs(folder, folder / "run.jsonl", folder / "allure", folder,
                 [folder / "shard1.jsonl", folder / "shard2.jsonl"], folder / "replayed.jsonl",
-                folder / "replayed-allure", outputs[0])
+                folder / "replayed-allure", (folder / "main.out").read_text())
 
 
 def test_the_controller_writes_each_case_once_with_its_artifacts(runs: Runs) -> None:
@@ -112,20 +132,21 @@ def test_the_controller_writes_each_case_once_with_its_artifacts(runs: Runs) -> 
     assert "4 passed" in runs.output
 
 
-def test_merged_shards_equal_the_unsharded_run(runs: Runs) -> None:
+def test_merged_shards_equal_the_unsharded_run(runs: Runs, tmp_path: Path) -> None:
     shard_tasks = [{c.task for c in read_run(shard)} for shard in runs.shards]
     assert all(shard_tasks) and shard_tasks[0].isdisjoint(shard_tasks[1])
-    merged = merge_results(runs.shards, runs.folder / "merged.jsonl")
+    merged = merge_results(runs.shards, tmp_path / "merged.jsonl")
     whole = {c.task: c for c in read_run(runs.results)}
     assert sorted(c.task for c in merged) == sorted(whole)
     same = {"outcome", "stage", "diagnostics", "sizes_checked", "target", "mode", "artifact_files", "sample"}
     for c in merged:
         assert c.model_dump(include=same) == whole[c.task].model_dump(include=same)
-        assert load_artifacts(runs.folder / "merged.jsonl", c) == load_artifacts(runs.results, whole[c.task])
+        assert load_artifacts(tmp_path / "merged.jsonl", c) == load_artifacts(runs.results, whole[c.task])
 
 
-def test_a_merged_run_compares_like_a_single_one(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
-    merged = runs.folder / "merged-for-compare.jsonl"
+def test_a_merged_run_compares_like_a_single_one(runs: Runs, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    merged = tmp_path / "merged-for-compare.jsonl"
     merge_results(runs.shards, merged)
     assert main(["report", "compare", str(runs.results), str(merged)]) == 0
     out = capsys.readouterr().out
