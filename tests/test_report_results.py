@@ -233,3 +233,24 @@ def test_each_failing_outcome_falls_in_its_own_category() -> None:
 @given(st.dictionaries(st.text(min_size=1), st.text()))
 def test_properties_round_trip(values: dict[str, str]) -> None:
     assert parse_properties(format_properties(values)) == values
+
+
+# -- the HTML report's preconditions -------------------------------------------------------
+
+
+def test_html_report_of_a_folder_without_results_says_how_to_make_them(tmp_path: Path) -> None:
+    from kernelgen.report.html import ReportError, build_html
+
+    with pytest.raises(ReportError) as error:
+        build_html([tmp_path], tmp_path / "out")
+    assert error.value.code == "no_results" and f"--alluredir {tmp_path}" in str(error.value)
+
+
+def test_html_report_without_node_names_the_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelgen.report.html import ALLURE_INSTALL, ReportError, find_allure
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ReportError) as error:
+        find_allure(tmp_path)
+    assert error.value.code == "node_missing"
+    assert "apt-get install -y nodejs npm" in str(error.value) and ALLURE_INSTALL in str(error.value)
