@@ -43,6 +43,18 @@ def reference_answer(task: Task) -> str:
     return f"```python\n{emit_triton(check(task.golden), entry=task.id)}```\n"
 
 
+def interpreter_limitation(task: Task) -> str | None:
+    """Why a task's baseline cannot be judged in Triton's interpreter, or None.
+
+    Triton 3.6's interpreter computes bf16 arithmetic, dots and casts on the raw bits, so a
+    correct bf16 kernel gives wrong numbers there; those cases need a GPU.
+    """
+    specs = task.signature.inputs + task.signature.outputs
+    if any(spec.dtype == "bf16" for spec in specs):
+        return "bf16 baseline cases need a GPU: Triton's interpreter computes bf16 on the raw bits"
+    return None
+
+
 def rule_diagnostics(task: Task, answer: str) -> list[Diagnostic] | None:
     """What the static rules find wrong with a baseline answer, for a repair round."""
     verdict = check_answer(answer, EntryPoint.for_task(task))

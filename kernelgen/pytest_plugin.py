@@ -165,8 +165,9 @@ class Session:
         evaluate = (lambda text: rule_diagnostics(task, text)) if self.repair_rounds else (lambda text: None)
         generated = generate_with_repair(self.provider, request, evaluate, self.repair_rounds, self.cache)
         self.settings.executor = self.executor
-        return evaluate_baseline(task, generated.text, self.settings, provider=self.provider.name,
-                                 model=self.provider.model or "", sample=sample,
+        record = generated.final.record
+        return evaluate_baseline(task, generated.text, self.settings, provider=record.provider,
+                                 model=record.model or "", sample=sample,
                                  generation=self._generation_info(generated), prompt=request.prompt_text())
 
     @staticmethod
@@ -185,8 +186,9 @@ class Session:
         request, generated = self.answer(task, sample)
         info = self._generation_info(generated)
         self.settings.executor = self.executor
-        result = evaluate_answer(task, generated.text, self.settings, provider=self.provider.name,
-                                 model=self.provider.model or "", sample=sample, generation=info,
+        record = generated.final.record
+        result = evaluate_answer(task, generated.text, self.settings, provider=record.provider,
+                                 model=record.model or "", sample=sample, generation=info,
                                  prompt=request.prompt_text())
         if generated.repair_rounds:
             result.artifacts["repair_rounds"] = json.dumps(generated.to_dict()["rounds"], indent=2)
@@ -246,7 +248,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                                               (pytest.mark.ablation,)))
 
 
-def _report(request: pytest.FixtureRequest, result) -> None:
+def report_case(request: pytest.FixtureRequest, result) -> None:
     """Hand a case's result to the reports, the summary and pytest-benchmark; fail the test
     with the outcome, the stage and the first diagnostic when it is not ok."""
     request.config.hook.pytest_kernelgen_case_result(config=request.config, item=request.node, result=result)
@@ -263,15 +265,22 @@ def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) 
     from kernelgen.tasks import get_task
 
     task_id, sample = kg_case
-    _report(request, kg_session(request.config).run(get_task(task_id), sample))
+    report_case(request, kg_session(request.config).run(get_task(task_id), sample))
 
 
 def run_baseline_case(kg_baseline_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
     """One task's sample through the raw-LLM baseline (re-exported by bench/ablation/)."""
     from kernelgen.tasks import get_task
 
+    from kernelgen.ablation import interpreter_limitation
+
     task_id, sample = kg_baseline_case
-    _report(request, kg_session(request.config).run_baseline(get_task(task_id), sample))
+    session = kg_session(request.config)
+    task = get_task(task_id)
+    limitation = None if session.gpu else interpreter_limitation(task)
+    if limitation:
+        pytest.skip(limitation)
+    report_case(request, session.run_baseline(task, sample))
 
 
 def _record_benchmark(request: pytest.FixtureRequest, result) -> None:

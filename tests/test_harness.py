@@ -61,7 +61,7 @@ def run_bench(*args: str, cache: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["OPENAI_API_KEY"] = "sk-loopback"
     return subprocess.run([sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]", "-q",
-                           "-p", "no:cacheprovider", "--kg-mode", "cpu", "--kg-shapes", "2",
+                           "-p", "no:cacheprovider", "--kg-mode", "cpu", "--kg-shapes", "2", "--wandb", "off",
                            "--kg-cache", str(cache), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 

@@ -73,7 +73,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def run_tritonbench_case(tritonbench_operator: str, request: pytest.FixtureRequest) -> None:
     """One operator, scored (re-exported by ``bench/tritonbench/test_tritonbench.py``)."""
-    from kernelgen.pytest_plugin import RESULT_KEY, kg_session
+    from kernelgen.pytest_plugin import kg_session, report_case
     from kernelgen.tritonbench.evaluate import evaluate_operator
 
     config = request.config
@@ -83,9 +83,7 @@ def run_tritonbench_case(tritonbench_operator: str, request: pytest.FixtureReque
     session.settings.executor = session.executor
     result = evaluate_operator(operator, session.provider, session.settings, cache=session.cache,
                                sampling=session.sampling, prompt_kind=config.getoption("tritonbench_prompt"))
-    request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
-    if not result.ok:
-        pytest.fail(f"{result.outcome.value} at {result.stage}: {result.first_diagnostic()}", pytrace=False)
+    report_case(request, result)
 
 
 # -- the summary ---------------------------------------------------------------------------
