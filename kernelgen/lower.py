@@ -28,8 +28,8 @@ agree with it:
   ``sin``, ``cos`` and ``erf`` libdevice calls.
 * ``maximum``/``minimum``, ``clamp`` and the ``max``/``min`` reductions use the NaN-propagating
   ``arith.maximumf``/``minimumf``; comparisons are ordered except ``ne`` (``UNE``).
-* ``argmax``/``argmin`` reduce (value, index) pairs and keep the smaller index on ties; NaN
-  counts as the extremum, as in ``torch.argmax``/``argmin``.
+* ``argmax``/``argmin`` take the extremum, then the least index holding it; NaN counts as the
+  extremum, as in ``torch.argmax``/``argmin``.
 * Reductions and comparisons of f16/bf16 values run in f32 (exact), as Triton's own ``tl.max``
   does for bf16, which has no hardware max or compare before sm_90.
 * bool tensors live in memory as bytes: bool pointers are ``!tt.ptr<i8>``, loads compare with 0
@@ -531,16 +531,10 @@ class _Lowering:
         values = ValueType(dtype, xt.shape)
         if dtype in FLOAT_DTYPES and e.op != "sum":
             x, values = self.widen_float(x, values), ValueType("f32", xt.shape)
-        element = self.scalar_type(values.dtype)
         if with_index:
-            index = self.axis_index(xt.shape, e.axis)
-            op = b.create_reduce([x, index], e.axis)
-            self.combine_region(op, [element, b.get_int32_ty()] * 2,
-                                lambda args: self.arg_combine(e.op, args, values.dtype))
+            result = self.first_index_of_extremum(e.op, x, values, e.axis)
         else:
-            op = b.create_reduce([x], e.axis)
-            self.combine_region(op, [element, element], lambda args: [self.reduce_combine(e.op, args, values.dtype)])
-        result = op.get_result(1 if with_index else 0)
+            result = self.reduce_one(e.op, x, values, e.axis)
         out_shape = tuple(d for i, d in enumerate(xt.shape) if i != e.axis)
         if not with_index and values.dtype != t.dtype:
             result = self.narrow_float(result, out_shape, t.dtype)
@@ -577,24 +571,38 @@ class _Lowering:
             return b.create_fadd(a, c) if dtype in FLOAT_DTYPES else b.create_add(a, c)
         return self.extremum("maximum" if op == "max" else "minimum", a, c, ValueType(dtype))
 
-    def arg_combine(self, op: str, args: list[Any], dtype: str) -> list[Any]:
-        """Keep (value, index) pair 1 over pair 2 when its value is the extremum, NaN first,
-        and on ties when its index is smaller: the first index of the extremum."""
+    def reduce_one(self, op: str, x: Any, values: ValueType, axis: int) -> Any:
+        """``sum``, ``max`` or ``min`` of ``x`` along ``axis`` (one-operand ``tt.reduce``)."""
+        element = self.scalar_type(values.dtype)
+        reduce = self.builder.create_reduce([x], axis)
+        self.combine_region(reduce, [element, element], lambda args: [self.reduce_combine(op, args, values.dtype)])
+        return reduce.get_result(0)
+
+    def first_index_of_extremum(self, op: str, x: Any, values: ValueType, axis: int) -> Any:
+        """argmax/argmin as two one-operand reductions: the extremum, then the least index
+        holding it (NaN counts as the extremum, as in torch).
+
+        A single two-operand reduce of (value, index) pairs gives wrong indices on an H200
+        when the values come from a ``tt.reshape`` and span several warps (seen with Triton
+        3.6: argmax of a [16, 32] tile reshaped to [512]); this form uses only elementwise ops
+        and one-operand reductions, the paths every max and sum takes.
+        """
         b = self.builder
-        v1, i1, v2, i2 = args
-        earlier = b.create_icmpSLT(i1, i2)
-        if dtype in FLOAT_DTYPES:
-            better = b.create_fcmpOGT(v1, v2) if op == "argmax" else b.create_fcmpOLT(v1, v2)
-            nan1 = b.create_fcmpUNE(v1, v1)
-            nan2 = b.create_fcmpUNE(v2, v2)
-            equal = b.create_or(b.create_fcmpOEQ(v1, v2), b.create_and(nan1, nan2))
-            only_first_nan = b.create_and(nan1, b.create_xor(nan2, b.get_int1(True)))
-            better = b.create_or(better, only_first_nan)
+        shape = values.shape
+        extremum = self.reduce_one("max" if op == "argmax" else "min", x, values, axis)
+        if len(shape) == 1:  # reduced to a scalar
+            spread = self.splat(extremum, ValueType(values.dtype), shape)
         else:
-            better = b.create_icmpSGT(v1, v2) if op == "argmax" else b.create_icmpSLT(v1, v2)
-            equal = b.create_icmpEQ(v1, v2)
-        keep_first = b.create_or(better, b.create_and(equal, earlier))
-        return [b.create_select(keep_first, v1, v2), b.create_select(keep_first, i1, i2)]
+            spread = b.create_broadcast(b.create_expand_dims(extremum, axis), list(shape))
+        if values.dtype in FLOAT_DTYPES:
+            both_nan = b.create_and(b.create_fcmpUNE(x, x), b.create_fcmpUNE(spread, spread))
+            holds = b.create_or(b.create_fcmpOEQ(x, spread), both_nan)
+        else:
+            holds = b.create_icmpEQ(x, spread)
+        index = self.axis_index(shape, axis)
+        past_the_end = self.constant(shape[axis], "i32", shape)
+        candidates = b.create_select(holds, index, past_the_end)
+        return self.reduce_one("min", candidates, ValueType("i32", shape), axis)
 
     def _dot(self, e: L.Dot, path: str, env) -> Any:
         t = self.types[path]

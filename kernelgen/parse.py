@@ -74,8 +74,9 @@ def _message(error: dict[str, Any], document: Any, pointer: str) -> tuple[str, s
         return "unknown_field", f"unknown field {error['loc'][-1]!r}"
     if kind == "literal_error":
         return "bad_value", f"{error['msg'].lower()}, got {error.get('input')!r}"
-    if kind == "recursion_loop":
-        # Pydantic stops at a fixed depth and calls it a cyclic reference, which JSON cannot have.
+    if kind in ("recursion_loop", "recursion_depth_exceeded"):
+        # Pydantic stops at a fixed depth (older versions call it a cyclic reference, which
+        # JSON cannot have).
         return "too_deep", "expressions nest too deeply here; bind inner parts to names with let"
     if kind == "string_pattern_mismatch":
         return "bad_name", f"{error.get('input')!r} is not a valid identifier"

@@ -21,8 +21,9 @@ from kernelgen.metrics import by_tier, fast_p, geomean_speedup, max_samples, mea
 
 RESULT_KEY = "kernelgen_result"
 
-# Reports and scale (results store, W&B, Allure, --shard): see kernelgen.report.plugin.
-pytest_plugins = ["kernelgen.report.plugin"]
+# Reports and scale (results store, W&B, Allure, --shard): kernelgen.report.plugin; the
+# TritonBench-T track: kernelgen.tritonbench.pytest_plugin.
+pytest_plugins = ["kernelgen.report.plugin", "kernelgen.tritonbench.pytest_plugin"]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -201,7 +202,6 @@ _SESSION_KEY = pytest.StashKey[Session]()
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SESSION_KEY] = None  # made on first use: a plain `pytest tests` pays nothing
     _results.clear()
-    config.pluginmanager.import_plugin("kernelgen.tritonbench.pytest_plugin")  # the TritonBench-T track
 
 
 def kg_session(config: pytest.Config) -> Session:

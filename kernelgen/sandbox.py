@@ -431,6 +431,10 @@ class _Guard:
                     self.check_write(args[i], event)
         elif event == "subprocess.Popen":
             self.check_process(args)
+        elif event == "os.posix_spawn":
+            # subprocess starts an allowed compiler with posix_spawn (path, argv, env): the
+            # same check as its Popen event, which comes first.
+            self.check_process(args)
         elif event == "socket.__new__":
             import socket
 

@@ -362,6 +362,18 @@ def test_the_audit_hook_alone_refuses_network_and_writes(listener: Listener, tmp
     assert listener.connections == before
 
 
+def test_only_triton_compilers_may_be_spawned_and_only_on_a_gpu() -> None:
+    """subprocess starts programs with posix_spawn after its Popen event; both are checked."""
+    from kernelgen.sandbox import _Guard
+
+    gpu, interpreter = _Guard(["/nowhere"], compiler_tools=True), _Guard(["/nowhere"], compiler_tools=False)
+    gpu("os.posix_spawn", ("/usr/local/cuda/bin/ptxas", ["ptxas", "-v"], {}))
+    gpu("subprocess.Popen", ("/usr/local/cuda/bin/ptxas", ["ptxas"], None, None))
+    for guard, program in ((gpu, "/bin/sh"), (interpreter, "/usr/local/cuda/bin/ptxas")):
+        with pytest.raises(PermissionError):
+            guard("os.posix_spawn", (program, [program], {}))
+
+
 def test_exceptions_are_classified() -> None:
     from triton.compiler.errors import CompilationError
 

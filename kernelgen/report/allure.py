@@ -114,7 +114,9 @@ def parse_properties(text: str) -> dict[str, str]:
     """The ``key=value`` lines of a ``.properties`` file written by :func:`format_properties`."""
     values = {}
     for line in text.split("\n"):
-        if not line.strip() or line.lstrip().startswith(("#", "!")):
+        # Only space, tab and form feed are blanks in a .properties file (str.strip would also
+        # take \x1c-\x1f, which a key may start with).
+        if not line.strip(" \t\f") or line.lstrip(" \t\f").startswith(("#", "!")):
             continue
         key, value, escaped = [], [], False
         target = key
