@@ -141,10 +141,10 @@ def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str,
 def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions: int) -> dict[str, Any]:
     import torch
 
-    reference = task.reference_function()
+    eager = task.eager_function()
     values = list(inputs.values())
     with torch.no_grad():
-        eager_ms = event_times(lambda: reference(*values), flush, repetitions, WARMUP)
+        eager_ms = event_times(lambda: eager(*values), flush, repetitions, WARMUP)
     return {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}
 
 

@@ -1,8 +1,10 @@
 """Benchmark tasks: what a model is asked, how its answer is judged.
 
 A task is one YAML file under ``bench/<tier>/``: the semantics in prose, the signature (inputs
-with symbolic shapes, outputs), a PyTorch reference, the ranges sizes are drawn from, how
-inputs are drawn, a tolerance, the sizes timings use, and a golden AST. The prompt a model
+with symbolic shapes, outputs), a PyTorch reference (the correctness oracle, computed in high
+precision where it matters), optionally the idiomatic PyTorch ``eager`` code speedups are
+measured against, the ranges sizes are drawn from, how inputs are drawn, a tolerance, the
+sizes timings use, and a golden AST. The prompt a model
 sees is the prose plus the signature rendered from the same data the harness checks, so the
 two cannot disagree (the original baseline was judged against references that did not match
 its prompts).
@@ -78,6 +80,7 @@ class Task(_Model):
     prompt: str = Field(min_length=20)
     signature: Signature
     reference: str
+    eager: str | None = None
     sizes: dict[str, SizeRange] = {}
     bench_sizes: dict[str, int] = {}
     scalars: dict[str, Union[float, int, bool]] = {}
@@ -92,6 +95,15 @@ class Task(_Model):
         compile(source, "<reference>", "exec")
         if "def reference(" not in source:
             raise ValueError("the reference source must define `def reference(...)`")
+        return source
+
+    @field_validator("eager")
+    @classmethod
+    def _defines_eager(cls, source: str | None) -> str | None:
+        if source is not None:
+            compile(source, "<eager>", "exec")
+            if "def eager(" not in source:
+                raise ValueError("the eager source must define `def eager(...)`")
         return source
 
     @model_validator(mode="after")
@@ -128,7 +140,15 @@ class Task(_Model):
         return Tolerance(rtol=rtol, atol=atol)
 
     def reference_function(self) -> Callable[..., Any]:
-        return _compiled_reference(self.id, self.reference)
+        return _compiled_source(self.id, self.reference, "reference")
+
+    def eager_function(self) -> Callable[..., Any]:
+        """What speedups are measured against: the idiomatic PyTorch of the task in its own
+        dtypes (``eager``), where the reference computes in higher precision for accuracy (an
+        f16 matmul's reference upcasts to f32, which no one would time as PyTorch's speed)."""
+        if self.eager is None:
+            return self.reference_function()
+        return _compiled_source(self.id, self.eager, "eager")
 
     def render_signature(self) -> str:
         def shape(spec: L.Input) -> str:
@@ -168,13 +188,13 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_reference(task_id: str, source: str) -> Callable[..., Any]:
+def _compiled_source(task_id: str, source: str, name: str) -> Callable[..., Any]:
     import torch
     import torch.nn.functional as F
 
     namespace: dict[str, Any] = {"torch": torch, "F": F, "math": math}
-    exec(compile(source, f"<reference of {task_id}>", "exec"), namespace)
-    return namespace["reference"]
+    exec(compile(source, f"<{name} of {task_id}>", "exec"), namespace)
+    return namespace[name]
 
 
 def bench_root() -> Path:

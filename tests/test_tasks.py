@@ -1,0 +1,54 @@
+"""The benchmark's task files: they load, and each task's ``eager`` code (what speedups are
+measured against) computes the same function as its reference, in the task's own dtypes.
+
+A task whose reference upcasts for accuracy (an f16 matmul computed in f32) would otherwise be
+timed against that slow upcast, and its speedup would say more about the reference than about
+the kernel; ``eager`` is the PyTorch code a user would time instead. It must compute the same
+function (within low-precision rounding: it may round where the reference does not), return
+the outputs' shapes and dtypes, and read its inputs without modifying them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelgen.pipeline import Settings, draw_sizes
+from kernelgen.tasks import TIERS, load_tasks
+from kernelgen.verify import make_inputs, run_reference
+
+TASKS = load_tasks()
+WITH_EAGER = [t for t in TASKS if t.eager is not None]
+
+
+def test_every_tier_has_its_tasks() -> None:
+    counts = {tier: sum(t.tier == tier for t in TASKS) for tier in TIERS}
+    assert counts["easy"] >= 40 and counts["med"] >= 40 and counts["hard"] >= 25, counts
+    assert len({t.id for t in TASKS}) == len(TASKS)
+
+
+def test_references_that_upcast_have_an_eager_twin() -> None:
+    """A reference that converts inputs to a wider float type is not what PyTorch users run."""
+    upcasting = [t.id for t in TASKS if ("double()" in t.reference or ".float()" in t.reference)
+                 and any(i.dtype in ("f16", "bf16") or ".double()" in t.reference for i in t.signature.inputs)
+                 and t.eager is None and t.id != "rope_bf16"]
+    assert upcasting == []
+
+
+@pytest.mark.parametrize("task", WITH_EAGER, ids=[t.id for t in WITH_EAGER])
+def test_eager_computes_the_reference_function(task) -> None:
+    for sizes in draw_sizes(task, Settings(shapes=2, seed=1))[:2]:
+        small = {name: min(value, 64) for name, value in sizes.items()}
+        inputs = make_inputs(task, small, seed=3)
+        before = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        expected = run_reference(task, inputs)
+        with torch.no_grad():
+            result = task.eager_function()(*inputs.values())
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        assert len(results) == len(expected)
+        for (name, want), got in zip(expected.items(), results):
+            assert got.shape == want.shape, name
+            torch.testing.assert_close(got.to(want.dtype).double(), want.double(), rtol=3e-2, atol=3e-2,
+                                       msg=f"{task.id}.{name} with {small}")
+        for name, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, before[name]), f"eager modified {name}"
