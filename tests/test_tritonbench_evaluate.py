@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,23 +19,13 @@ from kernelgen.providers import make_provider
 from kernelgen.providers.base import Completion
 from kernelgen.providers.replay import ReplayProvider
 from kernelgen.results import CaseResult
-from kernelgen.tritonbench import load_tritonbench
 from kernelgen.tritonbench.evaluate import check_accuracy, compare_results, evaluate_operator, track_summary
 from kernelgen.tritonbench.generate import request_for
 from kernelgen.tritonbench.goldens import golden_answer
 from kernelgen.tritonbench.runtime import wrapper
 from kernelgen.tritonbench.speedup import describe_case, perf_arguments
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / ".." / "shared" / "tritonbench-t-sample"
 CPU = Settings(target="sm_90", gpu=False)
-
-
-@pytest.fixture(scope="module")
-def sample():
-    if not (SAMPLE / "data").is_dir():
-        pytest.skip(f"the TritonBench-T sample is not at {SAMPLE.resolve()}")
-    return load_tritonbench(SAMPLE)
 
 
 # -- comparing results ----------------------------------------------------------------------

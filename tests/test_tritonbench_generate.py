@@ -12,23 +12,16 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import TRITONBENCH_SAMPLE
 import torch
 
 from kernelgen.cli import main
-from kernelgen.tritonbench import load_tritonbench
 from kernelgen.tritonbench.generate import Manifest
 from kernelgen.tritonbench.goldens import golden_answer, track_directory, unsupported_reasons
 from kernelgen.tritonbench.loader import SEPARATOR
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / ".." / "shared" / "tritonbench-t-sample"
-
-
-@pytest.fixture(scope="module")
-def sample():
-    if not (SAMPLE / "data").is_dir():
-        pytest.skip(f"the TritonBench-T sample is not at {SAMPLE.resolve()}")
-    return load_tritonbench(SAMPLE)
+SAMPLE = TRITONBENCH_SAMPLE
 
 
 @pytest.fixture(scope="module")

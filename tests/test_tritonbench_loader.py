@@ -11,6 +11,7 @@ import string
 from pathlib import Path
 
 import pytest
+from conftest import TRITONBENCH_SAMPLE
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,15 +27,7 @@ from kernelgen.tritonbench import (
 )
 from kernelgen.tritonbench.loader import SEPARATOR
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / ".." / "shared" / "tritonbench-t-sample"
-
-
-@pytest.fixture(scope="module")
-def sample():
-    if not (SAMPLE / "data").is_dir():
-        pytest.skip(f"the TritonBench-T sample is not at {SAMPLE.resolve()}")
-    return load_tritonbench(SAMPLE)
+SAMPLE = TRITONBENCH_SAMPLE
 
 
 def raw_json(relative: str):

@@ -4,27 +4,16 @@ called like the operator (CPU tensors: the interpreter; CUDA tensors: the GPU, m
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from kernelgen.errors import HostError, SchemaError
-from kernelgen.tritonbench import load_tritonbench
 from kernelgen.tritonbench.generate import module_source
 from kernelgen.tritonbench.goldens import golden_answer
 from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / ".." / "shared" / "tritonbench-t-sample"
-
-
-@pytest.fixture(scope="module")
-def sample():
-    if not (SAMPLE / "data").is_dir():
-        pytest.skip(f"the TritonBench-T sample is not at {SAMPLE.resolve()}")
-    return load_tritonbench(SAMPLE)
 
 
 @pytest.fixture

@@ -1,0 +1,20 @@
+"""What several of kernelgen's own tests share: the TritonBench-T sample beside the checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+# The sample lives beside the project (../shared), never inside it.
+TRITONBENCH_SAMPLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "tritonbench-t-sample"
+
+
+@pytest.fixture(scope="session")
+def sample():
+    """The loaded sample; the test skips, saying where it looked, when it is absent."""
+    from kernelgen.tritonbench import load_tritonbench
+
+    if not (TRITONBENCH_SAMPLE / "data").is_dir():
+        pytest.skip(f"the TritonBench-T sample is not at {TRITONBENCH_SAMPLE.resolve()}")
+    return load_tritonbench(TRITONBENCH_SAMPLE)
