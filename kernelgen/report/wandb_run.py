@@ -45,7 +45,10 @@ def resolve_mode(requested: str | None) -> tuple[str, str | None]:
         raise WandbError(f"--wandb takes {', '.join(MODES)}, not {requested!r}", code="bad_wandb_mode")
     if requested == "off":
         return "off", None
-    installed = importlib.util.find_spec("wandb") is not None
+    spec = importlib.util.find_spec("wandb")
+    # W&B writes its runs into ./wandb: from the working directory that folder imports as a
+    # namespace package (no origin), which is not the wandb package.
+    installed = spec is not None and spec.origin is not None
     if requested is None:
         if not installed:
             return "off", "W&B: off (the wandb package is not installed: pip install 'kernelgen[track]')"
