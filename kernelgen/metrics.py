@@ -25,10 +25,16 @@ TIER_ORDER = ("easy", "med", "hard", "tritonbench")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator (Chen et al., 2021): 1 - C(n-c, k) / C(n, k)."""
+    """The unbiased estimator of pass@k from n samples of which c pass (Chen et al. 2021):
+    ``1 - C(n-c, k) / C(n, k)``, the chance that k samples drawn from the n hold a pass."""
+    if not 0 <= c <= n or k < 1:
+        raise ValueError(f"pass@k needs 0 <= c <= n and k >= 1, got n={n}, c={c}, k={k}")
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
     if n - c < k:
         return 1.0
-    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
+    # The product form avoids huge binomials: prod_{i=n-c+1}^{n} (1 - k / i).
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
 def mean_pass_at_k(cases: Sequence[CaseResult], k: int) -> tuple[float, int] | None:

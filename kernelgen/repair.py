@@ -10,7 +10,6 @@ checker). Every round is kept: its record (text, latency, tokens, retries) and d
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -118,16 +117,3 @@ def generate_with_repair(provider: Provider, request: GenerationRequest, evaluat
         current = request.model_copy(update={
             "messages": repair_messages(request.messages, record.text, diagnostics)})
     return result
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased estimator of pass@k from n samples of which c pass (Chen et al. 2021):
-    ``1 - C(n-c, k) / C(n, k)``, the chance that k samples drawn from the n hold a pass."""
-    if not 0 <= c <= n or k < 1:
-        raise ValueError(f"pass@k needs 0 <= c <= n and k >= 1, got n={n}, c={c}, k={k}")
-    if k > n:
-        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
-    if n - c < k:
-        return 1.0
-    # The product form avoids huge binomials: prod_{i=n-c+1}^{n} (1 - k / i).
-    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernelgen.generation import GenerationCache
-from kernelgen.repair import check_answer, generate_with_repair, pass_at_k
+from kernelgen.metrics import pass_at_k
+from kernelgen.repair import check_answer, generate_with_repair
 from test_providers import Answer, ScriptedServer, Seen, chat_completion, example_text, make_request, openai_at
 
 GOOD = example_text("vector_add")

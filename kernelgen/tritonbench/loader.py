@@ -554,17 +554,22 @@ def _read_records(path: Path) -> list[OperatorRecord]:
             document = [json.loads(line) for line in _read_text(path).splitlines() if line.strip()]
         except json.JSONDecodeError:
             raise exc from None
+    return _validated_array(path, document, OperatorRecord, "operator records")
+
+
+def _validated_array(path: Path, document: Any, model: Any, what: str) -> list[Any]:
+    """Each item of a JSON array as ``model``; every bad field reported at once."""
     if not isinstance(document, list):
-        raise _problem(path, "bad_json", f"expected a JSON array of operator records, got {type(document).__name__}")
-    records, diagnostics = [], []
+        raise _problem(path, "bad_json", f"expected a JSON array of {what}, got {type(document).__name__}")
+    items, diagnostics = [], []
     for index, item in enumerate(document):
         try:
-            records.append(OperatorRecord.model_validate(item))
+            items.append(model.model_validate(item))
         except ValidationError as exc:
             diagnostics += _field_problems(exc, f"{path}#/{index}")
     if diagnostics:
         raise TritonBenchError(diagnostics)
-    return records
+    return items
 
 
 def _match_prompts(root: Path, records: list[OperatorRecord]) -> list[Prompts]:
@@ -643,16 +648,7 @@ def _load_perf(root: Path, stem: str) -> Perf:
                         root / PERF_RESULTS_DIR / f"{stem}.json")
     source = _read_text(script, missing=f"operator {stem} has no perf script {script.name}")
     document = _read_json(results_file)
-    if not isinstance(document, list):
-        raise _problem(results_file, "bad_json", f"expected a JSON array of results, got {type(document).__name__}")
-    results, diagnostics = [], []
-    for index, item in enumerate(document):
-        try:
-            results.append(PerfResult.model_validate(item))
-        except ValidationError as exc:
-            diagnostics += _field_problems(exc, f"{results_file}#/{index}")
-    if diagnostics:
-        raise TritonBenchError(diagnostics)
+    results = _validated_array(results_file, document, PerfResult, "results")
     cases, call, unresolved = _read_perf_script(_parse_python(source, script, "perf script"))
     return Perf(script=script, results_file=results_file, cases=cases, call=call, unresolved=unresolved,
                 results=results)
