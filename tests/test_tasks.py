@@ -30,7 +30,7 @@ def test_references_that_upcast_have_an_eager_twin() -> None:
     """A reference that converts inputs to a wider float type is not what PyTorch users run."""
     upcasting = [t.id for t in TASKS if ("double()" in t.reference or ".float()" in t.reference)
                  and any(i.dtype in ("f16", "bf16") or ".double()" in t.reference for i in t.signature.inputs)
-                 and t.eager is None and t.id != "rope_bf16"]
+                 and t.eager is None]
     assert upcasting == []
 
 
