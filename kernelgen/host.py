@@ -9,6 +9,7 @@ analysis all start from it, so the three agree on what a call means.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, Union
@@ -29,6 +30,7 @@ def torch_dtype(dtype: str):
     return getattr(torch, TORCH_DTYPES[dtype])
 
 
+@functools.lru_cache(maxsize=None)
 def dtype_name(torch_dtype_obj: Any) -> str | None:
     text = str(torch_dtype_obj).removeprefix("torch.")
     return next((k for k, v in TORCH_DTYPES.items() if v == text), None)

@@ -7,12 +7,14 @@ import copy
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernelgen.check import check
 from kernelgen.errors import HostError, SemanticError
 from kernelgen.interpret import interpret
 from kernelgen.parse import kernel_from_obj, kernel_to_obj
-from kernelgen.wrapper import bind_arguments, call_kernel
+from kernelgen.wrapper import bind_arguments, broadcast_shape, call_kernel
 
 
 def elementwise_sub() -> dict:
@@ -101,6 +103,15 @@ def test_rows_view_reduces_any_dims(shape, dim, keepdim):
 def test_choice_selects_a_meta_value():
     x = torch.randn(3, 8)
     torch.testing.assert_close(call(rows_logsumexp(), x, 1, scale="half"), torch.logsumexp(x, 1) * 0.5)
+
+
+@given(st.lists(st.lists(st.sampled_from([0, 1, 2, 3]), max_size=4).map(tuple), min_size=1, max_size=4))
+def test_broadcast_shape_agrees_with_torch(shapes):
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    assert broadcast_shape(shapes) == expected
 
 
 @pytest.mark.parametrize("args, kwargs, code, path", [
