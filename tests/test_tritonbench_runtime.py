@@ -98,3 +98,16 @@ def test_on_cuda_tensors_the_wrapper_runs_on_the_gpu(sample, imported, name):
 
     accuracy = check_accuracy(sample.operator(name), imported(name), "cuda", seed=0)
     assert accuracy.execution_ok, (accuracy.call_failure, accuracy.mismatches)
+
+
+@pytest.mark.gpu
+def test_repeated_gpu_calls_reuse_the_launch_with_their_own_tensors(imported):
+    """A call that repeats an earlier call's shapes reuses its launch, never its tensors."""
+    sub = imported("sub")
+    a, b = (torch.randn(1000, device="cuda") for _ in range(2))
+    assert torch.equal(sub(a, b), a - b)
+    assert torch.equal(sub(b, a), b - a)
+    torch.testing.assert_close(sub(a, b, alpha=2), a - 2 * b)
+    c = torch.randn(17, 64, device="cuda")
+    assert torch.equal(sub(c, c[0]), c - c[0])
+    assert torch.equal(sub(a, b), a - b)
