@@ -1,0 +1,103 @@
+"""Host time per call of a TritonBench wrapper (a kernelgen AST called like the operator)
+against the PyTorch operator and against Triton's own launcher running the same kernel.
+
+At TritonBench-T's small perf sizes a kernel runs for a few microseconds, so what a call
+costs on the host decides the speedup the track reports. Three ways to run one operator:
+
+* ``torch``: the operator's PyTorch function;
+* ``kernelgen``: the golden AST's wrapper (:func:`kernelgen.tritonbench.runtime.wrapper`:
+  bind the call, reuse the launch planned for these shapes, launch through CuPy);
+* ``triton``: the same AST as ``@triton.jit`` Python (:func:`kernelgen.emit.emit_triton`),
+  launched by Triton's JIT with the emitted launcher (plain arguments, no operator semantics).
+
+Each is called back to back on small CUDA tensors and synchronized once at the end; the
+median over rounds of wall time / calls is reported. GPU only.
+
+    python benchmarks/launch_overhead.py [--calls 2000] [--rounds 7] [--size 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+from kernelgen.check import check
+from kernelgen.emit import emit_triton
+from kernelgen.parse import parse_kernel
+from kernelgen.tritonbench.goldens import golden_answer
+from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
+
+def _operators() -> dict[str, tuple[Callable[..., Any], int]]:
+    """Operator id -> (its PyTorch function, how many size-N f32 tensors it takes)."""
+    import torch
+
+    return {"relu": (torch.relu, 1), "sub": (torch.sub, 2), "exp": (torch.exp, 1), "sigmoid": (torch.sigmoid, 1)}
+
+
+def per_call_us(function: Callable[[], Any], calls: int, rounds: int) -> float:
+    import torch
+
+    for _ in range(50):
+        function()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            function()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(samples)
+
+
+def emitted_launcher(operator: str, arity: int) -> Callable[..., Any]:
+    """The golden AST as Triton Python, executed from a file (Triton's JIT reads the source).
+    The emitted launcher takes every input of the AST: those after the tensors get their
+    defaults (``alpha=1``, ``out=None``), as the operator's call would."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    kernel = parse_kernel(golden_answer(operator))
+    source = emit_triton(check(kernel, {}), entry="launch")
+    path = Path(tempfile.mkdtemp(prefix="kernelgen-launch-")) / f"emitted_{operator}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    defaults = [inp.default for inp in kernel.inputs[arity:]]
+    return lambda *tensors: module.launch(*tensors, *defaults)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--size", type=int, default=1024, help="elements per input tensor")
+    args = parser.parse_args()
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print("launch_overhead needs a CUDA GPU", file=sys.stderr)
+        return 2
+    print(f"host time per call (µs), {args.size} f32 elements, median of {args.rounds} rounds of {args.calls} calls")
+    print(f"{'operator':<10}{'torch':>10}{'kernelgen':>12}{'triton':>10}")
+    for operator, (torch_function, arity) in _operators().items():
+        inputs = [torch.randn(args.size, device="cuda") for _ in range(arity)]
+        ours = wrapper(golden_answer(operator), operator)
+        theirs = emitted_launcher(operator, arity)
+        torch.testing.assert_close(ours(*inputs), torch_function(*inputs))
+        torch.testing.assert_close(theirs(*inputs), torch_function(*inputs))
+        with unfilled_outputs():
+            row = [per_call_us(lambda f=f: f(*inputs), args.calls, args.rounds)
+                   for f in (torch_function, ours, theirs)]
+        print(f"{operator:<10}{row[0]:>10.1f}{row[1]:>12.1f}{row[2]:>10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
