@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-# The sample lives beside the project (../shared), never inside it.
-TRITONBENCH_SAMPLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "tritonbench-t-sample"
+# The sample lives beside the project (../shared), never inside it; $KERNELGEN_TRITONBENCH_ROOT
+# points elsewhere (a copy on a GPU machine), as it does for the benchmark's own track.
+TRITONBENCH_SAMPLE = Path(os.environ.get("KERNELGEN_TRITONBENCH_ROOT")
+                          or Path(__file__).resolve().parents[1] / ".." / "shared" / "tritonbench-t-sample")
 
 
 @pytest.fixture(scope="session")
