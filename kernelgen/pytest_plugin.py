@@ -83,9 +83,11 @@ class Session:
     """What one pytest session shares between cases: settings, the provider, generations."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from kernelgen.devices import share_cpu_threads
         from kernelgen.pipeline import Settings
         from kernelgen.providers import ProviderOptions, Sampling, make_provider
 
+        share_cpu_threads()  # before the executor and compile workers start
         self.config = config
         self.llm = _value(config, "kg_llm", "reference")
         self.samples = _value(config, "kg_samples", 1, int)

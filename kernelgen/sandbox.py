@@ -72,7 +72,8 @@ STDERR_TAIL_CHARS = 4000
 # Environment variables the child may inherit; nothing else crosses.
 INHERITED_ENVIRONMENT = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH",
                          "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
-                         "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH", "LANG", "LC_ALL", "TZ")
+                         "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH", "LANG", "LC_ALL", "TZ",
+                         "OMP_NUM_THREADS")
 # Names that look like credentials are dropped, even where allowlisted above.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|^WANDB_|^HF_|^AWS_"
                          r"|^OPENAI|^ANTHROPIC|^GEMINI|^GOOGLE_|^AZURE_", re.IGNORECASE)

@@ -12,10 +12,11 @@ import termios
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, strategies as st
 
-from kernelgen.devices import (Gpu, assign_gpu, executor_env, gpu_pool, gpu_record, parse_nvidia_smi, worker_gpu,
-                               worker_index)
+from kernelgen.devices import (Gpu, assign_gpu, cpu_threads, executor_env, gpu_pool, gpu_record, parse_nvidia_smi,
+                               share_cpu_threads, worker_gpu, worker_index)
 from kernelgen.executor import Executor
 from kernelgen.progress import progress
 from kernelgen.report.plugin import RunReports, gpu_assignment
@@ -165,3 +166,26 @@ def test_a_failure_of_wandb_ends_tracking_not_the_run(pytestconfig: pytest.Confi
     assert reports._tracking(unreachable, None) is None
     assert reports.wandb is None
     assert reports.notes == ["W&B stopped, the run went on without it: ConnectionError: api.wandb.ai refused key ***"]
+
+
+def test_workers_share_the_cores_out() -> None:
+    cores = cpu_threads({})
+    assert cores >= 1
+    assert cpu_threads({"PYTEST_XDIST_WORKER_COUNT": str(cores * 4)}) == 1
+    assert cpu_threads({"PYTEST_XDIST_WORKER_COUNT": "2"}) == max(1, cores // 2)
+
+
+def test_a_worker_sets_its_thread_count_unless_the_run_did() -> None:
+    environ = {"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "1"}
+    before = torch.get_num_threads()
+    try:
+        share_cpu_threads(environ)
+        assert environ["OMP_NUM_THREADS"] == str(cpu_threads(environ)) == str(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    chosen = {"PYTEST_XDIST_WORKER": "gw1", "OMP_NUM_THREADS": "3"}
+    share_cpu_threads(chosen)
+    assert chosen["OMP_NUM_THREADS"] == "3"
+    outside_xdist: dict[str, str] = {}
+    share_cpu_threads(outside_xdist)
+    assert outside_xdist == {}
