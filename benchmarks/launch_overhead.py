@@ -13,7 +13,10 @@ costs on the host decides the speedup the track reports. Three ways to run one o
 Each is called back to back on small CUDA tensors and synchronized once at the end; the
 median over rounds of wall time / calls is reported. GPU only.
 
-    python benchmarks/launch_overhead.py [--calls 2000] [--rounds 7] [--size 1024]
+    python benchmarks/launch_overhead.py [--calls 2000] [--rounds 7] [--size 1024] [--profile sub]
+
+``--profile OPERATOR`` also prints where kernelgen's calls of that operator spend their time
+(cProfile, the functions with the most time of their own).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--size", type=int, default=1024, help="elements per input tensor")
+    parser.add_argument("--profile", metavar="OPERATOR", help="profile kernelgen's calls of this operator")
     args = parser.parse_args()
 
     import torch
@@ -96,7 +100,32 @@ def main() -> int:
             row = [per_call_us(lambda f=f: f(*inputs), args.calls, args.rounds)
                    for f in (torch_function, ours, theirs)]
         print(f"{operator:<10}{row[0]:>10.1f}{row[1]:>12.1f}{row[2]:>10.1f}")
+    if args.profile:
+        profile(args.profile, args.size, args.calls)
     return 0
+
+
+def profile(operator: str, size: int, calls: int) -> None:
+    import cProfile
+    import pstats
+
+    import torch
+
+    if operator not in _operators():
+        raise SystemExit(f"--profile takes one of {sorted(_operators())}, not {operator!r}")
+    _, arity = _operators()[operator]
+    inputs = [torch.randn(size, device="cuda") for _ in range(arity)]
+    ours = wrapper(golden_answer(operator), operator)
+    ours(*inputs)
+    profiler = cProfile.Profile()
+    with unfilled_outputs():
+        profiler.enable()
+        for _ in range(calls):
+            ours(*inputs)
+        torch.cuda.synchronize()
+        profiler.disable()
+    print(f"\nkernelgen's {operator}: {calls} calls, by own time")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

@@ -318,28 +318,43 @@ def load_kernel(kernel: Launchable, device: int | None = None) -> GpuKernel:
         return loaded
 
 
-def plan_arguments(kernel: Launchable, plan: LaunchPlan, outputs: Mapping[str, Any]) -> list[Any]:
-    """The kernel's arguments for a launch plan: the tensor a pointer parameter is bound to
-    (an input of the plan or one of ``outputs``), the value of a scalar."""
+def argument_sources(kernel: Launchable, plan: LaunchPlan) -> list[tuple[str, Any]]:
+    """Where each of the kernel's arguments comes from, for launches of ``plan`` (and of any
+    call with the same shapes and numbers): ``("tensor", name)`` for a pointer, bound to an
+    input of the plan or to an output, ``("value", number)`` for a scalar."""
     names = [binding.name for binding in plan.checked.params]
     compiled_names = [p.name for p in kernel.params]
     if names != compiled_names:
         raise LaunchError(Diagnostic("/params", "param_mismatch",
                                      f"the compiled kernel takes {compiled_names}, the plan binds {names}: "
                                      "they come from different kernels"))
-    args: list[Any] = []
+    outputs = {out.name for out in plan.kernel.outputs}
+    sources: list[tuple[str, Any]] = []
     for param, value in zip(kernel.params, plan.param_values):
-        name = param.name
         if param.kind != "ptr":
-            args.append(value)
-        elif value in outputs:
-            args.append(outputs[value])
-        elif value in plan.inputs:
-            args.append(plan.inputs[value])
+            sources.append(("value", value))
+        elif value in outputs or value in plan.inputs:
+            sources.append(("tensor", value))
         else:
-            raise LaunchError(Diagnostic("/params", "bad_argument", f"param {name} is bound to {value!r}, "
+            raise LaunchError(Diagnostic("/params", "bad_argument", f"param {param.name} is bound to {value!r}, "
                                          "which is neither an input nor an output"))
-    return args
+    return sources
+
+
+def resolve_arguments(sources: Sequence[tuple[str, Any]], tensors: Mapping[str, Any]) -> list[Any]:
+    """The arguments of one launch: ``sources`` (:func:`argument_sources`) with the call's
+    tensors (inputs and outputs by name)."""
+    try:
+        return [tensors[source] if kind == "tensor" else source for kind, source in sources]
+    except KeyError as missing:
+        raise LaunchError(Diagnostic("/params", "bad_argument",
+                                     f"no tensor {missing.args[0]!r} was given for this launch")) from None
+
+
+def plan_arguments(kernel: Launchable, plan: LaunchPlan, outputs: Mapping[str, Any]) -> list[Any]:
+    """The kernel's arguments for a launch plan: the tensor a pointer parameter is bound to
+    (an input of the plan or one of ``outputs``), the value of a scalar."""
+    return resolve_arguments(argument_sources(kernel, plan), {**plan.inputs, **outputs})
 
 
 def launch(kernel: Launchable, plan: LaunchPlan, outputs: Mapping[str, Any]) -> None:

@@ -107,7 +107,7 @@ def test_the_evaluators_programs_run_on_the_gpu_as_it_runs_them(generated, sampl
     from concurrent.futures import ThreadPoolExecutor
 
     reasons = unsupported_reasons(track_directory())
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
     def run(line: dict) -> tuple[str, subprocess.CompletedProcess]:
         operator = sample.operator(Path(dataset_file_of(line["instruction"])).stem)

@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, check
-from kernelgen.host import LaunchPlan
 from kernelgen.parse import parse_kernel
 from kernelgen.wrapper import bind_call
 
@@ -62,12 +60,16 @@ def _cuda_device(values: Mapping[str, Any]) -> Any:
 
 @dataclass
 class _Launch:
-    """What every call with the same shapes, dtypes and numbers shares: the plan (its inputs
-    replaced per call) and the kernel variant, loaded on the call's device."""
+    """What every call with the same shapes, dtypes and numbers shares (planned once, from
+    the first such call, whose tensors it does not keep): the grid, the output shapes, the
+    tensor inputs, the kernel variant loaded on the call's device and where each of its
+    arguments comes from (:func:`kernelgen.launch.argument_sources`)."""
 
-    plan: LaunchPlan
-    compiled: Any
+    grid: tuple[int, int, int]
+    output_shapes: dict[str, tuple[int, ...]]
+    inputs: tuple[str, ...]
     loaded: Any
+    sources: list[tuple[str, Any]]
 
 
 class KernelFunction:
@@ -106,19 +108,19 @@ class KernelFunction:
 
         from kernelgen.host import torch_dtype
         from kernelgen.interpret import poison
-        from kernelgen.launch import cuda_errors, plan_arguments
+        from kernelgen.launch import cuda_errors, resolve_arguments
 
         # Numbers bound to tensor inputs became CPU tensors: they join the call's device.
         moved = {name: value.to(device) if isinstance(value, torch.Tensor) else value
                  for name, value in values.items()}
-        with cuda_errors(f"running kernel {checked.kernel.name}"), torch.cuda.device(device):
+        with cuda_errors(f"running kernel {checked.kernel.name}"):
             launch = self._launch_for(checked, moved, device)
-            plan = dataclasses.replace(launch.plan, inputs={name: moved[name].contiguous() for name in launch.plan.inputs})
+            tensors = {name: moved[name].contiguous() for name in launch.inputs}
             outputs = {}
             for out in checked.kernel.outputs:
-                tensor = torch.empty(plan.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
+                tensor = torch.empty(launch.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
                 outputs[out.name] = tensor.fill_(poison(out.dtype)) if _fill_outputs.get() else tensor
-            launch.loaded.launch(plan.grid, plan_arguments(launch.compiled, plan, outputs))
+            launch.loaded.launch(launch.grid, resolve_arguments(launch.sources, tensors | outputs))
         return outputs
 
     def _launch_for(self, checked: CheckedKernel, values: Mapping[str, Any], device: Any) -> _Launch:
@@ -126,7 +128,7 @@ class KernelFunction:
 
         from kernelgen.compile import divisible_params
         from kernelgen.host import plan_launch
-        from kernelgen.launch import load_kernel
+        from kernelgen.launch import argument_sources, load_kernel
 
         key = (tuple(sorted(checked.meta.items())), device.index,
                *((name, tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else (name, type(v), v)
@@ -135,7 +137,8 @@ class KernelFunction:
         if launch is None:
             plan = plan_launch(checked, values)
             compiled = self._compiled_for(checked, divisible_params(plan), device)
-            launch = _Launch(plan, compiled, load_kernel(compiled, device.index))
+            launch = _Launch(plan.grid, plan.output_shapes, tuple(plan.inputs), load_kernel(compiled, device.index),
+                             argument_sources(compiled, plan))
             self._launches[key] = launch
             if len(self._launches) > self.MAX_LAUNCHES:
                 self._launches.popitem(last=False)
