@@ -25,7 +25,6 @@ executor (:mod:`kernelgen.executor`) replaces its process when it sees one.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import struct
@@ -33,7 +32,7 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Collection, Iterator, Mapping, Protocol, Sequence, Union
+from typing import Any, Collection, Mapping, Protocol, Sequence, Union
 
 from kernelgen.check import CheckedKernel
 from kernelgen.errors import Diagnostic, LaunchError, require
@@ -198,17 +197,20 @@ def is_cuda_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "CUDA error" in str(exc)
 
 
-@contextlib.contextmanager
-def cuda_errors(what: str) -> Iterator[None]:
-    """Turn CUDA errors raised inside the block into :class:`LaunchError` (``cuda_error``)."""
-    try:
-        yield
-    except LaunchError:
-        raise
-    except Exception as exc:
-        if not is_cuda_error(exc):
-            raise
-        raise LaunchError(Diagnostic("", "cuda_error", f"{what}: {exc}")) from exc
+class cuda_errors:  # noqa: N801 -- used as a context manager, like contextlib's
+    """Turn CUDA errors raised inside the block into :class:`LaunchError` (``cuda_error``).
+    A class rather than a generator: it wraps every launch, and costs a fraction of one."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        if exc is not None and isinstance(exc, Exception) and not isinstance(exc, LaunchError) \
+                and is_cuda_error(exc):
+            raise LaunchError(Diagnostic("", "cuda_error", f"{self.what}: {exc}")) from exc
 
 
 class GpuKernel:
@@ -255,7 +257,9 @@ class GpuKernel:
         if 0 in grid:
             return
         if stream is None:
-            stream = torch.cuda.current_stream(self.device).cuda_stream
+            # torch's current stream of the device as a raw handle: what Triton's own launcher
+            # asks for (torch.cuda.current_stream builds a Python Stream object per call).
+            stream = torch._C._cuda_getCurrentRawStream(self.device)
         config = self.config
         # Kept referenced until the launch returns; later work on the stream is ordered after
         # the kernel, so the caching allocator may reuse them once they are dropped.
@@ -268,19 +272,21 @@ class GpuKernel:
                                           config.shared, stream, ctypes.addressof(pointers), 0)
 
 
-@contextlib.contextmanager
-def _current_device(cupy: Any, device: int) -> Iterator[None]:
+class _current_device:  # noqa: N801 -- a context manager, entered on every launch
     """Make the device's primary context (torch's) current on this thread, and the previous
     device current again afterwards. Setting the device even when it is already the current
     one is what makes the context current on a thread that has not used CUDA yet."""
-    runtime = cupy.cuda.runtime
-    previous = runtime.getDevice()
-    runtime.setDevice(device)
-    try:
-        yield
-    finally:
-        if previous != device:
-            runtime.setDevice(previous)
+
+    def __init__(self, cupy: Any, device: int) -> None:
+        self.runtime, self.device = cupy.cuda.runtime, device
+
+    def __enter__(self) -> None:
+        self.previous = self.runtime.getDevice()
+        self.runtime.setDevice(self.device)
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.previous != self.device:
+            self.runtime.setDevice(self.previous)
 
 
 def _scratch(torch: Any, size: int, align: int, grid: Sequence[int], device: int) -> tuple[Any, ctypes.c_uint64]:
