@@ -87,6 +87,9 @@ class Task(_Model):
     domains: dict[str, Domain] = {}
     tolerance: Tolerance | None = None
     flops: L.Expr = 0
+    # The fewest bytes a kernel must move, where it is not every input read once and every
+    # output written once (a gather reads the rows its ids name, which the data decides).
+    min_bytes: L.Expr | None = None
     golden: L.Kernel
 
     @field_validator("reference")
@@ -169,7 +172,12 @@ class Task(_Model):
         return f"Task {self.id}: {self.prompt.strip()}\n\n{self.render_signature()}"
 
     def bytes_moved(self, sizes: dict[str, int]) -> int:
-        """The fewest bytes a kernel must move: each input read once, each output written once."""
+        """The fewest bytes a kernel must move: ``min_bytes`` where the task gives it, else
+        each input read once and each output written once."""
+        if self.min_bytes is not None:
+            from kernelgen.host import HostEnv, eval_host
+
+            return int(eval_host(self.min_bytes, HostEnv(dict(sizes), dict(self.scalars), {})))
         total = 0
         for spec in self.signature.inputs + self.signature.outputs:
             if spec.shape is None:
