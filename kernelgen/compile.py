@@ -33,10 +33,8 @@ import ctypes.util
 import functools
 import hashlib
 import json
-import multiprocessing
 import os
 import re
-import signal
 import struct
 import sys
 import tempfile
@@ -44,10 +42,11 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection
 
 from kernelgen.check import CheckedKernel
-from kernelgen.errors import CompileError, Diagnostic, KernelgenError
+from kernelgen.errors import CompileError, Diagnostic, KernelgenError, KernelTimeout, LaunchError
+from kernelgen.executor import Executor
 from kernelgen.host import LaunchPlan
 
 if TYPE_CHECKING:
@@ -309,104 +308,78 @@ def cache_store(directory: Path, key: str, kernel: CompiledKernel) -> None:
 # The worker process
 
 
-def _serve(connection: Any, log_path: str) -> None:
-    """The worker's loop: run each request's function and send back its result or error.
+_WORKER_LOG: BinaryIO | None = None  # in the worker: where its output and native captures go
 
-    The worker's stdout and stderr go to ``log_path`` for its whole life, and every capture of
-    native output writes there too, so what Triton printed before a crash can be reported."""
+
+def _start_worker(log_path: str) -> None:
+    """The worker's initializer: its stdout and stderr go to ``log_path`` for its whole life,
+    and every capture of native output writes there too, so what Triton printed before a crash
+    can be reported."""
+    global _WORKER_LOG
     from kernelgen.lower import set_native_output_sink
 
-    log = open(log_path, "w+b")
+    _WORKER_LOG = open(log_path, "w+b")
     for fd in (1, 2):
-        os.dup2(log.fileno(), fd)
-    set_native_output_sink(log)
-    while True:
-        try:
-            request = connection.recv()
-        except EOFError:
-            return
-        function, args = request
-        log.seek(0)
-        log.truncate()
-        try:
-            reply = ("ok", function(*args))
-        except KernelgenError as exc:
-            reply = ("error", (type(exc), exc.diagnostics))
-        except Exception as exc:
-            reply = ("error", (CompileError, [Diagnostic("", "compiler_error", f"{type(exc).__name__}: {exc}")]))
-        connection.send(reply)
+        os.dup2(_WORKER_LOG.fileno(), fd)
+    set_native_output_sink(_WORKER_LOG)
+
+
+def compile_job(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
+    """One job in the worker, its log emptied first. An error comes back as a value, its class
+    and diagnostics, which the parent rebuilds: error classes may take other constructor
+    arguments than their diagnostics, so they are not pickled themselves."""
+    if _WORKER_LOG is not None:
+        _WORKER_LOG.seek(0)
+        _WORKER_LOG.truncate()
+    try:
+        return "ok", function(*args)
+    except KernelgenError as exc:
+        return "error", (type(exc), exc.diagnostics)
+    except Exception as exc:
+        return "error", (CompileError, [Diagnostic("", "compiler_error", f"{type(exc).__name__}: {exc}")])
 
 
 class CompilerProcess:
-    """A persistent spawned process that runs compile jobs one at a time.
+    """A persistent spawned process that runs compile jobs one at a time: an
+    :class:`~kernelgen.executor.Executor` whose child keeps what it prints in a log file.
 
     :meth:`call` runs a picklable function there. When the process dies during a job (a
     segfault or abort in C++), the job fails with ``compiler_crashed`` and the next call
-    starts a fresh process; a job that runs past its timeout is killed the same way.
+    starts a fresh process; a job that runs past its timeout is killed the same way
+    (``compile_timeout``). Either message ends with what the compiler printed last.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._process: Any = None
-        self._connection: Any = None
+        self._executor: Any = None
         self._log_path: str | None = None
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self._process.is_alive() else None
-
-    def _start(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe()
-        handle, self._log_path = tempfile.mkstemp(prefix="kernelgen-compiler-", suffix=".log")
-        os.close(handle)
-        self._process = context.Process(target=_serve, args=(child, self._log_path), daemon=True,
-                                        name="kernelgen-compiler")
-        self._process.start()
-        child.close()
-        self._connection = parent
-
-    def _discard(self) -> tuple[int | None, str]:
-        """Stop the process (if it still runs); return its exit code and the tail of what it
-        printed."""
-        exitcode = None
-        if self._process is not None:
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join()
-            exitcode = self._process.exitcode
-        if self._connection is not None:
-            self._connection.close()
-        text = ""
-        if self._log_path is not None:
-            try:
-                text = Path(self._log_path).read_bytes()[-4000:].decode("utf-8", errors="replace").strip()
-            except OSError:
-                text = ""
-            Path(self._log_path).unlink(missing_ok=True)
-        self._process = self._connection = self._log_path = None
-        return exitcode, text
+        return self._executor.pid if self._executor is not None else None
 
     def close(self) -> None:
         with self._lock:
-            self._discard()
+            if self._executor is not None:
+                self._executor.close()
+            if self._log_path is not None:
+                Path(self._log_path).unlink(missing_ok=True)
+            self._executor = self._log_path = None
 
     def call(self, function: Callable[..., Any], *args: Any, timeout: float = COMPILE_TIMEOUT_S) -> Any:
         with self._lock:
-            if self._process is None or not self._process.is_alive():
-                self._discard()
-                self._start()
+            if self._executor is None:
+                handle, self._log_path = tempfile.mkstemp(prefix="kernelgen-compiler-", suffix=".log")
+                os.close(handle)
+                self._executor = Executor(name="compiler", initializer=functools.partial(_start_worker, self._log_path))
             try:
-                self._connection.send((function, args))
-                finished = self._connection.poll(timeout)
-                reply = self._connection.recv() if finished else None
-            except (EOFError, OSError):
-                finished, reply = True, None
-            if reply is None:
-                exitcode, printed = self._discard()
-                raise CompileError(Diagnostic("", "compiler_crashed" if finished else "compile_timeout",
-                                              _death_message(finished, exitcode, timeout, printed)))
-        status, value = reply
+                status, value = self._executor.call(compile_job, function, args, timeout=timeout)
+            except KernelTimeout:
+                raise CompileError(Diagnostic("", "compile_timeout", self._with_output(
+                    f"the compiler ran for more than {timeout:g} s and was stopped"))) from None
+            except LaunchError as exc:
+                raise CompileError(Diagnostic("", "compiler_crashed", self._with_output(
+                    exc.diagnostics[0].message))) from None
         if status == "ok":
             return value
         error_type, diagnostics = value
@@ -415,15 +388,13 @@ class CompilerProcess:
         KernelgenError.__init__(error, diagnostics)
         raise error
 
-
-def _death_message(finished: bool, exitcode: int | None, timeout: float, printed: str) -> str:
-    if not finished:
-        message = f"the compiler ran for more than {timeout:g} s and was stopped"
-    elif exitcode is not None and exitcode < 0:
-        message = f"the compiler process crashed ({signal.Signals(-exitcode).name}) on this kernel"
-    else:
-        message = f"the compiler process died (exit status {exitcode}) on this kernel"
-    return f"{message}; its last output:\n{printed}" if printed else message
+    def _with_output(self, message: str) -> str:
+        """``message`` and the tail of what the stopped worker printed during its last job."""
+        try:
+            printed = Path(self._log_path or "").read_bytes()[-4000:].decode("utf-8", errors="replace").strip()
+        except OSError:
+            printed = ""
+        return f"{message}; its last output:\n{printed}" if printed else message
 
 
 _WORKER = CompilerProcess()

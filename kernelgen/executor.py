@@ -76,16 +76,19 @@ def _exit_status(exitcode: int | None) -> str:
 class Executor:
     """Calls functions in a child process, one call at a time, with a timeout per call.
 
-    ``env`` is set in the child before anything else runs there (``CUDA_VISIBLE_DEVICES``...);
+    ``name`` says what the child is in messages and process listings; ``env`` is set in the
+    child before anything else runs there (``CUDA_VISIBLE_DEVICES``...);
     ``initializer`` runs in each new child before its first call (e.g. initializing CUDA), so
     that a call's timeout does not pay for it. Use it as a context manager, or call
     :meth:`close`; a forgotten executor still stops its child when it is garbage collected or
     at interpreter exit.
     """
 
-    def __init__(self, *, env: Mapping[str, str] | None = None, initializer: Callable[[], None] | None = None,
+    def __init__(self, *, name: str = "executor", env: Mapping[str, str] | None = None,
+                 initializer: Callable[[], None] | None = None,
                  default_timeout: float = DEFAULT_TIMEOUT_S, start_timeout: float = DEFAULT_START_TIMEOUT_S,
                  grace: float = DEFAULT_GRACE_S) -> None:
+        self.name = name
         self.env = dict(env or {})
         self.initializer = initializer
         self.default_timeout = default_timeout
@@ -124,7 +127,7 @@ class Executor:
             except (EOFError, OSError):
                 exitcode = self._stop(kill=True)
                 raise LaunchError(Diagnostic("", "executor_died",
-                                             f"the executor process {_exit_status(exitcode)} while running "
+                                             f"the {self.name} process {_exit_status(exitcode)} while running "
                                              f"{_describe(fn)}")) from None
             except BaseException:
                 # Interrupted (Ctrl-C) mid-call: the child's late reply would answer the next call.
@@ -154,7 +157,7 @@ class Executor:
         self._stop(kill=True)
         parent_end, child_end = self._context.Pipe(duplex=True)
         process = self._context.Process(target=_serve, args=(child_end, self.env, self.initializer),
-                                        name="kernelgen-executor", daemon=True)
+                                        name=f"kernelgen-{self.name}", daemon=True)
         process.start()
         # Only the child may hold its end: the parent sees EOF when the child dies.
         child_end.close()
@@ -164,12 +167,12 @@ class Executor:
             if not parent_end.poll(self.start_timeout):
                 self._stop(kill=True)
                 raise LaunchError(Diagnostic("", "executor_start_timeout",
-                                             f"the executor process did not start within {self.start_timeout:g} s"))
+                                             f"the {self.name} process did not start within {self.start_timeout:g} s"))
             status, *payload = pickle.loads(parent_end.recv_bytes())
         except (EOFError, OSError):
             exitcode = self._stop(kill=True)
             raise LaunchError(Diagnostic("", "executor_died",
-                                         f"the executor process {_exit_status(exitcode)} while starting")) from None
+                                         f"the {self.name} process {_exit_status(exitcode)} while starting")) from None
         if status != "ready":
             self._stop(kill=True)
             exc, remote_traceback = payload

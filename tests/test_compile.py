@@ -208,6 +208,14 @@ def test_a_crash_in_the_compiler_fails_that_job_and_the_next_compile_works() -> 
     assert compiled.cubin[:4] == ELF_MAGIC
 
 
+def test_a_crash_reports_what_the_compiler_printed_during_that_job() -> None:
+    compiler_process().call(exec, "import os; os.write(2, b'an earlier job')")
+    with pytest.raises(CompileError) as caught:
+        compiler_process().call(exec, "import os; os.write(2, b'LLVM ERROR: out of registers'); os.abort()")
+    assert caught.value.code == "compiler_crashed"
+    assert str(caught.value).endswith("its last output:\nLLVM ERROR: out of registers")
+
+
 def test_a_killed_worker_is_replaced_before_the_next_job() -> None:
     compile_kernel(vadd(), "sm_90", cache=False)
     pid = compiler_process().pid
