@@ -18,6 +18,8 @@ from typing import Any, Mapping
 import torch
 
 from kernelgen import language as L
+from kernelgen.compare import Tolerance as CompareTolerance
+from kernelgen.compare import compare_tensors
 from kernelgen.errors import Diagnostic
 from kernelgen.host import torch_dtype
 from kernelgen.tasks import Task
@@ -95,23 +97,21 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
         if got.numel() == 0:
             continue
         tol = task.tolerance_for(spec.dtype)
-        g, w = got.double(), want.double()
-        close = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
-        unwritten = torch.isnan(g) & ~torch.isnan(w)
-        if unwritten.any():
+        unwritten = torch.isnan(got) & ~torch.isnan(want) if got.is_floating_point() else None
+        comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
+        if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()
             found.append(Diagnostic(path, "unwritten",
                                     f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
                                     f"written (first at {first}) ({where})"))
-        elif not close.all():
-            bad = ~close
-            first = bad.nonzero()[0].tolist()
-            err = (g - w).abs()[bad]
+        elif not comparison.ok:
+            first = comparison.first_mismatch
             found.append(Diagnostic(path, "mismatch",
-                                    f"{int(bad.sum())} of {got.numel()} elements of {spec.name} differ beyond "
-                                    f"rtol={tol.rtol} atol={tol.atol}; max abs error {float(err.max()):.4g}; first at "
-                                    f"{first}: got {float(g[tuple(first)]):.6g}, expected {float(w[tuple(first)]):.6g} ({where})"))
-        if bool((got == 0).all()) and not bool((w.abs() <= tol.atol).all()):
+                                    f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
+                                    f"rtol={tol.rtol} atol={tol.atol}; max abs error {comparison.max_abs_error:.4g}; "
+                                    f"first at {list(first)}: got {got[first].item():.6g}, expected "
+                                    f"{want[first].item():.6g} ({where})"))
+        if bool((got == 0).all()) and not bool((want.double().abs() <= tol.atol).all()):
             found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor) and value.shape == got.shape and value.dtype == got.dtype \

@@ -1,0 +1,66 @@
+"""The comparison a case's outputs go through (kernelgen.verify.compare_outputs): each way a
+result can be wrong, or game the check, gets its own diagnostic, path and message."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernelgen.tasks import load_tasks
+from kernelgen.verify import compare_outputs
+
+TASKS = {t.id: t for t in load_tasks()}
+
+
+def check(task_id: str, actual: dict, expected: dict, inputs: dict) -> list:
+    return compare_outputs(TASKS[task_id], actual, expected, inputs, {"N": 4})
+
+
+def test_a_matching_result_has_no_diagnostics() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    y = torch.relu(x)
+    assert check("relu", {"y": y + 1e-7}, {"y": y}, {"x": x}) == []
+
+
+def test_a_mismatch_names_the_output_the_count_and_the_first_element() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    wrong = torch.tensor([0.0, 0.5, 2.5, 0.0])
+    (found,) = check("relu", {"y": wrong}, {"y": torch.relu(x)}, {"x": x})
+    assert (found.path, found.code) == ("/outputs/0", "mismatch")
+    assert "1 of 4 elements of y" in found.message and "first at [2]: got 2.5, expected 2" in found.message
+    assert "max abs error 0.5" in found.message and "(N=4)" in found.message
+
+
+def test_an_element_no_store_wrote_is_unwritten_not_a_mismatch() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    poisoned = torch.tensor([0.0, 0.5, math.nan, 0.0])
+    (found,) = check("relu", {"y": poisoned}, {"y": torch.relu(x)}, {"x": x})
+    assert found.code == "unwritten" and "first at [2]" in found.message
+
+
+def test_zeros_where_the_reference_is_not_are_trivial() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    codes = [d.code for d in check("relu", {"y": torch.zeros(4)}, {"y": torch.relu(x)}, {"x": x})]
+    assert codes == ["mismatch", "trivial_zeros"]
+
+
+def test_a_copy_of_an_input_is_named() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    codes = [d.code for d in check("relu", {"y": x.clone()}, {"y": torch.relu(x)}, {"x": x})]
+    assert codes == ["mismatch", "copies_input"]
+
+
+def test_shape_and_dtype_are_checked_before_values() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    (shape,) = check("relu", {"y": torch.relu(x)[:3]}, {"y": torch.relu(x)}, {"x": x})
+    (dtype,) = check("relu", {"y": torch.relu(x).double()}, {"y": torch.relu(x)}, {"x": x})
+    assert (shape.code, dtype.code) == ("wrong_shape", "wrong_dtype")
+
+
+def test_integer_outputs_compare_exactly_even_past_two_to_the_53() -> None:
+    """i64 indices are compared as integers: through float64, 2**53 + 1 would equal 2**53."""
+    x = torch.zeros(4, 3)
+    big = torch.full((4,), 2**53, dtype=torch.int64)
+    (found,) = check("row_argmax", {"out": big + 1}, {"out": big}, {"x": x})
+    assert found.code == "mismatch" and "4 of 4 elements" in found.message
