@@ -69,7 +69,7 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
     else:
         # Integers compare exactly (a float64 round trip would merge large i64 values).
         close = actual == expected
-        error = torch.where(close, 0.0, (actual.double() - expected.double()).abs())
+        error = (actual.long() - expected.long()).abs().double()
     bad = ~close
     mismatches = int(bad.sum())
     first = tuple(bad.nonzero()[0].tolist()) if mismatches else None

@@ -335,7 +335,7 @@ def compile_job(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[st
         return "ok", function(*args)
     except KernelgenError as exc:
         return "error", (type(exc), exc.diagnostics)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a sys.exit() in the compiler must not end the caller
         return "error", (CompileError, [Diagnostic("", "compiler_error", f"{type(exc).__name__}: {exc}")])
 
 

@@ -76,6 +76,12 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.equal(a.float().nan_to_num(12345.0), b.float().nan_to_num(12345.0)))
 
 
+def _number(element: torch.Tensor) -> str:
+    """One element for a message: integers exactly, floats to 6 significant digits."""
+    value = element.item()
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
                     inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
@@ -109,8 +115,8 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
                                     f"rtol={tol.rtol} atol={tol.atol}; max abs error {comparison.max_abs_error:.4g}; "
-                                    f"first at {list(first)}: got {got[first].item():.6g}, expected "
-                                    f"{want[first].item():.6g} ({where})"))
+                                    f"first at {list(first)}: got {_number(got[first])}, expected "
+                                    f"{_number(want[first])} ({where})"))
         if bool((got == 0).all()) and not bool((want.double().abs() <= tol.atol).all()):
             found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
         for name, value in inputs.items():

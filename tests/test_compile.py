@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -214,6 +215,12 @@ def test_a_crash_reports_what_the_compiler_printed_during_that_job() -> None:
         compiler_process().call(exec, "import os; os.write(2, b'LLVM ERROR: out of registers'); os.abort()")
     assert caught.value.code == "compiler_crashed"
     assert str(caught.value).endswith("its last output:\nLLVM ERROR: out of registers")
+
+
+def test_a_compiler_that_exits_fails_the_job_not_the_caller() -> None:
+    with pytest.raises(CompileError) as caught:
+        compiler_process().call(sys.exit, 3)
+    assert caught.value.code == "compiler_error" and "SystemExit" in str(caught.value)
 
 
 def test_a_killed_worker_is_replaced_before_the_next_job() -> None:

@@ -64,3 +64,4 @@ def test_integer_outputs_compare_exactly_even_past_two_to_the_53() -> None:
     big = torch.full((4,), 2**53, dtype=torch.int64)
     (found,) = check("row_argmax", {"out": big + 1}, {"out": big}, {"x": x})
     assert found.code == "mismatch" and "4 of 4 elements" in found.message
+    assert "max abs error 1;" in found.message and f"got {2**53 + 1}, expected {2**53}" in found.message

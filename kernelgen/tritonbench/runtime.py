@@ -130,8 +130,10 @@ class KernelFunction:
         from kernelgen.host import plan_launch
         from kernelgen.launch import argument_sources, load_kernel
 
+        # Numbers by type and, for floats, by float.hex: as values, -0.0 == 0.0 and NaN != NaN.
         key = (tuple(sorted(checked.meta.items())), device.index,
-               *((name, tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else (name, type(v), v)
+               *((name, tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor)
+                 else (name, type(v), v.hex() if isinstance(v, float) else v)
                  for name, v in values.items()))
         launch = self._launches.get(key)
         if launch is None:
@@ -141,6 +143,8 @@ class KernelFunction:
                              argument_sources(compiled, plan))
             self._launches[key] = launch
             if len(self._launches) > self.MAX_LAUNCHES:
+                # Dropping a launch may unload its kernel: let running launches finish first.
+                torch.cuda.synchronize(device)
                 self._launches.popitem(last=False)
         else:
             self._launches.move_to_end(key)
