@@ -144,7 +144,9 @@ def _log1p(x):
 def _pow(x, y):
     """torch.pow of f32: |x| ** y in f64, the sign of x for odd integer y, NaN for a negative
     finite x and a non-integer y, 1 where y == 0 or x == 1 (even with NaN), and
-    (-1) ** +-inf == 1."""
+    (-1) ** +-inf == 1. Both operands are broadcast first: Triton's interpreter cannot combine a
+    0-d comparison with a block one (``&`` raises a TypeError there)."""
+    x, y = tl.broadcast(x, y)
     magnitude = tl.exp2(y.to(tl.float64) * tl.log2(tl.abs(x).to(tl.float64))).to(tl.float32)
     y_is_integer = tl.floor(y) == y
     y_is_odd = y_is_integer & (tl.floor(y * 0.5) * 2.0 != y)

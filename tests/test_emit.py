@@ -115,19 +115,44 @@ def triton_interpreter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tri
 # Comparing and compiling
 
 
+def walk(node: Any, path: str) -> Iterator[tuple[Any, str]]:
+    """Every node under ``node`` with its JSON path."""
+    yield node, path
+    if isinstance(node, L.Node):
+        for field in type(node).model_fields:
+            yield from walk(getattr(node, field), child(path, field))
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from walk(item, child(path, i))
+
+
+def rounds_to_bf16(checked: CheckedKernel) -> bool:
+    """Whether the kernel casts f32 to bf16, which Triton's interpreter truncates (0.671 ->
+    0.66796875) where a GPU rounds to nearest (0.671875): one bf16 step apart, within a bf16
+    tolerance, but not equal."""
+    return any(isinstance(node, L.Cast) and node.dtype == "bf16" and path in checked.types
+               and checked.types[child(path, "x")].dtype == "f32"
+               for node, path in walk(checked.kernel.body, "/body"))
+
+
+def combines_scalar_and_block_bools(checked: CheckedKernel) -> bool:
+    """Whether a logical and/or/xor takes a scalar bool (a comparison or cast of scalars) and a
+    block: Triton's interpreter keeps such a scalar as a NumPy value that ``&`` cannot combine
+    with a block (a TypeError); compiled Triton broadcasts it."""
+    for node, path in walk(checked.kernel.body, "/body"):
+        if isinstance(node, L.Binary) and node.op in L.LOGICAL_OPS:
+            sides = [checked.types.get(child(path, side)) for side in ("lhs", "rhs")]
+            if all(t is not None for t in sides) and any(t.dtype == "bool" and t.shape == () and not t.weak
+                                                         for t in sides) and any(t.shape != () for t in sides):
+                return True
+    return False
+
+
 def computes_in_bf16(checked: CheckedKernel) -> bool:
     """Whether the kernel makes or computes bf16 values in a way Triton's interpreter gets
     wrong: it is right only for loads (without ``other``), stores, casts between bf16 and f32
-    and operations that move bits (reshapes); NumPy has no bf16."""
-    def walk(node: Any, path: str) -> Iterator[tuple[Any, str]]:
-        yield node, path
-        if isinstance(node, L.Node):
-            for field in type(node).model_fields:
-                yield from walk(getattr(node, field), child(path, field))
-        elif isinstance(node, list):
-            for i, item in enumerate(node):
-                yield from walk(item, child(path, i))
-
+    (up to a bf16 step: see :func:`rounds_to_bf16`) and operations that move bits (reshapes);
+    NumPy has no bf16."""
     types = checked.types
     moves_bits = (L.ExpandDims, L.Reshape, L.Trans)
     for node, path in walk(checked.kernel.body, "/body"):
@@ -727,8 +752,8 @@ def test_random_kernels_match_interpreter(data: st.DataObject, triton_interprete
     strategies = pytest.importorskip("kernelgen.ast_strategies")
     generated = data.draw(strategies.kernels())
     checked = check(generated.kernel)
-    if computes_in_bf16(checked):
-        return  # compiled in test_random_kernels_compile_for_sm90
+    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
+        return  # what Triton's interpreter gets wrong; compiled in test_random_kernels_compile_for_sm90
     args = generated.arguments(seed=5)
     expected = interpret(checked, args)
     actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
