@@ -161,7 +161,8 @@ def is_power_of_two(n: int) -> bool:
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    """NumPy broadcasting of two shapes, or None if they do not broadcast."""
+    """NumPy broadcasting of two shapes, or None if they do not broadcast (a size-1 axis takes
+    the other's size, zero included)."""
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + a
     b = (1,) * (n - len(b)) + b
@@ -169,7 +170,7 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] 
     for x, y in zip(a, b):
         if x != y and 1 not in (x, y):
             return None
-        out.append(max(x, y))
+        out.append(y if x == 1 else x)
     return tuple(out)
 
 
