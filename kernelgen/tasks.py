@@ -175,9 +175,7 @@ class Task(_Model):
         """The fewest bytes a kernel must move: ``min_bytes`` where the task gives it, else
         each input read once and each output written once."""
         if self.min_bytes is not None:
-            from kernelgen.host import HostEnv, eval_host
-
-            return int(eval_host(self.min_bytes, HostEnv(dict(sizes), dict(self.scalars), {})))
+            return self._host_value(self.min_bytes, sizes)
         total = 0
         for spec in self.signature.inputs + self.signature.outputs:
             if spec.shape is None:
@@ -187,9 +185,13 @@ class Task(_Model):
         return total
 
     def flop_count(self, sizes: dict[str, int]) -> int:
+        return self._host_value(self.flops, sizes)
+
+    def _host_value(self, expr: L.Expr, sizes: dict[str, int]) -> int:
+        """A host expression of the task's sizes and scalars (``flops``, ``min_bytes``)."""
         from kernelgen.host import HostEnv, eval_host
 
-        return int(eval_host(self.flops, HostEnv(dict(sizes), dict(self.scalars), {})))
+        return int(eval_host(expr, HostEnv(dict(sizes), dict(self.scalars), {})))
 
 
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
