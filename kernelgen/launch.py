@@ -16,7 +16,9 @@ function attribute, launch). What a launch must match is fixed by Triton's own l
 
 A cubin is loaded from its bytes, never from a file path: the driver caches modules, and a
 module loaded from a shared path can answer for another kernel. Loaded kernels are cached per
-(cubin hash, device) within a process.
+(cubin, parameters, specialization, device) within a process: two variants of one kernel can
+compile to the same cubin (a ``divisible_by_16`` assumption that changed no instruction), and
+the loaded kernel checks its own variant's assumptions at every launch.
 
 A kernel that faults (an illegal address) poisons the CUDA context: every later CUDA call in
 the process fails. Such errors become :class:`LaunchError` with code ``cuda_error``; the
@@ -216,7 +218,7 @@ class cuda_errors:  # noqa: N801 -- used as a context manager, like contextlib's
 class GpuKernel:
     """A cubin loaded into one device's context, ready to launch.
 
-    Get one through :func:`load_kernel`, which keeps them per (cubin hash, device); the CuPy
+    Get one through :func:`load_kernel`, which keeps them per :func:`loaded_key`; the CuPy
     module unloads when the object is dropped.
     """
 
@@ -298,8 +300,19 @@ def _scratch(torch: Any, size: int, align: int, grid: Sequence[int], device: int
     return buffer, ctypes.c_uint64(-(-buffer.data_ptr() // align) * align)
 
 
-_loaded: OrderedDict[tuple[str, str, int], GpuKernel] = OrderedDict()
+_loaded: OrderedDict[tuple[Any, ...], GpuKernel] = OrderedDict()
 _loaded_lock = threading.Lock()
+
+
+def loaded_key(kernel: Launchable, device: int) -> tuple[Any, ...]:
+    """What a loaded kernel is reused for: everything :class:`GpuKernel` takes from ``kernel``
+    (the cubin, its entry's name, the parameters and the params assumed multiples of 16), and
+    the device. The cubin alone is not enough: variants specialized on different params can
+    compile to the same bytes, and a launch of one must not be checked against the other's
+    assumptions (a correct kernel then failed with ``specialization_mismatch``)."""
+    return (hashlib.sha256(kernel.cubin).hexdigest(), str(kernel.metadata["name"]),
+            tuple((p.name, p.kind, p.dtype) for p in kernel.params),
+            frozenset(kernel.metadata.get("divisible_by_16", ())), device)
 
 
 def load_kernel(kernel: Launchable, device: int | None = None) -> GpuKernel:
@@ -309,7 +322,7 @@ def load_kernel(kernel: Launchable, device: int | None = None) -> GpuKernel:
 
     if device is None:
         device = torch.cuda.current_device()
-    key = (hashlib.sha256(kernel.cubin).hexdigest(), str(kernel.metadata["name"]), device)
+    key = loaded_key(kernel, device)
     with _loaded_lock:
         if key in _loaded:
             _loaded.move_to_end(key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -458,3 +459,57 @@ def test_run_on_gpu_matches_the_interpreter(example: str, sizes: dict[str, int],
         assert actual[output.name].is_cuda
         comparison = compare_tensors(actual[output.name], expected[output.name], output.dtype)
         assert comparison.ok, f"{output.name}: {comparison}"
+
+
+# -- variants of one kernel ------------------------------------------------------------------
+
+REPRO = Path(os.environ.get("KERNELGEN_REPRO_DIR")
+             or Path(__file__).resolve().parents[1] / ".." / "shared" / "repro")
+
+
+def _maxpool_answer() -> str:
+    """A correct answer to hard/maxpool2x2 whose variants with and without ``OW`` assumed a
+    multiple of 16 compile to the same cubin (``../shared/repro``)."""
+    path = REPRO / "maxpool2x2_specialization.json"
+    if not path.is_file():
+        pytest.skip(f"the reproducer is not at {path.resolve()} (set KERNELGEN_REPRO_DIR)")
+    return path.read_text()
+
+
+def test_variants_with_one_cubin_are_loaded_apart() -> None:
+    """A loaded kernel is reused only for the variant it was loaded for: the cubin of the
+    reproducer is the same with and without ``OW`` specialized, and a launch with OW = 157 was
+    checked against the specialized variant's assumptions (``specialization_mismatch``)."""
+    from kernelgen.launch import loaded_key
+
+    checked = check(parse_kernel(_maxpool_answer()))
+    plain = compile_kernel(checked, target="sm_90")
+    specialized = compile_kernel(checked, target="sm_90", divisible_by_16=("OW",))
+    assert specialized.metadata["divisible_by_16"] == ["OW"] and not plain.metadata["divisible_by_16"]
+    assert loaded_key(plain, 0) != loaded_key(specialized, 0)
+    assert loaded_key(plain, 0) == loaded_key(compile_kernel(checked, target="sm_90"), 0)
+    assert loaded_key(plain, 0) != loaded_key(plain, 1)
+
+
+@pytest.mark.gpu
+def test_a_correct_answer_passes_whichever_variant_ran_first() -> None:
+    """The reproducer, verified on the GPU over sizes where OW alternates between multiples of
+    16 and not (each assignment compiles its own variant; the variants share a cubin)."""
+    from kernelgen.executor import Executor
+    from kernelgen.gpu_case import verify_gpu
+    from kernelgen.launch import prepare_gpu
+    from kernelgen.pipeline import Case, Settings, stage_check, stage_parse
+    from kernelgen.tasks import get_task
+
+    task = get_task("hard/maxpool2x2")
+    with Executor(initializer=prepare_gpu) as executor:
+        case = Case(task, _maxpool_answer(), Settings(target=device_target_in_child(executor), gpu=True,
+                                                      executor=executor))
+        stage_parse(case)
+        stage_check(case)
+        for ow in (16, 157, 32, 1, 48, 157, 256, 255):
+            verify_gpu(case, {"B": 2, "C": 3, "OH": 5, "OW": ow})
+
+
+def device_target_in_child(executor: Any) -> str:
+    return executor.call(device_target, timeout=60)
