@@ -72,8 +72,10 @@ def _digest(value: Any) -> str:
 
 
 def content_key(request: GenerationRequest) -> str:
-    """The hash of what decides an answer besides the provider and model."""
-    return _digest({"messages": [m.model_dump() for m in request.messages],
+    """The hash of what decides an answer besides the provider and model (the request's
+    ``key_messages`` stand for its messages where it has them)."""
+    messages = request.key_messages if request.key_messages is not None else request.messages
+    return _digest({"messages": [m.model_dump() for m in messages],
                     "schema": request.schema_hash,
                     "sampling": request.sampling.model_dump(),
                     "sample_index": request.sample_index})
