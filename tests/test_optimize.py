@@ -271,7 +271,7 @@ def test_replay_reproduces_a_run_with_optimization_rounds_bit_for_bit(tmp_path: 
     assert noisy.artifacts["answer"] == FAST and noisy.timing.kernel_ms == pytest.approx(0.2675)
 
 
-def test_scores_before_and_after_optimization() -> None:
+def test_scores_before_and_after_optimization(tmp_path: Path) -> None:
     with ScriptedServer(optimizing_model) as server:
         optimized = run_rounds(openai_at(server), rounds=3)
     failed = evaluate_answer(TASK, WRONG, CPU)
@@ -285,6 +285,19 @@ def test_scores_before_and_after_optimization() -> None:
         "pipeline: optimization rounds: 3 answers over 1 cases, 1 kept",
         "pipeline: before -> after optimization: fast_1 0.0% -> 50.0%; fast_1.5 0.0% -> 50.0%; "
         "geometric-mean speedup 0.50x -> 2.00x"]
+    from kernelgen.report.compare import compare_lines, load_runs
+    from kernelgen.report.store import RunWriter
+
+    writer = RunWriter(tmp_path / "run.jsonl")
+    for case in cases:
+        writer.add(case)
+    writer.close()
+    lines = compare_lines(load_runs([tmp_path / "run.jsonl"]))
+    table = lines[lines.index("== optimization rounds (speedups before the rounds and after them)") + 1:]
+    assert table[0].split() == ["tier", "run", "optimized", "answers", "kept", "fast_1", "before", "after",
+                                "fast_1.5", "before", "after", "geomean", "before", "after"]
+    assert table[1].split() == ["easy", "run", "1", "3", "1", "0.0%", "50.0%", "0.0%", "50.0%", "0.50x", "2.00x"]
+    assert table[2].split()[0] == "all" and table[3] == ""
 
 
 # ---------------------------------------------------------------------------------------------
