@@ -41,7 +41,7 @@ Evaluate = Callable[[str], CaseResult]
 # answer -> the compiler's facts about the variant that is timed (None: not available)
 FactsOf = Callable[[str], "KernelFacts | None"]
 
-CPU_SKIP = "no timing without a GPU (CPU mode): the optimization rounds were skipped; the compiler's facts are kept"
+CPU_SKIP = "no timing without a GPU (CPU mode): optimization rounds skipped, the compiler's facts kept"
 # How many diagnostics of a failed round the next prompt shows.
 SHOWN_DIAGNOSTICS = 3
 
