@@ -9,6 +9,8 @@ answers with a whole new kernel, which goes through the full pipeline (the calle
 ``evaluate``, :func:`kernelgen.pipeline.evaluate_answer` in the harness). Only a correct answer
 that is faster (a lower median kernel time) replaces the best one; the case's result is the best.
 
+A provider that fails (after its retries) ends the rounds; the best so far stays the result.
+
 The prompt is built like the repair prompt (:func:`kernelgen.prompt.repair_messages`): the task's
 system message and one user message. Its times differ from run to run, so each round's request
 keys the generation cache on the same message without them (``key_messages``): a re-run, or
@@ -29,7 +31,7 @@ from kernelgen.facts import KernelFacts, format_facts, kernel_facts
 from kernelgen.generation import GenerationCache, GenerationRecord, generate
 from kernelgen.metrics import fast_p, geomean_speedup
 from kernelgen.prompt import ANSWER_FORMAT, Message, format_diagnostics
-from kernelgen.providers.base import GenerationRequest, Provider
+from kernelgen.providers.base import GenerationRequest, Provider, ProviderError
 from kernelgen.results import CaseResult, Optimization, OptimizationRound, Timing
 
 if TYPE_CHECKING:
@@ -172,7 +174,9 @@ def optimize(provider: Provider, request: GenerationRequest, first: CaseResult, 
     ``request`` is the task's request (its messages, sampling and sample index); ``evaluate``
     runs an answer through the pipeline (it is the seam where times come from), ``facts_of``
     gives the compiler's facts about an answer. When ``first`` was not timed (no GPU), no round
-    runs and the result says why. A provider failure (after its retries) propagates.
+    runs and the result says why. A provider failure (after its retries) ends the rounds: the
+    best answer so far stays the result, and ``optimization.stopped`` says what happened (a
+    correct kernel is not lost to a rate limit).
     """
     if not first.ok:
         raise ValueError("optimization rounds start from a correct answer")
@@ -182,11 +186,16 @@ def optimize(provider: Provider, request: GenerationRequest, first: CaseResult, 
     best_round = 0
     skipped = CPU_SKIP if first.timing is None else None
     rejected: OptimizationRound | None = None
+    stopped: str | None = None
     texts = []
     for index in range(1, 0 if skipped else rounds + 1):
         assert best.result.timing is not None
         current = round_request(request, best.answer, best.result.timing, best.fact_lines(), rejected)
-        record = generate(provider, current, cache)
+        try:
+            record = generate(provider, current, cache)
+        except ProviderError as error:
+            stopped = f"round {index}: {error}"
+            break
         result = evaluate(record.text)
         result.artifacts["prompt"] = current.prompt_text()
         attempt = Attempt(record.text, result, *(_facts(facts_of, record.text) if result.ok else (None, None)))
@@ -198,7 +207,8 @@ def optimize(provider: Provider, request: GenerationRequest, first: CaseResult, 
         else:
             rejected = history[-1]
     final = best.result.model_copy(deep=True)
-    final.optimization = Optimization(rounds=history, best_round=best_round, before=first.timing, skipped=skipped)
+    final.optimization = Optimization(rounds=history, best_round=best_round, before=first.timing, skipped=skipped,
+                                      stopped=stopped)
     final.artifacts["facts"] = "\n".join(best.fact_lines()) + "\n"
     if texts:
         final.artifacts["optimize_rounds"] = json.dumps(texts, indent=2)
@@ -220,7 +230,9 @@ def optimization_summary(track: str, cases: Sequence[CaseResult]) -> list[str]:
     ran = [c for c in optimized if not c.optimization.skipped]
     answers = sum(len(c.optimization.rounds) - 1 for c in ran)
     kept = sum(r.verdict == "kept" for c in ran for r in c.optimization.rounds)
-    lines = [f"{track}: optimization rounds: {answers} answers over {len(ran)} cases, {kept} kept"]
+    stopped = sum(c.optimization.stopped is not None for c in ran)
+    lines = [f"{track}: optimization rounds: {answers} answers over {len(ran)} cases, {kept} kept"
+             + (f"; {stopped} cases stopped early by a provider failure" if stopped else "")]
     scores = []
     for p in (1.0, 1.5):
         before, after = fast_p(cases, p, before=True), fast_p(cases, p)

@@ -71,6 +71,8 @@ class Optimization(BaseModel):
     best_round: int = 0
     before: Timing | None = None
     skipped: str | None = Field(None, description="why no rounds ran (CPU mode: nothing was timed)")
+    stopped: str | None = Field(None, description="why the rounds ended early: the provider failed (after its "
+                                                  "retries); the best answer so far stays the result")
 
 
 class CaseResult(BaseModel):

@@ -254,6 +254,19 @@ def test_without_timing_no_round_runs_and_the_facts_stay() -> None:
     assert optimization_summary("pipeline", [result]) == [f"pipeline: {CPU_SKIP}"]
 
 
+def test_a_provider_failure_ends_the_rounds_and_keeps_the_best() -> None:
+    def failing_in_the_rounds(seen: Seen, index: int) -> Answer:
+        if "# Your fastest correct kernel so far" in seen.body["messages"][-1]["content"]:
+            return Answer(500, {"error": {"message": "overloaded"}})
+        return Answer(200, chat_completion(SLOW))
+
+    with ScriptedServer(failing_in_the_rounds) as server:
+        result = run_rounds(openai_at(server), rounds=2)
+    assert result.ok and result.artifacts["answer"] == SLOW and len(result.optimization.rounds) == 1
+    assert result.optimization.stopped.startswith("round 1: ") and "500" in result.optimization.stopped
+    assert optimization_summary("pipeline", [result])[0].endswith("; 1 cases stopped early by a provider failure")
+
+
 def _comparable(result: CaseResult) -> str:
     return result.model_dump_json(exclude={"duration_s"})
 
