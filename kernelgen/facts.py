@@ -9,8 +9,9 @@
   ``n_spills`` is the same number of bytes / 4).
 * **shared memory** per program: Triton's ``shared`` (dynamic) plus the cubin's static shared.
 * **global loads and stores** from the PTX: every ``ld.global`` / ``st.global`` with its width
-  in bits, ``.v2``/``.v4``/``.v8`` marking a vectorized one; ``cp.async`` and TMA copies
-  (``cp.async.bulk``) count as vectorized loads (they move 4 to 16 bytes, or a whole tile, each).
+  in bits, ``.v2``/``.v4``/``.v8`` marking a vectorized one; asynchronous copies into shared
+  memory count as loads, vectorized when they move 8 or 16 bytes (``cp.async``) or a whole tile
+  (TMA, ``cp.async.bulk``).
 * **dots and tensor cores**: ``tt.dot`` in the TTIR against ``mma`` / ``wgmma`` in the PTX.
 * **an occupancy estimate**: resident warps per SM from registers, shared memory and
   ``num_warps`` under the target's limits (:data:`SM_LIMITS`), computed as CUDA's occupancy
@@ -152,16 +153,17 @@ def ptx_accesses(ptx: str) -> tuple[Accesses, Accesses, int, int]:
             mma += 1
             continue
         if opcode.startswith("cp.async"):
-            if ".global" not in opcode:
-                continue  # commit_group, wait_group, mbarrier arrivals: no data moved
-            # cp.async.cg.shared.global [dst], [src], 16 (a load into shared memory);
+            shared, global_ = opcode.find("shared"), opcode.find(".global")
+            if shared < 0 or global_ < 0:
+                continue  # commit_group, wait_group, mbarrier arrivals, L2 prefetches: nothing reaches the SM
+            # cp.async.cg.shared.global [dst], [src], 16: a load into shared memory;
             # cp.async.bulk.tensor...: a TMA copy of a whole tile, either way.
-            kind = "ld" if opcode.index("shared") < opcode.index(".global") else "st"
+            kind = "ld" if shared < global_ else "st"
             size = _CP_SIZE.search(operands)
             bits = int(size.group(1), 0) * 8 if size else TMA_BITS
             table = loads if kind == "ld" else stores
             table[bits] = table.get(bits, 0) + 1
-            vectorized[kind] += 1
+            vectorized[kind] += bits >= 64
             continue
         kind = opcode[:2]
         element = _ELEMENT_BITS.search(opcode)

@@ -2,9 +2,10 @@
 
 Every generation is a :class:`GenerationRecord`, one JSON file per record named by its key:
 the sha256 of (provider, model, content key), where the content key is the sha256 of (messages,
-schema hash, sampling parameters, sample index). A benchmark re-run with the same prompt hits
-the cache; ``--llm replay:DIR`` answers from the records alone, bit for bit (it looks records up
-by content key, so it needs no provider configuration).
+schema hash, sampling parameters, sample index); a request whose messages hold measurements (an
+optimization round's times) gives ``key_messages`` without them to key on instead. A benchmark
+re-run with the same prompt hits the cache; ``--llm replay:DIR`` answers from the records alone,
+bit for bit (it looks records up by content key, so it needs no provider configuration).
 
 Concurrency: records are written to a temporary file and renamed into place, so a reader never
 sees half a record; a per-key file lock (``filelock``) is held from the cache lookup to the

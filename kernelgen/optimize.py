@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 # answer -> its result through the full pipeline (timed on a GPU)
 Evaluate = Callable[[str], CaseResult]
-# answer -> the compiler's facts about the variant that is timed (None: not available)
-FactsOf = Callable[[str], "KernelFacts | None"]
+# answer -> the compiler's facts about the variant that is timed (a KernelgenError: unavailable)
+FactsOf = Callable[[str], KernelFacts]
 
 CPU_SKIP = "no timing without a GPU (CPU mode): optimization rounds skipped, the compiler's facts kept"
 # How many diagnostics of a failed round the next prompt shows.

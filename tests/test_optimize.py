@@ -149,13 +149,15 @@ def test_ptx_accesses_reads_predicates_vectors_async_copies_and_mma() -> None:
         "\tld.global.nc.b16 { %rs1 }, [ %rd2 + 0 ];",
         "\t@!%p2 st.global.v2.b32 [ %rd3 + 0 ], { %r5, %r6 };",
         "\tcp.async.cg.shared.global [ %r7 + 0 ], [ %rd4 + 0 ], 0x10, %r8;",
+        "\tcp.async.ca.shared.global [ %r14 + 0 ], [ %rd7 + 0 ], 4, %r15;",
         "\tcp.async.commit_group;",
+        "\tcp.async.bulk.prefetch.tensor.2d.L2.global.tile [ %rd8, { %r16, %r17 } ];",
         "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %f1 }, { %r9 }, { %r10 }, { %f2 };",
         "\twgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 { %r11 }, %rd5, %rd6, 1, 1, 1, 0, 1;",
         "\tld.shared.v4.b32 { %r12 }, [ %r13 ];",
     ])
     loads, stores, mma, wgmma = ptx_accesses(ptx)
-    assert loads.widths == {128: 2, 16: 1} and (loads.count, loads.vectorized) == (3, 2)
+    assert loads.widths == {128: 2, 32: 1, 16: 1} and (loads.count, loads.vectorized) == (4, 2)
     assert stores.widths == {64: 1} and stores.vectorized == 1
     assert (mma, wgmma) == (1, 1)
 
