@@ -2,9 +2,10 @@
 
 Every generation is a :class:`GenerationRecord`, one JSON file per record named by its key:
 the sha256 of (provider, model, content key), where the content key is the sha256 of (messages,
-schema hash, sampling parameters, sample index). A benchmark re-run with the same prompt hits
-the cache; ``--llm replay:DIR`` answers from the records alone, bit for bit (it looks records up
-by content key, so it needs no provider configuration).
+schema hash, sampling parameters, sample index); a request whose messages hold measurements (an
+optimization round's times) gives ``key_messages`` without them to key on instead. A benchmark
+re-run with the same prompt hits the cache; ``--llm replay:DIR`` answers from the records alone,
+bit for bit (it looks records up by content key, so it needs no provider configuration).
 
 Concurrency: records are written to a temporary file and renamed into place, so a reader never
 sees half a record; a per-key file lock (``filelock``) is held from the cache lookup to the
@@ -72,8 +73,10 @@ def _digest(value: Any) -> str:
 
 
 def content_key(request: GenerationRequest) -> str:
-    """The hash of what decides an answer besides the provider and model."""
-    return _digest({"messages": [m.model_dump() for m in request.messages],
+    """The hash of what decides an answer besides the provider and model (the request's
+    ``key_messages`` stand for its messages where it has them)."""
+    messages = request.key_messages if request.key_messages is not None else request.messages
+    return _digest({"messages": [m.model_dump() for m in messages],
                     "schema": request.schema_hash,
                     "sampling": request.sampling.model_dump(),
                     "sample_index": request.sample_index})

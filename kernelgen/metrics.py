@@ -8,6 +8,10 @@
   by failing the hard tasks. Undefined (None) when no case was timed (a run without a GPU).
 * **geometric-mean speedup** over PyTorch eager, over the correct timed cases (reported with
   their count: a mean over 3 cases says less than one over 300).
+
+Each speedup score has a *before* variant (``before=True``) for runs with optimization rounds
+(:mod:`kernelgen.optimize`): it reads each case's timing before the rounds (its first correct
+answer's); a case without rounds counts the same before and after.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from kernelgen.results import CaseResult
+    from kernelgen.results import CaseResult, Timing
 
 FAST_P_THRESHOLDS = (0.0, 1.0, 1.5)
 TIER_ORDER = ("easy", "med", "hard", "tritonbench")
@@ -54,18 +58,27 @@ def max_samples(cases: Sequence[CaseResult]) -> int:
     return max(counts.values(), default=0)
 
 
-def fast_p(cases: Sequence[CaseResult], p: float) -> float | None:
+def case_timing(case: CaseResult, before: bool = False) -> Timing | None:
+    """A case's timing; with ``before``, the one before its optimization rounds."""
+    if before and case.optimization is not None:
+        return case.optimization.before
+    return case.timing
+
+
+def fast_p(cases: Sequence[CaseResult], p: float, *, before: bool = False) -> float | None:
     """The fraction of all ``cases`` that are correct and more than ``p`` times faster than
     PyTorch eager; None when none of them was timed."""
-    if not cases or not any(case.timing is not None for case in cases):
+    timings = [case_timing(case, before) for case in cases]
+    if not cases or all(timing is None for timing in timings):
         return None
-    fast = sum(case.ok and case.timing is not None and case.timing.speedup > p for case in cases)
+    fast = sum(case.ok and timing is not None and timing.speedup > p for case, timing in zip(cases, timings))
     return fast / len(cases)
 
 
-def geomean_speedup(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
+def geomean_speedup(cases: Iterable[CaseResult], *, before: bool = False) -> tuple[float, int] | None:
     """The geometric-mean speedup over the correct timed cases, and their count."""
-    speedups = [case.timing.speedup for case in cases if case.ok and case.timing is not None]
+    speedups = [timing.speedup for case in cases
+                if case.ok and (timing := case_timing(case, before)) is not None]
     if not speedups:
         return None
     return math.exp(sum(math.log(s) for s in speedups) / len(speedups)), len(speedups)
@@ -80,6 +93,8 @@ class Scores:
     pass_at: dict[int, tuple[float, int]] = field(default_factory=dict)
     fast: dict[float, float | None] = field(default_factory=dict)
     geomean: tuple[float, int] | None = None
+    fast_before: dict[float, float | None] = field(default_factory=dict)
+    geomean_before: tuple[float, int] | None = None
     outcomes: Counter = field(default_factory=Counter)
 
     @property
@@ -91,6 +106,8 @@ def score(cases: Sequence[CaseResult], ks: Iterable[int] = (1,)) -> Scores:
     pass_at = {k: value for k in ks if (value := mean_pass_at_k(cases, k)) is not None}
     return Scores(cases=len(cases), passed=sum(case.ok for case in cases), pass_at=pass_at,
                   fast={p: fast_p(cases, p) for p in FAST_P_THRESHOLDS}, geomean=geomean_speedup(cases),
+                  fast_before={p: fast_p(cases, p, before=True) for p in FAST_P_THRESHOLDS},
+                  geomean_before=geomean_speedup(cases, before=True),
                   outcomes=Counter(case.outcome.value for case in cases))
 
 

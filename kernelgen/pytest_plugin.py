@@ -57,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--base-url", "kg_base_url", "the provider's base URL")
     option("--samples", "kg_samples", "answers per task (pass@k uses them all)", 1)
     option("--repair-rounds", "kg_repair_rounds", "rounds of diagnostics sent back to the model after a failure", 0)
+    option("--optimize-rounds", "kg_optimize_rounds", "rounds in which a correct kernel's times and compiler facts "
+           "go back to the model for a faster one (GPU mode)", 0)
     option("--temperature", "kg_temperature", "sampling temperature (use > 0 with --samples > 1)", 0.0)
     option("--max-tokens", "kg_max_tokens", "the most tokens an answer may have", 4096)
     option("--kg-cache", "kg_cache", "the generation cache (shared by xdist workers; replay with --llm replay:DIR)",
@@ -92,6 +94,7 @@ class Session:
         self.llm = _value(config, "kg_llm", "reference")
         self.samples = _value(config, "kg_samples", 1, int)
         self.repair_rounds = _value(config, "kg_repair_rounds", 0, int)
+        self.optimize_rounds = _value(config, "kg_optimize_rounds", 0, int)
         self.sampling = Sampling(temperature=_value(config, "kg_temperature", 0.0, float),
                                  max_tokens=_value(config, "kg_max_tokens", 4096, int),
                                  seed=_value(config, "kg_seed", 0, int))
@@ -195,7 +198,21 @@ class Session:
                                  prompt=request.prompt_text())
         if generated.repair_rounds:
             result.artifacts["repair_rounds"] = json.dumps(generated.to_dict()["rounds"], indent=2)
+        if self.optimize_rounds and result.ok:
+            result = self.optimize(task, request, result)
         return result
+
+    def optimize(self, task, request, first):
+        """The optimization rounds after a correct answer (none without a GPU: facts only)."""
+        from functools import partial
+
+        from kernelgen.optimize import answer_facts, optimize
+        from kernelgen.pipeline import evaluate_answer
+
+        evaluate = partial(evaluate_answer, task, settings=self.settings, provider=first.provider,
+                           model=first.model, sample=first.sample, generation=first.generation)
+        return optimize(self.provider, request, first, self.optimize_rounds, evaluate,
+                        partial(answer_facts, task, settings=self.settings), self.cache)
 
 
 _SESSION_KEY = pytest.StashKey[Session]()
@@ -319,6 +336,7 @@ def summarize(results: list) -> list[str]:
     """The lines of the terminal summary for a list of CaseResults: per track (the constrained
     pipeline, the raw-LLM baseline) and tier, the outcome counts and scores, and the paired
     comparison of the two tracks where both ran. (TritonBench-T prints its own summary.)"""
+    from kernelgen.optimize import optimization_summary
     from kernelgen.results import CaseResult
 
     cases = [r if isinstance(r, CaseResult) else CaseResult.model_validate_json(r) for r in results]
@@ -340,6 +358,7 @@ def summarize(results: list) -> list[str]:
                          + "".join(f"{counts[o]:>16}" for o in seen))
     for track in tracks:
         lines.extend(_track_scores(track, [c for c in cases if c.track == track]))
+        lines.extend(optimization_summary(track, [c for c in cases if c.track == track]))
     if len(tracks) == 2:
         lines.append(_paired(cases))
     if all(c.mode == "cpu" for c in cases):
@@ -382,6 +401,20 @@ def _paired(cases: list) -> str:
     order = ("both ok", "only pipeline", "only baseline", "neither")
     return f"pipeline vs baseline over {sum(pairs.values())} paired cases: " + ", ".join(
         f"{name} {pairs[name]}" for name in order)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Said once at the start (also under -q): optimization rounds asked for where nothing can
+    be timed."""
+    config = session.config
+    rounds = _value(config, "kg_optimize_rounds", 0, int)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not rounds or reporter is None or hasattr(config, "workerinput"):
+        return
+    if _value(config, "kg_mode", "auto") == "cpu" or gpu_unavailable_reason() is not None:
+        from kernelgen.optimize import CPU_SKIP
+
+        reporter.write_line(f"kernelgen: --optimize-rounds {rounds}: {CPU_SKIP}")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -38,6 +38,43 @@ class GenerationInfo(BaseModel):
     cached: bool = False
 
 
+class OptimizationRound(BaseModel):
+    """One answer of an optimization round (round 0: the first correct answer) and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int
+    outcome: Outcome
+    stage: str | None = None
+    diagnostics: list[dict[str, str]] = []
+    verdict: Literal["first", "kept", "slower", "failed", "untimed"] = Field(
+        description="first: round 0; kept: correct and faster than the best so far (it became the best); "
+                    "slower: correct but not faster; failed: not correct; untimed: correct, not timed")
+    kernel_ms: float | None = None
+    speedup: float | None = None
+    speedup_vs_compiled: float | None = None
+    roofline_fraction: float | None = None
+    facts: dict[str, Any] | None = Field(None, description="the compiler's facts (kernelgen.facts.KernelFacts)")
+    key: str | None = Field(None, description="the generation record of the answer (None for round 0)")
+    latency_s: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class Optimization(BaseModel):
+    """The optimization rounds of a case (``--optimize-rounds``): every round, which one is the
+    case's result, and the timing before the rounds (round 0's), which the 'before' scores read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rounds: list[OptimizationRound]
+    best_round: int = 0
+    before: Timing | None = None
+    skipped: str | None = Field(None, description="why no rounds ran (CPU mode: nothing was timed)")
+    stopped: str | None = Field(None, description="why the rounds ended early: the provider failed (after its "
+                                                  "retries); the best answer so far stays the result")
+
+
 class CaseResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -58,6 +95,7 @@ class CaseResult(BaseModel):
     artifacts: dict[str, str] = Field(default_factory=dict, description="prompt, answer, ast, ttir, ptx, ...")
     duration_s: float = 0.0
     extra: dict[str, Any] = {}
+    optimization: Optimization | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,5 +1,7 @@
 """``kernelgen compile FILE --target sm_90 --emit ptx``: compile a kernel AST and print one stage's
-output (TTIR, TTGIR, LLVM IR, PTX) or write its cubin."""
+output (TTIR, TTGIR, LLVM IR, PTX) or write its cubin; ``--facts`` prints what the compiler made
+of it instead (registers, spills, shared memory, vectorized accesses, tensor cores, occupancy:
+:mod:`kernelgen.facts`), the facts the optimization rounds show a model."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--divisible-by-16", action="append", default=[], metavar="PARAM",
                         help="specialize on this integer param being a multiple of 16 (vectorizes masked "
                              "accesses; the kernel is then wrong for other values)")
+    parser.add_argument("--facts", action="store_true",
+                        help="print the compiler's facts about the kernel instead of a stage's output")
     parser.add_argument("--no-cache", action="store_true", help="compile even if the result is cached")
 
 
@@ -42,7 +46,12 @@ def run(args: argparse.Namespace) -> int:
     checked = check(parse_kernel(read_source(args.file)), meta)
     compiled = compile_kernel(checked, target=args.target, num_warps=args.num_warps, num_stages=args.num_stages,
                               divisible_by_16=args.divisible_by_16, cache=not args.no_cache)
-    result = compiled.emit(args.emit)
+    if args.facts:
+        from kernelgen.facts import format_facts, kernel_facts
+
+        result: str | bytes = "\n".join(format_facts(kernel_facts(compiled))) + "\n"
+    else:
+        result = compiled.emit(args.emit)
     data = result if isinstance(result, bytes) else result.encode()
     if args.output is not None:
         try:

@@ -43,6 +43,10 @@ class GenerationRequest(_Frozen):
                                                 "raw-LLM baseline)")
     reference: str | None = Field(None, description="the task's golden answer, for the reference "
                                                     "provider only: never sent to a model, not in the key")
+    key_messages: tuple[Message, ...] | None = Field(
+        None, description="what the cache and replay key on in place of messages, when these carry "
+                          "measurements that differ from run to run (an optimization round's times): "
+                          "never sent; a re-run or a replay then finds the round's answer")
 
     @property
     def schema_hash(self) -> str:

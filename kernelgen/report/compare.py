@@ -4,7 +4,9 @@ For each run, the terminal summary of the plugin (:func:`kernelgen.pytest_plugin
 outcomes per tier, pass@k, fast_1, geometric mean); then one table of the scores of every run
 per tier (pass rate, pass@1 and pass@k, fast_0, fast_1 and fast_1.5 with failures in the
 denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.metrics`); then the
-tasks whose outcome or speedup differs between runs. A merged run compares like any other.
+tasks whose outcome or speedup differs between runs. Runs with optimization rounds get a table
+of fast_1, fast_1.5 and the geometric mean before and after the rounds. A merged run compares
+like any other.
 """
 
 from __future__ import annotations
@@ -89,6 +91,34 @@ def score_table(runs: Sequence[Run]) -> list[str]:
     return format_table(header, rows)
 
 
+def optimization_table(runs: Sequence[Run]) -> list[str]:
+    """For runs with optimization rounds (``--optimize-rounds``): per tier, the rounds' answers
+    and how many were kept, and fast_1, fast_1.5 and the geometric-mean speedup before the
+    rounds and after them. Empty when no run has rounds that ran."""
+    def optimized(cases: Sequence[StoredCase]) -> list[StoredCase]:
+        return [c for c in cases if c.optimization is not None and not c.optimization.skipped]
+
+    if not any(optimized(run.cases) for run in runs):
+        return []
+    header = ["tier", "run", "optimized", "answers", "kept", "fast_1 before", "after", "fast_1.5 before", "after",
+              "geomean before", "after"]
+    tiers = sorted({case.tier for run in runs for case in run.cases}, key=tier_key)
+    rows = []
+    for tier in [*tiers, "all"]:
+        for run in runs:
+            cases = run.cases if tier == "all" else by_tier(run.cases).get(tier, [])
+            ran = optimized(cases)
+            if not ran:
+                continue
+            scores = score(cases)
+            rounds = [r for c in ran for r in c.optimization.rounds[1:]]
+            means = [f"{m[0]:.2f}x" if m else ABSENT for m in (scores.geomean_before, scores.geomean)]
+            rows.append([tier, run.label, str(len(ran)), str(len(rounds)), str(sum(r.verdict == "kept" for r in rounds)),
+                         _percent(scores.fast_before[1.0]), _percent(scores.fast[1.0]),
+                         _percent(scores.fast_before[1.5]), _percent(scores.fast[1.5]), *means])
+    return format_table(header, rows)
+
+
 def outcome_table(runs: Sequence[Run]) -> list[str]:
     """How many cases of each run ended in each outcome."""
     counts = [Counter(case.outcome.value for case in run.cases) for run in runs]
@@ -166,6 +196,9 @@ def compare_lines(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_C
     for run in runs:
         lines += [f"== {run.label} ({run.path}, {len(run.cases)} cases)", *summarize(run.cases), ""]
     lines += ["== scores (fast_p: correct and faster than p x PyTorch eager, over all cases)", *score_table(runs), ""]
+    optimization = optimization_table(runs)
+    if optimization:
+        lines += ["== optimization rounds (speedups before the rounds and after them)", *optimization, ""]
     lines += ["== outcomes", *outcome_table(runs)]
     if len(runs) > 1:
         lines += ["", "== per task", *task_changes(runs, speedup_change)]
