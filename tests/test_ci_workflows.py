@@ -29,9 +29,9 @@ GITLAB = REPO / "ci" / "gitlab" / "gpu-benchmark.yml"
 TIMEOUT_S = 600
 
 # What the CI systems set for a job, which the scripts may read.
-BUILTINS = {GITHUB: {"GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY", "GITHUB_REF_NAME", "GITHUB_RUN_NUMBER",
+BUILTINS = {GITHUB: {"GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_STEP_SUMMARY", "GITHUB_REF_NAME", "GITHUB_RUN_NUMBER",
                      "PWD"},
-            GITLAB: {"CI_NODE_INDEX", "CI_NODE_TOTAL", "CI_COMMIT_REF_NAME", "CI_PIPELINE_IID", "PWD", "PATH"}}
+            GITLAB: {"CI_NODE_INDEX", "CI_NODE_TOTAL", "CI_COMMIT_REF_NAME", "CI_PIPELINE_IID", "PWD"}}
 # The model and its keys: set in the CI's settings, never in the file.
 MODEL_SETTINGS = {"KG_LLM", "KG_MODEL", "KG_BASE_URL", "KG_SAMPLES"}
 SECRETS = {"OPENAI_API_KEY", "NVIDIA_API_KEY", "GEMINI_API_KEY", "LLM_API_KEY", "WANDB_API_KEY"}
