@@ -119,8 +119,9 @@ def gate(base: Run, new: Run, *, max_pass_drop: float | None, max_speedup_drop: 
                        f"{new_scores.pass_rate:.1%} ({new_scores.passed}/{new_scores.cases})",
                        100.0 * (base_scores.pass_rate - new_scores.pass_rate), "pp", max_pass_drop)
     base_tasks, new_tasks = _tasks(base.cases), _tasks(new.cases)
-    missing = ["/".join(key) for key in base_tasks if key not in set(new_tasks)]
-    added = ["/".join(key) for key in new_tasks if key not in set(base_tasks)]
+    base_set, new_set = set(base_tasks), set(new_tasks)
+    missing = ["/".join(key) for key in base_tasks if key not in new_set]
+    added = ["/".join(key) for key in new_tasks if key not in base_set]
     return GateResult(base, new, [pass_check, _speedup_check(base.cases, new.cases, max_speedup_drop)],
                       missing, added, allow_missing)
 
