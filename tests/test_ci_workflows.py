@@ -302,3 +302,23 @@ def test_merged_shards_compare_like_the_unsharded_run(dry_run: Path) -> None:
     assert any((dry_run / "sharded" / "allure").glob("*-result.json"))
     assert main(["report", "gate", str(dry_run / "whole" / "run.jsonl"), str(dry_run / "sharded" / "run.jsonl"),
                  "--max-pass-drop", "0", "--max-speedup-drop", "0"]) == 0
+
+
+@pytest.mark.parametrize("new, gate_on, status", [("sharded", "true", 0), ("lost", "false", 0), ("lost", "true", 1),
+                                                  ("absent", "false", 2)])
+def test_the_gate_step_fails_the_job_on_a_drop_only_when_asked(dry_run: Path, tmp_path: Path, new: str, gate_on: str,
+                                                               status: int) -> None:
+    """The gate job's step against the unsharded run: the merged shards pass; a run that lost a
+    shard fails only with KG_GATE=true; a missing results file always fails."""
+    runs = dry_run / "sharded" if new == "sharded" else tmp_path  # "absent": no run.jsonl in it
+    if new == "lost":
+        (tmp_path / "run.jsonl").write_bytes((dry_run / "parts" / "shard-1.jsonl").read_bytes())
+    env = {key: value for key, value in os.environ.items() if not key.startswith("KG_")}
+    env |= {"PATH": f"{dry_run / 'bin'}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(REPO),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    process = run_step("gate against the baseline", env, KG_BASELINE=str(dry_run / "whole" / "run.jsonl"),
+                       KG_RUNS=str(runs), KG_GATE=gate_on, KG_MAX_PASS_DROP="0", KG_MAX_SPEEDUP_DROP="0")
+    output = process.communicate(timeout=TIMEOUT_S)[0]
+    assert process.returncode == status, output
+    assert {"sharded": "gate passed", "lost": "gate FAILED: missing tasks", "absent": "no such results file"}[new] \
+        in output
