@@ -251,6 +251,15 @@ def run_step(name: str, env: dict[str, str], **values: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def runner_env(folder: Path, summary: Path) -> dict[str, str]:
+    """A runner's environment for the steps: ``folder/bin`` (this interpreter as ``python`` and
+    ``kernelgen``) first on PATH, this checkout on PYTHONPATH, no trace of the outer pytest."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PYTEST_", "WANDB_", "KG_")) and key != "CUDA_VISIBLE_DEVICES"}
+    return env | {"PATH": f"{folder / 'bin'}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(REPO),
+                  "PYTEST_ADDOPTS": "-p no:cacheprovider", "GITHUB_STEP_SUMMARY": str(summary)}
+
+
 def finish(process: subprocess.Popen) -> str:
     output = process.communicate(timeout=TIMEOUT_S)[0]
     assert process.returncode == 0, output
@@ -269,10 +278,7 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (bin_dir / "python").symlink_to(sys.executable)
     (bin_dir / "kernelgen").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kernelgen.cli "$@"\n')
     (bin_dir / "kernelgen").chmod(0o755)
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYTEST_", "WANDB_", "KG_")) and key != "CUDA_VISIBLE_DEVICES"}
-    env |= {"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(REPO),
-            "PYTEST_ADDOPTS": "-p no:cacheprovider", "GITHUB_STEP_SUMMARY": str(folder / "summary.md")}
+    env = runner_env(folder, folder / "summary.md")
     runs = {"sharded": ("parts", SHARDS), "whole": ("whole-parts", 1)}
     shards = [run_step("benchmark shard", env, KG_RUNS=str(folder / parts), KG_SHARD=str(index),
                        KG_SHARDS=str(count))
@@ -313,9 +319,7 @@ def test_the_gate_step_fails_the_job_on_a_drop_only_when_asked(dry_run: Path, tm
     runs = dry_run / "sharded" if new == "sharded" else tmp_path  # "absent": no run.jsonl in it
     if new == "lost":
         (tmp_path / "run.jsonl").write_bytes((dry_run / "parts" / "shard-1.jsonl").read_bytes())
-    env = {key: value for key, value in os.environ.items() if not key.startswith("KG_")}
-    env |= {"PATH": f"{dry_run / 'bin'}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(REPO),
-            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    env = runner_env(dry_run, tmp_path / "summary.md")
     process = run_step("gate against the baseline", env, KG_BASELINE=str(dry_run / "whole" / "run.jsonl"),
                        KG_RUNS=str(runs), KG_GATE=gate_on, KG_MAX_PASS_DROP="0", KG_MAX_SPEEDUP_DROP="0")
     output = process.communicate(timeout=TIMEOUT_S)[0]
