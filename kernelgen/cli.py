@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("kernelgen.commands.run", "compile a kernel, run it on the GPU and compare it with the interpreter"),
     "tasks": ("kernelgen.commands.tasks", "list the benchmark's tasks"),
     "tritonbench": ("kernelgen.commands.tritonbench", "the TritonBench-T track: list a checkout's operators"),
-    "report": ("kernelgen.commands.report", "reports over runs: Allure HTML, compare runs, merge shards"),
+    "report": ("kernelgen.commands.report", "reports over runs: Allure HTML, compare runs, merge shards, gate CI on a baseline"),
     "serve": ("kernelgen.commands.serve", "serve a model: OpenAI-compatible, JSON-schema constrained decoding"),
 }
 
