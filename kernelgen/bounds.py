@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterator, Union
 
 from kernelgen import language as L
-from kernelgen.check import CheckedKernel, child, is_literal, literal_value
+from kernelgen.checked import CheckedKernel, child, is_literal, literal_value
 from kernelgen.errors import Diagnostic
 
 INF = math.inf
