@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
 from kernelgen.metrics import geometric_mean
 from kernelgen.tritonbench.compare import compare_results
-from kernelgen.tritonbench.loader import (Operator, PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor,
-                                          TritonBenchError, load_reference_namespace)
+from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
+from kernelgen.tritonbench.perf_script import PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor
 
 if TYPE_CHECKING:
     from kernelgen.pipeline import Settings
