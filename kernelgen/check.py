@@ -6,12 +6,14 @@ interpreter and the lowering read those types rather than working them out again
 
 Typing rules (Triton's, made strict where Triton would guess):
 
-* Operands of a binary operation have one dtype; a literal (JSON number) is *weak* and takes
-  the other operand's dtype (a float literal with an integer block gives f32). Mixing two
-  different concrete dtypes is an error: cast one.
+* A JSON integer literal is a *weak* i32 (i64 beyond i32's range), a JSON float (``1.0``,
+  "inf", "nan") a weak f32; true/false are bool. A weak value takes the other operand's dtype
+  (``mul(x_f16, 0.5)`` is f16) except that a float literal with integers gives f32; weak with
+  weak stays weak (f32 if either is).
 * Shapes broadcast as in NumPy (leading 1s are added to the shorter one). A load's mask and
   ``other``, and a store's value and mask, broadcast to the pointer's shape.
-* Transcendental functions take f32; ``sum`` takes f32, i32 or i64 (cast f16/bf16 first).
+* Integers: ``program_id``, ``num_programs``, ``arange`` and meta names are i32; arithmetic
+  wraps in its dtype, so offsets past 2**31 need i64 (cast one operand, or an i64 param).
 * Block dims are powers of two, at most 2**20 elements per block.
 """
 
