@@ -10,7 +10,6 @@ import math
 from typing import Any
 
 import pytest
-import torch
 
 from kernelgen.check import check
 from kernelgen.errors import HostError, SemanticError
