@@ -8,8 +8,8 @@ which tells a model exactly what to mask.
 Bounds: what the checker proves about an unmasked load or store:
 
 * its offsets lie in ``[0, numel)`` of every tensor the pointer may point into, for each size
-  in 1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720 (all sizes equal, then
-  mixed) (unproven_bounds otherwise);
+  in 1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720, equal and mixed
+  (unproven_bounds otherwise);
 * known intervals: literals, meta, int params bound to host expressions,
   ``program_id`` over the grid, ``arange``, loop vars over ``[start, stop - 1]``, and
   ``+ - * idiv cdiv rem maximum minimum clamp where``, integer casts, ``max``/``min`` of

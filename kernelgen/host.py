@@ -11,7 +11,7 @@ Host expressions (output shapes, grid, param values), evaluated before the launc
 * integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
   and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int); anything else is
   device_only; a tensor name only as a param's whole value;
-* integers are unbounded (Python's); ``idiv`` truncates, ``cdiv`` is ``(a + b - 1) idiv b``,
+* integers are unbounded; ``idiv`` truncates, ``cdiv`` is ``(a + b - 1) idiv b``,
   a division by zero is division_by_zero.
 """
 

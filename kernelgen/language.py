@@ -195,7 +195,7 @@ class Reshape(Node):
 
 
 class Trans(Node):
-    """Permute axes (default: reverse)."""
+    """Permute axes (default: reverse); ``dims`` is a permutation (bad_axis)."""
 
     op: Literal["trans"]
     x: Expr
