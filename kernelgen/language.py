@@ -83,10 +83,11 @@ class Load(Node):
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
     ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 only (needs_f32: cast
-    f16/bf16 first) and give f32; ``sqrt`` is correctly rounded, ``exp`` is the
-    hardware's ex2.approx.f32 of ``x*log2(e)`` (relative error about ``|x|*2**-24``), ``exp2`` ex2.approx.f32 and ``rsqrt`` rsqrt.approx.f32 (a few ulp), the
-    others CUDA libdevice's (a few ulp, not correctly rounded); ``sigmoid`` is ``1/(1+exp(-x))``
-    with that ``exp``. NaN in, NaN out."""
+    f16/bf16 first) and give f32; ``sqrt`` is correctly rounded; ``exp`` is the hardware's
+    ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
+    88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
+    within 2.5 ulp (measured), not correctly rounded; ``sigmoid`` is ``1/(1+exp(-x))`` with that
+    ``exp``. NaN in, NaN out."""
 
     op: Literal[UNARY_OPS]  # type: ignore[valid-type]
     x: Expr
@@ -96,7 +97,7 @@ class Binary(Node):
     """Elementwise ``lhs op rhs`` of one dtype (dtype_mismatch).
     Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
     ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32);
-    ``rem`` is C fmod (exact); ``pow`` (f32 only: needs_f32) is libdevice powf.
+    ``rem`` is C fmod (exact); ``pow`` (f32 only: needs_f32) is libdevice powf (2.5 ulp).
     Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
     ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
     take integers only (needs_int).
