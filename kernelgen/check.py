@@ -6,198 +6,36 @@ interpreter and the lowering read those types rather than working them out again
 
 Typing rules (Triton's, made strict where Triton would guess):
 
-* Operands of a binary operation have one dtype; a literal (JSON number) is *weak* and takes
-  the other operand's dtype (a float literal with an integer block gives f32). Mixing two
-  different concrete dtypes is an error: cast one.
+* A JSON integer literal is a *weak* i32 (i64 beyond i32's range), a JSON float (``1.0``,
+  "inf", "nan") a weak f32; true/false are bool. A weak value takes the other operand's dtype
+  (``mul(x_f16, 0.5)`` is f16) except that a float literal with integers gives f32; weak with
+  weak stays weak (f32 if either is).
 * Shapes broadcast as in NumPy (leading 1s are added to the shorter one). A load's mask and
   ``other``, and a store's value and mask, broadcast to the pointer's shape.
-* Transcendental functions take f32; ``sum`` takes f32, i32 or i64 (cast f16/bf16 first).
+* Integers: ``program_id``, ``num_programs``, ``arange`` and meta names are i32; arithmetic
+  wraps in its dtype, so offsets past 2**31 need i64 (cast one operand, or an i64 param).
 * Block dims are powers of two, at most 2**20 elements per block.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Iterable
 
 from kernelgen import language as L
+from kernelgen.bounds import unproven_accesses
+from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, CheckedKernel, HostTensor,
+                               ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
+                               is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
+from kernelgen.rules import RULES
 
 MAX_BLOCK_NUMEL = 1 << 20
 ERROR_DTYPE = "<error>"
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-FLOAT_DTYPES = ("f32", "f16", "bf16")
-INT_DTYPES = ("i32", "i64")
 MATH_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
             "sin", "cos")
 
-# The stable diagnostic codes of the checker, with what each means. The prompt's language
-# reference is generated from this table.
-RULES: dict[str, str] = {
-    "undefined_name": "a name is used where it is not bound (params, meta, let, loop var, carry)",
-    "duplicate_name": "a name is bound twice where both are visible; names are never rebound",
-    "dtype_mismatch": "two different dtypes meet (cast one), or a value of the wrong dtype",
-    "shape_mismatch": "block shapes that do not broadcast, or a reshape that changes the size",
-    "not_power_of_two": "a block dimension that is not a power of two",
-    "block_too_large": "a block of more than 2**20 elements",
-    "bad_axis": "an axis outside the value's rank, or a program axis outside the grid",
-    "dot_shape": "dot needs 2-D [M,K] x [K,N] blocks with M, N, K >= 16 and acc of [M,N]",
-    "dot_dtype": "dot needs both operands f16, bf16 or f32, and acc in the result dtype",
-    "loop_carry_type": "a carried value's next has another dtype or shape than its init",
-    "store_to_input": "a store into an input tensor (inputs are read-only)",
-    "unproven_bounds": "an unmasked load or store whose offsets may leave the tensor",
-    "not_a_pointer": "load or store through a value that is not a pointer",
-    "bad_operand": "an operation on operands it does not take (bool arithmetic, ptr * int)",
-    "needs_float": "an operation that takes floats got integers (div: use idiv)",
-    "needs_int": "an operation that takes integers got floats (idiv, cdiv, arange bounds)",
-    "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
-    "needs_f32": "exp, log, sqrt, tanh, ... and pow take f32; sum takes f32/i32/i64",
-    "needs_scalar": "a loop bound, grid size or shape takes a scalar and got a block",
-    "not_constexpr": "a block dimension that is neither an int nor a meta name",
-    "host_only": "stride/numel are host expressions, not kernel values (pass them as params)",
-    "device_only": "a kernel operation (load, program_id, ...) in a host expression",
-    "output_not_written": "an output tensor that no store writes",
-    "bad_binding": "a param bound to something other than a tensor, size, scalar or int",
-    "bad_value": "a literal that does not fit where it is used",
-    "other_without_mask": "a load with 'other' but no 'mask'",
-    "bad_signature": "inputs, roles and views that do not fit together (a view's shapes, a choice's default)",
-}
-
-
-@dataclass(frozen=True)
-class ValueType:
-    """The type of a kernel value: element dtype (the pointee for pointers) and block shape.
-
-    ``shape == ()`` is a scalar. ``weak`` marks a literal that adopts its partner's dtype.
-    ``bases`` names the tensors a pointer may point into.
-    """
-
-    dtype: str
-    shape: tuple[int, ...] = ()
-    pointer: bool = False
-    weak: bool = False
-    bases: frozenset[str] = frozenset()
-
-    @property
-    def is_float(self) -> bool:
-        return not self.pointer and self.dtype in FLOAT_DTYPES
-
-    @property
-    def is_int(self) -> bool:
-        return not self.pointer and self.dtype in INT_DTYPES
-
-    @property
-    def is_bool(self) -> bool:
-        return not self.pointer and self.dtype == "bool"
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    def with_shape(self, shape: tuple[int, ...]) -> ValueType:
-        return ValueType(self.dtype, tuple(shape), self.pointer, self.weak, self.bases)
-
-    def with_dtype(self, dtype: str) -> ValueType:
-        return ValueType(dtype, self.shape, False, False)
-
-    def concrete(self) -> ValueType:
-        return ValueType(self.dtype, self.shape, self.pointer, False, self.bases)
-
-    def same_kind(self, other: ValueType) -> bool:
-        return (self.dtype, self.shape, self.pointer) == (other.dtype, other.shape, other.pointer)
-
-    def __str__(self) -> str:
-        elem = f"ptr<{self.dtype}>" if self.pointer else self.dtype
-        return f"{elem}[{','.join(map(str, self.shape))}]" if self.shape else elem
-
-
-@dataclass(frozen=True)
-class HostTensor:
-    name: str
-    dtype: str
-    shape: tuple[Union[int, str], ...]
-    is_output: bool
-
-
-@dataclass(frozen=True)
-class ParamBinding:
-    """How the host fills a kernel parameter: ``tensor`` (its data pointer) or ``value``
-    (a host expression evaluated to a number of ``type.dtype``)."""
-
-    name: str
-    type: ValueType
-    tensor: str | None
-    value: L.Expr | None
-
-
-@dataclass
-class CheckedKernel:
-    """A kernel that passed the checker, with everything later stages need to know."""
-
-    kernel: L.Kernel
-    meta: dict[str, int]
-    types: dict[str, ValueType]
-    tensors: dict[str, HostTensor]
-    sizes: tuple[str, ...]
-    params: list[ParamBinding]
-    # The dtype an operation computes in, by the operation's path, where its operands may
-    # differ from it (a weak literal, an integer with a float literal): binary operations,
-    # where, fma and clamp. Comparisons compute in it and return bool.
-    operand_dtypes: dict[str, str] = field(default_factory=dict)
-
-    def type_at(self, path: str) -> ValueType:
-        return self.types[path]
-
-
 class _Invalid(Exception):
     """Raised inside the checker when an expression is wrong; it has been reported already."""
-
-
-def is_power_of_two(n: int) -> bool:
-    return n >= 1 and n & (n - 1) == 0
-
-
-def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    """NumPy broadcasting of two shapes, or None if they do not broadcast (a size-1 axis takes
-    the other's size, zero included)."""
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + a
-    b = (1,) * (n - len(b)) + b
-    out = []
-    for x, y in zip(a, b):
-        if x != y and 1 not in (x, y):
-            return None
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
-def broadcasts_to(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
-    return len(src) <= len(dst) and broadcast_shapes(src, dst) == dst
-
-
-def literal_type(value: Union[bool, int, float, str]) -> ValueType:
-    if isinstance(value, bool):
-        return ValueType("bool")
-    if isinstance(value, int):
-        return ValueType("i32" if INT32_MIN <= value <= INT32_MAX else "i64", weak=True)
-    return ValueType("f32", weak=True)
-
-
-def is_literal(expr: L.Expr) -> bool:
-    return isinstance(expr, (bool, int, float)) or expr in L.FLOAT_LITERAL_NAMES
-
-
-def literal_value(expr: Union[bool, int, float, str]) -> Union[bool, int, float]:
-    if isinstance(expr, str):
-        return float(expr)
-    return expr
-
-
-def child(path: str, *parts: Union[str, int]) -> str:
-    return path + "".join(f"/{p}" for p in parts)
 
 
 class _Checker:
@@ -836,8 +674,6 @@ class _Checker:
         checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
                                 tuple(self.sizes), self.params, self.operand_dtypes)
         if not self.diagnostics:
-            from kernelgen.bounds import unproven_accesses
-
             self.diagnostics.extend(unproven_accesses(checked))
         if self.diagnostics:
             raise SemanticError(self.diagnostics)

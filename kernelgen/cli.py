@@ -15,6 +15,7 @@ from kernelgen.errors import KernelgenError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("kernelgen.commands.schema", "print the kernel AST's JSON schema"),
+    "prompt": ("kernelgen.commands.prompt", "print the system prompt a model is given, or its size in tokens"),
     "check": ("kernelgen.commands.check", "check a kernel AST statically"),
     "interpret": ("kernelgen.commands.interpret", "run a kernel AST in the CPU reference interpreter"),
     "emit": ("kernelgen.commands.emit", "print a kernel AST as readable Triton Python"),

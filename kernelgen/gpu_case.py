@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import functools
 import statistics
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from kernelgen import language as L
+from kernelgen.case import Case
 from kernelgen.check import CheckedKernel, child
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.host import plan_for_sizes
@@ -29,9 +30,6 @@ from kernelgen.tasks import Task
 from kernelgen.timing import event_times, flush_buffer
 from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference)
-
-if TYPE_CHECKING:
-    from kernelgen.pipeline import Case
 
 WARMUP = 10
 REPETITIONS = 100

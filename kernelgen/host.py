@@ -5,6 +5,14 @@ A kernel's AST says what its call takes (inputs with symbolic shapes), what it r
 to. :func:`plan_launch` turns concrete arguments into a :class:`LaunchPlan` (size values,
 output shapes, grid, parameter values); the interpreter, the GPU runtime and the bounds
 analysis all start from it, so the three agree on what a call means.
+
+Host expressions (output shapes, grid, param values), evaluated before the launch:
+
+* integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
+  and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int); anything else is
+  device_only; a tensor name only as a param's whole value;
+* integers are unbounded; ``idiv`` truncates, ``cdiv`` is ``(a + b - 1) idiv b``,
+  a division by zero is division_by_zero.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
 A kernel is one program instance of a launch grid working on blocks (tensors of static
 power-of-two shape). It is written as expression trees with ``let`` bindings: a bare JSON
 string names a value, a JSON number or boolean is a literal, an object with an ``op`` is an
-operation. The host side is part of the AST: the call's inputs, each output's shape and
-dtype, the grid and how the call's values bind to the kernel's parameters, so the harness
-runs a kernel from its AST alone.
+operation. The host side (the call's inputs, the outputs, the grid, what the kernel's
+parameters are bound to) is part of the AST, so the harness runs a kernel from its AST alone.
 
 The meaning of every construct is written once, in :mod:`kernelgen.interpret`; the rules a
 valid kernel obeys are checked by :mod:`kernelgen.check`.
@@ -46,7 +45,8 @@ class Node(BaseModel):
 
 
 class ProgramId(Node):
-    """This program's index on a grid axis (program_id), or the grid's size there."""
+    """This program's index on a grid axis (program_id), or the grid's size there: an i32
+    scalar; ``axis`` < the grid's length (bad_axis)."""
 
     op: Literal["program_id", "num_programs"]
     axis: Literal[0, 1, 2] = 0
@@ -60,7 +60,9 @@ class Arange(Node):
 
 
 class Full(Node):
-    """A block of ``shape`` (``[]``: a scalar) filled with ``value``."""
+    """A block of ``shape`` (``[]``: a scalar) filled with ``value`` of exactly ``dtype``: bool
+    takes true/false, i32/i64 an integer in range, floats a number or "inf"/"nan" (bad_value).
+    Use it for a concrete-typed constant (literals are weak)."""
 
     op: Literal["full"]
     shape: list[Dim]
@@ -69,7 +71,8 @@ class Full(Node):
 
 
 class Load(Node):
-    """Read through pointers; lanes where ``mask`` is false give ``other``."""
+    """Read through pointers (not_a_pointer): the pointee's dtype, the pointer's shape. Lanes
+    where ``mask`` is false are not read and give ``other`` (default 0/false)."""
 
     op: Literal["load"]
     ptr: Expr
@@ -78,15 +81,30 @@ class Load(Node):
 
 
 class Unary(Node):
+    """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
+    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 only (needs_f32: cast
+    f16/bf16 first) and give f32; ``sqrt`` is correctly rounded; ``exp`` is the hardware's
+    ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
+    88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
+    within 2.5 ulp (measured), not correctly rounded; ``sigmoid`` is ``1/(1+exp(-x))`` with that
+    ``exp``. NaN in, NaN out."""
+
     op: Literal[UNARY_OPS]  # type: ignore[valid-type]
     x: Expr
 
 
 class Binary(Node):
-    """Elementwise ``lhs op rhs``. ``div`` is true division of floats; on integers ``idiv``
-    truncates toward zero, ``rem`` takes the dividend's sign and ``cdiv`` is ``(lhs + rhs - 1)
-    idiv rhs`` (the ceiling for non-negative operands); comparisons give bool; ``and``/``or``/
-    ``xor`` take bools or integers."""
+    """Elementwise ``lhs op rhs`` of one dtype (dtype_mismatch).
+    Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
+    ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32);
+    ``rem`` is C fmod (exact); ``pow`` (f32 only: needs_f32) is libdevice powf (2.5 ulp).
+    Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
+    ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
+    take integers only (needs_int).
+    ``maximum``/``minimum`` propagate NaN. Comparisons give bool (bools: eq/ne only), false with
+    NaN except ``ne``; ``and``/
+    ``or``/``xor`` take bools or integers (bad_operand). Pointers: ``ptr + int``, ``int + ptr``,
+    ``ptr - int`` (offsets in elements) only."""
 
     op: Literal[BINARY_OPS]  # type: ignore[valid-type]
     lhs: Expr
@@ -94,7 +112,9 @@ class Binary(Node):
 
 
 class Where(Node):
-    """Elementwise ``cond ? x : y``."""
+    """``cond ? x : y``: ``cond`` bool (needs_bool); ``x``, ``y`` unify like a
+    binary op's operands, or are two pointers of one dtype. ``where(c, 1.0, 0.0)`` is a weak
+    f32 block, ``where(c, 1, 0)`` a weak i32 one."""
 
     op: Literal["where"]
     cond: Expr
@@ -103,7 +123,7 @@ class Where(Node):
 
 
 class Fma(Node):
-    """Fused ``x * y + z``."""
+    """``x * y + z`` of floats (needs_float), rounded once."""
 
     op: Literal["fma"]
     x: Expr
@@ -112,7 +132,8 @@ class Fma(Node):
 
 
 class Clamp(Node):
-    """``min(max(x, lo), hi)``."""
+    """``minimum(maximum(x, lo), hi)`` of numbers: NaN in any operand gives NaN; ``lo > hi``
+    gives ``hi``."""
 
     op: Literal["clamp"]
     x: Expr
@@ -121,13 +142,21 @@ class Clamp(Node):
 
 
 class Cast(Node):
+    """Any dtype to any (not pointers): float to narrower float rounds to nearest even
+    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer to
+    f16/bf16 rounds through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
+    bool is 0 or 1."""
+
     op: Literal["cast"]
     x: Expr
     dtype: Dtype
 
 
 class Reduce(Node):
-    """Reduce along ``axis``; argmax/argmin give the first index of the extremum (i32)."""
+    """Reduce a block along ``axis`` (0..rank-1: bad_axis), dropping it (kept as 1 with
+    ``keepdims``). ``sum`` takes f32, i32, i64 (needs_f32), in a tree order (not sequential);
+    ``max``/``min`` any number, NaN wins; argmax/argmin give the first index of the extremum
+    (i32), NaN counting as it. A weak value reduces as f32."""
 
     op: Literal[REDUCE_OPS]  # type: ignore[valid-type]
     x: Expr
@@ -136,7 +165,10 @@ class Reduce(Node):
 
 
 class Dot(Node):
-    """[M,K] x [K,N] (+ ``acc``) accumulated in ``dtype``; M, N, K >= 16."""
+    """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
+    (dot_shape); both operands f16, bf16 or f32 of one dtype; ``dtype`` f16 needs f16
+    operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
+    rounded to 10-bit mantissas (tensor cores)."""
 
     op: Literal["dot"]
     lhs: Expr
@@ -147,13 +179,16 @@ class Dot(Node):
 
 
 class ExpandDims(Node):
+    """Insert a dim of size 1 at ``axis`` (0..rank)."""
+
     op: Literal["expand_dims"]
     x: Expr
     axis: int
 
 
 class Reshape(Node):
-    """``reshape`` keeps row-major order; ``broadcast`` stretches dims of size 1."""
+    """``reshape`` keeps row-major order and the element count; ``broadcast`` stretches dims
+    of size 1 (and adds leading ones) (shape_mismatch)."""
 
     op: Literal["reshape", "broadcast"]
     x: Expr
@@ -161,7 +196,7 @@ class Reshape(Node):
 
 
 class Trans(Node):
-    """Permute axes (default: reverse)."""
+    """Permute axes (default: reverse); ``dims`` is a permutation (bad_axis)."""
 
     op: Literal["trans"]
     x: Expr
@@ -169,7 +204,8 @@ class Trans(Node):
 
 
 class TensorInfo(Node):
-    """Host only: tensor ``of``'s stride along ``dim`` (elements), or its element count."""
+    """Host only (host_only in the body): tensor ``of``'s stride along ``dim`` (elements;
+    tensors are contiguous), or its element count (``dim`` unused)."""
 
     op: Literal["stride", "numel"]
     of: Name
@@ -219,7 +255,8 @@ Expr = Annotated[
 
 
 class Let(Node):
-    """Bind a new name (names are never rebound)."""
+    """Bind a new name; names are never rebound, nor shadowed in a loop body (duplicate_name).
+    A loop body's lets are gone after the loop."""
 
     op: Literal["let"]
     name: Name
@@ -227,7 +264,8 @@ class Let(Node):
 
 
 class Store(Node):
-    """Write ``value`` through pointers where ``mask`` is true."""
+    """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
+    Only outputs are written: a pointer that may point into an input is store_to_input."""
 
     op: Literal["store"]
     ptr: Expr
@@ -236,8 +274,11 @@ class Store(Node):
 
 
 class Carry(Node):
-    """Loop-carried value: ``init`` before the loop, ``next`` after each iteration (in the
-    body's scope); after the loop ``name`` holds the last value."""
+    """Loop-carried value: ``init`` (a weak literal becomes concrete: ``0.0`` f32, ``0`` i32)
+    before the loop, ``next`` after each iteration (in the body's
+    scope, seeing the iteration's old carries); after the loop ``name`` holds
+    the last value, or ``init`` when the loop ran zero times. ``next`` keeps ``init``'s dtype
+    and shape (loop_carry_type)."""
 
     name: Name
     init: Expr
@@ -245,7 +286,11 @@ class Carry(Node):
 
 
 class For(Node):
-    """``for var in range(start, stop, step)`` with loop-carried values."""
+    """``for var in range(start, stop, step)``: bounds are integer
+    scalars (needs_scalar, needs_int) evaluated once; it runs ``max(0, cdiv(stop - start,
+    step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
+    ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
+    no if, while or break: use masks and where."""
 
     op: Literal["for"]
     var: Name
@@ -267,13 +312,16 @@ JsonValue = Union[bool, int, float, str, None]
 
 
 class Input(Node):
-    """A call argument, in call order: a tensor if ``shape`` is given (dims: size names or
-    ints), else a scalar. With ``default`` (null included) it is optional. ``number``: a
-    tensor that may be passed as a Python number. ``role``: a host-only argument: ``dim``
-    (int, ints or null for all: the rows view's reduced dims), ``keepdim``, ``out`` (a tensor
-    the first output is written into), ``inplace`` (write it into the first input),
-    ``choice`` (one of ``choices``; in the kernel a meta name equal to its index), ``fixed``
-    (only its default is accepted)."""
+    """A call argument, in call order: a tensor if ``shape`` is given (dims: size names, or
+    ints >= 1), else a scalar; either needs ``dtype``. With ``default`` (null included) it is
+    optional. ``number`` (elementwise view only): a tensor that may be passed as a Python
+    number. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
+    ``dim`` (int, ints or null for all: the rows view's reduced dims), ``keepdim`` (both with
+    the rows view only), ``out`` (a tensor the first output is copied into: write just
+    ``{"name":"out","role":"out","default":null}``), ``inplace`` (copy it into the first
+    input), ``choice`` (one of ``choices``, default among them; in the kernel a meta name
+    equal to its index), ``fixed`` (needs ``default``; only it is accepted). Breaking these is
+    bad_signature. Inputs, sizes, outputs and meta have distinct names."""
 
     name: Name
     dtype: Dtype | None = None
@@ -294,7 +342,9 @@ class Input(Node):
 
 
 class Output(Node):
-    """A returned tensor; ``shape``: host expressions over sizes."""
+    """A returned tensor; ``shape``: integer host expressions. It starts filled with NaN (ints:
+    their minimum; bool: true), so elements no store writes fail verification (output_not_written: none
+    is stored)."""
 
     name: Name
     dtype: Dtype
@@ -302,8 +352,11 @@ class Output(Node):
 
 
 class Param(Node):
-    """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor (its
-    pointer), a size, a scalar input or an integer host expression."""
+    """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor gives its
+    pointer (no ``dtype``); an integer host expression an i32 scalar, or ``dtype`` i64 (needed
+    for values >= 2**31: bad_arguments), or the scalar input's own dtype; a float one an f32
+    (bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
+    only (undefined_name)."""
 
     name: Name
     value: Expr | None = None
@@ -311,7 +364,9 @@ class Param(Node):
 
 
 class Meta(Node):
-    """A compile-time constant (constexpr), e.g. a block size; tunable by the harness."""
+    """A compile-time constant (constexpr), e.g. a block size: an i32 scalar in the body, a
+    block dim (a power of two there), a name in host expressions; ``value`` >= 1. Nothing tunes
+    it: the harness runs the value as written."""
 
     name: Name
     value: int
@@ -319,9 +374,13 @@ class Meta(Node):
 
 class Kernel(Node):
     """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
-    too) and shows the kernel each flattened, as 1-D ``[N]``; ``rows`` moves the ``dim``
-    argument's axes last and shows each rank-2 input as ``[M, N]`` (N: the reduced elements).
-    Outputs are reshaped back to the call's shapes."""
+    too) and shows the kernel each flattened, as 1-D ``[N]`` (each tensor input declared
+    ``[N]``); ``rows`` needs a role ``dim`` input, moves its axes last and
+    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names;
+    other ranks pass as they are). Outputs (rank 1 under elementwise,
+    1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
+    ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
+    axes 1 and 2: bad_grid; 0: none run)."""
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None

@@ -24,8 +24,11 @@ agree with it:
   ``__nv_tanhf``, ``__nv_log1pf``) as ``triton.language.extra.libdevice`` makes them; the
   backend links libdevice. ``sigmoid`` is ``1 / (1 + exp(-x))``, the interpreter's formula.
   The other functions are the ``math`` dialect ops ``tl.exp`` & co. emit: ``exp``, ``exp2``
-  and ``rsqrt`` become the hardware's approximations (within a few ulp), ``log``, ``log2``,
-  ``sin``, ``cos`` and ``erf`` libdevice calls.
+  and ``rsqrt`` become the hardware's approximations (``ex2.approx.f32``, ``rsqrt.approx.f32``;
+  ``exp`` first rounds ``x*log2(e)``, so its error grows with ``|x|``), ``log``, ``log2``,
+  ``sin``, ``cos`` and ``erf`` libdevice calls. Measured on an H200 against float64 (4M random
+  inputs each): ``exp`` 2.4 ulp for ``|x| < 1`` and 63 ulp near 88; ``exp2``, ``rsqrt``,
+  ``log``, ``log2``, ``log1p``, ``tanh``, ``sin``, ``cos``, ``erf``, ``pow`` at most 2.5 ulp.
 * ``maximum``/``minimum``, ``clamp`` and the ``max``/``min`` reductions use the NaN-propagating
   ``arith.maximumf``/``minimumf``; comparisons are ordered except ``ne`` (``UNE``).
 * ``argmax``/``argmin`` take the extremum, then the least index holding it; NaN counts as the

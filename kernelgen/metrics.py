@@ -81,7 +81,12 @@ def geomean_speedup(cases: Iterable[CaseResult], *, before: bool = False) -> tup
                 if case.ok and (timing := case_timing(case, before)) is not None]
     if not speedups:
         return None
-    return math.exp(sum(math.log(s) for s in speedups) / len(speedups)), len(speedups)
+    return geometric_mean(speedups), len(speedups)
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """The geometric mean of positive numbers (speedups average this way: 2x and 0.5x is 1x)."""
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 @dataclass

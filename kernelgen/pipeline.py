@@ -11,47 +11,19 @@ The CLI, the pytest plugin and the TritonBench track all call :func:`evaluate_an
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from kernelgen import language as L
+from kernelgen.case import Case, Settings
 from kernelgen.check import CheckedKernel, check
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.parse import kernel_to_json, parse_kernel
-from kernelgen.results import CaseResult, GenerationInfo, Timing
+from kernelgen.results import CaseResult, GenerationInfo
 from kernelgen.tasks import Task
 from kernelgen.verify import compare_outputs, make_inputs, run_reference
 
 DEFAULT_CPU_MAX = 4096
 EDGE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1023, 1024, 1025, 4097)
-
-
-@dataclass
-class Settings:
-    """How cases run: where, on which target, how many shapes, with which seed."""
-
-    target: str = "sm_90"
-    shapes: int = 5
-    seed: int = 0
-    gpu: bool = False
-    executor: Any = None
-    timeout_s: float = 60.0
-    time_kernels: bool = True
-    compile: bool = True
-
-
-@dataclass
-class Case:
-    task: Task
-    answer: str
-    settings: Settings
-    kernel: L.Kernel | None = None
-    checked: CheckedKernel | None = None
-    compiled: Any = None
-    sizes_checked: list[dict[str, int]] = field(default_factory=list)
-    timing: Timing | None = None
-    artifacts: dict[str, str] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # -- the signature -------------------------------------------------------------------------

@@ -69,10 +69,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto")
     option("--kg-timeout", "kg_timeout", "seconds one kernel launch may take before it counts as a timeout", 60)
 
-    from kernelgen.tritonbench.pytest_plugin import add_options as add_tritonbench_options
-
-    add_tritonbench_options(group)
-
 
 def _value(config: pytest.Config, name: str, default: Any, kind: type = str) -> Any:
     value = getattr(config.option, name, None)

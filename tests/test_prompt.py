@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernelgen import language as L
-from kernelgen.check import RULES
 from kernelgen.errors import Diagnostic
-from kernelgen.prompt import (ANSWER_FORMAT, EXAMPLES_DIR, Example, Message, count_tokens,
-                              language_reference, load_examples, repair_messages, select_examples,
-                              system_prompt, task_messages)
+from kernelgen.prompt import (ANSWER_FORMAT, EXAMPLES_DIR, SYSTEM_PROMPT_TOKEN_BUDGET, Example, Message,
+                              bytes_estimate, count_tokens, language_reference, load_examples, repair_messages,
+                              select_examples, system_prompt, task_messages)
+from kernelgen.rules import RULES
 from kernelgen.schema import kernel_schema
 
 
@@ -40,8 +40,10 @@ def test_reference_carries_docstrings_rules_and_semantics() -> None:
     for code, meaning in RULES.items():
         assert f"{code}: {meaning}" in reference
     assert " ".join(L.Carry.__doc__.split()).replace("``", "`") in reference
-    assert "rounds toward zero" in reference  # the interpreter's semantics
+    assert "truncates toward zero" in reference  # a node's semantics
     assert "leading 1s are added" in reference  # the checker's typing rules
+    assert "(a + b - 1) idiv b" in reference  # the host expressions
+    assert "intervals forget correlations" in reference  # what the bounds check proves
     assert "``" not in reference
 
 
@@ -128,3 +130,23 @@ def test_messages_are_plain_data() -> None:
     assert Message.model_validate(message.model_dump()) == message
     with pytest.raises(ValueError):
         Message(role="tool", content="x")
+
+
+def test_the_system_prompt_stays_within_its_token_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    system = task_messages("")[0].content
+    size = bytes_estimate(system)
+    with capsys.disabled():
+        print(f"\nsystem prompt: {size} tokens (bytes/4) of a budget of {SYSTEM_PROMPT_TOKEN_BUDGET}")
+    assert size <= SYSTEM_PROMPT_TOKEN_BUDGET
+    assert bytes_estimate("abcde") == 2 and count_tokens("abcde").count >= 1
+
+
+def test_the_prompt_command_prints_the_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelgen.cli import main
+
+    assert main(["prompt", "--tokens"]) == 0
+    out = capsys.readouterr().out
+    assert f"system prompt: {bytes_estimate(task_messages('')[0].content)} tokens (bytes/4)" in out
+    assert f"budget of the system prompt: {SYSTEM_PROMPT_TOKEN_BUDGET}" in out
+    assert main(["prompt"]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == task_messages("")[0].content

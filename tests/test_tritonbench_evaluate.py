@@ -19,7 +19,8 @@ from kernelgen.providers import make_provider
 from kernelgen.providers.base import Completion
 from kernelgen.providers.replay import ReplayProvider
 from kernelgen.results import CaseResult
-from kernelgen.tritonbench.evaluate import check_accuracy, compare_results, evaluate_operator, track_summary
+from kernelgen.tritonbench.compare import compare_results
+from kernelgen.tritonbench.evaluate import check_accuracy, evaluate_operator, track_summary
 from kernelgen.tritonbench.generate import request_for
 from kernelgen.tritonbench.goldens import golden_answer
 from kernelgen.tritonbench.runtime import wrapper

@@ -1,14 +1,14 @@
 """The TritonBench-T track: operators from a TritonBench checkout (thunlp/TritonBench).
 
 :func:`load_tritonbench` reads a checkout as it is; see :mod:`kernelgen.tritonbench.loader`
-for the layout and the quirks it absorbs.
+for the layout and the quirks it absorbs, :mod:`kernelgen.tritonbench.perf_script` for the
+static reading of the perf scripts.
 """
 
 from kernelgen.tritonbench.loader import (
     FunctionSources,
     Operator,
     Perf,
-    PerfCase,
     PerfResult,
     Prompt,
     Prompts,
@@ -16,13 +16,13 @@ from kernelgen.tritonbench.loader import (
     TestCode,
     TritonBench,
     TritonBenchError,
-    WrapperSignature,
     function_sources,
     load_reference_namespace,
     load_tritonbench,
-    parse_wrapper_entry,
     split_source,
 )
+from kernelgen.tritonbench.perf_script import PerfCase
+from kernelgen.tritonbench.signatures import WrapperSignature, parse_wrapper_entry
 
 __all__ = ["FunctionSources", "Operator", "Perf", "PerfCase", "PerfResult", "Prompt", "Prompts",
            "ReferenceCode", "TestCode", "TritonBench", "TritonBenchError", "WrapperSignature",

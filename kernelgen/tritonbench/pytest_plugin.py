@@ -1,7 +1,9 @@
 """The TritonBench-T track as pytest cases: one per operator of a checkout, and a summary.
 
-kernelgen's main plugin (:mod:`kernelgen.pytest_plugin`) adds this track's options and
-registers this module, so it also runs on an xdist controller (which collects nothing). The
+kernelgen's main plugin (:mod:`kernelgen.pytest_plugin`) registers this module, so it also runs
+on an xdist controller (which collects nothing); the module adds its options to the main
+plugin's option group itself, so the main plugin never imports it (this module imports the
+main one, for its session and reporting). The
 checkout is ``--tritonbench-root PATH``, else ``$KERNELGEN_TRITONBENCH_ROOT``, else
 ``../shared/tritonbench-t-sample`` beside the pytest rootdir when it exists; without one the
 cases skip and say why.
@@ -30,8 +32,9 @@ SAMPLE = Path("..") / "shared" / "tritonbench-t-sample"
 FIXTURE = "tritonbench_operator"
 
 
-def add_options(group: Any) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
     """The track's options, in the main plugin's option group."""
+    group = parser.getgroup("kernelgen", "kernelgen benchmark")
     group.addoption("--tritonbench-root", dest="tritonbench_root", default=None, metavar="PATH",
                     help=f"a TritonBench checkout (default: ${ROOT_VARIABLE}, else {SAMPLE} beside the rootdir)")
     group.addoption("--tritonbench-prompt", dest="tritonbench_prompt", default="simp", choices=("simp", "comp"),

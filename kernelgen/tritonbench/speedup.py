@@ -5,7 +5,7 @@ The loader read each perf script statically: the inputs of every timed call
 operator (:attr:`Perf.call`: ``logsumexp(case[0], dim=0)``). Per size, in the executor's child:
 
 1. the inputs are drawn (seeded) on the GPU; the reference and our wrapper each run once on
-   private copies and must agree (:func:`~kernelgen.tritonbench.evaluate.compare_results`), so
+   private copies and must agree (:func:`~kernelgen.tritonbench.compare.compare_results`), so
    no speedup is reported for a kernel that is wrong at the sizes it is timed at; that first
    call also compiles the variant the size needs;
 2. both are timed with CUDA events, the L2 cache flushed before each repetition, after a
@@ -25,8 +25,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
-from kernelgen.tritonbench.loader import (Operator, PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor,
-                                          TritonBenchError, load_reference_namespace)
+from kernelgen.metrics import geometric_mean
+from kernelgen.tritonbench.compare import compare_results
+from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
+from kernelgen.tritonbench.perf_script import PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor
 
 if TYPE_CHECKING:
     from kernelgen.pipeline import Settings
@@ -57,8 +59,6 @@ class SpeedupResult:
 
     @property
     def speedup(self) -> float | None:
-        from kernelgen.tritonbench.evaluate import geometric_mean
-
         if self.problems or not self.points:
             return None
         return geometric_mean([p.speedup for p in self.points])
@@ -153,7 +153,6 @@ def perf_job(operator: Operator, ast_json: str, index: int, seed: int) -> PerfPo
 
     from kernelgen.timing import flush_buffer
     from kernelgen.launch import cuda_errors
-    from kernelgen.tritonbench.evaluate import compare_results
     from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
 
     reference = getattr(load_reference_namespace(operator, "cuda"), operator.wrapper)

@@ -1,0 +1,44 @@
+"""One benchmark case as the pipeline's stages see it: the settings it runs under and the
+artifacts each stage adds.
+
+It is its own module so that the GPU stages (:mod:`kernelgen.gpu_case`) and the stage table
+(:mod:`kernelgen.pipeline`), which calls them, both read a case without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelgen import language as L
+from kernelgen.checked import CheckedKernel
+from kernelgen.results import Timing
+from kernelgen.tasks import Task
+
+
+@dataclass
+class Settings:
+    """How cases run: where, on which target, how many shapes, with which seed."""
+
+    target: str = "sm_90"
+    shapes: int = 5
+    seed: int = 0
+    gpu: bool = False
+    executor: Any = None
+    timeout_s: float = 60.0
+    time_kernels: bool = True
+    compile: bool = True
+
+
+@dataclass
+class Case:
+    task: Task
+    answer: str
+    settings: Settings
+    kernel: L.Kernel | None = None
+    checked: CheckedKernel | None = None
+    compiled: Any = None
+    sizes_checked: list[dict[str, int]] = field(default_factory=list)
+    timing: Timing | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,151 @@
+"""A checked kernel: the types the checker infers, and the small facts about literals, shapes
+and JSON paths that the checker and every later stage (bounds, interpreter, lowering, emitter,
+host) share.
+
+It is its own module so that :mod:`kernelgen.bounds`, which the checker runs last, reads the
+checker's results without importing the checker back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from kernelgen import language as L
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+FLOAT_DTYPES = ("f32", "f16", "bf16")
+INT_DTYPES = ("i32", "i64")
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """The type of a kernel value: element dtype (the pointee for pointers) and block shape.
+
+    ``shape == ()`` is a scalar. ``weak`` marks a literal that adopts its partner's dtype.
+    ``bases`` names the tensors a pointer may point into.
+    """
+
+    dtype: str
+    shape: tuple[int, ...] = ()
+    pointer: bool = False
+    weak: bool = False
+    bases: frozenset[str] = frozenset()
+
+    @property
+    def is_float(self) -> bool:
+        return not self.pointer and self.dtype in FLOAT_DTYPES
+
+    @property
+    def is_int(self) -> bool:
+        return not self.pointer and self.dtype in INT_DTYPES
+
+    @property
+    def is_bool(self) -> bool:
+        return not self.pointer and self.dtype == "bool"
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def with_shape(self, shape: tuple[int, ...]) -> ValueType:
+        return ValueType(self.dtype, tuple(shape), self.pointer, self.weak, self.bases)
+
+    def with_dtype(self, dtype: str) -> ValueType:
+        return ValueType(dtype, self.shape, False, False)
+
+    def concrete(self) -> ValueType:
+        return ValueType(self.dtype, self.shape, self.pointer, False, self.bases)
+
+    def same_kind(self, other: ValueType) -> bool:
+        return (self.dtype, self.shape, self.pointer) == (other.dtype, other.shape, other.pointer)
+
+    def __str__(self) -> str:
+        elem = f"ptr<{self.dtype}>" if self.pointer else self.dtype
+        return f"{elem}[{','.join(map(str, self.shape))}]" if self.shape else elem
+
+
+@dataclass(frozen=True)
+class HostTensor:
+    name: str
+    dtype: str
+    shape: tuple[Union[int, str], ...]
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class ParamBinding:
+    """How the host fills a kernel parameter: ``tensor`` (its data pointer) or ``value``
+    (a host expression evaluated to a number of ``type.dtype``)."""
+
+    name: str
+    type: ValueType
+    tensor: str | None
+    value: L.Expr | None
+
+
+@dataclass
+class CheckedKernel:
+    """A kernel that passed the checker, with everything later stages need to know."""
+
+    kernel: L.Kernel
+    meta: dict[str, int]
+    types: dict[str, ValueType]
+    tensors: dict[str, HostTensor]
+    sizes: tuple[str, ...]
+    params: list[ParamBinding]
+    # The dtype an operation computes in, by the operation's path, where its operands may
+    # differ from it (a weak literal, an integer with a float literal): binary operations,
+    # where, fma and clamp. Comparisons compute in it and return bool.
+    operand_dtypes: dict[str, str] = field(default_factory=dict)
+
+    def type_at(self, path: str) -> ValueType:
+        return self.types[path]
+
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of two shapes, or None if they do not broadcast (a size-1 axis takes
+    the other's size, zero included)."""
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + a
+    b = (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def broadcasts_to(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    return len(src) <= len(dst) and broadcast_shapes(src, dst) == dst
+
+
+def literal_type(value: Union[bool, int, float, str]) -> ValueType:
+    if isinstance(value, bool):
+        return ValueType("bool")
+    if isinstance(value, int):
+        return ValueType("i32" if INT32_MIN <= value <= INT32_MAX else "i64", weak=True)
+    return ValueType("f32", weak=True)
+
+
+def is_literal(expr: L.Expr) -> bool:
+    return isinstance(expr, (bool, int, float)) or expr in L.FLOAT_LITERAL_NAMES
+
+
+def literal_value(expr: Union[bool, int, float, str]) -> Union[bool, int, float]:
+    if isinstance(expr, str):
+        return float(expr)
+    return expr
+
+
+def child(path: str, *parts: Union[str, int]) -> str:
+    return path + "".join(f"/{p}" for p in parts)

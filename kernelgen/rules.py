@@ -1,0 +1,59 @@
+"""The stable diagnostic codes a kernel can earn, each with the condition that raises it.
+
+This is the one registry of codes for the stages that judge a kernel: parsing
+(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.bounds`) and
+running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`,
+:mod:`kernelgen.interpret`). The checker refuses to raise a code that is not here, the prompt's
+language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
+for the codes they raise and fails on one that is missing here. A code is ``snake_case`` of two
+words or more (the scan tells codes from one-word messages so). A new code is one line below;
+the node it concerns says the rule in its docstring (:mod:`kernelgen.language`), with the code.
+"""
+
+from __future__ import annotations
+
+RULES: dict[str, str] = {
+    # Parsing: the answer as JSON, then as the schema of the AST.
+    "json_syntax": "the answer is not one JSON document",
+    "unknown_op": "an 'op' the language does not have",
+    "missing_field": "a required field (or an expression object's 'op') is missing",
+    "unknown_field": "a field the node does not have",
+    "bad_type": "a field's value has the wrong JSON type",
+    "bad_name": "a name that is not an identifier",
+    "too_deep": "expressions nest too deeply (bind inner parts with let)",
+    "bad_value": "a value outside the field's choices, or a number that does not fit",
+    # Checking: names, types, shapes, host expressions, the signature.
+    "undefined_name": "a name not bound where it is used (see Param)",
+    "duplicate_name": "a name bound twice where both are visible, or declared twice",
+    "dtype_mismatch": "two different concrete dtypes meet (cast one)",
+    "shape_mismatch": "shapes that do not broadcast or reshape",
+    "not_power_of_two": "a block dimension that is not a power of two",
+    "block_too_large": "a block of more than 2**20 elements",
+    "bad_axis": "an axis outside the value's rank or the grid",
+    "dot_shape": "dot shapes that do not fit (see Dot)",
+    "dot_dtype": "dot operand or acc dtypes that do not fit (see Dot)",
+    "loop_carry_type": "a carry's next has another type than its init",
+    "store_to_input": "a store through a pointer that may point into an input",
+    "not_a_pointer": "load or store through a non-pointer",
+    "bad_operand": "an operation on operands it does not take (bool arithmetic, float and/or/xor, ptr * int)",
+    "needs_float": "div, fma, floor or ceil of integers (div: use idiv)",
+    "needs_int": "a float where an integer goes",
+    "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
+    "needs_f32": "an op that takes f32 got another dtype (cast first)",
+    "needs_scalar": "a loop bound that is a block",
+    "not_constexpr": "a block dimension that is neither an int nor a meta name",
+    "host_only": "stride/numel in the kernel body (bind them to params)",
+    "device_only": "a kernel operation in a host expression",
+    "output_not_written": "an output that no store writes",
+    "bad_binding": "a param's dtype does not fit its value (see Param)",
+    "other_without_mask": "a load with 'other' but no 'mask'",
+    "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
+    "unproven_bounds": "an unmasked load or store not proven inside its tensor (see Bounds)",
+    # Running: the host's evaluation of a call, and the interpreter.
+    "bad_arguments": "a call's arguments do not fit the inputs, or a host value does not fit",
+    "unsupported_argument": "a call's choice or fixed argument the kernel does not take",
+    "bad_grid": "a grid size a GPU cannot launch (see Kernel)",
+    "division_by_zero": "idiv, cdiv or rem by zero in a host expression",
+    "out_of_bounds": "an active lane of a load or store outside its tensor, when run",
+    "bad_loop": "a loop step <= 0 or more than 2**20 iterations, when the interpreter runs it",
+}
