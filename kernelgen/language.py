@@ -29,7 +29,7 @@ IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 def _not_a_literal(name: str) -> str:
     """A bound name spelled like a float literal would never be read: its uses are the literal."""
     if name in FLOAT_LITERAL_NAMES:
-        raise PydanticCustomError("reserved_name", "{name!r} is a float literal, not a name; choose another name",
+        raise PydanticCustomError("reserved_name", "'{name}' is a float literal, not a name; choose another name",
                                   {"name": name})
     return name
 
