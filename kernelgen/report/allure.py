@@ -41,6 +41,7 @@ CATEGORY_NAMES: dict[Outcome, str] = {
     Outcome.FORBIDDEN_CONSTRUCT: "Baseline: forbidden constructs",
     Outcome.RUNTIME_ERROR: "Runtime errors",
     Outcome.UNSUPPORTED: "Unsupported operators",
+    Outcome.HARNESS_ERROR: "Crashes of kernelgen itself (harness_error): not the model's failures",
 }
 HARNESS_ERRORS = "Harness errors (broken tests: not the model's failures)"
 
