@@ -312,10 +312,9 @@ class _Checker:
                 self.meta[m.name] = self.meta_override.pop(m.name)
             if self.meta[m.name] < 1:
                 self.error(child(path, "value"), "bad_value", f"a meta value must be >= 1, got {self.meta[m.name]}")
-            elif self.meta[m.name] > INT32_MAX:
+            elif (problem := literal_problem(self.meta[m.name], "i32")) is not None:
                 # Meta values are i32 constants in the kernel.
-                self.error(child(path, "value"), "literal_out_of_range",
-                           literal_problem(self.meta[m.name], "i32") or "")
+                self.error(child(path, "value"), "literal_out_of_range", problem)
         for name in self.meta_override:
             self.error("/meta", "undefined_name", f"meta override {name!r} is not a meta-parameter of this kernel")
 

@@ -25,7 +25,6 @@ FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
-
 def _not_a_literal(name: str) -> str:
     """A bound name spelled like a float literal would never be read: its uses are the literal."""
     if name in FLOAT_LITERAL_NAMES:

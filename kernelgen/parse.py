@@ -14,6 +14,7 @@ import pydantic
 
 from kernelgen.errors import Diagnostic, SchemaError
 from kernelgen.language import Kernel
+from kernelgen.limits import show_name
 
 MAX_DIAGNOSTICS = 20
 # How deeply a document may nest objects and arrays. Every later stage walks expressions
@@ -86,7 +87,7 @@ def _message(error: dict[str, Any], document: Any, pointer: str) -> tuple[str, s
     if kind == "reserved_name":
         return "reserved_name", error["msg"]
     if kind == "string_pattern_mismatch":
-        return "bad_name", f"{error.get('input')!r} is not a valid identifier"
+        return "bad_name", f"{show_name(str(error.get('input')))} is not a valid identifier"
     return "bad_type", f"{error['msg']}, got {json.dumps(error.get('input'))[:80]}"
 
 
@@ -128,7 +129,7 @@ def structure_diagnostics(document: Any) -> list[Diagnostic]:
             break
         if isinstance(node, _DuplicateKeys):
             found.extend(Diagnostic(json_pointer(parts + [key]), "duplicate_key",
-                                    f"key {key!r} appears more than once in this object")
+                                    f"key {show_name(key)} appears more than once in this object")
                          for key in node.duplicates)
         items = node.items() if isinstance(node, dict) else enumerate(node)
         stack.extend((value, parts + [key]) for key, value in reversed(list(items)))

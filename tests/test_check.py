@@ -348,3 +348,15 @@ PROVABLY_IN_BOUNDS = [
 @pytest.mark.parametrize("edits", PROVABLY_IN_BOUNDS)
 def test_bounds_analysis_accepts_provably_in_bounds_accesses(edits) -> None:
     assert diagnose(mutated(VADD, edits)) == []
+
+
+@pytest.mark.parametrize("name, stage_error, code", [
+    ("k" * (1 << 20), SemanticError, "name_too_long"),
+    ("k-" * (1 << 19), SchemaError, "bad_name"),
+], ids=["valid-identifier", "invalid-identifier"])
+def test_a_name_of_a_megabyte_is_refused_with_a_short_message(name: str, stage_error, code: str) -> None:
+    """A 5 MB kernel name once reached ptxas (error code -11); the refusal quotes only its start."""
+    with pytest.raises(stage_error) as info:
+        check(kernel_from_obj(mutated(VADD, {"/name": name})))
+    ((path, found, message),) = [(d.path, d.code, d.message) for d in info.value.diagnostics]
+    assert (path, found) == ("/name", code) and len(message) < 200
