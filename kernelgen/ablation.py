@@ -69,7 +69,8 @@ def _failure(outcome: Outcome, stage: str, diagnostics: list[Diagnostic]) -> dic
 def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
                       model: str = "golden", sample: int = 0, generation: GenerationInfo | None = None,
                       prompt: str | None = None) -> CaseResult:
-    """Judge one baseline answer; never raises for a bad answer."""
+    """Judge one baseline answer; never raises for a bad answer, nor for a crash of kernelgen
+    itself on it (``harness_error``)."""
     from kernelgen.sandbox import run_calls_in_sandbox
 
     start = time.perf_counter()
@@ -78,35 +79,41 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
     timing = None
     extra: dict[str, Any] = {}
     sizes_checked: list[dict[str, int]] = []
-    verdict = check_answer(answer, EntryPoint.for_task(task))
-    artifacts["code"] = verdict.code
-    if not verdict.ok:
-        fields = _failure(verdict.outcome, "rules", rule_diagnostics(task, answer) or [])
-    else:
-        if settings.gpu:
-            sizes_checked = draw_sizes(task, settings)
+    stage = "rules"
+    try:
+        verdict = check_answer(answer, EntryPoint.for_task(task))
+        artifacts["code"] = verdict.code
+        if not verdict.ok:
+            fields = _failure(verdict.outcome, "rules", rule_diagnostics(task, answer) or [])
         else:
-            small = task.model_copy(update={"sizes": {name: r.model_copy(update={"cpu_max": min(
-                r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
-            sizes_checked = draw_sizes(small, dataclasses.replace(settings, shapes=min(settings.shapes,
-                                                                                        INTERPRETER_SHAPES)))
-        calls = [make_inputs(task, sizes, settings.seed) for sizes in sizes_checked]
-        timed = (list(make_inputs(task, task.bench_sizes, settings.seed).values())
-                 if settings.gpu and settings.time_kernels else None)
-        run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for c in calls],
-                                   timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
-                                   device="cuda" if settings.gpu else "interpreter",
-                                   timed_inputs=timed)
-        artifacts["sandbox"] = run.stderr_tail
-        if not run.ok:
-            fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
-        else:
-            problems = _compare(task, calls, sizes_checked, run)
-            if problems:
-                fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
-            elif run.times_ms:
-                timing = _timing(task, settings, run.times_ms)
-                extra["kernel_times_ms"] = list(run.times_ms)
+            if settings.gpu:
+                sizes_checked = draw_sizes(task, settings)
+            else:
+                small = task.model_copy(update={"sizes": {name: r.model_copy(update={"cpu_max": min(
+                    r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
+                sizes_checked = draw_sizes(small, dataclasses.replace(settings, shapes=min(settings.shapes,
+                                                                                            INTERPRETER_SHAPES)))
+            calls = [make_inputs(task, sizes, settings.seed) for sizes in sizes_checked]
+            timed = (list(make_inputs(task, task.bench_sizes, settings.seed).values())
+                     if settings.gpu and settings.time_kernels else None)
+            run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for c in calls],
+                                       timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
+                                       device="cuda" if settings.gpu else "interpreter",
+                                       timed_inputs=timed)
+            artifacts["sandbox"] = run.stderr_tail
+            if not run.ok:
+                fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
+            else:
+                stage = "verify"
+                problems = _compare(task, calls, sizes_checked, run)
+                if problems:
+                    fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
+                elif run.times_ms:
+                    stage = "time"
+                    timing = _timing(task, settings, run.times_ms)
+                    extra["kernel_times_ms"] = list(run.times_ms)
+    except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
+        fields = CaseResult.crash_fields(exc, stage)
     return CaseResult(task=task.id, tier=task.tier, track="baseline", provider=provider, model=model,
                       sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
                       sizes_checked=sizes_checked, generation=generation or GenerationInfo(), timing=timing,

@@ -10,6 +10,9 @@ Typing rules (Triton's, made strict where Triton would guess):
   "inf", "nan") a weak f32; true/false are bool. A weak value takes the other operand's dtype
   (``mul(x_f16, 0.5)`` is f16) except that a float literal with integers gives f32; weak with
   weak stays weak (f32 if either is).
+* A literal must fit the dtype it takes: ``x_i32 + 2147483648`` is an error (cast ``x`` to
+  i64), and so is a float literal beyond the largest finite f16/bf16/f32 value; an integer
+  literal beyond i64 is an error.
 * Shapes broadcast as in NumPy (leading 1s are added to the shorter one). A load's mask and
   ``other``, and a store's value and mask, broadcast to the pointer's shape.
 * Integers: ``program_id``, ``num_programs``, ``arange`` and meta names are i32; arithmetic
@@ -27,6 +30,7 @@ from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, C
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
+from kernelgen.limits import literal_problem, name_diagnostics, number_problem
 from kernelgen.rules import RULES
 
 MAX_BLOCK_NUMEL = 1 << 20
@@ -61,6 +65,33 @@ class _Checker:
     def fail(self, path: str, code: str, message: str) -> _Invalid:
         self.error(path, code, message)
         return _Invalid()
+
+    # -- literals ---------------------------------------------------------------------------
+
+    def number(self, expr: Union[int, float, str], path: str) -> None:
+        """A JSON number that no dtype holds (past i64, not finite, past f32); "inf", "-inf"
+        and "nan" are written as strings."""
+        if isinstance(expr, str):
+            return
+        problem = number_problem(expr)
+        if problem is not None:
+            raise self.fail(path, "literal_out_of_range", problem)
+
+    def adopt(self, t: ValueType, dtype: str, path: str) -> None:
+        """A weak value (a literal, or computed from literals only) takes ``dtype``: it must
+        fit there. An i64 one that is no longer a known literal only came from literals
+        beyond i32."""
+        if not t.weak or t.pointer or dtype == t.dtype and t.literal is None:
+            return
+        if t.literal is not None:
+            problem = literal_problem(t.literal, dtype)
+        elif t.dtype == "i64" and dtype == "i32":
+            problem = "a value computed from literals beyond i32 does not fit in i32"
+        else:
+            return
+        if problem is not None:
+            raise self.fail(path, "literal_out_of_range",
+                            f"{problem}, the dtype it takes here; cast to a wider dtype first")
 
     # -- host side --------------------------------------------------------------------------
 
@@ -113,6 +144,9 @@ class _Checker:
                 self.meta[m.name] = self.meta_override.pop(m.name)
             if self.meta[m.name] < 1:
                 self.error(child(path, "value"), "bad_value", f"a meta value must be >= 1, got {self.meta[m.name]}")
+            elif (problem := literal_problem(self.meta[m.name], "i32")) is not None:
+                # Meta values are i32 constants in the kernel.
+                self.error(child(path, "value"), "literal_out_of_range", problem)
         for name in self.meta_override:
             self.error("/meta", "undefined_name", f"meta override {name!r} is not a meta-parameter of this kernel")
 
@@ -199,8 +233,10 @@ class _Checker:
         if isinstance(expr, bool):
             return "bool"
         if isinstance(expr, int):
+            self.number(expr, path)
             return "int"
         if isinstance(expr, float) or expr in L.FLOAT_LITERAL_NAMES:
+            self.number(expr, path)
             return "float"
         if isinstance(expr, str):
             if expr in self.sizes or expr in self.meta:
@@ -258,6 +294,10 @@ class _Checker:
             dtype = p.dtype or (self.scalars.get(value) if isinstance(value, str) else None) or "i32"
             if dtype not in INT_DTYPES and dtype != "f32":
                 dtype = "i32"
+            problem = literal_problem(value, dtype) if isinstance(value, int) else None
+            if problem is not None:
+                self.error(vpath, "literal_out_of_range", f"{problem}, the dtype of param {p.name!r}")
+                return None
         elif t == "float":
             dtype = p.dtype or "f32"
             if dtype != "f32":
@@ -302,6 +342,7 @@ class _Checker:
 
     def _expr(self, e: L.Expr, path: str, scope: dict[str, ValueType]) -> ValueType:
         if is_literal(e):
+            self.number(e, path)
             return literal_type(e)
         if isinstance(e, str):
             if e in scope:
@@ -331,8 +372,9 @@ class _Checker:
             raise self.fail(child(path, "value"), "bad_value", f"a bool block needs true or false, got {e.value!r}")
         if e.dtype in INT_DTYPES and (isinstance(value, float) or isinstance(value, bool)):
             raise self.fail(child(path, "value"), "bad_value", f"an {e.dtype} block needs an integer, got {e.value!r}")
-        if e.dtype == "i32" and not INT32_MIN <= value <= INT32_MAX:
-            raise self.fail(child(path, "value"), "bad_value", f"{value} does not fit in i32")
+        problem = literal_problem(value, e.dtype)
+        if problem is not None:
+            raise self.fail(child(path, "value"), "literal_out_of_range", problem)
         if e.dtype in FLOAT_DTYPES and isinstance(value, bool):
             raise self.fail(child(path, "value"), "bad_value", f"a float block needs a number, got {e.value!r}")
         return ValueType(e.dtype, shape)
@@ -368,12 +410,20 @@ class _Checker:
             if not ok_weak:
                 raise self.fail(path, "dtype_mismatch",
                                 f"{what} is {value.dtype} but the pointer is to {target.dtype}; cast it")
+        self.adopt(value, target.dtype, path)
         if not broadcasts_to(value.shape, target.shape):
             raise self.fail(path, "shape_mismatch", f"{what} of shape {list(value.shape)} does not broadcast "
                             f"to the pointer shape {list(target.shape)}")
 
     def unify(self, types: list[tuple[ValueType, str]], path: str, op: str) -> str:
-        """The common dtype of operands, with weak literals taking their partners' dtype."""
+        """The common dtype of operands, with weak literals taking their partners' dtype (and
+        fitting in it)."""
+        dtype = self._common_dtype(types, op)
+        for t, p in types:
+            self.adopt(t, dtype, p)
+        return dtype
+
+    def _common_dtype(self, types: list[tuple[ValueType, str]], op: str) -> str:
         strong = [(t, p) for t, p in types if not t.weak]
         if strong:
             first, _ = strong[0]
@@ -419,7 +469,7 @@ class _Checker:
             return ValueType("f32" if x.weak else x.dtype, x.shape)
         if x.is_bool:
             raise self.fail(child(path, "x"), "bad_operand", f"{e.op} does not take bool")
-        return x
+        return ValueType(x.dtype, x.shape, weak=x.weak)  # neg/abs of a literal is no longer it
 
     def _binary(self, e: L.Binary, path: str, scope) -> ValueType:
         lp, rp = child(path, "lhs"), child(path, "rhs")
@@ -627,6 +677,8 @@ class _Checker:
         if isinstance(f.step, int) and f.step <= 0:
             raise self.fail(child(path, "step"), "bad_value", f"loop step must be positive, got {f.step}")
         var_dtype = "i64" if any(b.dtype == "i64" and not b.weak for b in bounds) else "i32"
+        for name, t in zip(("start", "stop", "step"), bounds):
+            self.adopt(t, var_dtype, child(path, name))
         inner = dict(scope)
         self.bind(f.var, ValueType(var_dtype), child(path, "var"), inner)
         self.types[child(path, "var")] = ValueType(var_dtype)
@@ -651,6 +703,11 @@ class _Checker:
             if not same:
                 self.error(npath, "loop_carry_type",
                            f"carry {name!r} starts as {t} but next is {nxt}; the type must stay the same")
+                continue
+            try:
+                self.adopt(nxt, t.dtype, npath)
+            except _Invalid:
+                continue
         for i, (name, t) in enumerate(carried):
             self.bind(name, ValueType(t.dtype, t.shape, t.pointer, False, t.bases),
                       child(path, "carry", i, "name"), scope)
@@ -658,6 +715,10 @@ class _Checker:
     # -- the whole kernel -------------------------------------------------------------------
 
     def run(self) -> CheckedKernel:
+        # Names first, alone: no later message should quote a name of megabytes.
+        named = name_diagnostics(self.kernel)
+        if named:
+            raise SemanticError(named)
         self.check_host()
         scope: dict[str, ValueType] = {}
         for b in self.params:

@@ -23,7 +23,8 @@ class ValueType:
     """The type of a kernel value: element dtype (the pointee for pointers) and block shape.
 
     ``shape == ()`` is a scalar. ``weak`` marks a literal that adopts its partner's dtype.
-    ``bases`` names the tensors a pointer may point into.
+    ``bases`` names the tensors a pointer may point into. ``literal``: the value of a weak
+    literal (also through the names bound to it), so the dtype it takes can be checked.
     """
 
     dtype: str
@@ -31,6 +32,7 @@ class ValueType:
     pointer: bool = False
     weak: bool = False
     bases: frozenset[str] = frozenset()
+    literal: Union[bool, int, float, None] = field(default=None, compare=False)
 
     @property
     def is_float(self) -> bool:
@@ -52,7 +54,7 @@ class ValueType:
         return n
 
     def with_shape(self, shape: tuple[int, ...]) -> ValueType:
-        return ValueType(self.dtype, tuple(shape), self.pointer, self.weak, self.bases)
+        return ValueType(self.dtype, tuple(shape), self.pointer, self.weak, self.bases, self.literal)
 
     def with_dtype(self, dtype: str) -> ValueType:
         return ValueType(dtype, self.shape, False, False)
@@ -132,9 +134,10 @@ def broadcasts_to(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
 def literal_type(value: Union[bool, int, float, str]) -> ValueType:
     if isinstance(value, bool):
         return ValueType("bool")
-    if isinstance(value, int):
-        return ValueType("i32" if INT32_MIN <= value <= INT32_MAX else "i64", weak=True)
-    return ValueType("f32", weak=True)
+    number = literal_value(value)
+    if isinstance(number, int):
+        return ValueType("i32" if INT32_MIN <= number <= INT32_MAX else "i64", weak=True, literal=number)
+    return ValueType("f32", weak=True, literal=number)
 
 
 def is_literal(expr: L.Expr) -> bool:

@@ -29,6 +29,9 @@ class Outcome(str, enum.Enum):
     RUNTIME_ERROR = "runtime_error"
     # An operator the kernel language cannot express (TritonBench-T).
     UNSUPPORTED = "unsupported"
+    # kernelgen itself failed on the case (an exception that is not a KernelgenError): a
+    # failure that is counted, never a case that vanishes from the results.
+    HARNESS_ERROR = "harness_error"
 
     def __str__(self) -> str:
         return self.value

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic_core import PydanticCustomError
 
 DTYPES = ("f32", "f16", "bf16", "i32", "i64", "bool")
 Dtype = Literal["f32", "f16", "bf16", "i32", "i64", "bool"]
@@ -22,7 +23,24 @@ Dtype = Literal["f32", "f16", "bf16", "i32", "i64", "bool"]
 FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
-Name = Annotated[str, Field(pattern=IDENTIFIER)]
+
+def _not_a_literal(name: str) -> str:
+    """A bound name spelled like a float literal would never be read: its uses are the literal."""
+    if name in FLOAT_LITERAL_NAMES:
+        raise PydanticCustomError("reserved_name", "'{name}' is a float literal, not a name; choose another name",
+                                  {"name": name})
+    return name
+
+
+def _exact_int(value: Any) -> Any:
+    """Pydantic's strict mode still lets ``true`` and ``4.0`` through a Literal of ints (they
+    compare equal); an integer field of the language takes JSON integers only."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+Name = Annotated[str, Field(pattern=IDENTIFIER), AfterValidator(_not_a_literal)]
 # A block dimension: a power of two, or the name of a meta-parameter.
 Dim = Union[int, Name]
 
@@ -37,7 +55,10 @@ LOGICAL_OPS = ("and", "or", "xor")
 
 
 class Node(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Strict: no coercion, so ``true`` or ``1500.0`` where an int goes, ``1`` where a bool
+    goes, are schema errors rather than silently read as another value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -49,7 +70,7 @@ class ProgramId(Node):
     scalar; ``axis`` < the grid's length (bad_axis)."""
 
     op: Literal["program_id", "num_programs"]
-    axis: Literal[0, 1, 2] = 0
+    axis: Annotated[Literal[0, 1, 2], BeforeValidator(_exact_int)] = 0
 
 
 class Arange(Node):
@@ -389,7 +410,7 @@ class Kernel(Node):
     params: list[Param]
     meta: list[Meta] = []
     grid: Annotated[list[Expr], Field(min_length=1, max_length=3)]
-    num_warps: Literal[1, 2, 4, 8, 16] = 4
+    num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] = 4
     body: list[Stmt]
 
 

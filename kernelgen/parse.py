@@ -14,8 +14,14 @@ import pydantic
 
 from kernelgen.errors import Diagnostic, SchemaError
 from kernelgen.language import Kernel
+from kernelgen.limits import show_name
 
 MAX_DIAGNOSTICS = 20
+# How deeply a document may nest objects and arrays. Every later stage walks expressions
+# recursively (the checker, the lowering, pickling for the compile worker, which fails near 190
+# levels), so depth is refused here, before anything recurses; 128 levels leave those a margin
+# and are far beyond what a kernel needs (a deep expression is split by let bindings).
+MAX_DEPTH = 128
 
 
 def json_pointer(parts: list[str | int]) -> str:
@@ -78,9 +84,56 @@ def _message(error: dict[str, Any], document: Any, pointer: str) -> tuple[str, s
         # Pydantic stops at a fixed depth (older versions call it a cyclic reference, which
         # JSON cannot have).
         return "too_deep", "expressions nest too deeply here; bind inner parts to names with let"
+    if kind == "reserved_name":
+        return "reserved_name", error["msg"]
     if kind == "string_pattern_mismatch":
-        return "bad_name", f"{error.get('input')!r} is not a valid identifier"
+        return "bad_name", f"{show_name(str(error.get('input')))} is not a valid identifier"
     return "bad_type", f"{error['msg']}, got {json.dumps(error.get('input'))[:80]}"
+
+
+class _DuplicateKeys(dict):
+    """A JSON object that named some keys more than once (``duplicates``), as decoded."""
+
+    duplicates: list[str]
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' object hook: a plain dict, or one that remembers its repeated keys (the
+    decoder would silently keep the last value of each)."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    marked = _DuplicateKeys(obj)
+    marked.duplicates = []
+    for key, _ in pairs:
+        if key in seen and key not in marked.duplicates:
+            marked.duplicates.append(key)
+        seen.add(key)
+    return marked
+
+
+def structure_diagnostics(document: Any) -> list[Diagnostic]:
+    """What is wrong with a decoded document before its content is read: repeated keys in an
+    object, and nesting deeper than :data:`MAX_DEPTH` (found without recursion)."""
+    found: list[Diagnostic] = []
+    stack: list[tuple[Any, list[str | int]]] = [(document, [])]
+    while stack:
+        node, parts = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if len(parts) >= MAX_DEPTH:
+            found.append(Diagnostic(json_pointer(parts), "too_deep",
+                                    f"the document nests more than {MAX_DEPTH} levels deep here; "
+                                    "bind inner parts of expressions to names with let"))
+            break
+        if isinstance(node, _DuplicateKeys):
+            found.extend(Diagnostic(json_pointer(parts + [key]), "duplicate_key",
+                                    f"key {show_name(key)} appears more than once in this object")
+                         for key in node.duplicates)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((value, parts + [key]) for key, value in reversed(list(items)))
+    return found
 
 
 def kernel_from_obj(document: Any) -> Kernel:
@@ -88,6 +141,9 @@ def kernel_from_obj(document: Any) -> Kernel:
     if not isinstance(document, dict):
         raise SchemaError(Diagnostic("", "bad_type",
                                      f"a kernel is a JSON object, got {type(document).__name__}"))
+    problems = structure_diagnostics(document)
+    if problems:
+        raise SchemaError(problems[:MAX_DIAGNOSTICS])
     try:
         return Kernel.model_validate(document)
     except pydantic.ValidationError as exc:
@@ -126,7 +182,7 @@ def parse_kernel(text: str | bytes) -> Kernel:
     if not text.strip():
         raise SchemaError(Diagnostic("", "json_syntax", "empty document"))
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         if exc.msg.startswith("Unterminated string"):
             # Raw newlines are not allowed in JSON strings, so the text ended inside this one.

@@ -185,24 +185,30 @@ def static_diagnostics(task: Task, answer: str, settings: Settings) -> list[Diag
             stage(case)
         except KernelgenError as error:
             return list(error.diagnostics)
+        except Exception:  # noqa: BLE001 - a crash of kernelgen is nothing to repair; the judged
+            return None    # run of the same answer records it (evaluate_answer: harness_error)
     return None
 
 
 def evaluate_answer(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
                     model: str = "golden", sample: int = 0, track: str = "pipeline",
                     generation: GenerationInfo | None = None, prompt: str | None = None) -> CaseResult:
-    """Run one answer through every stage; never raises for a bad answer."""
+    """Run one answer through every stage; never raises for a bad answer, nor for a crash of
+    kernelgen itself on it (that case ends in ``harness_error``, a failure the summary counts)."""
     start = time.perf_counter()
     case = Case(task, answer, settings)
     case.artifacts["answer"] = answer
     if prompt is not None:
         case.artifacts["prompt"] = prompt
     outcome: dict[str, Any] = {"outcome": Outcome.OK}
-    for _, stage in STAGES:
+    for name, stage in STAGES:
         try:
             stage(case)
         except KernelgenError as error:
             outcome = CaseResult.failure_fields(error)
+            break
+        except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
+            outcome = CaseResult.crash_fields(exc, name)
             break
     return CaseResult(task=task.id, tier=task.tier, track=track, provider=provider, model=model,
                       sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,

@@ -33,6 +33,7 @@ from kernelgen import bounds, host
 from kernelgen import check as checker
 from kernelgen import language as L
 from kernelgen.errors import Diagnostic, SchemaError
+from kernelgen.limits import MAX_NAME_LENGTH
 from kernelgen.parse import kernel_from_obj
 from kernelgen.rules import RULES
 from kernelgen.schema import kernel_schema
@@ -215,7 +216,9 @@ def language_reference() -> str:
         intro,
         "",
         f"Notation: E = expression (a name, a number, true/false, {literals}, or an operation "
-        f"object); S = statement; name = identifier {defs['Name']['pattern']}; dim = block "
+        f"object); S = statement; name = identifier {defs['Name']['pattern']} of at most "
+        f"{MAX_NAME_LENGTH} characters, not {' or '.join(json.dumps(n) for n in L.FLOAT_LITERAL_NAMES if n.isidentifier())}"
+        "; dim = block "
         "dimension: a power-of-two int or a meta name; dtype = "
         + "|".join(L.DTYPES) + '. "key"?: optional (=default). [T]{1..3}: a list of 1 to 3 T.',
         "",

@@ -217,6 +217,7 @@ _SESSION_KEY = pytest.StashKey[Session]()
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SESSION_KEY] = None  # made on first use: a plain `pytest tests` pays nothing
     _results.clear()
+    _unjudged.clear()
 
 
 def kg_session(config: pytest.Config) -> Session:
@@ -318,14 +319,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # Results reach the controller through the reports (xdist forwards user_properties).
 _results: list[str] = []
+# The kernelgen cases that failed with no result (an error before or outside the judging: the
+# provider, a fixture), by node id: the summary says how many its scores leave out.
+_unjudged: set[str] = set()
+CASE_KEY = "kernelgen_case"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if {"kg_case", "kg_baseline_case"} & set(getattr(item, "fixturenames", ())):
+        item.user_properties.append((CASE_KEY, "1"))  # so that its reports say what it is
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "call":
-        return
-    for key, value in report.user_properties:
-        if key == RESULT_KEY:
-            _results.append(value)
+    keys = {key for key, _ in report.user_properties}
+    if report.when == "call":
+        _results.extend(value for key, value in report.user_properties if key == RESULT_KEY)
+    if report.failed and CASE_KEY in keys and RESULT_KEY not in keys:
+        _unjudged.add(report.nodeid)
 
 
 def summarize(results: list) -> list[str]:
@@ -415,6 +426,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     lines = summarize(_results)
+    if _unjudged:
+        lines.append(f"{len(_unjudged)} kernelgen cases failed before they were judged (no result; see the "
+                     "errors above): the scores above leave them out")
     if lines:
         terminalreporter.write_sep("=", "kernelgen summary")
         for line in lines:

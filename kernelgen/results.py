@@ -3,11 +3,16 @@ W&B all read. One record per (task, track, sample)."""
 
 from __future__ import annotations
 
+import traceback
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome
+
+# How much of a crash the result keeps: the message's start and the innermost frames.
+CRASH_MESSAGE_CHARS = 500
+CRASH_FRAMES = 6
 
 
 class Timing(BaseModel):
@@ -105,6 +110,18 @@ class CaseResult(BaseModel):
     def failure_fields(cls, error: KernelgenError) -> dict[str, Any]:
         return {"outcome": error.outcome, "stage": error.stage,
                 "diagnostics": [d.to_dict() for d in error.diagnostics]}
+
+    @classmethod
+    def crash_fields(cls, exc: Exception, stage: str) -> dict[str, Any]:
+        """The fields of a case on which kernelgen itself crashed (``harness_error``): the
+        exception's type and message and the innermost frames, where it happened."""
+        message = str(exc)
+        if len(message) > CRASH_MESSAGE_CHARS:
+            message = message[:CRASH_MESSAGE_CHARS] + f"... ({len(message)} characters)"
+        frames = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)[-CRASH_FRAMES:]))
+        return {"outcome": Outcome.HARNESS_ERROR, "stage": stage,
+                "diagnostics": [Diagnostic("", "uncaught_exception", f"{type(exc).__name__}: {message}\n"
+                                           f"innermost frames:\n{frames.rstrip()}").to_dict()]}
 
     def first_diagnostic(self) -> Diagnostic | None:
         if not self.diagnostics:

@@ -1,7 +1,7 @@
 """The stable diagnostic codes a kernel can earn, each with the condition that raises it.
 
 This is the one registry of codes for the stages that judge a kernel: parsing
-(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.bounds`) and
+(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.limits`, :mod:`kernelgen.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`,
 :mod:`kernelgen.interpret`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
@@ -19,9 +19,13 @@ RULES: dict[str, str] = {
     "missing_field": "a required field (or an expression object's 'op') is missing",
     "unknown_field": "a field the node does not have",
     "bad_type": "a field's value has the wrong JSON type",
-    "bad_name": "a name that is not an identifier",
+    "bad_name": "a name that is not an identifier (a kernel named '_' alone)",
+    "name_too_long": "a name of more than 64 characters",
+    "reserved_name": "a name spelled like a literal ('inf', 'nan')",
+    "duplicate_key": "a JSON object with the same key twice",
     "too_deep": "expressions nest too deeply (bind inner parts with let)",
     "bad_value": "a value outside the field's choices, or a number that does not fit",
+    "literal_out_of_range": "a literal outside the dtype it takes (i32, i64, f16/bf16/f32's largest finite)",
     # Checking: names, types, shapes, host expressions, the signature.
     "undefined_name": "a name not bound where it is used (see Param)",
     "duplicate_name": "a name bound twice where both are visible, or declared twice",

@@ -6,6 +6,11 @@ dimension) becomes one ``$defs`` entry referenced by ``$ref``; titles, descripti
 discriminator tables are dropped (the prompt carries the language reference, generated from
 the same models' docstrings, see :mod:`kernelgen.prompt`); ``oneOf`` becomes ``anyOf`` (the
 alternatives are disjoint by construction, and ``anyOf`` is what grammar compilers handle best).
+
+The parser is stricter than the schema where JSON Schema, as grammar compilers take it, has no
+words: a key repeated in an object, nesting past :data:`kernelgen.parse.MAX_DEPTH` levels and a
+name spelled like a float literal (``inf``, ``nan``) pass the grammar and are schema errors of
+:func:`kernelgen.parse.parse_kernel`; so a grammar never refuses what the parser accepts.
 """
 
 from __future__ import annotations

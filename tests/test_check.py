@@ -214,8 +214,31 @@ SEMANTIC_CASES = [
     case("float-param-as-i32", VADD, {"/params/4": {"name": "scale", "value": 1.5, "dtype": "i32"}},
          "bad_binding", "/params/4/dtype"),
     case("float-in-i32-block", VADD, {"/body/5/value/rhs": full([256], 1.5, "i32")}, "bad_value", "/body/5/value/rhs/value"),
-    case("i32-block-value-too-big", VADD, {"/body/5/value/rhs": full([256], 1 << 40, "i32")}, "bad_value",
+    # literals: each must fit the dtype it takes
+    case("i32-block-value-too-big", VADD, {"/body/5/value/rhs": full([256], 1 << 40, "i32")}, "literal_out_of_range",
          "/body/5/value/rhs/value"),
+    case("i32-plus-2-pow-31", VADD, {"/body/1/value/lhs": {"op": "add", "lhs": "block_start", "rhs": 1 << 31}},
+         "literal_out_of_range", "/body/1/value/lhs/rhs"),
+    case("i32-compared-with-i64-literal", VADD, {"/body/2/value/rhs": 1 << 40}, "literal_out_of_range",
+         "/body/2/value/rhs"),
+    case("literal-beyond-i64", VADD, {"/body/5/value/rhs": 10 ** 400}, "literal_out_of_range", "/body/5/value/rhs"),
+    case("literal-beyond-i64-in-grid", VADD, {"/grid/0/lhs": -(10 ** 30)}, "literal_out_of_range", "/grid/0/lhs"),
+    case("float-literal-beyond-f32", VADD, {"/body/5/value/rhs": 1e39}, "literal_out_of_range", "/body/5/value/rhs"),
+    case("float-literal-beyond-f16", VADD,
+         {"/body/5/value": {"op": "cast", "dtype": "f32", "x": {"op": "mul", "rhs": 70000.0,
+                                                                "lhs": {"op": "cast", "x": "x_block", "dtype": "f16"}}}},
+         "literal_out_of_range", "/body/5/value/x/rhs"),
+    case("f16-block-value-too-big", VADD, {"/body/5/value/rhs": {"op": "cast", "x": full([256], 1e5, "f16"), "dtype": "f32"}},
+         "literal_out_of_range", "/body/5/value/rhs/x/value"),
+    case("loop-bound-beyond-the-loop-var", SOFTMAX, {"/body/4/stop": 1 << 40}, "literal_out_of_range", "/body/4/stop"),
+    case("param-literal-beyond-i32", VADD, {"/params/4": {"name": "big", "value": 1 << 40}},
+         "literal_out_of_range", "/params/4/value"),
+    case("meta-value-beyond-i32", VADD, {"/meta/0/value": 1 << 40}, "literal_out_of_range", "/meta/0/value"),
+    # names
+    case("let-name-too-long", VADD, {"/body/4/name": "y" * 65, "/body/5/value/rhs": "y" * 65}, "name_too_long",
+         "/body/4/name"),
+    case("kernel-name-too-long", VADD, {"/name": "k" * 65}, "name_too_long", "/name"),
+    case("kernel-named-underscore", VADD, {"/name": "_"}, "bad_name", "/name"),
     case("meta-value-zero", VADD, {"/meta/0/value": 0}, "bad_value", "/meta/0/value"),
     case("fixed-input-size-zero", VADD, {"/inputs/0/shape/0": 0, "/outputs/0/shape/0": "N"}, "bad_value",
          "/inputs/0/shape/0"),
@@ -239,6 +262,9 @@ SCHEMA_CASES = [
     case("program-axis-3", VADD, {"/body/0/value/lhs/axis": 3}, "bad_value", "/body/0/value/lhs/axis"),
     case("no-outputs", VADD, {"/outputs": []}, "bad_type", "/outputs"),
     case("grid-of-four-axes", VADD, {"/grid": [1, 1, 1, 1]}, "bad_type", "/grid"),
+    case("meta-value-true", VADD, {"/meta/0/value": True}, "bad_type", "/meta/0/value"),
+    case("meta-value-float", VADD, {"/meta/0/value": 1024.0}, "bad_type", "/meta/0/value"),
+    case("let-named-nan", VADD, {"/body/4/name": "nan"}, "reserved_name", "/body/4/name"),
 ]
 
 
@@ -253,11 +279,11 @@ def test_the_bases_are_valid() -> None:
 
 
 def test_every_checker_rule_has_a_case() -> None:
-    """Every code the checker and the bounds check raise (the registry also holds the parser's
-    and the runtime's) has a case here."""
+    """Every code the checker, its limits and the bounds check raise (the registry also holds
+    the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES}
     raised = set()
-    for module in ("check", "bounds"):
+    for module in ("check", "limits", "bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)
 
@@ -330,3 +356,15 @@ PROVABLY_IN_BOUNDS = [
 @pytest.mark.parametrize("edits", PROVABLY_IN_BOUNDS)
 def test_bounds_analysis_accepts_provably_in_bounds_accesses(edits) -> None:
     assert diagnose(mutated(VADD, edits)) == []
+
+
+@pytest.mark.parametrize("name, stage_error, code", [
+    ("k" * (1 << 20), SemanticError, "name_too_long"),
+    ("k-" * (1 << 19), SchemaError, "bad_name"),
+], ids=["valid-identifier", "invalid-identifier"])
+def test_a_name_of_a_megabyte_is_refused_with_a_short_message(name: str, stage_error, code: str) -> None:
+    """A 5 MB kernel name once reached ptxas (error code -11); the refusal quotes only its start."""
+    with pytest.raises(stage_error) as info:
+        check(kernel_from_obj(mutated(VADD, {"/name": name})))
+    ((path, found, message),) = [(d.path, d.code, d.message) for d in info.value.diagnostics]
+    assert (path, found) == ("/name", code) and len(message) < 200

@@ -89,3 +89,14 @@ def test_without_repair_the_broken_answer_fails_with_its_diagnostic(model_server
     assert result.returncode == 1
     assert "semantic_error at check: /body/1/value/rhs: undefined_name" in result.stdout
     assert "semantic_error" in result.stdout.split("kernelgen summary")[1]
+
+
+@pytest.mark.slow
+def test_a_case_that_fails_before_it_is_judged_is_named_in_the_summary(tmp_path) -> None:
+    """No answer to replay: the case errors in generation, with no result; the summary must not
+    read as if the run were complete."""
+    (tmp_path / "empty").mkdir()
+    result = run_bench("--llm", f"replay:{tmp_path / 'empty'}", cache=tmp_path / "unused")
+    assert result.returncode == 1
+    summary = result.stdout.split("kernelgen summary")[1]
+    assert "1 kernelgen cases failed before they were judged" in summary

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from kernelgen.check import check
 from kernelgen.cli import main as cli_main
 from kernelgen.errors import SchemaError, SemanticError
-from kernelgen.parse import kernel_from_obj, kernel_to_json, parse_kernel
+from kernelgen.parse import MAX_DEPTH, kernel_from_obj, kernel_to_json, parse_kernel
 from kernelgen.schema import kernel_schema, schema_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,6 +177,66 @@ def test_a_kernel_with_any_subtree_replaced_parses_and_checks_or_says_why(data: 
         assert exc.diagnostics
         for d in exc.diagnostics:
             assert d.path == "" or d.path.startswith("/"), d
+
+
+def test_duplicate_keys_are_schema_errors_not_last_wins() -> None:
+    """The decoder keeps the last of repeated keys; the answer's author may have meant either."""
+    text = VADD_TEXT.replace('"name": "vector_add",', '"name": "vector_add", "name": "other",', 1)
+    text = text.replace('"value": 1024}', '"value": 1024, "value": 64}', 1)
+    assert schema_diagnostics(text) == [("/name", "duplicate_key"), ("/meta/0/value", "duplicate_key")]
+
+
+@pytest.mark.parametrize("edit, path", [
+    (lambda d: d["meta"][0].__setitem__("value", True), "/meta/0/value"),
+    (lambda d: d["meta"][0].__setitem__("value", 1024.0), "/meta/0/value"),
+    (lambda d: d["body"][1]["value"]["rhs"].__setitem__("size", 1024.0), "/body/1/value/rhs/size"),
+    (lambda d: d.__setitem__("num_warps", True), "/num_warps"),
+    (lambda d: d.__setitem__("num_warps", 4.0), "/num_warps"),
+    (lambda d: d["body"][0]["value"]["lhs"].__setitem__("axis", True), "/body/0/value/lhs/axis"),
+    (lambda d: d["inputs"][0].__setitem__("number", 1), "/inputs/0/number"),
+], ids=["meta-true", "meta-float", "arange-float", "warps-true", "warps-float", "axis-true", "bool-one"])
+def test_no_coercion_between_bools_ints_and_floats(edit, path: str) -> None:
+    """Strict fields: a JSON true is not 1, 1024.0 is not 1024, 1 is not true."""
+    doc = json.loads(VADD_TEXT)
+    edit(doc)
+    assert schema_diagnostics(json.dumps(doc)) == [(path, "bad_type")]
+
+
+@pytest.mark.parametrize("where", ["let", "loop-var", "param", "meta", "size"])
+@pytest.mark.parametrize("name", ["nan", "inf"])
+def test_a_name_spelled_like_a_float_literal_is_refused(name: str, where: str) -> None:
+    """Uses of such a name would read the literal: ``let nan = x`` then ``nan`` is NaN."""
+    doc = json.loads(VADD_TEXT)
+    if where == "let":
+        doc["body"][3]["name"] = name
+        path = "/body/3/name"
+    elif where == "loop-var":
+        doc["body"].append({"op": "for", "var": name, "stop": 1, "body": []})
+        path = "/body/6/var"
+    elif where == "param":
+        doc["params"][3] = {"name": name, "value": "N"}
+        path = "/params/3/name"
+    elif where == "meta":
+        doc["meta"][0]["name"] = name
+        path = "/meta/0/name"
+    else:
+        doc["inputs"][0]["shape"] = [name]
+        path = "/inputs/0/shape/0"
+    assert schema_diagnostics(json.dumps(doc)) == [(path, "reserved_name")]
+
+
+def test_nesting_past_the_depth_limit_is_refused_before_anything_recurses() -> None:
+    """300 levels: within what the JSON decoder and Pydantic take, beyond what pickling for the
+    compile worker survives."""
+    doc = json.loads(VADD_TEXT)
+    value: Any = "x_block"
+    for _ in range(300):
+        value = {"op": "neg", "x": value}
+    doc["body"][5]["value"] = value
+    ((path, code),) = schema_diagnostics(json.dumps(doc))
+    assert code == "too_deep" and path == "/body/5/value" + "/x" * (MAX_DEPTH - 3)
+    with pytest.raises(SchemaError, match="too_deep"):
+        kernel_from_obj(doc)
 
 
 def test_parse_errors_are_reported_deepest_first() -> None:

@@ -9,7 +9,9 @@ the outcome, mode and target as tags.
 The test's Allure status follows from how the plugin ends it: ``ok`` passes; every other
 outcome fails through ``pytest.fail("OUTCOME at STAGE: ...")``, so it is ``failed``, a
 failure of the model's kernel (a schema or semantic error in the model's answer is the
-model's failure too); an exception from the harness itself is ``broken``.
+model's failure too), except ``harness_error``, a crash of kernelgen while it judged the case,
+which has a category of its own; an exception outside the judging (a provider, the setup) is
+``broken``.
 ``categories.json`` sorts the failures by outcome, matching that message.
 
 Per session, on the controller: ``categories.json`` and ``environment.properties`` (GPU,
@@ -41,6 +43,7 @@ CATEGORY_NAMES: dict[Outcome, str] = {
     Outcome.FORBIDDEN_CONSTRUCT: "Baseline: forbidden constructs",
     Outcome.RUNTIME_ERROR: "Runtime errors",
     Outcome.UNSUPPORTED: "Unsupported operators",
+    Outcome.HARNESS_ERROR: "Crashes of kernelgen itself (harness_error): not the model's failures",
 }
 HARNESS_ERRORS = "Harness errors (broken tests: not the model's failures)"
 

@@ -151,8 +151,9 @@ def accuracy_job(operator: Operator, ast_json: str, seed: int, device: str = "cu
 def evaluate_operator(operator: Operator, provider: Provider, settings: Settings, *,
                       prompt_kind: PromptKind = "simp", cache: GenerationCache | None = None,
                       sampling: Sampling | None = None) -> CaseResult:
-    """One operator through every stage; never raises for a bad answer or an unsupported
-    operator (see :class:`CaseResult`'s outcome, stage and diagnostics)."""
+    """One operator through every stage; never raises for a bad answer, an unsupported
+    operator or a crash of kernelgen itself (see :class:`CaseResult`'s outcome, stage and
+    diagnostics)."""
     from kernelgen.tritonbench.generate import answer_for, build_kernel, generation_info, instruction
     from kernelgen.tritonbench.runtime import wrapper
 
@@ -188,6 +189,8 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
             extra.update(measure_speedup(operator, build.answer, settings).to_extra())
     except KernelgenError as error:
         outcome = CaseResult.failure_fields(error)
+    except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
+        outcome = CaseResult.crash_fields(exc, "evaluate")
     return CaseResult(task=operator.name, tier=TRACK, track=TRACK, provider=provider.name,
                       model=provider.model or "", mode="gpu" if settings.gpu else "cpu", target=settings.target,
                       generation=generation, artifacts=artifacts, extra=extra,

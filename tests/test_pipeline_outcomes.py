@@ -1,0 +1,92 @@
+"""Every case ends in an outcome that the results and the summary count.
+
+Hostile answers that once crashed kernelgen (a traceback, no result record, a case missing from
+the summary) end in a schema or semantic error that points at the node at fault; a crash of
+kernelgen itself ends in ``harness_error``, which counts as a failure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelgen.errors import Outcome
+from kernelgen.parse import kernel_to_json
+from kernelgen.pipeline import Settings, evaluate_answer
+from kernelgen.pytest_plugin import summarize
+from kernelgen.tasks import get_task
+
+REDTEAM = Path(__file__).resolve().parent / "redteam"
+
+# Where each hostile answer must be caught: the JSON path of its first diagnostic.
+PATHS = {
+    "lenient_duplicate_keys": "/meta/0/value",
+    "lenient_meta_true": "/meta/0/value",
+    "lenient_meta_float": "/meta/0/value",
+    "lenient_let_named_nan": "/body/3/name",
+    "literal_400_digits": "/body/1/value/rhs",
+    "literal_i32_plus_2pow31": "/body/1/value/rhs/rhs",
+    "literal_beyond_f16": "/body/3/value/rhs",
+    "name_too_long": "/name",
+    "name_underscore_kernel": "/name",
+    "nesting_300_deep": "/body/3/value/lhs" + "/x" * 124,
+}
+SETTINGS = Settings(shapes=2, compile=False)
+
+
+def answer_text(entry: dict) -> str:
+    return entry["answer"] if "answer" in entry else json.dumps(entry["kernel"])
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_hostile_answers_end_in_their_outcome_at_their_node(name: str) -> None:
+    entry = json.loads((REDTEAM / f"{name}.json").read_text())
+    result = evaluate_answer(get_task(entry["task"]), answer_text(entry), SETTINGS)
+    first = result.first_diagnostic()
+    assert (result.outcome.value, first.code, first.path) == (entry["outcome"], entry["code"], PATHS[name])
+    assert len(first.message) < 400, "a message quotes what it refuses only in part"
+
+
+def test_the_catalogue_has_a_path_for_each_file() -> None:
+    assert {p.stem for p in REDTEAM.glob("*.json")} >= set(PATHS)
+
+
+def broken_reference_task():
+    """A task whose reference returns two values for its one output: kernelgen itself fails
+    (in run_reference), not the kernel."""
+    task = get_task("relu")
+    return task.model_copy(update={"reference": "def reference(x):\n    return x, x\n"})
+
+
+def test_a_crash_of_kernelgen_is_a_harness_error_with_the_exception_and_where() -> None:
+    task = broken_reference_task()
+    result = evaluate_answer(task, kernel_to_json(task.golden), SETTINGS)
+    assert (result.outcome, result.stage, result.ok) == (Outcome.HARNESS_ERROR, "verify", False)
+    first = result.first_diagnostic()
+    assert first.code == "uncaught_exception"
+    assert first.message.startswith("ValueError: the reference of relu returned 2 values for 1 outputs")
+    assert "verify.py" in first.message and "run_reference" in first.message
+
+
+def test_the_summary_counts_a_crash_as_a_failure() -> None:
+    """One correct answer and one crash is 50%, not the 100% of the correct one alone."""
+    golden = kernel_to_json(get_task("relu").golden)
+    ok = evaluate_answer(get_task("relu"), golden, SETTINGS)
+    crashed = evaluate_answer(broken_reference_task(), golden, SETTINGS)
+    lines = summarize([ok.model_dump_json(), crashed.model_dump_json()])
+    header = next(line for line in lines if line.startswith("track"))
+    row = next(line for line in lines if line.startswith("pipeline") and "easy" in line)
+    assert "harness_error" in header
+    assert row.split()[2:4] == ["2", "50%"]
+    assert "pipeline: pass@1: 50.0% over 1 tasks" in lines
+
+
+def test_a_crash_of_kernelgen_in_the_baseline_track_is_a_harness_error_too() -> None:
+    from kernelgen.ablation import evaluate_baseline, reference_answer
+
+    task = broken_reference_task()
+    result = evaluate_baseline(task, reference_answer(task), Settings(shapes=1))
+    assert (result.outcome, result.stage, result.track) == (Outcome.HARNESS_ERROR, "verify", "baseline")
+    assert result.first_diagnostic().message.startswith("ValueError: the reference of relu returned 2 values")
