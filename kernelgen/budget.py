@@ -144,9 +144,10 @@ def check_budget(plan: LaunchPlan, run: Any, chunks: int) -> None:
     if work <= BUDGET:
         return
     largest = max(estimate.numels.values(), default=1)
+    loops = f", loops of up to {estimate.most_trips} iterations" if estimate.most_trips else ""
     raise InterpreterLimit(Diagnostic(
         "/grid", "over_budget",
-        f"this launch needs about {work:.3g} element operations ({plan.num_programs} programs, values of up to "
-        f"{largest} elements, loops of up to {estimate.most_trips} iterations), more than the interpreter's "
-        f"budget of {BUDGET:.3g}; it is refused as a launch past its time limit would be: launch programs for "
-        f"the elements that exist (a grid from the sizes), and loop only as far as the data goes"))
+        f"this launch needs about {work:.3g} element operations ({plan.num_programs} programs, statements of up "
+        f"to {largest} elements{loops}), more than the interpreter's budget of {BUDGET:.3g}; it is refused as a "
+        f"launch past its time limit would be: launch programs for the elements that exist (a grid from the "
+        f"sizes), and loop only as far as the data goes"))

@@ -85,7 +85,7 @@ def _round_tf32(x: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
 
 
-def _constant(value: Union[bool, int, float], dtype: str) -> Union[bool, int, float]:
+def constant_as(value: Union[bool, int, float], dtype: str) -> Union[bool, int, float]:
     """A Python number as ``dtype`` holds it: integers wrap around (two's complement), floats
     out of a narrow dtype's range round to infinity (as a constant does on the GPU); torch
     would refuse both."""
@@ -97,7 +97,7 @@ def _constant(value: Union[bool, int, float], dtype: str) -> Union[bool, int, fl
         bits = 32 if dtype == "i32" else 64
         return (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**1024:
-        return math.copysign(math.inf, value)
+        return math.inf if value > 0 else -math.inf
     return float(torch.tensor(float(value), dtype=torch.float64).to(torch_dtype(dtype)))
 
 
@@ -129,7 +129,7 @@ class _Run:
         if isinstance(value, torch.Tensor):
             out = value.to(torch_dtype(dtype))
         else:
-            out = torch.full((self.count,), _constant(value, dtype), dtype=torch_dtype(dtype))
+            out = torch.full((self.count,), constant_as(value, dtype), dtype=torch_dtype(dtype))
         if shape is not None:
             out = self.expand(out, shape)
         return out
@@ -164,7 +164,7 @@ class _Run:
 
     def _full(self, e: L.Full, path: str, env) -> Value:
         t = self.types[path]
-        return torch.full((self.count,) + t.shape, _constant(literal_value(e.value), t.dtype),
+        return torch.full((self.count,) + t.shape, constant_as(literal_value(e.value), t.dtype),
                           dtype=torch_dtype(t.dtype))
 
     def _unary(self, e: L.Unary, path: str, env) -> Value:
