@@ -29,7 +29,10 @@ Semantics, where Triton leaves a choice or a subtlety:
 * ``dot`` accumulates in f32 (f16 when asked), ``tf32`` rounds f32 operands to 10-bit mantissas;
 * ``fma`` rounds once;
 * every active lane of a load or store must lie inside its tensor, or the interpreter stops
-  with an ``out_of_bounds`` error that names the node, the program and the offset.
+  with an ``out_of_bounds`` error that names the node, the program and the offset;
+* a launch must do work in proportion to its data: one whose programs x block elements x loop
+  iterations are past the interpreter's budget is refused before it runs (``over_budget``),
+  and one that runs past the time limit is stopped (``timeout``), as on a GPU.
 """
 
 from __future__ import annotations

@@ -40,11 +40,49 @@ def let(name: str, value: Any) -> dict[str, Any]:
     return op("let", name=name, value=value)
 
 
+# An answer to relu that writes NaN everywhere: every element is written, none is right.
+NAN_RELU = json.dumps({
+    "name": "relu_nan", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+    "outputs": [{"name": "y", "dtype": "f32", "shape": ["N"]}],
+    "params": [{"name": "x"}, {"name": "y"}, {"name": "N"}], "meta": [{"name": "BLOCK", "value": 1024}],
+    "grid": [op("cdiv", lhs="N", rhs="BLOCK")],
+    "body": [let("offs", op("add", lhs=op("mul", lhs=op("program_id"), rhs="BLOCK"), rhs=op("arange", size="BLOCK"))),
+             op("store", ptr=op("add", lhs="y", rhs="offs"), value="nan", mask=op("lt", lhs="offs", rhs="N"))]})
+
+
 @pytest.mark.parametrize("name", MINE)
 def test_redteam_kernel_gets_its_outcome(name: str) -> None:
     case = json.loads((REDTEAM / f"{name}.json").read_text())
     result = evaluate_answer(get_task(case["task"]), json.dumps(case["kernel"]), Settings(compile=False))
     assert (result.outcome.value, result.diagnostics[0]["code"]) == (case["outcome"], case["code"]), result.diagnostics
+
+
+# -- the same verdicts on the GPU ------------------------------------------------------------
+
+
+@pytest.fixture
+def gpu_settings():
+    from kernelgen.executor import Executor
+    from kernelgen.launch import prepare_gpu
+
+    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
+        yield Settings(gpu=True, executor=executor, time_kernels=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["majority3_stores_only_false", "top1_mask_stores_only_false"])
+def test_the_gpu_finds_unwritten_bool_elements_by_a_second_poison(name: str, gpu_settings: Settings) -> None:
+    case = json.loads((REDTEAM / f"{name}.json").read_text())
+    result = evaluate_answer(get_task(case["task"]), json.dumps(case["kernel"]), gpu_settings)
+    assert (result.outcome.value, result.diagnostics[0]["code"]) == ("wrong_result", "unwritten"), result.diagnostics
+
+
+@pytest.mark.gpu
+def test_the_gpu_passes_a_golden_and_calls_a_written_nan_a_mismatch(gpu_settings: Settings) -> None:
+    task = get_task("majority3")
+    assert evaluate_answer(task, task.golden.model_dump_json(exclude_defaults=True), gpu_settings).ok
+    result = evaluate_answer(get_task("relu"), NAN_RELU, gpu_settings)
+    assert result.diagnostics[0]["code"] == "mismatch" and "got nan" in result.diagnostics[0]["message"]
 
 
 # -- races --------------------------------------------------------------------------------
@@ -148,14 +186,7 @@ def test_written_says_which_elements_a_store_reached_for_a_bool_output() -> None
 
 
 def test_a_nan_the_kernel_writes_is_a_mismatch_and_not_unwritten() -> None:
-    answer = json.dumps({
-        "name": "relu_nan", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
-        "outputs": [{"name": "y", "dtype": "f32", "shape": ["N"]}],
-        "params": [{"name": "x"}, {"name": "y"}, {"name": "N"}], "meta": [{"name": "BLOCK", "value": 1024}],
-        "grid": [op("cdiv", lhs="N", rhs="BLOCK")],
-        "body": [let("offs", op("add", lhs=op("mul", lhs=op("program_id"), rhs="BLOCK"), rhs=op("arange", size="BLOCK"))),
-                 op("store", ptr=op("add", lhs="y", rhs="offs"), value="nan", mask=op("lt", lhs="offs", rhs="N"))]})
-    result = evaluate_answer(get_task("relu"), answer, Settings(compile=False, shapes=1))
+    result = evaluate_answer(get_task("relu"), NAN_RELU, Settings(compile=False, shapes=1))
     assert result.outcome == Outcome.WRONG_RESULT
     diagnostic = result.diagnostics[0]
     assert diagnostic["code"] == "mismatch" and "got nan" in diagnostic["message"]
