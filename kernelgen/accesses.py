@@ -20,6 +20,7 @@ reader record exists only for outputs a kernel loads, which few do.
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import torch
@@ -35,15 +36,22 @@ class AccessLog:
     def __init__(self, outputs: Mapping[str, torch.Tensor], grid: Sequence[int]) -> None:
         self.grid = tuple(grid)
         self.shapes = {name: tuple(t.shape) for name, t in outputs.items()}
-        self.writer = {name: torch.full((t.numel(),), _NONE, dtype=torch.int64) for name, t in outputs.items()}
+        # Program ids in 32 bits where they fit: the record is gathered and scattered per store.
+        self.dtype = torch.int32 if math.prod(self.grid) < 2**31 else torch.int64
+        self.writer = {name: torch.full((t.numel(),), _NONE, dtype=self.dtype) for name, t in outputs.items()}
+        self.untouched = set(outputs)  # outputs no program has stored into or loaded from yet
         self.first_reader: dict[str, torch.Tensor] = {}
         self.last_reader: dict[str, torch.Tensor] = {}
 
     def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str) -> None:
         """Program ``programs[i]`` writes element ``offsets[i]`` of output ``name`` (active lanes)."""
         writer = self.writer[name]
-        before = writer[offsets]
-        self._clash(name, offsets, before, programs, (before != _NONE) & (before != programs), "written", path)
+        programs = programs.to(self.dtype)
+        if name in self.untouched:
+            self.untouched.discard(name)  # the first access: nothing to clash with but itself
+        else:
+            before = writer[offsets]
+            self._clash(name, offsets, before, programs, (before != _NONE) & (before != programs), "written", path)
         if name in self.last_reader:
             first, last = self.first_reader[name][offsets], self.last_reader[name][offsets]
             other = torch.where(first != programs, first, last)
@@ -55,13 +63,15 @@ class AccessLog:
 
     def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str) -> None:
         """Program ``programs[i]`` reads element ``offsets[i]`` of output ``name`` (active lanes)."""
+        self.untouched.discard(name)
+        programs = programs.to(self.dtype)
         before = self.writer[name][offsets]
         self._clash(name, offsets, before, programs, (before != _NONE) & (before != programs), "written", path,
                     reading=True)
         if name not in self.last_reader:
             numel = self.writer[name].numel()
-            self.first_reader[name] = torch.full((numel,), torch.iinfo(torch.int64).max, dtype=torch.int64)
-            self.last_reader[name] = torch.full((numel,), _NONE, dtype=torch.int64)
+            self.first_reader[name] = torch.full((numel,), torch.iinfo(self.dtype).max, dtype=self.dtype)
+            self.last_reader[name] = torch.full((numel,), _NONE, dtype=self.dtype)
         self.first_reader[name].scatter_reduce_(0, offsets, programs, "amin")
         self.last_reader[name].scatter_reduce_(0, offsets, programs, "amax")
 
