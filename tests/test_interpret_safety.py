@@ -230,6 +230,16 @@ def test_integer_literals_outside_their_dtype_wrap_and_floats_overflow_to_infini
     assert constant_as(-(10**400), "bf16") == float("-inf") and constant_as(0.1, "f32") == float(torch.tensor(0.1))
 
 
+def test_an_i32_expression_with_the_literal_two_to_the_31_gets_a_verdict() -> None:
+    """``cast(x) + 2**31 + (-2**31)`` wraps there and back to ``cast(x)``: ok where the checker
+    lets the literal through, a semantic error where it refuses it; never a crash."""
+    kernel = get_task("f32_to_i32").golden.model_dump(mode="json", exclude_defaults=True)
+    store_ = kernel["body"][-1]
+    store_["value"] = op("add", lhs=op("add", lhs=store_["value"], rhs=2**31), rhs=-2**31)
+    result = evaluate_answer(get_task("f32_to_i32"), json.dumps(kernel), Settings(compile=False, shapes=2))
+    assert result.outcome in (Outcome.OK, Outcome.SEMANTIC_ERROR), result.diagnostics
+
+
 def test_the_minimum_integer_divided_by_minus_one_wraps_instead_of_trapping() -> None:
     kernel = scatter_kernel([store(op("program_id"), op("idiv", lhs=op("load", ptr=op("add", lhs="x", rhs=op("program_id"))),
                                                        rhs=-1))], [2], dtype="i32", n=2)
