@@ -188,12 +188,12 @@ class _Run:
             # of the minimum integer by -1 traps and kills the process).
             zero, minus_one = b == 0, b == -1
             safe = torch.where(zero | minus_one, torch.ones_like(b), b)
-            if e.op == "idiv":
-                out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
-            elif e.op == "cdiv":
-                out = torch.where(minus_one, -a, torch.div(a + safe - 1, safe, rounding_mode="trunc"))
-            else:
+            if e.op == "rem":
                 out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
+            else:
+                if e.op == "cdiv":
+                    a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
+                out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
             return torch.where(zero, torch.zeros_like(out), out)
         return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
 
