@@ -29,7 +29,7 @@ from kernelgen.tasks import get_task
 REDTEAM = Path(__file__).parent / "redteam"
 MINE = ["majority3_stores_only_false", "top1_mask_stores_only_false", "silu_reads_the_previous_programs_block",
         "col_max_read_modify_write", "silu_grid_4096_times_too_large", "silu_grid_of_int32_max",
-        "relu_nested_million_loops"]
+        "relu_nested_million_loops", "silu_overlapping_blocks"]
 
 
 def op(kind: str, /, **fields: Any) -> dict[str, Any]:
