@@ -115,6 +115,15 @@ class InterpreterError(KernelgenError):
     outcome = Outcome.WRONG_RESULT
 
 
+class InterpreterLimit(KernelgenError):
+    """The reference interpreter refused a launch whose estimated work is past its budget
+    (``over_budget``, before running) or ran past its wall-clock limit (``timeout``): on the
+    CPU, what a launch past its time limit is on a GPU."""
+
+    stage = "interpret"
+    outcome = Outcome.TIMEOUT
+
+
 class HostError(KernelgenError):
     """The call's arguments do not fit the kernel's declared inputs (shapes, dtypes, sizes)."""
 

@@ -68,8 +68,32 @@ def _to_device(inputs: Mapping[str, Any], device: Any) -> dict[str, Any]:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
+def opposite(tensor: Any) -> Any:
+    """``tensor`` with every bit of every element inverted (a bool negated): the second
+    launch's poison, which no element can equal when the first launch's poison is kept."""
+    if tensor.dtype.is_floating_point or tensor.dtype.itemsize > 1:
+        return (~tensor.view(_bits_dtype(tensor))).view(tensor.dtype)
+    return ~tensor
+
+
+def same_bits(a: Any, b: Any) -> Any:
+    """Elementwise bit equality (NaN equals a NaN of the same payload, -0.0 differs from 0.0)."""
+    return a.view(_bits_dtype(a)) == b.view(_bits_dtype(b))
+
+
+def _bits_dtype(tensor: Any) -> Any:
+    """The integer dtype of an element's bits."""
+    import torch
+
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.dtype.itemsize]
+
+
 def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int) -> list[Diagnostic]:
-    """In the executor's child: run the kernel and the reference, return what is wrong."""
+    """In the executor's child: run the kernel and the reference, return what is wrong.
+
+    The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
+    poison: an element that comes back different was written by neither launch (a poison can
+    equal the right value, as ``True`` can for a bool output, but not both poisons can)."""
     import torch
 
     from kernelgen.host import plan_launch
@@ -93,10 +117,16 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
             blank = torch.empty(plan.output_shapes[out.name], dtype=expected[out.name].dtype, device=device)
             buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
         launch(compiled, plan, outputs)
+        first = {name: tensor.clone() for name, tensor in outputs.items()}
+        for out in checked.kernel.outputs:
+            tensor = outputs[out.name]
+            tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))))
+        launch(compiled, plan, outputs)
         torch.cuda.synchronize(device)
+    written = {name: same_bits(first[name], tensor) for name, tensor in outputs.items()}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
     problems += inputs_unchanged(inputs, views)
-    problems += compare_outputs(task, outputs, expected, inputs, sizes)
+    problems += compare_outputs(task, outputs, expected, inputs, sizes, written)
     return problems
 
 

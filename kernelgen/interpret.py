@@ -3,13 +3,23 @@
 It runs a kernel's whole grid at once: every value carries a leading *program* axis (one row
 per program instance), so an elementwise kernel over a million elements is a handful of torch
 operations, not a Python loop over a thousand programs. Programs run in chunks to bound memory;
-stores happen in program order within a chunk, which is one of the orders a GPU may choose
-(kernels whose programs race on one address have no single meaning anyway).
+stores happen in program order within a chunk, which is one of the orders a GPU may choose.
+Kernels whose programs race on one element have no single meaning, so the interpreter records
+which program wrote and read each output element (:mod:`kernelgen.accesses`) and fails a race;
+the same record says which elements no store wrote. Before running, the work a launch needs is
+estimated and refused past a budget (:mod:`kernelgen.budget`); while running, a wall-clock
+limit applies. Both end in ``timeout``, as a launch past its time limit does on a GPU.
 
 Semantics, where Triton leaves a choice or a subtlety:
 
 * integer ``idiv`` rounds toward zero and ``rem`` takes the dividend's sign (C, not Python);
   an integer division by zero gives 0 (the GPU gives garbage; the kernel is wrong either way);
+* integer arithmetic wraps around (two's complement), and an integer literal outside its
+  dtype's range wraps the same way (2**31 as an i32 is -2**31);
+* no atomics: within one launch an output element may be written by one program only (which
+  may write it again), and an element one program writes may not be loaded by another program
+  (``race``, naming both programs and the element); masked-off lanes do not count;
+* every output element must be written by some program (``unwritten``), whatever its dtype;
 * a masked load without ``other`` reads 0 (false) in masked-off lanes;
 * comparisons are ordered (false with NaN) except ``ne``, which is true with NaN;
 * ``maximum``/``minimum`` and the ``max``/``min`` reductions propagate NaN, as in PyTorch;
@@ -19,20 +29,26 @@ Semantics, where Triton leaves a choice or a subtlety:
 * ``dot`` accumulates in f32 (f16 when asked), ``tf32`` rounds f32 operands to 10-bit mantissas;
 * ``fma`` rounds once;
 * every active lane of a load or store must lie inside its tensor, or the interpreter stops
-  with an ``out_of_bounds`` error that names the node, the program and the offset.
+  with an ``out_of_bounds`` error that names the node, the program and the offset;
+* a launch must do work in proportion to its data: one whose programs x block elements x loop
+  iterations are past the interpreter's budget is refused before it runs (``over_budget``),
+  and one that runs past the time limit is stopped (``timeout``), as on a GPU.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, Union
 
 import torch
 
 from kernelgen import language as L
+from kernelgen.accesses import AccessLog
+from kernelgen.budget import check_budget
 from kernelgen.check import CheckedKernel, ValueType, child, is_literal, literal_value
-from kernelgen.errors import Diagnostic, InterpreterError
+from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
 
 # The interpreter holds at most about this many elements per live value.
@@ -72,19 +88,42 @@ def _round_tf32(x: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
 
 
+def constant_as(value: Union[bool, int, float], dtype: str) -> Union[bool, int, float]:
+    """A Python number as ``dtype`` holds it: integers wrap around (two's complement), floats
+    out of a narrow dtype's range round to infinity (as a constant does on the GPU); torch
+    would refuse both."""
+    if dtype == "bool":
+        return bool(value)
+    if dtype in ("i32", "i64"):
+        if isinstance(value, float):
+            return value
+        bits = 32 if dtype == "i32" else 64
+        return (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**1024:
+        return math.inf if value > 0 else -math.inf
+    return float(torch.tensor(float(value), dtype=torch.float64).to(torch_dtype(dtype)))
+
+
 class _Run:
-    def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], first: int, count: int) -> None:
+    """One chunk of programs (``programs``: their linear ids), run statement by statement.
+
+    ``accesses`` records the chunk's output accesses for the race detector (None while the
+    budget estimate evaluates loop bounds); ``deadline`` is a ``time.monotonic()`` value."""
+
+    def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], programs: torch.Tensor,
+                 accesses: AccessLog | None = None, deadline: float | None = None) -> None:
         self.plan = plan
         self.checked: CheckedKernel = plan.checked
         self.types = self.checked.types
         self.names = list(buffers)
         self.flat = [buffers[n].view(-1) for n in self.names]
         self.read_only = [n in plan.inputs for n in self.names]
-        self.count = count
+        self.count = programs.numel()
         g0, g1, _ = plan.grid
-        pids = torch.arange(first, first + count, dtype=torch.int64)
-        self.pid = (pids % g0, (pids // g0) % g1, pids // (g0 * g1))
-        self.first = first
+        self.programs = programs
+        self.pid = (programs % g0, (programs // g0) % g1, programs // (g0 * g1))
+        self.accesses = accesses
+        self.deadline = deadline
 
     # -- values -----------------------------------------------------------------------------
 
@@ -93,7 +132,7 @@ class _Run:
         if isinstance(value, torch.Tensor):
             out = value.to(torch_dtype(dtype))
         else:
-            out = torch.full((self.count,), value, dtype=torch_dtype(dtype))
+            out = torch.full((self.count,), constant_as(value, dtype), dtype=torch_dtype(dtype))
         if shape is not None:
             out = self.expand(out, shape)
         return out
@@ -128,7 +167,8 @@ class _Run:
 
     def _full(self, e: L.Full, path: str, env) -> Value:
         t = self.types[path]
-        return torch.full((self.count,) + t.shape, literal_value(e.value), dtype=torch_dtype(t.dtype))
+        return torch.full((self.count,) + t.shape, constant_as(literal_value(e.value), t.dtype),
+                          dtype=torch_dtype(t.dtype))
 
     def _unary(self, e: L.Unary, path: str, env) -> Value:
         t = self.types[path]
@@ -144,14 +184,16 @@ class _Run:
         b = self.eval_as(e.rhs, child(path, "rhs"), env, dtype)
         a, b = self.expand(a, t.shape), self.expand(b, t.shape)
         if e.op in ("idiv", "cdiv", "rem") and dtype in ("i32", "i64"):
-            zero = b == 0
-            safe = torch.where(zero, torch.ones_like(b), b)
-            if e.op == "idiv":
-                out = torch.div(a, safe, rounding_mode="trunc")
-            elif e.op == "cdiv":
-                out = torch.div(a + safe - 1, safe, rounding_mode="trunc")
+            # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
+            # of the minimum integer by -1 traps and kills the process).
+            zero, minus_one = b == 0, b == -1
+            safe = torch.where(zero | minus_one, torch.ones_like(b), b)
+            if e.op == "rem":
+                out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
             else:
-                out = torch.fmod(a, safe)
+                if e.op == "cdiv":
+                    a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
+                out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
             return torch.where(zero, torch.zeros_like(out), out)
         return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
 
@@ -267,7 +309,7 @@ class _Run:
             bad = lanes & ((ptr.offset < 0) | (ptr.offset >= numel))
             if bad.any():
                 where = bad.nonzero()[0].tolist()
-                program = self.first + where[0]
+                program = int(self.programs[where[0]])
                 offset = int(ptr.offset[tuple(where)])
                 raise InterpreterError(Diagnostic(
                     path, "out_of_bounds",
@@ -294,8 +336,15 @@ class _Run:
         else:
             out = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
         for index, sel in self.lanes(path, "load", ptr, lanes):
-            out[sel] = self.flat[index][ptr.offset[sel]].to(out.dtype)
+            offsets = ptr.offset[sel]
+            if self.accesses is not None and not self.read_only[index]:
+                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), path)
+            out[sel] = self.flat[index][offsets].to(out.dtype)
         return out
+
+    def lane_programs(self, sel: torch.Tensor) -> torch.Tensor:
+        """The linear program id of each selected lane (in ``tensor[sel]`` order)."""
+        return self.programs.view((self.count,) + (1,) * (sel.dim() - 1)).expand(sel.shape)[sel]
 
     def store(self, s: L.Store, path: str, env) -> None:
         ptr = self.eval(s.ptr, child(path, "ptr"), env)
@@ -307,13 +356,19 @@ class _Run:
             if self.read_only[index]:
                 raise InterpreterError(Diagnostic(path, "store_to_input",
                                                   f"store into input {self.names[index]!r}"))
-            self.flat[index][ptr.offset[sel]] = value[sel].to(self.flat[index].dtype)
+            offsets = ptr.offset[sel]
+            if self.accesses is not None:
+                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), path)
+            self.flat[index][offsets] = value[sel].to(self.flat[index].dtype)
 
     # -- statements -------------------------------------------------------------------------
 
     def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Value]) -> None:
         for i, s in enumerate(stmts):
             spath = child(path, i)
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise InterpreterLimit(Diagnostic(spath, "timeout", "the interpreter's wall-clock limit ran out "
+                                                  "here; the kernel does too much work for its sizes"))
             if isinstance(s, L.Let):
                 env[s.name] = self.eval(s.value, child(spath, "value"), env)
             elif isinstance(s, L.Store):
@@ -365,7 +420,8 @@ class _Run:
             return Pointer(torch.where(mask, new.base, old.base), torch.where(mask, new.offset, old.offset))
         return torch.where(mask, new, old)
 
-    def run(self) -> None:
+    def initial_env(self) -> dict[str, Value]:
+        """The values every program starts with: its params and the meta-parameters."""
         env: dict[str, Value] = {}
         for binding, value in zip(self.checked.params, self.plan.param_values):
             if binding.tensor is not None:
@@ -376,7 +432,10 @@ class _Run:
                 env[binding.name] = self.typed(value, binding.type.dtype)
         for name, value in self.checked.meta.items():
             env[name] = self.typed(value, "i32")
-        self.block(self.checked.kernel.body, "/body", env)
+        return env
+
+    def run(self) -> None:
+        self.block(self.checked.kernel.body, "/body", self.initial_env())
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
@@ -405,8 +464,19 @@ def _max_block_numel(checked: CheckedKernel) -> int:
     return max((max(t.numel, 1) for t in checked.types.values()), default=1)
 
 
-def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
-    """Run every program of the grid on the CPU; return the outputs (poison-filled first)."""
+@dataclass
+class Execution:
+    """A launch's outputs and, per output, where some program stored (a bool tensor)."""
+
+    outputs: dict[str, torch.Tensor]
+    written: dict[str, torch.Tensor]
+
+
+def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
+            timeout_s: float | None = None) -> Execution:
+    """Run every program of the grid on the CPU, after the budget check and under a wall-clock
+    limit of ``timeout_s`` (none when None); the outputs are poison-filled first."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
     buffers: dict[str, torch.Tensor] = {}
     for inp in plan.kernel.inputs:
@@ -417,11 +487,21 @@ def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None
             raise InterpreterError(Diagnostic("/outputs", "bad_arguments", f"output {name} is not contiguous"))
         buffers[name] = tensor
     total = plan.num_programs
+    accesses = AccessLog(outs, plan.grid)
     chunk = max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
     with torch.no_grad():
+        if total:
+            ends = torch.tensor([0, total - 1], dtype=torch.int64).unique()
+            check_budget(plan, _Run(plan, buffers, ends), -(-total // chunk))
         for first in range(0, total, chunk):
-            _Run(plan, buffers, first, min(chunk, total - first)).run()
-    return outs
+            programs = torch.arange(first, min(first + chunk, total), dtype=torch.int64)
+            _Run(plan, buffers, programs, accesses, deadline).run()
+    return Execution(outs, accesses.written())
+
+
+def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Run every program of the grid on the CPU; return the outputs (poison-filled first)."""
+    return execute(plan, outputs).outputs
 
 
 def interpret(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, Any]]) -> dict[str, torch.Tensor]:

@@ -136,14 +136,17 @@ def stage_compile(case: Case) -> None:
             case.artifacts["ptx"] = compiled.ptx
 
 
-def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int) -> None:
-    """The kernel, run by the reference interpreter, against the reference on one assignment."""
-    from kernelgen.interpret import interpret
+def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int,
+               timeout_s: float | None = None) -> None:
+    """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
+    against the reference on one assignment."""
+    from kernelgen.host import plan_launch
+    from kernelgen.interpret import execute
 
     inputs = make_inputs(task, sizes, seed)
     expected = run_reference(task, inputs)
-    actual = interpret(checked, inputs)
-    problems = compare_outputs(task, actual, expected, inputs, sizes)
+    run = execute(plan_launch(checked, inputs), timeout_s=timeout_s)
+    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
     if problems:
         raise WrongResult(problems)
 
@@ -154,7 +157,8 @@ def stage_verify(case: Case) -> None:
 
         check_one = lambda sizes: verify_gpu(case, sizes)  # noqa: E731
     else:
-        check_one = lambda sizes: verify_cpu(case.task, case.checked, sizes, case.settings.seed)  # noqa: E731
+        check_one = lambda sizes: verify_cpu(case.task, case.checked, sizes, case.settings.seed,  # noqa: E731
+                                             case.settings.timeout_s)
     case.sizes_checked = for_each_size(case.task, case.settings, check_one)
 
 

@@ -67,7 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--kg-shapes", "kg_shapes", "hypothesis-drawn size assignments checked per case", 5)
     option("--kg-seed", "kg_seed", "seed of the shape and input draws", 0)
     option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto")
-    option("--kg-timeout", "kg_timeout", "seconds one kernel launch may take before it counts as a timeout", 60)
+    option("--kg-timeout", "kg_timeout", "seconds one kernel launch (in CPU mode: its interpretation, per size "
+           "assignment) may take before it counts as a timeout", 60)
 
 
 def _value(config: pytest.Config, name: str, default: Any, kind: type = str) -> Any:

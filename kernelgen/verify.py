@@ -3,8 +3,10 @@
 Public benchmarks of this kind were fooled by kernels that return zeros where outputs are
 small, reuse the reference's output memory, or pass because the check compared printed text.
 So: inputs of both signs (unless a task's domain says otherwise), drawn per size assignment
-from a seed; the reference runs on its own copies of the inputs; outputs are pre-filled with
-poison (NaN) so an unwritten element fails; ``allclose`` with dtype-based tolerances; a result
+from a seed; the reference runs on its own copies of the inputs; every output element must be
+written, whatever its dtype (the interpreter records each store; on the GPU two launches with
+opposite poisons show which elements no store wrote), and an element written as NaN is a
+mismatch, not an unwritten one; ``allclose`` with dtype-based tolerances; a result
 that is all zeros, or a copy of an input, while the reference is not, is rejected; inputs must
 come back unchanged; and guard bands around every buffer catch writes out of bounds (on the
 GPU; the interpreter checks every access itself).
@@ -83,9 +85,12 @@ def _number(element: torch.Tensor) -> str:
 
 
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
-                    inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> list[Diagnostic]:
+                    inputs: Mapping[str, Any], sizes: Mapping[str, int],
+                    written: Mapping[str, torch.Tensor] | None = None) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
 
+    ``written`` says, per output, which elements the kernel stored (None where the caller
+    cannot know, as for the baseline's own allocations): any other element is ``unwritten``.
     All zeros is trivial when the reference is not zero within the tolerance (a reference
     computed in f64 may give 1e-13 where the true value is 0)."""
     found: list[Diagnostic] = []
@@ -103,7 +108,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
         if got.numel() == 0:
             continue
         tol = task.tolerance_for(spec.dtype)
-        unwritten = torch.isnan(got) & ~torch.isnan(want) if got.is_floating_point() else None
+        unwritten = ~written[spec.name].detach().cpu() if written is not None else None
         comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
         if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()

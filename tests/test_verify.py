@@ -35,8 +35,26 @@ def test_a_mismatch_names_the_output_the_count_and_the_first_element() -> None:
 def test_an_element_no_store_wrote_is_unwritten_not_a_mismatch() -> None:
     x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
     poisoned = torch.tensor([0.0, 0.5, math.nan, 0.0])
-    (found,) = check("relu", {"y": poisoned}, {"y": torch.relu(x)}, {"x": x})
-    assert found.code == "unwritten" and "first at [2]" in found.message
+    written = {"y": torch.tensor([True, True, False, True])}
+    (found,) = compare_outputs(TASKS["relu"], {"y": poisoned}, {"y": torch.relu(x)}, {"x": x}, {"N": 4}, written)
+    assert found.code == "unwritten" and "1 of 4 elements of y were never written (first at [2])" in found.message
+
+
+def test_a_nan_the_kernel_wrote_is_a_mismatch_not_unwritten() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
+    nan_written = torch.tensor([0.0, 0.5, math.nan, 0.0])
+    written = {"y": torch.ones(4, dtype=torch.bool)}
+    (found,) = compare_outputs(TASKS["relu"], {"y": nan_written}, {"y": torch.relu(x)}, {"x": x}, {"N": 4}, written)
+    assert found.code == "mismatch" and "first at [2]: got nan, expected 2" in found.message
+
+
+def test_an_unwritten_bool_is_found_even_where_the_poison_is_the_right_value() -> None:
+    """A bool output's poison is True: an unwritten True element equals the reference."""
+    want = torch.tensor([True, False, True, False])
+    written = {"out": torch.tensor([False, True, False, True])}
+    inputs = {name: want.clone() for name in "abc"}
+    (found,) = compare_outputs(TASKS["majority3"], {"out": want.clone()}, {"out": want}, inputs, {"N": 4}, written)
+    assert found.code == "unwritten" and "2 of 4 elements of out were never written (first at [0])" in found.message
 
 
 def test_zeros_where_the_reference_is_not_are_trivial() -> None:
