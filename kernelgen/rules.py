@@ -3,7 +3,7 @@
 This is the one registry of codes for the stages that judge a kernel: parsing
 (:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.limits`, :mod:`kernelgen.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`,
-:mod:`kernelgen.interpret`). The checker refuses to raise a code that is not here, the prompt's
+:mod:`kernelgen.interpret`, :mod:`kernelgen.budget`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
 for the codes they raise and fails on one that is missing here. A code is ``snake_case`` of two
 words or more (the scan tells codes from one-word messages so). A new code is one line below;
@@ -60,4 +60,5 @@ RULES: dict[str, str] = {
     "division_by_zero": "idiv, cdiv or rem by zero in a host expression",
     "out_of_bounds": "an active lane of a load or store outside its tensor, when run",
     "bad_loop": "a loop step <= 0 or more than 2**20 iterations, when the interpreter runs it",
+    "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget",
 }

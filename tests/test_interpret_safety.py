@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from kernelgen.check import check
-from kernelgen.errors import InterpreterError, InterpreterLimit, Outcome
+from kernelgen.errors import InterpreterError, InterpreterLimit, Outcome, SemanticError
 from kernelgen.host import plan_launch
 from kernelgen.interpret import constant_as, execute, interpret
 from kernelgen.language import Kernel
@@ -247,8 +247,14 @@ def test_the_minimum_integer_divided_by_minus_one_wraps_instead_of_trapping() ->
     assert out.tolist() == [-2**31, -7]
 
 
-def test_an_f16_literal_past_its_range_is_infinite_in_a_kernel() -> None:
+def test_an_f16_literal_past_its_range_is_refused_and_would_be_infinite() -> None:
+    """The checker refuses 1e10 where it becomes f16 (literal_out_of_range); the interpreter's
+    constant, reached without the checker, is infinite as on the GPU rather than a torch error."""
+    from kernelgen.interpret import constant_as
+
     value = op("add", lhs=op("load", ptr=op("add", lhs="x", rhs=op("program_id"))), rhs=1e10)
     kernel = scatter_kernel([store(op("program_id"), value)], [2], dtype="f16", n=2)
-    out = interpret(check(kernel), {"x": torch.zeros(2, dtype=torch.float16)})["out"]
-    assert out.tolist() == [float("inf")] * 2
+    with pytest.raises(SemanticError) as refused:
+        check(kernel)
+    assert refused.value.diagnostics[0].code == "literal_out_of_range"
+    assert constant_as(1e10, "f16") == float("inf") and constant_as(-1e39, "bf16") == float("-inf")
