@@ -286,7 +286,9 @@ class Let(Node):
 
 class Store(Node):
     """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
-    Only outputs are written: a pointer that may point into an input is store_to_input."""
+    Only outputs are written: a pointer that may point into an input is store_to_input. There
+    are no atomics: in one launch an element is written by one program at most and read by no
+    other (race, when run); every output element must be written (unwritten)."""
 
     op: Literal["store"]
     ptr: Expr

@@ -39,11 +39,11 @@ from kernelgen.rules import RULES
 from kernelgen.schema import kernel_schema
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
-# Worked examples are added, smallest first, while they fit in this many (estimated) tokens.
-EXAMPLE_TOKEN_BUDGET = 3000
 # The system prompt with its default examples, in bytes/4 (no tokenizer's data is at hand
 # offline): 4437 before the reference became the complete manual (issue 14), which was to
-# grow it by at most 30%.
+# grow it by at most 30%. The reference comes first; worked examples are added, smallest
+# first, in what it leaves (:func:`example_budget`), so a longer manual shows fewer examples
+# rather than a longer prompt.
 SYSTEM_PROMPT_TOKEN_BUDGET = 5768
 
 ANSWER_FORMAT = (
@@ -266,10 +266,19 @@ def load_examples(directory: Path = EXAMPLES_DIR) -> list[Example]:
     return sorted(examples, key=lambda e: (len(e.text), e.name))
 
 
-def select_examples(examples: Sequence[Example], *, budget: int = EXAMPLE_TOKEN_BUDGET,
+def example_budget() -> int:
+    """Tokens (bytes/4) left for worked examples in the system prompt's budget: the budget less
+    the prompt without examples and the section's heading."""
+    return SYSTEM_PROMPT_TOKEN_BUDGET - bytes_estimate(system_prompt(())) - bytes_estimate("# Worked examples\n\n")
+
+
+def select_examples(examples: Sequence[Example], *, budget: int | None = None,
                     exclude_names: Iterable[str] = (), exclude_document: Any = None) -> list[Example]:
     """Examples in order while they fit the token budget, leaving out any that would give the
-    task's answer away: one named like the task, or the same AST as its golden answer."""
+    task's answer away: one named like the task, or the same AST as its golden answer. The
+    budget defaults to :func:`example_budget`; each example costs its text and its heading."""
+    if budget is None:
+        budget = example_budget()
     excluded = set(exclude_names)
     golden = _canonical(exclude_document) if exclude_document is not None else None
     chosen, used = [], 0
@@ -278,7 +287,7 @@ def select_examples(examples: Sequence[Example], *, budget: int = EXAMPLE_TOKEN_
             continue
         if golden is not None and _canonical(example.document) == golden:
             continue
-        cost = count_tokens(example.text).count
+        cost = bytes_estimate(f"## {example.name}\n{example.text}\n")
         if used + cost > budget:
             break
         chosen.append(example)

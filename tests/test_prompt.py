@@ -69,9 +69,21 @@ def test_examples_leave_out_the_task_and_its_golden_answer() -> None:
 
 def test_examples_stop_at_the_token_budget() -> None:
     examples = [example(f"e{i}", {"name": f"e{i}", "pad": "x" * 400}) for i in range(5)]
-    cost = count_tokens(examples[0].text).count
+    cost = bytes_estimate(f"## e0\n{examples[0].text}\n")
     assert len(select_examples(examples, budget=2 * cost)) == 2
     assert select_examples(examples, budget=cost - 1) == []
+
+
+def test_examples_fill_what_the_reference_leaves_of_the_budget() -> None:
+    """The manual comes first and the examples take the rest: the default prompt still shows
+    at least three (a manual that crowds them out should be shortened, not the examples)."""
+    chosen = select_examples(load_examples())
+    assert len(chosen) >= 3
+    shown = system_prompt(chosen)
+    assert bytes_estimate(shown) <= SYSTEM_PROMPT_TOKEN_BUDGET
+    left_out = [e for e in load_examples() if e not in chosen]
+    if left_out:
+        assert bytes_estimate(system_prompt([*chosen, left_out[0]])) > SYSTEM_PROMPT_TOKEN_BUDGET
 
 
 @pytest.mark.skipif(not EXAMPLES_DIR.is_dir(), reason="no examples/ folder in this checkout")
