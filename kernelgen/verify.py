@@ -25,6 +25,7 @@ from kernelgen.host import torch_dtype
 from kernelgen.tasks import Task
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
+COPY_MIN_DISTINCT = 4  # distinct values an input needs before an output equal to it is a copy
 
 
 def size_seed(task: Task, sizes: Mapping[str, int], seed: int) -> int:
@@ -76,6 +77,13 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.equal(a.float().nan_to_num(12345.0), b.float().nan_to_num(12345.0)))
 
 
+def _telling(value: torch.Tensor) -> bool:
+    """Whether an output equal to this input is evidence of copying: the input holds at least
+    COPY_MIN_DISTINCT distinct values (one element, or a few repeated values, can equal the
+    output by coincidence of a wrong formula, and then ``mismatch`` says enough)."""
+    return int(torch.unique(value.detach().cpu()).numel()) >= COPY_MIN_DISTINCT
+
+
 def _number(element: torch.Tensor) -> str:
     """One element for a message: integers exactly, floats to 6 significant digits."""
     value = element.item()
@@ -121,7 +129,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor) and value.shape == got.shape and value.dtype == got.dtype \
-                    and _same(value.cpu(), got) and not _same(value.cpu(), want):
+                    and _telling(value) and _same(value.cpu(), got) and not _same(value.cpu(), want):
                 found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
     return found
 
