@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome
+
+
+def largest_sizes(assignments: list[dict[str, int]]) -> dict[str, int]:
+    """The largest value each size name took over some size assignments."""
+    largest: dict[str, int] = {}
+    for sizes in assignments:
+        for name, value in sizes.items():
+            largest[name] = max(largest.get(name, value), value)
+    return largest
 
 
 class Timing(BaseModel):
@@ -53,11 +62,19 @@ class CaseResult(BaseModel):
     mode: Literal["cpu", "gpu"]
     target: str
     sizes_checked: list[dict[str, int]] = []
+    # The largest value each size name took over sizes_checked (filled from it): what was checked.
+    largest_sizes: dict[str, int] = {}
     generation: GenerationInfo = GenerationInfo()
     timing: Timing | None = None
     artifacts: dict[str, str] = Field(default_factory=dict, description="prompt, answer, ast, ttir, ptx, ...")
     duration_s: float = 0.0
     extra: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _largest(self) -> CaseResult:
+        if self.sizes_checked and not self.largest_sizes:
+            self.largest_sizes = largest_sizes(self.sizes_checked)
+        return self
 
     @property
     def ok(self) -> bool:

@@ -13,6 +13,7 @@ GPU; the interpreter checks every access itself).
 from __future__ import annotations
 
 import hashlib
+import random
 from typing import Any, Mapping
 
 import torch
@@ -47,16 +48,34 @@ def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.
     return (torch.randn(shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
 
 
-def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0) -> dict[str, Any]:
-    """The call's arguments for one size assignment, reproducible from (task, sizes, seed)."""
+def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+    """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
+    (reproducible from task, sizes and seed), the bench value where a scalar has no range."""
+    rng = random.Random(size_seed(task, sizes, seed))
+    values: dict[str, Any] = {}
+    for spec in task.signature.inputs:
+        if spec.shape is None:
+            drawn = task.scalar_ranges.get(spec.name)
+            values[spec.name] = (task.scalars[spec.name] if drawn is None
+                                 else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
+    return values
+
+
+def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme: bool = False,
+                bench: bool = False) -> dict[str, Any]:
+    """The call's arguments for one size assignment, reproducible from (task, sizes, seed).
+    ``extreme``: inputs with an extreme-value domain use it; ``bench``: scalars take their
+    bench values (timing), else they are drawn (checking)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
+    scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed)
     args: dict[str, Any] = {}
     for spec in task.signature.inputs:
         if spec.shape is None:
-            args[spec.name] = task.scalars[spec.name]
+            args[spec.name] = scalars[spec.name]
         else:
             shape = tuple(d if isinstance(d, int) else int(sizes[d]) for d in spec.shape)
-            args[spec.name] = draw_tensor(spec, shape, task.domains.get(spec.name), generator)
+            domain = task.extreme_domains.get(spec.name) if extreme else None
+            args[spec.name] = draw_tensor(spec, shape, domain or task.domains.get(spec.name), generator)
     return args
 
 

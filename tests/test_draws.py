@@ -1,0 +1,91 @@
+"""What a case is checked on (kernelgen.draws): sizes past the kernel's own blocks, the ranges'
+maxima on the GPU, budgets, reproducibility; and what the record and the summary say of it."""
+
+from __future__ import annotations
+
+from kernelgen import language as L
+from kernelgen.check import check
+from kernelgen.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws, footprint
+from kernelgen.pytest_plugin import summarize
+from kernelgen.results import CaseResult
+from kernelgen.tasks import get_task
+
+
+def with_block(task_id: str, block: int):
+    """The task's golden kernel with its BLOCK meta value replaced."""
+    golden = get_task(task_id).golden
+    meta = [L.Meta(name=m.name, value=block if m.name == "BLOCK" else m.value) for m in golden.meta]
+    return check(golden.model_copy(update={"meta": meta}))
+
+
+def targeted(draws):
+    return [d for d in draws if d.extreme]
+
+
+def test_the_extent_is_the_largest_block_the_kernel_uses() -> None:
+    assert block_extent(with_block("silu", 16384)) == 16384
+    # matmul_bf16_f32out's golden: 128 x 64 tiles over K blocks of 32; the largest axis counts.
+    assert block_extent(check(get_task("matmul_bf16_f32out").golden)) == 128
+
+
+def test_each_size_gets_a_draw_past_the_extent_not_a_multiple_with_the_others_small() -> None:
+    task = get_task("softmax_f16")
+    checked = with_block("softmax_f16", 4096)
+    draws = targeted(case_draws(task, checked, shapes=5, seed=0, gpu=False))
+    assert len(draws) == 2
+    for name in task.sizes:
+        (draw,) = [d for d in draws if d.sizes[name] > 4096]
+        assert draw.sizes[name] % 4096 != 0
+        assert all(v <= 17 for other, v in draw.sizes.items() if other != name)
+        assert footprint(task, draw.sizes)[0] <= CPU_ELEMENT_BUDGET
+
+
+def test_cpu_draws_pass_cpu_max_when_the_kernel_blocks_need_it() -> None:
+    task = get_task("silu")
+    sizes = [d.sizes["N"] for d in case_draws(task, with_block("silu", 1 << 17), 5, 0, gpu=False)]
+    assert max(sizes) > 1 << 17 > task.sizes["N"].cpu_max
+
+
+def test_a_range_below_the_extent_is_drawn_at_its_maximum() -> None:
+    task = get_task("attention_causal_mha_f16")  # B in [1, 4], H in [1, 16]: below any block
+    draws = targeted(case_draws(task, check(task.golden), 5, 0, gpu=False))
+    assert {name: max(d.sizes[name] for d in draws) for name in ("B", "H")} == {"B": 4, "H": 16}
+
+
+def test_the_largest_block_allowed_is_exceeded_within_the_budget() -> None:
+    task = get_task("addcmul")  # four tensors of N
+    checked = with_block("addcmul", 1 << 20)
+    draws = targeted(case_draws(task, checked, 5, 0, gpu=False))
+    assert [d.sizes["N"] > 1 << 20 for d in draws] == [True]
+    assert footprint(task, draws[0].sizes)[0] <= CPU_ELEMENT_BUDGET
+
+
+def test_gpu_draws_reach_each_range_maximum_within_memory() -> None:
+    task = get_task("matmul_bf16_f32out")
+    draws = case_draws(task, check(task.golden), 5, 0, gpu=True)
+    for name, r in task.sizes.items():
+        assert any(d.sizes[name] == r.max for d in draws)
+    assert all(footprint(task, d.sizes)[1] <= GPU_BYTE_BUDGET for d in targeted(draws))
+
+
+def test_draws_are_reproducible_from_the_seed() -> None:
+    task = get_task("cross_entropy")
+    checked = check(task.golden)
+    assert case_draws(task, checked, 5, 3, gpu=False) == case_draws(task, checked, 5, 3, gpu=False)
+    assert case_draws(task, checked, 5, 3, gpu=False) != case_draws(task, checked, 5, 4, gpu=False)
+
+
+def record(task: str, tier: str, sizes: list[dict[str, int]]) -> CaseResult:
+    return CaseResult(task=task, tier=tier, provider="reference", model="golden", outcome="ok", mode="cpu",
+                      target="sm_90", sizes_checked=sizes)
+
+
+def test_the_record_and_the_summary_say_the_largest_sizes_checked() -> None:
+    a = record("relu", "easy", [{"N": 7}, {"N": 20000}, {"N": 1}])
+    b = record("silu", "easy", [{"N": 30000}])
+    c = record("row_sum", "med", [{"M": 3, "N": 900}, {"M": 70, "N": 2}])
+    assert a.largest_sizes == {"N": 20000}
+    assert CaseResult.model_validate_json(a.model_dump_json()).largest_sizes == {"N": 20000}
+    lines = summarize([a, b, c])
+    assert "easy: largest sizes checked: N 30000" in lines
+    assert "med: largest sizes checked: M 70, N 900" in lines
