@@ -64,6 +64,11 @@ class Domain(_Model):
     low: float = -1.0
     high: float = 1.0
 
+    def describe(self) -> str:
+        if self.kind == "normal":
+            return f"normal of scale {self.scale:g}"
+        return f"{'integers' if self.kind == 'integers' else 'uniform'} in [{self.low:g}, {self.high:g}]"
+
 
 class ScalarRange(_Model):
     """The values a scalar input is drawn from, per size assignment: uniform in [min, max]
@@ -215,6 +220,9 @@ class Task(_Model):
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
                          "Tensors are contiguous (row-major).")
+        if self.extreme_domains:
+            drawn = "; ".join(f"{name}: {domain.describe()}" for name, domain in self.extreme_domains.items())
+            lines.append(f"Numerical stability is checked: some checks, at large sizes, draw extreme values ({drawn}).")
         return "\n".join(lines)
 
     def render_prompt(self) -> str:
