@@ -1,0 +1,41 @@
+"""The red-team catalogue: wrong kernels (tests/redteam/*.json), each written the way a careless
+or cheating model would, and the outcome each must get. A verdict that such a kernel passes is
+a false pass of the benchmark; every file here is one that passed once.
+
+A file holds ``task`` (as kernelgen.tasks.get_task accepts it), ``outcome`` (an Outcome value),
+``why`` (what the kernel gets wrong), ``kernel`` (the AST) and optionally ``code`` (the first
+diagnostic's code). Cases run as the pytest plugin's CPU mode runs them (the interpreter, its
+default shapes and seed); the compile stage runs only where the expected outcome needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelgen.errors import Outcome
+from kernelgen.pipeline import Settings, evaluate_answer
+from kernelgen.tasks import get_task
+
+CATALOGUE = Path(__file__).parent / "redteam"
+FILES = sorted(CATALOGUE.glob("*.json"))
+# Outcomes decided at or after the compile stage; the others do not need Triton.
+NEEDS_COMPILE = {Outcome.COMPILE_ERROR.value, Outcome.LOWERING_ERROR.value}
+
+
+def test_the_catalogue_is_there() -> None:
+    assert len(FILES) >= 14
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
+    entry = json.loads(path.read_text())
+    assert set(entry) <= {"task", "outcome", "why", "kernel", "code"} and entry["why"], path.name
+    settings = Settings(gpu=False, compile=entry["outcome"] in NEEDS_COMPILE)
+    result = evaluate_answer(get_task(entry["task"]), json.dumps(entry["kernel"]), settings)
+    first = result.first_diagnostic()
+    assert result.outcome.value == entry["outcome"], f"{path.stem}: {entry['why']}; got {result.outcome.value}: {first}"
+    if "code" in entry:
+        assert first is not None and first.code == entry["code"], f"{path.stem}: got {first}"
