@@ -1,14 +1,19 @@
-"""What a case is checked on (kernelgen.draws): sizes past the kernel's own blocks, the ranges'
-maxima on the GPU, budgets, reproducibility; and what the record and the summary say of it."""
+"""What a case is checked on (kernelgen.draws, kernelgen.verify.make_inputs): sizes past the
+kernel's own blocks, the ranges' maxima on the GPU, budgets, reproducibility, scalars drawn from
+their ranges, extreme-value domains; and what the record and the summary say of it."""
 
 from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
 
 from kernelgen import language as L
 from kernelgen.check import check
 from kernelgen.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws, footprint
 from kernelgen.pytest_plugin import summarize
 from kernelgen.results import CaseResult
-from kernelgen.tasks import get_task
+from kernelgen.tasks import ScalarRange, Task, get_task
+from kernelgen.verify import make_inputs
 
 
 def with_block(task_id: str, block: int):
@@ -89,3 +94,40 @@ def test_the_record_and_the_summary_say_the_largest_sizes_checked() -> None:
     lines = summarize([a, b, c])
     assert "easy: largest sizes checked: N 30000" in lines
     assert "med: largest sizes checked: M 70, N 900" in lines
+
+
+def test_scalars_are_drawn_per_assignment_within_their_range_and_bench_keeps_its_value() -> None:
+    task = get_task("rmsnorm_f16")
+    r = task.scalar_ranges["eps"]
+    drawn = {make_inputs(task, {"M": 2, "N": n}, seed=0)["eps"] for n in range(1, 9)}
+    assert len(drawn) == 8 and all(r.min <= eps <= r.max for eps in drawn)
+    assert max(drawn) / min(drawn) > 100  # log-uniform over six decades
+    assert make_inputs(task, {"M": 2, "N": 3}, seed=0)["eps"] == make_inputs(task, {"M": 2, "N": 3}, seed=0)["eps"]
+    assert make_inputs(task, {"M": 2, "N": 3}, seed=0, bench=True)["eps"] == task.scalars["eps"]
+    assert "eps: f32 scalar, any value in [1e-06, 1]" in task.render_prompt()
+
+
+def test_a_set_of_values_is_drawn_from() -> None:
+    task = get_task("row_any_above")
+    values = task.scalar_ranges["threshold"].values
+    drawn = {make_inputs(task, {"M": 1, "N": n}, seed=0)["threshold"] for n in range(1, 30)}
+    assert drawn <= set(values) and len(drawn) > 3
+
+
+def test_extreme_domains_apply_to_extreme_draws_and_the_prompt_says_so() -> None:
+    task = get_task("log_sigmoid")
+    plain = make_inputs(task, {"N": 4000}, seed=0)["x"]
+    extreme = make_inputs(task, {"N": 4000}, seed=0, extreme=True)["x"]
+    assert plain.abs().max() < 60 < extreme.abs().max()
+    assert "x: normal of scale 100" in task.render_prompt()
+
+
+def test_scalar_ranges_are_validated() -> None:
+    with pytest.raises(ValidationError, match="either min and max, or values"):
+        ScalarRange(min=0.1)
+    with pytest.raises(ValidationError, match="log needs"):
+        ScalarRange(min=0.0, max=1.0, log=True)
+    data = get_task("elu").model_dump()
+    data["scalar_ranges"] = {"beta": {"min": 0.0, "max": 1.0}}
+    with pytest.raises(ValidationError, match="not a scalar input"):
+        Task.model_validate(data)
