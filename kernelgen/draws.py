@@ -21,13 +21,12 @@ targeted ones from a :class:`random.Random` seeded by the task and the seed.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from kernelgen.check import CheckedKernel
-from kernelgen.tasks import DTYPE_BYTES, Task
+from kernelgen.tasks import Task
 
 DEFAULT_CPU_MAX = 4096
 EDGE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1023, 1024, 1025, 4097)
@@ -61,19 +60,8 @@ def block_extent(checked: CheckedKernel) -> int:
     return max([1, *extents])
 
 
-def footprint(task: Task, sizes: Mapping[str, int]) -> tuple[int, int]:
-    """(elements, bytes) of all the task's tensor inputs and outputs at these sizes."""
-    elements = nbytes = 0
-    for spec in task.signature.inputs + task.signature.outputs:
-        if spec.shape is not None:
-            numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
-            elements += numel
-            nbytes += numel * DTYPE_BYTES[spec.dtype]
-    return elements, nbytes
-
-
 def _fits(task: Task, sizes: Mapping[str, int], gpu: bool) -> bool:
-    elements, nbytes = footprint(task, sizes)
+    elements, nbytes = task.footprint(sizes)
     return nbytes <= GPU_BYTE_BUDGET if gpu else elements <= CPU_ELEMENT_BUDGET
 
 
@@ -93,10 +81,12 @@ def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool) ->
     return low
 
 
-def _past(extent: int, cap: int, rng: random.Random) -> int:
-    """A value in (extent, min(cap, TARGET_SPAN * extent)) that is not a multiple of extent."""
-    value = rng.randint(extent + 1, min(cap, TARGET_SPAN * extent - 1))
-    if value % extent == 0 and value - 1 > extent:
+def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
+    """A value in [low, cap] past extent, below TARGET_SPAN * extent where the range allows,
+    and not a multiple of extent where it can avoid one (cap > extent)."""
+    low = max(low, extent + 1)
+    value = rng.randint(low, max(low, min(cap, TARGET_SPAN * extent - 1)))
+    if value % extent == 0 and value - 1 >= low:
         value -= 1
     return value
 
@@ -113,7 +103,7 @@ def targeted_draws(task: Task, checked: CheckedKernel, seed: int, gpu: bool) -> 
             choices = [v for v in SMALL_SIZES if r.min <= v <= r.max] or [r.min]
             small[other] = rng.choice(choices)
         cap = _largest_fitting(task, small, name, gpu)
-        value = _past(extent, cap, rng) if cap > extent else cap
+        value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
         draws.append(Draw({**small, name: value}, extreme=True))
         if gpu and cap != value:
             draws.append(Draw({**small, name: cap}, extreme=True))

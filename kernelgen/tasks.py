@@ -17,7 +17,7 @@ import math
 import os
 import random
 from pathlib import Path
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, Mapping, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -234,13 +234,17 @@ class Task(_Model):
         each input read once and each output written once."""
         if self.min_bytes is not None:
             return self._host_value(self.min_bytes, sizes)
-        total = 0
+        return self.footprint(sizes)[1]
+
+    def footprint(self, sizes: Mapping[str, int]) -> tuple[int, int]:
+        """(elements, bytes) of all tensor inputs and outputs at these sizes."""
+        elements = nbytes = 0
         for spec in self.signature.inputs + self.signature.outputs:
-            if spec.shape is None:
-                continue
-            numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
-            total += numel * DTYPE_BYTES[spec.dtype]
-        return total
+            if spec.shape is not None:
+                numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
+                elements += numel
+                nbytes += numel * DTYPE_BYTES[spec.dtype]
+        return elements, nbytes
 
     def flop_count(self, sizes: dict[str, int]) -> int:
         return self._host_value(self.flops, sizes)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from kernelgen import language as L
 from kernelgen.check import check
-from kernelgen.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws, footprint
+from kernelgen.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws
 from kernelgen.pytest_plugin import summarize
 from kernelgen.results import CaseResult
 from kernelgen.tasks import ScalarRange, Task, get_task
@@ -42,7 +42,7 @@ def test_each_size_gets_a_draw_past_the_extent_not_a_multiple_with_the_others_sm
         (draw,) = [d for d in draws if d.sizes[name] > 4096]
         assert draw.sizes[name] % 4096 != 0
         assert all(v <= 17 for other, v in draw.sizes.items() if other != name)
-        assert footprint(task, draw.sizes)[0] <= CPU_ELEMENT_BUDGET
+        assert task.footprint(draw.sizes)[0] <= CPU_ELEMENT_BUDGET
 
 
 def test_cpu_draws_pass_cpu_max_when_the_kernel_blocks_need_it() -> None:
@@ -62,7 +62,14 @@ def test_the_largest_block_allowed_is_exceeded_within_the_budget() -> None:
     checked = with_block("addcmul", 1 << 20)
     draws = targeted(case_draws(task, checked, 5, 0, gpu=False))
     assert [d.sizes["N"] > 1 << 20 for d in draws] == [True]
-    assert footprint(task, draws[0].sizes)[0] <= CPU_ELEMENT_BUDGET
+    assert task.footprint(draws[0].sizes)[0] <= CPU_ELEMENT_BUDGET
+
+
+def test_a_targeted_draw_stays_in_a_range_that_starts_past_the_extent() -> None:
+    silu = get_task("silu")
+    task = silu.model_copy(update={"sizes": {"N": silu.sizes["N"].model_copy(update={"min": 5000})}})
+    draws = targeted(case_draws(task, check(task.golden), 5, 0, gpu=False))  # extent 1024
+    assert [5000 <= d.sizes["N"] <= task.sizes["N"].max and d.sizes["N"] % 1024 != 0 for d in draws] == [True]
 
 
 def test_gpu_draws_reach_each_range_maximum_within_memory() -> None:
@@ -70,7 +77,7 @@ def test_gpu_draws_reach_each_range_maximum_within_memory() -> None:
     draws = case_draws(task, check(task.golden), 5, 0, gpu=True)
     for name, r in task.sizes.items():
         assert any(d.sizes[name] == r.max for d in draws)
-    assert all(footprint(task, d.sizes)[1] <= GPU_BYTE_BUDGET for d in targeted(draws))
+    assert all(task.footprint(d.sizes)[1] <= GPU_BYTE_BUDGET for d in targeted(draws))
 
 
 def test_draws_are_reproducible_from_the_seed() -> None:
