@@ -4,8 +4,9 @@ Sizes drawn without looking at the kernel let a kernel that handles only its fir
 a grid of one program with a 16384-wide block is right for every N up to 16384, and a matmul
 with one K block and no K loop is right while K fits in it. So besides the hypothesis draws from
 the task's ranges (edge values and uniform draws, capped by ``cpu_max`` in CPU mode), every size
-name gets a *targeted* draw: that name just past the largest block extent the kernel uses (and
-not a multiple of it), the other names small. On the GPU every name also gets a draw at its
+name gets a *targeted* draw: that name just past the largest extent the kernel's own numbers
+reach (blocks, integer literals, a literal grid times a block; not a multiple of it), the other
+names small. On the GPU every name also gets a draw at its
 range's maximum, so the sizes the prompt promises are the sizes checked. Targeted draws stay
 within a budget of the total elements (CPU: the interpreter's speed) or bytes (GPU: memory) of
 all inputs and outputs; a range that cannot reach past the extent, or not within the budget, is
@@ -53,11 +54,28 @@ class Draw:
 
 
 def block_extent(checked: CheckedKernel) -> int:
-    """The largest block extent the kernel uses: its meta values and every axis of every block
-    shape the checker inferred (aranges, loads, reshapes, dots)."""
-    extents = [m.value for m in checked.kernel.meta]
-    extents += [d for value_type in checked.types.values() for d in value_type.shape]
-    return max([1, *extents])
+    """How far the kernel's own numbers reach: the largest of its meta values, every axis of
+    every block shape the checker inferred (aranges, loads, reshapes, dots), every integer
+    literal (a loop that stops at 4096 instead of N) and each literal grid size times the
+    largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more)."""
+    blocks = [m.value for m in checked.kernel.meta]
+    blocks += [d for value_type in checked.types.values() for d in value_type.shape]
+    block = max([1, *blocks])
+    literals = _integer_literals(checked.kernel.model_dump())
+    grid = [g * block for g in checked.kernel.grid if isinstance(g, int) and not isinstance(g, bool)]
+    return max([block, *literals, *grid])
+
+
+def _integer_literals(node: object) -> list[int]:
+    if isinstance(node, bool):
+        return []
+    if isinstance(node, int):
+        return [abs(node)]
+    if isinstance(node, dict):
+        return [i for value in node.values() for i in _integer_literals(value)]
+    if isinstance(node, list):
+        return [i for value in node for i in _integer_literals(value)]
+    return []
 
 
 def _fits(task: Task, sizes: Mapping[str, int], gpu: bool) -> bool:
@@ -86,8 +104,8 @@ def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
     and not a multiple of extent where it can avoid one (cap > extent)."""
     low = max(low, extent + 1)
     value = rng.randint(low, max(low, min(cap, TARGET_SPAN * extent - 1)))
-    if value % extent == 0 and value - 1 >= low:
-        value -= 1
+    if value % extent == 0:
+        value = value - 1 if value - 1 >= low else min(value + 1, cap)
     return value
 
 

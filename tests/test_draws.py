@@ -33,6 +33,14 @@ def test_the_extent_is_the_largest_block_the_kernel_uses() -> None:
     assert block_extent(check(get_task("matmul_bf16_f32out").golden)) == 128
 
 
+def test_literal_loop_bounds_and_literal_grids_count() -> None:
+    silu = get_task("silu").golden
+    assert block_extent(check(silu.model_copy(update={"grid": [16]}))) == 16 * 1024
+    softmax = get_task("softmax_f16").golden
+    body = [stmt.model_copy(update={"stop": 4096}) if isinstance(stmt, L.For) else stmt for stmt in softmax.body]
+    assert block_extent(check(softmax.model_copy(update={"body": body}))) == 4096
+
+
 def test_each_size_gets_a_draw_past_the_extent_not_a_multiple_with_the_others_small() -> None:
     task = get_task("softmax_f16")
     checked = with_block("softmax_f16", 4096)
