@@ -94,7 +94,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 sizes_checked = draw_sizes(small, dataclasses.replace(settings, shapes=min(settings.shapes,
                                                                                             INTERPRETER_SHAPES)))
             calls = [make_inputs(task, sizes, settings.seed) for sizes in sizes_checked]
-            timed = (list(make_inputs(task, task.bench_sizes, settings.seed).values())
+            timed = (list(make_inputs(task, task.bench_sizes, settings.seed, bench=True).values())
                      if settings.gpu and settings.time_kernels else None)
             run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for c in calls],
                                        timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),

@@ -29,7 +29,7 @@ from kernelgen.results import Timing
 from kernelgen.tasks import Task
 from kernelgen.timing import event_times, flush_buffer
 from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
-                              run_reference)
+                              run_reference, scalar_values)
 
 WARMUP = 10
 REPETITIONS = 100
@@ -46,18 +46,18 @@ PEAK_FLOPS = {
 }
 
 
-def compiled_for(case: Case, sizes: Mapping[str, int]):
+def compiled_for(case: Case, sizes: Mapping[str, int], scalars: Mapping[str, Any]):
     """The kernel variant for this launch (its multiple-of-16 sizes specialized)."""
     from kernelgen.compile import compile_kernel, divisible_params
 
-    plan = plan_for_sizes(case.checked, sizes, case.task.scalars)
+    plan = plan_for_sizes(case.checked, sizes, scalars)
     return compile_kernel(case.checked, target=case.settings.target, divisible_by_16=divisible_params(plan))
 
 
-def verify_gpu(case: Case, sizes: Mapping[str, int]) -> None:
-    compiled = compiled_for(case, sizes)
+def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False) -> None:
+    compiled = compiled_for(case, sizes, scalar_values(case.task, sizes, case.settings.seed))
     problems = case.settings.executor.call(verify_job, case.task, case.checked, compiled, dict(sizes),
-                                           case.settings.seed, timeout=case.settings.timeout_s)
+                                           case.settings.seed, extreme, timeout=case.settings.timeout_s)
     if problems:
         raise WrongResult(problems)
 
@@ -88,7 +88,8 @@ def _bits_dtype(tensor: Any) -> Any:
     return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.dtype.itemsize]
 
 
-def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int) -> list[Diagnostic]:
+def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
+               extreme: bool = False) -> list[Diagnostic]:
     """In the executor's child: run the kernel and the reference, return what is wrong.
 
     The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
@@ -101,7 +102,7 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
     from kernelgen.launch import cuda_errors, launch
 
     device = torch.device("cuda", torch.cuda.current_device())
-    inputs = _to_device(make_inputs(task, sizes, seed), device)
+    inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
     expected = run_reference(task, inputs)
     buffers: dict[str, Any] = {}
     views: dict[str, Any] = {}
@@ -155,7 +156,7 @@ def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str,
     from kernelgen.launch import cuda_errors, load_kernel, plan_arguments
 
     device = torch.device("cuda", torch.cuda.current_device())
-    inputs = _to_device(make_inputs(task, sizes, seed), device)
+    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), device)
     flush = flush_buffer()
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
         plan = plan_launch(checked, inputs)
@@ -181,7 +182,7 @@ def eager_job(task: Task, sizes: dict[str, int], seed: int, repetitions: int = R
     is timed in its sandbox)."""
     import torch
 
-    inputs = _to_device(make_inputs(task, sizes, seed), torch.device("cuda", torch.cuda.current_device()))
+    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
     flush = flush_buffer()
     return _eager_times(task, inputs, flush, repetitions)
 
@@ -233,7 +234,7 @@ def roofline_fraction(task: Task, sizes: Mapping[str, int], seconds: float, band
 
 def time_case(case: Case) -> Timing:
     sizes = dict(case.task.bench_sizes)
-    compiled = compiled_for(case, sizes)
+    compiled = compiled_for(case, sizes, case.task.scalars)
     measured = case.settings.executor.call(time_job, case.task, case.checked, compiled, sizes, case.settings.seed,
                                            timeout=max(case.settings.timeout_s, 120.0))
     kernel_ms = statistics.median(measured["kernel_ms"])

@@ -13,17 +13,17 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
+from kernelgen import draws
 from kernelgen import language as L
 from kernelgen.case import Case, Settings
 from kernelgen.check import CheckedKernel, check
+from kernelgen.draws import Draw
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.parse import kernel_to_json, parse_kernel
 from kernelgen.results import CaseResult, GenerationInfo
 from kernelgen.tasks import Task
 from kernelgen.verify import compare_outputs, make_inputs, run_reference
 
-DEFAULT_CPU_MAX = 4096
-EDGE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1023, 1024, 1025, 4097)
 
 
 # -- the signature -------------------------------------------------------------------------
@@ -61,50 +61,23 @@ def signature_diagnostics(task: Task, kernel: L.Kernel) -> list[Diagnostic]:
 # -- sizes ---------------------------------------------------------------------------------
 
 
-def size_strategy(task: Task, cpu: bool):
-    """Hypothesis strategy of size assignments: edge values (tiny, odd, powers of two and their
-    neighbours) and uniform draws, within the task's ranges (capped in CPU mode)."""
-    from hypothesis import strategies as st
-
-    parts = {}
-    for name, r in task.sizes.items():
-        high = min(r.max, r.cpu_max or DEFAULT_CPU_MAX) if cpu else r.max
-        high = max(high, r.min)
-        edges = sorted({v for v in EDGE_SIZES + (r.min, high) if r.min <= v <= high})
-        parts[name] = st.one_of(st.sampled_from(edges), st.integers(r.min, high))
-    return st.fixed_dictionaries(parts)
-
-
 def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
     """``settings.shapes`` distinct size assignments drawn by hypothesis from the task's ranges,
-    reproducible from ``settings.seed``."""
-    from hypothesis import HealthCheck, Phase, given, seed, settings as hyp_settings
-
-    if not task.sizes:
-        return [{}]
-    drawn: list[dict[str, int]] = []
-
-    @hyp_settings(max_examples=settings.shapes, database=None, deadline=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck), print_blob=False)
-    @seed(settings.seed)
-    @given(size_strategy(task, cpu=not settings.gpu))
-    def collect(sizes: dict[str, int]) -> None:
-        if sizes not in drawn:
-            drawn.append(dict(sizes))
-
-    collect()
-    return drawn
+    reproducible from ``settings.seed`` (the kernel-independent part of :func:`case_draws`)."""
+    return draws.draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
 
 
-def for_each_size(task: Task, settings: Settings, check_one: Callable[[dict[str, int]], None]) -> list[dict[str, int]]:
-    """Run ``check_one`` on each drawn size assignment, in order; the first failure ends the
-    case and is raised as is (no shrinking or replay: a failing kernel may hang or fault, and
-    every rerun would cost a timeout). Returns the assignments checked."""
-    checked: list[dict[str, int]] = []
-    for sizes in draw_sizes(task, settings):
-        check_one(sizes)
-        checked.append(sizes)
-    return checked
+def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings,
+                  check_one: Callable[[Draw], None]) -> list[dict[str, int]]:
+    """Run ``check_one`` on each assignment of :func:`kernelgen.draws.case_draws`, in order;
+    the first failure ends the case and is raised as is (no shrinking or replay: a failing
+    kernel may hang or fault, and every rerun would cost a timeout). Returns the size
+    assignments checked."""
+    checked_sizes: list[dict[str, int]] = []
+    for draw in draws.case_draws(task, checked, settings.shapes, settings.seed, settings.gpu):
+        check_one(draw)
+        checked_sizes.append(draw.sizes)
+    return checked_sizes
 
 
 # -- stages --------------------------------------------------------------------------------
@@ -137,13 +110,13 @@ def stage_compile(case: Case) -> None:
 
 
 def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int,
-               timeout_s: float | None = None) -> None:
+               extreme: bool = False, timeout_s: float | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
-    against the reference on one assignment."""
+    against the reference on one assignment (its inputs extreme where the draw says so)."""
     from kernelgen.host import plan_launch
     from kernelgen.interpret import execute
 
-    inputs = make_inputs(task, sizes, seed)
+    inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
     run = execute(plan_launch(checked, inputs), timeout_s=timeout_s)
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
@@ -155,11 +128,11 @@ def stage_verify(case: Case) -> None:
     if case.settings.gpu:
         from kernelgen.gpu_case import verify_gpu
 
-        check_one = lambda sizes: verify_gpu(case, sizes)  # noqa: E731
+        check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme)  # noqa: E731
     else:
-        check_one = lambda sizes: verify_cpu(case.task, case.checked, sizes, case.settings.seed,  # noqa: E731
-                                             case.settings.timeout_s)
-    case.sizes_checked = for_each_size(case.task, case.settings, check_one)
+        check_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
+                                            draw.extreme, case.settings.timeout_s)
+    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
 
 
 def stage_time(case: Case) -> None:

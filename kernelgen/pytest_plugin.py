@@ -364,6 +364,7 @@ def summarize(results: list) -> list[str]:
             counts = Counter(c.outcome.value for c in group)
             lines.append(f"{track:<9}{tier:<7}{len(group):>6}{counts['ok'] / len(group):>7.0%} "
                          + "".join(f"{counts[o]:>16}" for o in seen))
+    lines.extend(_largest_checked(cases))
     for track in tracks:
         lines.extend(_track_scores(track, [c for c in cases if c.track == track]))
         lines.extend(optimization_summary(track, [c for c in cases if c.track == track]))
@@ -371,6 +372,20 @@ def summarize(results: list) -> list[str]:
         lines.append(_paired(cases))
     if all(c.mode == "cpu" for c in cases):
         lines.append("launch and timing skipped: no GPU (kernels were checked, compiled and interpreted)")
+    return lines
+
+
+def _largest_checked(cases: list) -> list[str]:
+    """Per tier, the largest value each size name took in any case's checks (a name means
+    different axes in different tasks; this says how far the checks reached, not per task)."""
+    from kernelgen.results import largest_sizes
+
+    lines = []
+    for tier, group in by_tier(cases).items():
+        largest = largest_sizes([c.largest_sizes for c in group])
+        if largest:
+            lines.append(f"{tier}: largest sizes checked: "
+                         + ", ".join(f"{name} {value}" for name, value in sorted(largest.items())))
     return lines
 
 

@@ -6,13 +6,22 @@ from __future__ import annotations
 import traceback
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome
 
 # How much of a crash the result keeps: the message's start and the innermost frames.
 CRASH_MESSAGE_CHARS = 500
 CRASH_FRAMES = 6
+
+
+def largest_sizes(assignments: list[dict[str, int]]) -> dict[str, int]:
+    """The largest value each size name took over some size assignments."""
+    largest: dict[str, int] = {}
+    for sizes in assignments:
+        for name, value in sizes.items():
+            largest[name] = max(largest.get(name, value), value)
+    return largest
 
 
 class Timing(BaseModel):
@@ -95,12 +104,20 @@ class CaseResult(BaseModel):
     mode: Literal["cpu", "gpu"]
     target: str
     sizes_checked: list[dict[str, int]] = []
+    # The largest value each size name took over sizes_checked (filled from it): what was checked.
+    largest_sizes: dict[str, int] = {}
     generation: GenerationInfo = GenerationInfo()
     timing: Timing | None = None
     artifacts: dict[str, str] = Field(default_factory=dict, description="prompt, answer, ast, ttir, ptx, ...")
     duration_s: float = 0.0
     extra: dict[str, Any] = {}
     optimization: Optimization | None = None
+
+    @model_validator(mode="after")
+    def _largest(self) -> CaseResult:
+        if self.sizes_checked and not self.largest_sizes:
+            self.largest_sizes = largest_sizes(self.sizes_checked)
+        return self
 
     @property
     def ok(self) -> bool:

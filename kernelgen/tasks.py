@@ -15,8 +15,9 @@ from __future__ import annotations
 import functools
 import math
 import os
+import random
 from pathlib import Path
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, Mapping, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -63,6 +64,48 @@ class Domain(_Model):
     low: float = -1.0
     high: float = 1.0
 
+    def describe(self) -> str:
+        if self.kind == "normal":
+            return f"normal of scale {self.scale:g}"
+        return f"{'integers' if self.kind == 'integers' else 'uniform'} in [{self.low:g}, {self.high:g}]"
+
+
+class ScalarRange(_Model):
+    """The values a scalar input is drawn from, per size assignment: uniform in [min, max]
+    (log-uniform with ``log``, for eps-like scalars spanning decades; integers for an integer
+    scalar), or one of ``values``. A kernel that hard-codes the bench value, or ignores the
+    scalar, then fails; the range must make the scalar matter beyond the tolerance."""
+
+    min: float | None = None
+    max: float | None = None
+    log: bool = False
+    values: list[Union[float, int, bool]] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ScalarRange:
+        bounded = self.min is not None and self.max is not None
+        if bounded == (self.values is not None) or (self.values is not None and (self.min, self.max) != (None, None)):
+            raise ValueError("give either min and max, or values")
+        if bounded and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        if self.log and not (bounded and self.min > 0):
+            raise ValueError("log needs min and max above 0")
+        return self
+
+    def describe(self) -> str:
+        if self.values is not None:
+            return f"one of {self.values}"
+        return f"any value in [{self.min:g}, {self.max:g}]"
+
+    def draw(self, rng: random.Random, integer: bool) -> Union[float, int, bool]:
+        if self.values is not None:
+            return rng.choice(self.values)
+        if integer:
+            return rng.randint(int(self.min), int(self.max))
+        if self.log:
+            return math.exp(rng.uniform(math.log(self.min), math.log(self.max)))
+        return rng.uniform(self.min, self.max)
+
 
 class Tolerance(_Model):
     rtol: float = Field(ge=0)
@@ -83,8 +126,14 @@ class Task(_Model):
     eager: str | None = None
     sizes: dict[str, SizeRange] = {}
     bench_sizes: dict[str, int] = {}
+    # Each scalar input's bench value (timing, FLOP counts) and, optionally, the range it is
+    # drawn from per size assignment when checking (else it keeps the bench value).
     scalars: dict[str, Union[float, int, bool]] = {}
+    scalar_ranges: dict[str, ScalarRange] = {}
     domains: dict[str, Domain] = {}
+    # Where a task promises numerical stability: the domains of some checks' inputs (large
+    # magnitudes; those checks also have long rows), so unstable formulas fail.
+    extreme_domains: dict[str, Domain] = {}
     tolerance: Tolerance | None = None
     flops: L.Expr = 0
     # The fewest bytes a kernel must move, where it is not every input read once and every
@@ -125,9 +174,12 @@ class Task(_Model):
         scalar_inputs = {i.name for i in self.signature.inputs if i.shape is None}
         if set(self.scalars) != scalar_inputs:
             raise ValueError(f"scalars must give a value for each scalar input {sorted(scalar_inputs)}")
-        for name in self.domains:
+        for name in list(self.domains) + list(self.extreme_domains):
             if name not in names:
                 raise ValueError(f"domains names {name!r}, which is not an input")
+        for name in self.scalar_ranges:
+            if name not in scalar_inputs:
+                raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
         return self
 
     # -- derived views ---------------------------------------------------------------------
@@ -155,7 +207,10 @@ class Task(_Model):
 
     def render_signature(self) -> str:
         def shape(spec: L.Input) -> str:
-            return "scalar" if spec.shape is None else f"tensor [{', '.join(map(str, spec.shape))}]"
+            if spec.shape is not None:
+                return f"tensor [{', '.join(map(str, spec.shape))}]"
+            drawn = self.scalar_ranges.get(spec.name)
+            return "scalar" if drawn is None else f"scalar, {drawn.describe()}"
 
         lines = ["Inputs, in this order:"]
         lines += [f"  {i.name}: {i.dtype} {shape(i)}" for i in self.signature.inputs]
@@ -165,6 +220,9 @@ class Task(_Model):
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
                          "Tensors are contiguous (row-major).")
+        if self.extreme_domains:
+            drawn = "; ".join(f"{name}: {domain.describe()}" for name, domain in self.extreme_domains.items())
+            lines.append(f"Numerical stability is checked: some checks, at large sizes, draw extreme values ({drawn}).")
         return "\n".join(lines)
 
     def render_prompt(self) -> str:
@@ -176,13 +234,17 @@ class Task(_Model):
         each input read once and each output written once."""
         if self.min_bytes is not None:
             return self._host_value(self.min_bytes, sizes)
-        total = 0
+        return self.footprint(sizes)[1]
+
+    def footprint(self, sizes: Mapping[str, int]) -> tuple[int, int]:
+        """(elements, bytes) of all tensor inputs and outputs at these sizes."""
+        elements = nbytes = 0
         for spec in self.signature.inputs + self.signature.outputs:
-            if spec.shape is None:
-                continue
-            numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
-            total += numel * DTYPE_BYTES[spec.dtype]
-        return total
+            if spec.shape is not None:
+                numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
+                elements += numel
+                nbytes += numel * DTYPE_BYTES[spec.dtype]
+        return elements, nbytes
 
     def flop_count(self, sizes: dict[str, int]) -> int:
         return self._host_value(self.flops, sizes)

@@ -15,6 +15,7 @@ GPU; the interpreter checks every access itself).
 from __future__ import annotations
 
 import hashlib
+import random
 from typing import Any, Mapping
 
 import torch
@@ -27,6 +28,7 @@ from kernelgen.host import torch_dtype
 from kernelgen.tasks import Task
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
+COPY_MIN_DISTINCT = 4  # distinct values an input needs before an output equal to it is a copy
 
 
 def size_seed(task: Task, sizes: Mapping[str, int], seed: int) -> int:
@@ -48,16 +50,34 @@ def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.
     return (torch.randn(shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
 
 
-def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0) -> dict[str, Any]:
-    """The call's arguments for one size assignment, reproducible from (task, sizes, seed)."""
+def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+    """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
+    (reproducible from task, sizes and seed), the bench value where a scalar has no range."""
+    rng = random.Random(size_seed(task, sizes, seed))
+    values: dict[str, Any] = {}
+    for spec in task.signature.inputs:
+        if spec.shape is None:
+            drawn = task.scalar_ranges.get(spec.name)
+            values[spec.name] = (task.scalars[spec.name] if drawn is None
+                                 else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
+    return values
+
+
+def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme: bool = False,
+                bench: bool = False) -> dict[str, Any]:
+    """The call's arguments for one size assignment, reproducible from (task, sizes, seed).
+    ``extreme``: inputs with an extreme-value domain use it; ``bench``: scalars take their
+    bench values (timing), else they are drawn (checking)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
+    scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed)
     args: dict[str, Any] = {}
     for spec in task.signature.inputs:
         if spec.shape is None:
-            args[spec.name] = task.scalars[spec.name]
+            args[spec.name] = scalars[spec.name]
         else:
             shape = tuple(d if isinstance(d, int) else int(sizes[d]) for d in spec.shape)
-            args[spec.name] = draw_tensor(spec, shape, task.domains.get(spec.name), generator)
+            domain = task.extreme_domains.get(spec.name) if extreme else None
+            args[spec.name] = draw_tensor(spec, shape, domain or task.domains.get(spec.name), generator)
     return args
 
 
@@ -76,6 +96,13 @@ def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tens
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.equal(a.float().nan_to_num(12345.0), b.float().nan_to_num(12345.0)))
+
+
+def _telling(value: torch.Tensor) -> bool:
+    """Whether an output equal to this input is evidence of copying: the input holds at least
+    COPY_MIN_DISTINCT distinct values (one element, or a few repeated values, can equal the
+    output by coincidence of a wrong formula, and then ``mismatch`` says enough)."""
+    return int(torch.unique(value.detach().cpu()).numel()) >= COPY_MIN_DISTINCT
 
 
 def _number(element: torch.Tensor) -> str:
@@ -126,7 +153,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor) and value.shape == got.shape and value.dtype == got.dtype \
-                    and _same(value.cpu(), got) and not _same(value.cpu(), want):
+                    and _telling(value) and _same(value.cpu(), got) and not _same(value.cpu(), want):
                 found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
     return found
 

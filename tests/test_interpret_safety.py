@@ -27,9 +27,6 @@ from kernelgen.pipeline import Settings, evaluate_answer
 from kernelgen.tasks import get_task
 
 REDTEAM = Path(__file__).parent / "redteam"
-MINE = ["majority3_stores_only_false", "top1_mask_stores_only_false", "silu_reads_the_previous_programs_block",
-        "col_max_read_modify_write", "silu_grid_4096_times_too_large", "silu_grid_of_int32_max",
-        "relu_nested_million_loops", "silu_overlapping_blocks"]
 
 
 def op(kind: str, /, **fields: Any) -> dict[str, Any]:
@@ -48,13 +45,6 @@ NAN_RELU = json.dumps({
     "grid": [op("cdiv", lhs="N", rhs="BLOCK")],
     "body": [let("offs", op("add", lhs=op("mul", lhs=op("program_id"), rhs="BLOCK"), rhs=op("arange", size="BLOCK"))),
              op("store", ptr=op("add", lhs="y", rhs="offs"), value="nan", mask=op("lt", lhs="offs", rhs="N"))]})
-
-
-@pytest.mark.parametrize("name", MINE)
-def test_redteam_kernel_gets_its_outcome(name: str) -> None:
-    case = json.loads((REDTEAM / f"{name}.json").read_text())
-    result = evaluate_answer(get_task(case["task"]), json.dumps(case["kernel"]), Settings(compile=False))
-    assert (result.outcome.value, result.diagnostics[0]["code"]) == (case["outcome"], case["code"]), result.diagnostics
 
 
 # -- the same verdicts on the GPU ------------------------------------------------------------

@@ -69,6 +69,18 @@ def test_a_copy_of_an_input_is_named() -> None:
     assert codes == ["mismatch", "copies_input"]
 
 
+def test_one_element_equal_to_the_input_is_no_evidence_of_copying() -> None:
+    """At N=1 a wrong formula's output can equal the input by chance; so can an input of a few
+    repeated values. Only the mismatch is reported then."""
+    x = torch.tensor([-2.0])
+    codes = [d.code for d in compare_outputs(TASKS["relu"], {"y": x.clone()}, {"y": torch.relu(x)}, {"x": x},
+                                             {"N": 1})]
+    assert codes == ["mismatch"]
+    repeated = torch.tensor([-1.0, 2.0, -1.0, 2.0])
+    codes = [d.code for d in check("relu", {"y": repeated.clone()}, {"y": torch.relu(repeated)}, {"x": repeated})]
+    assert codes == ["mismatch"]
+
+
 def test_shape_and_dtype_are_checked_before_values() -> None:
     x = torch.tensor([-1.0, 0.5, 2.0, -3.0])
     (shape,) = check("relu", {"y": torch.relu(x)[:3]}, {"y": torch.relu(x)}, {"x": x})

@@ -1,0 +1,148 @@
+"""What a case is checked on (kernelgen.draws, kernelgen.verify.make_inputs): sizes past the
+kernel's own blocks, the ranges' maxima on the GPU, budgets, reproducibility, scalars drawn from
+their ranges, extreme-value domains; and what the record and the summary say of it."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from kernelgen import language as L
+from kernelgen.check import check
+from kernelgen.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws
+from kernelgen.pytest_plugin import summarize
+from kernelgen.results import CaseResult
+from kernelgen.tasks import ScalarRange, Task, get_task
+from kernelgen.verify import make_inputs
+
+
+def with_block(task_id: str, block: int):
+    """The task's golden kernel with its BLOCK meta value replaced."""
+    golden = get_task(task_id).golden
+    meta = [L.Meta(name=m.name, value=block if m.name == "BLOCK" else m.value) for m in golden.meta]
+    return check(golden.model_copy(update={"meta": meta}))
+
+
+def targeted(draws):
+    return [d for d in draws if d.extreme]
+
+
+def test_the_extent_is_the_largest_block_the_kernel_uses() -> None:
+    assert block_extent(with_block("silu", 16384)) == 16384
+    # matmul_bf16_f32out's golden: 128 x 64 tiles over K blocks of 32; the largest axis counts.
+    assert block_extent(check(get_task("matmul_bf16_f32out").golden)) == 128
+
+
+def test_literal_loop_bounds_and_literal_grids_count() -> None:
+    silu = get_task("silu").golden
+    assert block_extent(check(silu.model_copy(update={"grid": [16]}))) == 16 * 1024
+    softmax = get_task("softmax_f16").golden
+    body = [stmt.model_copy(update={"stop": 4096}) if isinstance(stmt, L.For) else stmt for stmt in softmax.body]
+    assert block_extent(check(softmax.model_copy(update={"body": body}))) == 4096
+
+
+def test_each_size_gets_a_draw_past_the_extent_not_a_multiple_with_the_others_small() -> None:
+    task = get_task("softmax_f16")
+    checked = with_block("softmax_f16", 4096)
+    draws = targeted(case_draws(task, checked, shapes=5, seed=0, gpu=False))
+    assert len(draws) == 2
+    for name in task.sizes:
+        (draw,) = [d for d in draws if d.sizes[name] > 4096]
+        assert draw.sizes[name] % 4096 != 0
+        assert all(v <= 17 for other, v in draw.sizes.items() if other != name)
+        assert task.footprint(draw.sizes)[0] <= CPU_ELEMENT_BUDGET
+
+
+def test_cpu_draws_pass_cpu_max_when_the_kernel_blocks_need_it() -> None:
+    task = get_task("silu")
+    sizes = [d.sizes["N"] for d in case_draws(task, with_block("silu", 1 << 17), 5, 0, gpu=False)]
+    assert max(sizes) > 1 << 17 > task.sizes["N"].cpu_max
+
+
+def test_a_range_below_the_extent_is_drawn_at_its_maximum() -> None:
+    task = get_task("attention_causal_mha_f16")  # B in [1, 4], H in [1, 16]: below any block
+    draws = targeted(case_draws(task, check(task.golden), 5, 0, gpu=False))
+    assert {name: max(d.sizes[name] for d in draws) for name in ("B", "H")} == {"B": 4, "H": 16}
+
+
+def test_the_largest_block_allowed_is_exceeded_within_the_budget() -> None:
+    task = get_task("addcmul")  # four tensors of N
+    checked = with_block("addcmul", 1 << 20)
+    draws = targeted(case_draws(task, checked, 5, 0, gpu=False))
+    assert [d.sizes["N"] > 1 << 20 for d in draws] == [True]
+    assert task.footprint(draws[0].sizes)[0] <= CPU_ELEMENT_BUDGET
+
+
+def test_a_targeted_draw_stays_in_a_range_that_starts_past_the_extent() -> None:
+    silu = get_task("silu")
+    task = silu.model_copy(update={"sizes": {"N": silu.sizes["N"].model_copy(update={"min": 5000})}})
+    draws = targeted(case_draws(task, check(task.golden), 5, 0, gpu=False))  # extent 1024
+    assert [5000 <= d.sizes["N"] <= task.sizes["N"].max and d.sizes["N"] % 1024 != 0 for d in draws] == [True]
+
+
+def test_gpu_draws_reach_each_range_maximum_within_memory() -> None:
+    task = get_task("matmul_bf16_f32out")
+    draws = case_draws(task, check(task.golden), 5, 0, gpu=True)
+    for name, r in task.sizes.items():
+        assert any(d.sizes[name] == r.max for d in draws)
+    assert all(task.footprint(d.sizes)[1] <= GPU_BYTE_BUDGET for d in targeted(draws))
+
+
+def test_draws_are_reproducible_from_the_seed() -> None:
+    task = get_task("cross_entropy")
+    checked = check(task.golden)
+    assert case_draws(task, checked, 5, 3, gpu=False) == case_draws(task, checked, 5, 3, gpu=False)
+    assert case_draws(task, checked, 5, 3, gpu=False) != case_draws(task, checked, 5, 4, gpu=False)
+
+
+def record(task: str, tier: str, sizes: list[dict[str, int]]) -> CaseResult:
+    return CaseResult(task=task, tier=tier, provider="reference", model="golden", outcome="ok", mode="cpu",
+                      target="sm_90", sizes_checked=sizes)
+
+
+def test_the_record_and_the_summary_say_the_largest_sizes_checked() -> None:
+    a = record("relu", "easy", [{"N": 7}, {"N": 20000}, {"N": 1}])
+    b = record("silu", "easy", [{"N": 30000}])
+    c = record("row_sum", "med", [{"M": 3, "N": 900}, {"M": 70, "N": 2}])
+    assert a.largest_sizes == {"N": 20000}
+    assert CaseResult.model_validate_json(a.model_dump_json()).largest_sizes == {"N": 20000}
+    lines = summarize([a, b, c])
+    assert "easy: largest sizes checked: N 30000" in lines
+    assert "med: largest sizes checked: M 70, N 900" in lines
+
+
+def test_scalars_are_drawn_per_assignment_within_their_range_and_bench_keeps_its_value() -> None:
+    task = get_task("rmsnorm_f16")
+    r = task.scalar_ranges["eps"]
+    drawn = {make_inputs(task, {"M": 2, "N": n}, seed=0)["eps"] for n in range(1, 9)}
+    assert len(drawn) == 8 and all(r.min <= eps <= r.max for eps in drawn)
+    assert max(drawn) / min(drawn) > 100  # log-uniform over six decades
+    assert make_inputs(task, {"M": 2, "N": 3}, seed=0)["eps"] == make_inputs(task, {"M": 2, "N": 3}, seed=0)["eps"]
+    assert make_inputs(task, {"M": 2, "N": 3}, seed=0, bench=True)["eps"] == task.scalars["eps"]
+    assert "eps: f32 scalar, any value in [1e-06, 1]" in task.render_prompt()
+
+
+def test_a_set_of_values_is_drawn_from() -> None:
+    task = get_task("row_any_above")
+    values = task.scalar_ranges["threshold"].values
+    drawn = {make_inputs(task, {"M": 1, "N": n}, seed=0)["threshold"] for n in range(1, 30)}
+    assert drawn <= set(values) and len(drawn) > 3
+
+
+def test_extreme_domains_apply_to_extreme_draws_and_the_prompt_says_so() -> None:
+    task = get_task("log_sigmoid")
+    plain = make_inputs(task, {"N": 4000}, seed=0)["x"]
+    extreme = make_inputs(task, {"N": 4000}, seed=0, extreme=True)["x"]
+    assert plain.abs().max() < 60 < extreme.abs().max()
+    assert "x: normal of scale 100" in task.render_prompt()
+
+
+def test_scalar_ranges_are_validated() -> None:
+    with pytest.raises(ValidationError, match="either min and max, or values"):
+        ScalarRange(min=0.1)
+    with pytest.raises(ValidationError, match="log needs"):
+        ScalarRange(min=0.0, max=1.0, log=True)
+    data = get_task("elu").model_dump()
+    data["scalar_ranges"] = {"beta": {"min": 0.0, "max": 1.0}}
+    with pytest.raises(ValidationError, match="not a scalar input"):
+        Task.model_validate(data)

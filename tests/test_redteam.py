@@ -1,0 +1,50 @@
+"""The red-team catalogue: wrong kernels (tests/redteam/*.json), each written the way a careless
+or cheating model would, and the outcome each must get. A verdict that such a kernel passes is
+a false pass of the benchmark; every file here is one that passed once.
+
+A file holds ``task`` (as kernelgen.tasks.get_task accepts it), ``outcome`` (an Outcome value),
+``why`` (what the kernel gets wrong), the answer as ``kernel`` (the AST) or as ``answer`` (raw
+text, for what a JSON object cannot hold, such as a repeated key), and optionally ``code`` and
+``path`` (the first diagnostic's code and JSON path). Cases run as the pytest plugin's CPU mode
+runs them (the interpreter, its default shapes and seed); the compile stage runs only where the
+expected outcome needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelgen.errors import Outcome
+from kernelgen.pipeline import Settings, evaluate_answer
+from kernelgen.tasks import get_task
+
+CATALOGUE = Path(__file__).parent / "redteam"
+FILES = sorted(CATALOGUE.glob("*.json"))
+# Outcomes decided at or after the compile stage; the others do not need Triton.
+NEEDS_COMPILE = {Outcome.COMPILE_ERROR.value, Outcome.LOWERING_ERROR.value}
+
+
+def test_the_catalogue_is_there() -> None:
+    """At least 30 wrong kernels, across every tier."""
+    assert len(FILES) >= 30
+    assert {get_task(json.loads(p.read_text())["task"]).tier for p in FILES} >= {"easy", "med", "hard"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
+    entry = json.loads(path.read_text())
+    assert set(entry) <= {"task", "outcome", "why", "kernel", "answer", "code", "path"} and entry["why"], path.name
+    assert ("kernel" in entry) != ("answer" in entry), f"{path.name}: give the answer once, as kernel or as answer"
+    answer = entry["answer"] if "answer" in entry else json.dumps(entry["kernel"])
+    settings = Settings(gpu=False, compile=entry["outcome"] in NEEDS_COMPILE)
+    result = evaluate_answer(get_task(entry["task"]), answer, settings)
+    first = result.first_diagnostic()
+    assert result.outcome.value == entry["outcome"], f"{path.stem}: {entry['why']}; got {result.outcome.value}: {first}"
+    if "code" in entry:
+        assert first is not None and first.code == entry["code"], f"{path.stem}: got {first}"
+    if "path" in entry:
+        assert first.path == entry["path"], f"{path.stem}: got {first}"
+    assert first is None or len(first.message) < 400, "a message quotes what it refuses only in part"
