@@ -3,7 +3,7 @@ W&B all read. One record per (task, track, sample)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,12 +38,16 @@ class GenerationInfo(BaseModel):
     cached: bool = False
 
 
+Track = Literal["pipeline", "baseline", "tritonbench"]
+TRACKS: tuple[str, ...] = get_args(Track)
+
+
 class CaseResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task: str
     tier: str
-    track: Literal["pipeline", "baseline", "tritonbench"] = "pipeline"
+    track: Track = "pipeline"
     provider: str
     model: str
     sample: int = 0
