@@ -9,17 +9,20 @@ it adds options and the ``gpu`` skip, nothing else.
 
 from __future__ import annotations
 
-import functools
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from kernelgen.errors import Outcome
+from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.metrics import by_tier, fast_p, geomean_speedup, max_samples, mean_pass_at_k
+from kernelgen.options import OptionError, RunOptions
 
 RESULT_KEY = "kernelgen_result"
+STOPPED_KEY = "kernelgen_stopped"
+CASE_FIXTURES = ("kg_case", "kg_baseline_case", "tritonbench_operator")
 
 # Reports and scale (results store, W&B, Allure, --shard): kernelgen.report.plugin; the
 # TritonBench-T track: kernelgen.tritonbench.pytest_plugin.
@@ -32,89 +35,45 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-@functools.lru_cache(maxsize=1)
-def gpu_unavailable_reason() -> str | None:
-    """Why GPU work cannot run here, or None when a CUDA GPU is present."""
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU on this machine"
-    return None
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from kernelgen.options import OPTIONS
+
     group = parser.getgroup("kernelgen", "kernelgen benchmark")
-
-    def option(name: str, ini: str, help_text: str, default: Any = None, **kwargs: Any) -> None:
-        group.addoption(name, dest=ini, default=None, help=f"{help_text} (ini: {ini}; default: {default})", **kwargs)
-        parser.addini(ini, help_text, default=None if default is None else str(default))
-
-    option("--llm", "kg_llm", "provider of the kernels: reference, openai, nim, ollama, gemini, remote, hf, replay:DIR",
-           "reference")
-    option("--model", "kg_model", "model name sent to the provider")
-    option("--base-url", "kg_base_url", "the provider's base URL")
-    option("--samples", "kg_samples", "answers per task (pass@k uses them all)", 1)
-    option("--repair-rounds", "kg_repair_rounds", "rounds of diagnostics sent back to the model after a failure", 0)
-    option("--temperature", "kg_temperature", "sampling temperature (use > 0 with --samples > 1)", 0.0)
-    option("--max-tokens", "kg_max_tokens", "the most tokens an answer may have", 4096)
-    option("--kg-cache", "kg_cache", "the generation cache (shared by xdist workers; replay with --llm replay:DIR)",
-           ".kernelgen-cache/generations")
-    option("--target", "kg_target", "compile target (sm_80, sm_86, sm_89, sm_90); default: the GPU present, else sm_90")
-    option("--kg-shapes", "kg_shapes", "hypothesis-drawn size assignments checked per case", 5)
-    option("--kg-seed", "kg_seed", "seed of the shape and input draws", 0)
-    option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto")
-    option("--kg-timeout", "kg_timeout", "seconds one kernel launch may take before it counts as a timeout", 60)
-
-    from kernelgen.tritonbench.pytest_plugin import add_options as add_tritonbench_options
-
-    add_tritonbench_options(group)
-
-
-def _value(config: pytest.Config, name: str, default: Any, kind: type = str) -> Any:
-    value = getattr(config.option, name, None)
-    if value is None:
-        value = config.getini(name) or None
-    return default if value is None else kind(value)
+    for option in OPTIONS:
+        default = "" if option.default is None else f"; default: {option.default}"
+        group.addoption(option.flag, dest=option.ini, default=None, help=f"{option.help} (ini: {option.ini}{default})")
+        parser.addini(option.ini, option.help, default=None)
 
 
 class Session:
-    """What one pytest session shares between cases: settings, the provider, generations."""
+    """What one pytest session shares between cases: settings, the provider, generations, and
+    the circuit breaker that stops the run when the model server cannot be reached."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        from kernelgen.devices import share_cpu_threads
+    def __init__(self, options: RunOptions) -> None:
+        from kernelgen.breaker import CircuitBreaker
+        from kernelgen.devices import gpu_unavailable_reason, share_cpu_threads
+        from kernelgen.env import generation_cache_dir
+        from kernelgen.generation import GenerationCache
         from kernelgen.pipeline import Settings
         from kernelgen.providers import ProviderOptions, Sampling, make_provider
 
         share_cpu_threads()  # before the executor and compile workers start
-        self.config = config
-        self.llm = _value(config, "kg_llm", "reference")
-        self.samples = _value(config, "kg_samples", 1, int)
-        self.repair_rounds = _value(config, "kg_repair_rounds", 0, int)
-        self.sampling = Sampling(temperature=_value(config, "kg_temperature", 0.0, float),
-                                 max_tokens=_value(config, "kg_max_tokens", 4096, int),
-                                 seed=_value(config, "kg_seed", 0, int))
-        self.provider = make_provider(self.llm, ProviderOptions(base_url=_value(config, "kg_base_url", None),
-                                                                model=_value(config, "kg_model", None)))
-        cache_dir = Path(_value(config, "kg_cache", str(config.rootpath / ".kernelgen-cache" / "generations")))
-        from kernelgen.generation import GenerationCache
-
-        self.cache = GenerationCache(cache_dir)
-        mode = _value(config, "kg_mode", "auto")
-        if mode not in ("auto", "cpu", "gpu"):
-            raise pytest.UsageError(f"--kg-mode takes auto, cpu or gpu, not {mode!r}")
-        reason = gpu_unavailable_reason()
-        if mode == "gpu" and reason:
-            raise pytest.UsageError(f"--kg-mode gpu: {reason}")
-        self.gpu = mode == "gpu" or (mode == "auto" and reason is None)
-        target = _value(config, "kg_target", None) or self._default_target()
-        self.settings = Settings(target=target, shapes=_value(config, "kg_shapes", 5, int),
-                                 seed=_value(config, "kg_seed", 0, int), gpu=self.gpu,
-                                 timeout_s=_value(config, "kg_timeout", 60.0, float))
+        self.options = options
+        self.llm = options.llm
+        self.samples = options.samples
+        self.repair_rounds = options.repair_rounds
+        self.sampling = Sampling(temperature=options.temperature, max_tokens=options.max_tokens, seed=options.seed)
+        self.provider = make_provider(self.llm, ProviderOptions(base_url=options.base_url, model=options.model))
+        self.cache = GenerationCache(options.cache or generation_cache_dir())
+        self.gpu = options.mode == "gpu" or (options.mode == "auto" and gpu_unavailable_reason() is None)
+        self.settings = Settings(target=options.target or self._default_target(), shapes=options.shapes,
+                                 seed=options.seed, gpu=self.gpu, timeout_s=options.timeout_s)
+        self.breaker = CircuitBreaker()
         self._executor = None
 
     def _default_target(self) -> str:
+        from kernelgen.devices import gpu_unavailable_reason
+
         if gpu_unavailable_reason() is None:
             from kernelgen.devices import worker_gpu
 
@@ -199,19 +158,64 @@ class Session:
 
 
 _SESSION_KEY = pytest.StashKey[Session]()
+_OPTIONS_KEY = pytest.StashKey[RunOptions]()
+
+
+def usage_error(error: KernelgenError) -> pytest.UsageError:
+    """pytest's usage error (one ``ERROR:`` line, exit status 4) for a setting no case can run with."""
+    return pytest.UsageError(error.message)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_SESSION_KEY] = None  # made on first use: a plain `pytest tests` pays nothing
+    options = run_options(config)  # every option, checked once: one line here, not a traceback per case
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        _check_provider(options)
+    config.stash[_SESSION_KEY] = None  # made once cases are collected: a plain `pytest tests` pays nothing
     _results.clear()
+    _stopped.clear()
+
+
+def _check_provider(options: RunOptions) -> None:
+    """On an xdist controller, which collects no cases, make the provider once: one that cannot
+    be made (no model named, no key) would otherwise fail every worker's collection. Not for
+    ``reference`` (nothing to check) nor ``hf`` (it would load the checkpoint here too)."""
+    from kernelgen.providers import ProviderOptions, make_provider
+
+    if options.llm.partition(":")[0] not in ("reference", "hf"):
+        try:
+            make_provider(options.llm, ProviderOptions(base_url=options.base_url, model=options.model))
+        except KernelgenError as error:
+            raise usage_error(error) from None
+
+
+def run_options(config: pytest.Config) -> RunOptions:
+    """The run's checked options (read on the first call, by whichever plugin configures first)."""
+    from kernelgen.options import read_options
+
+    if _OPTIONS_KEY not in config.stash:
+        try:
+            config.stash[_OPTIONS_KEY] = read_options(lambda dest: getattr(config.option, dest, None), config.getini)
+        except OptionError as error:
+            raise usage_error(error) from None
+    return config.stash[_OPTIONS_KEY]
 
 
 def kg_session(config: pytest.Config) -> Session:
     session = config.stash.get(_SESSION_KEY, None)
     if session is None:
-        session = Session(config)
+        session = Session(run_options(config))
         config.stash[_SESSION_KEY] = session
     return session
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Make the provider, cache and settings before the first case where cases will run, so
+    that a provider that cannot be made (no model named, no key) is one usage error."""
+    if any(name in getattr(item, "fixturenames", ()) for item in session.items for name in CASE_FIXTURES):
+        try:
+            kg_session(session.config)
+        except KernelgenError as error:
+            raise usage_error(error) from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -229,7 +233,7 @@ def _tier_of(path: Path) -> str | None:
 def _case_params(config: pytest.Config, tier: str | None, track_mark: Any, extra_marks: tuple = ()) -> list:
     from kernelgen.tasks import load_tasks
 
-    samples = _value(config, "kg_samples", 1, int)
+    samples = run_options(config).samples
     params = []
     for task in load_tasks(tier):
         for sample in range(samples):
@@ -262,12 +266,35 @@ def report_case(request: pytest.FixtureRequest, result) -> None:
         pytest.fail(f"{result.outcome.value} at {result.stage}: {first}", pytrace=False)
 
 
+def asking_the_model(request: pytest.FixtureRequest, case: Callable[[Session], Any]) -> Any:
+    """``case(session)``, unless the model server was found unreachable: then the case skips
+    with one line. A provider's error fails the case with one line, no traceback; one that says
+    the server is unreachable trips the breaker and stops the run after this case."""
+    from kernelgen.breaker import is_unreachable
+    from kernelgen.providers import ProviderError
+
+    session = kg_session(request.config)
+    if session.breaker.tripped:
+        pytest.skip(session.breaker.skip_message())
+    try:
+        return case(session)
+    except ProviderError as caught:
+        error = caught
+    message = f"{error.stage}: {error.message}"
+    if is_unreachable(error):
+        session.breaker.trip(request.node.name, error)
+        request.node.user_properties.append((STOPPED_KEY, f"{session.breaker.stop_message()}: {error.message}"))
+        request.session.shouldfail = session.breaker.stop_message()
+        message += "; the run stops here"
+    pytest.fail(message, pytrace=False)
+
+
 def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
     """One task's sample through the constrained pipeline (re-exported by bench/<tier>/)."""
     from kernelgen.tasks import get_task
 
     task_id, sample = kg_case
-    report_case(request, kg_session(request.config).run(get_task(task_id), sample))
+    report_case(request, asking_the_model(request, lambda session: session.run(get_task(task_id), sample)))
 
 
 def run_baseline_case(kg_baseline_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
@@ -277,12 +304,11 @@ def run_baseline_case(kg_baseline_case: tuple[str, int], request: pytest.Fixture
     from kernelgen.ablation import interpreter_limitation
 
     task_id, sample = kg_baseline_case
-    session = kg_session(request.config)
     task = get_task(task_id)
-    limitation = None if session.gpu else interpreter_limitation(task)
+    limitation = None if kg_session(request.config).gpu else interpreter_limitation(task)
     if limitation:
         pytest.skip(limitation)
-    report_case(request, session.run_baseline(task, sample))
+    report_case(request, asking_the_model(request, lambda session: session.run_baseline(task, sample)))
 
 
 def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
@@ -293,18 +319,40 @@ def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from kernelgen.devices import gpu_unavailable_reason
+
     reason = None
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             reason = reason or gpu_unavailable_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+    _leave_out_the_baseline(config, items)
+
+
+_TRACK_NAMES = re.compile(r"\b(ablation|baseline)\b")
+
+
+def _leave_out_the_baseline(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The raw-LLM baseline runs when asked for: a ``-m`` expression that names neither
+    ``ablation`` nor ``baseline`` (``-m easy``, ``-m "hard or med"``) selects the benchmark's
+    tiers through the pipeline only, although the baseline's cases carry their tier's mark too
+    (so that ``-m "ablation and easy"`` works). Without ``-m``, everything collected runs."""
+    expression = config.getoption("markexpr", "") or ""
+    if not expression or _TRACK_NAMES.search(expression):
+        return
+    dropped = [item for item in items if item.get_closest_marker("baseline") is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.get_closest_marker("baseline") is None]
 
 
 # -- the summary ---------------------------------------------------------------------------
 
-# Results reach the controller through the reports (xdist forwards user_properties).
+# Results reach the controller through the reports (xdist forwards user_properties), and so
+# does the circuit breaker's message of a case that found the model server unreachable.
 _results: list[str] = []
+_stopped: list[str] = []
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -313,6 +361,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for key, value in report.user_properties:
         if key == RESULT_KEY:
             _results.append(value)
+        elif key == STOPPED_KEY and not _stopped:
+            _stopped.append(value)
 
 
 def summarize(results: list) -> list[str]:
@@ -386,6 +436,8 @@ def _paired(cases: list) -> str:
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     lines = summarize(_results)
+    if _stopped:
+        lines.append(_stopped[0].replace("stopping after", "the run stopped after", 1))
     if lines:
         terminalreporter.write_sep("=", "kernelgen summary")
         for line in lines:
