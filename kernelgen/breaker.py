@@ -13,15 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernelgen.errors import KernelgenError
-
 # After the client's retries: no connection, no answer in time, rate-limited or failing server.
 _UNREACHABLE = re.compile(r"connection|timeout|http_429|http_5\d\d")
 
 
-def is_unreachable(error: KernelgenError) -> bool:
-    """Whether a provider's error says the server cannot answer any request now."""
-    return error.stage == "generate" and _UNREACHABLE.fullmatch(error.code) is not None
+def is_unreachable(stage: str | None, code: str) -> bool:
+    """Whether a failure (a provider's error, or a case result's stage and first code) says
+    the model server cannot answer any request now."""
+    return stage == "generate" and _UNREACHABLE.fullmatch(code) is not None
 
 
 @dataclass
@@ -35,9 +34,9 @@ class CircuitBreaker:
     def tripped(self) -> bool:
         return self.case is not None
 
-    def trip(self, case: str, error: KernelgenError) -> None:
+    def trip(self, case: str, reason: str) -> None:
         if not self.tripped:
-            self.case, self.reason = case, error.message
+            self.case, self.reason = case, reason
 
     def stop_message(self) -> str:
         """Why the run stopped, for pytest's stop line and the summary."""

@@ -267,9 +267,10 @@ def report_case(request: pytest.FixtureRequest, result) -> None:
 
 
 def asking_the_model(request: pytest.FixtureRequest, case: Callable[[Session], Any]) -> Any:
-    """``case(session)``, unless the model server was found unreachable: then the case skips
-    with one line. A provider's error fails the case with one line, no traceback; one that says
-    the server is unreachable trips the breaker and stops the run after this case."""
+    """``case(session)``'s result, unless the model server was found unreachable: then the case
+    skips with one line. A provider's error fails the case with one line, no traceback; one that
+    says the server is unreachable (raised, or recorded as the result's failure, as the
+    TritonBench-T track does) trips the breaker and stops the run after this case."""
     from kernelgen.breaker import is_unreachable
     from kernelgen.providers import ProviderError
 
@@ -277,16 +278,25 @@ def asking_the_model(request: pytest.FixtureRequest, case: Callable[[Session], A
     if session.breaker.tripped:
         pytest.skip(session.breaker.skip_message())
     try:
-        return case(session)
+        result = case(session)
     except ProviderError as caught:
-        error = caught
-    message = f"{error.stage}: {error.message}"
-    if is_unreachable(error):
-        session.breaker.trip(request.node.name, error)
-        request.node.user_properties.append((STOPPED_KEY, f"{session.breaker.stop_message()}: {error.message}"))
-        request.session.shouldfail = session.breaker.stop_message()
-        message += "; the run stops here"
-    pytest.fail(message, pytrace=False)
+        error = caught  # failed below, outside the handler: no "during handling" chain in the report
+    else:
+        first = result.first_diagnostic()
+        if first is not None and is_unreachable(result.stage, first.code):
+            _stop(request, session, first.message)
+        return result
+    unreachable = is_unreachable(error.stage, error.code)
+    if unreachable:
+        _stop(request, session, error.message)
+    pytest.fail(f"{error.stage}: {error.message}" + ("; the run stops here" if unreachable else ""), pytrace=False)
+
+
+def _stop(request: pytest.FixtureRequest, session: Session, reason: str) -> None:
+    """Trip the breaker: pytest stops after this case, and the summary says why."""
+    session.breaker.trip(request.node.name, reason)
+    request.node.user_properties.append((STOPPED_KEY, f"{session.breaker.stop_message()}: {reason}"))
+    request.session.shouldfail = session.breaker.stop_message()
 
 
 def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
