@@ -4,7 +4,11 @@ A thin layer over :mod:`kernelgen.pipeline`: it parametrises a test per (task, s
 the provider for answers (cached for the session), hands each answer to
 :func:`~kernelgen.pipeline.evaluate_answer`, reports the outcome, feeds GPU timings to
 pytest-benchmark, and prints a summary per tier and outcome. In other projects it stays inert:
-it adds options and the ``gpu`` skip, nothing else.
+it adds options (checked at start, :mod:`kernelgen.options`) and the ``gpu`` skip, nothing else.
+
+The front end fails early and once: a wrong option is a usage error at configure time, a
+provider that cannot be made one when the cases are collected, and a model server that cannot
+be reached stops the run after the case that found out (:mod:`kernelgen.breaker`).
 """
 
 from __future__ import annotations

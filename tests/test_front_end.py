@@ -64,6 +64,8 @@ def usage_line(result: pytest.RunResult) -> str:
     (["--kg-seed", "x"], "--kg-seed x: takes an integer >= 0"),
     (["--base-url", "localhost:8000"], "--base-url localhost:8000: takes an http:// or https:// URL"),
     (["--kg-mode", "fast"], "--kg-mode fast: takes auto, cpu, gpu"),
+    (["--tritonbench-root", "/nonexistent"], "--tritonbench-root /nonexistent: no such folder"),
+    (["--kg-results", "/"], "--kg-results /: is a folder; give the results file"),
     (["--llm", "openai"], "openai needs a model: --model NAME or OPENAI_MODEL"),  # when the provider is made
     (["--llm", "openai", "-n", "2"], "openai needs a model: --model NAME or OPENAI_MODEL"),  # xdist: the controller
 ])

@@ -77,6 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
         wandb_mode, wandb_note = resolve_mode(_setting(config, "kg_wandb"))
     except KernelgenError as error:
         raise pytest.UsageError(error.message) from None
+    results = _results_path(config)
+    if results is not None and results.is_dir():
+        raise pytest.UsageError(f"--kg-results {results}: is a folder; give the results file, e.g. "
+                                f"{results / 'run.jsonl'}")
     needs_artifacts = _results_path(config) is not None or wandb_mode != "off"
     config.pluginmanager.register(CaseReporting(needs_artifacts, _alluredir(config) is not None),
                                   "kernelgen-case-reporting")

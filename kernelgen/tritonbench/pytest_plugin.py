@@ -109,6 +109,9 @@ _results: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("tritonbench_root", None)
+    if given and not Path(given).is_dir():  # at start, not as a collection error of the track's file
+        raise pytest.UsageError(f"--tritonbench-root {given}: no such folder (a TritonBench checkout)")
     _results.clear()
 
 
