@@ -351,9 +351,12 @@ def _leave_out_the_baseline(config: pytest.Config, items: list[pytest.Item]) -> 
     """The raw-LLM baseline runs when asked for: a ``-m`` expression that names neither
     ``ablation`` nor ``baseline`` (``-m easy``, ``-m "hard or med"``) selects the benchmark's
     tiers through the pipeline only, although the baseline's cases carry their tier's mark too
-    (so that ``-m "ablation and easy"`` works). Without ``-m``, everything collected runs."""
+    (so that ``-m "ablation and easy"`` works). Without ``-m``, or with the baseline's folder
+    named on the command line (``pytest bench/ablation -m easy``), everything collected runs."""
     expression = config.getoption("markexpr", "") or ""
     if not expression or _TRACK_NAMES.search(expression):
+        return
+    if any("ablation" in Path(arg.split("::")[0]).parts for arg in config.args):
         return
     dropped = [item for item in items if item.get_closest_marker("baseline") is not None]
     if dropped:

@@ -124,15 +124,16 @@ def test_the_breaker_trips_on_a_server_down_not_on_one_bad_request() -> None:
     assert breaker.tripped and breaker.case == "test_pipeline[relu]" and breaker.reason == "POST x: refused"
 
 
-@pytest.mark.parametrize("marks, selected", [
-    ("easy", {"test_pipeline"}),  # the tier through the pipeline: the baseline is asked for by name
-    ("easy and ablation", {"test_baseline"}),
-    ("easy and (pipeline or ablation)", {"test_pipeline", "test_baseline"}),
-    (None, {"test_pipeline", "test_baseline"}),  # no -m: everything collected
+@pytest.mark.parametrize("args, selected", [
+    (["-m", "easy"], {"test_pipeline"}),  # the tier through the pipeline: the baseline is asked for by name
+    (["-m", "easy and ablation"], {"test_baseline"}),
+    (["-m", "easy and (pipeline or ablation)"], {"test_pipeline", "test_baseline"}),
+    ([], {"test_pipeline", "test_baseline"}),  # no -m: everything collected
+    (["ablation", "-m", "easy"], {"test_baseline"}),  # its folder named
 ])
-def test_a_tier_runs_the_pipeline_and_the_baseline_when_named(project: pytest.Pytester, marks: str | None,
+def test_a_tier_runs_the_pipeline_and_the_baseline_when_named(project: pytest.Pytester, args: list[str],
                                                              selected: set[str]) -> None:
-    result = project.runpytest_subprocess("--collect-only", "-q", "-k", "relu", *(["-m", marks] if marks else []))
+    result = project.runpytest_subprocess("--collect-only", "-q", "-k", "relu", *args)
     assert {line.split("::")[1].split("[")[0] for line in result.stdout.lines if "::" in line} == selected
 
 
