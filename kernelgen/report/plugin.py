@@ -81,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if results is not None and results.is_dir():
         raise pytest.UsageError(f"--kg-results {results}: is a folder; give the results file, e.g. "
                                 f"{results / 'run.jsonl'}")
-    needs_artifacts = _results_path(config) is not None or wandb_mode != "off"
+    needs_artifacts = results is not None or wandb_mode != "off"
     config.pluginmanager.register(CaseReporting(needs_artifacts, _alluredir(config) is not None),
                                   "kernelgen-case-reporting")
     if shard is not None:
