@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from kernelgen.commands import UsageError
 from kernelgen.errors import KernelgenError
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return importlib.import_module(args._module).run(args)
+    except UsageError as exc:
+        print(f"kernelgen {args.command}: error: {exc.message}", file=sys.stderr)
+        return exc.exit_status
     except KernelgenError as exc:
         for diagnostic in exc.diagnostics:
             print(f"{exc.stage}: {diagnostic}", file=sys.stderr)

@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 TARGETS = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90}
 DEFAULT_TARGET = "sm_90"
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
-CACHE_ENV = "KERNELGEN_CACHE_DIR"
 # A compile that takes longer than this is stuck; its worker is replaced.
 COMPILE_TIMEOUT_S = 300.0
 _METADATA_KEYS = ("name", "num_warps", "num_ctas", "num_stages", "shared", "tmem_size",
@@ -210,12 +209,10 @@ def compile_in_process(checked: CheckedKernel, options: CompileOptions) -> Compi
 
 
 def cache_directory(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    return Path.home() / ".cache" / "kernelgen" / "compile"
+    """``cache_dir``, else ``compile/`` in kernelgen's cache folder (:func:`kernelgen.env.cache_root`)."""
+    from kernelgen.env import cache_root
+
+    return Path(cache_dir) if cache_dir is not None else cache_root() / "compile"
 
 
 @functools.lru_cache(maxsize=1)
@@ -422,8 +419,8 @@ def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps:
     values are multiples of 16 (a specialization, see :func:`divisible_params`). Compiling
     happens in this process's worker (one job at a time), or with ``in_process=True`` in the
     calling thread, which must then be the only one compiling (output capture is per process).
-    Results are cached on disk (``cache_dir``, else ``$KERNELGEN_CACHE_DIR``, else
-    ``~/.cache/kernelgen/compile``) unless ``cache=False``.
+    Results are cached on disk (``cache_dir``, else ``compile/`` in ``$KERNELGEN_CACHE_DIR``,
+    else in ``~/.cache/kernelgen``) unless ``cache=False``.
     Raises :class:`~kernelgen.errors.LoweringError` or :class:`CompileError`.
     """
     options = resolve_options(checked, target, num_warps, num_stages, divisible_by_16)

@@ -10,7 +10,7 @@ counts as worker 0.
 The pytest processes themselves never initialize CUDA (:mod:`kernelgen.executor` owns the
 context), so GPUs are listed with ``nvidia-smi``, which asks the driver through NVML: it creates
 no context and allocates nothing on any GPU. Two checks elsewhere in the harness were read for
-the same property: ``torch.cuda.is_available()`` (the plugin's ``gpu_unavailable_reason``) calls
+the same property: ``torch.cuda.is_available()`` (:func:`gpu_unavailable_reason`) calls
 ``cudaGetDeviceCount``, which initializes the driver (``cuInit``) but creates no context and no
 allocation; ``torch.cuda.get_device_capability()`` runs torch's lazy CUDA initialization in the
 calling process, so the default target is taken from ``nvidia-smi``'s compute capability
@@ -34,6 +34,18 @@ from typing import Any, Mapping, MutableMapping, Sequence
 
 NVIDIA_SMI_QUERY = "index,uuid,name,compute_cap,driver_version"
 WORKER_VARIABLE = "PYTEST_XDIST_WORKER"
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_unavailable_reason() -> str | None:
+    """Why GPU work cannot run here, or None when a CUDA GPU is present."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU on this machine"
+    return None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ USE_REMOTE_MODEL = "USE_REMOTE_MODEL"
 LLM_API_URL = "LLM_API_URL"
 SECRET_VARIABLES = ("OPENAI_API_KEY", "NVIDIA_API_KEY", "GEMINI_API_KEY", "WANDB_API_KEY", "LLM_API_KEY")
 CACHE_DIR_VARIABLE = "KERNELGEN_CACHE_DIR"
-DEFAULT_CACHE_DIR = Path(".kernelgen") / "generations"
 
 _TRUTHY = ("1", "true", "yes", "on")
 _dotenv_loaded = False
@@ -106,9 +105,20 @@ def default_provider_spec() -> str | None:
     return None
 
 
-def default_cache_dir() -> Path:
-    """Where generations are recorded: ``$KERNELGEN_CACHE_DIR``, else ``.kernelgen/generations``."""
-    return Path(getenv(CACHE_DIR_VARIABLE) or DEFAULT_CACHE_DIR)
+def cache_root() -> Path:
+    """The folder of kernelgen's caches (``generations/``, ``compile/``): ``$KERNELGEN_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/kernelgen``, else ``~/.cache/kernelgen``; never the working
+    directory, so that a run writes nothing into a checkout unless asked to."""
+    given = os.environ.get(CACHE_DIR_VARIABLE, "").strip()
+    if given:
+        return Path(given).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kernelgen"
+
+
+def generation_cache_dir() -> Path:
+    """Where generations are recorded by default: ``generations/`` in :func:`cache_root`."""
+    return cache_root() / "generations"
 
 
 def known_secrets() -> list[Secret]:

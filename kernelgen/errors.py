@@ -75,6 +75,12 @@ class KernelgenError(Exception):
     def code(self) -> str:
         return self.diagnostics[0].code if self.diagnostics else "error"
 
+    @property
+    def message(self) -> str:
+        """The diagnostics' messages without path and code: for errors about a command line or
+        a server, which have no JSON path."""
+        return "; ".join(d.message for d in self.diagnostics)
+
     def to_dict(self) -> dict[str, object]:
         return {"stage": self.stage, "outcome": self.outcome.value,
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}

@@ -2,7 +2,8 @@
 
 * **pass rate**: the fraction of cases whose outcome is ``ok``.
 * **pass@k**: the unbiased estimator of Chen et al. (2021) per task, averaged over tasks with at
-  least k samples.
+  least k samples. A task's samples are its cases of one track: the pipeline's and the
+  raw-LLM baseline's answers to the same task are two tasks here, never two samples.
 * **fast_p** (KernelBench): the fraction of *all* cases that are correct *and* faster than
   ``p`` x PyTorch eager. Failures stay in the denominator, so a model cannot raise its fast_p
   by failing the hard tasks. Undefined (None) when no case was timed (a run without a GPU).
@@ -42,19 +43,25 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def mean_pass_at_k(cases: Sequence[CaseResult], k: int) -> tuple[float, int] | None:
-    """pass@k averaged over the tasks that have at least k samples, and how many tasks those are."""
-    per_task: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
+    """pass@k averaged over the tasks that have at least k samples, and how many tasks those are
+    (a task of each track counts on its own)."""
+    per_task: dict[tuple[str, str, str], list[CaseResult]] = defaultdict(list)
     for case in cases:
-        per_task[(case.tier, case.task)].append(case)
+        per_task[task_key(case)].append(case)
     scores = [pass_at_k(len(group), sum(c.ok for c in group), k) for group in per_task.values() if len(group) >= k]
     if not scores:
         return None
     return sum(scores) / len(scores), len(scores)
 
 
+def task_key(case: CaseResult) -> tuple[str, str, str]:
+    """What the samples of one task share: (track, tier, task)."""
+    return case.track, case.tier, case.task
+
+
 def max_samples(cases: Sequence[CaseResult]) -> int:
-    """The most samples any task has: the largest k pass@k can be reported for."""
-    counts = Counter((case.tier, case.task) for case in cases)
+    """The most samples any task (of one track) has: the largest k pass@k can be reported for."""
+    counts = Counter(task_key(case) for case in cases)
     return max(counts.values(), default=0)
 
 

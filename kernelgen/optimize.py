@@ -58,7 +58,7 @@ def answer_facts(task: Task, answer: str, settings: Settings) -> KernelFacts:
     from kernelgen.pipeline import Case
 
     case = Case(task, answer, settings, checked=check(parse_kernel(answer)))
-    return kernel_facts(compiled_for(case, dict(task.bench_sizes)))
+    return kernel_facts(compiled_for(case, dict(task.bench_sizes), task.scalars))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,22 +4,29 @@ A thin layer over :mod:`kernelgen.pipeline`: it parametrises a test per (task, s
 the provider for answers (cached for the session), hands each answer to
 :func:`~kernelgen.pipeline.evaluate_answer`, reports the outcome, feeds GPU timings to
 pytest-benchmark, and prints a summary per tier and outcome. In other projects it stays inert:
-it adds options and the ``gpu`` skip, nothing else.
+it adds options (checked at start, :mod:`kernelgen.options`) and the ``gpu`` skip, nothing else.
+
+The front end fails early and once: a wrong option is a usage error at configure time, a
+provider that cannot be made one when the cases are collected, and a model server that cannot
+be reached stops the run after the case that found out (:mod:`kernelgen.breaker`).
 """
 
 from __future__ import annotations
 
-import functools
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from kernelgen.errors import Outcome
+from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.metrics import by_tier, fast_p, geomean_speedup, max_samples, mean_pass_at_k
+from kernelgen.options import OptionError, RunOptions
 
 RESULT_KEY = "kernelgen_result"
+STOPPED_KEY = "kernelgen_stopped"
+CASE_FIXTURES = ("kg_case", "kg_baseline_case", "tritonbench_operator")
 
 # Reports and scale (results store, W&B, Allure, --shard): kernelgen.report.plugin; the
 # TritonBench-T track: kernelgen.tritonbench.pytest_plugin.
@@ -32,89 +39,46 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-@functools.lru_cache(maxsize=1)
-def gpu_unavailable_reason() -> str | None:
-    """Why GPU work cannot run here, or None when a CUDA GPU is present."""
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU on this machine"
-    return None
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from kernelgen.options import OPTIONS
+
     group = parser.getgroup("kernelgen", "kernelgen benchmark")
-
-    def option(name: str, ini: str, help_text: str, default: Any = None, **kwargs: Any) -> None:
-        group.addoption(name, dest=ini, default=None, help=f"{help_text} (ini: {ini}; default: {default})", **kwargs)
-        parser.addini(ini, help_text, default=None if default is None else str(default))
-
-    option("--llm", "kg_llm", "provider of the kernels: reference, openai, nim, ollama, gemini, remote, hf, replay:DIR",
-           "reference")
-    option("--model", "kg_model", "model name sent to the provider")
-    option("--base-url", "kg_base_url", "the provider's base URL")
-    option("--samples", "kg_samples", "answers per task (pass@k uses them all)", 1)
-    option("--repair-rounds", "kg_repair_rounds", "rounds of diagnostics sent back to the model after a failure", 0)
-    option("--optimize-rounds", "kg_optimize_rounds", "rounds in which a correct kernel's times and compiler facts "
-           "go back to the model for a faster one (GPU mode)", 0)
-    option("--temperature", "kg_temperature", "sampling temperature (use > 0 with --samples > 1)", 0.0)
-    option("--max-tokens", "kg_max_tokens", "the most tokens an answer may have", 4096)
-    option("--kg-cache", "kg_cache", "the generation cache (shared by xdist workers; replay with --llm replay:DIR)",
-           ".kernelgen-cache/generations")
-    option("--target", "kg_target", "compile target (sm_80, sm_86, sm_89, sm_90); default: the GPU present, else sm_90")
-    option("--kg-shapes", "kg_shapes", "hypothesis-drawn size assignments checked per case", 5)
-    option("--kg-seed", "kg_seed", "seed of the shape and input draws", 0)
-    option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto")
-    option("--kg-timeout", "kg_timeout", "seconds one kernel launch (in CPU mode: its interpretation, per size "
-           "assignment) may take before it counts as a timeout", 60)
-
-
-def _value(config: pytest.Config, name: str, default: Any, kind: type = str) -> Any:
-    value = getattr(config.option, name, None)
-    if value is None:
-        value = config.getini(name) or None
-    return default if value is None else kind(value)
+    for option in OPTIONS:
+        default = "" if option.default is None else f"; default: {option.default}"
+        group.addoption(option.flag, dest=option.ini, default=None, help=f"{option.help} (ini: {option.ini}{default})")
+        parser.addini(option.ini, option.help, default=None)
 
 
 class Session:
-    """What one pytest session shares between cases: settings, the provider, generations."""
+    """What one pytest session shares between cases: settings, the provider, generations, and
+    the circuit breaker that stops the run when the model server cannot be reached."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        from kernelgen.devices import share_cpu_threads
+    def __init__(self, options: RunOptions) -> None:
+        from kernelgen.breaker import CircuitBreaker
+        from kernelgen.devices import gpu_unavailable_reason, share_cpu_threads
+        from kernelgen.env import generation_cache_dir
+        from kernelgen.generation import GenerationCache
         from kernelgen.pipeline import Settings
         from kernelgen.providers import ProviderOptions, Sampling, make_provider
 
         share_cpu_threads()  # before the executor and compile workers start
-        self.config = config
-        self.llm = _value(config, "kg_llm", "reference")
-        self.samples = _value(config, "kg_samples", 1, int)
-        self.repair_rounds = _value(config, "kg_repair_rounds", 0, int)
-        self.optimize_rounds = _value(config, "kg_optimize_rounds", 0, int)
-        self.sampling = Sampling(temperature=_value(config, "kg_temperature", 0.0, float),
-                                 max_tokens=_value(config, "kg_max_tokens", 4096, int),
-                                 seed=_value(config, "kg_seed", 0, int))
-        self.provider = make_provider(self.llm, ProviderOptions(base_url=_value(config, "kg_base_url", None),
-                                                                model=_value(config, "kg_model", None)))
-        cache_dir = Path(_value(config, "kg_cache", str(config.rootpath / ".kernelgen-cache" / "generations")))
-        from kernelgen.generation import GenerationCache
-
-        self.cache = GenerationCache(cache_dir)
-        mode = _value(config, "kg_mode", "auto")
-        if mode not in ("auto", "cpu", "gpu"):
-            raise pytest.UsageError(f"--kg-mode takes auto, cpu or gpu, not {mode!r}")
-        reason = gpu_unavailable_reason()
-        if mode == "gpu" and reason:
-            raise pytest.UsageError(f"--kg-mode gpu: {reason}")
-        self.gpu = mode == "gpu" or (mode == "auto" and reason is None)
-        target = _value(config, "kg_target", None) or self._default_target()
-        self.settings = Settings(target=target, shapes=_value(config, "kg_shapes", 5, int),
-                                 seed=_value(config, "kg_seed", 0, int), gpu=self.gpu,
-                                 timeout_s=_value(config, "kg_timeout", 60.0, float))
+        self.options = options
+        self.llm = options.llm
+        self.samples = options.samples
+        self.repair_rounds = options.repair_rounds
+        self.optimize_rounds = options.optimize_rounds
+        self.sampling = Sampling(temperature=options.temperature, max_tokens=options.max_tokens, seed=options.seed)
+        self.provider = make_provider(self.llm, ProviderOptions(base_url=options.base_url, model=options.model))
+        self.cache = GenerationCache(options.cache or generation_cache_dir())
+        self.gpu = options.mode == "gpu" or (options.mode == "auto" and gpu_unavailable_reason() is None)
+        self.settings = Settings(target=options.target or self._default_target(), shapes=options.shapes,
+                                 seed=options.seed, gpu=self.gpu, timeout_s=options.timeout_s)
+        self.breaker = CircuitBreaker()
         self._executor = None
 
     def _default_target(self) -> str:
+        from kernelgen.devices import gpu_unavailable_reason
+
         if gpu_unavailable_reason() is None:
             from kernelgen.devices import worker_gpu
 
@@ -213,20 +177,65 @@ class Session:
 
 
 _SESSION_KEY = pytest.StashKey[Session]()
+_OPTIONS_KEY = pytest.StashKey[RunOptions]()
+
+
+def usage_error(error: KernelgenError) -> pytest.UsageError:
+    """pytest's usage error (one ``ERROR:`` line, exit status 4) for a setting no case can run with."""
+    return pytest.UsageError(error.message)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_SESSION_KEY] = None  # made on first use: a plain `pytest tests` pays nothing
+    options = run_options(config)  # every option, checked once: one line here, not a traceback per case
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        _check_provider(options)
+    config.stash[_SESSION_KEY] = None  # made once cases are collected: a plain `pytest tests` pays nothing
     _results.clear()
     _unjudged.clear()
+    _stopped.clear()
+
+
+def _check_provider(options: RunOptions) -> None:
+    """On an xdist controller, which collects no cases, make the provider once: one that cannot
+    be made (no model named, no key) would otherwise fail every worker's collection. Not for
+    ``reference`` (nothing to check) nor ``hf`` (it would load the checkpoint here too)."""
+    from kernelgen.providers import ProviderOptions, make_provider
+
+    if options.llm.partition(":")[0] not in ("reference", "hf"):
+        try:
+            make_provider(options.llm, ProviderOptions(base_url=options.base_url, model=options.model))
+        except KernelgenError as error:
+            raise usage_error(error) from None
+
+
+def run_options(config: pytest.Config) -> RunOptions:
+    """The run's checked options (read on the first call, by whichever plugin configures first)."""
+    from kernelgen.options import read_options
+
+    if _OPTIONS_KEY not in config.stash:
+        try:
+            config.stash[_OPTIONS_KEY] = read_options(lambda dest: getattr(config.option, dest, None), config.getini)
+        except OptionError as error:
+            raise usage_error(error) from None
+    return config.stash[_OPTIONS_KEY]
 
 
 def kg_session(config: pytest.Config) -> Session:
     session = config.stash.get(_SESSION_KEY, None)
     if session is None:
-        session = Session(config)
+        session = Session(run_options(config))
         config.stash[_SESSION_KEY] = session
     return session
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Make the provider, cache and settings before the first case where cases will run, so
+    that a provider that cannot be made (no model named, no key) is one usage error."""
+    if any(name in getattr(item, "fixturenames", ()) for item in session.items for name in CASE_FIXTURES):
+        try:
+            kg_session(session.config)
+        except KernelgenError as error:
+            raise usage_error(error) from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -244,7 +253,7 @@ def _tier_of(path: Path) -> str | None:
 def _case_params(config: pytest.Config, tier: str | None, track_mark: Any, extra_marks: tuple = ()) -> list:
     from kernelgen.tasks import load_tasks
 
-    samples = _value(config, "kg_samples", 1, int)
+    samples = run_options(config).samples
     params = []
     for task in load_tasks(tier):
         for sample in range(samples):
@@ -277,12 +286,45 @@ def report_case(request: pytest.FixtureRequest, result) -> None:
         pytest.fail(f"{result.outcome.value} at {result.stage}: {first}", pytrace=False)
 
 
+def asking_the_model(request: pytest.FixtureRequest, case: Callable[[Session], Any]) -> Any:
+    """``case(session)``'s result, unless the model server was found unreachable: then the case
+    skips with one line. A provider's error fails the case with one line, no traceback; one that
+    says the server is unreachable (raised, or recorded as the result's failure, as the
+    TritonBench-T track does) trips the breaker and stops the run after this case."""
+    from kernelgen.breaker import is_unreachable
+    from kernelgen.providers import ProviderError
+
+    session = kg_session(request.config)
+    if session.breaker.tripped:
+        pytest.skip(session.breaker.skip_message())
+    try:
+        result = case(session)
+    except ProviderError as caught:
+        error = caught  # failed below, outside the handler: no "during handling" chain in the report
+    else:
+        first = result.first_diagnostic()
+        if first is not None and is_unreachable(result.stage, first.code):
+            _stop(request, session, first.message)
+        return result
+    unreachable = is_unreachable(error.stage, error.code)
+    if unreachable:
+        _stop(request, session, error.message)
+    pytest.fail(f"{error.stage}: {error.message}" + ("; the run stops here" if unreachable else ""), pytrace=False)
+
+
+def _stop(request: pytest.FixtureRequest, session: Session, reason: str) -> None:
+    """Trip the breaker: pytest stops after this case, and the summary says why."""
+    session.breaker.trip(request.node.name, reason)
+    request.node.user_properties.append((STOPPED_KEY, f"{session.breaker.stop_message()}: {reason}"))
+    request.session.shouldfail = session.breaker.stop_message()
+
+
 def run_pipeline_case(kg_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
     """One task's sample through the constrained pipeline (re-exported by bench/<tier>/)."""
     from kernelgen.tasks import get_task
 
     task_id, sample = kg_case
-    report_case(request, kg_session(request.config).run(get_task(task_id), sample))
+    report_case(request, asking_the_model(request, lambda session: session.run(get_task(task_id), sample)))
 
 
 def run_baseline_case(kg_baseline_case: tuple[str, int], request: pytest.FixtureRequest) -> None:
@@ -292,12 +334,11 @@ def run_baseline_case(kg_baseline_case: tuple[str, int], request: pytest.Fixture
     from kernelgen.ablation import interpreter_limitation
 
     task_id, sample = kg_baseline_case
-    session = kg_session(request.config)
     task = get_task(task_id)
-    limitation = None if session.gpu else interpreter_limitation(task)
+    limitation = None if kg_session(request.config).gpu else interpreter_limitation(task)
     if limitation:
         pytest.skip(limitation)
-    report_case(request, session.run_baseline(task, sample))
+    report_case(request, asking_the_model(request, lambda session: session.run_baseline(task, sample)))
 
 
 def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
@@ -308,22 +349,47 @@ def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from kernelgen.devices import gpu_unavailable_reason
+
     reason = None
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             reason = reason or gpu_unavailable_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+    _leave_out_the_baseline(config, items)
+
+
+_TRACK_NAMES = re.compile(r"\b(ablation|baseline)\b")
+
+
+def _leave_out_the_baseline(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The raw-LLM baseline runs when asked for: a ``-m`` expression that names neither
+    ``ablation`` nor ``baseline`` (``-m easy``, ``-m "hard or med"``) selects the benchmark's
+    tiers through the pipeline only, although the baseline's cases carry their tier's mark too
+    (so that ``-m "ablation and easy"`` works). Without ``-m``, or with the baseline's folder
+    named on the command line (``pytest bench/ablation -m easy``), everything collected runs."""
+    expression = config.getoption("markexpr", "") or ""
+    if not expression or _TRACK_NAMES.search(expression):
+        return
+    if any("ablation" in Path(arg.split("::")[0]).parts for arg in config.args):
+        return
+    dropped = [item for item in items if item.get_closest_marker("baseline") is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.get_closest_marker("baseline") is None]
 
 
 # -- the summary ---------------------------------------------------------------------------
 
-# Results reach the controller through the reports (xdist forwards user_properties).
+# Results reach the controller through the reports (xdist forwards user_properties), and so
+# does the circuit breaker's message of a case that found the model server unreachable.
 _results: list[str] = []
 # The kernelgen cases that failed with no result (an error before or outside the judging: the
 # provider, a fixture), by node id: the summary says how many its scores leave out.
 _unjudged: set[str] = set()
 CASE_KEY = "kernelgen_case"
+_stopped: list[str] = []
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -335,7 +401,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     keys = {key for key, _ in report.user_properties}
     if report.when == "call":
-        _results.extend(value for key, value in report.user_properties if key == RESULT_KEY)
+        for key, value in report.user_properties:
+            if key == RESULT_KEY:
+                _results.append(value)
+            elif key == STOPPED_KEY and not _stopped:
+                _stopped.append(value)
     if report.failed and CASE_KEY in keys and RESULT_KEY not in keys:
         _unjudged.add(report.nodeid)
 
@@ -429,12 +499,15 @@ def _paired(cases: list) -> str:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Said once at the start (also under -q): optimization rounds asked for where nothing can
     be timed."""
+    from kernelgen.devices import gpu_unavailable_reason
+
     config = session.config
-    rounds = _value(config, "kg_optimize_rounds", 0, int)
+    options = run_options(config)
+    rounds = options.optimize_rounds
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if not rounds or reporter is None or hasattr(config, "workerinput"):
         return
-    if _value(config, "kg_mode", "auto") == "cpu" or gpu_unavailable_reason() is not None:
+    if options.mode == "cpu" or gpu_unavailable_reason() is not None:
         from kernelgen.optimize import CPU_SKIP
 
         reporter.write_line(f"kernelgen: --optimize-rounds {rounds}: {CPU_SKIP}")
@@ -445,6 +518,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if _unjudged:
         lines.append(f"{len(_unjudged)} kernelgen cases failed before they were judged (no result; see the "
                      "errors above): the scores above leave them out")
+    if _stopped:
+        lines.append(_stopped[0].replace("stopping after", "the run stopped after", 1))
     if lines:
         terminalreporter.write_sep("=", "kernelgen summary")
         for line in lines:

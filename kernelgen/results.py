@@ -4,7 +4,7 @@ W&B all read. One record per (task, track, sample)."""
 from __future__ import annotations
 
 import traceback
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -89,12 +89,16 @@ class Optimization(BaseModel):
                                                   "retries); the best answer so far stays the result")
 
 
+Track = Literal["pipeline", "baseline", "tritonbench"]
+TRACKS: tuple[str, ...] = get_args(Track)
+
+
 class CaseResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task: str
     tier: str
-    track: Literal["pipeline", "baseline", "tritonbench"] = "pipeline"
+    track: Track = "pipeline"
     provider: str
     model: str
     sample: int = 0

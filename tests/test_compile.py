@@ -23,10 +23,11 @@ from test_lower import CASES, VADD, checked_case
 
 from kernelgen.check import ValueType, check
 from kernelgen.cli import main as cli_main
-from kernelgen.compile import (CACHE_ENV, CompiledKernel, CompilerProcess, cache_directory, cache_key, cache_load,
+from kernelgen.compile import (CompiledKernel, CompilerProcess, cache_directory, cache_key, cache_load,
                                cache_store, compile_in_process, compile_kernel, compiler_process, divisible_params,
                                resolve_options)
 from kernelgen.errors import CompileError, LoweringError
+from kernelgen.env import CACHE_DIR_VARIABLE
 from kernelgen.host import plan_for_sizes
 from kernelgen.language import Kernel
 from kernelgen.parse import parse_kernel
@@ -189,8 +190,8 @@ def test_concurrent_writers_never_leave_a_partial_entry(tmp_path: Path) -> None:
 
 
 def test_the_cache_directory_comes_from_the_environment(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    assert cache_directory() == tmp_path
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path))
+    assert cache_directory() == tmp_path / "compile"
     assert cache_directory(tmp_path / "given") == tmp_path / "given"
     compile_kernel(vadd(), "sm_90", in_process=True)
     assert len(list(tmp_path.rglob("*.kgc"))) == 1
@@ -304,7 +305,7 @@ def test_generated_kernels_agree_with_the_interpreter_on_the_gpu() -> None:
 
 @pytest.fixture
 def vadd_file(tmp_path: Path, monkeypatch) -> Path:
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
     path = tmp_path / "vadd.json"
     path.write_text(json.dumps(VADD))
     return path

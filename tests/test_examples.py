@@ -71,6 +71,19 @@ def test_the_four_examples_are_there() -> None:
     assert [p.stem for p in EXAMPLE_FILES] == ["layernorm", "matmul", "softmax", "vector_add"]
 
 
+@pytest.mark.parametrize("command", ["interpret", "run"])
+@pytest.mark.parametrize("sizes, error", [
+    (["M=4", "N=-5"], "--size N=-5: a size is an integer >= 0"),
+    (["M=4", "N=8", "Q=4"], "--size Q=4: softmax has no size Q (its sizes: M, N)"),
+    (["M=4", "N=eight"], "--size takes NAME=INTEGER, got 'N=eight'"),
+])
+def test_a_bad_size_is_one_usage_line(command: str, sizes: list[str], error: str, capsys) -> None:
+    argv = [command, str(EXAMPLES / "softmax.json"), *(a for size in sizes for a in ("--size", size))]
+    assert cli_main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"kernelgen {command}: error: {error}\n" and captured.out == ""
+
+
 @pytest.mark.parametrize("n", [1, 2, 1000, 1023, 1024, 1025, 4099, 100_003])
 def test_vector_add_matches_torch(n: int) -> None:
     args, out = run_example("vector_add", {"N": n})

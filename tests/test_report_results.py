@@ -20,13 +20,14 @@ from kernelgen.results import CaseResult, Timing
 
 
 def case(task: str, outcome: str = "ok", speedup: float | None = None, *, tier: str = "easy", sample: int = 0,
-         model: str = "m") -> CaseResult:
+         model: str = "m", track: str = "pipeline") -> CaseResult:
     timing = None
     if speedup is not None:
         timing = Timing(sizes={"N": 1024}, kernel_ms=1.0 / speedup, eager_ms=1.0, speedup=speedup, gbps=100.0,
                         tflops=0.1, roofline_fraction=0.5)
     diagnostics = [] if outcome == "ok" else [{"path": "/body/0", "code": "x", "message": "wrong"}]
-    return CaseResult(task=task, tier=tier, provider="p", model=model, sample=sample, outcome=Outcome(outcome),
+    return CaseResult(task=task, tier=tier, track=track, provider="p", model=model, sample=sample,
+                      outcome=Outcome(outcome),
                       stage=None if outcome == "ok" else "verify", diagnostics=diagnostics, mode="gpu",
                       target="sm_90", timing=timing,
                       artifacts={"ast": json.dumps({"name": task}), "ptx": f"// ptx of {task}\n",
@@ -151,6 +152,26 @@ def test_compare_command_prints_summaries_scores_and_changes(tmp_path: Path,
     assert "== before" in out and "== after" in out and "kernels from: p/m" in out
     assert "2 of 5 tasks changed" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_tasks_two_tracks_are_two_tasks_not_two_samples(tmp_path: Path) -> None:
+    # One sample per task, each through the pipeline and the baseline: pass@1 only, per track.
+    both = [case("a"), case("a", "syntax_error", track="baseline"), case("b"), case("b", track="baseline")]
+    assert mean_pass_at_k(both, 1) == (0.75, 4) and mean_pass_at_k(both, 2) is None
+    table = score_table(load_runs([write_run(tmp_path / "both.jsonl", both)]))
+    header = table[0].split()
+    assert header[:3] == ["tier", "track", "run"] and "pass@2" not in header
+    rows = {(cells[0], cells[1]): dict(zip(header, cells)) for cells in (line.split() for line in table[1:])}
+    assert rows[("easy", "pipeline")]["pass@1"] == "100.0%" and rows[("easy", "baseline")]["pass@1"] == "50.0%"
+    assert rows[("all", "baseline")]["cases"] == "2"
+
+
+def test_tasks_missing_from_a_run_are_reported_as_missing_not_as_changed() -> None:
+    partial = [c for c in RUN_B if c.task not in ("a", "e")]
+    lines = task_changes([Run("A", Path("A.jsonl"), RUN_A), Run("B", Path("B.jsonl"), partial)])
+    assert lines[0].startswith("1 of 3 tasks changed")  # c; a is missing from B, b and d unchanged
+    assert lines[-1] == "missing from B (2 of 5 tasks, not compared): easy/a, hard/e"
+    assert not any(line.startswith(("easy/a", "hard/e")) for line in lines)
 
 
 def test_compare_of_one_run_has_no_task_section() -> None:

@@ -7,9 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from kernelgen.check import check
+from kernelgen.commands import UsageError
 from kernelgen.errors import Diagnostic, KernelgenError
 from kernelgen.parse import parse_kernel
+
+if TYPE_CHECKING:
+    from kernelgen.language import Kernel
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +30,23 @@ def parse_assignments(items: list[str], what: str) -> dict[str, int]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip().lstrip("-").isdigit():
-            raise KernelgenError(f"--{what} takes NAME=INTEGER, got {item!r}", code="bad_argument")
+            raise UsageError(f"--{what} takes NAME=INTEGER, got {item!r}", code="bad_argument")
         values[name.strip()] = int(value)
     return values
+
+
+def parse_sizes(items: list[str], kernel: Kernel) -> dict[str, int]:
+    """``--size NAME=VALUE`` assignments for ``kernel``: each a size name of its inputs'
+    shapes, each value >= 0 (a size is a tensor's extent)."""
+    sizes = parse_assignments(items, "size")
+    known = sorted({d for i in kernel.inputs if i.is_plain for d in i.shape or () if isinstance(d, str)})
+    for name, value in sizes.items():
+        if name not in known:
+            raise UsageError(f"--size {name}={value}: {kernel.name} has no size {name} (its sizes: "
+                             f"{', '.join(known) or 'none'})", code="unknown_size")
+        if value < 0:
+            raise UsageError(f"--size {name}={value}: a size is an integer >= 0", code="bad_size")
+    return sizes
 
 
 def read_source(file: str) -> bytes:

@@ -45,8 +45,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "connections are retried with backoff)")
     parser.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
     parser.add_argument("--cache-dir", metavar="DIR",
-                        help="where generations are recorded (default: $KERNELGEN_CACHE_DIR or "
-                             ".kernelgen/generations)")
+                        help="where generations are recorded (default: generations/ in $KERNELGEN_CACHE_DIR, "
+                             "else in ~/.cache/kernelgen)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor record generations")
 
 
@@ -66,7 +66,7 @@ def _request(args: argparse.Namespace) -> GenerationRequest:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.env import default_cache_dir
+    from kernelgen.env import generation_cache_dir
     from kernelgen.generation import GenerationCache, generate_samples
     from kernelgen.grammar import validate_answer
     from kernelgen.providers import ProviderOptions, make_provider
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                               retry=RetryPolicy(max_attempts=max(1, args.max_attempts)),
                               concurrency=max(1, args.concurrency))
     provider = make_provider(args.llm, options)
-    cache = None if args.no_cache else GenerationCache(args.cache_dir or default_cache_dir())
+    cache = None if args.no_cache else GenerationCache(args.cache_dir or generation_cache_dir())
     failed = 0
     for sample in generate_samples(provider, request, args.samples, cache):
         if sample.error is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from kernelgen.commands.check import parse_assignments, read_source
+from kernelgen.commands.check import parse_assignments, parse_sizes, read_source
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from kernelgen.parse import parse_kernel
 
     checked = check(parse_kernel(read_source(args.file)), parse_assignments(args.meta, "meta"))
-    inputs = random_inputs(checked.kernel, parse_assignments(args.size, "size"), seed=args.seed)
+    inputs = random_inputs(checked.kernel, parse_sizes(args.size, checked.kernel), seed=args.seed)
     outputs = interpret(checked, inputs)
     for name, tensor in outputs.items():
         values = tensor.float()

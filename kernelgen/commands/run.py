@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernelgen.commands.check import parse_assignments, read_source
+from kernelgen.commands.check import parse_assignments, parse_sizes, read_source
 
 NO_GPU_STATUS = 2
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from kernelgen.parse import parse_kernel
 
     checked = check(parse_kernel(read_source(args.file)), parse_assignments(args.meta, "meta"))
-    inputs = random_inputs(checked.kernel, parse_assignments(args.size, "size"), seed=args.seed)
+    inputs = random_inputs(checked.kernel, parse_sizes(args.size, checked.kernel), seed=args.seed)
     # Sizes that are multiples of 16 this time are compiled as such (vectorized accesses).
     divisible = divisible_params(plan_launch(checked, inputs))
 

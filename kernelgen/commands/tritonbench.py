@@ -75,13 +75,14 @@ def configure_generate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", metavar="SM",
                         help="compile target, e.g. sm_90 (default: the GPU present, else sm_90)")
     parser.add_argument("--cache-dir", metavar="DIR",
-                        help="where generations are recorded (default: $KERNELGEN_CACHE_DIR or .kernelgen/generations)")
+                        help="where generations are recorded (default: generations/ in $KERNELGEN_CACHE_DIR, "
+                             "else in ~/.cache/kernelgen)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor record generations")
 
 
 def run_generate(args: argparse.Namespace) -> int:
     from kernelgen.compile import default_target
-    from kernelgen.env import default_cache_dir
+    from kernelgen.env import generation_cache_dir
     from kernelgen.errors import KernelgenError
     from kernelgen.generation import GenerationCache
     from kernelgen.providers import ProviderOptions, make_provider
@@ -98,7 +99,7 @@ def run_generate(args: argparse.Namespace) -> int:
             raise KernelgenError(f"no operator {', '.join(unknown)} in {bench.root}", code="unknown_operator")
         operators = [bench.operator(name) for name in wanted]
     provider = make_provider(args.llm, ProviderOptions(base_url=args.base_url, model=args.model))
-    cache = None if args.no_cache else GenerationCache(args.cache_dir or default_cache_dir())
+    cache = None if args.no_cache else GenerationCache(args.cache_dir or generation_cache_dir())
     run = Generation(provider=provider, kind=args.prompt, target=args.target or default_target(), cache=cache)
     manifest = generate_all(bench, operators, run, args.out)
     for entry in manifest.operators:

@@ -2,11 +2,13 @@
 
 For each run, the terminal summary of the plugin (:func:`kernelgen.pytest_plugin.summarize`:
 outcomes per tier, pass@k, fast_1, geometric mean); then one table of the scores of every run
-per tier (pass rate, pass@1 and pass@k, fast_0, fast_1 and fast_1.5 with failures in the
-denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.metrics`); then the
-tasks whose outcome or speedup differs between runs. Runs with optimization rounds get a table
-of fast_1, fast_1.5 and the geometric mean before and after the rounds. A merged run compares
-like any other.
+per tier and track (pass rate, pass@1 and pass@k, fast_0, fast_1 and fast_1.5 with failures in
+the denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.metrics`); then
+the tasks whose outcome or speedup differs between the runs that all have them, and the tasks
+missing from a run. A task is scored per (track, task, sample): the pipeline's and the
+baseline's cases of one task are two tasks, never two samples. A merged run compares like any
+other. Runs with optimization rounds get a table of fast_1, fast_1.5 and the geometric mean
+before and after the rounds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Sequence
 
 from kernelgen.errors import KernelgenError
 from kernelgen.metrics import FAST_P_THRESHOLDS, by_tier, geomean_speedup, max_samples, score, tier_key
+from kernelgen.results import TRACKS
 from kernelgen.progress import progress
 from kernelgen.report.store import StoredCase, read_run
 
@@ -70,24 +73,30 @@ def _percent(value: float | None) -> str:
 
 
 def score_table(runs: Sequence[Run]) -> list[str]:
-    """The scores of every run, per tier and over all tiers."""
+    """The scores of every run, per tier and over all tiers; per track too where the runs hold
+    more than one (scores over two tracks' cases would mean nothing)."""
     k_max = max((max_samples(run.cases) for run in runs), default=1)
     ks = sorted({1, k_max})
-    header = ["tier", "run", "cases", "pass", *(f"pass@{k}" for k in ks), *(f"fast_{p:g}" for p in FAST_P_THRESHOLDS),
-              "geomean", "timed"]
+    tracks = sorted({case.track for run in runs for case in run.cases}, key=TRACKS.index)
+    by_track = len(tracks) > 1
+    header = ["tier", *(["track"] if by_track else []), "run", "cases", "pass", *(f"pass@{k}" for k in ks),
+              *(f"fast_{p:g}" for p in FAST_P_THRESHOLDS), "geomean", "timed"]
     tiers = sorted({case.tier for run in runs for case in run.cases}, key=tier_key)
     rows = []
     for tier in [*tiers, "all"]:
-        for run in runs:
-            cases = run.cases if tier == "all" else by_tier(run.cases).get(tier, [])
-            if not cases:
-                continue
-            scores = score(cases, ks)
-            geomean = f"{scores.geomean[0]:.2f}x" if scores.geomean else ABSENT
-            timed = str(scores.geomean[1]) if scores.geomean else "0"
-            rows.append([tier, run.label, str(scores.cases), _percent(scores.pass_rate),
-                         *(_percent(scores.pass_at[k][0]) if k in scores.pass_at else ABSENT for k in ks),
-                         *(_percent(scores.fast[p]) for p in FAST_P_THRESHOLDS), geomean, timed])
+        for track in tracks:
+            for run in runs:
+                cases = [case for case in (run.cases if tier == "all" else by_tier(run.cases).get(tier, []))
+                         if case.track == track]
+                if not cases:
+                    continue
+                scores = score(cases, ks)
+                geomean = f"{scores.geomean[0]:.2f}x" if scores.geomean else ABSENT
+                timed = str(scores.geomean[1]) if scores.geomean else "0"
+                rows.append([tier, *([track] if by_track else []), run.label, str(scores.cases),
+                             _percent(scores.pass_rate),
+                             *(_percent(scores.pass_at[k][0]) if k in scores.pass_at else ABSENT for k in ks),
+                             *(_percent(scores.fast[p]) for p in FAST_P_THRESHOLDS), geomean, timed])
     return format_table(header, rows)
 
 
@@ -159,9 +168,7 @@ def task_states(run: Run) -> dict[tuple[str, str, str], TaskState]:
     return states
 
 
-def _changed(states: Sequence[TaskState | None], speedup_change: float) -> bool:
-    if any(state is None for state in states):
-        return True
+def _changed(states: Sequence[TaskState], speedup_change: float) -> bool:
     if len({state.outcomes for state in states}) > 1:
         return True
     speedups = [state.speedup for state in states if state.speedup is not None]
@@ -171,21 +178,33 @@ def _changed(states: Sequence[TaskState | None], speedup_change: float) -> bool:
 
 
 def task_changes(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_CHANGE) -> list[str]:
-    """The tasks whose outcomes differ between runs, or whose speedups differ by more than
-    ``speedup_change`` (a fraction), one row each with every run's result."""
+    """Of the tasks every run has, those whose outcomes differ between runs or whose speedups
+    differ by more than ``speedup_change`` (a fraction), one row each with every run's result;
+    then, per run, the tasks it lacks (reported as missing, not compared)."""
     per_run = [task_states(run) for run in runs]
     keys = sorted({key for states in per_run for key in states}, key=lambda k: (tier_key(k[0]), k[1], k[2]))
     tracks = {key[2] for key in keys}
+
+    def name(key: tuple[str, str, str]) -> str:
+        return f"{key[0]}/{key[1]}" if len(tracks) == 1 else f"{key[0]}/{key[1]} ({key[2]})"
+
+    common = [key for key in keys if all(key in states for states in per_run)]
     rows = []
-    for key in keys:
-        states = [states.get(key) for states in per_run]
+    for key in common:
+        states = [states[key] for states in per_run]
         if _changed(states, speedup_change):
-            name = key[1] if len(tracks) == 1 else f"{key[1]} ({key[2]})"
-            rows.append([f"{key[0]}/{name}", *(str(s) if s is not None else ABSENT for s in states)])
-    if not rows:
-        return [f"no task changed outcome, or speedup by more than {speedup_change:.0%}"]
-    return [f"{len(rows)} of {len(keys)} tasks changed (outcome, or speedup by more than {speedup_change:.0%}):",
-            *format_table(["task", *(run.label for run in runs)], rows)]
+            rows.append([name(key), *(str(s) for s in states)])
+    if rows:
+        lines = [f"{len(rows)} of {len(common)} tasks changed (outcome, or speedup by more than {speedup_change:.0%}):",
+                 *format_table(["task", *(run.label for run in runs)], rows)]
+    else:
+        lines = [f"no task changed outcome, or speedup by more than {speedup_change:.0%}"]
+    for run, states in zip(runs, per_run):
+        missing = [name(key) for key in keys if key not in states]
+        if missing:
+            lines.append(f"missing from {run.label} ({len(missing)} of {len(keys)} tasks, not compared): "
+                         + ", ".join(missing))
+    return lines
 
 
 def compare_lines(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_CHANGE) -> list[str]:

@@ -42,8 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(ini: kg_results)")
     parser.addini("kg_results", "results file of the run (JSON lines)", default=None)
     group.addoption("--wandb", dest="kg_wandb", default=None, choices=("off", "offline", "online"),
-                    help="W&B tracking (ini: kg_wandb; default: online when WANDB_API_KEY is set, else offline; "
-                         "off without the wandb package)")
+                    help="W&B tracking (ini: kg_wandb; default: WANDB_MODE's (disabled, offline, online), else online "
+                         "when WANDB_API_KEY is set, else off)")
     parser.addini("kg_wandb", "W&B tracking: off, offline or online", default=None)
     group.addoption("--shard", dest="kg_shard", default=None, metavar="I/N",
                     help="run only shard I of N (1-based); every case of a task lands in the same shard")
@@ -76,8 +76,12 @@ def pytest_configure(config: pytest.Config) -> None:
         shard = parse_shard(config.getoption("kg_shard")) if config.getoption("kg_shard") else None
         wandb_mode, wandb_note = resolve_mode(_setting(config, "kg_wandb"))
     except KernelgenError as error:
-        raise pytest.UsageError(str(error)) from None
-    needs_artifacts = _results_path(config) is not None or wandb_mode != "off"
+        raise pytest.UsageError(error.message) from None
+    results = _results_path(config)
+    if results is not None and results.is_dir():
+        raise pytest.UsageError(f"--kg-results {results}: is a folder; give the results file, e.g. "
+                                f"{results / 'run.jsonl'}")
+    needs_artifacts = results is not None or wandb_mode != "off"
     config.pluginmanager.register(CaseReporting(needs_artifacts, _alluredir(config) is not None),
                                   "kernelgen-case-reporting")
     if shard is not None:
@@ -141,7 +145,7 @@ class RunReports:
     """In the controller: the results store and W&B per case; Allure's session files at the end."""
 
     def __init__(self, config: pytest.Config, wandb_mode: str, wandb_note: str | None) -> None:
-        from kernelgen.pytest_plugin import _value
+        from kernelgen.pytest_plugin import run_options
 
         self.config = config
         self.results: list[CaseResult] = []
@@ -156,14 +160,12 @@ class RunReports:
         if wandb_mode != "off":
             from kernelgen.report.wandb_run import WandbRun
 
+            options = run_options(config)
             self.wandb = WandbRun(wandb_mode, {
-                "sampling": {"samples": _value(config, "kg_samples", 1, int),
-                             "temperature": _value(config, "kg_temperature", 0.0, float),
-                             "max_tokens": _value(config, "kg_max_tokens", 4096, int),
-                             "repair_rounds": _value(config, "kg_repair_rounds", 0, int)},
-                "shapes": _value(config, "kg_shapes", 5, int), "seed": _value(config, "kg_seed", 0, int),
-                "timeout_s": _value(config, "kg_timeout", 60.0, float), "base_url": _value(config, "kg_base_url", None),
-                "shard": config.getoption("kg_shard")})
+                "sampling": {"samples": options.samples, "temperature": options.temperature,
+                             "max_tokens": options.max_tokens, "repair_rounds": options.repair_rounds},
+                "shapes": options.shapes, "seed": options.seed, "timeout_s": options.timeout_s,
+                "base_url": options.base_url, "shard": config.getoption("kg_shard")})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from kernelgen.pytest_plugin import RESULT_KEY

@@ -1,9 +1,12 @@
 """A benchmark run as a Weights & Biases run (``--wandb off|offline|online``).
 
-The default is ``online`` where a W&B key is set (``WANDB_API_KEY``, in the environment or
-``.env``) and ``offline`` otherwise: an offline run is a folder under ``$WANDB_DIR/wandb`` that
-``wandb sync`` uploads later. ``off`` records nothing. Without the ``wandb`` package the
-default is ``off`` (with a note), and asking for a mode is an error that names the install.
+Tracking is off unless asked for, so that a run writes no ``wandb/`` folder into the checkout:
+``--wandb`` (or the ini key ``kg_wandb``) decides; else W&B's own ``WANDB_MODE`` (``disabled``,
+``offline``, ``online``); else ``online`` where a W&B key is set (``WANDB_API_KEY``, in the
+environment or ``.env``); else ``off``. An offline run is a folder under ``$WANDB_DIR/wandb``
+(default: the working directory) that ``wandb sync`` uploads later. Without the ``wandb``
+package a mode the environment selects gives way to ``off`` (with a note), and a mode asked
+for on the command line is an error that names the install.
 
 Written by the pytest controller only, as cases arrive: per case, its metrics (a history
 step); at the end, a table of every case, the run's scores (per tier and overall) in the
@@ -28,6 +31,8 @@ from kernelgen.metrics import FAST_P_THRESHOLDS, by_tier, max_samples, score
 from kernelgen.results import CaseResult
 
 MODES = ("off", "offline", "online")
+# WANDB_MODE's values (wandb's own, old ones included) as our modes.
+WANDB_MODES = {"disabled": "off", "offline": "offline", "dryrun": "offline", "online": "online", "run": "online"}
 DEFAULT_PROJECT = "kernelgen"
 KERNEL_FILES = {"ast": "ast.json", "ttir": "kernel.ttir", "ptx": "kernel.ptx"}
 TABLE_COLUMNS = ["tier", "task", "sample", "track", "provider", "model", "outcome", "stage", "first_diagnostic",
@@ -40,22 +45,33 @@ class WandbError(KernelgenError):
 
 
 def resolve_mode(requested: str | None) -> tuple[str, str | None]:
-    """The W&B mode to use and, when a default had to give way, why."""
+    """The W&B mode to use (see the module's docstring) and, when it had to give way, why."""
     if requested is not None and requested not in MODES:
         raise WandbError(f"--wandb takes {', '.join(MODES)}, not {requested!r}", code="bad_wandb_mode")
-    if requested == "off":
+    if requested is not None:
+        if requested != "off" and not _installed():
+            require("wandb", f"--wandb {requested}", "track")
+        return requested, None
+    environment = os.environ.get("WANDB_MODE", "").strip().lower()
+    if environment:
+        if environment not in WANDB_MODES:
+            raise WandbError(f"WANDB_MODE takes {', '.join(WANDB_MODES)}, not {environment!r}",
+                             code="bad_wandb_mode")
+        mode, why = WANDB_MODES[environment], f"WANDB_MODE={environment}"
+    elif getenv("WANDB_API_KEY"):
+        mode, why = "online", "WANDB_API_KEY is set"
+    else:
         return "off", None
+    if mode != "off" and not _installed():
+        return "off", f"W&B: off ({why}, but the wandb package is not installed: pip install 'kernelgen[track]')"
+    return mode, None
+
+
+def _installed() -> bool:
     spec = importlib.util.find_spec("wandb")
     # W&B writes its runs into ./wandb: from the working directory that folder imports as a
     # namespace package (no origin), which is not the wandb package.
-    installed = spec is not None and spec.origin is not None
-    if requested is None:
-        if not installed:
-            return "off", "W&B: off (the wandb package is not installed: pip install 'kernelgen[track]')"
-        return ("online" if getenv("WANDB_API_KEY") else "offline"), None
-    if not installed:
-        require("wandb", f"--wandb {requested}", "track")
-    return requested, None
+    return spec is not None and spec.origin is not None
 
 
 def case_name(result: CaseResult) -> str:

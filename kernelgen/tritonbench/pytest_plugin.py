@@ -33,7 +33,8 @@ FIXTURE = "tritonbench_operator"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The track's options, in the main plugin's option group."""
+    """The track's options, in the main plugin's option group (added here, not imported by the
+    main plugin: a module imported before pytest registers it escapes assertion rewriting)."""
     group = parser.getgroup("kernelgen", "kernelgen benchmark")
     group.addoption("--tritonbench-root", dest="tritonbench_root", default=None, metavar="PATH",
                     help=f"a TritonBench checkout (default: ${ROOT_VARIABLE}, else {SAMPLE} beside the rootdir)")
@@ -70,14 +71,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if root is None:
         metafunc.parametrize(FIXTURE, [pytest.param(None, id="no-checkout", marks=pytest.mark.skip(reason=why))])
         return
-    from kernelgen.pytest_plugin import _value
+    from kernelgen.pytest_plugin import run_options
     from kernelgen.tritonbench.goldens import track_directory, unsupported_reasons
 
     marks = [pytest.mark.tritonbench, pytest.mark.pipeline]
     # The reference answers are our goldens: an operator the language cannot express is an
     # expected failure there (strict: one that starts passing must be moved out of the list).
     # Any other provider is judged on every operator.
-    known = unsupported_reasons(track_directory()) if _value(metafunc.config, "kg_llm", "reference") == "reference" else {}
+    known = unsupported_reasons(track_directory()) if run_options(metafunc.config).llm == "reference" else {}
     params = []
     for op in _load(str(root)).operators:
         expected = [pytest.mark.xfail(reason=f"unsupported: {known[op.name]}", strict=True)] if op.name in known else []
@@ -87,17 +88,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def run_tritonbench_case(tritonbench_operator: str, request: pytest.FixtureRequest) -> None:
     """One operator, scored (re-exported by ``bench/tritonbench/test_tritonbench.py``)."""
-    from kernelgen.pytest_plugin import kg_session, report_case
+    from kernelgen.pytest_plugin import asking_the_model, report_case
     from kernelgen.tritonbench.evaluate import evaluate_operator
 
     config = request.config
-    session = kg_session(config)
     root, _ = checkout_root(config)
     operator = _load(str(root)).operator(tritonbench_operator)
-    session.settings.executor = session.executor
-    result = evaluate_operator(operator, session.provider, session.settings, cache=session.cache,
-                               sampling=session.sampling, prompt_kind=config.getoption("tritonbench_prompt"))
-    report_case(request, result)
+
+    def evaluate(session: Any) -> Any:
+        session.settings.executor = session.executor
+        return evaluate_operator(operator, session.provider, session.settings, cache=session.cache,
+                                 sampling=session.sampling, prompt_kind=config.getoption("tritonbench_prompt"))
+
+    report_case(request, asking_the_model(request, evaluate))
 
 
 # -- the summary ---------------------------------------------------------------------------
@@ -108,6 +111,9 @@ _results: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("tritonbench_root", None)
+    if given and not Path(given).is_dir():  # at start, not as a collection error of the track's file
+        raise pytest.UsageError(f"--tritonbench-root {given}: no such folder (a TritonBench checkout)")
     _results.clear()
 
 
