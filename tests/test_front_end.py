@@ -29,7 +29,10 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path
     """A project with the easy tier and the baseline, caches in a folder of its own."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg")))
-    for name in ("KERNELGEN_CACHE_DIR", "WANDB_MODE", "WANDB_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL"):
+    # A user's shell: no kernelgen or W&B settings, and not inside an xdist worker (under
+    # `pytest -n 2` the worker's variables made pytest-benchmark warn in the runs below).
+    for name in ("KERNELGEN_CACHE_DIR", "WANDB_MODE", "WANDB_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL",
+                 "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
     pytester.makeconftest('pytest_plugins = ["kernelgen.pytest_plugin"]\n')
