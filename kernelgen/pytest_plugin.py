@@ -68,6 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option("--kg-seed", "kg_seed", "seed of the shape and input draws", 0)
     option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto")
     option("--kg-timeout", "kg_timeout", "seconds one kernel launch may take before it counts as a timeout", 60)
+    option("--kg-tune", "kg_tune", "autotune each correct kernel's meta values, num_warps and num_stages: off, "
+           "quick or full (GPU mode; a no-op without a GPU)", "quick")
+    option("--kg-compiled", "kg_compiled", "also time torch.compile of each task's eager code, a second baseline: "
+           "on or off (GPU mode)", "on")
 
 
 def _value(config: pytest.Config, name: str, default: Any, kind: type = str) -> Any:
@@ -75,6 +79,20 @@ def _value(config: pytest.Config, name: str, default: Any, kind: type = str) -> 
     if value is None:
         value = config.getini(name) or None
     return default if value is None else kind(value)
+
+
+def tuning_options(config: pytest.Config) -> tuple[str, bool]:
+    """``--kg-tune`` and ``--kg-compiled`` validated: the tuning mode and whether torch.compile
+    is timed (defaults: quick and on; both do nothing without a GPU)."""
+    from kernelgen.tune import MODES
+
+    tune = _value(config, "kg_tune", "quick")
+    if tune not in MODES:
+        raise pytest.UsageError(f"--kg-tune takes {', '.join(MODES)}, not {tune!r}")
+    compiled = _value(config, "kg_compiled", "on")
+    if compiled not in ("on", "off"):
+        raise pytest.UsageError(f"--kg-compiled takes on or off, not {compiled!r}")
+    return tune, compiled == "on"
 
 
 class Session:
@@ -108,9 +126,11 @@ class Session:
             raise pytest.UsageError(f"--kg-mode gpu: {reason}")
         self.gpu = mode == "gpu" or (mode == "auto" and reason is None)
         target = _value(config, "kg_target", None) or self._default_target()
+        tune, torch_compile = tuning_options(config)
         self.settings = Settings(target=target, shapes=_value(config, "kg_shapes", 5, int),
                                  seed=_value(config, "kg_seed", 0, int), gpu=self.gpu,
-                                 timeout_s=_value(config, "kg_timeout", 60.0, float))
+                                 timeout_s=_value(config, "kg_timeout", 60.0, float),
+                                 tune=tune if self.gpu else "off", torch_compile=torch_compile and self.gpu)
         self._executor = None
 
     def _default_target(self) -> str:
@@ -189,14 +209,36 @@ class Session:
         info = self._generation_info(generated)
         self.settings.executor = self.executor
         record = generated.final.record
-        result = evaluate_answer(task, generated.text, self.settings, provider=record.provider,
-                                 model=record.model or "", sample=sample, generation=info,
-                                 prompt=request.prompt_text())
+        result = evaluate_answer(task, generated.text, self._untuned if self.optimize_rounds else self.settings,
+                                 provider=record.provider, model=record.model or "", sample=sample,
+                                 generation=info, prompt=request.prompt_text())
         if generated.repair_rounds:
             result.artifacts["repair_rounds"] = json.dumps(generated.to_dict()["rounds"], indent=2)
         if self.optimize_rounds and result.ok:
             result = self.optimize(task, request, result)
+            if self.settings.tune != "off" and result.ok:
+                result = self.tune_final(task, result)
         return result
+
+    @property
+    def _untuned(self):
+        """The settings of the optimization rounds: tuning applies to the final kernel only."""
+        import dataclasses
+
+        return dataclasses.replace(self.settings, tune="off")
+
+    def tune_final(self, task, result):
+        """The optimization rounds' final kernel tuned: its answer judged again with tuning, and
+        the tuned timing and choice put into the result (its rounds stay as they were)."""
+        from kernelgen.pipeline import evaluate_answer
+
+        tuned = evaluate_answer(task, result.artifacts["answer"], self.settings, provider=result.provider,
+                                model=result.model, sample=result.sample, generation=result.generation)
+        if not tuned.ok:
+            return result
+        artifacts = {**result.artifacts, "tuning": tuned.artifacts.get("tuning", "")}
+        return result.model_copy(update={"timing": tuned.timing, "tuning": tuned.tuning, "artifacts": artifacts,
+                                         "extra": {**result.extra, **tuned.extra}})
 
     def optimize(self, task, request, first):
         """The optimization rounds after a correct answer (none without a GPU: facts only)."""
@@ -205,7 +247,7 @@ class Session:
         from kernelgen.optimize import answer_facts, optimize
         from kernelgen.pipeline import evaluate_answer
 
-        evaluate = partial(evaluate_answer, task, settings=self.settings, provider=first.provider,
+        evaluate = partial(evaluate_answer, task, settings=self._untuned, provider=first.provider,
                            model=first.model, sample=first.sample, generation=first.generation)
         return optimize(self.provider, request, first, self.optimize_rounds, evaluate,
                         partial(answer_facts, task, settings=self.settings), self.cache)
@@ -386,6 +428,31 @@ def _track_scores(track: str, cases: list) -> list[str]:
         flagged = [c.task for c in cases if c.ok and c.timing is not None and c.timing.flagged]
         if flagged:
             lines.append(f"{track}: speedups above 10x, flagged for review: {', '.join(flagged)}")
+        lines.extend(tier_speedup_lines(track, cases))
+    return lines
+
+
+def tier_speedup_lines(track: str, cases: list) -> list[str]:
+    """Per tier: the geometric-mean speedup over eager as written and as tuned, over
+    torch.compile, and the time the tuning took; then the tasks torch.compile failed on."""
+    from kernelgen.metrics import score
+
+    lines = []
+    for tier, group in by_tier(cases).items():
+        scores = score(group)
+        if scores.geomean is None:
+            continue
+        parts = [f"geomean vs eager as written {scores.geomean_as_written[0]:.2f}x, "
+                 f"tuned {scores.geomean[0]:.2f}x over {scores.geomean[1]} cases"]
+        if scores.geomean_compiled is not None:
+            parts.append(f"vs torch.compile {scores.geomean_compiled[0]:.2f}x over {scores.geomean_compiled[1]}")
+        if scores.tuning_s is not None:
+            total, kernels = scores.tuning_s
+            parts.append(f"tuning {total:.0f} s for {kernels} kernels ({total / kernels:.1f} s each)")
+        lines.append(f"{track} {tier}: " + "; ".join(parts))
+    failed = sorted({c.task for c in cases if "error" in c.extra.get("torch_compile", {})})
+    if failed:
+        lines.append(f"{track}: torch.compile failed on {', '.join(failed)} (see each result's extra.torch_compile)")
     return lines
 
 
@@ -416,12 +483,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     rounds = _value(config, "kg_optimize_rounds", 0, int)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if not rounds or reporter is None or hasattr(config, "workerinput"):
+    if reporter is None or hasattr(config, "workerinput"):
         return
-    if _value(config, "kg_mode", "auto") == "cpu" or gpu_unavailable_reason() is not None:
+    cpu = _value(config, "kg_mode", "auto") == "cpu" or gpu_unavailable_reason() is not None
+    if rounds and cpu:
         from kernelgen.optimize import CPU_SKIP
 
         reporter.write_line(f"kernelgen: --optimize-rounds {rounds}: {CPU_SKIP}")
+    given = getattr(config.option, "kg_tune", None) or config.inicfg.get("kg_tune")  # given, not the default
+    if cpu and given not in (None, "off"):
+        reporter.write_line(f"kernelgen: --kg-tune {given}: a no-op in CPU mode (tuning times kernels on a GPU)")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
