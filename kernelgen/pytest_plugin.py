@@ -481,6 +481,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Said once at the start (also under -q): optimization rounds asked for where nothing can
     be timed."""
     config = session.config
+    tuning_options(config)  # a bad value stops the run before any case
     rounds = _value(config, "kg_optimize_rounds", 0, int)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or hasattr(config, "workerinput"):
