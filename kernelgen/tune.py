@@ -54,6 +54,7 @@ FULL_MAX = 256
 # Shared memory one block may use (opt-in maximum, bytes), per target.
 SHARED_LIMIT = {"sm_90": 227 * 1024, "sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024}
 CACHE_SUBDIR = "tune"
+MAX_WORKERS = 8  # compile processes at most (default: this xdist worker's share of the cores)
 
 
 @dataclass(frozen=True, order=True)
@@ -223,38 +224,51 @@ def _compile_in_pool(checked: CheckedKernel, target: str, num_warps: int, num_st
                                               divisible_by_16=divisible_by_16, in_process=True), ())
 
 
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def compile_pool(workers: int) -> ProcessPoolExecutor:
+    """This process's pool of ``workers`` compile processes, kept for the next kernel (starting
+    one costs seconds of imports); stopped at exit."""
+    import atexit
+    import multiprocessing
+
+    if workers not in _POOLS:
+        if not _POOLS:
+            atexit.register(lambda: [pool.shutdown(wait=False, cancel_futures=True) for pool in _POOLS.values()])
+        _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    return _POOLS[workers]
+
+
 def compile_candidates(candidates: Sequence[Candidate], target: str, divisible_by_16: Collection[str] = (),
                        workers: int | None = None) -> Iterator[tuple[Candidate, Any]]:
     """Each candidate with its CompiledKernel, or the KernelgenError compiling it raised, in
     the order they finish. A C++ crash breaks the pool: the candidates it left unfinished are
-    compiled one by one in the crash-isolated compile worker (:func:`compile.compile_kernel`)."""
-    import multiprocessing
-
+    compiled one by one in the crash-isolated compile worker (:func:`compile.compile_kernel`)
+    and the next call starts a fresh pool."""
     from kernelgen.compile import compile_kernel, job_result
+    from kernelgen.devices import cpu_threads
 
     divisible = tuple(sorted(set(divisible_by_16)))
-    if workers is None:
-        workers = max(1, min(8, (os.cpu_count() or 2) // 2))
-    workers = max(1, min(workers, len(candidates)))
+    workers = max(1, min(MAX_WORKERS, cpu_threads()) if workers is None else workers)
     leftover: list[Candidate] = []
     if candidates:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        try:
-            futures = {pool.submit(_compile_in_pool, c.checked, target, c.config.num_warps, c.config.num_stages,
-                                   divisible): c for c in candidates}
-            for future in as_completed(futures):
-                candidate = futures[future]
-                try:
-                    status, value = future.result()
-                except BrokenProcessPool:
-                    leftover.append(candidate)
-                    continue
-                try:
-                    yield candidate, job_result(status, value)
-                except KernelgenError as error:
-                    yield candidate, error
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool = compile_pool(workers)
+        futures = {pool.submit(_compile_in_pool, c.checked, target, c.config.num_warps, c.config.num_stages,
+                               divisible): c for c in candidates}
+        for future in as_completed(futures):
+            candidate = futures[future]
+            try:
+                status, value = future.result()
+            except BrokenProcessPool:
+                leftover.append(candidate)
+                continue
+            try:
+                yield candidate, job_result(status, value)
+            except KernelgenError as error:
+                yield candidate, error
+        if leftover:
+            _POOLS.pop(workers).shutdown(wait=False)
     for candidate in leftover:
         try:
             yield candidate, compile_kernel(candidate.checked, target, candidate.config.num_warps,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelgen.check import check
 from kernelgen.cli import main as cli_main
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.parse import kernel_to_json
