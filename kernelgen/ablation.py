@@ -136,15 +136,19 @@ def _compare(task: Task, calls: list[dict[str, Any]], sizes_list: list[dict[str,
 
 def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:
     """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's."""
-    from kernelgen.gpu_case import eager_job, roofline_fraction
+    from kernelgen.gpu_case import COMPILED_TIMEOUT_S, eager_job, roofline_fraction
 
     sizes = dict(task.bench_sizes)
-    measured = settings.executor.call(eager_job, task, sizes, settings.seed, timeout=max(settings.timeout_s, 120.0))
+    timeout = max(settings.timeout_s, COMPILED_TIMEOUT_S if settings.torch_compile else 120.0)
+    measured = settings.executor.call(eager_job, task, sizes, settings.seed, torch_compile=settings.torch_compile,
+                                      timeout=timeout)
     kernel_ms = statistics.median(kernel_times)
     eager_ms = statistics.median(measured["eager_ms"])
+    compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
     seconds = kernel_ms / 1e3
     moved, flops = task.bytes_moved(sizes), task.flop_count(sizes)
     return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=eager_ms / kernel_ms,
+                  compiled_ms=compiled_ms, speedup_vs_compiled=compiled_ms / kernel_ms if compiled_ms else None,
                   gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
                   roofline_fraction=roofline_fraction(task, sizes, seconds, measured["bandwidth"], settings.target),
                   flagged=eager_ms / kernel_ms > 10.0)

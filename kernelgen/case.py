@@ -28,6 +28,8 @@ class Settings:
     timeout_s: float = 60.0
     time_kernels: bool = True
     compile: bool = True
+    tune: str = "off"  # off, quick or full (kernelgen.tune); GPU mode only
+    torch_compile: bool = False  # also time torch.compile of the eager code (a second baseline)
 
 
 @dataclass
@@ -40,5 +42,10 @@ class Case:
     compiled: Any = None
     sizes_checked: list[dict[str, int]] = field(default_factory=list)
     timing: Timing | None = None
+    # The launch configuration the kernel is compiled with (kernelgen.tune may change it with
+    # ``checked``'s meta values): None warps means the kernel's own.
+    num_warps: int | None = None
+    num_stages: int = 3
+    tuning: dict[str, Any] | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

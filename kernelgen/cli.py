@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "emit": ("kernelgen.commands.emit", "print a kernel AST as readable Triton Python"),
     "compile": ("kernelgen.commands.compile", "compile a kernel AST to TTIR, TTGIR, LLVM IR, PTX or cubin"),
     "generate": ("kernelgen.commands.generate", "ask a model for kernel ASTs (validated, cached)"),
+    "tune": ("kernelgen.commands.tune", "autotune a kernel AST's block sizes, warps and stages (timing on a GPU)"),
     "run": ("kernelgen.commands.run", "compile a kernel, run it on the GPU and compare it with the interpreter"),
     "tasks": ("kernelgen.commands.tasks", "list the benchmark's tasks"),
     "tritonbench": ("kernelgen.commands.tritonbench", "the TritonBench-T track: list a checkout's operators"),

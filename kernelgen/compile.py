@@ -336,6 +336,17 @@ def compile_job(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[st
         return "error", (CompileError, [Diagnostic("", "compiler_error", f"{type(exc).__name__}: {exc}")])
 
 
+def job_result(status: str, value: Any) -> Any:
+    """The value of a :func:`compile_job`, or its error raised again."""
+    if status == "ok":
+        return value
+    error_type, diagnostics = value
+    # Rebuilt through the base initializer: subclasses may take other arguments.
+    error = error_type.__new__(error_type)
+    KernelgenError.__init__(error, diagnostics)
+    raise error
+
+
 class CompilerProcess:
     """A persistent spawned process that runs compile jobs one at a time: an
     :class:`~kernelgen.executor.Executor` whose child keeps what it prints in a log file.
@@ -377,13 +388,7 @@ class CompilerProcess:
             except LaunchError as exc:
                 raise CompileError(Diagnostic("", "compiler_crashed", self._with_output(
                     exc.diagnostics[0].message))) from None
-        if status == "ok":
-            return value
-        error_type, diagnostics = value
-        # Rebuilt through the base initializer: subclasses may take other arguments.
-        error = error_type.__new__(error_type)
-        KernelgenError.__init__(error, diagnostics)
-        raise error
+        return job_result(status, value)
 
     def _with_output(self, message: str) -> str:
         """``message`` and the tail of what the stopped worker printed during its last job."""

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from kernelgen import language as L
 from kernelgen.case import Case
 from kernelgen.check import CheckedKernel, child
-from kernelgen.errors import Diagnostic, WrongResult
+from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
 from kernelgen.host import plan_for_sizes
 from kernelgen.results import Timing
 from kernelgen.tasks import Task
@@ -33,6 +33,13 @@ from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intac
 
 WARMUP = 10
 REPETITIONS = 100
+# A tuning candidate is timed with fewer repetitions: the choice needs a ranking, not a report.
+TUNE_WARMUP = 3
+TUNE_REPETITIONS = 25
+# torch.compile's modes, tried in order (the first that works is timed).
+COMPILE_MODES = ("max-autotune-no-cudagraphs", "default")
+# torch.compile with max-autotune benchmarks its own candidates on the first call: minutes.
+COMPILED_TIMEOUT_S = 600.0
 FLAG_SPEEDUP = 10.0
 
 # Peak rates per compute capability, in FLOP/s: (fp32 CUDA cores, tf32 tensor cores,
@@ -51,7 +58,8 @@ def compiled_for(case: Case, sizes: Mapping[str, int], scalars: Mapping[str, Any
     from kernelgen.compile import compile_kernel, divisible_params
 
     plan = plan_for_sizes(case.checked, sizes, scalars)
-    return compile_kernel(case.checked, target=case.settings.target, divisible_by_16=divisible_params(plan))
+    return compile_kernel(case.checked, target=case.settings.target, num_warps=case.num_warps,
+                          num_stages=case.num_stages, divisible_by_16=divisible_params(plan))
 
 
 def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False) -> None:
@@ -146,45 +154,101 @@ def copy_bandwidth() -> float:
     return 2 * source.numel() / (statistics.median(times) / 1e3)
 
 
-def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
-             repetitions: int = REPETITIONS) -> dict[str, Any]:
-    """In the executor's child: event times (ms) of the kernel and of PyTorch eager."""
+def _kernel_times(checked: CheckedKernel, compiled: Any, inputs: Mapping[str, Any], flush: Any,
+                  repetitions: int, warmup: int) -> list[float]:
     import torch
 
     from kernelgen.host import plan_launch
     from kernelgen.interpret import allocate_outputs
     from kernelgen.launch import cuda_errors, load_kernel, plan_arguments
 
-    device = torch.device("cuda", torch.cuda.current_device())
-    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), device)
-    flush = flush_buffer()
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
         plan = plan_launch(checked, inputs)
-        outputs = allocate_outputs(plan, device=device)
+        outputs = allocate_outputs(plan, device=torch.device("cuda", torch.cuda.current_device()))
         kernel = load_kernel(compiled)
         arguments = plan_arguments(compiled, plan, outputs)
-        kernel_ms = event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, WARMUP)
-    return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions)}
+        return event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, warmup)
 
 
-def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions: int) -> dict[str, Any]:
+def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
+             repetitions: int = REPETITIONS, torch_compile: bool = False) -> dict[str, Any]:
+    """In the executor's child: event times (ms) of the kernel, of PyTorch eager and, with
+    ``torch_compile``, of torch.compile of the eager code."""
+    import torch
+
+    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
+    flush = flush_buffer()
+    kernel_ms = _kernel_times(checked, compiled, inputs, flush, repetitions, WARMUP)
+    return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions, torch_compile)}
+
+
+# The tuning's inputs in the executor's child, kept between its candidates' jobs: making a
+# problem's inputs costs more than timing a candidate.
+_TUNE_INPUTS: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+
+def candidate_times_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
+                        repetitions: int) -> list[float]:
+    """In the executor's child: event times (ms) of one tuning candidate at ``sizes``."""
+    import torch
+
+    key = (task.id, repr(sorted(sizes.items())), seed)
+    if key not in _TUNE_INPUTS:
+        _TUNE_INPUTS.clear()
+        _TUNE_INPUTS[key] = _to_device(make_inputs(task, sizes, seed, bench=True),
+                                       torch.device("cuda", torch.cuda.current_device()))
+    return _kernel_times(checked, compiled, _TUNE_INPUTS[key], flush_buffer(), repetitions, TUNE_WARMUP)
+
+
+def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions: int,
+                 torch_compile: bool = False) -> dict[str, Any]:
     import torch
 
     eager = task.eager_function()
     values = list(inputs.values())
     with torch.no_grad():
         eager_ms = event_times(lambda: eager(*values), flush, repetitions, WARMUP)
-    return {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}
+    found = {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}
+    if torch_compile:
+        found |= _compiled_times(eager, values, flush, repetitions)
+    return found
 
 
-def eager_job(task: Task, sizes: dict[str, int], seed: int, repetitions: int = REPETITIONS) -> dict[str, Any]:
+def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int) -> dict[str, Any]:
+    """torch.compile of the eager code: ``max-autotune-no-cudagraphs``, else the default mode;
+    the first call (compiling, autotuning) is timed apart and left out of the times. Dynamo
+    is reset first: past its recompile limit (8 functions) it would silently run eager."""
+    import time
+
+    import torch
+
+    errors = []
+    for mode in COMPILE_MODES:
+        torch._dynamo.reset()
+        try:
+            compiled = torch.compile(eager, mode=mode)
+            with torch.no_grad():
+                start = time.perf_counter()
+                compiled(*values)
+                torch.cuda.synchronize()
+                compile_s = time.perf_counter() - start
+                times = event_times(lambda: compiled(*values), flush, repetitions, WARMUP)
+        except Exception as exc:  # noqa: BLE001 - any failure of torch.compile is this baseline's finding
+            errors.append(f"{mode}: {type(exc).__name__}: {str(exc).strip()[:300]}")
+            continue
+        return {"compiled_ms": times, "compiled_mode": mode, "compile_s": compile_s}
+    return {"compiled_error": "; ".join(errors)}
+
+
+def eager_job(task: Task, sizes: dict[str, int], seed: int, repetitions: int = REPETITIONS,
+              torch_compile: bool = False) -> dict[str, Any]:
     """In the executor's child: event times (ms) of PyTorch eager alone (the baseline's code
     is timed in its sandbox)."""
     import torch
 
     inputs = _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
     flush = flush_buffer()
-    return _eager_times(task, inputs, flush, repetitions)
+    return _eager_times(task, inputs, flush, repetitions, torch_compile)
 
 
 def _dot_kinds(checked: CheckedKernel) -> set[str]:
@@ -235,10 +299,13 @@ def roofline_fraction(task: Task, sizes: Mapping[str, int], seconds: float, band
 def time_case(case: Case) -> Timing:
     sizes = dict(case.task.bench_sizes)
     compiled = compiled_for(case, sizes, case.task.scalars)
+    timeout = max(case.settings.timeout_s, COMPILED_TIMEOUT_S if case.settings.torch_compile else 120.0)
     measured = case.settings.executor.call(time_job, case.task, case.checked, compiled, sizes, case.settings.seed,
-                                           timeout=max(case.settings.timeout_s, 120.0))
+                                           torch_compile=case.settings.torch_compile, timeout=timeout)
     kernel_ms = statistics.median(measured["kernel_ms"])
     eager_ms = statistics.median(measured["eager_ms"])
+    compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
+    record_compiled_baseline(case.extra, measured)
     moved = case.task.bytes_moved(sizes)
     flops = case.task.flop_count(sizes)
     seconds = kernel_ms / 1e3
@@ -246,11 +313,76 @@ def time_case(case: Case) -> Timing:
     case.artifacts["times"] = (f"device: {measured['device']}\nkernel_ms: {measured['kernel_ms']}\n"
                                f"eager_ms: {measured['eager_ms']}\n")
     case.extra["kernel_times_ms"] = measured["kernel_ms"]
-    return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=speedup,
+    return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=speedup, compiled_ms=compiled_ms,
+                  speedup_vs_compiled=compiled_ms / kernel_ms if compiled_ms else None,
                   gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
                   roofline_fraction=roofline_fraction(case.task, sizes, seconds, measured["bandwidth"],
                                                       case.settings.target),
                   flagged=speedup > FLAG_SPEEDUP)
+
+
+def record_compiled_baseline(extra: dict[str, Any], measured: Mapping[str, Any]) -> None:
+    """What torch.compile did, into a result's ``extra``: its mode and compile time (left out
+    of its times), or why it failed."""
+    if "compiled_ms" in measured:
+        extra["torch_compile"] = {"mode": measured["compiled_mode"], "compile_s": measured["compile_s"]}
+    elif "compiled_error" in measured:
+        extra["torch_compile"] = {"error": measured["compiled_error"]}
+
+
+def tune_case(case: Case) -> None:
+    """Tune the verified kernel at the task's bench sizes (:mod:`kernelgen.tune`): the chosen
+    configuration becomes the case's (``checked``, ``num_warps``, ``num_stages``), verified on
+    every size assignment the as-written one passed; the choice is recorded in ``case.tuning``."""
+    import dataclasses
+    import time
+
+    from kernelgen.compile import divisible_params
+    from kernelgen.devices import worker_gpu
+    from kernelgen.check import check
+    from kernelgen.draws import case_draws
+    from kernelgen.tune import Candidate, Config, TuneCache, describe, tune
+
+    sizes = dict(case.task.bench_sizes)
+    kernel = case.checked.kernel
+    mode = case.settings.tune
+    gpu = worker_gpu()
+    gpu_name = gpu.name if gpu is not None else case.settings.target
+    divisible = divisible_params(plan_for_sizes(case.checked, sizes, case.task.scalars))
+    timeout = max(case.settings.timeout_s, 120.0)
+
+    def time_candidate(candidate: Candidate, compiled: Any) -> float:
+        times = case.settings.executor.call(candidate_times_job, case.task, candidate.checked, compiled, sizes,
+                                            case.settings.seed, TUNE_REPETITIONS, timeout=timeout)
+        return statistics.median(times)
+
+    def verify(candidate: Candidate) -> None:
+        """The candidate on the draws of its own kernel (its blocks decide which sizes must pass
+        them), as the stage that verified the kernel as written."""
+        trial = dataclasses.replace(case, checked=candidate.checked, num_warps=candidate.config.num_warps,
+                                    num_stages=candidate.config.num_stages)
+        for draw in case_draws(case.task, candidate.checked, case.settings.shapes, case.settings.seed, True):
+            verify_gpu(trial, draw.sizes, draw.extreme)
+
+    start = time.perf_counter()
+    cache = TuneCache()
+    choice = cache.load(kernel, gpu_name, sizes, mode)
+    if choice is not None:
+        try:
+            verify(Candidate(choice.config, check(kernel, dict(choice.config.meta))))
+        except KernelgenError:
+            choice = None
+    if choice is None:
+        choice = tune(kernel, mode, case.settings.target, time_candidate, verify, divisible)
+        cache.store(kernel, gpu_name, sizes, mode, choice)
+    choice.seconds = time.perf_counter() - start
+    if choice.config != Config.as_written(kernel):
+        case.checked = check(kernel, dict(choice.config.meta))
+    case.num_warps, case.num_stages = choice.config.num_warps, choice.config.num_stages
+    case.tuning = choice.record(mode)
+    case.artifacts["tuning"] = "\n".join([f"chosen: {choice.config.label()}", *describe(choice.timed, choice.pruned),
+                                           *(f"  failed verification  {f.config.label()}: {f.reason}"
+                                             for f in choice.failed)]) + "\n"
 
 
 def report_to_benchmark(benchmark: Any, result: Any) -> None:

@@ -388,8 +388,8 @@ class Param(Node):
 
 class Meta(Node):
     """A compile-time constant (constexpr), e.g. a block size: an i32 scalar in the body, a
-    block dim (a power of two there), a name in host expressions; ``value`` >= 1. Nothing tunes
-    it: the harness runs the value as written."""
+    block dim (a power of two there), a name in host expressions; ``value`` >= 1. The harness
+    may tune it (kept only if still correct)."""
 
     name: Name
     value: int

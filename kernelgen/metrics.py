@@ -10,6 +10,12 @@
 * **geometric-mean speedup** over PyTorch eager, over the correct timed cases (reported with
   their count: a mean over 3 cases says less than one over 300).
 
+* **speedup vs torch.compile**: the geometric mean of ``compiled_ms / kernel_ms`` over the
+  correct cases where torch.compile of the eager code was timed (``--kg-compiled``).
+* **as written / tuned** (``--kg-tune``): the geometric-mean speedup over eager with each
+  kernel's configuration as written (its time during the tuning) and as tuned (the case's
+  timing); a case without tuning counts the same in both.
+
 Each speedup score has a *before* variant (``before=True``) for runs with optimization rounds
 (:mod:`kernelgen.optimize`): it reads each case's timing before the rounds (its first correct
 answer's); a case without rounds counts the same before and after.
@@ -91,6 +97,35 @@ def geomean_speedup(cases: Iterable[CaseResult], *, before: bool = False) -> tup
     return geometric_mean(speedups), len(speedups)
 
 
+def geomean_vs_compiled(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
+    """The geometric-mean speedup over torch.compile over the correct cases where it was timed."""
+    speedups = [case.timing.speedup_vs_compiled for case in cases
+                if case.ok and case.timing is not None and case.timing.speedup_vs_compiled]
+    return (geometric_mean(speedups), len(speedups)) if speedups else None
+
+
+def as_written_speedup(case: CaseResult) -> float | None:
+    """A timed case's speedup over eager with its kernel's configuration as written."""
+    if case.timing is None:
+        return None
+    tuning = case.tuning
+    if tuning is None or not tuning.as_written_ms:
+        return case.timing.speedup
+    return case.timing.eager_ms / tuning.as_written_ms
+
+
+def geomean_as_written(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
+    """The geometric-mean speedup over eager of the correct timed cases, as written (untuned)."""
+    speedups = [value for case in cases if case.ok and (value := as_written_speedup(case))]
+    return (geometric_mean(speedups), len(speedups)) if speedups else None
+
+
+def tuning_time(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
+    """Seconds spent tuning, summed, and how many kernels were tuned (cache hits included)."""
+    seconds = [case.tuning.seconds for case in cases if case.tuning is not None]
+    return (sum(seconds), len(seconds)) if seconds else None
+
+
 def geometric_mean(values: Sequence[float]) -> float:
     """The geometric mean of positive numbers (speedups average this way: 2x and 0.5x is 1x)."""
     return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -107,6 +142,9 @@ class Scores:
     geomean: tuple[float, int] | None = None
     fast_before: dict[float, float | None] = field(default_factory=dict)
     geomean_before: tuple[float, int] | None = None
+    geomean_compiled: tuple[float, int] | None = None
+    geomean_as_written: tuple[float, int] | None = None
+    tuning_s: tuple[float, int] | None = None
     outcomes: Counter = field(default_factory=Counter)
 
     @property
@@ -120,6 +158,8 @@ def score(cases: Sequence[CaseResult], ks: Iterable[int] = (1,)) -> Scores:
                   fast={p: fast_p(cases, p) for p in FAST_P_THRESHOLDS}, geomean=geomean_speedup(cases),
                   fast_before={p: fast_p(cases, p, before=True) for p in FAST_P_THRESHOLDS},
                   geomean_before=geomean_speedup(cases, before=True),
+                  geomean_compiled=geomean_vs_compiled(cases), geomean_as_written=geomean_as_written(cases),
+                  tuning_s=tuning_time(cases),
                   outcomes=Counter(case.outcome.value for case in cases))
 
 

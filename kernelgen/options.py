@@ -19,6 +19,9 @@ from typing import Any, Callable
 from kernelgen.errors import KernelgenError
 
 MODES = ("auto", "cpu", "gpu")
+# kernelgen.tune.MODES, written here too: the options are read before any case, and importing
+# the tuner (the checker, the compiler's modules) for three words would slow every pytest start.
+TUNE_MODES = ("off", "quick", "full")
 
 
 class OptionError(KernelgenError):
@@ -72,10 +75,13 @@ def text(value: str) -> str:
     return value
 
 
-def mode(value: str) -> str:
-    if value not in MODES:
-        raise ValueError(f"takes {', '.join(MODES)}")
-    return value
+def choice(*values: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in values:
+            raise ValueError(f"takes {', '.join(values)}")
+        return value
+
+    return parse
 
 
 def target(value: str) -> str:
@@ -127,10 +133,15 @@ OPTIONS: tuple[Option, ...] = (
            "else sm_90", None, target),
     Option("--kg-shapes", "kg_shapes", "hypothesis-drawn size assignments checked per case", 5, integer(1)),
     Option("--kg-seed", "kg_seed", "seed of the shape and input draws", 0, integer(0)),
-    Option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto", mode),
+    Option("--kg-mode", "kg_mode", "auto (GPU when present), cpu (interpreter, no launch) or gpu", "auto",
+           choice(*MODES)),
     Option("--kg-timeout", "kg_timeout", "seconds one kernel launch (in CPU mode: its interpretation, per size "
            "assignment) may take before it counts as a timeout", 60.0,
            number(positive=True)),
+    Option("--kg-tune", "kg_tune", "autotune each correct kernel's meta values, num_warps and num_stages: off, "
+           "quick or full (GPU mode; a no-op without a GPU)", "quick", choice(*TUNE_MODES)),
+    Option("--kg-compiled", "kg_compiled", "also time torch.compile of each task's eager code, a second baseline: "
+           "on or off (GPU mode)", "on", choice("on", "off")),
 )
 
 
@@ -153,6 +164,8 @@ class RunOptions:
     seed: int
     mode: str
     timeout_s: float
+    tune: str
+    compiled: bool
 
 
 def read_options(command_line: Callable[[str], Any], ini: Callable[[str], Any]) -> RunOptions:
@@ -182,4 +195,5 @@ def read_options(command_line: Callable[[str], Any], ini: Callable[[str], Any]) 
                       optimize_rounds=values["kg_optimize_rounds"], temperature=values["kg_temperature"], max_tokens=values["kg_max_tokens"],
                       cache=Path(cache).expanduser() if cache else None, target=values["kg_target"],
                       shapes=values["kg_shapes"], seed=values["kg_seed"], mode=values["kg_mode"],
-                      timeout_s=values["kg_timeout"])
+                      timeout_s=values["kg_timeout"], tune=values["kg_tune"],
+                      compiled=values["kg_compiled"] == "on")

@@ -20,7 +20,7 @@ from kernelgen.check import CheckedKernel, check
 from kernelgen.draws import Draw
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.parse import kernel_to_json, parse_kernel
-from kernelgen.results import CaseResult, GenerationInfo
+from kernelgen.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.tasks import Task
 from kernelgen.verify import compare_outputs, make_inputs, run_reference
 
@@ -135,6 +135,13 @@ def stage_verify(case: Case) -> None:
     case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
 
 
+def stage_tune(case: Case) -> None:
+    if case.settings.gpu and case.settings.time_kernels and case.settings.tune != "off":
+        from kernelgen.gpu_case import tune_case
+
+        tune_case(case)
+
+
 def stage_time(case: Case) -> None:
     if case.settings.gpu and case.settings.time_kernels:
         from kernelgen.gpu_case import time_case
@@ -147,6 +154,7 @@ STAGES: list[tuple[str, Callable[[Case], None]]] = [
     ("check", stage_check),
     ("compile", stage_compile),
     ("verify", stage_verify),
+    ("tune", stage_tune),
     ("time", stage_time),
 ]
 
@@ -156,7 +164,7 @@ def static_diagnostics(task: Task, answer: str, settings: Settings) -> list[Diag
     lower and compile), for a repair round; None when they pass."""
     case = Case(task, answer, settings)
     for name, stage in STAGES:
-        if name in ("verify", "time"):
+        if name in ("verify", "tune", "time"):
             break
         try:
             stage(case)
@@ -191,4 +199,5 @@ def evaluate_answer(task: Task, answer: str, settings: Settings, *, provider: st
                       sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
                       sizes_checked=case.sizes_checked, generation=generation or GenerationInfo(),
                       timing=case.timing, artifacts=case.artifacts, extra=case.extra,
+                      tuning=Tuning(**case.tuning) if case.tuning else None,
                       duration_s=time.perf_counter() - start, **outcome)

@@ -72,7 +72,9 @@ class Session:
         self.cache = GenerationCache(options.cache or generation_cache_dir())
         self.gpu = options.mode == "gpu" or (options.mode == "auto" and gpu_unavailable_reason() is None)
         self.settings = Settings(target=options.target or self._default_target(), shapes=options.shapes,
-                                 seed=options.seed, gpu=self.gpu, timeout_s=options.timeout_s)
+                                 seed=options.seed, gpu=self.gpu, timeout_s=options.timeout_s,
+                                 tune=options.tune if self.gpu else "off",
+                                 torch_compile=options.compiled and self.gpu)
         self.breaker = CircuitBreaker()
         self._executor = None
 
@@ -154,14 +156,36 @@ class Session:
         info = self._generation_info(generated)
         self.settings.executor = self.executor
         record = generated.final.record
-        result = evaluate_answer(task, generated.text, self.settings, provider=record.provider,
-                                 model=record.model or "", sample=sample, generation=info,
-                                 prompt=request.prompt_text())
+        result = evaluate_answer(task, generated.text, self._untuned if self.optimize_rounds else self.settings,
+                                 provider=record.provider, model=record.model or "", sample=sample,
+                                 generation=info, prompt=request.prompt_text())
         if generated.repair_rounds:
             result.artifacts["repair_rounds"] = json.dumps(generated.to_dict()["rounds"], indent=2)
         if self.optimize_rounds and result.ok:
             result = self.optimize(task, request, result)
+            if self.settings.tune != "off" and result.ok:
+                result = self.tune_final(task, result)
         return result
+
+    @property
+    def _untuned(self):
+        """The settings of the optimization rounds: tuning applies to the final kernel only."""
+        import dataclasses
+
+        return dataclasses.replace(self.settings, tune="off")
+
+    def tune_final(self, task, result):
+        """The optimization rounds' final kernel tuned: its answer judged again with tuning, and
+        the tuned timing and choice put into the result (its rounds stay as they were)."""
+        from kernelgen.pipeline import evaluate_answer
+
+        tuned = evaluate_answer(task, result.artifacts["answer"], self.settings, provider=result.provider,
+                                model=result.model, sample=result.sample, generation=result.generation)
+        if not tuned.ok:
+            return result
+        artifacts = {**result.artifacts, "tuning": tuned.artifacts.get("tuning", "")}
+        return result.model_copy(update={"timing": tuned.timing, "tuning": tuned.tuning, "artifacts": artifacts,
+                                         "extra": {**result.extra, **tuned.extra}})
 
     def optimize(self, task, request, first):
         """The optimization rounds after a correct answer (none without a GPU: facts only)."""
@@ -170,7 +194,7 @@ class Session:
         from kernelgen.optimize import answer_facts, optimize
         from kernelgen.pipeline import evaluate_answer
 
-        evaluate = partial(evaluate_answer, task, settings=self.settings, provider=first.provider,
+        evaluate = partial(evaluate_answer, task, settings=self._untuned, provider=first.provider,
                            model=first.model, sample=first.sample, generation=first.generation)
         return optimize(self.provider, request, first, self.optimize_rounds, evaluate,
                         partial(answer_facts, task, settings=self.settings), self.cache)
@@ -472,6 +496,31 @@ def _track_scores(track: str, cases: list) -> list[str]:
         flagged = [c.task for c in cases if c.ok and c.timing is not None and c.timing.flagged]
         if flagged:
             lines.append(f"{track}: speedups above 10x, flagged for review: {', '.join(flagged)}")
+        lines.extend(tier_speedup_lines(track, cases))
+    return lines
+
+
+def tier_speedup_lines(track: str, cases: list) -> list[str]:
+    """Per tier: the geometric-mean speedup over eager as written and as tuned, over
+    torch.compile, and the time the tuning took; then the tasks torch.compile failed on."""
+    from kernelgen.metrics import score
+
+    lines = []
+    for tier, group in by_tier(cases).items():
+        scores = score(group)
+        if scores.geomean is None:
+            continue
+        parts = [f"geomean vs eager as written {scores.geomean_as_written[0]:.2f}x, "
+                 f"tuned {scores.geomean[0]:.2f}x over {scores.geomean[1]} cases"]
+        if scores.geomean_compiled is not None:
+            parts.append(f"vs torch.compile {scores.geomean_compiled[0]:.2f}x over {scores.geomean_compiled[1]}")
+        if scores.tuning_s is not None:
+            total, kernels = scores.tuning_s
+            parts.append(f"tuning {total:.0f} s for {kernels} kernels ({total / kernels:.1f} s each)")
+        lines.append(f"{track} {tier}: " + "; ".join(parts))
+    failed = sorted({c.task for c in cases if "error" in c.extra.get("torch_compile", {})})
+    if failed:
+        lines.append(f"{track}: torch.compile failed on {', '.join(failed)} (see each result's extra.torch_compile)")
     return lines
 
 
@@ -505,12 +554,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     options = run_options(config)
     rounds = options.optimize_rounds
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if not rounds or reporter is None or hasattr(config, "workerinput"):
+    if reporter is None or hasattr(config, "workerinput"):
         return
-    if options.mode == "cpu" or gpu_unavailable_reason() is not None:
+    cpu = options.mode == "cpu" or gpu_unavailable_reason() is not None
+    if rounds and cpu:
         from kernelgen.optimize import CPU_SKIP
 
         reporter.write_line(f"kernelgen: --optimize-rounds {rounds}: {CPU_SKIP}")
+    given = getattr(config.option, "kg_tune", None) or config.inicfg.get("kg_tune")  # given, not the default
+    if cpu and given not in (None, "off"):
+        reporter.write_line(f"kernelgen: --kg-tune {given}: a no-op in CPU mode (tuning times kernels on a GPU)")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

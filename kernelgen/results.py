@@ -93,6 +93,25 @@ Track = Literal["pipeline", "baseline", "tritonbench"]
 TRACKS: tuple[str, ...] = get_args(Track)
 
 
+class Tuning(BaseModel):
+    """What the autotuning (``--kg-tune``, :mod:`kernelgen.tune`) chose for a case's kernel at
+    the task's bench sizes; the case's timing is the chosen configuration's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["quick", "full"]
+    config: dict[str, Any] = Field(description="the chosen meta values, num_warps and num_stages")
+    as_written: dict[str, Any] = Field(description="the configuration as the kernel was written")
+    kernel_ms: float = Field(description="the chosen configuration's time during the search")
+    as_written_ms: float | None = Field(None, description="the as-written configuration's time during the search")
+    speedup_vs_as_written: float | None = None
+    candidates: int = Field(0, description="configurations timed")
+    pruned: int = Field(0, description="configurations dropped before timing (checker, shared memory, compile)")
+    failed: list[str] = Field([], description="faster configurations that failed verification, with why")
+    seconds: float = Field(0.0, description="the tuning's wall time, compiling included")
+    cached: bool = Field(False, description="the choice came from the tuning cache")
+
+
 class CaseResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,6 +135,7 @@ class CaseResult(BaseModel):
     duration_s: float = 0.0
     extra: dict[str, Any] = {}
     optimization: Optimization | None = None
+    tuning: Tuning | None = None
 
     @model_validator(mode="after")
     def _largest(self) -> CaseResult:

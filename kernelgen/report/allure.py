@@ -157,6 +157,19 @@ def describe(result: CaseResult) -> str:
         t = result.timing
         lines.append(f"**speedup over PyTorch eager**: {t.speedup:.2f}x (kernel {t.kernel_ms:.4f} ms, "
                      f"eager {t.eager_ms:.4f} ms, {t.gbps:.0f} GB/s, {t.roofline_fraction:.0%} of roofline)")
+        compiled = result.extra.get("torch_compile", {})
+        if t.compiled_ms is not None:
+            lines.append(f"**speedup over torch.compile** ({compiled.get('mode')}): {t.speedup_vs_compiled:.2f}x "
+                         f"(compiled {t.compiled_ms:.4f} ms; compiling took {compiled.get('compile_s', 0):.1f} s)")
+        elif "error" in compiled:
+            lines.append(f"**torch.compile failed**: {compiled['error']}")
+    if result.tuning is not None:
+        tuning = result.tuning
+        as_written = f"{tuning.as_written_ms:.4f} ms" if tuning.as_written_ms else "untimed"
+        lines.append(f"**tuned** ({tuning.mode}{', cached' if tuning.cached else ''}): {tuning.config} "
+                     f"at {tuning.kernel_ms:.4f} ms; as written {tuning.as_written} at {as_written}; "
+                     f"{tuning.candidates} timed, {tuning.pruned} pruned, {len(tuning.failed)} failed verification, "
+                     f"{tuning.seconds:.1f} s")
     gpu = result.extra.get("gpu")
     if gpu:
         lines.append(f"**ran on**: GPU {gpu.get('index')} ({gpu.get('name')}), worker {gpu.get('worker')}")
@@ -168,7 +181,9 @@ def timings(result: CaseResult) -> dict[str, Any]:
     return {"duration_s": result.duration_s, "generation": result.generation.model_dump(),
             "timing": result.timing.model_dump() if result.timing else None,
             "sizes_checked": result.sizes_checked,
-            "kernel_times_ms": result.extra.get("kernel_times_ms")}
+            "kernel_times_ms": result.extra.get("kernel_times_ms"),
+            "tuning": result.tuning.model_dump() if result.tuning else None,
+            "torch_compile": result.extra.get("torch_compile")}
 
 
 def attach_case(result: CaseResult, title: str) -> None:

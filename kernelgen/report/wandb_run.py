@@ -21,6 +21,7 @@ The key is never handled here: wandb reads it from the environment itself.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -37,7 +38,8 @@ DEFAULT_PROJECT = "kernelgen"
 KERNEL_FILES = {"ast": "ast.json", "ttir": "kernel.ttir", "ptx": "kernel.ptx"}
 TABLE_COLUMNS = ["tier", "task", "sample", "track", "provider", "model", "outcome", "stage", "first_diagnostic",
                  "mode", "target", "gpu", "latency_s", "tokens_in", "tokens_out", "duration_s", "kernel_ms",
-                 "eager_ms", "speedup", "gbps", "tflops", "roofline_fraction", "flagged"]
+                 "eager_ms", "speedup", "gbps", "tflops", "roofline_fraction", "flagged", "compiled_ms",
+                 "speedup_vs_compiled", "tuned_config", "as_written_ms", "tuning_s"]
 
 
 class WandbError(KernelgenError):
@@ -90,6 +92,11 @@ def case_metrics(result: CaseResult) -> dict[str, Any]:
         t = result.timing
         metrics |= {"case/kernel_ms": t.kernel_ms, "case/eager_ms": t.eager_ms, "case/speedup": t.speedup,
                     "case/gbps": t.gbps, "case/tflops": t.tflops, "case/roofline_fraction": t.roofline_fraction}
+        if t.speedup_vs_compiled is not None:
+            metrics |= {"case/compiled_ms": t.compiled_ms, "case/speedup_vs_compiled": t.speedup_vs_compiled}
+    if result.tuning is not None:
+        metrics |= {"case/tuning_s": result.tuning.seconds, "case/as_written_ms": result.tuning.as_written_ms,
+                    "case/tuned_kernel_ms": result.tuning.kernel_ms}
     return metrics
 
 
@@ -102,7 +109,9 @@ def table_row(result: CaseResult) -> list[Any]:
             gpu.get("name"), g.latency_s, g.tokens_in, g.tokens_out, result.duration_s,
             t.kernel_ms if t else None, t.eager_ms if t else None, t.speedup if t else None,
             t.gbps if t else None, t.tflops if t else None, t.roofline_fraction if t else None,
-            t.flagged if t else None]
+            t.flagged if t else None, t.compiled_ms if t else None, t.speedup_vs_compiled if t else None,
+            json.dumps(result.tuning.config, sort_keys=True) if result.tuning else None,
+            result.tuning.as_written_ms if result.tuning else None, result.tuning.seconds if result.tuning else None]
 
 
 def run_scores(results: Sequence[CaseResult]) -> dict[str, Any]:
@@ -120,6 +129,12 @@ def run_scores(results: Sequence[CaseResult]) -> dict[str, Any]:
                 summary[f"{group}/fast_{p:g}"] = scores.fast[p]
         if scores.geomean is not None:
             summary[f"{group}/geomean_speedup"], summary[f"{group}/timed_cases"] = scores.geomean
+        if scores.geomean_as_written is not None:
+            summary[f"{group}/geomean_speedup_as_written"] = scores.geomean_as_written[0]
+        if scores.geomean_compiled is not None:
+            summary[f"{group}/geomean_speedup_vs_compiled"] = scores.geomean_compiled[0]
+        if scores.tuning_s is not None:
+            summary[f"{group}/tuning_s"], summary[f"{group}/tuned_kernels"] = scores.tuning_s
         for outcome, count in scores.outcomes.items():
             summary[f"{group}/outcome/{outcome}"] = count
     return summary

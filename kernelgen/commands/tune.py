@@ -1,0 +1,86 @@
+"""``kernelgen tune FILE --size N=4096 [--task ID] [--target sm_90] [--mode quick|full]``: the
+autotuning of :mod:`kernelgen.tune` for one kernel AST.
+
+Everywhere it prints the search space and what pruning drops (the checker, fewer elements than
+threads, compile failures and the target's shared-memory limit: compiling needs no GPU). On a
+GPU, with ``--task`` (whose inputs and reference the candidates are timed and verified with),
+it then times the candidates at the sizes given (default: the task's bench sizes), verifies
+the fastest like the benchmark does and prints the choice; without a GPU it says that timing
+needs one and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kernelgen.commands.check import parse_assignments, read_source
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a kernel AST as JSON ('-' reads standard input)")
+    parser.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
+                        help="a size the candidates are compiled and timed for (repeat for each); "
+                             "multiples of 16 are specialized as at launch")
+    parser.add_argument("--task", default=None, metavar="ID",
+                        help="the task whose inputs and reference time and verify the candidates (GPU)")
+    parser.add_argument("--target", default=None, metavar="SM",
+                        help="sm_80, sm_86, sm_89 or sm_90 (default: the GPU present, else sm_90)")
+    parser.add_argument("--mode", choices=("quick", "full"), default="quick", help="the search space (default: quick)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N", help="compile processes (default: half the CPUs, "
+                                                                           "at most 8)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelgen.compile import divisible_params, resolve_options
+    from kernelgen.check import check
+    from kernelgen.host import plan_for_sizes
+    from kernelgen.parse import parse_kernel
+    from kernelgen.devices import gpu_unavailable_reason
+    from kernelgen.tune import describe, prune, search, search_space
+
+    answer = read_source(args.file)
+    kernel = parse_kernel(answer)
+    checked = check(kernel)
+    target = resolve_options(checked, args.target, None, 3).target
+    sizes = parse_assignments(args.size, "size")
+    reason = gpu_unavailable_reason()
+    if reason is None and args.task is not None:
+        return _tune_on_gpu(args.task, answer, sizes, target, args.mode)
+    space = search_space(kernel, args.mode)
+    print(f"search space ({args.mode}): {len(space)} configurations, the as-written one first")
+    for config in space:
+        print(f"  {config.label()}")
+    _, checker_pruned = prune(kernel, space)
+    divisible = divisible_params(plan_for_sizes(checked, sizes)) if sizes else ()
+    _, pruned = search(kernel, args.mode, target, None, divisible, args.jobs, space)
+    kept = len(space) - len(pruned)
+    print(f"pruned for {target}: {len(pruned)} dropped ({len(checker_pruned)} before compiling), {kept} kept")
+    for line in describe([], pruned):
+        print(line)
+    why = reason if reason is not None else "no --task given (its inputs and reference time and verify the candidates)"
+    print(f"timing the {kept} kept candidates needs a GPU and a task: {why}")
+    return 0
+
+
+def _tune_on_gpu(task_id: str, answer: str, sizes: dict[str, int], target: str, mode: str) -> int:
+    """The benchmark's own path for one answer: verify as written, tune, time; print the choice."""
+    from kernelgen.devices import executor_env, worker_gpu
+    from kernelgen.executor import Executor
+    from kernelgen.pipeline import Settings, evaluate_answer
+    from kernelgen.tasks import get_task
+
+    task = get_task(task_id)
+    if sizes:
+        task = task.model_copy(update={"bench_sizes": {**task.bench_sizes, **sizes}})
+    with Executor(env=executor_env(worker_gpu())) as executor:
+        result = evaluate_answer(task, answer, Settings(target=target, gpu=True, executor=executor, tune=mode))
+    if not result.ok:
+        first = result.first_diagnostic()
+        print(f"{result.outcome.value} at {result.stage}: {first}")
+        return 1
+    print(result.artifacts.get("tuning", "").rstrip())
+    if result.tuning is not None and result.timing is not None:
+        t = result.tuning
+        print(f"as written: {t.as_written_ms:.4f} ms; tuned: {result.timing.kernel_ms:.4f} ms "
+              f"({result.timing.speedup:.2f}x eager); tuning took {t.seconds:.1f} s")
+    return 0

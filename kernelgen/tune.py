@@ -1,0 +1,404 @@
+"""Autotuning: the harness, not the model, picks a kernel's block sizes, warps and stages.
+
+A model writes its ``meta`` values and ``num_warps`` blind; Triton's own kernels rely on
+``@triton.autotune`` for exactly this choice. The search space comes from the kernel itself:
+
+* ``quick``: the configuration as written (``num_stages`` 3, the compiler's default) and its
+  one-at-a-time variations: each power-of-two meta value halved and doubled, each other
+  ``num_warps`` in {2, 4, 8, 16}, each other ``num_stages`` in {1..5}. A few dozen candidates
+  at most, so that tuning costs seconds per kernel (compile included);
+* ``full``: the product of each meta value times 1/2, 1, 2 and 4, every ``num_warps`` and every
+  ``num_stages``, nearest to the as-written configuration first, capped at :data:`FULL_MAX`.
+
+Candidates the checker rejects (a block dim that is no longer a power of two, a literal past
+its range...) or that would give a block fewer elements than threads are dropped before
+compiling; the rest compile in parallel in a process pool (the compile cache is shared), and
+those whose shared memory exceeds the target's limit are dropped before timing. The GPU times
+each candidate as soon as it is built; the fastest is then verified on every drawn size
+assignment like any answer, and one that fails is dropped for the next fastest. The
+configuration as written, already verified, always remains the fallback.
+
+The choice is cached on disk by (kernel hash, GPU name, size bucket, mode) under the compile
+cache's directory, so a rerun of the same kernel on the same GPU pays nothing.
+
+Timing and verifying are parameters of :func:`select` and :func:`search`: the pipeline passes
+the executor's GPU jobs, the tests pass plain functions (a seam, not a mock of the GPU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
+
+from kernelgen import language as L
+from kernelgen.check import CheckedKernel, check
+from kernelgen.errors import KernelgenError
+
+MODES = ("off", "quick", "full")
+WARPS = (2, 4, 8, 16)
+STAGES = (1, 2, 3, 4, 5)
+DEFAULT_STAGES = 3
+QUICK_FACTORS = (0.5, 2.0)
+FULL_FACTORS = (0.5, 1.0, 2.0, 4.0)
+QUICK_MAX = 24
+FULL_MAX = 256
+# Shared memory one block may use (opt-in maximum, bytes), per target.
+SHARED_LIMIT = {"sm_90": 227 * 1024, "sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024}
+CACHE_SUBDIR = "tune"
+MAX_WORKERS = 8  # compile processes at most (default: this xdist worker's share of the cores)
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    """One point of the search space: meta values, warps per program, pipelining stages."""
+
+    meta: tuple[tuple[str, int], ...]
+    num_warps: int
+    num_stages: int = DEFAULT_STAGES
+
+    @classmethod
+    def as_written(cls, kernel: L.Kernel) -> Config:
+        return cls(tuple((m.name, m.value) for m in kernel.meta), kernel.num_warps, DEFAULT_STAGES)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Config:
+        return cls(tuple((str(k), int(v)) for k, v in data["meta"].items()), int(data["num_warps"]),
+                   int(data["num_stages"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"meta": dict(self.meta), "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def label(self) -> str:
+        return " ".join([*(f"{k}={v}" for k, v in self.meta), f"warps={self.num_warps}", f"stages={self.num_stages}"])
+
+
+@dataclass
+class Candidate:
+    config: Config
+    checked: CheckedKernel
+
+
+@dataclass
+class Pruned:
+    config: Config
+    reason: str
+
+
+@dataclass
+class Timed:
+    config: Config
+    kernel_ms: float
+
+
+@dataclass
+class Choice:
+    """What the tuning chose and why: the timed candidates fastest first, those dropped."""
+
+    config: Config
+    kernel_ms: float
+    as_written: Config
+    as_written_ms: float | None
+    timed: list[Timed] = field(default_factory=list)
+    pruned: list[Pruned] = field(default_factory=list)
+    failed: list[Pruned] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+
+    def record(self, mode: str) -> dict[str, Any]:
+        """The fields of :class:`kernelgen.results.Tuning`."""
+        return {"mode": mode, "config": self.config.to_dict(), "as_written": self.as_written.to_dict(),
+                "kernel_ms": self.kernel_ms, "as_written_ms": self.as_written_ms,
+                "speedup_vs_as_written": (self.as_written_ms / self.kernel_ms
+                                          if self.as_written_ms and self.kernel_ms else None),
+                "candidates": len(self.timed), "pruned": len(self.pruned),
+                "failed": [f"{f.config.label()}: {f.reason}" for f in self.failed],
+                "seconds": self.seconds, "cached": self.cached}
+
+
+def validate_mode(mode: str, option: str = "--kg-tune") -> str:
+    if mode not in MODES:
+        raise ValueError(f"{option} takes {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
+# -- the search space ------------------------------------------------------------------------
+
+
+def _power_of_two(value: int) -> bool:
+    return value >= 1 and value & (value - 1) == 0
+
+
+def _scaled(value: int, factors: Sequence[float]) -> list[int]:
+    """``value`` times each factor, for a power of two only (other meta values are not block
+    sizes: a loop count or a group size stays as written)."""
+    if not _power_of_two(value):
+        return [value]
+    return sorted({int(value * f) for f in factors if value * f >= 1})
+
+
+def search_space(kernel: L.Kernel, mode: str) -> list[Config]:
+    """The candidate configurations of ``kernel``, the as-written one first (see the module doc)."""
+    validate_mode(mode, "mode")
+    base = Config.as_written(kernel)
+    if mode == "off":
+        return [base]
+    if mode == "quick":
+        found = [base]
+        for i, (name, value) in enumerate(base.meta):
+            for scaled in _scaled(value, QUICK_FACTORS):
+                meta = base.meta[:i] + ((name, scaled),) + base.meta[i + 1:]
+                found.append(Config(meta, base.num_warps, base.num_stages))
+        found += [Config(base.meta, w, base.num_stages) for w in WARPS if w != base.num_warps]
+        found += [Config(base.meta, base.num_warps, s) for s in STAGES if s != base.num_stages]
+        return list(dict.fromkeys(found))[:QUICK_MAX]
+    metas = itertools.product(*[[(name, v) for v in _scaled(value, FULL_FACTORS)] for name, value in base.meta])
+    every = [Config(tuple(meta), w, s) for meta in metas for w in WARPS for s in STAGES]
+    every.sort(key=lambda c: (_distance(base, c), c))
+    return list(dict.fromkeys([base, *every]))[:FULL_MAX]
+
+
+def _distance(base: Config, other: Config) -> float:
+    """How far a configuration is from the as-written one (log2 steps summed)."""
+    steps = sum(abs(math.log2(v / dict(base.meta)[k])) for k, v in other.meta)
+    return (steps + abs(math.log2(other.num_warps / base.num_warps))
+            + abs(other.num_stages - base.num_stages))
+
+
+# -- pruning --------------------------------------------------------------------------------
+
+
+def largest_block(checked: CheckedKernel) -> int:
+    """The most elements of any block value in the kernel (1 for a kernel of scalars)."""
+    return max((math.prod(t.shape) for t in checked.types.values() if t.shape), default=1)
+
+
+def prune(kernel: L.Kernel, configs: Sequence[Config]) -> tuple[list[Candidate], list[Pruned]]:
+    """The configurations the checker accepts and whose blocks have at least as many elements
+    as the program has threads (more warps than that only idle); the rest with the reason."""
+    kept: list[Candidate] = []
+    pruned: list[Pruned] = []
+    base = Config.as_written(kernel)
+    for config in configs:
+        try:
+            checked = check(kernel, dict(config.meta))
+        except KernelgenError as error:
+            pruned.append(Pruned(config, f"checker: {error.diagnostics[0].code}: {error.diagnostics[0].message}"))
+            continue
+        threads = 32 * config.num_warps
+        if config != base and largest_block(checked) < threads:
+            pruned.append(Pruned(config, f"largest block has {largest_block(checked)} elements, "
+                                         f"fewer than {threads} threads"))
+            continue
+        kept.append(Candidate(config, checked))
+    return kept, pruned
+
+
+def shared_memory_problem(metadata: Mapping[str, Any], target: str) -> str | None:
+    """Why a compiled kernel cannot launch for its shared memory on ``target``, or None."""
+    limit = SHARED_LIMIT.get(target)
+    shared = int(metadata.get("shared", 0))
+    if limit is not None and shared > limit:
+        return f"shared memory {shared // 1024} KB exceeds {target}'s {limit // 1024} KB"
+    return None
+
+
+# -- compiling in parallel --------------------------------------------------------------------
+
+
+def _compile_in_pool(checked: CheckedKernel, target: str, num_warps: int, num_stages: int,
+                     divisible_by_16: tuple[str, ...]) -> tuple[str, Any]:
+    """One candidate in a pool process (pool processes are daemons and cannot start the
+    isolated compile worker: they compile in process; a crash breaks the pool, see below)."""
+    from kernelgen.compile import compile_job, compile_kernel
+
+    return compile_job(lambda: compile_kernel(checked, target, num_warps, num_stages,
+                                              divisible_by_16=divisible_by_16, in_process=True), ())
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def compile_pool(workers: int) -> ProcessPoolExecutor:
+    """This process's pool of ``workers`` compile processes, kept for the next kernel (starting
+    one costs seconds of imports); stopped at exit."""
+    import atexit
+    import multiprocessing
+
+    if workers not in _POOLS:
+        if not _POOLS:
+            atexit.register(lambda: [pool.shutdown(wait=False, cancel_futures=True) for pool in _POOLS.values()])
+        _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    return _POOLS[workers]
+
+
+def compile_candidates(candidates: Sequence[Candidate], target: str, divisible_by_16: Collection[str] = (),
+                       workers: int | None = None) -> Iterator[tuple[Candidate, Any]]:
+    """Each candidate with its CompiledKernel, or the KernelgenError compiling it raised, in
+    the order they finish. A C++ crash breaks the pool: the candidates it left unfinished are
+    compiled one by one in the crash-isolated compile worker (:func:`compile.compile_kernel`)
+    and the next call starts a fresh pool."""
+    from kernelgen.compile import compile_kernel, job_result
+    from kernelgen.devices import cpu_threads
+
+    divisible = tuple(sorted(set(divisible_by_16)))
+    workers = max(1, min(MAX_WORKERS, cpu_threads()) if workers is None else workers)
+    leftover: list[Candidate] = []
+    if candidates:
+        pool = compile_pool(workers)
+        futures = {pool.submit(_compile_in_pool, c.checked, target, c.config.num_warps, c.config.num_stages,
+                               divisible): c for c in candidates}
+        for future in as_completed(futures):
+            candidate = futures[future]
+            try:
+                status, value = future.result()
+            except BrokenProcessPool:
+                leftover.append(candidate)
+                continue
+            try:
+                yield candidate, job_result(status, value)
+            except KernelgenError as error:
+                yield candidate, error
+        if leftover:
+            _POOLS.pop(workers).shutdown(wait=False)
+    for candidate in leftover:
+        try:
+            yield candidate, compile_kernel(candidate.checked, target, candidate.config.num_warps,
+                                            candidate.config.num_stages, divisible_by_16=divisible)
+        except KernelgenError as error:
+            yield candidate, error
+
+
+# -- searching and choosing -----------------------------------------------------------------
+
+
+TimeFn = Callable[[Candidate, Any], float]
+VerifyFn = Callable[[Candidate], None]
+
+
+def search(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn | None,
+           divisible_by_16: Collection[str] = (), workers: int | None = None,
+           space: Sequence[Config] | None = None) -> tuple[list[Timed], list[Pruned]]:
+    """Build the search space (or take ``space``), prune it, compile the rest in parallel and
+    time each candidate as soon as it is built (``time_fn(candidate, compiled) -> ms``; None:
+    build only). Returns the timed candidates fastest first and every dropped one with why."""
+    candidates, pruned = prune(kernel, search_space(kernel, mode) if space is None else space)
+    timed: list[Timed] = []
+    for candidate, compiled in compile_candidates(candidates, target, divisible_by_16, workers):
+        if isinstance(compiled, KernelgenError):
+            first = compiled.diagnostics[0]
+            pruned.append(Pruned(candidate.config, f"compile: {first.code}: {first.message.splitlines()[0]}"))
+            continue
+        problem = shared_memory_problem(compiled.metadata, target)
+        if problem is not None:
+            pruned.append(Pruned(candidate.config, problem))
+            continue
+        if time_fn is None:
+            continue
+        try:
+            timed.append(Timed(candidate.config, time_fn(candidate, compiled)))
+        except KernelgenError as error:
+            pruned.append(Pruned(candidate.config, f"timing: {error.diagnostics[0].code}"))
+    timed.sort(key=lambda t: t.kernel_ms)
+    return timed, pruned
+
+
+def select(kernel: L.Kernel, timed: Sequence[Timed], verify: VerifyFn) -> tuple[Timed, list[Pruned]]:
+    """The fastest timed configuration that ``verify`` accepts (it raises KernelgenError on a
+    wrong result), and those it rejected. The as-written configuration was verified by the
+    pipeline already: reaching it ends the search, and it is the answer when nothing faster
+    passes or nothing was timed."""
+    base = Config.as_written(kernel)
+    failed: list[Pruned] = []
+    for entry in timed:
+        if entry.config == base:
+            return entry, failed
+        try:
+            verify(Candidate(entry.config, check(kernel, dict(entry.config.meta))))
+        except KernelgenError as error:
+            first = error.diagnostics[0]
+            failed.append(Pruned(entry.config, f"{error.outcome.value}: {first.code}: {first.message[:200]}"))
+            continue
+        return entry, failed
+    as_written_ms = next((t.kernel_ms for t in timed if t.config == base), math.nan)
+    return Timed(base, as_written_ms), failed
+
+
+def tune(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn, verify: VerifyFn,
+         divisible_by_16: Collection[str] = (), workers: int | None = None) -> Choice:
+    """Search, then select (see the module doc); the seconds spent include compiling."""
+    start = time.perf_counter()
+    timed, pruned = search(kernel, mode, target, time_fn, divisible_by_16, workers)
+    chosen, failed = select(kernel, timed, verify)
+    base = Config.as_written(kernel)
+    as_written_ms = next((t.kernel_ms for t in timed if t.config == base), None)
+    return Choice(chosen.config, chosen.kernel_ms, base, as_written_ms, timed, pruned, failed,
+                  time.perf_counter() - start)
+
+
+# -- the cache --------------------------------------------------------------------------------
+
+
+def kernel_hash(kernel: L.Kernel) -> str:
+    text = json.dumps(kernel.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def size_bucket(sizes: Mapping[str, int]) -> str:
+    """Sizes rounded up to powers of two: nearby problem sizes share a tuning choice."""
+    return ",".join(f"{name}={1 << max(0, int(value) - 1).bit_length()}" for name, value in sorted(sizes.items()))
+
+
+class TuneCache:
+    """Choices on disk, one small JSON file per (kernel hash, GPU name, size bucket, mode),
+    written atomically (a private temporary file, then ``os.replace``)."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        from kernelgen.compile import cache_directory
+
+        self.directory = Path(directory) if directory is not None else cache_directory() / CACHE_SUBDIR
+
+    def key(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str) -> str:
+        text = "\n".join([kernel_hash(kernel), gpu, size_bucket(sizes), mode])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    def load(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str) -> Choice | None:
+        try:
+            data = json.loads(self._path(self.key(kernel, gpu, sizes, mode)).read_text())
+            return Choice(Config.from_dict(data["config"]), float(data["kernel_ms"]),
+                          Config.from_dict(data["as_written"]), data.get("as_written_ms"),
+                          seconds=0.0, cached=True)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def store(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str, choice: Choice) -> None:
+        path = self._path(self.key(kernel, gpu, sizes, mode))
+        data = {"config": choice.config.to_dict(), "kernel_ms": choice.kernel_ms,
+                "as_written": choice.as_written.to_dict(), "as_written_ms": choice.as_written_ms,
+                "gpu": gpu, "sizes": dict(sizes)}
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(data))
+            os.replace(temporary, path)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+
+
+def describe(timed: Sequence[Timed], pruned: Sequence[Pruned]) -> list[str]:
+    """Lines for a person: the timed candidates fastest first, then the dropped ones."""
+    lines = [f"{t.kernel_ms:9.4f} ms  {t.config.label()}" for t in timed]
+    lines += [f"  dropped  {p.config.label()}: {p.reason}" for p in pruned]
+    return lines
+

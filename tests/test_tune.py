@@ -1,0 +1,270 @@
+"""Autotuning (kernelgen.tune): the search space from golden kernels, pruning by the checker,
+by threads and by the shared-memory limit (compiled for sm_90: no GPU needed), the fallback when
+the fastest configuration fails verification (verified by the CPU interpreter through the
+selection's verify parameter), the choice cache, ``kernelgen tune`` and the options; on a GPU,
+the benchmark's tune stage and the torch.compile baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelgen.cli import main as cli_main
+from kernelgen.errors import Diagnostic, WrongResult
+from kernelgen.parse import kernel_to_json
+from kernelgen.pipeline import verify_cpu
+from kernelgen.results import CaseResult, Timing, Tuning
+from kernelgen.tasks import get_task
+from kernelgen.tune import (FULL_MAX, QUICK_MAX, Candidate, Choice, Config, Timed, TuneCache, prune, search,
+                            search_space, select, shared_memory_problem, size_bucket, tune)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def golden(task_id: str):
+    return get_task(task_id).golden
+
+
+def with_meta(config: Config, **values: int) -> Config:
+    return Config(tuple((k, values.get(k, v)) for k, v in config.meta), config.num_warps, config.num_stages)
+
+
+def relu_fixed_grid():
+    """relu whose grid is ``cdiv(N, 1024)`` whatever BLOCK is: with BLOCK=512 it leaves half of
+    each 1024 elements unwritten, wrong for N > 512 and right below."""
+    kernel = golden("relu")
+    return type(kernel).model_validate({**json.loads(kernel_to_json(kernel)),
+                                        "grid": [{"op": "cdiv", "lhs": "N", "rhs": 1024}]})
+
+
+# -- the search space -------------------------------------------------------------------------
+
+
+def test_quick_varies_one_coordinate_at_a_time_around_the_matmul_as_written() -> None:
+    kernel = golden("matmul_f16")
+    space = search_space(kernel, "quick")
+    base = Config.as_written(kernel)
+    assert space[0] == base == Config((("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 32)), 8, 3)
+    assert len(space) == len(set(space)) <= QUICK_MAX
+    for name, value in base.meta:
+        assert with_meta(base, **{name: value // 2}) in space and with_meta(base, **{name: value * 2}) in space
+    assert {c.num_warps for c in space} == {2, 4, 8, 16} and {c.num_stages for c in space} == {1, 2, 3, 4, 5}
+    for config in space[1:]:  # each differs from the as-written one in exactly one coordinate
+        changed = sum(a != b for a, b in zip(config.meta, base.meta))
+        changed += (config.num_warps != base.num_warps) + (config.num_stages != base.num_stages)
+        assert changed == 1, config
+
+
+def test_full_is_the_product_nearest_first_capped() -> None:
+    kernel = golden("softmax_f16")
+    space = search_space(kernel, "full")
+    base = Config.as_written(kernel)
+    (name, value), = base.meta
+    assert space[0] == base and len(space) == len(set(space)) <= FULL_MAX
+    assert {dict(c.meta)[name] for c in space} == {value // 2, value, value * 2, value * 4}
+    assert len(space) == 4 * 4 * 5
+    matmul = search_space(golden("matmul_f16"), "full")
+    assert len(matmul) == FULL_MAX and matmul[0] == Config.as_written(golden("matmul_f16"))
+    assert search_space(kernel, "off") == [base]
+
+
+def test_a_meta_value_that_is_not_a_power_of_two_stays_as_written() -> None:
+    kernel = golden("relu")
+    odd = kernel.model_validate({**json.loads(kernel_to_json(kernel)),
+                                 "meta": [{"name": "BLOCK", "value": 1024}, {"name": "GROUP", "value": 6}]})
+    assert {dict(c.meta)["GROUP"] for mode in ("quick", "full") for c in search_space(odd, mode)} == {6}
+
+
+def test_a_bad_mode_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="mode takes off, quick, full, not 'fast'"):
+        search_space(golden("relu"), "fast")
+
+
+# -- pruning ----------------------------------------------------------------------------------
+
+
+def test_the_checker_and_the_thread_count_prune_before_compiling() -> None:
+    kernel = golden("rope_bf16")
+    base = Config.as_written(kernel)
+    tiny = Config(base.meta, 16, 3)
+    tiny = with_meta(tiny, BLOCK_H=1)
+    odd = with_meta(base, BLOCK_H=24)  # a block dim must be a power of two
+    kept, pruned = prune(kernel, [base, tiny, odd])
+    assert [c.config for c in kept] == [base]
+    reasons = {p.config: p.reason for p in pruned}
+    assert "fewer than 512 threads" in reasons[tiny]
+    assert reasons[odd].startswith("checker: ")
+    assert len(prune(kernel, search_space(kernel, "full"))[1]) > 0
+
+
+def test_the_shared_memory_limit_prunes_after_compiling_for_sm_90() -> None:
+    kernel = golden("matmul_f16")
+    huge = Config((("BLOCK_M", 256), ("BLOCK_N", 256), ("BLOCK_K", 256)), 8, 3)  # 256 KB
+    timed, pruned = search(kernel, "quick", "sm_90", None, workers=1, space=[huge])
+    assert timed == [] and len(pruned) == 1 and pruned[0].config == huge
+    assert "exceeds sm_90's 227 KB" in pruned[0].reason
+
+
+def test_shared_memory_limits_per_target() -> None:
+    metadata = {"shared": 120 * 1024}
+    assert shared_memory_problem(metadata, "sm_90") is None and shared_memory_problem(metadata, "sm_80") is None
+    assert shared_memory_problem(metadata, "sm_86") == "shared memory 120 KB exceeds sm_86's 99 KB"
+    assert shared_memory_problem({"shared": 200 * 1024}, "sm_80") == "shared memory 200 KB exceeds sm_80's 163 KB"
+
+
+# -- choosing: the fallback when the fastest is wrong ----------------------------------------------
+
+
+def interpreter_verify(task_id: str, sizes: list[dict[str, int]]):
+    """The pipeline's CPU verification on each assignment, as ``select``'s verify."""
+    task = get_task(task_id)
+    return lambda candidate: [verify_cpu(task, candidate.checked, s, 0) for s in sizes]
+
+
+def test_the_fastest_config_failing_verification_is_dropped_for_the_next() -> None:
+    kernel = relu_fixed_grid()
+    base = Config.as_written(kernel)
+    wrong, warps = with_meta(base, BLOCK=512), Config(base.meta, 8, 3)
+    timed = [Timed(wrong, 0.5), Timed(warps, 0.8), Timed(base, 1.0)]
+    chosen, failed = select(kernel, timed, interpreter_verify("relu", [{"N": 100}, {"N": 3000}]))
+    assert chosen == Timed(warps, 0.8)
+    assert [f.config for f in failed] == [wrong] and failed[0].reason.startswith("wrong_result: ")
+
+
+def test_the_as_written_config_remains_when_every_faster_one_fails() -> None:
+    kernel = relu_fixed_grid()
+    base = Config.as_written(kernel)
+    wrong = with_meta(base, BLOCK=256)
+
+    def reject(candidate: Candidate) -> None:
+        raise WrongResult([Diagnostic("/outputs/0", "mismatch", "y differs at index 600")])
+
+    chosen, failed = select(kernel, [Timed(wrong, 0.1), Timed(base, 1.0)], reject)
+    assert chosen == Timed(base, 1.0) and [f.config for f in failed] == [wrong]
+    nothing, _ = select(kernel, [], reject)
+    assert nothing.config == base and math.isnan(nothing.kernel_ms)
+
+
+def test_tune_compiles_times_and_falls_back_past_a_wrong_config() -> None:
+    """The whole search on CPU: every candidate compiled for sm_90, a time per candidate that
+    favours small blocks (so the wrong BLOCK=512 comes first), the interpreter verifying."""
+    kernel = relu_fixed_grid()
+    base = Config.as_written(kernel)
+
+    def time_fn(candidate: Candidate, compiled) -> float:
+        assert compiled.target == "sm_90" and compiled.metadata["num_warps"] == candidate.config.num_warps
+        return dict(candidate.config.meta)["BLOCK"] / 1024 + candidate.config.num_stages / 100
+
+    choice = tune(kernel, "quick", "sm_90", time_fn, interpreter_verify("relu", [{"N": 3000}]), workers=1)
+    assert [f.config for f in choice.failed] == [with_meta(base, BLOCK=512)]
+    assert choice.config == Config(base.meta, base.num_warps, 1) and choice.as_written_ms == pytest.approx(1.03)
+    assert len(choice.timed) == len(search_space(kernel, "quick")) and choice.seconds > 0
+    record = Tuning(**choice.record("quick"))
+    assert record.speedup_vs_as_written == pytest.approx(1.03 / 1.01) and record.failed[0].startswith("BLOCK=512")
+
+
+# -- the cache ------------------------------------------------------------------------------
+
+
+def test_the_cache_keys_on_kernel_gpu_size_bucket_and_mode(tmp_path) -> None:
+    cache = TuneCache(tmp_path)
+    kernel = golden("relu")
+    base = Config.as_written(kernel)
+    choice = Choice(Config(base.meta, 8, 2), 0.5, base, 0.7)
+    assert cache.load(kernel, "NVIDIA H200", {"N": 4000}, "quick") is None
+    cache.store(kernel, "NVIDIA H200", {"N": 4000}, "quick", choice)
+    hit = cache.load(kernel, "NVIDIA H200", {"N": 3000}, "quick")  # the same bucket: N <= 4096
+    assert hit is not None and hit.cached and (hit.config, hit.kernel_ms, hit.as_written_ms) == (choice.config, 0.5, 0.7)
+    other_kernel = kernel.model_copy(update={"num_warps": 8})
+    for key in [(kernel, "NVIDIA A100", {"N": 4000}, "quick"), (kernel, "NVIDIA H200", {"N": 5000}, "quick"),
+                (kernel, "NVIDIA H200", {"N": 4000}, "full"), (other_kernel, "NVIDIA H200", {"N": 4000}, "quick")]:
+        assert cache.load(*key) is None, key
+    assert size_bucket({"N": 4097, "M": 1, "K": 64}) == "K=64,M=1,N=8192"
+
+
+# -- the command and the options ------------------------------------------------------------------
+
+
+def test_kernelgen_tune_on_cpu_prints_the_space_and_the_pruned(tmp_path, capsys) -> None:
+    path = tmp_path / "relu.json"
+    path.write_text(kernel_to_json(relu_fixed_grid()))
+    assert cli_main(["tune", str(path), "--size", "N=4096", "--target", "sm_90", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "search space (quick): 10 configurations" in out and "  BLOCK=1024 warps=4 stages=3\n" in out
+    assert "pruned for sm_90: 0 dropped (0 before compiling), 10 kept" in out
+    assert "timing the 10 kept candidates needs a GPU and a task" in out
+
+
+def bench_relu(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]", "-q",
+                           "-p", "no:cacheprovider", "--kg-mode", "cpu", "--kg-shapes", "1", "--wandb", "off", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_a_bad_kg_tune_or_kg_compiled_is_a_usage_error() -> None:
+    run = bench_relu("--kg-tune", "fast")
+    assert run.returncode == 4 and "--kg-tune fast: takes off, quick, full" in run.stderr
+    run = bench_relu("--kg-compiled", "yes")
+    assert run.returncode == 4 and "--kg-compiled yes: takes on, off" in run.stderr
+
+
+def test_kg_tune_in_cpu_mode_is_a_no_op_that_says_so_once() -> None:
+    run = bench_relu("--kg-tune", "full")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("--kg-tune full: a no-op in CPU mode") == 1
+
+
+# -- the summary ----------------------------------------------------------------------------------
+
+
+def timed_case(task: str, eager: float, kernel: float, as_written: float | None, compiled: float | None) -> CaseResult:
+    timing = Timing(sizes={}, kernel_ms=kernel, eager_ms=eager, speedup=eager / kernel, gbps=1.0, tflops=1.0,
+                    roofline_fraction=0.5, compiled_ms=compiled,
+                    speedup_vs_compiled=compiled / kernel if compiled else None)
+    tuning = None if as_written is None else Tuning(mode="quick", config={}, as_written={}, kernel_ms=kernel,
+                                                    as_written_ms=as_written, seconds=4.0)
+    return CaseResult(task=task, tier="hard", provider="reference", model="golden", outcome="ok", mode="gpu",
+                      target="sm_90", timing=timing, tuning=tuning,
+                      extra={} if compiled else {"torch_compile": {"error": "default: RuntimeError: boom"}})
+
+
+def test_the_summary_shows_as_written_tuned_compiled_and_tuning_time() -> None:
+    from kernelgen.pytest_plugin import summarize
+
+    cases = [timed_case("a", 1.0, 0.5, 1.0, 1.0), timed_case("b", 1.0, 2.0, None, None)]
+    lines = summarize(cases)
+    line = next(line for line in lines if line.startswith("pipeline hard: "))
+    # as written: 1x and 0.5x -> 0.71x; tuned: 2x and 0.5x -> 1x; vs torch.compile: 2x over 1
+    assert line == ("pipeline hard: geomean vs eager as written 0.71x, tuned 1.00x over 2 cases; "
+                    "vs torch.compile 2.00x over 1; tuning 4 s for 1 kernels (4.0 s each)")
+    assert any(line.startswith("pipeline: torch.compile failed on b") for line in lines)
+
+
+# -- on a GPU -------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("task_id", ["matmul_f16", "softmax_f16"])
+def test_golden_kernels_tune_and_time_against_torch_compile(task_id: str, tmp_path, monkeypatch) -> None:
+    from kernelgen.devices import executor_env, worker_gpu
+    from kernelgen.executor import Executor
+    from kernelgen.pipeline import Settings, evaluate_answer
+
+    monkeypatch.setenv("KERNELGEN_CACHE_DIR", str(tmp_path))  # a cold tuning cache, as the budget assumes
+    task = get_task(task_id)
+    with Executor(env=executor_env(worker_gpu())) as executor:
+        settings = Settings(target="sm_90", gpu=True, executor=executor, tune="quick", torch_compile=True, shapes=3)
+        result = evaluate_answer(task, kernel_to_json(task.golden), settings)
+        assert result.ok, result.diagnostics
+        tuning = result.tuning
+        assert tuning is not None and not tuning.cached and tuning.candidates >= 2 and tuning.seconds < 60
+        assert tuning.as_written_ms is not None and result.timing.kernel_ms <= 1.2 * tuning.as_written_ms
+        assert result.timing.compiled_ms is not None or "error" in result.extra["torch_compile"]
+        again = evaluate_answer(task, kernel_to_json(task.golden), dataclasses.replace(settings, torch_compile=False))
+    assert again.tuning.cached and again.tuning.config == tuning.config
