@@ -561,7 +561,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from kernelgen.optimize import CPU_SKIP
 
         reporter.write_line(f"kernelgen: --optimize-rounds {rounds}: {CPU_SKIP}")
-    given = getattr(config.option, "kg_tune", None) or config.inicfg.get("kg_tune")  # given, not the default
+    given = getattr(config.option, "kg_tune", None) or config.getini("kg_tune")  # given, not the default
     if cpu and given not in (None, "off"):
         reporter.write_line(f"kernelgen: --kg-tune {given}: a no-op in CPU mode (tuning times kernels on a GPU)")
 
