@@ -26,7 +26,8 @@ from typing import Iterable
 
 from kernelgen import language as L
 from kernelgen.bounds import unproven_accesses
-from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, CheckedKernel, HostTensor,
+from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES, CheckedKernel,
+                               HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
@@ -35,6 +36,8 @@ from kernelgen.rules import RULES
 
 MAX_BLOCK_NUMEL = 1 << 20
 ERROR_DTYPE = "<error>"
+# Triton's fp64 dot (mma.m8n8k4.f64) is not part of the language: f64 dots are refused.
+DOT_DTYPES = ("f16", "bf16", "f32")
 MATH_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
             "sin", "cos")
 
@@ -292,7 +295,7 @@ class _Checker:
                                 tensor.name, None)
         if t == "int":
             dtype = p.dtype or (self.scalars.get(value) if isinstance(value, str) else None) or "i32"
-            if dtype not in INT_DTYPES and dtype != "f32":
+            if dtype not in INT_DTYPES and dtype not in WIDE_FLOAT_DTYPES:
                 dtype = "i32"
             problem = literal_problem(value, dtype) if isinstance(value, int) else None
             if problem is not None:
@@ -300,8 +303,9 @@ class _Checker:
                 return None
         elif t == "float":
             dtype = p.dtype or "f32"
-            if dtype != "f32":
-                self.error(child(path, "dtype"), "bad_binding", f"a float value binds to an f32 param, not {dtype}")
+            if dtype not in WIDE_FLOAT_DTYPES:
+                self.error(child(path, "dtype"), "bad_binding",
+                           f"a float value binds to an f32 or f64 param, not {dtype}")
                 return None
         else:
             dtype = "i32"
@@ -460,9 +464,9 @@ class _Checker:
                 raise self.fail(child(path, "x"), "needs_bool", f"'not' takes bool, got {x}")
             return x
         if e.op in MATH_OPS:
-            if x.dtype != "f32" and not x.weak:
-                raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32, got {x}; cast it first")
-            return ValueType("f32", x.shape)
+            if x.dtype not in WIDE_FLOAT_DTYPES and not x.weak:
+                raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32 or f64, got {x}; cast it first")
+            return ValueType("f32" if x.weak else x.dtype, x.shape)
         if e.op in ("floor", "ceil"):
             if not (x.is_float or x.weak):
                 raise self.fail(child(path, "x"), "needs_float", f"{e.op} takes a float, got {x}")
@@ -495,8 +499,8 @@ class _Checker:
             raise self.fail(path, "needs_float", "div is true division of floats; use idiv (truncating) for integers")
         if e.op in ("idiv", "cdiv") and dtype not in INT_DTYPES:
             raise self.fail(path, "needs_int", f"{e.op} takes integers, got {dtype}; use div for floats")
-        if e.op == "pow" and dtype != "f32":
-            raise self.fail(path, "needs_f32", f"pow takes f32, got {dtype}; cast first")
+        if e.op == "pow" and dtype not in WIDE_FLOAT_DTYPES:
+            raise self.fail(path, "needs_f32", f"pow takes f32 or f64, got {dtype}; cast first")
         return ValueType(dtype, shape, weak=weak)
 
     def pointer_arith(self, e: L.Binary, lhs: ValueType, rhs: ValueType, shape, path: str) -> ValueType:
@@ -560,8 +564,9 @@ class _Checker:
         if not x.shape:
             raise self.fail(child(path, "x"), "bad_axis", f"{e.op} reduces a block, got a scalar")
         self.axis(e.axis, len(x.shape), child(path, "axis"))
-        if e.op == "sum" and x.dtype not in ("f32", "i32", "i64"):
-            raise self.fail(child(path, "x"), "needs_f32", f"sum takes f32, i32 or i64, got {x.dtype}; cast to f32 first")
+        if e.op == "sum" and x.dtype not in (*WIDE_FLOAT_DTYPES, *INT_DTYPES):
+            raise self.fail(child(path, "x"), "needs_f32",
+                            f"sum takes f32, f64, i32 or i64, got {x.dtype}; cast to f32 first")
         shape = list(x.shape)
         if e.keepdims:
             shape[e.axis] = 1
@@ -580,8 +585,9 @@ class _Checker:
             raise self.fail(path, "dot_shape", f"dot of [{m},{k}] and [{k2},{n}]: inner dims differ")
         if min(m, n, k) < 16:
             raise self.fail(path, "dot_shape", f"dot needs M, N, K >= 16, got M={m} N={n} K={k}")
-        if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in FLOAT_DTYPES:
-            raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32, got {lhs} and {rhs}")
+        if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in DOT_DTYPES:
+            raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32 (not f64), "
+                            f"got {lhs} and {rhs}")
         if e.dtype == "f16" and lhs.dtype != "f16":
             raise self.fail(child(path, "dtype"), "dot_dtype", f"an f16 result needs f16 operands, got {lhs.dtype}")
         if e.precision == "tf32" and lhs.dtype != "f32":

@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence, Union
 import torch
 
 from kernelgen import language as L
-from kernelgen.check import CheckedKernel, ValueType, child, is_literal, literal_value
+from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
 
@@ -42,7 +42,7 @@ MAX_LOOP_ITERATIONS = 1 << 20
 
 def poison(dtype: str) -> Union[float, int, bool]:
     """The value outputs are pre-filled with, so an element no store writes is noticed."""
-    if dtype in ("f32", "f16", "bf16"):
+    if dtype in FLOAT_DTYPES:
         return math.nan
     if dtype == "bool":
         return True

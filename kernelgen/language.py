@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
-DTYPES = ("f32", "f16", "bf16", "i32", "i64", "bool")
-Dtype = Literal["f32", "f16", "bf16", "i32", "i64", "bool"]
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool")
+Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool"]
 
 FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -103,8 +103,8 @@ class Load(Node):
 
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
-    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 only (needs_f32: cast
-    f16/bf16 first) and give f32; ``sqrt`` is correctly rounded; ``exp`` is the hardware's
+    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
+    f16/bf16 first), same dtype (f64: libdevice's double versions); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
     ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
     88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
     within 2.5 ulp (measured), not correctly rounded; ``sigmoid`` is ``1/(1+exp(-x))`` with that
@@ -118,7 +118,7 @@ class Binary(Node):
     """Elementwise ``lhs op rhs`` of one dtype (dtype_mismatch).
     Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
     ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32);
-    ``rem`` is C fmod (exact); ``pow`` (f32 only: needs_f32) is libdevice powf (2.5 ulp).
+    ``rem`` is C fmod (exact); ``pow`` (f32/f64: needs_f32) is libdevice pow (2.5 ulp).
     Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
     ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
     take integers only (needs_int).
@@ -175,7 +175,7 @@ class Cast(Node):
 
 class Reduce(Node):
     """Reduce a block along ``axis`` (0..rank-1: bad_axis), dropping it (kept as 1 with
-    ``keepdims``). ``sum`` takes f32, i32, i64 (needs_f32), in a tree order (not sequential);
+    ``keepdims``). ``sum`` takes f32, f64, i32, i64 (needs_f32), in a tree order (not sequential);
     ``max``/``min`` any number, NaN wins; argmax/argmin give the first index of the extremum
     (i32), NaN counting as it. A weak value reduces as f32."""
 
@@ -187,7 +187,7 @@ class Reduce(Node):
 
 class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
-    (dot_shape); both operands f16, bf16 or f32 of one dtype; ``dtype`` f16 needs f16
+    (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64); ``dtype`` f16 needs f16
     operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
     rounded to 10-bit mantissas (tensor cores)."""
 
@@ -376,12 +376,12 @@ class Param(Node):
     """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor gives its
     pointer (no ``dtype``); an integer host expression an i32 scalar, or ``dtype`` i64 (needed
     for values >= 2**31: bad_arguments), or the scalar input's own dtype; a float one an f32
-    (bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
+    or ``dtype`` f64 (bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
     only (undefined_name)."""
 
     name: Name
     value: Expr | None = None
-    dtype: Literal["i32", "i64", "f32"] | None = None
+    dtype: Literal["i32", "i64", "f32", "f64"] | None = None
 
 
 class Meta(Node):

@@ -43,7 +43,7 @@ RULES: dict[str, str] = {
     "needs_float": "div, fma, floor or ceil of integers (div: use idiv)",
     "needs_int": "a float where an integer goes",
     "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
-    "needs_f32": "an op that takes f32 got another dtype (cast first)",
+    "needs_f32": "an op that takes f32 or f64 got another dtype (cast first)",
     "needs_scalar": "a loop bound that is a block",
     "not_constexpr": "a block dimension that is neither an int nor a meta name",
     "host_only": "stride/numel in the kernel body (bind them to params)",
