@@ -17,7 +17,7 @@ Semantics, where Triton leaves a choice or a subtlety:
 * a float cast to an integer truncates toward zero, saturates at the integer's range and
   sends NaN to 0 (as the GPU's conversion does);
 * ``dot`` accumulates in f32 (f16 when asked), ``tf32`` rounds f32 operands to 10-bit mantissas;
-* ``fma`` rounds once;
+* ``fma`` rounds once (f64: within an ulp of it, exact where the sum cancels);
 * every active lane of a load or store must lie inside its tensor, or the interpreter stops
   with an ``out_of_bounds`` error that names the node, the program and the offset.
 """
@@ -180,6 +180,8 @@ class _Run:
     def _fma(self, e: L.Fma, path: str, env) -> Value:
         t = self.types[path]
         x, y, z = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape).double() for f in "xyz")
+        if t.dtype == "f64":
+            return _fma_f64(x, y, z)
         return (x * y + z).to(torch_dtype(t.dtype))
 
     def _clamp(self, e: L.Clamp, path: str, env) -> Value:
@@ -380,6 +382,27 @@ class _Run:
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
+
+
+def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``x * y + z`` of f64 tensors nearly rounded once (f64 has no wider type to compute in):
+    the product as the exact sum ``p + e`` (Dekker), ``p + z`` as the exact sum ``s + t``
+    (Knuth), then ``s + (t + e)``: within an ulp of the fma, and exact where ``p + z`` cancels."""
+    p = x * y
+    split = 134217729.0  # 2**27 + 1
+
+    def halves(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        c = split * a
+        high = c - (c - a)
+        return high, a - high
+
+    (xh, xl), (yh, yl) = halves(x), halves(y)
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    s = p + z
+    b = s - p
+    t = (p - (s - b)) + (z - b)
+    compensated = s + (t + e)
+    return torch.where(torch.isfinite(compensated), compensated, s)
 
 
 def _sigmoid(x: torch.Tensor) -> torch.Tensor:

@@ -118,7 +118,7 @@ class Binary(Node):
     """Elementwise ``lhs op rhs`` of one dtype (dtype_mismatch).
     Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
     ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32);
-    ``rem`` is C fmod (exact); ``pow`` (f32/f64: needs_f32) is libdevice pow (2.5 ulp).
+    ``rem`` is C fmod (exact); ``pow`` (f32/f64: needs_f32) is libdevice powf/pow (2.5 ulp).
     Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
     ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
     take integers only (needs_int).
@@ -164,8 +164,8 @@ class Clamp(Node):
 
 class Cast(Node):
     """Any dtype to any (not pointers): float to narrower float rounds to nearest even
-    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer to
-    f16/bf16 rounds through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
+    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer and
+    f64 to f16/bf16 round through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
     bool is 0 or 1."""
 
     op: Literal["cast"]

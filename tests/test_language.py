@@ -228,7 +228,7 @@ def _features(generated: GeneratedKernel) -> set[str]:
 def test_generated_kernels_cover_the_language() -> None:
     seen: set[str] = set()
 
-    @settings(GENERATION, max_examples=400, derandomize=True, database=None)
+    @settings(GENERATION, max_examples=600, derandomize=True, database=None)
     @given(kernels())
     def collect(generated: GeneratedKernel) -> None:
         seen.update(_features(generated))
