@@ -104,7 +104,7 @@ class Load(Node):
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
     ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
-    f16/bf16 first), same dtype (f64: libdevice's double versions); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
+    f16/bf16 first), same dtype (f64: libdevice's double versions, rsqrt 1/sqrt); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
     ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
     88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
     within 2.5 ulp (measured), not correctly rounded; ``sigmoid`` is ``1/(1+exp(-x))`` with that

@@ -30,7 +30,8 @@ agree with it:
   inputs each): ``exp`` 2.4 ulp for ``|x| < 1`` and 63 ulp near 88; ``exp2``, ``rsqrt``,
   ``log``, ``log2``, ``log1p``, ``tanh``, ``sin``, ``cos``, ``erf``, ``pow`` at most 2.5 ulp.
 * f64 computes in f64 throughout: its math functions, ``pow`` and ``rem`` are libdevice's
-  double versions (``__nv_exp``, ``__nv_pow``, ``__nv_fmod``...), its division ``arith.divf``
+  double versions (``__nv_exp``, ``__nv_pow``, ``__nv_fmod``...) except ``rsqrt``, which is
+  ``1 / sqrt(x)`` (libdevice's is the unrefined ``rsqrt.approx.f64``); its division ``arith.divf``
   (``div.rn.f64``); f64 to f16/bf16 rounds through f32, as torch's conversion does; an integer
   converts to f64 directly (exact up to 2**53).
 * ``maximum``/``minimum``, ``clamp`` and the ``max``/``min`` reductions use the NaN-propagating
@@ -398,6 +399,8 @@ class _Lowering:
             return b.create_xor(x, self.constant(True, "bool", t.shape))
         x = self.operand(e.x, child(path, "x"), env, t.dtype)
         self.at(path)
+        if t.dtype == "f64" and e.op == "rsqrt":  # libdevice's is rsqrt.approx.f64, unrefined
+            return b.create_fdiv(self.constant(1.0, "f64", t.shape), self.libdevice_f64("sqrt", [x], t))
         if t.dtype == "f64" and e.op in _LIBDEVICE_F64:
             return self.libdevice_f64(e.op, [x], t)
         if e.op in _MATH:
@@ -771,7 +774,7 @@ _MATH = {"exp": "create_exp", "exp2": "create_exp2", "log": "create_log", "log2"
          "erf": "create_erf"}
 _LIBDEVICE = {"tanh": "__nv_tanhf", "log1p": "__nv_log1pf"}
 # f64 functions: libdevice's double versions (the math dialect's approximations are f32 only).
-_LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "erf",
+_LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "tanh", "erf",
                                                "sin", "cos", "pow")} | {"rem": "__nv_fmod"}
 
 
