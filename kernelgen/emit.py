@@ -409,6 +409,8 @@ class _KernelEmitter:
         return self.as_tensor(c, dtype) if tensor else c
 
     def cast(self, c: _Code, dtype: str) -> _Code:
+        if c.dtype is None and dtype == "f64" and isinstance(c.value, float):
+            return self.as_tensor(c, dtype)  # tl.cast would make an f32 constant of it first
         if c.dtype is None or c.may_be_number:
             return _Code(f"tl.cast({c.text}, {TL_DTYPES[dtype]})", POSTFIX, dtype)
         if dtype == "bool":

@@ -193,7 +193,8 @@ class _Run:
         x = self.eval(e.x, child(path, "x"), env)
         src = self.types[child(path, "x")]
         if not isinstance(x, torch.Tensor):
-            x = self.typed(x, "f32" if isinstance(x, float) else src.dtype)
+            # A float literal is f32, except that cast to f64 it is the f64 value (as it adopts f64).
+            x = self.typed(x, ("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
         if e.dtype == "bool":
             return x != 0
         if x.is_floating_point() and e.dtype in ("i32", "i64"):

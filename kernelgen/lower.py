@@ -544,7 +544,7 @@ class _Lowering:
         x = self.expr(e.x, xp, env)
         self.at(path)
         if isinstance(x, (bool, int, float)):
-            src = ValueType("f32" if isinstance(x, float) else src.dtype)
+            src = ValueType(("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
             x = self.constant(x, src.dtype)
         return self.convert(x, src, e.dtype)
 

@@ -552,7 +552,7 @@ F64 = {
                        rhs=o("fma", x=o("rem", lhs="b", rhs="pos"), y=o("floor", x="a"), z=0.1))),
              o("store", ptr=o("add", lhs="o_ints", rhs="offs"), mask="m",
                value=o("mul", lhs=o("cast", x=o("load", ptr=o("add", lhs="k", rhs="offs"), mask="m"), dtype="f64"),
-                       rhs=1.0000000001)),
+                       rhs=o("cast", x=1.0000000001, dtype="f64"))),
              o("store", ptr=o("add", lhs="o_f16", rhs="offs"), mask="m", value=o("cast", x="a", dtype="f16")),
              o("store", ptr=o("add", lhs="o_i32", rhs="offs"), mask="m",
                value=o("cast", x=o("mul", lhs="a", rhs=10.0), dtype="i32")),

@@ -111,7 +111,7 @@ def test_generated_kernels_survive_a_json_round_trip(generated: GeneratedKernel)
     assert kernel_from_obj(kernel_to_obj(generated.kernel)) == generated.kernel
 
 
-EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}
+EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float64: 2.0**-52}
 APPROXIMATE_UNARY = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
 
 

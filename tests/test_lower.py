@@ -215,6 +215,7 @@ def cast_cases() -> list[Case]:
         "o_float_to_int": ("i32", op("cast", x=3.7, dtype="i32")),
         "o_int_to_f16": ("f16", op("cast", x=2, dtype="f16")),
         "o_bool": ("bool", op("cast", x=True, dtype="bool")),
+        "o_float_to_f64": ("f64", op("cast", x=0.1, dtype="f64")),
     }))
     return cases
 
@@ -617,3 +618,15 @@ def test_native_output_captures_what_c_code_writes_to_the_descriptors() -> None:
     with NativeOutput() as nothing:
         pass
     assert nothing.text == ""
+
+
+def test_a_float_literal_cast_to_f64_is_the_f64_value() -> None:
+    """Not 0.1 rounded to f32 first: the literal adopts f64, as it does in f64 arithmetic."""
+    import torch
+
+    from kernelgen.interpret import interpret
+
+    checked = check(Kernel.model_validate(CASES["cast_literals"].kernel))
+    outputs = interpret(checked, {"a": torch.zeros(1000)})
+    assert outputs["o_float_to_f64"][0].item() == 0.1
+    assert "1.000000e-01 : f64" in lower(checked).ttir
