@@ -22,7 +22,7 @@ Typing rules (Triton's, made strict where Triton would guess):
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from kernelgen import language as L
 from kernelgen.bounds import unproven_accesses
@@ -31,6 +31,7 @@ from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, W
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
+from kernelgen.generic import bindings, declaration_problems, describe, instantiate, is_generic
 from kernelgen.limits import literal_problem, name_diagnostics, number_problem
 from kernelgen.rules import RULES
 
@@ -747,9 +748,46 @@ class _Checker:
         return checked
 
 
-def check(kernel: L.Kernel, meta: dict[str, int] | None = None) -> CheckedKernel:
+def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
+          dtypes: Mapping[str, str] | None = None) -> CheckedKernel:
     """Check a kernel for the given meta values (default: the kernel's own).
 
-    Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found.
+    Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found. A
+    generic kernel (dtype variables) is checked in every variant and its default variant is
+    returned, or only the variant ``dtypes`` binds (:mod:`kernelgen.generic`).
     """
+    if dtypes is not None or is_generic(kernel):
+        return _check_generic(kernel, meta, dtypes)
+    return check_concrete(kernel, meta)
+
+
+def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mapping[str, str] | None) -> CheckedKernel:
+    """Every variant of a generic kernel (each diagnostic names its binding), returning the
+    default one; or ``binding``'s variant alone."""
+    problems = declaration_problems(kernel)
+    if problems:
+        raise SemanticError(problems)
+    if binding is not None:
+        for variable in kernel.dtypes:
+            if binding.get(variable.name) not in variable.of:
+                raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
+                                               f"{variable.name} takes one of {variable.of}, "
+                                               f"got {binding.get(variable.name)!r}"))
+        return check_concrete(instantiate(kernel, binding), meta)
+    diagnostics: list[Diagnostic] = []
+    default: CheckedKernel | None = None
+    for each in bindings(kernel):
+        try:
+            checked = check_concrete(instantiate(kernel, each), meta)
+        except SemanticError as error:
+            diagnostics += [Diagnostic(d.path, d.code, f"with {describe(each)}: {d.message}") for d in error.diagnostics]
+            continue
+        default = default or checked
+    if diagnostics or default is None:
+        raise SemanticError(diagnostics)
+    return default
+
+
+def check_concrete(kernel: L.Kernel, meta: dict[str, int] | None = None) -> CheckedKernel:
+    """Check a kernel without dtype variables."""
     return _Checker(kernel, meta).run()

@@ -21,6 +21,9 @@ DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool")
 Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool"]
 
 FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
+# A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
+DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
+DtypeRef = Union[Dtype, Annotated[str, Field(pattern=DTYPE_VARIABLE)]]
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -80,6 +83,15 @@ class Arange(Node):
     size: Dim
 
 
+class DtypeVariable(Node):
+    """``name`` (capitalized: ``T``) may stand for a dtype in inputs, outputs, full, cast. A call
+    binds it to PyTorch's promotion of its inputs' values, one of ``of`` (bad_arguments); every
+    variant must check. Undeclared: bad_dtype_variable."""
+
+    name: Annotated[str, Field(pattern=DTYPE_VARIABLE)]
+    of: Annotated[list[Dtype], Field(min_length=1)]
+
+
 class Full(Node):
     """A block of ``shape`` (``[]``: a scalar) filled with ``value`` of exactly ``dtype``: bool
     takes true/false, i32/i64 an integer in range, floats a number or "inf"/"nan" (bad_value).
@@ -88,7 +100,7 @@ class Full(Node):
     op: Literal["full"]
     shape: list[Dim]
     value: Union[bool, int, float, Literal["inf", "-inf", "nan"]]
-    dtype: Dtype
+    dtype: DtypeRef
 
 
 class Load(Node):
@@ -170,7 +182,7 @@ class Cast(Node):
 
     op: Literal["cast"]
     x: Expr
-    dtype: Dtype
+    dtype: DtypeRef
 
 
 class Reduce(Node):
@@ -345,7 +357,7 @@ class Input(Node):
     bad_signature. Inputs, sizes, outputs and meta have distinct names."""
 
     name: Name
-    dtype: Dtype | None = None
+    dtype: DtypeRef | None = None
     shape: list[Dim] | None = None
     default: JsonValue = None
     number: bool = False
@@ -368,7 +380,7 @@ class Output(Node):
     is stored)."""
 
     name: Name
-    dtype: Dtype
+    dtype: DtypeRef
     shape: list[Expr]
 
 
@@ -405,6 +417,7 @@ class Kernel(Node):
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None
+    dtypes: list[DtypeVariable] = []
     inputs: list[Input]
     outputs: Annotated[list[Output], Field(min_length=1)]
     params: list[Param]

@@ -144,6 +144,7 @@ SEMANTIC_CASES = [
          "dot_dtype", "/body/7/body/9/value/dtype"),
     case("tf32-precision-of-f16", MATMUL, {"/body/7/body/9/value/precision": "tf32"}, "dot_dtype",
          "/body/7/body/9/value/precision"),
+    case("undeclared-dtype-variable", VADD, {"/inputs/0/dtype": "T"}, "bad_dtype_variable", "/inputs/0/dtype"),
     case("dot-of-f64", MATMUL, {"/inputs/0/dtype": "f64", "/inputs/1/dtype": "f64"}, "dot_dtype",
          "/body/7/body/9/value"),
     case("f64-plus-f32", VADD, {"/inputs/0/dtype": "f64"}, "dtype_mismatch", "/body/5/value/rhs"),
@@ -288,7 +289,7 @@ def test_every_checker_rule_has_a_case() -> None:
     the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES}
     raised = set()
-    for module in ("check", "limits", "bounds"):
+    for module in ("check", "generic", "limits", "bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)
 
