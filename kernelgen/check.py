@@ -303,7 +303,8 @@ class _Checker:
                 self.error(vpath, "literal_out_of_range", f"{problem}, the dtype of param {p.name!r}")
                 return None
         elif t == "float":
-            dtype = p.dtype or "f32"
+            own = self.scalars.get(value) if isinstance(value, str) else None
+            dtype = p.dtype or ("f64" if own == "f64" else "f32")
             if dtype not in WIDE_FLOAT_DTYPES:
                 self.error(child(path, "dtype"), "bad_binding",
                            f"a float value binds to an f32 or f64 param, not {dtype}")

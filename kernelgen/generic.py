@@ -102,3 +102,14 @@ def instantiate(kernel: L.Kernel, binding: Mapping[str, str]) -> L.Kernel:
         return node
 
     return kernel_from_obj(walk(kernel.model_dump(mode="json", exclude_unset=True)))
+
+
+def binding_for(kernel: L.Kernel, wanted: Mapping[str, str]) -> Binding:
+    """The binding under which the kernel's inputs and outputs have the ``wanted`` dtypes (by
+    name, e.g. a task's signature): each variable takes the wanted dtype of the first input or
+    output that names it, else its first dtype. Empty for a kernel without variables."""
+    binding: Binding = {}
+    for spec in (*kernel.inputs, *kernel.outputs):
+        if spec.dtype is not None and spec.name in wanted and spec.dtype not in L.DTYPES:
+            binding.setdefault(spec.dtype, wanted[spec.name])
+    return {v.name: binding.get(v.name, v.of[0]) for v in kernel.dtypes}

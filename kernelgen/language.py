@@ -388,7 +388,7 @@ class Param(Node):
     """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor gives its
     pointer (no ``dtype``); an integer host expression an i32 scalar, or ``dtype`` i64 (needed
     for values >= 2**31: bad_arguments), or the scalar input's own dtype; a float one an f32
-    or ``dtype`` f64 (bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
+    (f64: an f64 input's, or ``dtype`` f64; bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
     only (undefined_name)."""
 
     name: Name
