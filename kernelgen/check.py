@@ -769,6 +769,10 @@ def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mappi
     if problems:
         raise SemanticError(problems)
     if binding is not None:
+        unknown = sorted(set(binding) - {v.name for v in kernel.dtypes})
+        if unknown:
+            raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
+                                           f"the kernel declares no dtype variable {', '.join(unknown)}"))
         for variable in kernel.dtypes:
             if binding.get(variable.name) not in variable.of:
                 raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",

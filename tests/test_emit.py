@@ -804,3 +804,17 @@ def test_random_kernels_compile_for_sm90(data: st.DataObject, tmp_path: Path) ->
     strategies = pytest.importorskip("kernelgen.ast_strategies")
     checked = check(data.draw(strategies.kernels()).kernel)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+
+
+def test_emit_prints_the_variant_a_dtype_option_binds(tmp_path: Path, capsys) -> None:
+    from test_wrapper import generic_add
+
+    path = tmp_path / "gadd.json"
+    path.write_text(json.dumps(generic_add()))
+    assert cli_main(["emit", str(path)]) == 0
+    assert "torch.float16" in capsys.readouterr().out
+    assert cli_main(["emit", str(path), "--dtype", "T=f64"]) == 0
+    source = capsys.readouterr().out
+    assert "dtype=torch.float64" in source and "float16" not in source
+    assert cli_main(["emit", str(path), "--dtype", "U=f64"]) == 1
+    assert "bad_dtype_variable" in capsys.readouterr().err
