@@ -8,10 +8,8 @@ Typing rules (Triton's, made strict where Triton would guess):
 
 * A JSON integer literal is a *weak* i32 (i64 beyond i32's range), a JSON float (``1.0``,
   "inf", "nan") a weak f32; true/false are bool. A weak value takes the other operand's dtype
-  (``mul(x_f16, 0.5)`` and ``mul(x_f64, 0.1)`` take the literal in f16 and f64) except that a
-  float literal with integers gives f32; weak with weak stays weak (f32 if either is). A JSON
-  float is at most f32's largest finite value even where it becomes f64. Generic kernels
-  (dtype variables, :mod:`kernelgen.generic`) are checked in every variant.
+  (``mul(x_f16, 0.5)`` is f16) except that a float literal with integers gives f32; weak with
+  weak stays weak (f32 if either is). A JSON float stays in f32's range, also as f64.
 * A literal must fit the dtype it takes: ``x_i32 + 2147483648`` is an error (cast ``x`` to
   i64), and so is a float literal beyond the largest finite f16/bf16/f32 value; an integer
   literal beyond i64 is an error.
