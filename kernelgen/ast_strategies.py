@@ -63,7 +63,7 @@ from hypothesis import strategies as st
 from kernelgen.language import COMPARISON_OPS, Kernel
 from kernelgen.parse import kernel_from_obj
 
-FLOAT_DTYPES = ("f32", "f16", "bf16")
+FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 INT_DTYPES = ("i32", "i64")
 NUMBER_DTYPES = FLOAT_DTYPES + INT_DTYPES
 ALL_DTYPES = NUMBER_DTYPES + ("bool",)
@@ -78,7 +78,7 @@ FLOAT_LIMIT = 1e4
 INT_LIMIT = 2**30
 RELATIVE_ERROR_LIMIT = 1e-2
 SAFETY = 4.0
-EPS = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
+EPS = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7, "f64": 2.0**-52}
 TF32_EPS = 2.0**-10
 DENORMAL = 1e-37  # a GPU may flush f32 subnormals to zero
 

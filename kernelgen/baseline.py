@@ -106,9 +106,10 @@ _OUTCOME_OF_RULE = {
     "no_code": Outcome.NO_KERNEL, "no_jit_kernel": Outcome.NO_KERNEL, "no_entry_point": Outcome.NO_KERNEL,
     "entry_signature": Outcome.NO_KERNEL, "no_launch": Outcome.NO_KERNEL,
 }
-_PYTHON_TYPES = {"f32": "float", "f16": "float", "bf16": "float", "i32": "int", "i64": "int", "bool": "bool"}
-_TORCH_DTYPE_OF = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "i32": "torch.int32",
-                   "i64": "torch.int64", "bool": "torch.bool"}
+_PYTHON_TYPES = {"f32": "float", "f16": "float", "bf16": "float", "f64": "float", "i32": "int", "i64": "int",
+                 "bool": "bool"}
+_TORCH_DTYPE_OF = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
+                   "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Typing rules (Triton's, made strict where Triton would guess):
 * A JSON integer literal is a *weak* i32 (i64 beyond i32's range), a JSON float (``1.0``,
   "inf", "nan") a weak f32; true/false are bool. A weak value takes the other operand's dtype
   (``mul(x_f16, 0.5)`` is f16) except that a float literal with integers gives f32; weak with
-  weak stays weak (f32 if either is).
+  weak stays weak (f32 if either is). A JSON float stays in f32's range, also as f64.
 * A literal must fit the dtype it takes: ``x_i32 + 2147483648`` is an error (cast ``x`` to
   i64), and so is a float literal beyond the largest finite f16/bf16/f32 value; an integer
   literal beyond i64 is an error.
@@ -22,19 +22,23 @@ Typing rules (Triton's, made strict where Triton would guess):
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from kernelgen import language as L
 from kernelgen.bounds import unproven_accesses
-from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, CheckedKernel, HostTensor,
+from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES, CheckedKernel,
+                               HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
+from kernelgen.generic import bindings, declaration_problems, describe, instantiate, is_generic
 from kernelgen.limits import literal_problem, name_diagnostics, number_problem
 from kernelgen.rules import RULES
 
 MAX_BLOCK_NUMEL = 1 << 20
 ERROR_DTYPE = "<error>"
+# Triton's fp64 dot (mma.m8n8k4.f64) is not part of the language: f64 dots are refused.
+DOT_DTYPES = ("f16", "bf16", "f32")
 MATH_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
             "sin", "cos")
 
@@ -292,16 +296,18 @@ class _Checker:
                                 tensor.name, None)
         if t == "int":
             dtype = p.dtype or (self.scalars.get(value) if isinstance(value, str) else None) or "i32"
-            if dtype not in INT_DTYPES and dtype != "f32":
+            if dtype not in INT_DTYPES and dtype not in WIDE_FLOAT_DTYPES:
                 dtype = "i32"
             problem = literal_problem(value, dtype) if isinstance(value, int) else None
             if problem is not None:
                 self.error(vpath, "literal_out_of_range", f"{problem}, the dtype of param {p.name!r}")
                 return None
         elif t == "float":
-            dtype = p.dtype or "f32"
-            if dtype != "f32":
-                self.error(child(path, "dtype"), "bad_binding", f"a float value binds to an f32 param, not {dtype}")
+            own = self.scalars.get(value) if isinstance(value, str) else None
+            dtype = p.dtype or ("f64" if own == "f64" else "f32")
+            if dtype not in WIDE_FLOAT_DTYPES:
+                self.error(child(path, "dtype"), "bad_binding",
+                           f"a float value binds to an f32 or f64 param, not {dtype}")
                 return None
         else:
             dtype = "i32"
@@ -460,9 +466,9 @@ class _Checker:
                 raise self.fail(child(path, "x"), "needs_bool", f"'not' takes bool, got {x}")
             return x
         if e.op in MATH_OPS:
-            if x.dtype != "f32" and not x.weak:
-                raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32, got {x}; cast it first")
-            return ValueType("f32", x.shape)
+            if x.dtype not in WIDE_FLOAT_DTYPES and not x.weak:
+                raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32 or f64, got {x}; cast it first")
+            return ValueType("f32" if x.weak else x.dtype, x.shape)
         if e.op in ("floor", "ceil"):
             if not (x.is_float or x.weak):
                 raise self.fail(child(path, "x"), "needs_float", f"{e.op} takes a float, got {x}")
@@ -495,8 +501,8 @@ class _Checker:
             raise self.fail(path, "needs_float", "div is true division of floats; use idiv (truncating) for integers")
         if e.op in ("idiv", "cdiv") and dtype not in INT_DTYPES:
             raise self.fail(path, "needs_int", f"{e.op} takes integers, got {dtype}; use div for floats")
-        if e.op == "pow" and dtype != "f32":
-            raise self.fail(path, "needs_f32", f"pow takes f32, got {dtype}; cast first")
+        if e.op == "pow" and dtype not in WIDE_FLOAT_DTYPES:
+            raise self.fail(path, "needs_f32", f"pow takes f32 or f64, got {dtype}; cast first")
         return ValueType(dtype, shape, weak=weak)
 
     def pointer_arith(self, e: L.Binary, lhs: ValueType, rhs: ValueType, shape, path: str) -> ValueType:
@@ -560,8 +566,9 @@ class _Checker:
         if not x.shape:
             raise self.fail(child(path, "x"), "bad_axis", f"{e.op} reduces a block, got a scalar")
         self.axis(e.axis, len(x.shape), child(path, "axis"))
-        if e.op == "sum" and x.dtype not in ("f32", "i32", "i64"):
-            raise self.fail(child(path, "x"), "needs_f32", f"sum takes f32, i32 or i64, got {x.dtype}; cast to f32 first")
+        if e.op == "sum" and x.dtype not in (*WIDE_FLOAT_DTYPES, *INT_DTYPES):
+            raise self.fail(child(path, "x"), "needs_f32",
+                            f"sum takes f32, f64, i32 or i64, got {x.dtype}; cast to f32 first")
         shape = list(x.shape)
         if e.keepdims:
             shape[e.axis] = 1
@@ -580,8 +587,9 @@ class _Checker:
             raise self.fail(path, "dot_shape", f"dot of [{m},{k}] and [{k2},{n}]: inner dims differ")
         if min(m, n, k) < 16:
             raise self.fail(path, "dot_shape", f"dot needs M, N, K >= 16, got M={m} N={n} K={k}")
-        if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in FLOAT_DTYPES:
-            raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32, got {lhs} and {rhs}")
+        if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in DOT_DTYPES:
+            raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32 (not f64), "
+                            f"got {lhs} and {rhs}")
         if e.dtype == "f16" and lhs.dtype != "f16":
             raise self.fail(child(path, "dtype"), "dot_dtype", f"an f16 result needs f16 operands, got {lhs.dtype}")
         if e.precision == "tf32" and lhs.dtype != "f32":
@@ -741,9 +749,50 @@ class _Checker:
         return checked
 
 
-def check(kernel: L.Kernel, meta: dict[str, int] | None = None) -> CheckedKernel:
+def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
+          dtypes: Mapping[str, str] | None = None) -> CheckedKernel:
     """Check a kernel for the given meta values (default: the kernel's own).
 
-    Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found.
+    Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found. A
+    generic kernel (dtype variables) is checked in every variant and its default variant is
+    returned, or only the variant ``dtypes`` binds (:mod:`kernelgen.generic`).
     """
+    if dtypes is not None or is_generic(kernel):
+        return _check_generic(kernel, meta, dtypes)
+    return check_concrete(kernel, meta)
+
+
+def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mapping[str, str] | None) -> CheckedKernel:
+    """Every variant of a generic kernel (each diagnostic names its binding), returning the
+    default one; or ``binding``'s variant alone."""
+    problems = declaration_problems(kernel)
+    if problems:
+        raise SemanticError(problems)
+    if binding is not None:
+        unknown = sorted(set(binding) - {v.name for v in kernel.dtypes})
+        if unknown:
+            raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
+                                           f"the kernel declares no dtype variable {', '.join(unknown)}"))
+        for variable in kernel.dtypes:
+            if binding.get(variable.name) not in variable.of:
+                raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
+                                               f"{variable.name} takes one of {variable.of}, "
+                                               f"got {binding.get(variable.name)!r}"))
+        return check_concrete(instantiate(kernel, binding), meta)
+    diagnostics: list[Diagnostic] = []
+    default: CheckedKernel | None = None
+    for each in bindings(kernel):
+        try:
+            checked = check_concrete(instantiate(kernel, each), meta)
+        except SemanticError as error:
+            diagnostics += [Diagnostic(d.path, d.code, f"with {describe(each)}: {d.message}") for d in error.diagnostics]
+            continue
+        default = default or checked
+    if diagnostics or default is None:
+        raise SemanticError(diagnostics)
+    return default
+
+
+def check_concrete(kernel: L.Kernel, meta: dict[str, int] | None = None) -> CheckedKernel:
+    """Check a kernel without dtype variables."""
     return _Checker(kernel, meta).run()

@@ -14,7 +14,9 @@ from typing import Union
 from kernelgen import language as L
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-FLOAT_DTYPES = ("f32", "f16", "bf16")
+FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
+# The dtypes the math functions, pow and float sums compute in (others are cast first).
+WIDE_FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
 
 

@@ -63,11 +63,11 @@ from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, lite
 
 MODULE_NAMES = ("torch", "triton", "tl")
 
-TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "i32": "tl.int32",
+TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "f64": "tl.float64", "i32": "tl.int32",
              "i64": "tl.int64", "bool": "tl.int1"}
-TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
+TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
                 "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
-FLOAT_DTYPES = ("f32", "f16", "bf16")
+FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 INT_DTYPES = ("i32", "i64")
 # The smallest normal and the largest finite f32: a Python float outside this range becomes an
 # f64 tensor when Triton makes a tensor of it on its own.
@@ -87,6 +87,8 @@ _TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.lo
              "sqrt": "tl.sqrt_rn", "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos",
              "erf": "tl.erf", "sigmoid": "tl.sigmoid", "abs": "tl.abs"}
 _HELPER_UNARY = {"tanh": "_tanh", "log1p": "_log1p"}
+# f64 versions where Triton's function takes fp32 only.
+_TL_UNARY_F64 = {"sqrt": "tl.sqrt"}
 
 # Jitted helpers, written into the module when a kernel uses them (in this order).
 HELPERS: dict[str, str] = {
@@ -125,32 +127,38 @@ def _argmin_combine(value1, index1, value2, index2):
     "_tanh": '''
 @triton.jit
 def _tanh(x):
-    """tanh of f32 from exp in f64: (1 - e) / (1 + e) with e = exp(-2|x|), signed like x."""
-    e = tl.exp(-2.0 * tl.abs(x.to(tl.float64)))
-    magnitude = ((1.0 - e) / (1.0 + e)).to(tl.float32)
+    """tanh of f32 or f64 in f64: -m / (2 + m) with m = expm1(-2|x|), signed like x; expm1(y)
+    is (u - 1) * y / log(u) with u = exp(y) (Kahan's form, accurate near 0 where 1 - exp is not)."""
+    y = -2.0 * tl.abs(x.to(tl.float64))
+    u = tl.exp(y)
+    m = tl.where(u == 1.0, y, tl.where(u == 0.0, -1.0, (u - 1.0) * (y / tl.log(u))))
+    magnitude = (-m / (2.0 + m)).to(x.dtype)
     return tl.where(x < 0, -magnitude, magnitude)
 ''',
     "_log1p": '''
 @triton.jit
 def _log1p(x):
-    """log(1 + x) of f32, accurate near 0: log(u) * x / (u - 1) with u = 1 + x in f64."""
+    """log(1 + x) of f32 or f64, accurate near 0: log(u) * x / (u - 1) with u = 1 + x in f64."""
     wide = x.to(tl.float64)
     u = 1.0 + wide
     result = tl.where(u == 1.0, wide, tl.log(u) * (wide / (u - 1.0)))
-    return tl.where(x == float("inf"), x, result.to(tl.float32))
+    return tl.where(x == float("inf"), x, result.to(x.dtype))
 ''',
     "_pow": '''
 @triton.jit
 def _pow(x, y):
-    """torch.pow of f32: |x| ** y in f64, the sign of x for odd integer y, NaN for a negative
+    """torch.pow of f32 or f64: |x| ** y in f64, the sign of x for odd integer y, NaN for a negative
     finite x and a non-integer y, 1 where y == 0 or x == 1 (even with NaN), and
     (-1) ** +-inf == 1. Both operands are broadcast first: Triton's interpreter cannot combine a
     0-d comparison with a block one (``&`` raises a TypeError there)."""
     x, y = tl.broadcast(x, y)
-    magnitude = tl.exp2(y.to(tl.float64) * tl.log2(tl.abs(x).to(tl.float64))).to(tl.float32)
+    magnitude = tl.exp2(y.to(tl.float64) * tl.log2(tl.abs(x).to(tl.float64))).to(x.dtype)
     y_is_integer = tl.floor(y) == y
     y_is_odd = y_is_integer & (tl.floor(y * 0.5) * 2.0 != y)
-    sign_bit = x.to(tl.int32, bitcast=True) < 0
+    if x.dtype == tl.float64:
+        sign_bit = x.to(tl.int64, bitcast=True) < 0
+    else:
+        sign_bit = x.to(tl.int32, bitcast=True) < 0
     result = tl.where(sign_bit & y_is_odd, -magnitude, magnitude)
     result = tl.where((x < 0) & (x != float("-inf")) & ~y_is_integer, float("nan"), result)
     one = (y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == float("inf")))
@@ -365,9 +373,9 @@ class _HostExpressions:
         """A param's value, converted to what the kernel expects (as the host does)."""
         text, _ = self.emit(expr)
         kind = self.kind(expr)
-        if dtype == "f32" and kind != "float":
+        if dtype in ("f32", "f64") and kind != "float":
             return f"float({text})"
-        if dtype != "f32" and kind != "int":
+        if dtype not in ("f32", "f64") and kind != "int":
             return f"int({text})"
         return text
 
@@ -394,11 +402,15 @@ class _KernelEmitter:
             text, prec = _literal(c.value, dtype)
             if text != c.text:
                 c = replace(c, text=text, prec=prec)  # rounded to a narrow float type
+            if dtype == "f64" and isinstance(c.value, float) and round_to(c.value, "f32") != c.value:
+                tensor = True  # Triton would make an f32 constant of a Python float first
         elif c.dtype is not None and c.dtype != dtype:
             c = self.cast(c, dtype)
         return self.as_tensor(c, dtype) if tensor else c
 
     def cast(self, c: _Code, dtype: str) -> _Code:
+        if c.dtype is None and dtype == "f64" and isinstance(c.value, float):
+            return self.as_tensor(c, dtype)  # tl.cast would make an f32 constant of it first
         if c.dtype is None or c.may_be_number:
             return _Code(f"tl.cast({c.text}, {TL_DTYPES[dtype]})", POSTFIX, dtype)
         if dtype == "bool":
@@ -472,14 +484,17 @@ class _KernelEmitter:
             x = self.operand(e.x, xpath, env, "bool", tensor=True)
             return _Code(f"~{x.at(UNARY + 1)}", UNARY, "bool")
         x = self.operand(e.x, xpath, env, t.dtype, tensor=True)
-        if e.op in ("floor", "ceil") and t.dtype != "f32":
+        if e.op in ("floor", "ceil") and t.dtype in ("f16", "bf16"):
             return _Code(f"tl.{e.op}({x.at(POSTFIX)}.to(tl.float32)).to({TL_DTYPES[t.dtype]})", POSTFIX, t.dtype)
         if e.op in ("floor", "ceil"):
             return _Code(f"tl.{e.op}({x.text})", POSTFIX, t.dtype)
         if e.op in _HELPER_UNARY:
             self.helpers.add(_HELPER_UNARY[e.op])
             return _Code(f"{_HELPER_UNARY[e.op]}({x.text})", POSTFIX, t.dtype)
-        return _Code(f"{_TL_UNARY[e.op]}({x.text})", POSTFIX, t.dtype)
+        if t.dtype == "f64" and e.op == "rsqrt":  # as the lowering: tl.rsqrt of fp64 is rsqrt.approx.f64
+            return _Code(f"1.0 / tl.sqrt({x.text})", MUL, "f64")
+        function = _TL_UNARY_F64.get(e.op, _TL_UNARY[e.op]) if t.dtype == "f64" else _TL_UNARY[e.op]
+        return _Code(f"{function}({x.text})", POSTFIX, t.dtype)
 
     def _binary(self, e: L.Binary, path: str, env) -> _Code:
         t = self.types[path]
@@ -524,6 +539,9 @@ class _KernelEmitter:
         return _Code(text, prec, t.dtype, may_be_number=number, nonnegative=nonnegative)
 
     def divide(self, lhs: _Code, rhs: _Code, dtype: str) -> _Code:
+        if dtype == "f64":  # Triton's fp64 division is correctly rounded (div.rn.f64); div_rn takes fp32
+            return _Code(f"{lhs.at(MUL)} / {rhs.at(MUL + 1)}", MUL, "f64")
+
         def f32(c: _Code) -> str:
             if c.dtype is None:
                 if c.value is not None and 0 < abs(c.value) < F32_TINY:

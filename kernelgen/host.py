@@ -28,7 +28,7 @@ from kernelgen.errors import Diagnostic, HostError
 
 Scalar = Union[int, float, bool]
 
-TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
+TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32",
                 "i64": "int64", "bool": "bool"}
 
 
@@ -203,7 +203,7 @@ def _finish_plan(checked: CheckedKernel, env: HostEnv, inputs: dict[str, Any]) -
         if binding.type.dtype == "i32" and not -(2**31) <= int(value) < 2**31:
             raise HostError(Diagnostic(f"/params/{i}", "bad_arguments",
                                        f"param {binding.name} = {value} does not fit in i32; declare it i64"))
-        values.append(float(value) if binding.type.dtype == "f32" else int(value))
+        values.append(float(value) if binding.type.dtype in ("f32", "f64") else int(value))
     return LaunchPlan(checked, env, inputs, output_shapes, (grid[0], grid[1], grid[2]), values)
 
 

@@ -12,11 +12,15 @@ import torch
 
 from kernelgen import language as L
 from kernelgen.errors import Diagnostic, HostError
+from kernelgen.checked import FLOAT_DTYPES
 from kernelgen.host import torch_dtype
 
 
 def random_tensor(shape: tuple[int, ...], dtype: str, generator: torch.Generator) -> torch.Tensor:
-    if dtype in ("f32", "f16", "bf16"):
+    if dtype == "f64":
+        # Drawn at full precision: f32-precision values would hide a kernel computing in f32.
+        return torch.randn(shape, generator=generator, dtype=torch.float64)
+    if dtype in FLOAT_DTYPES:
         return torch.randn(shape, generator=generator).to(torch_dtype(dtype))
     if dtype == "bool":
         return torch.randint(0, 2, shape, generator=generator).bool()
@@ -35,7 +39,7 @@ def random_inputs(kernel: L.Kernel, sizes: Mapping[str, int], scalars: Mapping[s
         if inp.shape is None:
             if inp.name in scalars:
                 args[inp.name] = scalars[inp.name]
-            elif inp.dtype in ("f32", "f16", "bf16"):
+            elif inp.dtype in FLOAT_DTYPES:
                 args[inp.name] = round(float(torch.rand((), generator=generator)) + 0.5, 3)
             elif inp.dtype == "bool":
                 args[inp.name] = True

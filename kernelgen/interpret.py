@@ -27,7 +27,7 @@ Semantics, where Triton leaves a choice or a subtlety:
 * a float cast to an integer truncates toward zero, saturates at the integer's range and
   sends NaN to 0 (as the GPU's conversion does);
 * ``dot`` accumulates in f32 (f16 when asked), ``tf32`` rounds f32 operands to 10-bit mantissas;
-* ``fma`` rounds once;
+* ``fma`` rounds once (f64: within an ulp of it, exact where the sum cancels);
 * every active lane of a load or store must lie inside its tensor, or the interpreter stops
   with an ``out_of_bounds`` error that names the node, the program and the offset;
 * a launch must do work in proportion to its data: one whose programs x block elements x loop
@@ -47,7 +47,7 @@ import torch
 from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.budget import check_budget
-from kernelgen.check import CheckedKernel, ValueType, child, is_literal, literal_value
+from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
 
@@ -58,7 +58,7 @@ MAX_LOOP_ITERATIONS = 1 << 20
 
 def poison(dtype: str) -> Union[float, int, bool]:
     """The value outputs are pre-filled with, so an element no store writes is noticed."""
-    if dtype in ("f32", "f16", "bf16"):
+    if dtype in FLOAT_DTYPES:
         return math.nan
     if dtype == "bool":
         return True
@@ -222,6 +222,8 @@ class _Run:
     def _fma(self, e: L.Fma, path: str, env) -> Value:
         t = self.types[path]
         x, y, z = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape).double() for f in "xyz")
+        if t.dtype == "f64":
+            return _fma_f64(x, y, z)
         return (x * y + z).to(torch_dtype(t.dtype))
 
     def _clamp(self, e: L.Clamp, path: str, env) -> Value:
@@ -233,7 +235,8 @@ class _Run:
         x = self.eval(e.x, child(path, "x"), env)
         src = self.types[child(path, "x")]
         if not isinstance(x, torch.Tensor):
-            x = self.typed(x, "f32" if isinstance(x, float) else src.dtype)
+            # A float literal is f32, except that cast to f64 it is the f64 value (as it adopts f64).
+            x = self.typed(x, ("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
         if e.dtype == "bool":
             return x != 0
         if x.is_floating_point() and e.dtype in ("i32", "i64"):
@@ -439,6 +442,27 @@ class _Run:
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
+
+
+def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``x * y + z`` of f64 tensors nearly rounded once (f64 has no wider type to compute in):
+    the product as the exact sum ``p + e`` (Dekker), ``p + z`` as the exact sum ``s + t``
+    (Knuth), then ``s + (t + e)``: within an ulp of the fma, and exact where ``p + z`` cancels."""
+    p = x * y
+    split = 134217729.0  # 2**27 + 1
+
+    def halves(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        c = split * a
+        high = c - (c - a)
+        return high, a - high
+
+    (xh, xl), (yh, yl) = halves(x), halves(y)
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    s = p + z
+    b = s - p
+    t = (p - (s - b)) + (z - b)
+    compensated = s + (t + e)
+    return torch.where(torch.isfinite(compensated), compensated, s)
 
 
 def _sigmoid(x: torch.Tensor) -> torch.Tensor:

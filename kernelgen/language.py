@@ -17,10 +17,13 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
-DTYPES = ("f32", "f16", "bf16", "i32", "i64", "bool")
-Dtype = Literal["f32", "f16", "bf16", "i32", "i64", "bool"]
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool")
+Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool"]
 
 FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
+# A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
+DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
+DtypeRef = Union[Dtype, Annotated[str, Field(pattern=DTYPE_VARIABLE)]]
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -80,6 +83,15 @@ class Arange(Node):
     size: Dim
 
 
+class DtypeVariable(Node):
+    """``name`` (capitalized: ``T``) may stand for a dtype in inputs, outputs, full, cast. A call
+    binds it to PyTorch's promotion of its inputs' values, one of ``of`` (bad_arguments); every
+    variant must check. Undeclared: bad_dtype_variable."""
+
+    name: Annotated[str, Field(pattern=DTYPE_VARIABLE)]
+    of: Annotated[list[Dtype], Field(min_length=1)]
+
+
 class Full(Node):
     """A block of ``shape`` (``[]``: a scalar) filled with ``value`` of exactly ``dtype``: bool
     takes true/false, i32/i64 an integer in range, floats a number or "inf"/"nan" (bad_value).
@@ -88,7 +100,7 @@ class Full(Node):
     op: Literal["full"]
     shape: list[Dim]
     value: Union[bool, int, float, Literal["inf", "-inf", "nan"]]
-    dtype: Dtype
+    dtype: DtypeRef
 
 
 class Load(Node):
@@ -103,8 +115,8 @@ class Load(Node):
 
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
-    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 only (needs_f32: cast
-    f16/bf16 first) and give f32; ``sqrt`` is correctly rounded; ``exp`` is the hardware's
+    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
+    f16/bf16 first), same dtype (f64: libdevice's double versions, rsqrt 1/sqrt); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
     ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
     88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
     within 2.5 ulp (measured), not correctly rounded; ``sigmoid`` is ``1/(1+exp(-x))`` with that
@@ -118,7 +130,7 @@ class Binary(Node):
     """Elementwise ``lhs op rhs`` of one dtype (dtype_mismatch).
     Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
     ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32);
-    ``rem`` is C fmod (exact); ``pow`` (f32 only: needs_f32) is libdevice powf (2.5 ulp).
+    ``rem`` is C fmod (exact); ``pow`` (f32/f64: needs_f32) is libdevice powf/pow (2.5 ulp).
     Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
     ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
     take integers only (needs_int).
@@ -164,18 +176,18 @@ class Clamp(Node):
 
 class Cast(Node):
     """Any dtype to any (not pointers): float to narrower float rounds to nearest even
-    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer to
-    f16/bf16 rounds through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
+    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer and
+    f64 to f16/bf16 round through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
     bool is 0 or 1."""
 
     op: Literal["cast"]
     x: Expr
-    dtype: Dtype
+    dtype: DtypeRef
 
 
 class Reduce(Node):
     """Reduce a block along ``axis`` (0..rank-1: bad_axis), dropping it (kept as 1 with
-    ``keepdims``). ``sum`` takes f32, i32, i64 (needs_f32), in a tree order (not sequential);
+    ``keepdims``). ``sum`` takes f32, f64, i32, i64 (needs_f32), in a tree order (not sequential);
     ``max``/``min`` any number, NaN wins; argmax/argmin give the first index of the extremum
     (i32), NaN counting as it. A weak value reduces as f32."""
 
@@ -187,7 +199,7 @@ class Reduce(Node):
 
 class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
-    (dot_shape); both operands f16, bf16 or f32 of one dtype; ``dtype`` f16 needs f16
+    (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64); ``dtype`` f16 needs f16
     operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
     rounded to 10-bit mantissas (tensor cores)."""
 
@@ -347,7 +359,7 @@ class Input(Node):
     bad_signature. Inputs, sizes, outputs and meta have distinct names."""
 
     name: Name
-    dtype: Dtype | None = None
+    dtype: DtypeRef | None = None
     shape: list[Dim] | None = None
     default: JsonValue = None
     number: bool = False
@@ -370,7 +382,7 @@ class Output(Node):
     is stored)."""
 
     name: Name
-    dtype: Dtype
+    dtype: DtypeRef
     shape: list[Expr]
 
 
@@ -378,12 +390,12 @@ class Param(Node):
     """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor gives its
     pointer (no ``dtype``); an integer host expression an i32 scalar, or ``dtype`` i64 (needed
     for values >= 2**31: bad_arguments), or the scalar input's own dtype; a float one an f32
-    (bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
+    (f64: an f64 input's, or ``dtype`` f64; bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
     only (undefined_name)."""
 
     name: Name
     value: Expr | None = None
-    dtype: Literal["i32", "i64", "f32"] | None = None
+    dtype: Literal["i32", "i64", "f32", "f64"] | None = None
 
 
 class Meta(Node):
@@ -407,6 +419,7 @@ class Kernel(Node):
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None
+    dtypes: list[DtypeVariable] = []
     inputs: list[Input]
     outputs: Annotated[list[Output], Field(min_length=1)]
     params: list[Param]

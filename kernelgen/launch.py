@@ -52,6 +52,7 @@ _SCALAR_CTYPES: dict[str, type[ctypes._SimpleCData]] = {
     "i32": ctypes.c_int32,
     "i64": ctypes.c_int64,
     "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
     "f16": ctypes.c_uint16,
     "bf16": ctypes.c_uint16,
     "bool": ctypes.c_uint8,
@@ -141,6 +142,8 @@ def pack_scalar(name: str, dtype: str, value: Union[int, float, bool]) -> ctypes
         return _SCALAR_CTYPES[dtype](int(value))
     if dtype == "f32":
         return ctypes.c_float(float(value))
+    if dtype == "f64":
+        return ctypes.c_double(float(value))
     if dtype == "f16":
         return ctypes.c_uint16(f16_bits(float(value)))
     if dtype == "bf16":

@@ -29,6 +29,11 @@ agree with it:
   ``sin``, ``cos`` and ``erf`` libdevice calls. Measured on an H200 against float64 (4M random
   inputs each): ``exp`` 2.4 ulp for ``|x| < 1`` and 63 ulp near 88; ``exp2``, ``rsqrt``,
   ``log``, ``log2``, ``log1p``, ``tanh``, ``sin``, ``cos``, ``erf``, ``pow`` at most 2.5 ulp.
+* f64 computes in f64 throughout: its math functions, ``pow`` and ``rem`` are libdevice's
+  double versions (``__nv_exp``, ``__nv_pow``, ``__nv_fmod``...) except ``rsqrt``, which is
+  ``1 / sqrt(x)`` (libdevice's is the unrefined ``rsqrt.approx.f64``); its division ``arith.divf``
+  (``div.rn.f64``); f64 to f16/bf16 rounds through f32, as torch's conversion does; an integer
+  converts to f64 directly (exact up to 2**53).
 * ``maximum``/``minimum``, ``clamp`` and the ``max``/``min`` reductions use the NaN-propagating
   ``arith.maximumf``/``minimumf``; comparisons are ordered except ``ne`` (``UNE``).
 * ``argmax``/``argmin`` take the extremum, then the least index holding it; NaN counts as the
@@ -56,6 +61,7 @@ from triton._C.libtriton import ir, nvidia
 from kernelgen import language as L
 from kernelgen.check import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType, child, is_literal,
                              literal_value)
+from kernelgen.checked import WIDE_FLOAT_DTYPES
 from kernelgen.errors import Diagnostic, KernelgenError, LoweringError
 
 Scalar = Union[bool, int, float]
@@ -216,7 +222,7 @@ class _Lowering:
         b = self.builder
         if dtype == "bool":
             return b.get_int8_ty() if memory else b.get_int1_ty()
-        return {"f32": b.get_float_ty, "f16": b.get_half_ty, "bf16": b.get_bf16_ty,
+        return {"f32": b.get_float_ty, "f16": b.get_half_ty, "bf16": b.get_bf16_ty, "f64": b.get_double_ty,
                 "i32": b.get_int32_ty, "i64": b.get_int64_ty}[dtype]()
 
     def element_type(self, t: ValueType) -> Any:
@@ -231,7 +237,7 @@ class _Lowering:
     def constant(self, value: Scalar, dtype: str, shape: Sequence[int] = ()) -> Any:
         b = self.builder
         if dtype in FLOAT_DTYPES:
-            make = {"f32": b.get_fp32, "f16": b.get_fp16, "bf16": b.get_bf16}[dtype]
+            make = {"f32": b.get_fp32, "f16": b.get_fp16, "bf16": b.get_bf16, "f64": b.get_fp64}[dtype]
             scalar = make(float(value))
         elif dtype == "bool":
             scalar = b.get_int1(bool(value))
@@ -274,31 +280,37 @@ class _Lowering:
         if dtype == "bool":
             zero = self.constant(0, src, shape)
             return b.create_fcmpUNE(value, zero) if src in FLOAT_DTYPES else b.create_icmpNE(value, zero)
+        via = wide_dtype(dtype)
         if src == "bool":
             if dtype in INT_DTYPES:
                 return b.create_int_cast(value, ty(dtype), False)
-            return self.narrow_float(b.create_ui_to_fp(value, ty("f32")), shape, dtype)
+            return self.narrow_float(b.create_ui_to_fp(value, ty(via)), shape, dtype, via)
         if src in INT_DTYPES and dtype in INT_DTYPES:
             return b.create_int_cast(value, ty(dtype), True)
         if src in INT_DTYPES:
             # torch converts an integer to f16/bf16 through f32 (two roundings); so do we.
-            return self.narrow_float(b.create_si_to_fp(value, ty("f32")), shape, dtype)
+            return self.narrow_float(b.create_si_to_fp(value, ty(via)), shape, dtype, via)
         wide = self.widen_float(value, t)
         if dtype in INT_DTYPES:
             return b.create_fp_to_si(wide, ty(dtype))
-        return self.narrow_float(wide, shape, dtype)
+        return self.narrow_float(wide, shape, dtype, wide_dtype(src))
 
     def widen_float(self, value: Any, t: ValueType) -> Any:
-        """An f16/bf16 value as f32 (exact); f32 as is."""
-        if t.dtype == "f32":
+        """An f16/bf16 value as f32 (exact); f32 and f64 as they are (see :func:`wide_dtype`)."""
+        if t.dtype in WIDE_FLOAT_DTYPES:
             return value
         return self.builder.create_fp_ext(value, self.ir_type(ValueType("f32", t.shape)))
 
-    def narrow_float(self, value: Any, shape: tuple[int, ...], dtype: str) -> Any:
-        """An f32 value rounded to nearest-even ``dtype``."""
-        if dtype == "f32":
+    def narrow_float(self, value: Any, shape: tuple[int, ...], dtype: str, source: str = "f32") -> Any:
+        """A value of ``source`` (f32 or f64) as ``dtype``: rounded to nearest even where it is
+        narrower (f64 to f16/bf16 through f32, as torch converts), exact where it is wider."""
+        if dtype == source:
             return value
-        return self.builder.create_fp_trunc(value, self.ir_type(ValueType(dtype, shape)))
+        b = self.builder
+        if source == "f64" and dtype != "f32":
+            value, source = self.narrow_float(value, shape, "f32", "f64"), "f32"
+        target = self.ir_type(ValueType(dtype, shape))
+        return b.create_fp_ext(value, target) if dtype == "f64" else b.create_fp_trunc(value, target)
 
     def materialize(self, value: Lowered, t: ValueType, dtype: str | None = None,
                     shape: tuple[int, ...] | None = None) -> Any:
@@ -387,13 +399,20 @@ class _Lowering:
             return b.create_xor(x, self.constant(True, "bool", t.shape))
         x = self.operand(e.x, child(path, "x"), env, t.dtype)
         self.at(path)
+        if t.dtype == "f64" and e.op == "rsqrt":  # libdevice's is rsqrt.approx.f64, unrefined
+            return b.create_fdiv(self.constant(1.0, "f64", t.shape), self.libdevice_f64("sqrt", [x], t))
+        if t.dtype == "f64" and e.op in _LIBDEVICE_F64:
+            return self.libdevice_f64(e.op, [x], t)
         if e.op in _MATH:
             return getattr(b, _MATH[e.op])(x)
         if e.op in _LIBDEVICE:
             return b.create_extern_elementwise("", "", _LIBDEVICE[e.op], [x], self.ir_type(t), True)
         if e.op == "sigmoid":
-            one = self.constant(1.0, "f32", t.shape)
-            denominator = b.create_fadd(one, b.create_exp(self.negate(x, t)))
+            one = self.constant(1.0, t.dtype, t.shape)
+            negated = self.negate(x, t)
+            if t.dtype == "f64":
+                return b.create_fdiv(one, b.create_fadd(one, self.libdevice_f64("exp", [negated], t)))
+            denominator = b.create_fadd(one, b.create_exp(negated))
             return b.create_precise_divf(one, denominator)
         if e.op == "neg":
             return self.negate(x, t)
@@ -402,7 +421,12 @@ class _Lowering:
         # floor, ceil: exact through f32 (bf16 has no rounding instruction before sm_90).
         wide = self.widen_float(x, t)
         rounded = b.create_floor(wide) if e.op == "floor" else b.create_ceil(wide)
-        return self.narrow_float(rounded, t.shape, t.dtype)
+        return self.narrow_float(rounded, t.shape, t.dtype, wide_dtype(t.dtype))
+
+    def libdevice_f64(self, op: str, args: list[Any], t: ValueType) -> Any:
+        """libdevice's double version of a function (``__nv_exp``) on f64 values of ``t``'s shape."""
+        return self.builder.create_extern_elementwise("", "", _LIBDEVICE_F64[op], args,
+                                                      self.ir_type(ValueType("f64", t.shape)), True)
 
     def negate(self, x: Any, t: ValueType) -> Any:
         if t.dtype in FLOAT_DTYPES:
@@ -442,6 +466,8 @@ class _Lowering:
             return {"add": b.create_fadd, "sub": b.create_fsub, "mul": b.create_fmul}[op](a, c)
         if op in ("maximum", "minimum"):
             return (b.create_maximumf if op == "maximum" else b.create_minimumf)(a, c)
+        if t.dtype == "f64":
+            return b.create_fdiv(a, c) if op == "div" else self.libdevice_f64(op, [a, c], t)
         if op == "pow":
             return b.create_extern_elementwise("", "", "__nv_powf", [a, c], self.ir_type(t), True)
         wide = ValueType("f32", t.shape)
@@ -518,7 +544,7 @@ class _Lowering:
         x = self.expr(e.x, xp, env)
         self.at(path)
         if isinstance(x, (bool, int, float)):
-            src = ValueType("f32" if isinstance(x, float) else src.dtype)
+            src = ValueType(("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
             x = self.constant(x, src.dtype)
         return self.convert(x, src, e.dtype)
 
@@ -533,14 +559,14 @@ class _Lowering:
         b = self.builder
         values = ValueType(dtype, xt.shape)
         if dtype in FLOAT_DTYPES and e.op != "sum":
-            x, values = self.widen_float(x, values), ValueType("f32", xt.shape)
+            x, values = self.widen_float(x, values), ValueType(wide_dtype(dtype), xt.shape)
         if with_index:
             result = self.first_index_of_extremum(e.op, x, values, e.axis)
         else:
             result = self.reduce_one(e.op, x, values, e.axis)
         out_shape = tuple(d for i, d in enumerate(xt.shape) if i != e.axis)
         if not with_index and values.dtype != t.dtype:
-            result = self.narrow_float(result, out_shape, t.dtype)
+            result = self.narrow_float(result, out_shape, t.dtype, values.dtype)
         if e.keepdims:
             result = (b.create_expand_dims(result, e.axis) if out_shape
                       else self.splat(result, ValueType(t.dtype), (1,)))
@@ -747,6 +773,15 @@ _MATH = {"exp": "create_exp", "exp2": "create_exp2", "log": "create_log", "log2"
          "sqrt": "create_precise_sqrt", "rsqrt": "create_rsqrt", "sin": "create_sin", "cos": "create_cos",
          "erf": "create_erf"}
 _LIBDEVICE = {"tanh": "__nv_tanhf", "log1p": "__nv_log1pf"}
+# f64 functions: libdevice's double versions (the math dialect's approximations are f32 only).
+_LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "tanh", "erf",
+                                               "sin", "cos", "pow")} | {"rem": "__nv_fmod"}
+
+
+def wide_dtype(dtype: str) -> str:
+    """The float dtype a value of ``dtype`` computes in where f16/bf16 are widened: f64 for f64,
+    else f32."""
+    return "f64" if dtype == "f64" else "f32"
 
 
 def new_context() -> Any:

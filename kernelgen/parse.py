@@ -86,6 +86,9 @@ def _message(error: dict[str, Any], document: Any, pointer: str) -> tuple[str, s
         return "too_deep", "expressions nest too deeply here; bind inner parts to names with let"
     if kind == "reserved_name":
         return "reserved_name", error["msg"]
+    if kind == "string_pattern_mismatch" and pointer.endswith("/dtype"):
+        # A dtype field takes a dtype or a dtype variable: one bad_value, as the dtype's own.
+        return "bad_value", f"{error.get('input')!r} is neither a dtype nor a dtype variable's capitalized name"
     if kind == "string_pattern_mismatch":
         return "bad_name", f"{show_name(str(error.get('input')))} is not a valid identifier"
     return "bad_type", f"{error['msg']}, got {json.dumps(error.get('input'))[:80]}"

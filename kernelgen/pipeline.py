@@ -19,6 +19,7 @@ from kernelgen.case import Case, Settings
 from kernelgen.check import CheckedKernel, check
 from kernelgen.draws import Draw
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
+from kernelgen.generic import binding_for, instantiate
 from kernelgen.parse import kernel_to_json, parse_kernel
 from kernelgen.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.tasks import Task
@@ -89,10 +90,17 @@ def stage_parse(case: Case) -> None:
 
 
 def stage_check(case: Case) -> None:
-    mismatches = signature_diagnostics(case.task, case.kernel)
+    """A generic kernel is checked in the variant the task's signature binds (the signature is
+    compared with that variant), after every variant has been checked."""
+    signature = case.task.signature
+    binding = binding_for(case.kernel, {spec.name: spec.dtype for spec in (*signature.inputs, *signature.outputs)
+                                        if spec.dtype is not None})
+    if binding:
+        check(case.kernel)
+    mismatches = signature_diagnostics(case.task, instantiate(case.kernel, binding) if binding else case.kernel)
     if mismatches:
         raise SemanticError(mismatches)
-    case.checked = check(case.kernel)
+    case.checked = check(case.kernel, dtypes=binding or None)
 
 
 def stage_compile(case: Case) -> None:

@@ -1,7 +1,8 @@
 """The stable diagnostic codes a kernel can earn, each with the condition that raises it.
 
 This is the one registry of codes for the stages that judge a kernel: parsing
-(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.limits`, :mod:`kernelgen.bounds`) and
+(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`,
+:mod:`kernelgen.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`,
 :mod:`kernelgen.interpret`, :mod:`kernelgen.budget`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
@@ -43,7 +44,8 @@ RULES: dict[str, str] = {
     "needs_float": "div, fma, floor or ceil of integers (div: use idiv)",
     "needs_int": "a float where an integer goes",
     "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
-    "needs_f32": "an op that takes f32 got another dtype (cast first)",
+    "bad_dtype_variable": "a dtype names no declared dtype variable, or the declarations clash",
+    "needs_f32": "an op that takes f32 or f64 got another dtype (cast first)",
     "needs_scalar": "a loop bound that is a block",
     "not_constexpr": "a block dimension that is neither an int nor a meta name",
     "host_only": "stride/numel in the kernel body (bind them to params)",

@@ -28,7 +28,7 @@ from kernelgen.errors import Diagnostic, KernelgenError
 TIERS = ("easy", "med", "hard")
 Tier = Literal["easy", "med", "hard"]
 
-DEFAULT_TOLERANCE = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2),
+DEFAULT_TOLERANCE = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2), "f64": (1e-9, 1e-12),
                      "i32": (0.0, 0.0), "i64": (0.0, 0.0), "bool": (0.0, 0.0)}
 
 

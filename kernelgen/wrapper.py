@@ -28,6 +28,8 @@ class BoundCall:
     meta: dict[str, int]
     finish: Callable[[Mapping[str, Any]], Any]
     notes: list[str] = field(default_factory=list)
+    # The binding of the kernel's dtype variables (kernelgen.generic); empty if it has none.
+    dtypes: dict[str, str] = field(default_factory=dict)
 
 
 def _error(index: int | None, message: str, code: str = "bad_arguments") -> HostError:
@@ -55,15 +57,52 @@ def bind_arguments(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, A
     return bound
 
 
-def _as_tensor(inp: L.Input, index: int, value: Any):
+def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
+    """Each dtype variable's dtype for a call's bound arguments: PyTorch's promotion of the values
+    passed for its inputs (see :mod:`kernelgen.generic`)."""
     import torch
 
+    binding: dict[str, str] = {}
+    for variable in kernel.dtypes:
+        users = [(index, inp) for index, inp in enumerate(kernel.inputs)
+                 if inp.dtype == variable.name and inp.is_plain and bound.get(inp.name) is not None]
+        promoted: Any = None
+        for _, inp in users:
+            value = bound[inp.name]
+            if isinstance(value, torch.Tensor):
+                value = torch.empty((0,) if value.dim() else (), dtype=value.dtype)
+            elif not isinstance(value, (bool, int, float)):
+                continue  # the binding of the argument itself says what is wrong with it
+            promoted = value if promoted is None else promoted + value
+        if promoted is None:
+            binding[variable.name] = variable.of[0]
+            continue
+        dtype = promoted.dtype if isinstance(promoted, torch.Tensor) else torch.tensor(promoted).dtype
+        name = dtype_name(dtype)
+        if name not in variable.of:
+            names = ", ".join(inp.name for _, inp in users)
+            index = users[0][0]
+            raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments",
+                                       f"{names} give {dtype} ({variable.name} by PyTorch's promotion); "
+                                       f"{variable.name} takes one of {variable.of}"))
+        binding[variable.name] = name
+    return binding
+
+
+def _as_tensor(inp: L.Input, index: int, value: Any, dtypes: Mapping[str, str]):
+    """The tensor the kernel gets: a tensor of a dtype variable's input is converted to the
+    variable's (promoted) dtype, as PyTorch computes in it; other inputs take their dtype only."""
+    import torch
+
+    dtype = dtypes.get(inp.dtype, inp.dtype)
     if isinstance(value, torch.Tensor):
-        if dtype_name(value.dtype) != inp.dtype:
+        if inp.dtype in dtypes:
+            return value if dtype_name(value.dtype) == dtype else value.to(torch_dtype(dtype))
+        if dtype_name(value.dtype) != dtype:
             raise _error(index, f"{inp.name} is declared {inp.dtype}, got {value.dtype}")
         return value
     if inp.number and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return torch.tensor(value, dtype=torch_dtype(inp.dtype))
+        return torch.tensor(value, dtype=torch_dtype(dtype))
     raise _error(index, f"{inp.name} is a tensor{' or a number' if inp.number else ''}, got {type(value).__name__}")
 
 
@@ -88,6 +127,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     import torch
 
     bound = bind_arguments(kernel, args, kwargs)
+    dtypes = bind_dtypes(kernel, bound)
     meta: dict[str, int] = {}
     role_values: dict[str, Any] = {}
     values: dict[str, Any] = {}
@@ -104,7 +144,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
         elif inp.role is not None:
             role_values[inp.role] = (index, value)
         elif inp.shape is not None:
-            values[inp.name] = _as_tensor(inp, index, value)
+            values[inp.name] = _as_tensor(inp, index, value, dtypes)
         else:
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 value = value.item()
@@ -140,7 +180,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
             results[0] = target
         return results[0] if len(results) == 1 else tuple(results)
 
-    return BoundCall(values, meta, finish)
+    return BoundCall(values, meta, finish, dtypes=dtypes)
 
 
 def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
@@ -213,4 +253,4 @@ def call_kernel(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]
     """Call ``kernel`` like its wrapper: bind, check for the call's choices, ``run`` the
     kernel on its own arguments (the interpreter, or the GPU), and shape the result."""
     call = bind_call(kernel, args, kwargs)
-    return call.finish(run(check(kernel, call.meta), call.args))
+    return call.finish(run(check(kernel, call.meta, call.dtypes or None), call.args))

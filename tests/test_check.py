@@ -144,6 +144,12 @@ SEMANTIC_CASES = [
          "dot_dtype", "/body/7/body/9/value/dtype"),
     case("tf32-precision-of-f16", MATMUL, {"/body/7/body/9/value/precision": "tf32"}, "dot_dtype",
          "/body/7/body/9/value/precision"),
+    case("undeclared-dtype-variable", VADD, {"/inputs/0/dtype": "T"}, "bad_dtype_variable", "/inputs/0/dtype"),
+    case("dot-of-f64", MATMUL, {"/inputs/0/dtype": "f64", "/inputs/1/dtype": "f64"}, "dot_dtype",
+         "/body/7/body/9/value"),
+    case("f64-plus-f32", VADD, {"/inputs/0/dtype": "f64"}, "dtype_mismatch", "/body/5/value/rhs"),
+    case("float-param-of-i32", VADD, {"/params/3": {"name": "N", "value": 0.5, "dtype": "i32"}}, "bad_binding",
+         "/params/3/dtype"),
     # loops
     case("carry-changes-dtype", SOFTMAX, {"/body/4/carry/1/next": {"op": "cast", "x": "new_sum", "dtype": "f16"}},
          "loop_carry_type", "/body/4/carry/1/next"),
@@ -257,7 +263,7 @@ SCHEMA_CASES = [
     case("expression-is-a-list", VADD, {"/body/0/value": [1, 2]}, "bad_type", "/body/0/value"),
     case("name-not-an-identifier", VADD, {"/body/0/name": "2nd"}, "bad_name", "/body/0/name"),
     case("reference-not-an-identifier", VADD, {"/body/5/value/lhs": "x block"}, "bad_name", "/body/5/value/lhs"),
-    case("unknown-dtype", VADD, {"/inputs/0/dtype": "f64"}, "bad_value", "/inputs/0/dtype"),
+    case("unknown-dtype", VADD, {"/inputs/0/dtype": "f8"}, "bad_value", "/inputs/0/dtype"),
     case("num-warps-not-power-of-two", VADD, {"/num_warps": 3}, "bad_value", "/num_warps"),
     case("program-axis-3", VADD, {"/body/0/value/lhs/axis": 3}, "bad_value", "/body/0/value/lhs/axis"),
     case("no-outputs", VADD, {"/outputs": []}, "bad_type", "/outputs"),
@@ -283,7 +289,7 @@ def test_every_checker_rule_has_a_case() -> None:
     the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES}
     raised = set()
-    for module in ("check", "limits", "bounds"):
+    for module in ("check", "generic", "limits", "bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)
 
@@ -368,3 +374,17 @@ def test_a_name_of_a_megabyte_is_refused_with_a_short_message(name: str, stage_e
         check(kernel_from_obj(mutated(VADD, {"/name": name})))
     ((path, found, message),) = [(d.path, d.code, d.message) for d in info.value.diagnostics]
     assert (path, found) == ("/name", code) and len(message) < 200
+
+
+def test_f64_is_typed_like_triton() -> None:
+    """A float literal with f64 takes f64; math, pow and sum keep f64; a float param may be f64."""
+    doc = mutated(VADD, {"/inputs/0/dtype": "f64", "/inputs/1/dtype": "f64", "/outputs/0/dtype": "f64",
+                         "/body/5/value": {"op": "add", "lhs": {"op": "exp", "x": {"op": "mul", "lhs": "x_block",
+                                                                                    "rhs": 0.1}},
+                                           "rhs": {"op": "pow", "lhs": "y_block", "rhs": 2.0}}})
+    checked = check(kernel_from_obj(doc))
+    assert [str(checked.types[p]) for p in ("/body/5/value", "/body/5/value/lhs", "/body/5/value/lhs/x",
+                                            "/body/5/value/rhs")] == ["f64[1024]"] * 4
+    assert checked.operand_dtypes["/body/5/value/lhs/x"] == "f64"
+    bound = mutated(VADD, {"/params/3": {"name": "N"}, "/params/4": {"name": "s", "value": 0.5, "dtype": "f64"}})
+    assert check(kernel_from_obj(bound)).params[-1].type.dtype == "f64"

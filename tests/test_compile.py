@@ -60,6 +60,17 @@ def assert_complete(compiled: CompiledKernel, target: str) -> None:
 # Every kernel compiles
 
 
+def test_f64_computes_in_double_precision_with_libdevice() -> None:
+    """f64 functions are libdevice's double versions and f64 division is div.rn.f64: nothing
+    of an f64 kernel goes through f32."""
+    ptx = {name: compile_kernel(checked_case(name), "sm_90", in_process=True, cache=False).ptx
+           for name in ("exp_f64", "sigmoid_f64", "arith_f64")}
+    assert "ex2.approx" not in ptx["exp_f64"] and "cvt.rn.f32.f64" not in ptx["exp_f64"]
+    assert "fma.rn.f64" in ptx["exp_f64"] and "ld.global.b64" in ptx["exp_f64"]
+    assert "div.rn.f64" in ptx["sigmoid_f64"] and "div.rn.f64" in ptx["arith_f64"]
+    assert "cvt.rn.f32.f64" not in ptx["arith_f64"]
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_catalogue_kernel_compiles_for_sm_90(name: str) -> None:
     checked = checked_case(name)

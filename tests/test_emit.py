@@ -39,7 +39,7 @@ from kernelgen.parse import kernel_from_obj, parse_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
-TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2)}
+TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f64": (1e-12, 1e-14)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,7 +193,8 @@ def check_in_triton_interpreter(interpreter: TritonInterpreter, checked: Checked
     assert_outputs_match(checked, expected, actual, tolerance)
 
 
-SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "i32": "i32", "i64": "i64", "bool": "i1"}
+SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i32": "i32", "i64": "i64",
+                   "bool": "i1"}
 
 
 def compile_for_sm90(checked: CheckedKernel, directory: Path, integers_as_one: bool = False) -> str:
@@ -524,6 +525,39 @@ BF16 = {
                value=o("add", lhs=o("mul", lhs="a", rhs="b"),
                        rhs=o("div", lhs=o("maximum", lhs="a", rhs=0.5), rhs=o("clamp", x="b", lo=1.0, hi=2.0))))]}
 
+# f64 throughout: every function, pow, division, rem, fma, floor, a literal that f32 does not
+# hold (0.1), an f64 scalar param, casts both ways and reductions.
+_F64_MATH = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
+F64 = {
+    "name": "f64_math",
+    "inputs": [{"name": "x", "dtype": "f64", "shape": ["N"]}, {"name": "y", "dtype": "f64", "shape": ["N"]},
+               {"name": "s", "dtype": "f64"}, {"name": "k", "dtype": "i64", "shape": ["N"]}],
+    "outputs": [{"name": f"o_{f}", "dtype": "f64", "shape": ["N"]} for f in (*_F64_MATH, "pow", "arith", "ints")]
+               + [{"name": "o_f16", "dtype": "f16", "shape": ["N"]}, {"name": "o_i32", "dtype": "i32", "shape": ["N"]},
+                  {"name": "o_sum", "dtype": "f64", "shape": [1]}],
+    "params": [{"name": n} for n in ("x", "y", "k", *(f"o_{f}" for f in (*_F64_MATH, "pow", "arith", "ints")),
+                                     "o_f16", "o_i32", "o_sum", "N")] + [{"name": "s", "dtype": "f64"}],
+    "meta": [{"name": "BLOCK", "value": 64}], "grid": [1],
+    "body": [let("offs", o("arange", size="BLOCK")), let("m", o("lt", lhs="offs", rhs="N")),
+             let("a", o("load", ptr=o("add", lhs="x", rhs="offs"), mask="m", other=0.5)),
+             let("b", o("load", ptr=o("add", lhs="y", rhs="offs"), mask="m", other=1.0)),
+             let("pos", o("add", lhs=o("abs", x="a"), rhs=0.1)),
+             *[o("store", ptr=o("add", lhs=f"o_{f}", rhs="offs"), mask="m",
+                 value=o(f, x="pos" if f in ("log", "log2", "sqrt", "rsqrt") else
+                         o("mul", lhs="a", rhs=1e-9) if f == "log1p" else "a")) for f in _F64_MATH],
+             o("store", ptr=o("add", lhs="o_pow", rhs="offs"), mask="m",
+               value=o("pow", lhs="pos", rhs=o("clamp", x="b", lo=-3.0, hi=3.0))),
+             o("store", ptr=o("add", lhs="o_arith", rhs="offs"), mask="m",
+               value=o("add", lhs=o("div", lhs="a", rhs=o("add", lhs="pos", rhs="s")),
+                       rhs=o("fma", x=o("rem", lhs="b", rhs="pos"), y=o("floor", x="a"), z=0.1))),
+             o("store", ptr=o("add", lhs="o_ints", rhs="offs"), mask="m",
+               value=o("mul", lhs=o("cast", x=o("load", ptr=o("add", lhs="k", rhs="offs"), mask="m"), dtype="f64"),
+                       rhs=o("cast", x=1.0000000001, dtype="f64"))),
+             o("store", ptr=o("add", lhs="o_f16", rhs="offs"), mask="m", value=o("cast", x="a", dtype="f16")),
+             o("store", ptr=o("add", lhs="o_i32", rhs="offs"), mask="m",
+               value=o("cast", x=o("mul", lhs="a", rhs=10.0), dtype="i32")),
+             o("store", ptr="o_sum", value=o("sum", x=o("where", cond="m", x="a", y=0.0), axis=0))]}
+
 # name -> (AST, sizes, per-output tolerance overrides)
 WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, float]]]] = {
     "vadd": (VADD, {"N": 3000}, {}),
@@ -538,6 +572,7 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "half": (HALF, {"N": 45}, {}),
     "shapes": (SHAPES, {"M": 7, "N": 19}, {}),
     "names": (NAMES, {"len": 40}, {}),
+    "f64": (F64, {"N": 45}, {}),
 }
 
 
@@ -769,3 +804,17 @@ def test_random_kernels_compile_for_sm90(data: st.DataObject, tmp_path: Path) ->
     strategies = pytest.importorskip("kernelgen.ast_strategies")
     checked = check(data.draw(strategies.kernels()).kernel)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+
+
+def test_emit_prints_the_variant_a_dtype_option_binds(tmp_path: Path, capsys) -> None:
+    from test_wrapper import generic_add
+
+    path = tmp_path / "gadd.json"
+    path.write_text(json.dumps(generic_add()))
+    assert cli_main(["emit", str(path)]) == 0
+    assert "torch.float16" in capsys.readouterr().out
+    assert cli_main(["emit", str(path), "--dtype", "T=f64"]) == 0
+    source = capsys.readouterr().out
+    assert "dtype=torch.float64" in source and "float16" not in source
+    assert cli_main(["emit", str(path), "--dtype", "U=f64"]) == 1
+    assert "bad_dtype_variable" in capsys.readouterr().err

@@ -111,7 +111,7 @@ def test_generated_kernels_survive_a_json_round_trip(generated: GeneratedKernel)
     assert kernel_from_obj(kernel_to_obj(generated.kernel)) == generated.kernel
 
 
-EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}
+EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float64: 2.0**-52}
 APPROXIMATE_UNARY = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
 
 
@@ -228,7 +228,7 @@ def _features(generated: GeneratedKernel) -> set[str]:
 def test_generated_kernels_cover_the_language() -> None:
     seen: set[str] = set()
 
-    @settings(GENERATION, max_examples=400, derandomize=True, database=None)
+    @settings(GENERATION, max_examples=600, derandomize=True, database=None)
     @given(kernels())
     def collect(generated: GeneratedKernel) -> None:
         seen.update(_features(generated))
@@ -311,3 +311,36 @@ def test_generated_arguments_stay_in_the_assumed_ranges() -> None:
                 assert -64 <= value.min() and value.max() < 64
 
     inner()
+
+
+@settings(GENERATION, max_examples=25)
+@given(kernels(), st.integers(0, 2**16), st.data())
+def test_a_dtype_made_a_variable_means_what_it_meant(generated: GeneratedKernel, seed: int, data: Any) -> None:
+    """Random kernels with one dtype of theirs written as a dtype variable T (in inputs,
+    outputs, full and cast alike) check to the same types and compute the same outputs in the
+    variant that binds T to it, under a set of any further dtypes."""
+    obj = kernel_to_obj(generated.kernel)
+    used = sorted({spec["dtype"] for spec in (*obj["inputs"], *obj["outputs"]) if "dtype" in spec})
+    dtype = data.draw(st.sampled_from(used))
+    others = data.draw(st.lists(st.sampled_from([d for d in L.DTYPES if d != dtype]), unique=True, max_size=2))
+
+    def abstract(node: Any) -> Any:
+        if isinstance(node, list):
+            return [abstract(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: abstract(v) for k, v in node.items()}
+        if node.get("op") in ("full", "cast") and node["dtype"] == dtype:
+            out["dtype"] = "T"
+        return out
+
+    specs = [{**s, "dtype": "T"} if s.get("dtype") == dtype else s for s in (*obj["inputs"], *obj["outputs"])]
+    generic = kernel_from_obj({**abstract(obj), "inputs": specs[:len(obj["inputs"])],
+                               "outputs": specs[len(obj["inputs"]):], "dtypes": [{"name": "T", "of": [*others, dtype]}]})
+    concrete = check(generated.kernel)
+    variant = check(generic, dtypes={"T": dtype})
+    assert variant.types == concrete.types and variant.kernel == concrete.kernel
+    args = generated.arguments(seed)
+    expected, actual = interpret(concrete, args), interpret(variant, args)
+    assert expected.keys() == actual.keys()
+    assert all(torch.equal(expected[k].nan_to_num(), actual[k].nan_to_num()) for k in expected)

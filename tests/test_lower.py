@@ -38,9 +38,10 @@ VADD: dict[str, Any] = {
          "value": {"op": "add", "lhs": {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": "offs"}, "mask": "mask"},
                    "rhs": {"op": "load", "ptr": {"op": "add", "lhs": "y", "rhs": "offs"}, "mask": "mask"}}}]}
 
-FLOATS = ("f32", "f16", "bf16")
+FLOATS = ("f32", "f16", "bf16", "f64")
 INTS = ("i32", "i64")
-DTYPES = ("f32", "f16", "bf16", "i32", "i64", "bool")
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool")
+MATH = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ class Case:
 
 
 LOADED = {"a": "x", "b": "y", "c": "z"}
-TOLERANCE = {"f32": (1e-5, 1e-5), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2)}
+TOLERANCE = {"f32": (1e-5, 1e-5), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f64": (1e-12, 1e-12)}
 
 
 def elementwise(name: str, inputs: dict[str, str], outputs: dict[str, tuple[str, Any]],
@@ -142,9 +143,8 @@ def grid_offsets(rows: int, cols: int, name: str = "offs") -> list[dict[str, Any
 
 
 def unary_cases() -> list[Case]:
-    cases = [elementwise(f"{name}_f32", {"a": "f32"}, {"o": ("f32", un(name, "x"))})
-             for name in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-                          "sin", "cos", "abs", "neg", "floor", "ceil")]
+    cases = [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))})
+             for d in ("f32", "f64") for name in (*MATH, "abs", "neg", "floor", "ceil")]
     cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))})
               for d in ("f16", "bf16") for name in ("abs", "neg", "floor", "ceil")]
     cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))}) for d in INTS for name in ("abs", "neg")]
@@ -158,7 +158,7 @@ def binary_cases() -> list[Case]:
     for d in FLOATS + INTS:
         names = ["add", "sub", "mul", "maximum", "minimum"]
         names += ["div", "rem"] if d in FLOATS else ["idiv", "rem", "cdiv"]
-        if d == "f32":
+        if d in ("f32", "f64"):
             names.append("pow")
         outputs = {f"o_{n}": (d, bin_(n, "x", "y")) for n in names}
         cases.append(elementwise(f"arith_{d}", {"a": d, "b": d}, outputs))
@@ -215,6 +215,7 @@ def cast_cases() -> list[Case]:
         "o_float_to_int": ("i32", op("cast", x=3.7, dtype="i32")),
         "o_int_to_f16": ("f16", op("cast", x=2, dtype="f16")),
         "o_bool": ("bool", op("cast", x=True, dtype="bool")),
+        "o_float_to_f64": ("f64", op("cast", x=0.1, dtype="f64")),
     }))
     return cases
 
@@ -230,7 +231,7 @@ def reduce_case(reduction: str, dtype: str) -> Case:
              store(bin_("add", "kept", op("expand_dims", x="rows_r", axis=1)), op(reduction, x="t", axis=1, keepdims=True)),
              store(bin_("add", "kept0", op("expand_dims", x="cols_c", axis=0)), op(reduction, x="t", axis=0, keepdims=True)),
              store("whole", op(reduction, x=op("reshape", x="t", shape=[512]), axis=0))]
-    rtol = 1e-4 if reduction == "sum" and dtype == "f32" else 0.0
+    rtol = {"f32": 1e-4, "f64": 1e-12}.get(dtype, 0.0) if reduction == "sum" else 0.0
     return tile_kernel(f"{reduction}_{dtype}", {"a": (dtype, [16, 32])}, {
         "rows": (out, [16]), "cols": (out, [32]), "kept": (out, [16]), "kept0": (out, [32]), "whole": (out, [1])},
         body, (rtol, rtol))
@@ -240,6 +241,7 @@ def reduce_cases() -> list[Case]:
     cases = [reduce_case(r, d) for r in ("sum", "max", "min", "argmax", "argmin") for d in ("f32", "i32")]
     cases += [reduce_case(r, d) for r in ("max", "min", "argmax", "argmin") for d in ("f16", "bf16")]
     cases += [reduce_case(r, "i64") for r in ("sum", "max", "argmin")]
+    cases += [reduce_case(r, "f64") for r in ("sum", "max", "min", "argmax")]
     return cases
 
 
@@ -616,3 +618,15 @@ def test_native_output_captures_what_c_code_writes_to_the_descriptors() -> None:
     with NativeOutput() as nothing:
         pass
     assert nothing.text == ""
+
+
+def test_a_float_literal_cast_to_f64_is_the_f64_value() -> None:
+    """Not 0.1 rounded to f32 first: the literal adopts f64, as it does in f64 arithmetic."""
+    import torch
+
+    from kernelgen.interpret import interpret
+
+    checked = check(Kernel.model_validate(CASES["cast_literals"].kernel))
+    outputs = interpret(checked, {"a": torch.zeros(1000)})
+    assert outputs["o_float_to_f64"][0].item() == 0.1
+    assert "1.000000e-01 : f64" in lower(checked).ttir

@@ -203,3 +203,31 @@ def test_float_arithmetic_is_never_fused() -> None:
     states("Float `add`/`sub`/`mul` round to nearest even, never fused into an fma")
     ptx = ptx_of(op("add", lhs=op("mul", lhs="a", rhs="b"), rhs="a"))
     assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx and "fma.rn.f32" not in ptx
+
+
+def test_f64_functions_are_libdevices_double_versions() -> None:
+    """f64 inputs and output: the functions and pow are libdevice's double versions (inlined:
+    f64 arithmetic, no f32 approximation), rsqrt is a correctly rounded sqrt and division,
+    division is div.rn.f64."""
+    states("f32 or f64")
+    states("(f64: libdevice's double versions, rsqrt 1/sqrt)")
+    states("is libdevice powf/pow")
+
+    def f64_ptx(value: dict[str, Any]) -> str:
+        pytest.importorskip("triton")
+        from kernelgen.compile import compile_kernel
+
+        document = copy.deepcopy(VECTOR_ADD)
+        for spec in (*document["inputs"], *document["outputs"]):
+            spec["dtype"] = "f64"
+        body = document["body"]
+        body[3]["name"], body[4]["name"] = "a", "b"
+        body[5]["value"] = value
+        return compile_kernel(check(kernel_from_obj(document)), "sm_90", cache=False, in_process=True).ptx
+
+    for fn in ("exp", "exp2", "sin", "pow"):
+        ptx = f64_ptx(op(fn, x="a") if fn != "pow" else op(fn, lhs="a", rhs="b"))
+        assert ".approx.f32" not in ptx and ".approx.ftz.f32" not in ptx and "fma.rn.f64" in ptx, fn
+    rsqrt = f64_ptx(op("rsqrt", x="a"))
+    assert "rsqrt.approx" not in rsqrt and "sqrt.rn.f64" in rsqrt and "div.rn.f64" in rsqrt
+    assert "div.rn.f64" in f64_ptx(op("div", lhs="a", rhs="b"))

@@ -351,7 +351,7 @@ def test_examples_validate_against_the_schema(path: Path) -> None:
     lambda d: d["body"][0]["value"].__setitem__("op", "matmul"),
     lambda d: d["body"][3]["value"].pop("ptr"),
     lambda d: d["body"][3]["value"].__setitem__("maks", "in_bounds"),
-    lambda d: d["inputs"][0].__setitem__("dtype", "f64"),
+    lambda d: d["inputs"][0].__setitem__("dtype", "f8"),
     lambda d: d["body"][0].__setitem__("name", "2nd"),
     lambda d: d.__setitem__("grid", []),
 ], ids=["unknown-op", "missing-field", "unknown-field", "bad-dtype", "bad-name", "empty-grid"])

@@ -54,3 +54,24 @@ def test_a_crash_of_kernelgen_in_the_baseline_track_is_a_harness_error_too() -> 
     result = evaluate_baseline(task, reference_answer(task), Settings(shapes=1))
     assert (result.outcome, result.stage, result.track) == (Outcome.HARNESS_ERROR, "verify", "baseline")
     assert result.first_diagnostic().message.startswith("ValueError: the reference of relu returned 2 values")
+
+
+def generic_golden(task_id: str, of: list[str]) -> str:
+    """The task's golden AST with its one float dtype (f32) made a dtype variable T, in its
+    signature and its body alike."""
+    text = json.dumps(json.loads(kernel_to_json(get_task(task_id).golden)))
+    assert '"dtype": "f32"' in text
+    golden = json.loads(text.replace('"dtype": "f32"', '"dtype": "T"'))
+    golden["dtypes"] = [{"name": "T", "of": of}]
+    return json.dumps(golden)
+
+
+def test_a_generic_kernel_runs_a_task_in_the_variant_its_signature_binds() -> None:
+    result = evaluate_answer(get_task("elu"), generic_golden("elu", ["f64", "f32"]), SETTINGS)
+    assert result.outcome == Outcome.OK, result.diagnostics
+
+
+def test_a_generic_kernel_whose_variables_miss_the_tasks_dtype_is_refused() -> None:
+    result = evaluate_answer(get_task("elu"), generic_golden("elu", ["f64"]), SETTINGS)
+    assert (result.outcome, result.stage) == (Outcome.SEMANTIC_ERROR, "check")
+    assert result.diagnostics[0]["code"] == "bad_dtype_variable"

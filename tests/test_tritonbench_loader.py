@@ -315,14 +315,31 @@ def test_prompts_are_matched_by_description_not_position(tmp_path):
     assert all(op.name in op.prompts.simp.instruction for op in bench.operators)
 
 
-def test_missing_perf_results_are_refused_and_the_upstream_py_json_name_is_read(tmp_path):
-    root = write_checkout(tmp_path, ["SGD", "lu"])
+def test_missing_perf_results_leave_the_operator_and_the_upstream_names_are_read(tmp_path):
+    root = write_checkout(tmp_path, ["SGD", "solve", "lu", "w"])
     results = root / "performance_metrics/perf_T/golden_results"
     (results / "SGD.json").rename(results / "SGD.py.json")
-    assert load_tritonbench(root).operator("SGD").perf.results_file.name == "SGD.py.json"
+    (results / "solve.json").rename(results / "solve..json")
     (results / "lu.json").unlink()
-    error = load_error(root)
-    assert (error.code, Path(error.path).name) == ("missing_file", "lu.json")
+    (root / "performance_metrics/perf_T/golden_metrics/w_perf.py").write_text("def get_input_tensors(:\n")
+    bench = load_tritonbench(root)
+    assert [op.name for op in bench.operators] == ["SGD", "solve", "lu", "w"]
+    assert bench.operator("SGD").perf.results_file.name == "SGD.py.json"
+    assert bench.operator("solve").perf.results_file.name == "solve..json"
+    assert len(bench.operator("solve").perf.results) == 2 and not bench.operator("solve").perf.problems
+    lu = bench.operator("lu").perf
+    assert (lu.results_file, lu.results, len(lu.cases)) == (None, [], 2)
+    assert [(p.code, Path(p.path).name) for p in lu.problems] == [("missing_file", "lu.json")]
+    assert "operator lu has no golden results lu.json" in lu.problems[0].message
+    w = bench.operator("w").perf
+    assert (w.cases, w.call, [p.code for p in w.problems]) == (None, None, ["bad_python"])
+
+
+def test_a_results_file_that_is_not_json_is_a_perf_problem(tmp_path):
+    root = write_checkout(tmp_path, ["a"])
+    (root / "performance_metrics/perf_T/golden_results/a.json").write_text("[{")
+    perf = load_tritonbench(root).operator("a").perf
+    assert [p.code for p in perf.problems] == ["bad_json"] and perf.results_file is None
 
 
 def test_the_wrapper_is_found_when_the_file_is_named_otherwise(tmp_path):
@@ -466,3 +483,62 @@ def test_text_without_a_separator_line_is_refused(text):
     with pytest.raises(TritonBenchError) as info:
         split_source(text, "x.py")
     assert (info.value.code, info.value.path) == ("missing_separator", "x.py")
+
+
+# ---------------------------------------------------------------------------------------------
+# The upstream checkout's two file-name quirks, on sample operators
+
+
+def upstream_like_checkout(root: Path, stems: list[str]) -> Path:
+    """A checkout of some sample operators, files copied unchanged, with the quirks of the
+    full upstream dataset: ``solve_and_add_scaled_vector..json`` (two dots; here ``sub..json``)
+    and no golden results for ``grid_sample_with_affine`` (here ``exp``)."""
+    records = [r for r in raw_json("data/TritonBench_T_v1.jsonl") if r["file"].removesuffix(".py") in stems]
+    (root / "data/TritonBench_T_v1").mkdir(parents=True)
+    (root / "data/TritonBench_T_v1.jsonl").write_text(json.dumps(records))
+    descriptions = [r["description"].replace("\n", "") for r in records]
+    for kind in ("simp", "comp"):
+        prompts = [p for p in raw_json(f"data/TritonBench_T_{kind}_alpac_v1.json")
+                   if any(p["instruction"].split("Functional Description: ")[-1].split("Wrapper Entry Information:")[0]
+                          .replace("\n", "") in d for d in descriptions)]
+        (root / f"data/TritonBench_T_{kind}_alpac_v1.json").write_text(json.dumps(prompts))
+    for relative in ("performance_metrics/perf_T/golden_metrics", "performance_metrics/perf_T/golden_results"):
+        (root / relative).mkdir(parents=True)
+    for stem in stems:
+        for relative in (f"data/TritonBench_T_v1/{stem}.py", f"performance_metrics/perf_T/golden_metrics/{stem}_perf.py",
+                         f"performance_metrics/perf_T/golden_results/{stem}.json"):
+            (root / relative).write_bytes((SAMPLE / relative).read_bytes())
+    results = root / "performance_metrics/perf_T/golden_results"
+    (results / "sub.json").rename(results / "sub..json")
+    (results / "exp.json").unlink()
+    return root
+
+
+def test_an_upstream_like_checkout_lists_every_operator(sample, tmp_path, capsys):
+    root = upstream_like_checkout(tmp_path, ["abs", "exp", "sub"])
+    assert main(["tritonbench", "list", "--root", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split()[0] for line in lines[1:-1]) == ["abs", "exp", "sub"]
+    assert lines[-1].startswith("3 operators") and "no speedup for exp" in lines[-1]
+    assert main(["tritonbench", "list", "--root", str(root), "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["sub"]["perf_results"] == rows["sub"]["perf_cases"] > 0 and not rows["sub"]["perf_problems"]
+    assert rows["exp"]["perf_results"] == 0 and "no golden results exp.json" in rows["exp"]["perf_problems"][0]
+
+
+def test_an_operator_without_perf_results_is_evaluated_and_says_why_it_has_no_speedup(sample, tmp_path):
+    from kernelgen.pipeline import Settings
+    from kernelgen.providers import make_provider
+    from kernelgen.tritonbench.evaluate import evaluate_operator
+    from kernelgen.tritonbench.speedup import measure_speedup
+    from kernelgen.tritonbench.goldens import golden_answer
+
+    bench = load_tritonbench(upstream_like_checkout(tmp_path, ["abs", "exp", "sub"]))
+    settings = Settings(target="sm_90", gpu=False)
+    for name in ("exp", "sub"):
+        result = evaluate_operator(bench.operator(name), make_provider("reference"), settings)
+        assert result.ok and result.extra["call_accuracy"] and result.extra["execution_accuracy"], name
+    speedup = measure_speedup(bench.operator("exp"), golden_answer("exp"), settings)
+    assert speedup.speedup is None and not speedup.points
+    assert [(d.path, d.code) for d in speedup.problems] == [("/perf", "missing_file")]
+    assert speedup.problems[0].message.startswith("not measured: ") and "exp.json" in speedup.problems[0].message

@@ -177,3 +177,89 @@ def test_rows_view_needs_a_dim_argument():
     with pytest.raises(SemanticError) as info:
         check(kernel_from_obj(doc))
     assert ("bad_signature", "/view") in [(d.code, d.path) for d in info.value.diagnostics]
+
+
+# -- generic dtypes ---------------------------------------------------------------------------
+
+
+def generic_add(of: list[str] | None = None) -> dict:
+    """``x + 2 * y`` for ``x, y, out`` of one dtype variable T (y may be a number)."""
+    lanes = {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "BLOCK"},
+             "rhs": {"op": "arange", "size": "BLOCK"}}
+    load = lambda name: {"op": "load", "ptr": {"op": "add", "lhs": name, "rhs": "offs"}, "mask": "m"}  # noqa: E731
+    return {
+        "name": "gadd", "view": "elementwise", "dtypes": [{"name": "T", "of": of or ["f16", "bf16", "f32", "f64"]}],
+        "inputs": [{"name": "x", "dtype": "T", "shape": ["N"]},
+                   {"name": "y", "dtype": "T", "shape": ["N"], "number": True}],
+        "outputs": [{"name": "out", "dtype": "T", "shape": ["N"]}],
+        "params": [{"name": "x"}, {"name": "y"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "BLOCK", "value": 128}], "grid": [{"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}],
+        "body": [{"op": "let", "name": "offs", "value": lanes},
+                 {"op": "let", "name": "m", "value": {"op": "lt", "lhs": "offs", "rhs": "N"}},
+                 {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": "offs"}, "mask": "m",
+                  "value": {"op": "add", "lhs": load("x"),
+                            "rhs": {"op": "mul", "lhs": load("y"), "rhs": {"op": "cast", "x": 2, "dtype": "T"}}}}]}
+
+
+F16, F32, F64 = torch.float16, torch.float32, torch.float64
+
+
+@pytest.mark.parametrize("x, y", [
+    (torch.randn(5, dtype=F16), torch.randn(5, dtype=F16)),
+    (torch.randn(5, dtype=F16), torch.randn(5, dtype=F32)),   # tensor-tensor: promoted to f32
+    (torch.randn(2, 5, dtype=F64), torch.randn(5, dtype=F32)),
+    (torch.randn(5, dtype=F16), 2.5),                         # tensor-number: the tensor's f16
+    (torch.randn(5, dtype=torch.bfloat16), 3),
+    (torch.tensor([1, -2], dtype=torch.int32), 0.5),          # an integer tensor and a float: f32
+    (torch.randn(5, dtype=F16), torch.tensor(1.5, dtype=F64)),  # a 0-d tensor of the same category
+])
+def test_a_dtype_variable_binds_as_pytorch_promotes(x, y):
+    result = call_kernel(kernel_from_obj(generic_add()), (x, y), {}, interpret)
+    expected = x + y * 2
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    torch.testing.assert_close(result, expected, rtol=1e-2, atol=1e-2)
+
+
+def test_each_binding_is_its_own_concrete_variant():
+    kernel = kernel_from_obj(generic_add())
+    default = check(kernel)
+    assert [i.dtype for i in default.kernel.inputs] == ["f16", "f16"] and not default.kernel.dtypes
+    f64 = check(kernel, dtypes={"T": "f64"})
+    assert (f64.kernel.outputs[0].dtype, str(f64.types["/body/2/value/rhs/rhs"])) == ("f64", "f64")
+    with pytest.raises(SemanticError) as info:
+        check(kernel, dtypes={"T": "i32"})
+    assert info.value.diagnostics[0].code == "bad_dtype_variable"
+
+
+def test_a_call_outside_the_variables_set_names_its_arguments():
+    kernel = kernel_from_obj(generic_add(["f32", "f64"]))
+    with pytest.raises(HostError) as info:
+        call_kernel(kernel, (torch.tensor([1, 2]), 3), {}, interpret)
+    diagnostic = info.value.diagnostics[0]
+    assert (diagnostic.path, diagnostic.code) == ("/inputs/0", "bad_arguments")
+    assert "x, y give torch.int64" in diagnostic.message and "T takes one of ['f32', 'f64']" in diagnostic.message
+    with pytest.raises(HostError, match=r"T takes one of \['f32', 'f64'\]"):
+        call_kernel(kernel, (torch.ones(3, dtype=F16), torch.ones(3, dtype=F16)), {}, interpret)
+
+
+def test_every_variant_is_checked_and_a_failure_names_its_binding():
+    doc = generic_add(["f32", "f16"])
+    doc["body"][2]["value"]["lhs"] = {"op": "exp", "x": doc["body"][2]["value"]["lhs"]}
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(doc))
+    [diagnostic] = info.value.diagnostics
+    assert (diagnostic.path, diagnostic.code) == ("/body/2/value/lhs/x", "needs_f32")
+    assert diagnostic.message.startswith("with T=f16: exp takes f32 or f64")
+
+
+@pytest.mark.parametrize("edit, path", [
+    (lambda d: d["outputs"][0].__setitem__("dtype", "U"), "/outputs/0/dtype"),
+    (lambda d: d["dtypes"].append({"name": "T", "of": ["f32"]}), "/dtypes/1/name"),
+    (lambda d: d["dtypes"][0].__setitem__("of", ["f32", "f32"]), "/dtypes/0/of"),
+])
+def test_bad_dtype_variables_are_refused_where_they_are(edit, path):
+    doc = generic_add()
+    edit(doc)
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(doc))
+    assert [(d.path, d.code) for d in info.value.diagnostics] == [(path, "bad_dtype_variable")]

@@ -34,6 +34,9 @@ def run_list(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + "  " + line[-1])
     unresolved = sum(row["perf_cases"] is None for row in rows)
     note = f"; perf sizes '?': {unresolved} perf scripts not readable statically" if unresolved else ""
+    unmeasured = [row["name"] for row in rows if row["perf_problems"]]
+    if unmeasured:
+        note += f"; no speedup for {', '.join(unmeasured)} (perf files missing or unreadable: see --json)"
     print(f"{len(rows)} operators in {bench.root}{note}")
     return 0
 
@@ -56,6 +59,7 @@ def _summary(operator: Any) -> dict[str, Any]:
         "perf_cases": None if perf.cases is None else len(perf.cases),
         "perf_unresolved": perf.unresolved,
         "perf_results": len(perf.results),
+        "perf_problems": [problem.message for problem in perf.problems],
     }
 
 

@@ -21,7 +21,11 @@ The loader reads the official layout unchanged and absorbs its quirks:
 * ``performance_metrics/perf_T/golden_metrics/<stem>_perf.py`` generate the timing inputs.
   They import a ``performance_utils`` module that is not part of the data, so they are read
   statically (:mod:`kernelgen.tritonbench.perf_script`), never imported. Their measured results are
-  ``golden_results/<stem>.json`` (``<stem>.py.json`` for two operators upstream: SGD, lu).
+  ``golden_results/<stem>.json`` (``<stem>.py.json`` for two operators upstream: SGD, lu;
+  ``<stem>..json`` for solve_and_add_scaled_vector); grid_sample_with_affine has none.
+  An operator's perf files never stop the dataset from loading: where the script or the
+  results are missing or unreadable, :attr:`Perf.problems` says so, the operator is still
+  evaluated for call and execution accuracy, and its speedup is not measured, for that reason.
 
 Nothing here runs dataset code, except :func:`load_reference_namespace` when asked.
 """
@@ -245,16 +249,36 @@ class PerfResult(BaseModel):
     tflops: float | None = Field(None, alias="TFLOPS")
 
 
+class PerfProblem(_Frozen):
+    """Why an operator's perf files do not yield a speedup: ``path`` is the file at fault
+    (with a JSON pointer where one field is), ``code`` a stable code
+    (``missing_file``, ``bad_json``, ``bad_record``, ``bad_python``, ``bad_encoding``)."""
+
+    path: str
+    code: str
+    message: str
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(self.path, self.code, self.message)
+
+
 class Perf(_Frozen):
     """``cases`` and ``call`` are None where the script builds its inputs or calls the wrapper
-    in a way the static reading cannot follow; ``unresolved`` then says what stopped it."""
+    in a way the static reading cannot follow; ``unresolved`` then says what stopped it.
+
+    ``results_file`` is None and ``results`` empty where the operator has no readable golden
+    results; ``problems`` then holds why (also for a missing or unparsable script). An
+    operator with problems is evaluated for accuracy; its speedup is not measured: the golden
+    results are the sizes upstream measured and the official speedup's reference, so
+    without them the operator has no speedup to report."""
 
     script: Path
-    results_file: Path
+    results_file: Path | None
     cases: list[PerfCase] | None
     call: PerfCall | None
     unresolved: str | None = None
     results: list[PerfResult]
+    problems: list[PerfProblem] = []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,17 +485,39 @@ def _load_operator(root: Path, record: OperatorRecord, prompts: Prompts) -> Oper
         perf=_load_perf(root, stem))
 
 
+RESULTS_NAMES = ("{stem}.json", "{stem}.py.json", "{stem}..json")
+"""The names an operator's golden results go by upstream, the regular one first."""
+
+
 def _load_perf(root: Path, stem: str) -> Perf:
+    """The operator's perf script and golden results; a file that is missing or unreadable
+    becomes one of :attr:`Perf.problems`, never an error of the whole dataset."""
     script = root / PERF_SCRIPTS_DIR / f"{stem}_perf.py"
-    results_file = next((p for p in (root / PERF_RESULTS_DIR / f"{stem}.json",
-                                     root / PERF_RESULTS_DIR / f"{stem}.py.json") if p.is_file()),
-                        root / PERF_RESULTS_DIR / f"{stem}.json")
-    source = _read_text(script, missing=f"operator {stem} has no perf script {script.name}")
-    document = _read_json(results_file)
-    results = _validated_array(results_file, document, PerfResult, "results")
-    cases, call, unresolved = read_perf_script(_parse_python(source, script, "perf script"))
+    problems: list[PerfProblem] = []
+    cases = call = unresolved = None
+    try:
+        source = _read_text(script, missing=f"operator {stem} has no perf script {script.name}")
+        cases, call, unresolved = read_perf_script(_parse_python(source, script, "perf script"))
+    except TritonBenchError as exc:
+        problems += _perf_problems(exc)
+        unresolved = exc.diagnostics[0].message
+    candidates = [root / PERF_RESULTS_DIR / name.format(stem=stem) for name in RESULTS_NAMES]
+    results_file = next((p for p in candidates if p.is_file()), None)
+    results: list[PerfResult] = []
+    try:
+        if results_file is None:
+            raise _problem(candidates[0], "missing_file", f"operator {stem} has no golden results "
+                           f"{candidates[0].name} (nor {', '.join(p.name for p in candidates[1:])})")
+        results = _validated_array(results_file, _read_json(results_file), PerfResult, "results")
+    except TritonBenchError as exc:
+        problems += _perf_problems(exc)
+        results_file = None
     return Perf(script=script, results_file=results_file, cases=cases, call=call, unresolved=unresolved,
-                results=results)
+                results=results, problems=problems)
+
+
+def _perf_problems(error: TritonBenchError) -> list[PerfProblem]:
+    return [PerfProblem(path=d.path, code=d.code, message=d.message) for d in error.diagnostics]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -88,17 +88,18 @@ class KernelFunction:
         self._compiled: dict[tuple[Any, ...], Any] = {}
         self._launches: OrderedDict[tuple[Any, ...], _Launch] = OrderedDict()
 
-    def checked_for(self, meta: Mapping[str, int]) -> CheckedKernel:
-        key = tuple(sorted(meta.items()))
+    def checked_for(self, meta: Mapping[str, int], dtypes: Mapping[str, str] | None = None) -> CheckedKernel:
+        """The kernel checked for a call's choices and dtype binding (one variant each)."""
+        key = (tuple(sorted(meta.items())), tuple(sorted((dtypes or {}).items())))
         if key not in self._checked:
-            self._checked[key] = check(self.kernel, dict(meta))
+            self._checked[key] = check(self.kernel, dict(meta), dict(dtypes) if dtypes else None)
         return self._checked[key]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from kernelgen.interpret import interpret
 
         call = bind_call(self.kernel, args, kwargs)
-        checked = self.checked_for(call.meta)
+        checked = self.checked_for(call.meta, call.dtypes)
         device = _cuda_device(call.args)
         outputs = interpret(checked, call.args) if device is None else self._run_on_gpu(checked, call.args, device)
         return call.finish(outputs)
@@ -131,7 +132,7 @@ class KernelFunction:
         from kernelgen.launch import argument_sources, load_kernel
 
         # Numbers by type and, for floats, by float.hex: as values, -0.0 == 0.0 and NaN != NaN.
-        key = (tuple(sorted(checked.meta.items())), device.index,
+        key = (tuple(sorted(checked.meta.items())), _dtypes_of(checked), device.index,
                *((name, tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor)
                  else (name, type(v), v.hex() if isinstance(v, float) else v)
                  for name, v in values.items()))
@@ -157,7 +158,7 @@ class KernelFunction:
 
         major, minor = torch.cuda.get_device_capability(device)
         target = f"sm_{major}{minor}"
-        key = (tuple(sorted(checked.meta.items())), divisible, target)
+        key = (tuple(sorted(checked.meta.items())), divisible, target, _dtypes_of(checked))
         if key not in self._compiled:
             # In this process, as Triton's JIT compiles: the caller is often a script (TritonBench's
             # evaluator runs prediction + test as one), and a spawned compile worker would import
@@ -165,6 +166,11 @@ class KernelFunction:
             # child, a daemon, which may not start processes at all.
             self._compiled[key] = compile_kernel(checked, target=target, divisible_by_16=divisible, in_process=True)
         return self._compiled[key]
+
+
+def _dtypes_of(checked: CheckedKernel) -> tuple[str | None, ...]:
+    """The variant's dtypes: a generic kernel's variants differ in these alone."""
+    return tuple(i.dtype for i in checked.kernel.inputs) + tuple(o.dtype for o in checked.kernel.outputs)
 
 
 def wrapper(ast_json: str, name: str) -> Callable[..., Any]:

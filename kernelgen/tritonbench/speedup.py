@@ -15,7 +15,9 @@ operator (:attr:`Perf.call`: ``logsumexp(case[0], dim=0)``). Per size, in the ex
    is part of the time, as the reference's Python is part of its.
 
 An operator's speedup is the geometric mean over its sizes of reference time / our time, and
-exists only when every size ran and agreed; the first size that fails stops the operator.
+exists only when every size ran and agreed; the first size that fails stops the operator. An
+operator whose perf files the loader could not read (:attr:`Perf.problems`) is not timed; its
+``perf_problems`` say why.
 """
 
 from __future__ import annotations
@@ -183,6 +185,10 @@ def measure_speedup(operator: Operator, ast_json: str, settings: Settings) -> Sp
     """Every perf size of the operator through the executor (see the module docstring)."""
     perf = operator.perf
     result = SpeedupResult()
+    if perf.problems:
+        result.problems += [Diagnostic("/perf", p.code, f"not measured: {p.path}: {p.message}")
+                            for p in perf.problems]
+        return result
     if perf.cases is None or perf.call is None:
         result.problems.append(Diagnostic("/perf", "perf_unresolved", perf.unresolved or "no perf call"))
         return result
