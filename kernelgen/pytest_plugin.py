@@ -510,14 +510,17 @@ def tier_speedup_lines(track: str, cases: list) -> list[str]:
         scores = score(group)
         if scores.geomean is None:
             continue
-        parts = [f"geomean vs eager as written {scores.geomean_as_written[0]:.2f}x, "
-                 f"tuned {scores.geomean[0]:.2f}x over {scores.geomean[1]} cases"]
+        parts = []
+        if scores.tuning_s is not None:  # as written and tuned differ only where something was tuned
+            parts.append(f"geomean vs eager as written {scores.geomean_as_written[0]:.2f}x, "
+                         f"tuned {scores.geomean[0]:.2f}x over {scores.geomean[1]} cases")
         if scores.geomean_compiled is not None:
             parts.append(f"vs torch.compile {scores.geomean_compiled[0]:.2f}x over {scores.geomean_compiled[1]}")
         if scores.tuning_s is not None:
             total, kernels = scores.tuning_s
             parts.append(f"tuning {total:.0f} s for {kernels} kernels ({total / kernels:.1f} s each)")
-        lines.append(f"{track} {tier}: " + "; ".join(parts))
+        if parts:
+            lines.append(f"{track} {tier}: " + "; ".join(parts))
     failed = sorted({c.task for c in cases if "error" in c.extra.get("torch_compile", {})})
     if failed:
         lines.append(f"{track}: torch.compile failed on {', '.join(failed)} (see each result's extra.torch_compile)")

@@ -8,6 +8,8 @@ the red-team catalogue, tests/redteam, with their paths); a crash of kernelgen i
 
 from __future__ import annotations
 
+import json
+
 from kernelgen.errors import Outcome
 from kernelgen.parse import kernel_to_json
 from kernelgen.pipeline import Settings, evaluate_answer
