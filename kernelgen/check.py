@@ -114,6 +114,8 @@ class _Checker:
             path = f"/inputs/{i}"
             if not declare(inp.name, "an input", child(path, "name")):
                 continue
+            if inp.binds is not None and inp.role != "dtype":
+                self.error(child(path, "binds"), "bad_signature", "'binds' goes with role 'dtype'")
             if not inp.is_plain:
                 self.host_only_input(inp, i)
                 continue
@@ -197,6 +199,11 @@ class _Checker:
                 self.error(path, "bad_value", f"{inp.name} has {len(inp.choices)} choices, no index {self.meta[inp.name]}")
         elif inp.choices is not None:
             self.error(child(path, "choices"), "bad_signature", "choices go with role 'choice'")
+        if inp.role == "dtype":
+            if inp.binds is None:
+                self.error(path, "bad_signature", "a dtype argument names the dtype (variable) it binds in 'binds'")
+            if inp.optional and inp.default is not None:
+                self.error(child(path, "default"), "bad_signature", "a dtype argument's default is null")
         if inp.role == "fixed" and not inp.optional:
             self.error(child(path, "default"), "bad_signature", "a fixed argument needs the default it is fixed at")
         if inp.role in ("dim", "keepdim") and self.kernel.view != "rows":

@@ -739,7 +739,8 @@ LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
 def emit_triton(checked: CheckedKernel, entry: str | None = None) -> str:
     """Readable Triton Python for a checked kernel: imports, jitted helpers it needs, the
     ``@triton.jit`` kernel and a launcher, which takes the AST's inputs in order, allocates the
-    outputs on the inputs' device and returns them (a tuple for several).
+    outputs on the inputs' device and returns them (a tuple for several). A ``dtype=`` argument
+    (role ``dtype``) takes None or the variant's dtype, and inputs of that dtype are cast to it.
 
     The launcher is named ``entry`` when given (a task's launcher may shadow a builtin it does
     not use, such as ``pow``), else after the kernel, with a ``_`` added where that is reserved.
@@ -805,9 +806,18 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     kernel = checked.kernel
     body: list[str] = []
     tensors = [i for i in kernel.inputs if i.shape is not None]
+    converted: set[str] = set()
+    for inp in kernel.inputs:
+        if inp.role == "dtype" and inp.binds is not None:
+            # torch's dtype=: the variant computes in that dtype, the inputs of it are cast first.
+            name, wanted = names(inp.name), TORCH_DTYPES[inp.binds]
+            body.append(f'assert {name} is None or {name} == {wanted}, f"{inp.name}: this variant takes None or '
+                        f'{wanted}, got {{{name}}}"')
+            converted.add(inp.binds)
     for inp in tensors:
         name = names(inp.name)
-        body.append(f"{name} = {name}.contiguous()")
+        cast = f".to({TORCH_DTYPES[inp.dtype]})" if inp.dtype in converted else ""
+        body.append(f"{name} = {name}{cast}.contiguous()")
     bound: set[str] = set()
     for inp in tensors:
         name = names(inp.name)

@@ -355,16 +355,19 @@ class Input(Node):
     the rows view only), ``out`` (a tensor the first output is copied into: write just
     ``{"name":"out","role":"out","default":null}``), ``inplace`` (copy it into the first
     input), ``choice`` (one of ``choices``, default among them; in the kernel a meta name
-    equal to its index), ``fixed`` (needs ``default``; only it is accepted). Breaking these is
-    bad_signature. Inputs, sizes, outputs and meta have distinct names."""
+    equal to its index), ``fixed`` (needs ``default``; only it is accepted), ``dtype`` (a
+    torch dtype or null, default null; ``binds``: the dtype variable it sets, and the inputs
+    of that dtype are converted to it, as torch's ``dtype=``; null: promotion). Breaking these
+    is bad_signature. Inputs, sizes, outputs and meta have distinct names."""
 
     name: Name
     dtype: DtypeRef | None = None
     shape: list[Dim] | None = None
     default: JsonValue = None
     number: bool = False
-    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed"] | None = None
+    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype"] | None = None
     choices: list[JsonValue] | None = None
+    binds: DtypeRef | None = None
 
     @property
     def optional(self) -> bool:

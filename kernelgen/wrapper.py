@@ -64,6 +64,10 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
 
     binding: dict[str, str] = {}
     for variable in kernel.dtypes:
+        requested = _requested_dtype(kernel, bound, variable)
+        if requested is not None:
+            binding[variable.name] = requested
+            continue
         users = [(index, inp) for index, inp in enumerate(kernel.inputs)
                  if inp.dtype == variable.name and inp.is_plain and bound.get(inp.name) is not None]
         promoted: Any = None
@@ -87,6 +91,31 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
                                        f"{variable.name} takes one of {variable.of}"))
         binding[variable.name] = name
     return binding
+
+
+def _requested_dtype(kernel: L.Kernel, bound: Mapping[str, Any], variable: L.DtypeVariable) -> str | None:
+    """The dtype a role ``dtype`` argument (torch's ``dtype=``) sets ``variable`` to; None
+    where no such argument binds it or the call passes None (promotion binds it then)."""
+    for index, inp in enumerate(kernel.inputs):
+        if inp.role == "dtype" and inp.binds == variable.name and bound.get(inp.name) is not None:
+            name = _dtype_argument(inp, index, bound[inp.name])
+            if name not in variable.of:
+                raise _error(index, f"{inp.name} takes None or one of {variable.of} ({variable.name}), "
+                             f"got {bound[inp.name]}", "unsupported_argument")
+            return name
+    return None
+
+
+def _dtype_argument(inp: L.Input, index: int, value: Any) -> str:
+    """The dtype name of a ``dtype=`` argument's value, a torch dtype."""
+    import torch
+
+    if not isinstance(value, torch.dtype):
+        raise _error(index, f"{inp.name} is a torch dtype or None, got {type(value).__name__}")
+    name = dtype_name(value)
+    if name is None:
+        raise _error(index, f"{inp.name}={value} is a dtype the language does not have", "unsupported_argument")
+    return name
 
 
 def _as_tensor(inp: L.Input, index: int, value: Any, dtypes: Mapping[str, str]):
@@ -141,6 +170,11 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
             if value is not inp.default and value != inp.default:
                 raise _error(index, f"this kernel supports {inp.name}={inp.default!r} only, got {value!r}",
                              "unsupported_argument")
+        elif inp.role == "dtype":
+            # A variable's binding took it (bind_dtypes); a concrete one takes only its dtype.
+            if value is not None and inp.binds in L.DTYPES and _dtype_argument(inp, index, value) != inp.binds:
+                raise _error(index, f"this kernel supports {inp.name}=None or {torch_dtype(inp.binds)} only, "
+                             f"got {value}", "unsupported_argument")
         elif inp.role is not None:
             role_values[inp.role] = (index, value)
         elif inp.shape is not None:

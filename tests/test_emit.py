@@ -673,6 +673,17 @@ def test_names_that_collide_with_python_are_renamed(triton_interpreter: TritonIn
     check_in_triton_interpreter(triton_interpreter, checked, random_inputs(checked.kernel, {"len": 40}, seed=1))
 
 
+def test_a_dtype_argument_casts_the_inputs_in_the_launcher(triton_interpreter: TritonInterpreter) -> None:
+    """torch's ``dtype=``: the f64 variant's launcher casts an f32 input to f64 first."""
+    checked = check(parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / "softmax.json").read_text()),
+                    dtypes={"T": "f64"})
+    source = emit_triton(checked)
+    assert "input_ = input_.to(torch.float64).contiguous()" in source
+    x = torch.randn(3, 5)
+    [got] = triton_interpreter.run(source, wrapper_name(checked.kernel), [x, 1, torch.float64])
+    torch.testing.assert_close(got, torch.softmax(x, 1, dtype=torch.float64))
+
+
 def test_semantic_differences_are_written_out() -> None:
     """The places where Triton's defaults differ from the language, spelled out in the source."""
     source = emit_triton(written("elementwise"))

@@ -263,3 +263,72 @@ def test_bad_dtype_variables_are_refused_where_they_are(edit, path):
     with pytest.raises(SemanticError) as info:
         check(kernel_from_obj(doc))
     assert [(d.path, d.code) for d in info.value.diagnostics] == [(path, "bad_dtype_variable")]
+
+
+# -- dtype= -----------------------------------------------------------------------------------
+
+
+def rows_sum(of: list[str] | None = None) -> dict:
+    """sum(input, dim, keepdim=False, dtype=None) of one dtype variable T; ``dtype`` binds T."""
+    lane = {"op": "arange", "size": "BLOCK"}
+    return {
+        "name": "rsum", "view": "rows", "dtypes": [{"name": "T", "of": of or ["i64", "f32", "f64"]}],
+        "inputs": [{"name": "input", "dtype": "T", "shape": ["M", "N"]},
+                   {"name": "dim", "role": "dim"},
+                   {"name": "keepdim", "role": "keepdim", "default": False},
+                   {"name": "dtype", "role": "dtype", "binds": "T", "default": None}],
+        "outputs": [{"name": "out", "dtype": "T", "shape": ["M"]}],
+        "params": [{"name": "input"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "BLOCK", "value": 64}], "grid": ["M"],
+        "body": [{"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": {"op": "program_id"}},
+                  "value": {"op": "sum", "axis": 0, "x": {"op": "load", "mask": {"op": "lt", "lhs": lane, "rhs": "N"},
+                            "ptr": {"op": "add", "lhs": "input", "rhs": {"op": "add", "rhs": lane, "lhs": {
+                                "op": "mul", "lhs": {"op": "program_id"}, "rhs": "N"}}}}}}],
+    }
+
+
+@pytest.mark.parametrize("x, dtype", [
+    (torch.arange(6).reshape(2, 3), None),                       # i64 stays i64
+    (torch.randn(2, 3), None),
+    (torch.randn(2, 3), F64),                                    # torch casts the input first
+    (torch.arange(6, dtype=torch.int32).reshape(3, 2), F32),     # i32 is not in T, but dtype= is
+    (torch.randn(4, 2, 3, dtype=F64), F32),
+])
+def test_a_dtype_argument_binds_its_variable_as_torch_casts(x, dtype):
+    result = call(rows_sum(), x, dim=-1, dtype=dtype)
+    expected = torch.sum(x, dim=-1, dtype=dtype)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    torch.testing.assert_close(result, expected)
+
+
+@pytest.mark.parametrize("dtype, code, message", [
+    (torch.float16, "unsupported_argument", r"dtype takes None or one of \['i64', 'f32', 'f64'\] \(T\), got torch.float16"),
+    (torch.complex64, "unsupported_argument", "dtype=torch.complex64 is a dtype the language does not have"),
+    ("float64", "bad_arguments", "dtype is a torch dtype or None, got str"),
+])
+def test_a_bad_dtype_argument_is_named(dtype, code, message):
+    with pytest.raises(HostError, match=message) as info:
+        call(rows_sum(), torch.randn(2, 3), dim=1, dtype=dtype)
+    assert [(d.path, d.code) for d in info.value.diagnostics] == [("/inputs/3", code)]
+
+
+def test_a_concrete_dtype_argument_takes_none_or_its_dtype():
+    doc = mutated(rows_sum(["f64"]), lambda d: (d.pop("dtypes"), [i.update(dtype="f64") for i in d["inputs"][:1]],
+                                                d["inputs"][3].update(binds="f64"), d["outputs"][0].update(dtype="f64")))
+    x = torch.randn(2, 3, dtype=F64)
+    torch.testing.assert_close(call(doc, x, 1, dtype=F64), x.sum(1))
+    with pytest.raises(HostError, match=r"supports dtype=None or torch.float64 only, got torch.float32"):
+        call(doc, x, 1, dtype=F32)
+
+
+@pytest.mark.parametrize("change, path, code", [
+    (lambda d: d["inputs"][3].pop("binds"), "/inputs/3", "bad_signature"),
+    (lambda d: d["inputs"][3].update(default=True), "/inputs/3/default", "bad_signature"),
+    (lambda d: d["inputs"][2].update(binds="T"), "/inputs/2/binds", "bad_signature"),
+    (lambda d: d["inputs"].append({"name": "dtype2", "role": "dtype", "binds": "T"}), "/inputs/4/binds", "bad_signature"),
+    (lambda d: d["inputs"][3].update(binds="U"), "/inputs/3/binds", "bad_dtype_variable"),
+])
+def test_dtype_argument_rules(change, path, code):
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(mutated(rows_sum(), change)))
+    assert (code, path) in [(d.code, d.path) for d in info.value.diagnostics], info.value
