@@ -177,6 +177,10 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
                              f"got {value}", "unsupported_argument")
         elif inp.role is not None:
             role_values[inp.role] = (index, value)
+        elif inp.present is not None:
+            meta[inp.present] = int(value is not None)
+            if value is not None:
+                values[inp.name] = _as_tensor(inp, index, value, dtypes)
         elif inp.shape is not None:
             values[inp.name] = _as_tensor(inp, index, value, dtypes)
         else:
@@ -193,6 +197,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
         finish_view, values = _rows_view(kernel, values, role_values)
     else:
         finish_view = lambda outputs: dict(outputs)  # noqa: E731
+    _add_absent_tensors(kernel, values, dtypes)
 
     out_index, out = role_values.get("out", (None, None))
     _, inplace = role_values.get("inplace", (None, False))
@@ -217,6 +222,22 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return BoundCall(values, meta, finish, dtypes=dtypes)
 
 
+def _add_absent_tensors(kernel: L.Kernel, values: dict[str, Any], dtypes: Mapping[str, str]) -> None:
+    """Zeros for each omitted optional tensor (its ``present`` flag is 0, so a kernel may skip
+    reading it), shaped by the sizes the passed tensors give as the kernel sees them."""
+    import torch
+
+    sizes: dict[str, int] = {}
+    for inp in kernel.inputs:
+        if inp.is_plain and inp.shape is not None and inp.name in values:
+            sizes.update((d, n) for d, n in zip(inp.shape, values[inp.name].shape) if isinstance(d, str))
+    device = next((v.device for v in values.values() if isinstance(v, torch.Tensor)), None)
+    for inp in kernel.inputs:
+        if inp.present is not None and inp.name not in values:
+            shape = [sizes[d] if isinstance(d, str) else d for d in inp.shape]
+            values[inp.name] = torch.zeros(shape, dtype=torch_dtype(dtypes.get(inp.dtype, inp.dtype)), device=device)
+
+
 def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
     """The shape ``shapes`` broadcast to under NumPy's rules, or None where they do not.
     (``torch.broadcast_shapes`` gives the same answer but takes ~50 µs a call, as much as a
@@ -229,7 +250,7 @@ def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None
 
 def _elementwise_view(kernel: L.Kernel, values: dict[str, Any]):
     """Broadcast every tensor input to one shape and show each flattened."""
-    tensors = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None}
+    tensors = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None and i.name in values}
     shape = broadcast_shape([tuple(t.shape) for t in tensors.values()])
     if shape is None:
         shapes = {n: list(t.shape) for n, t in tensors.items()}
@@ -247,7 +268,8 @@ def _elementwise_view(kernel: L.Kernel, values: dict[str, Any]):
 
 def _rows_view(kernel: L.Kernel, values: dict[str, Any], role_values: dict[str, Any]):
     """Move the reduced axes last and show each rank-2 input as [kept elements, reduced ones]."""
-    rank2 = [i.name for i in kernel.inputs if i.is_plain and i.shape is not None and len(i.shape) == 2]
+    rank2 = [i.name for i in kernel.inputs if i.is_plain and i.shape is not None and len(i.shape) == 2
+             and i.name in values]
     dim_index, dim = role_values["dim"]
     _, keepdim = role_values.get("keepdim", (None, False))
     shapes = {tuple(values[n].shape) for n in rank2}

@@ -684,6 +684,19 @@ def test_a_dtype_argument_casts_the_inputs_in_the_launcher(triton_interpreter: T
     torch.testing.assert_close(got, torch.softmax(x, 1, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("present", [False, True])
+def test_an_omitted_optional_tensor_is_zeros_and_its_flag_zero(present: bool,
+                                                                triton_interpreter: TritonInterpreter) -> None:
+    from test_wrapper import optional_bias
+
+    checked = check(kernel_from_obj(optional_bias()), {"HAS_BIAS": int(present)}, {"T": "f32"})
+    source = emit_triton(checked)
+    assert "HAS_BIAS = 0 if bias is None else 1" in source
+    x, bias = torch.randn(5, 3), torch.randn(3)
+    [got] = triton_interpreter.run(source, wrapper_name(checked.kernel), [x, bias if present else None, -1])
+    torch.testing.assert_close(got, x + bias if present else x)
+
+
 def test_semantic_differences_are_written_out() -> None:
     """The places where Triton's defaults differ from the language, spelled out in the source."""
     source = emit_triton(written("elementwise"))

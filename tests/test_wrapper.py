@@ -14,7 +14,7 @@ from kernelgen.check import check
 from kernelgen.errors import HostError, SemanticError
 from kernelgen.interpret import interpret
 from kernelgen.parse import kernel_from_obj, kernel_to_obj
-from kernelgen.wrapper import bind_arguments, broadcast_shape, call_kernel
+from kernelgen.wrapper import bind_arguments, bind_call, broadcast_shape, call_kernel
 
 
 def elementwise_sub() -> dict:
@@ -332,3 +332,57 @@ def test_dtype_argument_rules(change, path, code):
     with pytest.raises(SemanticError) as info:
         check(kernel_from_obj(mutated(rows_sum(), change)))
     assert (code, path) in [(d.code, d.path) for d in info.value.diagnostics], info.value
+
+
+# -- optional tensors -------------------------------------------------------------------------
+
+
+def optional_bias() -> dict:
+    """``x + bias`` over rows, ``bias`` [N] optional: read only when present (HAS_BIAS, a meta name)."""
+    doc = rows_sum(["f32", "f64"])
+    doc["name"] = "addbias"
+    doc["inputs"] = [{"name": "x", "dtype": "T", "shape": ["M", "N"]},
+                     {"name": "bias", "dtype": "T", "shape": ["N"], "default": None, "present": "HAS_BIAS"},
+                     {"name": "dim", "role": "dim", "default": -1}]
+    doc["outputs"] = [{"name": "out", "dtype": "T", "shape": ["M", "N"]}]
+    doc["params"] = [{"name": "x"}, {"name": "bias"}, {"name": "out"}, {"name": "N"}]
+    lane = {"op": "arange", "size": "BLOCK"}
+    at = {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "N"}, "rhs": lane}
+    inside = {"op": "lt", "lhs": lane, "rhs": "N"}
+    doc["body"] = [
+        {"op": "let", "name": "b", "value": {"op": "load", "ptr": {"op": "add", "lhs": "bias", "rhs": lane}, "other": 0,
+                                            "mask": {"op": "and", "lhs": inside, "rhs": {"op": "eq", "lhs": "HAS_BIAS", "rhs": 1}}}},
+        {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": at}, "mask": inside,
+         "value": {"op": "add", "lhs": {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": at}, "mask": inside}, "rhs": "b"}}]
+    return doc
+
+
+@pytest.mark.parametrize("bias", [None, torch.randn(3), torch.randn(3, dtype=F64)])
+def test_an_optional_tensor_is_a_compile_time_presence_flag(bias):
+    kernel = kernel_from_obj(optional_bias())
+    x = torch.randn(2, 4, 3)
+    bound = bind_call(kernel, (x,), {"bias": bias})
+    assert bound.meta == {"HAS_BIAS": int(bias is not None)}
+    result = call_kernel(kernel, (x, bias), {}, interpret)
+    expected = x if bias is None else x + bias
+    assert result.dtype == expected.dtype
+    torch.testing.assert_close(result, expected)
+
+
+@pytest.mark.parametrize("change, path", [
+    (lambda d: d["inputs"][1].pop("present"), "/inputs/1"),
+    (lambda d: d["inputs"][1].update(shape=["K"]), "/inputs/1/shape/0"),
+    (lambda d: d["inputs"][0].update(present="P"), "/inputs/0/present"),
+    (lambda d: d["inputs"][2].update(present="P"), "/inputs/2/present"),
+])
+def test_optional_tensor_rules(change, path):
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(mutated(optional_bias(), change)))
+    assert ("bad_signature", path) in [(d.code, d.path) for d in info.value.diagnostics], info.value
+
+
+def test_a_presence_flag_is_a_name_of_its_own():
+    doc = mutated(optional_bias(), lambda d: d["meta"].append({"name": "HAS_BIAS", "value": 1}))
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(doc))
+    assert "duplicate_name" in [d.code for d in info.value.diagnostics]
