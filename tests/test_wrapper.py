@@ -369,6 +369,14 @@ def test_an_optional_tensor_is_a_compile_time_presence_flag(bias):
     torch.testing.assert_close(result, expected)
 
 
+def test_each_presence_pattern_lowers_to_its_own_kernel():
+    from kernelgen.lower import lower
+
+    kernel = kernel_from_obj(optional_bias())
+    absent, present = (lower(check(kernel, {"HAS_BIAS": flag}, {"T": "f32"})).ttir for flag in (0, 1))
+    assert absent != present and "tt.load" in absent
+
+
 @pytest.mark.parametrize("change, path", [
     (lambda d: d["inputs"][1].pop("present"), "/inputs/1"),
     (lambda d: d["inputs"][1].update(shape=["K"]), "/inputs/1/shape/0"),
