@@ -848,6 +848,9 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
                     f'got {{tuple({name}.shape)}}"')
     for m in kernel.meta:
         body.append(f"{names(m.name)} = {checked.meta[m.name]}")
+    for inp in kernel.inputs:
+        if inp.role == "choice":  # the kernel sees the index of the call's choice
+            body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
         body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")

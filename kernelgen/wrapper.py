@@ -1,7 +1,9 @@
 """A kernel as a Python function: bind a call's arguments, apply the view, map outputs back.
 
 Wrappers of real operators (TritonBench's among them) are polymorphic: optional arguments,
-numbers where tensors go, any rank, ``dim``/``keepdim``, ``out=``, ``inplace=``. The kernel's
+numbers where tensors go, any rank, ``dim``/``keepdim``, ``out=``, ``inplace=``, ``dtype=``,
+optional tensors (``bias=None``: the kernel's ``present`` flag is 0, a meta value, so each
+presence pattern compiles to its own variant). The kernel's
 AST declares these (see :class:`kernelgen.language.Input` and ``Kernel.view``); this module
 turns one call into the kernel's fixed-rank arguments (:class:`BoundCall`) and the kernel's
 outputs back into what the call returns. Whatever runs the kernel in between (the

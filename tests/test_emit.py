@@ -697,6 +697,15 @@ def test_an_omitted_optional_tensor_is_zeros_and_its_flag_zero(present: bool,
     torch.testing.assert_close(got, x + bias if present else x)
 
 
+def test_a_launcher_takes_choices_optional_tensors_and_dtype_as_torch_does(triton_interpreter: TritonInterpreter) -> None:
+    """TritonBench's log_softmax_linear: dim a choice (the kernel sees its index), bias omitted, dtype=f64."""
+    golden = parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / "log_softmax_linear.json").read_text())
+    checked = check(golden, {"dim": 1, "HAS_BIAS": 0}, {"T": "f64"})
+    x, w = torch.randn(3, 5), torch.randn(4, 5)
+    [got] = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), [x, w, None, 0, torch.float64])
+    torch.testing.assert_close(got, torch.log_softmax(x @ w.T, dim=0, dtype=torch.float64))
+
+
 def test_semantic_differences_are_written_out() -> None:
     """The places where Triton's defaults differ from the language, spelled out in the source."""
     source = emit_triton(written("elementwise"))
