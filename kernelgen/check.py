@@ -114,6 +114,11 @@ class _Checker:
             path = f"/inputs/{i}"
             if not declare(inp.name, "an input", child(path, "name")):
                 continue
+            if inp.binds is not None and inp.role != "dtype":
+                self.error(child(path, "binds"), "bad_signature", "'binds' goes with role 'dtype'")
+            if inp.present is not None and not (inp.is_plain and inp.shape is not None and inp.optional
+                                                and inp.default is None and not inp.number):
+                self.error(child(path, "present"), "bad_signature", "'present' goes with a tensor of default null")
             if not inp.is_plain:
                 self.host_only_input(inp, i)
                 continue
@@ -138,6 +143,8 @@ class _Checker:
                 elif seen.get(dim) != "a size":
                     self.error(child(path, "shape", j), "duplicate_name", f"{dim!r} is not a size")
             self.tensors[inp.name] = HostTensor(inp.name, inp.dtype, tuple(inp.shape), False)
+            if inp.optional and inp.default is None and not inp.number:
+                self.optional_tensor(inp, i, declare)
 
         self.check_view()
 
@@ -179,6 +186,23 @@ class _Checker:
             if binding is not None:
                 self.params.append(binding)
 
+    def optional_tensor(self, inp: L.Input, index: int, declare) -> None:
+        """A tensor the call may omit: its presence is a meta value (a variant per pattern), and
+        its sizes come from required tensors (an omitted one is zeros of its shape)."""
+        path = f"/inputs/{index}"
+        if inp.present is None:
+            self.error(path, "bad_signature", f"optional tensor {inp.name!r} names its presence flag in 'present'")
+        elif declare(inp.present, "a presence flag", child(path, "present")):
+            self.meta[inp.present] = self.meta_override.pop(inp.present, 1)
+            if self.meta[inp.present] not in (0, 1):
+                self.error(child(path, "present"), "bad_value", f"{inp.present} is 0 or 1, got {self.meta[inp.present]}")
+        required = {d for i in self.kernel.inputs if i.is_plain and i.shape is not None and not i.optional
+                    for d in i.shape}
+        for j, dim in enumerate(inp.shape):
+            if isinstance(dim, str) and dim not in required:
+                self.error(child(path, "shape", j), "bad_signature",
+                           f"size {dim!r} of optional tensor {inp.name!r} is in no required tensor's shape")
+
     def host_only_input(self, inp: L.Input, index: int) -> None:
         """Arguments the host consumes (views, out=, flags); a choice is also a meta name."""
         path = f"/inputs/{index}"
@@ -197,6 +221,11 @@ class _Checker:
                 self.error(path, "bad_value", f"{inp.name} has {len(inp.choices)} choices, no index {self.meta[inp.name]}")
         elif inp.choices is not None:
             self.error(child(path, "choices"), "bad_signature", "choices go with role 'choice'")
+        if inp.role == "dtype":
+            if inp.binds is None:
+                self.error(path, "bad_signature", "a dtype argument names the dtype (variable) it binds in 'binds'")
+            if inp.optional and inp.default is not None:
+                self.error(child(path, "default"), "bad_signature", "a dtype argument's default is null")
         if inp.role == "fixed" and not inp.optional:
             self.error(child(path, "default"), "bad_signature", "a fixed argument needs the default it is fixed at")
         if inp.role in ("dim", "keepdim") and self.kernel.view != "rows":

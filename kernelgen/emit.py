@@ -270,7 +270,7 @@ def _kernel_names(kernel: L.Kernel) -> set[str]:
 def _host_names(checked: CheckedKernel) -> set[str]:
     kernel = checked.kernel
     return ({i.name for i in kernel.inputs} | set(checked.sizes) | {o.name for o in kernel.outputs}
-            | {m.name for m in kernel.meta} | {"grid"})
+            | {m.name for m in kernel.meta} | {i.present for i in kernel.inputs if i.present} | {"grid"})
 
 
 def _module_namer() -> Namer:
@@ -739,7 +739,8 @@ LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
 def emit_triton(checked: CheckedKernel, entry: str | None = None) -> str:
     """Readable Triton Python for a checked kernel: imports, jitted helpers it needs, the
     ``@triton.jit`` kernel and a launcher, which takes the AST's inputs in order, allocates the
-    outputs on the inputs' device and returns them (a tuple for several).
+    outputs on the inputs' device and returns them (a tuple for several). A ``dtype=`` argument
+    (role ``dtype``) takes None or the variant's dtype, and inputs of that dtype are cast to it.
 
     The launcher is named ``entry`` when given (a task's launcher may shadow a builtin it does
     not use, such as ``pow``), else after the kernel, with a ``_`` added where that is reserved.
@@ -805,13 +806,33 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     kernel = checked.kernel
     body: list[str] = []
     tensors = [i for i in kernel.inputs if i.shape is not None]
+    converted: set[str] = set()
+    for inp in kernel.inputs:
+        if inp.role == "dtype" and inp.binds is not None:
+            # torch's dtype=: the variant computes in that dtype, the inputs of it are cast first.
+            name, wanted = names(inp.name), TORCH_DTYPES[inp.binds]
+            body.append(f'assert {name} is None or {name} == {wanted}, f"{inp.name}: this variant takes None or '
+                        f'{wanted}, got {{{name}}}"')
+            converted.add(inp.binds)
+    # Omitted optional tensors are zeros shaped by the required ones' sizes, so those come first.
+    tensors.sort(key=lambda i: i.present is not None)
+    device = f"{names(tensors[0].name)}.device" if tensors else '"cuda" if torch.cuda.is_available() else "cpu"'
     for inp in tensors:
         name = names(inp.name)
-        body.append(f"{name} = {name}.contiguous()")
+        cast = f".to({TORCH_DTYPES[inp.dtype]})" if inp.dtype in converted else ""
+        if inp.present is None:
+            body.append(f"{name} = {name}{cast}.contiguous()")
     bound: set[str] = set()
     for inp in tensors:
         name = names(inp.name)
         dims = list(inp.shape)
+        if inp.present is not None:
+            cast = f".to({TORCH_DTYPES[inp.dtype]})" if inp.dtype in converted else ""
+            # its sizes are all bound by now: the checker has them in a required tensor
+            shape = _tuple([str(d) if isinstance(d, int) else names(d) for d in dims])
+            body += [f"{names(inp.present)} = 0 if {name} is None else 1",
+                     f"{name} = torch.zeros({shape}, dtype={TORCH_DTYPES[inp.dtype]}, device={device}) "
+                     f"if {name} is None else {name}{cast}.contiguous()"]
         fresh = [d for d in dims if isinstance(d, str) and d not in bound]
         if dims and len(fresh) == len(dims) and len(set(fresh)) == len(fresh):
             targets = ", ".join(names(d) for d in dims)
@@ -827,7 +848,9 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
                     f'got {{tuple({name}.shape)}}"')
     for m in kernel.meta:
         body.append(f"{names(m.name)} = {checked.meta[m.name]}")
-    device = f"{names(tensors[0].name)}.device" if tensors else '"cuda" if torch.cuda.is_available() else "cpu"'
+    for inp in kernel.inputs:
+        if inp.role == "choice":  # the kernel sees the index of the call's choice
+            body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
         body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")

@@ -14,7 +14,9 @@ keys on content, holds one compiled kernel per variant.
   PyTorch's type promotion gives the values passed for its inputs (tensors by dtype, a 0-d
   tensor or a Python number only where it is of a higher category: ``f16 + f32`` is f32,
   ``f16 tensor + 2.5`` is f16, ``i32 tensor + 2.5`` is f32), folded left to right as the
-  reference's binary operations promote.
+  reference's binary operations promote. A role ``dtype`` input (torch's ``dtype=``) that
+  ``binds`` a variable sets it instead when the call passes a dtype; the wrapper then converts
+  the variable's inputs to it, as torch casts the input before the operation.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ MAX_VARIANTS = 64
 
 Binding = dict[str, str]
 
+DTYPE_FIELDS = ("dtype", "binds")
+"""The fields that may name a dtype variable (``binds``: a role ``dtype`` input's)."""
+
 
 def _dtype_refs(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
     """(JSON path, name) of every dtype field that names a variable, in a dumped kernel."""
@@ -39,7 +44,7 @@ def _dtype_refs(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
         for key, value in node.items():
             if key == "dtypes":
                 continue
-            if key == "dtype" and isinstance(value, str) and re.match(L.DTYPE_VARIABLE, value):
+            if key in DTYPE_FIELDS and isinstance(value, str) and re.match(L.DTYPE_VARIABLE, value):
                 yield f"{path}/{key}", value
             else:
                 yield from _dtype_refs(value, f"{path}/{key}")
@@ -70,6 +75,13 @@ def declaration_problems(kernel: L.Kernel) -> list[Diagnostic]:
             known = ", ".join(declared) or "none"
             problems.append(Diagnostic(path, "bad_dtype_variable",
                                        f"{show_name(name)} is not a dtype nor a declared dtype variable (declared: {known})"))
+    bound_by: dict[str, int] = {}
+    for index, inp in enumerate(kernel.inputs):
+        if inp.role == "dtype" and inp.binds in declared:
+            if inp.binds in bound_by:
+                problems.append(Diagnostic(f"/inputs/{index}/binds", "bad_signature",
+                                           f"{show_name(inp.binds)} is already bound by /inputs/{bound_by[inp.binds]}"))
+            bound_by.setdefault(inp.binds, index)
     count = 1
     for variable in kernel.dtypes:
         count *= len(set(variable.of))
@@ -95,7 +107,7 @@ def instantiate(kernel: L.Kernel, binding: Mapping[str, str]) -> L.Kernel:
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
-            return {key: (binding.get(value, value) if key == "dtype" and isinstance(value, str) else walk(value))
+            return {key: (binding.get(value, value) if key in DTYPE_FIELDS and isinstance(value, str) else walk(value))
                     for key, value in node.items() if key != "dtypes"}
         if isinstance(node, list):
             return [walk(value) for value in node]

@@ -349,22 +349,27 @@ JsonValue = Union[bool, int, float, str, None]
 class Input(Node):
     """A call argument, in call order: a tensor if ``shape`` is given (dims: size names, or
     ints >= 1), else a scalar; either needs ``dtype``. With ``default`` (null included) it is
-    optional. ``number`` (elementwise view only): a tensor that may be passed as a Python
+    optional. A tensor of default null names ``present``: a meta name, 1 if the call passes
+    it, else 0 and the tensor is zeros (its sizes appear in a required tensor). ``number`` (elementwise view only): a tensor that may be passed as a Python
     number. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
     ``dim`` (int, ints or null for all: the rows view's reduced dims), ``keepdim`` (both with
     the rows view only), ``out`` (a tensor the first output is copied into: write just
     ``{"name":"out","role":"out","default":null}``), ``inplace`` (copy it into the first
     input), ``choice`` (one of ``choices``, default among them; in the kernel a meta name
-    equal to its index), ``fixed`` (needs ``default``; only it is accepted). Breaking these is
-    bad_signature. Inputs, sizes, outputs and meta have distinct names."""
+    equal to its index), ``fixed`` (needs ``default``; only it is accepted), ``dtype`` (a
+    torch dtype or null, default null; ``binds``: the dtype variable it sets, and the inputs
+    of that dtype are converted to it, as torch's ``dtype=``; null: promotion). Breaking these
+    is bad_signature. Inputs, sizes, outputs and meta have distinct names."""
 
     name: Name
     dtype: DtypeRef | None = None
     shape: list[Dim] | None = None
     default: JsonValue = None
     number: bool = False
-    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed"] | None = None
+    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype"] | None = None
     choices: list[JsonValue] | None = None
+    binds: DtypeRef | None = None
+    present: Name | None = None
 
     @property
     def optional(self) -> bool:

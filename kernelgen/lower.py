@@ -762,6 +762,9 @@ class _Lowering:
             if inp.role == "choice":  # a meta name too: the index of the call's choice
                 self.at(f"/inputs/{i}")
                 env[inp.name] = b.get_int32(self.checked.meta[inp.name])
+            elif inp.present is not None:  # 1 when the call passes the optional tensor, else 0
+                self.at(f"/inputs/{i}")
+                env[inp.present] = b.get_int32(self.checked.meta[inp.present])
         self.block(kernel.body, "/body", env)
         self.at("/body")
         b.ret([])

@@ -1,7 +1,9 @@
 """A kernel as a Python function: bind a call's arguments, apply the view, map outputs back.
 
 Wrappers of real operators (TritonBench's among them) are polymorphic: optional arguments,
-numbers where tensors go, any rank, ``dim``/``keepdim``, ``out=``, ``inplace=``. The kernel's
+numbers where tensors go, any rank, ``dim``/``keepdim``, ``out=``, ``inplace=``, ``dtype=``,
+optional tensors (``bias=None``: the kernel's ``present`` flag is 0, a meta value, so each
+presence pattern compiles to its own variant). The kernel's
 AST declares these (see :class:`kernelgen.language.Input` and ``Kernel.view``); this module
 turns one call into the kernel's fixed-rank arguments (:class:`BoundCall`) and the kernel's
 outputs back into what the call returns. Whatever runs the kernel in between (the
@@ -64,6 +66,10 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
 
     binding: dict[str, str] = {}
     for variable in kernel.dtypes:
+        requested = _requested_dtype(kernel, bound, variable)
+        if requested is not None:
+            binding[variable.name] = requested
+            continue
         users = [(index, inp) for index, inp in enumerate(kernel.inputs)
                  if inp.dtype == variable.name and inp.is_plain and bound.get(inp.name) is not None]
         promoted: Any = None
@@ -87,6 +93,31 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
                                        f"{variable.name} takes one of {variable.of}"))
         binding[variable.name] = name
     return binding
+
+
+def _requested_dtype(kernel: L.Kernel, bound: Mapping[str, Any], variable: L.DtypeVariable) -> str | None:
+    """The dtype a role ``dtype`` argument (torch's ``dtype=``) sets ``variable`` to; None
+    where no such argument binds it or the call passes None (promotion binds it then)."""
+    for index, inp in enumerate(kernel.inputs):
+        if inp.role == "dtype" and inp.binds == variable.name and bound.get(inp.name) is not None:
+            name = _dtype_argument(inp, index, bound[inp.name])
+            if name not in variable.of:
+                raise _error(index, f"{inp.name} takes None or one of {variable.of} ({variable.name}), "
+                             f"got {bound[inp.name]}", "unsupported_argument")
+            return name
+    return None
+
+
+def _dtype_argument(inp: L.Input, index: int, value: Any) -> str:
+    """The dtype name of a ``dtype=`` argument's value, a torch dtype."""
+    import torch
+
+    if not isinstance(value, torch.dtype):
+        raise _error(index, f"{inp.name} is a torch dtype or None, got {type(value).__name__}")
+    name = dtype_name(value)
+    if name is None:
+        raise _error(index, f"{inp.name}={value} is a dtype the language does not have", "unsupported_argument")
+    return name
 
 
 def _as_tensor(inp: L.Input, index: int, value: Any, dtypes: Mapping[str, str]):
@@ -141,8 +172,17 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
             if value is not inp.default and value != inp.default:
                 raise _error(index, f"this kernel supports {inp.name}={inp.default!r} only, got {value!r}",
                              "unsupported_argument")
+        elif inp.role == "dtype":
+            # A variable's binding took it (bind_dtypes); a concrete one takes only its dtype.
+            if value is not None and inp.binds in L.DTYPES and _dtype_argument(inp, index, value) != inp.binds:
+                raise _error(index, f"this kernel supports {inp.name}=None or {torch_dtype(inp.binds)} only, "
+                             f"got {value}", "unsupported_argument")
         elif inp.role is not None:
             role_values[inp.role] = (index, value)
+        elif inp.present is not None:
+            meta[inp.present] = int(value is not None)
+            if value is not None:
+                values[inp.name] = _as_tensor(inp, index, value, dtypes)
         elif inp.shape is not None:
             values[inp.name] = _as_tensor(inp, index, value, dtypes)
         else:
@@ -159,6 +199,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
         finish_view, values = _rows_view(kernel, values, role_values)
     else:
         finish_view = lambda outputs: dict(outputs)  # noqa: E731
+    _add_absent_tensors(kernel, values, dtypes)
 
     out_index, out = role_values.get("out", (None, None))
     _, inplace = role_values.get("inplace", (None, False))
@@ -183,6 +224,22 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return BoundCall(values, meta, finish, dtypes=dtypes)
 
 
+def _add_absent_tensors(kernel: L.Kernel, values: dict[str, Any], dtypes: Mapping[str, str]) -> None:
+    """Zeros for each omitted optional tensor (its ``present`` flag is 0, so a kernel may skip
+    reading it), shaped by the sizes the passed tensors give as the kernel sees them."""
+    import torch
+
+    sizes: dict[str, int] = {}
+    for inp in kernel.inputs:
+        if inp.is_plain and inp.shape is not None and inp.name in values:
+            sizes.update((d, n) for d, n in zip(inp.shape, values[inp.name].shape) if isinstance(d, str))
+    device = next((v.device for v in values.values() if isinstance(v, torch.Tensor)), None)
+    for inp in kernel.inputs:
+        if inp.present is not None and inp.name not in values:
+            shape = [sizes[d] if isinstance(d, str) else d for d in inp.shape]
+            values[inp.name] = torch.zeros(shape, dtype=torch_dtype(dtypes.get(inp.dtype, inp.dtype)), device=device)
+
+
 def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
     """The shape ``shapes`` broadcast to under NumPy's rules, or None where they do not.
     (``torch.broadcast_shapes`` gives the same answer but takes ~50 µs a call, as much as a
@@ -195,7 +252,7 @@ def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None
 
 def _elementwise_view(kernel: L.Kernel, values: dict[str, Any]):
     """Broadcast every tensor input to one shape and show each flattened."""
-    tensors = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None}
+    tensors = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None and i.name in values}
     shape = broadcast_shape([tuple(t.shape) for t in tensors.values()])
     if shape is None:
         shapes = {n: list(t.shape) for n, t in tensors.items()}
@@ -213,7 +270,8 @@ def _elementwise_view(kernel: L.Kernel, values: dict[str, Any]):
 
 def _rows_view(kernel: L.Kernel, values: dict[str, Any], role_values: dict[str, Any]):
     """Move the reduced axes last and show each rank-2 input as [kept elements, reduced ones]."""
-    rank2 = [i.name for i in kernel.inputs if i.is_plain and i.shape is not None and len(i.shape) == 2]
+    rank2 = [i.name for i in kernel.inputs if i.is_plain and i.shape is not None and len(i.shape) == 2
+             and i.name in values]
     dim_index, dim = role_values["dim"]
     _, keepdim = role_values.get("keepdim", (None, False))
     shapes = {tuple(values[n].shape) for n in rank2}

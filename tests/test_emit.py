@@ -673,6 +673,39 @@ def test_names_that_collide_with_python_are_renamed(triton_interpreter: TritonIn
     check_in_triton_interpreter(triton_interpreter, checked, random_inputs(checked.kernel, {"len": 40}, seed=1))
 
 
+def test_a_dtype_argument_casts_the_inputs_in_the_launcher(triton_interpreter: TritonInterpreter) -> None:
+    """torch's ``dtype=``: the f64 variant's launcher casts an f32 input to f64 first."""
+    checked = check(parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / "softmax.json").read_text()),
+                    dtypes={"T": "f64"})
+    source = emit_triton(checked)
+    assert "input_ = input_.to(torch.float64).contiguous()" in source
+    x = torch.randn(3, 5)
+    [got] = triton_interpreter.run(source, wrapper_name(checked.kernel), [x, 1, torch.float64])
+    torch.testing.assert_close(got, torch.softmax(x, 1, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_an_omitted_optional_tensor_is_zeros_and_its_flag_zero(present: bool,
+                                                                triton_interpreter: TritonInterpreter) -> None:
+    from test_wrapper import optional_bias
+
+    checked = check(kernel_from_obj(optional_bias()), {"HAS_BIAS": int(present)}, {"T": "f32"})
+    source = emit_triton(checked)
+    assert "HAS_BIAS = 0 if bias is None else 1" in source
+    x, bias = torch.randn(5, 3), torch.randn(3)
+    [got] = triton_interpreter.run(source, wrapper_name(checked.kernel), [x, bias if present else None, -1])
+    torch.testing.assert_close(got, x + bias if present else x)
+
+
+def test_a_launcher_takes_choices_optional_tensors_and_dtype_as_torch_does(triton_interpreter: TritonInterpreter) -> None:
+    """TritonBench's log_softmax_linear: dim a choice (the kernel sees its index), bias omitted, dtype=f64."""
+    golden = parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / "log_softmax_linear.json").read_text())
+    checked = check(golden, {"dim": 1, "HAS_BIAS": 0}, {"T": "f64"})
+    x, w = torch.randn(3, 5), torch.randn(4, 5)
+    [got] = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), [x, w, None, 0, torch.float64])
+    torch.testing.assert_close(got, torch.log_softmax(x @ w.T, dim=0, dtype=torch.float64))
+
+
 def test_semantic_differences_are_written_out() -> None:
     """The places where Triton's defaults differ from the language, spelled out in the source."""
     source = emit_triton(written("elementwise"))

@@ -14,7 +14,7 @@ from kernelgen.check import check
 from kernelgen.errors import HostError, SemanticError
 from kernelgen.interpret import interpret
 from kernelgen.parse import kernel_from_obj, kernel_to_obj
-from kernelgen.wrapper import bind_arguments, broadcast_shape, call_kernel
+from kernelgen.wrapper import bind_arguments, bind_call, broadcast_shape, call_kernel
 
 
 def elementwise_sub() -> dict:
@@ -263,3 +263,134 @@ def test_bad_dtype_variables_are_refused_where_they_are(edit, path):
     with pytest.raises(SemanticError) as info:
         check(kernel_from_obj(doc))
     assert [(d.path, d.code) for d in info.value.diagnostics] == [(path, "bad_dtype_variable")]
+
+
+# -- dtype= -----------------------------------------------------------------------------------
+
+
+def rows_sum(of: list[str] | None = None) -> dict:
+    """sum(input, dim, keepdim=False, dtype=None) of one dtype variable T; ``dtype`` binds T."""
+    lane = {"op": "arange", "size": "BLOCK"}
+    return {
+        "name": "rsum", "view": "rows", "dtypes": [{"name": "T", "of": of or ["i64", "f32", "f64"]}],
+        "inputs": [{"name": "input", "dtype": "T", "shape": ["M", "N"]},
+                   {"name": "dim", "role": "dim"},
+                   {"name": "keepdim", "role": "keepdim", "default": False},
+                   {"name": "dtype", "role": "dtype", "binds": "T", "default": None}],
+        "outputs": [{"name": "out", "dtype": "T", "shape": ["M"]}],
+        "params": [{"name": "input"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "BLOCK", "value": 64}], "grid": ["M"],
+        "body": [{"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": {"op": "program_id"}},
+                  "value": {"op": "sum", "axis": 0, "x": {"op": "load", "mask": {"op": "lt", "lhs": lane, "rhs": "N"},
+                            "ptr": {"op": "add", "lhs": "input", "rhs": {"op": "add", "rhs": lane, "lhs": {
+                                "op": "mul", "lhs": {"op": "program_id"}, "rhs": "N"}}}}}}],
+    }
+
+
+@pytest.mark.parametrize("x, dtype", [
+    (torch.arange(6).reshape(2, 3), None),                       # i64 stays i64
+    (torch.randn(2, 3), None),
+    (torch.randn(2, 3), F64),                                    # torch casts the input first
+    (torch.arange(6, dtype=torch.int32).reshape(3, 2), F32),     # i32 is not in T, but dtype= is
+    (torch.randn(4, 2, 3, dtype=F64), F32),
+])
+def test_a_dtype_argument_binds_its_variable_as_torch_casts(x, dtype):
+    result = call(rows_sum(), x, dim=-1, dtype=dtype)
+    expected = torch.sum(x, dim=-1, dtype=dtype)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    torch.testing.assert_close(result, expected)
+
+
+@pytest.mark.parametrize("dtype, code, message", [
+    (torch.float16, "unsupported_argument", r"dtype takes None or one of \['i64', 'f32', 'f64'\] \(T\), got torch.float16"),
+    (torch.complex64, "unsupported_argument", "dtype=torch.complex64 is a dtype the language does not have"),
+    ("float64", "bad_arguments", "dtype is a torch dtype or None, got str"),
+])
+def test_a_bad_dtype_argument_is_named(dtype, code, message):
+    with pytest.raises(HostError, match=message) as info:
+        call(rows_sum(), torch.randn(2, 3), dim=1, dtype=dtype)
+    assert [(d.path, d.code) for d in info.value.diagnostics] == [("/inputs/3", code)]
+
+
+def test_a_concrete_dtype_argument_takes_none_or_its_dtype():
+    doc = mutated(rows_sum(["f64"]), lambda d: (d.pop("dtypes"), [i.update(dtype="f64") for i in d["inputs"][:1]],
+                                                d["inputs"][3].update(binds="f64"), d["outputs"][0].update(dtype="f64")))
+    x = torch.randn(2, 3, dtype=F64)
+    torch.testing.assert_close(call(doc, x, 1, dtype=F64), x.sum(1))
+    with pytest.raises(HostError, match=r"supports dtype=None or torch.float64 only, got torch.float32"):
+        call(doc, x, 1, dtype=F32)
+
+
+@pytest.mark.parametrize("change, path, code", [
+    (lambda d: d["inputs"][3].pop("binds"), "/inputs/3", "bad_signature"),
+    (lambda d: d["inputs"][3].update(default=True), "/inputs/3/default", "bad_signature"),
+    (lambda d: d["inputs"][2].update(binds="T"), "/inputs/2/binds", "bad_signature"),
+    (lambda d: d["inputs"].append({"name": "dtype2", "role": "dtype", "binds": "T"}), "/inputs/4/binds", "bad_signature"),
+    (lambda d: d["inputs"][3].update(binds="U"), "/inputs/3/binds", "bad_dtype_variable"),
+])
+def test_dtype_argument_rules(change, path, code):
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(mutated(rows_sum(), change)))
+    assert (code, path) in [(d.code, d.path) for d in info.value.diagnostics], info.value
+
+
+# -- optional tensors -------------------------------------------------------------------------
+
+
+def optional_bias() -> dict:
+    """``x + bias`` over rows, ``bias`` [N] optional: read only when present (HAS_BIAS, a meta name)."""
+    doc = rows_sum(["f32", "f64"])
+    doc["name"] = "addbias"
+    doc["inputs"] = [{"name": "x", "dtype": "T", "shape": ["M", "N"]},
+                     {"name": "bias", "dtype": "T", "shape": ["N"], "default": None, "present": "HAS_BIAS"},
+                     {"name": "dim", "role": "dim", "default": -1}]
+    doc["outputs"] = [{"name": "out", "dtype": "T", "shape": ["M", "N"]}]
+    doc["params"] = [{"name": "x"}, {"name": "bias"}, {"name": "out"}, {"name": "N"}]
+    lane = {"op": "arange", "size": "BLOCK"}
+    at = {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "N"}, "rhs": lane}
+    inside = {"op": "lt", "lhs": lane, "rhs": "N"}
+    doc["body"] = [
+        {"op": "let", "name": "b", "value": {"op": "load", "ptr": {"op": "add", "lhs": "bias", "rhs": lane}, "other": 0,
+                                            "mask": {"op": "and", "lhs": inside, "rhs": {"op": "eq", "lhs": "HAS_BIAS", "rhs": 1}}}},
+        {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": at}, "mask": inside,
+         "value": {"op": "add", "lhs": {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": at}, "mask": inside}, "rhs": "b"}}]
+    return doc
+
+
+@pytest.mark.parametrize("bias", [None, torch.randn(3), torch.randn(3, dtype=F64)])
+def test_an_optional_tensor_is_a_compile_time_presence_flag(bias):
+    kernel = kernel_from_obj(optional_bias())
+    x = torch.randn(2, 4, 3)
+    bound = bind_call(kernel, (x,), {"bias": bias})
+    assert bound.meta == {"HAS_BIAS": int(bias is not None)}
+    result = call_kernel(kernel, (x, bias), {}, interpret)
+    expected = x if bias is None else x + bias
+    assert result.dtype == expected.dtype
+    torch.testing.assert_close(result, expected)
+
+
+def test_each_presence_pattern_lowers_to_its_own_kernel():
+    from kernelgen.lower import lower
+
+    kernel = kernel_from_obj(optional_bias())
+    absent, present = (lower(check(kernel, {"HAS_BIAS": flag}, {"T": "f32"})).ttir for flag in (0, 1))
+    assert absent != present and "tt.load" in absent
+
+
+@pytest.mark.parametrize("change, path", [
+    (lambda d: d["inputs"][1].pop("present"), "/inputs/1"),
+    (lambda d: d["inputs"][1].update(shape=["K"]), "/inputs/1/shape/0"),
+    (lambda d: d["inputs"][0].update(present="P"), "/inputs/0/present"),
+    (lambda d: d["inputs"][2].update(present="P"), "/inputs/2/present"),
+])
+def test_optional_tensor_rules(change, path):
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(mutated(optional_bias(), change)))
+    assert ("bad_signature", path) in [(d.code, d.path) for d in info.value.diagnostics], info.value
+
+
+def test_a_presence_flag_is_a_name_of_its_own():
+    doc = mutated(optional_bias(), lambda d: d["meta"].append({"name": "HAS_BIAS", "value": 1}))
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(doc))
+    assert "duplicate_name" in [d.code for d in info.value.diagnostics]
