@@ -32,6 +32,7 @@ from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, W
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
 from kernelgen.generic import bindings, declaration_problems, describe, instantiate, is_generic
+from kernelgen.hints import claim_problem, constant_refutation
 from kernelgen.limits import literal_problem, name_diagnostics, number_problem
 from kernelgen.rules import RULES
 
@@ -385,7 +386,12 @@ class _Checker:
             raise self.fail(child(path, "value"), "bad_value", f"a float block needs a number, got {e.value!r}")
         return ValueType(e.dtype, shape)
 
+    def modifiers(self, access: L.Load | L.Store, path: str) -> None:
+        if access.cache is not None and access.eviction is not None:  # ptxas refuses e.g. .cg.L1::evict_first
+            self.error(child(path, "eviction"), "bad_modifiers", "give cache or eviction, not both")
+
     def _load(self, e: L.Load, path: str, scope) -> ValueType:
+        self.modifiers(e, path)
         ptr = self.expr(e.ptr, child(path, "ptr"), scope)
         if not ptr.pointer:
             raise self.fail(child(path, "ptr"), "not_a_pointer", f"load reads through a pointer, got {ptr}")
@@ -628,6 +634,17 @@ class _Checker:
             raise self.fail(child(path, "dims"), "bad_axis", f"{dims} is not a permutation of the axes of {x}")
         return x.with_shape(tuple(x.shape[d] for d in dims))
 
+    def _hint(self, e: L.Hint, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        if x.pointer or not x.is_int:
+            raise self.fail(child(path, "x"), "bad_hint", f"hints are stated on integer offsets, got {x}")
+        problem = claim_problem(e, x.shape)
+        known = literal_value(e.x) if is_literal(e.x) else self.meta.get(e.x) if isinstance(e.x, str) else None
+        problem = problem or (("multiple_of", m) if (m := constant_refutation(e, known)) else None)
+        if problem is not None:
+            raise self.fail(child(path, problem[0]), "bad_hint", problem[1])
+        return x
+
     def _tensorinfo(self, e: L.TensorInfo, path: str, scope) -> ValueType:
         raise self.fail(path, "host_only", f"{e.op} is a host expression; bind it to a param and use the param")
 
@@ -660,6 +677,7 @@ class _Checker:
                         scope.setdefault(c.name, ValueType(ERROR_DTYPE))
 
     def store(self, s: L.Store, path: str, scope) -> None:
+        self.modifiers(s, path)
         ptr = self.expr(s.ptr, child(path, "ptr"), scope)
         if not ptr.pointer:
             raise self.fail(child(path, "ptr"), "not_a_pointer", f"store writes through a pointer, got {ptr}")
