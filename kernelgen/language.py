@@ -107,9 +107,8 @@ class Full(Node):
 
 class Load(Node):
     """Read through pointers (not_a_pointer): the pointee's dtype, the pointer's shape. Lanes
-    where ``mask`` is false are not read and give ``other`` (default 0/false). ``cache``,
-    ``eviction``: Triton's cache_modifier (.ca/.cg/.cv) or eviction_policy, one at most
-    (bad_modifiers); speed only."""
+    where ``mask`` is false are not read and give ``other`` (default 0/false). ``cache``
+    (.ca/.cg/.cv) or ``eviction``: Triton's, one at most (bad_modifiers); speed only."""
 
     op: Literal["load"]
     ptr: Expr
@@ -243,14 +242,12 @@ class Trans(Node):
 
 
 class Hint(Node):
-    """``x`` (an integer block or scalar) unchanged, with Triton's tl.multiple_of /
-    tl.max_contiguous promise, so that loads and stores through ``ptr + x`` vectorize where the
-    compiler cannot see it (offsets wrapped with ``rem``): ``max_contiguous[d]`` c: each aligned
-    run of c lanes along dim d counts up by 1; ``multiple_of[d]`` m: the first lane of each run
-    (each lane without max_contiguous) is a multiple of m. One power of two per dim, c <= the dim,
-    a scalar takes multiple_of only (bad_hint). The checker refutes a false claim on a constant;
-    the rest is trusted when compiled (a false one miscompiles) and checked on the values when
-    interpreted (hint_violated)."""
+    """``x`` (integers) unchanged, promising as tl.multiple_of/tl.max_contiguous, so accesses
+    at ``ptr + x`` vectorize (e.g. offsets wrapped with ``rem``): ``max_contiguous[d]`` c: each
+    aligned run of c lanes on dim d counts up by 1; ``multiple_of[d]`` m: each run's first lane
+    (each lane without c) is a multiple of m. Powers of two, one per dim (scalar: multiple_of
+    only), c <= dim (bad_hint). Refuted on constants (bad_hint), else trusted when compiled
+    (false: wrong results), checked when run (hint_violated)."""
 
     op: Literal["hint"]
     x: Expr
@@ -322,8 +319,8 @@ class Store(Node):
     """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
     Only outputs are written: a pointer that may point into an input is store_to_input. There
     are no atomics: in one launch an element is written by one program at most and read by no
-    other (race, when run); every output element must be written (unwritten). ``cache``,
-    ``eviction``: as Load's (cache .wb/.cg/.cs/.wt)."""
+    other (race, when run); every output element must be written (unwritten). ``cache``
+    (.wb/.cg/.cs/.wt), ``eviction``: as Load's."""
 
     op: Literal["store"]
     ptr: Expr
@@ -350,8 +347,7 @@ class For(Node):
     scalars (needs_scalar, needs_int) evaluated once; it runs ``max(0, cdiv(stop - start,
     step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
-    no if, while or break: use masks and where. ``num_stages``: this loop's software-pipelining
-    depth (``tl.range``'s; default: the kernel's)."""
+    no if, while or break: use masks and where. ``num_stages``: this loop's pipelining depth."""
 
     op: Literal["for"]
     var: Name
@@ -442,7 +438,7 @@ class Kernel(Node):
     other ranks pass as they are). Outputs (rank 1 under elementwise,
     1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
     ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
-    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: its loops' pipelining depth."""
+    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth."""
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None
