@@ -248,7 +248,7 @@ def test_dot_kernels_cover_every_dot_variant() -> None:
     """f16/bf16/f32 operands, ieee and tf32, f32 and f16 accumulation, with and without acc."""
     seen: set[tuple] = set()
 
-    @settings(GENERATION, max_examples=80, derandomize=True, database=None)
+    @settings(GENERATION, max_examples=300, derandomize=True, database=None)
     @given(dot_kernels())
     def collect(generated: GeneratedKernel) -> None:
         (loop,) = [s for s in generated.kernel.body if isinstance(s, L.For)]
