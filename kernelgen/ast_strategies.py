@@ -50,7 +50,7 @@ Inside each, random ``let`` chains use every unary and binary operation, ``where
 ``clamp``, casts among all dtypes, reductions (with ``keepdims``), ``expand_dims``,
 ``reshape``, ``broadcast`` and ``trans``. Block offsets ``start + arange(B)`` with ``start`` a multiple of ``B``
 often carry the (true) contiguity and alignment hint; loads and stores sometimes a cache or
-eviction modifier; the rows and dot templates draw the kernel's ``num_stages`` and loops
+eviction modifier (``cache``); the rows and dot templates draw the kernel's ``num_stages`` and loops
 sometimes their own.
 """
 
@@ -125,13 +125,14 @@ class GeneratedKernel:
         return {m.name: m.value for m in self.kernel.meta}
 
     def constructs(self) -> set[str]:
-        """The optional constructs the kernel uses (hint, cache, eviction, the kernel's and a
+        """The optional constructs the kernel uses (hint, cache, the kernel's and a
         loop's num_stages), so that a differential run can say how often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
 
         def walk(node: Any) -> None:
             if isinstance(node, dict):
-                found.update(key for key in ("cache", "eviction") if key in node)
+                if "cache" in node:
+                    found.add("cache")
                 if node.get("op") == "hint":
                     found.add("hint")
                 if node.get("op") == "for" and "num_stages" in node:
@@ -263,12 +264,10 @@ class _Gen:
 
     def modifiers(self, store: bool = False) -> dict[str, str]:
         """A load's or store's cache or eviction modifier (speed only), sometimes."""
-        roll = self.draw(st.integers(0, 9))
-        if roll == 0:
-            return {"cache": self.choose(("wb", "cg", "cs", "wt") if store else ("ca", "cg", "cv"))}
-        if roll == 1:
-            return {"eviction": self.choose(("evict_first", "evict_last"))}
-        return {}
+        if not self.chance(20):
+            return {}
+        caches = ("wb", "cg", "cs", "wt") if store else ("ca", "cg", "cv")
+        return {"cache": self.choose(caches + ("evict_first", "evict_last"))}
 
     def stages(self) -> dict[str, int]:
         """A loop's own pipelining depth, sometimes."""

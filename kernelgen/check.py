@@ -386,12 +386,7 @@ class _Checker:
             raise self.fail(child(path, "value"), "bad_value", f"a float block needs a number, got {e.value!r}")
         return ValueType(e.dtype, shape)
 
-    def modifiers(self, access: L.Load | L.Store, path: str) -> None:
-        if access.cache is not None and access.eviction is not None:  # ptxas refuses e.g. .cg.L1::evict_first
-            self.error(child(path, "eviction"), "bad_modifiers", "give cache or eviction, not both")
-
     def _load(self, e: L.Load, path: str, scope) -> ValueType:
-        self.modifiers(e, path)
         ptr = self.expr(e.ptr, child(path, "ptr"), scope)
         if not ptr.pointer:
             raise self.fail(child(path, "ptr"), "not_a_pointer", f"load reads through a pointer, got {ptr}")
@@ -677,7 +672,6 @@ class _Checker:
                         scope.setdefault(c.name, ValueType(ERROR_DTYPE))
 
     def store(self, s: L.Store, path: str, scope) -> None:
-        self.modifiers(s, path)
         ptr = self.expr(s.ptr, child(path, "ptr"), scope)
         if not ptr.pointer:
             raise self.fail(child(path, "ptr"), "not_a_pointer", f"store writes through a pointer, got {ptr}")

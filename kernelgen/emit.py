@@ -857,9 +857,12 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
 
 
 def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:
-    """Triton's cache_modifier and eviction_policy keywords of a load or store."""
-    return ([f'cache_modifier=".{access.cache}"'] if access.cache else []) + \
-        ([f'eviction_policy="{access.eviction}"'] if access.eviction else [])
+    """A load's or store's ``cache`` as Triton's cache_modifier or eviction_policy keyword."""
+    if access.cache is None:
+        return []
+    if access.cache.startswith("evict_"):
+        return [f'eviction_policy="{access.cache}"']
+    return [f'cache_modifier=".{access.cache}"']
 
 
 def _tuple(items: list[str]) -> str:

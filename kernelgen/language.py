@@ -107,15 +107,14 @@ class Full(Node):
 
 class Load(Node):
     """Read through pointers (not_a_pointer): the pointee's dtype, the pointer's shape. Lanes
-    where ``mask`` is false are not read and give ``other`` (default 0/false). ``cache``
-    (.ca/.cg/.cv) or ``eviction``: Triton's, one at most (bad_modifiers); speed only."""
+    where ``mask`` is false are not read and give ``other`` (default 0/false). ``cache``:
+    Triton's cache_modifier (.ca/.cg/.cv) or eviction_policy; speed only."""
 
     op: Literal["load"]
     ptr: Expr
     mask: Expr | None = None
     other: Expr | None = None
-    cache: Literal["ca", "cg", "cv"] | None = None
-    eviction: Literal["evict_first", "evict_last"] | None = None
+    cache: Literal["ca", "cg", "cv", "evict_first", "evict_last"] | None = None
 
 
 class Unary(Node):
@@ -319,15 +318,14 @@ class Store(Node):
     """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
     Only outputs are written: a pointer that may point into an input is store_to_input. There
     are no atomics: in one launch an element is written by one program at most and read by no
-    other (race, when run); every output element must be written (unwritten). ``cache``
-    (.wb/.cg/.cs/.wt), ``eviction``: as Load's."""
+    other (race, when run); every output element must be written (unwritten). ``cache``:
+    as Load's (.wb/.cg/.cs/.wt)."""
 
     op: Literal["store"]
     ptr: Expr
     value: Expr
     mask: Expr | None = None
-    cache: Literal["wb", "cg", "cs", "wt"] | None = None
-    eviction: Literal["evict_first", "evict_last"] | None = None
+    cache: Literal["wb", "cg", "cs", "wt", "evict_first", "evict_last"] | None = None
 
 
 class Carry(Node):

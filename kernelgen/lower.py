@@ -371,7 +371,7 @@ class _Lowering:
                 other = self.operand(e.other, child(path, "other"), env, t.dtype, t.shape)
         self.at(path)
         b = self.builder
-        cache, eviction = _cache_modifier(e.cache), _eviction_policy(e.eviction)
+        cache, eviction = _modifiers(e.cache)
         if mask is None:
             value = b.create_load(ptr, cache, eviction, False)
         else:
@@ -714,7 +714,7 @@ class _Lowering:
         b = self.builder
         if t.dtype == "bool":
             value = b.create_int_cast(value, self.memory_type(t), False)
-        cache, eviction = _cache_modifier(s.cache), _eviction_policy(s.eviction)
+        cache, eviction = _modifiers(s.cache)
         if mask is None:
             b.create_store(ptr, value, cache, eviction)
         else:
@@ -794,12 +794,13 @@ _LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log
                                                "sin", "cos", "pow")} | {"rem": "__nv_fmod"}
 
 
-def _cache_modifier(name: str | None) -> Any:
-    return ir.CACHE_MODIFIER.NONE if name is None else getattr(ir.CACHE_MODIFIER, name.upper())
-
-
-def _eviction_policy(name: str | None) -> Any:
-    return ir.EVICTION_POLICY.NORMAL if name is None else getattr(ir.EVICTION_POLICY, name.upper())
+def _modifiers(cache: str | None) -> tuple[Any, Any]:
+    """A load's or store's ``cache`` as Triton's (cache modifier, eviction policy): one of the
+    two at most, since ptxas refuses pairs such as ``.cg`` with ``L1::evict_first``."""
+    if cache is not None and cache.startswith("evict_"):
+        return ir.CACHE_MODIFIER.NONE, getattr(ir.EVICTION_POLICY, cache.upper())
+    return (ir.CACHE_MODIFIER.NONE if cache is None else getattr(ir.CACHE_MODIFIER, cache.upper()),
+            ir.EVICTION_POLICY.NORMAL)
 
 
 def wide_dtype(dtype: str) -> str:

@@ -55,7 +55,6 @@ RULES: dict[str, str] = {
     "other_without_mask": "a load with 'other' but no 'mask'",
     "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
     "bad_hint": "a hint that does not fit its value, or false on a constant (see Hint)",
-    "bad_modifiers": "a load or store with both cache and eviction",
     "unproven_bounds": "an unmasked load or store not proven inside its tensor (see Bounds)",
     # Running: the host's evaluation of a call, and the interpreter.
     "bad_arguments": "a call's arguments do not fit the inputs, or a host value does not fit",

@@ -128,8 +128,6 @@ SEMANTIC_CASES = [
          "bad_hint", "/body/1/value/x"),
     case("hint-false-on-a-constant", VADD, {"/body/1/value": {"op": "hint", "x": 6, "multiple_of": [4]}},
          "bad_hint", "/body/1/value/multiple_of"),
-    case("cache-and-eviction", VADD, {"/body/3/value/cache": "cg", "/body/3/value/eviction": "evict_first"},
-         "bad_modifiers", "/body/3/value/eviction"),
     case("program-axis-outside-grid", VADD, {"/body/0/value/lhs/axis": 1}, "bad_axis", "/body/0/value/lhs/axis"),
     case("reduce-axis-outside-rank", SOFTMAX, {"/body/4/body/3/value/rhs/axis": 1}, "bad_axis", "/body/4/body/3/value/rhs/axis"),
     case("reduce-of-scalar", SOFTMAX, {"/body/4/body/3/value/rhs/x": "row_max"}, "bad_axis", "/body/4/body/3/value/rhs/x"),

@@ -397,7 +397,7 @@ def wrapped_copy(hinted: bool) -> dict[str, Any]:
         "meta": [{"name": "B", "value": 1024}],
         "grid": [bin_("cdiv", "N", "B")],
         "body": [let("offs", offs),
-                 op("store", ptr=bin_("add", "out", "offs"), eviction="evict_last",
+                 op("store", ptr=bin_("add", "out", "offs"), cache="evict_last",
                     value=op("load", ptr=bin_("add", "x", "offs"), cache="cg"))],
     }
 
