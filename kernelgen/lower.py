@@ -648,7 +648,9 @@ class _Lowering:
         return self.builder.create_dot(a, c, acc, precision, 0)
 
     def _hint(self, e: L.Hint, path: str, env) -> Any:
-        """Triton's tl.multiple_of / tl.max_contiguous: attributes on the value's defining op."""
+        """Triton's tl.multiple_of / tl.max_contiguous: attributes on the value's defining op (a
+        loop variable's go on its loop as ``tt.divisibility_arg0``; on a kernel param Triton's
+        set_attr drops them, as it does for tl.multiple_of of an argument)."""
         t = self.types[path]
         x = self.operand(e.x, child(path, "x"), env, t.dtype, t.shape)
         self.at(path)
