@@ -3,7 +3,8 @@
 Triton's ``tl.multiple_of`` / ``tl.max_contiguous`` set the ``tt.divisibility`` /
 ``tt.contiguity`` attributes its axis analysis starts from; the compiler trusts them, so a false
 one silently reads the wrong elements through vectorized loads. The checker refutes what it can
-see (shapes, powers of two, a claim on a constant); the interpreter checks the claim on the
+see (shapes, powers of two, a claim on a value it knows up to a per-program scalar, see
+:func:`affine`) and trusts the rest; the interpreter checks the claim on the
 actual values of every run (``hint_violated``), so a kernel whose hint is false fails in CPU
 mode with the lane that breaks it instead of agreeing with a reference by luck.
 """
@@ -56,11 +57,77 @@ def claim_of(e: L.Hint, shape: tuple[int, ...]) -> Claim:
     return Claim(contiguous, multiple)
 
 
-def constant_refutation(e: L.Hint, value: int | None) -> str | None:
-    """A multiple_of claim on a value the checker knows (a literal or a meta constant)."""
-    if value is None or e.multiple_of is None or value % e.multiple_of[0] == 0:
+@dataclass(frozen=True)
+class Affine:
+    """A value the checker knows up to one per-program integer scalar: ``s + block`` (``s`` is
+    unknown when ``shifted``, else 0). Adding a scalar moves no lane relative to another, so
+    contiguity depends on ``block`` alone, and with no shift so does divisibility."""
+
+    block: torch.Tensor
+    shifted: bool
+
+
+_MAX_DEPTH = 32  # how far the refuter follows let-bound names
+
+
+def affine(e: L.Expr, lets: dict[str, L.Expr], meta: dict[str, int], scalars: set[str],
+           depth: int = 0) -> Affine | None:
+    """``e`` as :class:`Affine`, or None when the checker cannot see it: built from literals,
+    meta, arange, integer full, program ids, loop variables and integer scalar params (the
+    unknown scalars) with + - * (by a known scalar when shifted), dims and shape ops."""
+    if depth > _MAX_DEPTH:
         return None
-    return f"{value} is not a multiple of {e.multiple_of[0]}"
+    again = lambda x: affine(x, lets, meta, scalars, depth + 1)  # noqa: E731
+    if isinstance(e, bool) or isinstance(e, float):
+        return None
+    if isinstance(e, int):
+        return Affine(torch.tensor(e, dtype=torch.int64), False)
+    if isinstance(e, str):
+        if e in meta:
+            return Affine(torch.tensor(meta[e], dtype=torch.int64), False)
+        if e in lets:
+            return again(lets[e])
+        return Affine(torch.tensor(0, dtype=torch.int64), True) if e in scalars else None
+    if isinstance(e, L.ProgramId):
+        return Affine(torch.tensor(0, dtype=torch.int64), True)
+    if isinstance(e, L.Arange):
+        return Affine(torch.arange(meta[e.size] if isinstance(e.size, str) else e.size, dtype=torch.int64), False)
+    if isinstance(e, L.Full) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        shape = [meta[d] if isinstance(d, str) else d for d in e.shape]
+        return Affine(torch.full(shape, e.value, dtype=torch.int64), False)
+    if isinstance(e, L.Hint):
+        return again(e.x)
+    if isinstance(e, L.Binary) and e.op in ("add", "sub", "mul"):
+        a, b = again(e.lhs), again(e.rhs)
+        if a is None or b is None:
+            return None
+        if e.op == "mul":
+            if a.shifted and b.shifted or (a.shifted and b.block.dim()) or (b.shifted and a.block.dim()):
+                return None  # (s + A) * B: lanes move by s * B
+            return Affine(a.block * b.block, a.shifted or b.shifted)
+        return Affine(a.block + b.block if e.op == "add" else a.block - b.block, a.shifted or b.shifted)
+    if isinstance(e, (L.ExpandDims, L.Reshape, L.Trans)):
+        x = again(e.x)
+        if x is None:
+            return None
+        if isinstance(e, L.ExpandDims):
+            return Affine(x.block.unsqueeze(e.axis), x.shifted)
+        if isinstance(e, L.Trans):
+            dims = list(reversed(range(x.block.dim()))) if e.dims is None else list(e.dims)
+            return Affine(x.block.permute(dims), x.shifted)
+        shape = [meta[d] if isinstance(d, str) else d for d in e.shape]
+        return Affine(x.block.reshape(shape) if e.op == "reshape" else x.block.expand(shape), x.shifted)
+    return None
+
+
+def refutation(e: L.Hint, shape: tuple[int, ...], known: Affine | None) -> str | None:
+    """Why the hint is false, where the checker knows the value (see :func:`affine`)."""
+    if known is None or (known.block.numel() and int(known.block.abs().max()) >= 2**31):
+        return None  # unseen, or past i32 where the computed values would wrap
+    claim = claim_of(e, shape)
+    if known.shifted:  # contiguity only: the run starts depend on the unknown scalar
+        claim = Claim(claim.contiguous, (1,) * len(claim.multiple))
+    return violation(claim, known.block.expand(shape).unsqueeze(0))
 
 
 def violation(claim: Claim, x: torch.Tensor) -> str | None:

@@ -245,8 +245,9 @@ class Hint(Node):
     at ``ptr + x`` vectorize (e.g. offsets wrapped with ``rem``): ``max_contiguous[d]`` c: each
     aligned run of c lanes on dim d counts up by 1; ``multiple_of[d]`` m: each run's first lane
     (each lane without c) is a multiple of m. Powers of two, one per dim (scalar: multiple_of
-    only), c <= dim (bad_hint). Refuted on constants (bad_hint), else trusted when compiled
-    (false: wrong results), checked when run (hint_violated)."""
+    only), c <= dim (bad_hint). Refuted where the checker sees x (arange, literals, meta,
+    scalars with + - *: bad_hint), else trusted when compiled (false: wrong results), checked
+    when run (hint_violated)."""
 
     op: Literal["hint"]
     x: Expr

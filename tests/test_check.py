@@ -127,7 +127,14 @@ SEMANTIC_CASES = [
     case("hint-on-a-float", VADD, {"/body/1/value": {"op": "hint", "x": 1.5, "multiple_of": [2]}},
          "bad_hint", "/body/1/value/x"),
     case("hint-false-on-a-constant", VADD, {"/body/1/value": {"op": "hint", "x": 6, "multiple_of": [4]}},
-         "bad_hint", "/body/1/value/multiple_of"),
+         "bad_hint", "/body/1/value"),
+    case("contiguity-of-strided-offsets", VADD, {"/body/1/value": {
+        "op": "hint", "x": {"op": "add", "lhs": "block_start", "rhs": {"op": "mul", "lhs": {"op": "arange", "size": "BLOCK"},
+                                                                      "rhs": 2}}, "max_contiguous": [2]}},
+         "bad_hint", "/body/1/value"),
+    case("runs-starting-off-alignment", VADD, {"/body/1/value": {
+        "op": "hint", "x": {"op": "add", "lhs": {"op": "arange", "size": "BLOCK"}, "rhs": 1},
+        "max_contiguous": [4], "multiple_of": [4]}}, "bad_hint", "/body/1/value"),
     case("program-axis-outside-grid", VADD, {"/body/0/value/lhs/axis": 1}, "bad_axis", "/body/0/value/lhs/axis"),
     case("reduce-axis-outside-rank", SOFTMAX, {"/body/4/body/3/value/rhs/axis": 1}, "bad_axis", "/body/4/body/3/value/rhs/axis"),
     case("reduce-of-scalar", SOFTMAX, {"/body/4/body/3/value/rhs/x": "row_max"}, "bad_axis", "/body/4/body/3/value/rhs/x"),
@@ -313,6 +320,20 @@ def test_independent_errors_are_all_reported() -> None:
     failed are not reported again."""
     doc = mutated(VADD, {"/body/3/value/ptr/op": "mul", "/body/4/value/mask": "offsets"})
     assert diagnose(doc) == [("/body/3/value/ptr", "bad_operand"), ("/body/4/value/mask", "needs_bool")]
+
+
+def test_true_hints_and_hints_on_unseen_values_check() -> None:
+    """Offsets ``pid * BLOCK + arange(BLOCK)`` are contiguous and their runs start at multiples
+    of BLOCK (proven); a claim on a loaded value cannot be seen and is trusted."""
+    offsets = VADD["body"][1]["value"]
+    proven = {"/body/1/value": {"op": "hint", "x": offsets, "max_contiguous": [1024],
+                                "multiple_of": [1024]}}
+    trusted = {"/body/4/value/ptr/rhs": {"op": "hint", "x": {"op": "cast", "x": "x_block", "dtype": "i32"},
+                                         "max_contiguous": [1024]}}
+    assert diagnose(mutated(VADD, proven)) == []
+    assert diagnose(mutated(VADD, {"/body/1/value": {**proven["/body/1/value"], "x": {
+        "op": "add", "lhs": offsets, "rhs": 1}}})) == []  # shifted by an unknown scalar: only contiguity is seen
+    assert diagnose(mutated(VADD, trusted)) == []
 
 
 def test_meta_override_of_unknown_name() -> None:
