@@ -11,6 +11,7 @@ mode with the lane that breaks it instead of agreeing with a reference by luck.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -59,12 +60,12 @@ def claim_of(e: L.Hint, shape: tuple[int, ...]) -> Claim:
 
 @dataclass(frozen=True)
 class Affine:
-    """A value the checker knows up to one per-program integer scalar: ``s + block`` (``s`` is
-    unknown when ``shifted``, else 0). Adding a scalar moves no lane relative to another, so
-    contiguity depends on ``block`` alone, and with no shift so does divisibility."""
+    """A value the checker knows up to one per-program integer scalar: ``s + block``, ``s`` an
+    unknown multiple of ``step`` (0: none). Adding a scalar moves no lane relative to another,
+    so contiguity depends on ``block`` alone, and divisibility by m where m divides ``step``."""
 
     block: torch.Tensor
-    shifted: bool
+    step: int
 
 
 _MAX_DEPTH = 32  # how far the refuter follows let-bound names
@@ -74,27 +75,27 @@ def affine(e: L.Expr, lets: dict[str, L.Expr], meta: dict[str, int], scalars: se
            depth: int = 0) -> Affine | None:
     """``e`` as :class:`Affine`, or None when the checker cannot see it: built from literals,
     meta, arange, integer full, program ids, loop variables and integer scalar params (the
-    unknown scalars) with + - * (by a known scalar when shifted), dims and shape ops."""
+    unknown scalars) with + - * (a shifted value by a known scalar only), dims and shape ops."""
     if depth > _MAX_DEPTH:
         return None
     again = lambda x: affine(x, lets, meta, scalars, depth + 1)  # noqa: E731
     if isinstance(e, bool) or isinstance(e, float):
         return None
     if isinstance(e, int):
-        return Affine(torch.tensor(e, dtype=torch.int64), False)
+        return Affine(torch.tensor(e, dtype=torch.int64), 0)
     if isinstance(e, str):
         if e in meta:
-            return Affine(torch.tensor(meta[e], dtype=torch.int64), False)
+            return Affine(torch.tensor(meta[e], dtype=torch.int64), 0)
         if e in lets:
             return again(lets[e])
-        return Affine(torch.tensor(0, dtype=torch.int64), True) if e in scalars else None
+        return Affine(torch.tensor(0, dtype=torch.int64), 1) if e in scalars else None
     if isinstance(e, L.ProgramId):
-        return Affine(torch.tensor(0, dtype=torch.int64), True)
+        return Affine(torch.tensor(0, dtype=torch.int64), 1)
     if isinstance(e, L.Arange):
-        return Affine(torch.arange(meta[e.size] if isinstance(e.size, str) else e.size, dtype=torch.int64), False)
+        return Affine(torch.arange(meta[e.size] if isinstance(e.size, str) else e.size, dtype=torch.int64), 0)
     if isinstance(e, L.Full) and isinstance(e.value, int) and not isinstance(e.value, bool):
         shape = [meta[d] if isinstance(d, str) else d for d in e.shape]
-        return Affine(torch.full(shape, e.value, dtype=torch.int64), False)
+        return Affine(torch.full(shape, e.value, dtype=torch.int64), 0)
     if isinstance(e, L.Hint):
         return again(e.x)
     if isinstance(e, L.Binary) and e.op in ("add", "sub", "mul"):
@@ -102,21 +103,22 @@ def affine(e: L.Expr, lets: dict[str, L.Expr], meta: dict[str, int], scalars: se
         if a is None or b is None:
             return None
         if e.op == "mul":
-            if a.shifted and b.shifted or (a.shifted and b.block.dim()) or (b.shifted and a.block.dim()):
+            if a.step and b.step or (a.step and b.block.dim()) or (b.step and a.block.dim()):
                 return None  # (s + A) * B: lanes move by s * B
-            return Affine(a.block * b.block, a.shifted or b.shifted)
-        return Affine(a.block + b.block if e.op == "add" else a.block - b.block, a.shifted or b.shifted)
+            step = a.step * abs(int(b.block)) if a.step else b.step * abs(int(a.block)) if b.step else 0
+            return Affine(a.block * b.block, step)
+        return Affine(a.block + b.block if e.op == "add" else a.block - b.block, math.gcd(a.step, b.step))
     if isinstance(e, (L.ExpandDims, L.Reshape, L.Trans)):
         x = again(e.x)
         if x is None:
             return None
         if isinstance(e, L.ExpandDims):
-            return Affine(x.block.unsqueeze(e.axis), x.shifted)
+            return Affine(x.block.unsqueeze(e.axis), x.step)
         if isinstance(e, L.Trans):
             dims = list(reversed(range(x.block.dim()))) if e.dims is None else list(e.dims)
-            return Affine(x.block.permute(dims), x.shifted)
+            return Affine(x.block.permute(dims), x.step)
         shape = [meta[d] if isinstance(d, str) else d for d in e.shape]
-        return Affine(x.block.reshape(shape) if e.op == "reshape" else x.block.expand(shape), x.shifted)
+        return Affine(x.block.reshape(shape) if e.op == "reshape" else x.block.expand(shape), x.step)
     return None
 
 
@@ -125,8 +127,8 @@ def refutation(e: L.Hint, shape: tuple[int, ...], known: Affine | None) -> str |
     if known is None or (known.block.numel() and int(known.block.abs().max()) >= 2**31):
         return None  # unseen, or past i32 where the computed values would wrap
     claim = claim_of(e, shape)
-    if known.shifted:  # contiguity only: the run starts depend on the unknown scalar
-        claim = Claim(claim.contiguous, (1,) * len(claim.multiple))
+    # Divisibility by m is seen only where the unknown shift is a multiple of m.
+    claim = Claim(claim.contiguous, tuple(m if known.step % m == 0 else 1 for m in claim.multiple))
     return violation(claim, known.block.expand(shape).unsqueeze(0))
 
 

@@ -322,7 +322,7 @@ def test_independent_errors_are_all_reported() -> None:
     assert diagnose(doc) == [("/body/3/value/ptr", "bad_operand"), ("/body/4/value/mask", "needs_bool")]
 
 
-def test_true_hints_and_hints_on_unseen_values_check() -> None:
+def test_hints_are_proven_refuted_or_trusted() -> None:
     """Offsets ``pid * BLOCK + arange(BLOCK)`` are contiguous and their runs start at multiples
     of BLOCK (proven); a claim on a loaded value cannot be seen and is trusted."""
     offsets = VADD["body"][1]["value"]
@@ -331,8 +331,12 @@ def test_true_hints_and_hints_on_unseen_values_check() -> None:
     trusted = {"/body/4/value/ptr/rhs": {"op": "hint", "x": {"op": "cast", "x": "x_block", "dtype": "i32"},
                                          "max_contiguous": [1024]}}
     assert diagnose(mutated(VADD, proven)) == []
+    # pid * BLOCK is an unknown multiple of 1024: runs starting at it + 1 are not aligned to 1024
     assert diagnose(mutated(VADD, {"/body/1/value": {**proven["/body/1/value"], "x": {
-        "op": "add", "lhs": offsets, "rhs": 1}}})) == []  # shifted by an unknown scalar: only contiguity is seen
+        "op": "add", "lhs": offsets, "rhs": 1}}})) == [("/body/1/value", "bad_hint")]
+    # pid alone may be anything: a claim that its runs start at multiples of 4 is trusted
+    assert diagnose(mutated(VADD, {"/body/1/value": {"op": "hint", "max_contiguous": [1024], "multiple_of": [4], "x": {
+        "op": "add", "lhs": {"op": "program_id"}, "rhs": {"op": "arange", "size": "BLOCK"}}}})) == []
     assert diagnose(mutated(VADD, trusted)) == []
 
 
