@@ -48,7 +48,10 @@ running maxima, counts, argmax and a pointer; ragged per-program trip counts), t
 (f16/bf16/f32, ieee/tf32, with or without ``acc``, f32 or f16 accumulation) and a 3-D grid.
 Inside each, random ``let`` chains use every unary and binary operation, ``where``, ``fma``,
 ``clamp``, casts among all dtypes, reductions (with ``keepdims``), ``expand_dims``,
-``reshape``, ``broadcast`` and ``trans``.
+``reshape``, ``broadcast`` and ``trans``. Block offsets ``start + arange(B)`` with ``start`` a multiple of ``B``
+often carry the (true) contiguity and alignment hint; loads and stores sometimes a cache or
+eviction modifier (``cache``); the rows and dot templates draw the kernel's ``num_stages`` and loops
+sometimes their own.
 """
 
 from __future__ import annotations
@@ -120,6 +123,28 @@ class GeneratedKernel:
     @property
     def meta(self) -> dict[str, int]:
         return {m.name: m.value for m in self.kernel.meta}
+
+    def constructs(self) -> set[str]:
+        """The optional constructs the kernel uses (hint, cache, the kernel's and a
+        loop's num_stages), so that a differential run can say how often each was exercised."""
+        found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if "cache" in node:
+                    found.add("cache")
+                if node.get("op") == "hint":
+                    found.add("hint")
+                if node.get("op") == "for" and "num_stages" in node:
+                    found.add("loop num_stages")
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(self.kernel.model_dump(exclude_none=True)["body"])
+        return found
 
     def arguments(self, seed: int = 0) -> dict[str, Any]:
         """Call arguments (:func:`kernelgen.inputs.random_inputs`) kept in the ranges the
@@ -230,6 +255,23 @@ class _Gen:
 
     def chance(self, percent: int) -> bool:
         return self.draw(st.integers(0, 99)) < percent
+
+    def contiguous(self, start: Any, block: Any, size: int) -> dict[str, Any]:
+        """``start + arange(block)`` (``start`` a multiple of the block), often with the hint
+        that says so, which is then true (:class:`kernelgen.language.Hint`)."""
+        offsets = op("add", lhs=start, rhs=op("arange", size=block))
+        return op("hint", x=offsets, multiple_of=[size], max_contiguous=[size]) if self.chance(40) else offsets
+
+    def modifiers(self, store: bool = False) -> dict[str, str]:
+        """A load's or store's cache or eviction modifier (speed only), sometimes."""
+        if not self.chance(20):
+            return {}
+        caches = ("wb", "cg", "cs", "wt") if store else ("ca", "cg", "cv")
+        return {"cache": self.choose(caches + ("evict_first", "evict_last"))}
+
+    def stages(self) -> dict[str, int]:
+        """A loop's own pipelining depth, sometimes."""
+        return {"num_stages": self.choose((1, 2, 3, 4))} if self.chance(30) else {}
 
     def fresh(self, prefix: str = "v") -> str:
         return f"{prefix}{next(self.counter)}"
@@ -692,6 +734,7 @@ class _Spec:
     params: list[dict[str, Any]] = field(default_factory=list)
     meta: list[dict[str, Any]] = field(default_factory=list)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    num_stages: int = 3
 
     def tensor(self, name: str, dtype: str, shape: list[Any]) -> tuple[str, str]:
         self.inputs.append({"name": name, "dtype": dtype, "shape": shape})
@@ -718,7 +761,7 @@ class _Spec:
     def build(self, grid: list[Any], body: list[dict[str, Any]], num_warps: int, template: str) -> GeneratedKernel:
         kernel = kernel_from_obj({"name": self.name, "inputs": self.inputs, "outputs": self.outputs,
                                   "params": self.params, "meta": self.meta, "grid": grid,
-                                  "num_warps": num_warps, "body": body})
+                                  "num_warps": num_warps, "num_stages": self.num_stages, "body": body})
         return GeneratedKernel(kernel, dict(self.sizes), dict(self.tolerances), template)
 
 
@@ -735,14 +778,15 @@ def _loaded(expr: Any, dtype: str, shape: tuple[int, ...], other: Any = None) ->
 def _load(g: _Gen, ptr: Any, mask: Any, dtype: str, shape: tuple[int, ...]) -> Val:
     """A masked load, reading 0 or a literal (drawn) in masked-off lanes."""
     other = None if g.chance(50) else g.literal(dtype).expr
-    load = op("load", ptr=ptr, mask=mask, **({} if other is None else {"other": other}))
+    load = op("load", ptr=ptr, mask=mask, **({} if other is None else {"other": other}), **g.modifiers())
     return _loaded(load, dtype, shape, other)
 
 
 def _store(g: _Gen, spec: _Spec, out: str, dtype: str, shape: tuple[int, ...], ptr: Any, mask: Any = None) -> None:
     val = g.value(dtype, shape, g.draw(st.integers(1, 4)))
     spec.stored(out, val)
-    g.stmts.append(op("store", ptr=ptr, value=val.expr, **({} if mask is None else {"mask": mask})))
+    g.stmts.append(op("store", ptr=ptr, value=val.expr, **({} if mask is None else {"mask": mask}),
+                      **g.modifiers(store=True)))
 
 
 def _scalar_inputs(g: _Gen, spec: _Spec) -> None:
@@ -771,7 +815,7 @@ def _chunk_loop(g: _Gen, n: int, block: int, stop: Any) -> _Gen:
     """The body of a loop over a row's column chunks: ``cols`` and ``in_row`` (cols < stop)."""
     loop = g.nested(Val("chunk_start", "i32", (), n), Val("cols", "i32", (block,), n + block),
                     Val("in_row", "bool", (block,)))
-    loop.stmts += [let("cols", op("add", lhs="chunk_start", rhs="lanes")),
+    loop.stmts += [let("cols", g.contiguous("chunk_start", "BLOCK", block)),
                    let("in_row", op("lt", lhs="cols", rhs=stop))]
     return loop
 
@@ -837,9 +881,8 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     spec.meta.append({"name": "BLOCK", "value": block})
     _scalar_inputs(g, spec)
     blocks = op("cdiv", lhs="N", rhs="BLOCK")
-    lanes = op("arange", size="BLOCK")
     if g.chance(60):
-        g.stmts += [let("offsets", op("add", lhs=op("mul", lhs=op("program_id"), rhs="BLOCK"), rhs=lanes)),
+        g.stmts += [let("offsets", g.contiguous(op("mul", lhs=op("program_id"), rhs="BLOCK"), "BLOCK", block)),
                     let("in_bounds", op("lt", lhs="offsets", rhs=size))]
         g.pool += [Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)),
                    Val(op("program_id"), "i32", (), n)]
@@ -853,7 +896,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     g.stmts.append(let("pid", op("program_id")))
     body = g.nested(Val("pid", "i32", (), n), Val(op("num_programs"), "i32", (), programs), Val("start", "i32", (), n),
                     Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)))
-    body.stmts += [let("offsets", op("add", lhs="start", rhs=lanes)),
+    body.stmts += [let("offsets", g.contiguous("start", "BLOCK", block)),
                    let("in_bounds", op("lt", lhs="offsets", rhs=size))]
     _elementwise(body, spec, inputs, outputs, size, block)
     term = body.value(dtype, (), 2)
@@ -864,7 +907,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size,
                       step=op("mul", lhs="BLOCK", rhs=op("num_programs")),
                       carry=[{"name": "total", "init": zero, "next": op("add", lhs="total", rhs=term.expr)}],
-                      body=body.stmts))
+                      body=body.stmts, **g.stages()))
     spec.stored(partial, _accumulated(Val("total", dtype, (), 0.0), term, trips))
     g.stmts.append(op("store", ptr=op("add", lhs=partial, rhs="pid"), value="total"))
     return spec.build([grid], g.stmts, g.choose([1, 2, 4, 8]), "grid_stride")
@@ -941,7 +984,7 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     block = g.choose([b for b in (1, 2, 4, 8, 16, 32, 64) if -(-n // b) <= 16 or b == 64])
     g.dims = (block,)
     ragged = g.chance(40)
-    spec = _Spec("rows", {"M": m, "N": n})
+    spec = _Spec("rows", {"M": m, "N": n}, num_stages=g.choose((1, 2, 3, 4)))
     dtype = g.choose(NUMBER_DTYPES)
     spec.tensor("x", dtype, ["M", "N"])
     spec.params += [{"name": "N"}, {"name": "row_stride", "value": op("stride", of="x", dim=0)}]
@@ -982,7 +1025,8 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         carries.append({"name": "steps", "init": 0, "next": op("add", lhs="steps", rhs=1)})
         after.append(Val("steps", "i32", (), float(trips)))
     loop.random_lets([(block,), ()], draw(st.integers(0, 2)))
-    g.stmts.append(op("for", var="chunk_start", stop=stop, step="BLOCK", carry=carries, body=loop.stmts))
+    g.stmts.append(op("for", var="chunk_start", stop=stop, step="BLOCK", carry=carries, body=loop.stmts,
+                      **g.stages()))
     g.pool += after
 
     for i in range(draw(st.integers(1, 2))):
@@ -1027,7 +1071,7 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     g.dims = (bm, bn)
     dtype, precision, acc_dtype = g.choose(DOT_VARIANTS)
     b_transposed = g.chance(40)
-    spec = _Spec("dot", {"M": m, "N": n, "K": k})
+    spec = _Spec("dot", {"M": m, "N": n, "K": k}, num_stages=g.choose((1, 2, 3, 4)))
     spec.tensor("a", dtype, ["M", "K"])
     spec.tensor("b", dtype, ["N", "K"] if b_transposed else ["K", "N"])
     spec.params += [{"name": "M"}, {"name": "N"}, {"name": "K"}]
@@ -1044,7 +1088,7 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         let("cols", op("add", lhs=op("mul", lhs=op("program_id", axis=1), rhs="BN"), rhs=op("arange", size="BN"))),
         let("row_ok", column(op("lt", lhs="rows", rhs="M"))),
         let("col_ok", row(op("lt", lhs="cols", rhs="N")))]
-    body = [let("ks", op("add", lhs="k0", rhs=op("arange", size="BK"))),
+    body = [let("ks", g.contiguous("k0", "BK", bk)),
             let("k_ok", op("lt", lhs="ks", rhs="K")),
             let("a_tile", op("load", ptr=op("add", lhs="a", rhs=_matrix_index("rows", "K", "ks")),
                              mask=op("and", lhs="row_ok", rhs=row("k_ok"))))]
@@ -1059,7 +1103,7 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     dot = op("dot", lhs="a_tile", rhs="b_tile", **({"acc": "acc"} if fused else {}),
              **({"dtype": "f16"} if acc_dtype == "f16" else {}),
              **({"precision": "tf32"} if precision == "tf32" else {}))
-    g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, carry=[
+    g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, **g.stages(), carry=[
         {"name": "acc", "init": op("full", shape=["BM", "BN"], value=0.0, dtype=acc_dtype),
          "next": dot if fused else op("add", lhs="acc", rhs=dot)}]))
     mag, err = _dot_bounds(k, bk, precision, acc_dtype)
@@ -1097,8 +1141,7 @@ def grid3d_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     spec.meta.append({"name": "BLOCK", "value": block})
     _scalar_inputs(g, spec)
     g.stmts += [
-        let("lanes", op("add", lhs=op("mul", lhs=op("program_id", axis=2), rhs="BLOCK"),
-                        rhs=op("arange", size="BLOCK"))),
+        let("lanes", g.contiguous(op("mul", lhs=op("program_id", axis=2), rhs="BLOCK"), "BLOCK", block)),
         let("base", op("add", lhs=op("mul", lhs=op("program_id", axis=0), rhs="stride_p"),
                        rhs=op("mul", lhs=op("program_id", axis=1), rhs="stride_q"))),
         let("offsets", op("add", lhs="base", rhs="lanes")),

@@ -209,7 +209,7 @@ class _Analysis:
             if all(isinstance(v, Interval) for v in (x, lo, hi)):
                 return _binary("minimum", _binary("maximum", x, lo), hi)
             return TOP
-        if isinstance(e, (L.ExpandDims, L.Reshape, L.Trans)):
+        if isinstance(e, (L.ExpandDims, L.Reshape, L.Trans, L.Hint)):
             return self.expr(e.x, env)
         if isinstance(e, L.Cast) and e.dtype in ("i32", "i64"):
             # Float values are never bounded here, so a cast keeps an integer's interval.

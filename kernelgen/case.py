@@ -43,9 +43,9 @@ class Case:
     sizes_checked: list[dict[str, int]] = field(default_factory=list)
     timing: Timing | None = None
     # The launch configuration the kernel is compiled with (kernelgen.tune may change it with
-    # ``checked``'s meta values): None warps means the kernel's own.
+    # ``checked``'s meta values): None means the kernel's own.
     num_warps: int | None = None
-    num_stages: int = 3
+    num_stages: int | None = None
     tuning: dict[str, Any] | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -32,6 +32,7 @@ from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, W
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
 from kernelgen.generic import bindings, declaration_problems, describe, instantiate, is_generic
+from kernelgen.hints import affine, claim_problem, refutation
 from kernelgen.limits import literal_problem, name_diagnostics, number_problem
 from kernelgen.rules import RULES
 
@@ -59,6 +60,7 @@ class _Checker:
         self.params: list[ParamBinding] = []
         self.stored: set[str] = set()
         self.operand_dtypes: dict[str, str] = {}
+        self.lets: dict[str, L.Expr] = {}
 
     # -- reporting --------------------------------------------------------------------------
 
@@ -657,6 +659,19 @@ class _Checker:
             raise self.fail(child(path, "dims"), "bad_axis", f"{dims} is not a permutation of the axes of {x}")
         return x.with_shape(tuple(x.shape[d] for d in dims))
 
+    def _hint(self, e: L.Hint, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        if x.pointer or not x.is_int:
+            raise self.fail(child(path, "x"), "bad_hint", f"hints are stated on integer offsets, got {x}")
+        problem = claim_problem(e, x.shape)
+        if problem is not None:
+            raise self.fail(child(path, problem[0]), "bad_hint", problem[1])
+        scalars = {name for name, t in scope.items() if t.is_int and not t.shape and not t.pointer}
+        false = refutation(e, x.shape, affine(e.x, self.lets, self.meta, scalars))
+        if false is not None:
+            raise self.fail(path, "bad_hint", f"the hint is false: {false}")
+        return x
+
     def _tensorinfo(self, e: L.TensorInfo, path: str, scope) -> ValueType:
         raise self.fail(path, "host_only", f"{e.op} is a host expression; bind it to a param and use the param")
 
@@ -675,6 +690,7 @@ class _Checker:
                 if isinstance(stmt, L.Let):
                     t = self.expr(stmt.value, child(spath, "value"), scope)
                     self.bind(stmt.name, t, child(spath, "name"), scope)
+                    self.lets[stmt.name] = stmt.value  # for the hints' refuter
                 elif isinstance(stmt, L.Store):
                     self.store(stmt, spath, scope)
                 else:

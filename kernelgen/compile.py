@@ -131,7 +131,7 @@ class CompileOptions:
 
 
 def resolve_options(checked: CheckedKernel, target: str | None, num_warps: int | None,
-                    num_stages: int, divisible_by_16: Collection[str] = ()) -> CompileOptions:
+                    num_stages: int | None, divisible_by_16: Collection[str] = ()) -> CompileOptions:
     """Validated compile options; a bad one is a CompileError (``bad_target``, ``bad_option``)."""
     if target is None:
         target = default_target()
@@ -143,6 +143,7 @@ def resolve_options(checked: CheckedKernel, target: str | None, num_warps: int |
     warps = checked.kernel.num_warps if num_warps is None else num_warps
     if warps not in (1, 2, 4, 8, 16):
         raise CompileError(Diagnostic("/num_warps", "bad_option", f"num_warps is 1, 2, 4, 8 or 16, got {warps}"))
+    num_stages = checked.kernel.num_stages if num_stages is None else num_stages
     if not 1 <= num_stages <= 8:
         raise CompileError(Diagnostic("", "bad_option", f"num_stages is between 1 and 8, got {num_stages}"))
     return CompileOptions(target, warps, num_stages, tuple(sorted(set(divisible_by_16))))
@@ -415,12 +416,12 @@ def compiler_process() -> CompilerProcess:
 
 
 def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps: int | None = None,
-                   num_stages: int = 3, *, divisible_by_16: Collection[str] = (), cache: bool = True,
+                   num_stages: int | None = None, *, divisible_by_16: Collection[str] = (), cache: bool = True,
                    cache_dir: str | os.PathLike[str] | None = None, in_process: bool = False) -> CompiledKernel:
     """Compile a checked kernel to cubin for ``target`` (``sm_80``, ``sm_86``, ``sm_89``,
     ``sm_90``; default: the GPU present, else sm_90).
 
-    ``num_warps`` defaults to the kernel's own; ``divisible_by_16`` names integer params whose
+    ``num_warps`` and ``num_stages`` default to the kernel's own; ``divisible_by_16`` names integer params whose
     values are multiples of 16 (a specialization, see :func:`divisible_params`). Compiling
     happens in this process's worker (one job at a time), or with ``in_process=True`` in the
     calling thread, which must then be the only one compiling (output capture is per process).

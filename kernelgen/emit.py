@@ -470,6 +470,7 @@ class _KernelEmitter:
             else:
                 other = "False" if t.dtype == "bool" else "0.0" if t.dtype in FLOAT_DTYPES else "0"
             args.append(f"other={other}")
+        args += _modifiers(e)
         return _Code(f"tl.load({', '.join(args)})", POSTFIX, t.dtype)
 
     def _unary(self, e: L.Unary, path: str, env) -> _Code:
@@ -625,6 +626,15 @@ class _KernelEmitter:
             args.append("out_dtype=tl.float16")
         return _Code(f"tl.dot({', '.join(args)})", POSTFIX, e.dtype)
 
+    def _hint(self, e: L.Hint, path: str, env) -> _Code:
+        t = self.types[path]
+        x = self.operand(e.x, child(path, "x"), env, t.dtype, tensor=True)
+        text = x.text
+        for fn, values in (("multiple_of", e.multiple_of), ("max_contiguous", e.max_contiguous)):
+            if values is not None:
+                text = f"tl.{fn}({text}, {list(values)})"
+        return _Code(text, POSTFIX, t.dtype, nonnegative=x.nonnegative)
+
     def _expanddims(self, e: L.ExpandDims, path: str, env) -> _Code:
         x = self.tensor_of_own_type(e.x, child(path, "x"), env)
         rank = len(self.types[child(path, "x")].shape)
@@ -684,6 +694,7 @@ class _KernelEmitter:
                 self.operand(s.value, child(path, "value"), env, pointee).text]
         if s.mask is not None:
             args.append(f"mask={self.expr(s.mask, child(path, 'mask'), env).text}")
+        args += _modifiers(s)
         self.line(depth, f"tl.store({', '.join(args)})")
 
     def loop(self, f: L.For, path: str, env: dict[str, _Code], depth: int) -> None:
@@ -702,7 +713,10 @@ class _KernelEmitter:
             if bounds[0] == "0":
                 bounds.pop(0)
         var = self.names(f.var)
-        self.line(depth, f"for {var} in range({', '.join(bounds)}):")
+        if f.num_stages is not None:
+            self.line(depth, f"for {var} in tl.range({', '.join(bounds)}, num_stages={f.num_stages}):")
+        else:
+            self.line(depth, f"for {var} in range({', '.join(bounds)}):")
         inner = dict(env)
         inner.update(carried)
         # A Python int in Triton's interpreter, a tensor when compiled.
@@ -857,12 +871,21 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     body.append(f"grid = {_tuple([host.emit(g)[0] for g in kernel.grid])}")
     args = [names(b.tensor) if b.tensor is not None else host.value(b.value, b.type.dtype) for b in checked.params]
     args += [f"{kernel_names(meta)}={names(meta)}" for meta in checked.meta]
-    args.append(f"num_warps={kernel.num_warps}")
+    args += [f"num_warps={kernel.num_warps}", f"num_stages={kernel.num_stages}"]
     body.append(f"{kernel_fn}[grid]({', '.join(args)})")
     results = [names(o.name) for o in kernel.outputs]
     body.append(f"return {', '.join(results)}")
     params = ", ".join(names(i.name) for i in kernel.inputs)
     return [f"def {entry}({params}):", *("    " + line for line in body)]
+
+
+def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:
+    """A load's or store's ``cache`` as Triton's cache_modifier or eviction_policy keyword."""
+    if access.cache is None:
+        return []
+    if access.cache.startswith("evict_"):
+        return [f'eviction_policy="{access.cache}"']
+    return [f'cache_modifier=".{access.cache}"']
 
 
 def _tuple(items: list[str]) -> str:

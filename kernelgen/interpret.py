@@ -49,6 +49,7 @@ from kernelgen.accesses import AccessLog
 from kernelgen.budget import check_budget
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
+from kernelgen.hints import claim_of, violation
 from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
 
 # The interpreter holds at most about this many elements per live value.
@@ -297,6 +298,16 @@ class _Run:
     _trans = _block
 
     # -- memory -----------------------------------------------------------------------------
+
+    def _hint(self, e: L.Hint, path: str, env) -> Value:
+        """The identity, once the claim the compiler will trust holds on these values."""
+        t = self.types[path]
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype, t.shape)
+        active = env.get(_ACTIVE)  # programs whose loop has ended do not run this on a GPU
+        problem = violation(claim_of(e, t.shape), x if active is None else x[active])
+        if problem is not None:
+            raise InterpreterError(Diagnostic(path, "hint_violated", f"the hint is false: {problem}"))
+        return x
 
     def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
         """The (buffer, lane mask) pairs of an access, after checking every active lane."""

@@ -44,6 +44,8 @@ def _exact_int(value: Any) -> Any:
 
 
 Name = Annotated[str, Field(pattern=IDENTIFIER), AfterValidator(_not_a_literal)]
+# Software-pipelining depth of loops (Triton's num_stages).
+Stages = Annotated[Literal[1, 2, 3, 4, 5, 6, 7, 8], BeforeValidator(_exact_int)]
 # A block dimension: a power of two, or the name of a meta-parameter.
 Dim = Union[int, Name]
 
@@ -105,12 +107,14 @@ class Full(Node):
 
 class Load(Node):
     """Read through pointers (not_a_pointer): the pointee's dtype, the pointer's shape. Lanes
-    where ``mask`` is false are not read and give ``other`` (default 0/false)."""
+    where ``mask`` is false are not read and give ``other`` (default 0/false). ``cache``:
+    Triton's cache_modifier (.ca/.cg/.cv) or eviction_policy; speed only."""
 
     op: Literal["load"]
     ptr: Expr
     mask: Expr | None = None
     other: Expr | None = None
+    cache: Literal["ca", "cg", "cv", "evict_first", "evict_last"] | None = None
 
 
 class Unary(Node):
@@ -236,6 +240,21 @@ class Trans(Node):
     dims: list[int] | None = None
 
 
+class Hint(Node):
+    """``x`` (integers) unchanged, promising as tl.multiple_of/tl.max_contiguous, so accesses
+    at ``ptr + x`` vectorize (e.g. offsets wrapped with ``rem``): ``max_contiguous[d]`` c: each
+    aligned run of c lanes on dim d counts up by 1; ``multiple_of[d]`` m: each run's first lane
+    (each lane without c) is a multiple of m. Powers of two, one per dim (scalar: multiple_of
+    only), c <= dim (bad_hint). Refuted where the checker sees x (arange, literals, meta,
+    scalars with + - *: bad_hint), else trusted when compiled (false: wrong results), checked
+    when run (hint_violated)."""
+
+    op: Literal["hint"]
+    x: Expr
+    multiple_of: list[int] | None = None
+    max_contiguous: list[int] | None = None
+
+
 class TensorInfo(Node):
     """Host only (host_only in the body): tensor ``of``'s stride along ``dim`` (elements;
     tensors are contiguous), or its element count (``dim`` unused)."""
@@ -247,7 +266,7 @@ class TensorInfo(Node):
 
 OpNode = Annotated[
     Union[ProgramId, Arange, Full, Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot,
-          ExpandDims, Reshape, Trans, TensorInfo],
+          ExpandDims, Reshape, Trans, Hint, TensorInfo],
     Field(discriminator="op"),
 ]
 
@@ -300,12 +319,14 @@ class Store(Node):
     """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
     Only outputs are written: a pointer that may point into an input is store_to_input. There
     are no atomics: in one launch an element is written by one program at most and read by no
-    other (race, when run); every output element must be written (unwritten)."""
+    other (race, when run); every output element must be written (unwritten). ``cache``:
+    as Load's (.wb/.cg/.cs/.wt)."""
 
     op: Literal["store"]
     ptr: Expr
     value: Expr
     mask: Expr | None = None
+    cache: Literal["wb", "cg", "cs", "wt", "evict_first", "evict_last"] | None = None
 
 
 class Carry(Node):
@@ -325,7 +346,7 @@ class For(Node):
     scalars (needs_scalar, needs_int) evaluated once; it runs ``max(0, cdiv(stop - start,
     step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
-    no if, while or break: use masks and where."""
+    no if, while or break: use masks and where. ``num_stages``: this loop's pipelining depth."""
 
     op: Literal["for"]
     var: Name
@@ -333,6 +354,7 @@ class For(Node):
     stop: Expr
     step: Expr = 1
     carry: list[Carry] = []
+    num_stages: Stages | None = None
     body: list[Stmt]
 
 
@@ -420,7 +442,7 @@ class Kernel(Node):
     other ranks pass as they are). Outputs (rank 1 under elementwise,
     1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
     ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
-    axes 1 and 2: bad_grid; 0: none run)."""
+    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth."""
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None
@@ -431,9 +453,10 @@ class Kernel(Node):
     meta: list[Meta] = []
     grid: Annotated[list[Expr], Field(min_length=1, max_length=3)]
     num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] = 4
+    num_stages: Stages = 3
     body: list[Stmt]
 
 
-for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot, ExpandDims, Reshape, Trans,
+for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot, ExpandDims, Reshape, Trans, Hint,
                Let, Store, Carry, For, Output, Param, Kernel):
     _model.model_rebuild()

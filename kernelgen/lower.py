@@ -194,6 +194,7 @@ class _Lowering:
         self.checked = checked
         self.divisible_by_16 = frozenset(divisible_by_16)
         self.types = checked.types
+        self.context = context
         self.builder = ir.builder(context)
         self._locs: dict[str, Any] = {}
 
@@ -370,14 +371,15 @@ class _Lowering:
                 other = self.operand(e.other, child(path, "other"), env, t.dtype, t.shape)
         self.at(path)
         b = self.builder
+        cache, eviction = _modifiers(e.cache)
         if mask is None:
-            value = b.create_load(ptr, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL, False)
+            value = b.create_load(ptr, cache, eviction, False)
         else:
             if other is None:
                 other = self.constant(0, t.dtype, t.shape)
             if t.dtype == "bool":
                 other = b.create_int_cast(other, self.memory_type(t), False)
-            value = b.create_masked_load(ptr, mask, other, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL, False)
+            value = b.create_masked_load(ptr, mask, other, cache, eviction, False)
         if t.dtype == "bool":
             zero_byte = b.get_int8(0)
             if t.shape:
@@ -645,6 +647,19 @@ class _Lowering:
         precision = ir.INPUT_PRECISION.TF32 if e.precision == "tf32" else ir.INPUT_PRECISION.IEEE
         return self.builder.create_dot(a, c, acc, precision, 0)
 
+    def _hint(self, e: L.Hint, path: str, env) -> Any:
+        """Triton's tl.multiple_of / tl.max_contiguous: attributes on the value's defining op (a
+        loop variable's go on its loop as ``tt.divisibility_arg0``; on a kernel param Triton's
+        set_attr drops them, as it does for tl.multiple_of of an argument)."""
+        t = self.types[path]
+        x = self.operand(e.x, child(path, "x"), env, t.dtype, t.shape)
+        self.at(path)
+        if e.multiple_of is not None:
+            x.set_attr("tt.divisibility", ir.make_attr(list(e.multiple_of), self.context))
+        if e.max_contiguous is not None:
+            x.set_attr("tt.contiguity", ir.make_attr(list(e.max_contiguous), self.context))
+        return x
+
     def _expanddims(self, e: L.ExpandDims, path: str, env) -> Any:
         t = self.types[path]
         x = self.operand(e.x, child(path, "x"), env)
@@ -701,10 +716,11 @@ class _Lowering:
         b = self.builder
         if t.dtype == "bool":
             value = b.create_int_cast(value, self.memory_type(t), False)
+        cache, eviction = _modifiers(s.cache)
         if mask is None:
-            b.create_store(ptr, value, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL)
+            b.create_store(ptr, value, cache, eviction)
         else:
-            b.create_masked_store(ptr, value, mask, ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL)
+            b.create_masked_store(ptr, value, mask, cache, eviction)
 
     def loop(self, f: L.For, path: str, env: dict[str, Lowered]) -> None:
         b = self.builder
@@ -719,6 +735,8 @@ class _Lowering:
             positive = b.create_icmpSGT(step, self.constant(0, var_type.dtype))
             upper = b.create_select(positive, upper, lower)
         for_op = b.create_for_op(lower, upper, step, inits)
+        if f.num_stages is not None:  # as Triton's code generator lowers tl.range(..., num_stages=)
+            for_op.set_attr("tt.num_stages", b.get_int32_attr(f.num_stages))
         saved = b.get_insertion_point()
         body = for_op.get_body(0)
         b.set_insertion_point_to_start(body)
@@ -779,6 +797,15 @@ _LIBDEVICE = {"tanh": "__nv_tanhf", "log1p": "__nv_log1pf"}
 # f64 functions: libdevice's double versions (the math dialect's approximations are f32 only).
 _LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "tanh", "erf",
                                                "sin", "cos", "pow")} | {"rem": "__nv_fmod"}
+
+
+def _modifiers(cache: str | None) -> tuple[Any, Any]:
+    """A load's or store's ``cache`` as Triton's (cache modifier, eviction policy): one of the
+    two at most, since ptxas refuses pairs such as ``.cg`` with ``L1::evict_first``."""
+    if cache is not None and cache.startswith("evict_"):
+        return ir.CACHE_MODIFIER.NONE, getattr(ir.EVICTION_POLICY, cache.upper())
+    return (ir.CACHE_MODIFIER.NONE if cache is None else getattr(ir.CACHE_MODIFIER, cache.upper()),
+            ir.EVICTION_POLICY.NORMAL)
 
 
 def wide_dtype(dtype: str) -> str:

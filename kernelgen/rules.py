@@ -54,6 +54,7 @@ RULES: dict[str, str] = {
     "bad_binding": "a param's dtype does not fit its value (see Param)",
     "other_without_mask": "a load with 'other' but no 'mask'",
     "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
+    "bad_hint": "a hint that does not fit its value, or false on a constant (see Hint)",
     "unproven_bounds": "an unmasked load or store not proven inside its tensor (see Bounds)",
     # Running: the host's evaluation of a call, and the interpreter.
     "bad_arguments": "a call's arguments do not fit the inputs, or a host value does not fit",
@@ -62,5 +63,6 @@ RULES: dict[str, str] = {
     "division_by_zero": "idiv, cdiv or rem by zero in a host expression",
     "out_of_bounds": "an active lane of a load or store outside its tensor, when run",
     "bad_loop": "a loop step <= 0 or more than 2**20 iterations, when the interpreter runs it",
+    "hint_violated": "a hint false on the values, when run (see Hint)",
     "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget",
 }

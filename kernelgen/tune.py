@@ -3,7 +3,7 @@
 A model writes its ``meta`` values and ``num_warps`` blind; Triton's own kernels rely on
 ``@triton.autotune`` for exactly this choice. The search space comes from the kernel itself:
 
-* ``quick``: the configuration as written (``num_stages`` 3, the compiler's default) and its
+* ``quick``: the configuration as written (the kernel's ``num_stages``, default 3) and its
   one-at-a-time variations: each power-of-two meta value halved and doubled, each other
   ``num_warps`` in {2, 4, 8, 16}, each other ``num_stages`` in {1..5}. A few dozen candidates
   at most, so that tuning costs seconds per kernel (compile included);
@@ -71,7 +71,7 @@ class Config:
 
     @classmethod
     def as_written(cls, kernel: L.Kernel) -> Config:
-        return cls(tuple((m.name, m.value) for m in kernel.meta), kernel.num_warps, DEFAULT_STAGES)
+        return cls(tuple((m.name, m.value) for m in kernel.meta), kernel.num_warps, kernel.num_stages)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Config:

@@ -121,6 +121,20 @@ SEMANTIC_CASES = [
                                                        "rhs": {"op": "expand_dims", "x": "y_block", "axis": 0}}},
          "block_too_large", "/body/5/value/rhs"),
     # axes
+    # hints and modifiers
+    case("contiguity-of-a-scalar", VADD, {"/body/1/value": {"op": "hint", "x": "block_start", "max_contiguous": [4]}},
+         "bad_hint", "/body/1/value/max_contiguous"),
+    case("hint-on-a-float", VADD, {"/body/1/value": {"op": "hint", "x": 1.5, "multiple_of": [2]}},
+         "bad_hint", "/body/1/value/x"),
+    case("hint-false-on-a-constant", VADD, {"/body/1/value": {"op": "hint", "x": 6, "multiple_of": [4]}},
+         "bad_hint", "/body/1/value"),
+    case("contiguity-of-strided-offsets", VADD, {"/body/1/value": {
+        "op": "hint", "x": {"op": "add", "lhs": "block_start", "rhs": {"op": "mul", "lhs": {"op": "arange", "size": "BLOCK"},
+                                                                      "rhs": 2}}, "max_contiguous": [2]}},
+         "bad_hint", "/body/1/value"),
+    case("runs-starting-off-alignment", VADD, {"/body/1/value": {
+        "op": "hint", "x": {"op": "add", "lhs": {"op": "arange", "size": "BLOCK"}, "rhs": 1},
+        "max_contiguous": [4], "multiple_of": [4]}}, "bad_hint", "/body/1/value"),
     case("program-axis-outside-grid", VADD, {"/body/0/value/lhs/axis": 1}, "bad_axis", "/body/0/value/lhs/axis"),
     case("reduce-axis-outside-rank", SOFTMAX, {"/body/4/body/3/value/rhs/axis": 1}, "bad_axis", "/body/4/body/3/value/rhs/axis"),
     case("reduce-of-scalar", SOFTMAX, {"/body/4/body/3/value/rhs/x": "row_max"}, "bad_axis", "/body/4/body/3/value/rhs/x"),
@@ -265,6 +279,9 @@ SCHEMA_CASES = [
     case("reference-not-an-identifier", VADD, {"/body/5/value/lhs": "x block"}, "bad_name", "/body/5/value/lhs"),
     case("unknown-dtype", VADD, {"/inputs/0/dtype": "f8"}, "bad_value", "/inputs/0/dtype"),
     case("num-warps-not-power-of-two", VADD, {"/num_warps": 3}, "bad_value", "/num_warps"),
+    case("num-stages-past-8", VADD, {"/num_stages": 9}, "bad_value", "/num_stages"),
+    case("loop-num-stages-zero", SOFTMAX, {"/body/4/num_stages": 0}, "bad_value", "/body/4/num_stages"),
+    case("unknown-cache-modifier", VADD, {"/body/3/value/cache": "cs"}, "bad_value", "/body/3/value/cache"),
     case("program-axis-3", VADD, {"/body/0/value/lhs/axis": 3}, "bad_value", "/body/0/value/lhs/axis"),
     case("no-outputs", VADD, {"/outputs": []}, "bad_type", "/outputs"),
     case("grid-of-four-axes", VADD, {"/grid": [1, 1, 1, 1]}, "bad_type", "/grid"),
@@ -303,6 +320,24 @@ def test_independent_errors_are_all_reported() -> None:
     failed are not reported again."""
     doc = mutated(VADD, {"/body/3/value/ptr/op": "mul", "/body/4/value/mask": "offsets"})
     assert diagnose(doc) == [("/body/3/value/ptr", "bad_operand"), ("/body/4/value/mask", "needs_bool")]
+
+
+def test_hints_are_proven_refuted_or_trusted() -> None:
+    """Offsets ``pid * BLOCK + arange(BLOCK)`` are contiguous and their runs start at multiples
+    of BLOCK (proven); a claim on a loaded value cannot be seen and is trusted."""
+    offsets = VADD["body"][1]["value"]
+    proven = {"/body/1/value": {"op": "hint", "x": offsets, "max_contiguous": [1024],
+                                "multiple_of": [1024]}}
+    trusted = {"/body/4/value/ptr/rhs": {"op": "hint", "x": {"op": "cast", "x": "x_block", "dtype": "i32"},
+                                         "max_contiguous": [1024]}}
+    assert diagnose(mutated(VADD, proven)) == []
+    # pid * BLOCK is an unknown multiple of 1024: runs starting at it + 1 are not aligned to 1024
+    assert diagnose(mutated(VADD, {"/body/1/value": {**proven["/body/1/value"], "x": {
+        "op": "add", "lhs": offsets, "rhs": 1}}})) == [("/body/1/value", "bad_hint")]
+    # pid alone may be anything: a claim that its runs start at multiples of 4 is trusted
+    assert diagnose(mutated(VADD, {"/body/1/value": {"op": "hint", "max_contiguous": [1024], "multiple_of": [4], "x": {
+        "op": "add", "lhs": {"op": "program_id"}, "rhs": {"op": "arange", "size": "BLOCK"}}}})) == []
+    assert diagnose(mutated(VADD, trusted)) == []
 
 
 def test_meta_override_of_unknown_name() -> None:

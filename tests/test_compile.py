@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_lower import CASES, VADD, checked_case
+from test_lower import CASES, VADD, checked_case, wrapped_copy
 
 from kernelgen.check import ValueType, check
 from kernelgen.cli import main as cli_main
@@ -104,6 +104,25 @@ def test_vector_add_loads_are_vectorized_when_n_is_a_multiple_of_16() -> None:
     # Without the guarantee, `offs < N` may change within any group of lanes: one element each.
     plain = compile_kernel(vadd(), "sm_90", in_process=True, cache=False)
     assert "ld.global.v4" not in plain.ptx and "ld.global.b32" in plain.ptx
+
+
+def test_hints_vectorize_loads_of_offsets_wrapped_with_rem() -> None:
+    """Triton's idiom ``(pid * B + arange(B)) rem N`` hides contiguity from the compiler: one
+    element per load and store, unless a hint states it (max_contiguous, multiple_of)."""
+    accesses = {}
+    for hinted in (False, True):
+        checked = check(Kernel.model_validate(wrapped_copy(hinted)))
+        ptx = compile_kernel(checked, "sm_90", in_process=True, cache=False).ptx
+        accesses[hinted] = set(re.findall(r"(?:ld|st)\.global[.:\w]*", ptx))
+    assert accesses[False] == {"ld.global.cg.b32", "st.global.L1::evict_last.L2::cache_hint.b32"}
+    assert accesses[True] == {"ld.global.cg.v4.b32", "st.global.L1::evict_last.L2::cache_hint.v4.b32"}
+
+
+def test_num_stages_defaults_to_the_kernel_and_a_loop_keeps_its_own() -> None:
+    checked = checked_case("staged_row_sums")
+    compiled = compile_kernel(checked, "sm_90", in_process=True, cache=False)
+    assert compiled.metadata["num_stages"] == 4 and "tt.num_stages = 2" in compiled.ttir
+    assert compile_kernel(checked, "sm_90", num_stages=1, in_process=True, cache=False).metadata["num_stages"] == 1
 
 
 def test_divisible_params_are_the_integer_params_that_are_multiples_of_16() -> None:

@@ -34,6 +34,7 @@ def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
     target = default_target()
     ran: list[str] = []
     failures: list[str] = []
+    constructs: dict[str, int] = {}  # kernels using each optional construct
 
     with Executor() as executor:
         @settings(max_examples=KERNELS, database=None, deadline=None, phases=[Phase.generate],
@@ -43,6 +44,8 @@ def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
         def one(generated: GeneratedKernel) -> None:
             label = f"{generated.template}:{generated.kernel.name}:{len(ran)}"
             ran.append(label)
+            for construct in generated.constructs():
+                constructs[construct] = constructs.get(construct, 0) + 1
             try:
                 checked = check(generated.kernel, generated.meta)
                 compiled = compile_kernel(checked, target=target)
@@ -61,7 +64,8 @@ def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
     templates: dict[str, int] = {}
     for label in ran:
         templates[label.split(":")[0]] = templates.get(label.split(":")[0], 0) + 1
-    summary = {"kernels": len(ran), "mismatches": len(failures), "target": target, "templates": templates}
+    summary = {"kernels": len(ran), "mismatches": len(failures), "target": target, "templates": templates,
+               "constructs": constructs}
     print(f"\ndifferential: {json.dumps(summary)}")
     report = os.environ.get("KERNELGEN_DIFFERENTIAL_REPORT")
     if report:

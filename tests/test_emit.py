@@ -27,6 +27,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_lower import CASES, wrapped_copy
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, check, child
@@ -573,6 +574,8 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "shapes": (SHAPES, {"M": 7, "N": 19}, {}),
     "names": (NAMES, {"len": 40}, {}),
     "f64": (F64, {"N": 45}, {}),
+    "hinted_copy": (wrapped_copy(True), {"N": 2048}, {}),
+    "staged_row_sums": (CASES["staged_row_sums"].kernel, {"M": 3, "N": 150}, {}),
 }
 
 

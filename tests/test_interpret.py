@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import torch
 
+from test_lower import checked_case, wrapped_copy
+
 from kernelgen.check import check
 from kernelgen.errors import InterpreterError
 from kernelgen.interpret import interpret
@@ -360,3 +362,26 @@ def test_store_under_a_wrong_mask_is_out_of_bounds_at_its_node() -> None:
     assert (diagnostic.path, diagnostic.code) == ("/body/3", "out_of_bounds")
     assert "store at offset 3" in diagnostic.message
 
+
+
+def test_a_true_hint_is_the_identity_and_modifiers_change_nothing() -> None:
+    x = torch.randn(4096)
+    assert torch.equal(interpret(check(Kernel.model_validate(wrapped_copy(True))), [x])["out"], x)
+    rows = torch.randn(5, 300)
+    sums = interpret(checked_case("staged_row_sums"), [rows])["out"]
+    torch.testing.assert_close(sums, rows.sum(dim=1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("edit, size, message", [
+    # the last program's offsets wrap around at N = 4000: not one run of 1024
+    ({}, 4000, "the run of 1024 lanes from lane 0 does not count up by 1"),
+    # program 1 starts at 1024, not a multiple of 2048
+    ({"multiple_of": [2048]}, 4096, "a run starts at 1024, not a multiple of 2048"),
+])
+def test_a_false_hint_fails_with_where_it_breaks(edit: dict[str, Any], size: int, message: str) -> None:
+    kernel = wrapped_copy(True)
+    kernel["body"][0]["value"].update(edit)
+    with pytest.raises(InterpreterError) as caught:
+        interpret(check(Kernel.model_validate(kernel)), [torch.randn(size)])
+    assert caught.value.code == "hint_violated" and caught.value.path == "/body/0/value"
+    assert message in str(caught.value)

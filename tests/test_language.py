@@ -228,14 +228,15 @@ def _features(generated: GeneratedKernel) -> set[str]:
 def test_generated_kernels_cover_the_language() -> None:
     seen: set[str] = set()
 
-    @settings(GENERATION, max_examples=600, derandomize=True, database=None)
+    @settings(GENERATION, max_examples=800, derandomize=True, database=None)
     @given(kernels())
     def collect(generated: GeneratedKernel) -> None:
-        seen.update(_features(generated))
+        seen.update(_features(generated) | generated.constructs())
 
     collect()
     expected = set(L.UNARY_OPS) | set(L.BINARY_OPS) | set(L.REDUCE_OPS) | {
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
+        "hint", "cache", "loop num_stages", "kernel num_stages",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
         "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float"}
@@ -248,7 +249,7 @@ def test_dot_kernels_cover_every_dot_variant() -> None:
     """f16/bf16/f32 operands, ieee and tf32, f32 and f16 accumulation, with and without acc."""
     seen: set[tuple] = set()
 
-    @settings(GENERATION, max_examples=80, derandomize=True, database=None)
+    @settings(GENERATION, max_examples=300, derandomize=True, database=None)
     @given(dot_kernels())
     def collect(generated: GeneratedKernel) -> None:
         (loop,) = [s for s in generated.kernel.body if isinstance(s, L.For)]

@@ -383,9 +383,51 @@ def program_id_cases() -> list[Case]:
     return [Case("program_ids", kernel, {}, (0.0, 0.0))]
 
 
+def wrapped_copy(hinted: bool) -> dict[str, Any]:
+    """A copy in Triton's idiom: offsets wrapped with ``rem`` (no mask), so the compiler cannot
+    see that they are contiguous unless a hint says so; cache and eviction modifiers on both ends."""
+    offs = bin_("rem", bin_("add", bin_("mul", op("program_id"), "B"), op("arange", size="B")), "N")
+    if hinted:
+        offs = op("hint", x=offs, multiple_of=[1024], max_contiguous=[1024])
+    return {
+        "name": "wrapped_copy_hinted" if hinted else "wrapped_copy",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+        "outputs": [{"name": "out", "dtype": "f32", "shape": ["N"]}],
+        "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "B", "value": 1024}],
+        "grid": [bin_("cdiv", "N", "B")],
+        "body": [let("offs", offs),
+                 op("store", ptr=bin_("add", "out", "offs"), cache="evict_last",
+                    value=op("load", ptr=bin_("add", "x", "offs"), cache="cg"))],
+    }
+
+
+def pipelining_cases() -> list[Case]:
+    """Hints, cache modifiers, and pipelining depth per kernel and per loop."""
+    staged = {
+        "name": "staged_row_sums",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": ["M", "N"]}],
+        "outputs": [{"name": "out", "dtype": "f32", "shape": ["M"]}],
+        "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}],
+        "meta": [{"name": "BK", "value": 64}],
+        "grid": ["M"],
+        "num_stages": 4,
+        "body": [let("row", bin_("mul", op("program_id"), "N")),
+                 op("for", var="k", stop="N", step="BK", num_stages=2, carry=[{
+                     "name": "acc", "init": 0.0,
+                     "next": bin_("add", "acc", op("sum", axis=0, x=load(
+                         bin_("add", bin_("add", "x", "row"), "cols"), bin_("lt", "cols", "N"))))}],
+                    body=[let("cols", op("hint", x=bin_("add", "k", op("arange", size="BK")), max_contiguous=[64]))]),
+                 store(bin_("add", "out", op("program_id")), "acc")],
+    }
+    return [Case("wrapped_copy_hinted", wrapped_copy(True), {"N": 4096}),
+            Case("staged_row_sums", staged, {"M": 5, "N": 300}, (1e-4, 1e-4))]
+
+
 def catalogue() -> list[Case]:
     return [Case("vadd", VADD, {"N": 5000})] + unary_cases() + binary_cases() + literal_cases() + select_cases() \
-        + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases()
+        + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases() \
+        + pipelining_cases()
 
 
 CATALOGUE = catalogue()
@@ -431,7 +473,7 @@ def test_the_catalogue_covers_every_op_of_the_language() -> None:
     walk([case.kernel["body"] for case in CATALOGUE])
     device_ops = {*L.UNARY_OPS, *L.BINARY_OPS, *L.REDUCE_OPS, "program_id", "num_programs", "arange", "full", "load",
                   "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans",
-                  "let", "store", "for"}
+                  "hint", "let", "store", "for"}
     assert device_ops - used == set()
 
 

@@ -61,6 +61,13 @@ def test_quick_varies_one_coordinate_at_a_time_around_the_matmul_as_written() ->
         assert changed == 1, config
 
 
+def test_the_as_written_configuration_has_the_kernels_own_num_stages() -> None:
+    kernel = golden("matmul_f16").model_copy(update={"num_stages": 4})
+    space = search_space(kernel, "quick")
+    assert space[0] == Config.as_written(kernel) and space[0].num_stages == 4
+    assert {c.num_stages for c in space} == {1, 2, 3, 4, 5}
+
+
 def test_full_is_the_product_nearest_first_capped() -> None:
     kernel = golden("softmax_f16")
     space = search_space(kernel, "full")

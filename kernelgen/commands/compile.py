@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="compile with this meta-parameter value instead of the kernel's own")
     parser.add_argument("--num-warps", type=int, default=None, metavar="N",
                         help="warps per program (default: the kernel's num_warps)")
-    parser.add_argument("--num-stages", type=int, default=3, metavar="N", help="software pipelining stages")
+    parser.add_argument("--num-stages", type=int, default=None, metavar="N",
+                        help="software pipelining stages (default: the kernel's num_stages)")
     parser.add_argument("--divisible-by-16", action="append", default=[], metavar="PARAM",
                         help="specialize on this integer param being a multiple of 16 (vectorizes masked "
                              "accesses; the kernel is then wrong for other values)")
