@@ -279,6 +279,15 @@ def test_the_summary_prints_as_written_vs_tuned_and_the_tuning_time():
     assert not any("tuning" in line for line in track_summary([untuned]))
 
 
+def test_allure_describes_an_operators_tuning():
+    from kernelgen.report.allure import describe, timings
+
+    case = tuned_case("relu", 0.5, 2.0, 2, 6.0)
+    assert "**tuned per perf-size bucket** (quick): 2.00x the reference, as written 0.50x; 2 of 4 buckets " \
+           "changed, 6.0 s" in describe(case)
+    assert len(timings(case)["tuning"]["buckets"]) == 4
+
+
 # -- CPU mode -------------------------------------------------------------------------------------
 
 

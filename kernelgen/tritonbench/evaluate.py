@@ -86,10 +86,14 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
             if settings.tune != "off":  # off in CPU mode (the plugin says so once): nothing to time
                 from kernelgen.tritonbench.tuning import tune_on_gpu
 
-                tuning = tune_on_gpu(operator, build.answer, settings)
-                extra["tuning"] = tuning.record()
-                artifacts["tuning"] = "\n".join(tuning.lines()) + "\n"
-                configs = tuning.configs()
+                try:
+                    tuning = tune_on_gpu(operator, build.answer, settings)
+                except KernelgenError as error:  # a correct answer stays correct: timed as written
+                    extra["tuning_error"] = str(error)
+                else:
+                    extra["tuning"] = tuning.record()
+                    artifacts["tuning"] = "\n".join(tuning.lines()) + "\n"
+                    configs = tuning.configs()
             extra.update(measure_speedup(operator, build.answer, settings, configs).to_extra())
     except KernelgenError as error:
         outcome = CaseResult.failure_fields(error)

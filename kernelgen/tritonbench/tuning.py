@@ -40,7 +40,7 @@ from kernelgen.parse import parse_kernel
 from kernelgen.results import Tuning
 from kernelgen.tritonbench.accuracy import Accuracy, accuracy_job, check_accuracy
 from kernelgen.tritonbench.loader import Operator, load_reference_namespace
-from kernelgen.tritonbench.runtime import call_bucket, wrapper
+from kernelgen.tritonbench.runtime import KernelFunction, call_bucket, wrapper
 from kernelgen.tritonbench.speedup import PERF_TIMEOUT_S, describe_case, disagreement, perf_arguments
 from kernelgen.tune import Candidate, Choice, Config, TuneCache, Variant, bucket_label, cached_tune, choice_lines
 
@@ -205,8 +205,10 @@ def cpu_verify(operator: Operator, ast_json: str, seed: int) -> VerifyPerf:
 
 # -- on the GPU -----------------------------------------------------------------------------------
 
-# The perf call's inputs in the executor's child, kept between one bucket's candidates.
+# In the executor's child, kept between jobs: the perf call's inputs (between one bucket's
+# candidates) and the answer's wrapper, whose compiled and loaded variants serve every bucket.
 _INPUTS: dict[tuple[str, int, int], tuple[list[Any], dict[str, Any]]] = {}
+_FUNCTIONS: dict[str, KernelFunction] = {}
 
 
 def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int, config: Config) -> float:
@@ -224,7 +226,11 @@ def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int,
         _INPUTS.clear()
         _INPUTS[key] = perf_arguments(operator, index, "cuda", seed)
     args, kwargs = _INPUTS[key]
-    candidate = wrapper(ast_json, operator.wrapper, force=config)
+    if ast_json not in _FUNCTIONS:
+        _FUNCTIONS.clear()
+        _FUNCTIONS[ast_json] = KernelFunction(parse_kernel(ast_json))
+    candidate = _FUNCTIONS[ast_json]
+    candidate.force = config
     with torch.no_grad(), unfilled_outputs(), cuda_errors(f"timing a configuration of {operator.name}"):
         return statistics.median(event_times(lambda: candidate(*args, **kwargs), flush_buffer(), TUNE_REPETITIONS,
                                              TUNE_WARMUP))
