@@ -448,7 +448,8 @@ def cached_tune(cache: TuneCache, kernel: L.Kernel, gpu: str, sizes: Mapping[str
                 variant: Variant = NO_VARIANT, workers: int | None = None) -> Choice:
     """The cached choice for (kernel, GPU, bucket of ``sizes``, mode, variant) when it still
     passes ``verify`` (the verification may have grown since it was stored); else a fresh
-    :func:`tune`, stored. ``seconds`` counts the whole call, cache hit or not."""
+    :func:`tune`, stored when it timed anything. ``seconds`` counts the whole call, cache hit or
+    not."""
     start = time.perf_counter()
     choice = cache.load(kernel, gpu, sizes, mode, variant)
     if choice is not None and choice.config != Config.as_written(kernel):  # as written: verified already
@@ -458,7 +459,8 @@ def cached_tune(cache: TuneCache, kernel: L.Kernel, gpu: str, sizes: Mapping[str
             choice = None
     if choice is None:
         choice = tune(kernel, mode, target, time_fn, verify, divisible_by_16, workers, variant)
-        cache.store(kernel, gpu, sizes, mode, choice, variant)
+        if choice.timed:  # a search that timed nothing (a timeout, say) decided nothing to keep
+            cache.store(kernel, gpu, sizes, mode, choice, variant)
     choice.seconds = time.perf_counter() - start
     return choice
 

@@ -157,6 +157,30 @@ def test_each_bucket_searches_the_kernels_own_space_and_falls_back_past_a_wrong_
     assert not any(choice.cached for _, choice in other.choices) and calls
 
 
+def test_a_bucket_where_nothing_could_be_timed_is_left_untuned_and_uncached(sample, tmp_path):
+    from kernelgen.errors import KernelTimeout
+
+    operator = with_cases(sample.operator("relu"), 4096, 8192)
+    answer = golden_answer("relu")
+    calls: list = []
+    modelled = favour_small_blocks(calls)
+
+    def time_perf(bucket: PerfBucket, candidate: Candidate) -> float:
+        if bucket.label == "N=8192":
+            raise KernelTimeout("timing took more than 120 s", code="timeout")
+        return modelled(bucket, candidate)
+
+    tuning = tune_operator(operator, answer, "quick", "sm_90", "NVIDIA H200", time_perf, cpu_verify(operator, answer, 0),
+                           TuneCache(tmp_path), workers=1)
+    assert [b.label for b, _ in tuning.choices] == ["N=4096"]
+    assert [(d.path, d.code) for d in tuning.problems] == [("/perf/1", "not_timed")]
+    assert "bucket N=8192: not tuned, no candidate was timed (timing: timeout)" in tuning.problems[0].message
+    kernel = parse_kernel(answer)
+    assert TuneCache(tmp_path).load(kernel, "NVIDIA H200", {"N": 8192}, "quick") is None
+    assert TuneCache(tmp_path).load(kernel, "NVIDIA H200", {"N": 4096}, "quick") is not None
+    assert tuning.record()["not_tuned"][0]["code"] == "not_timed"
+
+
 def test_the_operators_test_calls_verify_a_candidate_once_per_configuration():
     tests: list = []
     agreed: list = []

@@ -144,7 +144,12 @@ def tune_operator(operator: Operator, ast_json: str, mode: str, target: str, gpu
                              lambda candidate, _compiled, bucket=bucket: time_perf(bucket, candidate),
                              lambda candidate, bucket=bucket: verify(bucket, candidate),
                              bucket.divisible, bucket.variant, workers)
-        tuning.choices.append((bucket, choice))
+        if choice.cached or choice.timed:
+            tuning.choices.append((bucket, choice))
+            continue
+        why = choice.pruned[0].reason if choice.pruned else "no candidate"
+        tuning.problems.append(Diagnostic(f"/perf/{bucket.cases[0]}", "not_timed",
+                                          f"bucket {bucket.label}: not tuned, no candidate was timed ({why})"))
     tuning.seconds = time.perf_counter() - start
     return tuning
 
