@@ -347,3 +347,13 @@ def test_a_sample_operator_tunes_per_bucket_end_to_end(sample, tmp_path, monkeyp
     assert all(b["cached"] for b in again.extra["tuning"]["buckets"])
     assert [b["config"] for b in again.extra["tuning"]["buckets"]] == [b["config"] for b in tuning["buckets"]]
     assert any(line.startswith("tuning time: ") for line in track_summary([result]))
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_bucket_config_compiles_with_its_warps_and_stages():
+    function = KernelFunction(parse_kernel(golden_answer("relu")), {"N=4096": Config((("BLOCK", 512),), 8, 2)})
+    x, y = torch.randn(4000, device="cuda"), torch.randn(5000, device="cuda")
+    assert torch.equal(function(x), torch.relu(x)) and torch.equal(function(y), torch.relu(y))
+    built = {(dict(key[0])["BLOCK"], compiled.metadata["num_warps"], compiled.metadata["num_stages"])
+             for key, compiled in function._compiled.items()}
+    assert built == {(512, 8, 2), (1024, 4, 3)}  # the bucket's configuration, and as written

@@ -218,7 +218,7 @@ def wrapper(ast_json: str, name: str, configs: Mapping[str, Config] | None = Non
     def call(*args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
-    call.kernel_function = function  # type: ignore[attr-defined] - what the tuning asks which config a call gets
+    call.kernel_function = function  # type: ignore[attr-defined] - asked which configuration a call gets
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"{name}: the kernel {function.kernel.name!r} (a kernelgen AST) with the operator's signature"
     return call

@@ -19,9 +19,9 @@ runs each size with its bucket's configuration, and where that is not the one as
 wrapper as written is timed too (``as_written_ms``; the same time where nothing changed).
 
 An operator's speedup is the geometric mean over its sizes of reference time / our time, and
-exists only when every size ran and agreed (its ``speedup_as_written`` likewise); the first size that fails stops the operator. An
-operator whose perf files the loader could not read (:attr:`Perf.problems`) is not timed; its
-``perf_problems`` say why.
+exists only when every size ran and agreed (its ``speedup_as_written`` likewise); the first
+size that fails stops the operator. An operator whose perf files the loader could not read
+(:attr:`Perf.problems`) is not timed; its ``perf_problems`` say why.
 """
 
 from __future__ import annotations
