@@ -335,19 +335,15 @@ def tune_case(case: Case) -> None:
     configuration becomes the case's (``checked``, ``num_warps``, ``num_stages``), verified on
     every size assignment the as-written one passed; the choice is recorded in ``case.tuning``."""
     import dataclasses
-    import time
 
     from kernelgen.compile import divisible_params
-    from kernelgen.devices import worker_gpu
     from kernelgen.check import check
     from kernelgen.draws import case_draws
-    from kernelgen.tune import Candidate, Config, TuneCache, describe, tune
+    from kernelgen.tune import Candidate, Config, TuneCache, cached_tune, choice_lines, gpu_name
 
     sizes = dict(case.task.bench_sizes)
     kernel = case.checked.kernel
     mode = case.settings.tune
-    gpu = worker_gpu()
-    gpu_name = gpu.name if gpu is not None else case.settings.target
     divisible = divisible_params(plan_for_sizes(case.checked, sizes, case.task.scalars))
     timeout = max(case.settings.timeout_s, 120.0)
 
@@ -364,25 +360,13 @@ def tune_case(case: Case) -> None:
         for draw in case_draws(case.task, candidate.checked, case.settings.shapes, case.settings.seed, True):
             verify_gpu(trial, draw.sizes, draw.extreme)
 
-    start = time.perf_counter()
-    cache = TuneCache()
-    choice = cache.load(kernel, gpu_name, sizes, mode)
-    if choice is not None:
-        try:
-            verify(Candidate(choice.config, check(kernel, dict(choice.config.meta))))
-        except KernelgenError:
-            choice = None
-    if choice is None:
-        choice = tune(kernel, mode, case.settings.target, time_candidate, verify, divisible)
-        cache.store(kernel, gpu_name, sizes, mode, choice)
-    choice.seconds = time.perf_counter() - start
+    choice = cached_tune(TuneCache(), kernel, gpu_name(case.settings.target), sizes, mode, case.settings.target,
+                         time_candidate, verify, divisible)
     if choice.config != Config.as_written(kernel):
         case.checked = check(kernel, dict(choice.config.meta))
     case.num_warps, case.num_stages = choice.config.num_warps, choice.config.num_stages
     case.tuning = choice.record(mode)
-    case.artifacts["tuning"] = "\n".join([f"chosen: {choice.config.label()}", *describe(choice.timed, choice.pruned),
-                                           *(f"  failed verification  {f.config.label()}: {f.reason}"
-                                             for f in choice.failed)]) + "\n"
+    case.artifacts["tuning"] = "\n".join(choice_lines(choice)) + "\n"
 
 
 def report_to_benchmark(benchmark: Any, result: Any) -> None:

@@ -19,7 +19,12 @@ assignment like any answer, and one that fails is dropped for the next fastest. 
 configuration as written, already verified, always remains the fallback.
 
 The choice is cached on disk by (kernel hash, GPU name, size bucket, mode) under the compile
-cache's directory, so a rerun of the same kernel on the same GPU pays nothing.
+cache's directory, so a rerun of the same kernel on the same GPU pays nothing
+(:func:`cached_tune`); a cached choice is verified again before it is used.
+
+A call of a polymorphic kernel (a TritonBench wrapper) also selects a :class:`Variant`: its
+choices' indices, presence flags and dtype binding. Those are never searched; each candidate
+is checked for the variant, and the variant is part of the cache's bucket.
 
 Timing and verifying are parameters of :func:`select` and :func:`search`: the pipeline passes
 the executor's GPU jobs, the tests pass plain functions (a seam, not a mock of the GPU).
@@ -83,6 +88,29 @@ class Config:
 
     def label(self) -> str:
         return " ".join([*(f"{k}={v}" for k, v in self.meta), f"warps={self.num_warps}", f"stages={self.num_stages}"])
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a call fixes beside the searched values (see the module doc): meta values of its
+    choices and presence flags, and its dtype binding. Empty for a task's kernel."""
+
+    meta: tuple[tuple[str, int], ...] = ()
+    dtypes: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, meta: Mapping[str, int] | None = None, dtypes: Mapping[str, str] | None = None) -> Variant:
+        return cls(tuple(sorted((meta or {}).items())), tuple(sorted((dtypes or {}).items())))
+
+    def check(self, kernel: L.Kernel, config: Config) -> CheckedKernel:
+        """``kernel`` checked for this variant with ``config``'s meta values."""
+        return check(kernel, {**dict(self.meta), **dict(config.meta)}, dict(self.dtypes) or None)
+
+    def label(self) -> str:
+        return " ".join([*(f"{k}={v}" for k, v in self.meta), *(f"{k}={v}" for k, v in self.dtypes)])
+
+
+NO_VARIANT = Variant()
 
 
 @dataclass
@@ -185,15 +213,17 @@ def largest_block(checked: CheckedKernel) -> int:
     return max((math.prod(t.shape) for t in checked.types.values() if t.shape), default=1)
 
 
-def prune(kernel: L.Kernel, configs: Sequence[Config]) -> tuple[list[Candidate], list[Pruned]]:
-    """The configurations the checker accepts and whose blocks have at least as many elements
-    as the program has threads (more warps than that only idle); the rest with the reason."""
+def prune(kernel: L.Kernel, configs: Sequence[Config],
+          variant: Variant = NO_VARIANT) -> tuple[list[Candidate], list[Pruned]]:
+    """The configurations the checker accepts (for ``variant``) and whose blocks have at least
+    as many elements as the program has threads (more warps than that only idle); the rest
+    with the reason."""
     kept: list[Candidate] = []
     pruned: list[Pruned] = []
     base = Config.as_written(kernel)
     for config in configs:
         try:
-            checked = check(kernel, dict(config.meta))
+            checked = variant.check(kernel, config)
         except KernelgenError as error:
             pruned.append(Pruned(config, f"checker: {error.diagnostics[0].code}: {error.diagnostics[0].message}"))
             continue
@@ -290,11 +320,11 @@ VerifyFn = Callable[[Candidate], None]
 
 def search(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn | None,
            divisible_by_16: Collection[str] = (), workers: int | None = None,
-           space: Sequence[Config] | None = None) -> tuple[list[Timed], list[Pruned]]:
+           space: Sequence[Config] | None = None, variant: Variant = NO_VARIANT) -> tuple[list[Timed], list[Pruned]]:
     """Build the search space (or take ``space``), prune it, compile the rest in parallel and
     time each candidate as soon as it is built (``time_fn(candidate, compiled) -> ms``; None:
     build only). Returns the timed candidates fastest first and every dropped one with why."""
-    candidates, pruned = prune(kernel, search_space(kernel, mode) if space is None else space)
+    candidates, pruned = prune(kernel, search_space(kernel, mode) if space is None else space, variant)
     timed: list[Timed] = []
     for candidate, compiled in compile_candidates(candidates, target, divisible_by_16, workers):
         if isinstance(compiled, KernelgenError):
@@ -315,7 +345,8 @@ def search(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn | None,
     return timed, pruned
 
 
-def select(kernel: L.Kernel, timed: Sequence[Timed], verify: VerifyFn) -> tuple[Timed, list[Pruned]]:
+def select(kernel: L.Kernel, timed: Sequence[Timed], verify: VerifyFn,
+           variant: Variant = NO_VARIANT) -> tuple[Timed, list[Pruned]]:
     """The fastest timed configuration that ``verify`` accepts (it raises KernelgenError on a
     wrong result), and those it rejected. The as-written configuration was verified by the
     pipeline already: reaching it, or a time within :data:`MIN_GAIN` of it, ends the search, and
@@ -328,7 +359,7 @@ def select(kernel: L.Kernel, timed: Sequence[Timed], verify: VerifyFn) -> tuple[
         if entry.config == base or entry.kernel_ms > as_written_ms * (1 - MIN_GAIN):
             break
         try:
-            verify(Candidate(entry.config, check(kernel, dict(entry.config.meta))))
+            verify(Candidate(entry.config, variant.check(kernel, entry.config)))
         except KernelgenError as error:
             first = error.diagnostics[0]
             failed.append(Pruned(entry.config, f"{error.outcome.value}: {first.code}: {first.message[:200]}"))
@@ -338,11 +369,11 @@ def select(kernel: L.Kernel, timed: Sequence[Timed], verify: VerifyFn) -> tuple[
 
 
 def tune(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn, verify: VerifyFn,
-         divisible_by_16: Collection[str] = (), workers: int | None = None) -> Choice:
+         divisible_by_16: Collection[str] = (), workers: int | None = None, variant: Variant = NO_VARIANT) -> Choice:
     """Search, then select (see the module doc); the seconds spent include compiling."""
     start = time.perf_counter()
-    timed, pruned = search(kernel, mode, target, time_fn, divisible_by_16, workers)
-    chosen, failed = select(kernel, timed, verify)
+    timed, pruned = search(kernel, mode, target, time_fn, divisible_by_16, workers, variant=variant)
+    chosen, failed = select(kernel, timed, verify, variant)
     base = Config.as_written(kernel)
     as_written_ms = next((t.kernel_ms for t in timed if t.config == base), None)
     return Choice(chosen.config, chosen.kernel_ms, base, as_written_ms, timed, pruned, failed,
@@ -362,36 +393,47 @@ def size_bucket(sizes: Mapping[str, int]) -> str:
     return ",".join(f"{name}={1 << max(0, int(value) - 1).bit_length()}" for name, value in sorted(sizes.items()))
 
 
+def bucket_label(sizes: Mapping[str, int], variant: Variant = NO_VARIANT) -> str:
+    """A bucket as text (``N=8192``, ``M=1,N=4096 T=f32``): the sizes' bucket, then the variant."""
+    return " ".join(part for part in (size_bucket(sizes), variant.label()) if part)
+
+
 class TuneCache:
-    """Choices on disk, one small JSON file per (kernel hash, GPU name, size bucket, mode),
-    written atomically (a private temporary file, then ``os.replace``)."""
+    """Choices on disk, one small JSON file per (kernel hash, GPU name, size bucket, mode), the
+    bucket including a call's variant where it has one; written atomically (a private
+    temporary file, then ``os.replace``)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         from kernelgen.compile import cache_directory
 
         self.directory = Path(directory) if directory is not None else cache_directory() / CACHE_SUBDIR
 
-    def key(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str) -> str:
-        text = "\n".join([kernel_hash(kernel), gpu, size_bucket(sizes), mode])
-        return hashlib.sha256(text.encode()).hexdigest()
+    def key(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str,
+            variant: Variant = NO_VARIANT) -> str:
+        parts = [kernel_hash(kernel), gpu, size_bucket(sizes), mode]
+        if variant != NO_VARIANT:  # a task's kernel keeps the keys it had before variants
+            parts.append(variant.label())
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
-    def load(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str) -> Choice | None:
+    def load(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str,
+             variant: Variant = NO_VARIANT) -> Choice | None:
         try:
-            data = json.loads(self._path(self.key(kernel, gpu, sizes, mode)).read_text())
+            data = json.loads(self._path(self.key(kernel, gpu, sizes, mode, variant)).read_text())
             return Choice(Config.from_dict(data["config"]), float(data["kernel_ms"]),
                           Config.from_dict(data["as_written"]), data.get("as_written_ms"),
                           seconds=0.0, cached=True)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def store(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str, choice: Choice) -> None:
-        path = self._path(self.key(kernel, gpu, sizes, mode))
+    def store(self, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str, choice: Choice,
+              variant: Variant = NO_VARIANT) -> None:
+        path = self._path(self.key(kernel, gpu, sizes, mode, variant))
         data = {"config": choice.config.to_dict(), "kernel_ms": choice.kernel_ms,
                 "as_written": choice.as_written.to_dict(), "as_written_ms": choice.as_written_ms,
-                "gpu": gpu, "sizes": dict(sizes)}
+                "gpu": gpu, "sizes": dict(sizes), "variant": variant.label()}
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -401,9 +443,47 @@ class TuneCache:
             temporary.unlink(missing_ok=True)
 
 
+def cached_tune(cache: TuneCache, kernel: L.Kernel, gpu: str, sizes: Mapping[str, int], mode: str, target: str,
+                time_fn: TimeFn, verify: VerifyFn, divisible_by_16: Collection[str] = (),
+                variant: Variant = NO_VARIANT, workers: int | None = None) -> Choice:
+    """The cached choice for (kernel, GPU, bucket of ``sizes``, mode, variant) when it still
+    passes ``verify`` (the verification may have grown since it was stored); else a fresh
+    :func:`tune`, stored when it timed anything. ``seconds`` counts the whole call, cache hit or
+    not."""
+    start = time.perf_counter()
+    choice = cache.load(kernel, gpu, sizes, mode, variant)
+    if choice is not None and choice.config != Config.as_written(kernel):  # as written: verified already
+        try:
+            verify(Candidate(choice.config, variant.check(kernel, choice.config)))
+        except KernelgenError:
+            choice = None
+    if choice is None:
+        choice = tune(kernel, mode, target, time_fn, verify, divisible_by_16, workers, variant)
+        if choice.timed:  # a search that timed nothing (a timeout, say) decided nothing to keep
+            cache.store(kernel, gpu, sizes, mode, choice, variant)
+    choice.seconds = time.perf_counter() - start
+    return choice
+
+
+def gpu_name(target: str) -> str:
+    """The name the cache keys a choice by: this worker's GPU, else the compile target."""
+    from kernelgen.devices import worker_gpu
+
+    gpu = worker_gpu()
+    return gpu.name if gpu is not None else target
+
+
 def describe(timed: Sequence[Timed], pruned: Sequence[Pruned]) -> list[str]:
     """Lines for a person: the timed candidates fastest first, then the dropped ones."""
     lines = [f"{t.kernel_ms:9.4f} ms  {t.config.label()}" for t in timed]
     lines += [f"  dropped  {p.config.label()}: {p.reason}" for p in pruned]
     return lines
 
+
+
+def choice_lines(choice: Choice) -> list[str]:
+    """A choice for a person (a result's ``tuning`` artifact): what was chosen, the timed and
+    dropped candidates, and the faster ones that failed verification."""
+    return [f"chosen: {choice.config.label()}{' (cached)' if choice.cached else ''}",
+            *describe(choice.timed, choice.pruned),
+            *(f"  failed verification  {f.config.label()}: {f.reason}" for f in choice.failed)]

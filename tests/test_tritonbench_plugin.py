@@ -68,3 +68,13 @@ def test_without_a_checkout_the_cases_skip_and_say_why(project: pytest.Pytester)
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*no TritonBench checkout: pass --tritonbench-root PATH or set "
                                  "KERNELGEN_TRITONBENCH_ROOT*"])
+
+
+def test_kg_tune_in_cpu_mode_is_a_no_op_that_the_track_says_once(project: pytest.Pytester):
+    root = small_checkout(project.path / "checkout", ["relu"])
+    result = project.runpytest_subprocess("--tritonbench-root", str(root), "--kg-mode", "cpu", "--kg-tune", "quick",
+                                          "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    notice = "kernelgen: --kg-tune quick: a no-op in CPU mode (tuning times kernels on a GPU)"
+    assert result.outlines.count(notice) == 1
+    assert not any(line.startswith("tuning") for line in result.outlines)  # no tuning lines in the summary

@@ -264,6 +264,49 @@ def test_the_summary_shows_as_written_tuned_compiled_and_tuning_time() -> None:
     assert any(line.startswith("pipeline: torch.compile failed on b") for line in lines)
 
 
+def test_the_choice_and_both_times_reach_the_results_file_allure_and_wandb() -> None:
+    """Item 2: the chosen configuration, its time and the as-written time in each report."""
+    from kernelgen.report.allure import describe as allure_describe, timings
+    from kernelgen.report.wandb_run import TABLE_COLUMNS, case_metrics, run_scores, table_row
+
+    case = timed_case("a", 1.0, 0.5, 1.0, 1.0).model_copy(update={"tuning": Tuning(
+        mode="quick", config={"meta": {"BLOCK": 2048}, "num_warps": 8, "num_stages": 2},
+        as_written={"meta": {"BLOCK": 1024}, "num_warps": 4, "num_stages": 3}, kernel_ms=0.5, as_written_ms=1.0,
+        candidates=9, pruned=1, seconds=4.0)})
+    case = case.model_copy(update={"extra": {"torch_compile": {"mode": "default", "compile_s": 12.0}}})
+    again = CaseResult.model_validate_json(case.model_dump_json())
+    assert again.tuning == case.tuning and again.tuning.speedup_vs_as_written is None  # as recorded
+    text = allure_describe(case)
+    assert "**tuned** (quick): {'meta': {'BLOCK': 2048}, 'num_warps': 8, 'num_stages': 2} at 0.5000 ms; " \
+           "as written {'meta': {'BLOCK': 1024}, 'num_warps': 4, 'num_stages': 3} at 1.0000 ms; 9 timed, 1 pruned" in text
+    assert "**speedup over torch.compile** (default): 2.00x" in text and "compiling took 12.0 s" in text
+    assert timings(case)["tuning"]["as_written_ms"] == 1.0
+    metrics = case_metrics(case)
+    assert (metrics["case/as_written_ms"], metrics["case/tuned_kernel_ms"], metrics["case/tuning_s"]) == (1.0, 0.5, 4.0)
+    row = dict(zip(TABLE_COLUMNS, table_row(case)))
+    assert json.loads(row["tuned_config"])["meta"] == {"BLOCK": 2048} and row["as_written_ms"] == 1.0
+    scores = run_scores([case])
+    assert scores["hard/geomean_speedup_as_written"] == pytest.approx(1.0) and scores["hard/geomean_speedup"] == 2.0
+    assert scores["hard/tuning_s"] == 4.0 and scores["hard/geomean_speedup_vs_compiled"] == pytest.approx(2.0)
+    failed = timed_case("b", 1.0, 2.0, None, None)
+    assert "**torch.compile failed**: default: RuntimeError: boom" in allure_describe(failed)
+
+
+def test_the_torch_compile_baseline_records_its_mode_and_compile_time_or_why_it_failed() -> None:
+    from kernelgen.gpu_case import record_compiled_baseline
+
+    extra: dict = {}
+    record_compiled_baseline(extra, {"compiled_ms": [0.1], "compiled_mode": "max-autotune-no-cudagraphs",
+                                     "compile_s": 31.5, "kernel_ms": [0.2]})
+    assert extra == {"torch_compile": {"mode": "max-autotune-no-cudagraphs", "compile_s": 31.5}}
+    extra = {}
+    record_compiled_baseline(extra, {"compiled_error": "max-autotune-no-cudagraphs: X; default: Y"})
+    assert extra == {"torch_compile": {"error": "max-autotune-no-cudagraphs: X; default: Y"}}
+    extra = {}
+    record_compiled_baseline(extra, {"kernel_ms": [0.2]})  # --kg-compiled off: nothing said
+    assert extra == {}
+
+
 # -- on a GPU -------------------------------------------------------------------------------------
 
 

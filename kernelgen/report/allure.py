@@ -170,6 +170,12 @@ def describe(result: CaseResult) -> str:
                      f"at {tuning.kernel_ms:.4f} ms; as written {tuning.as_written} at {as_written}; "
                      f"{tuning.candidates} timed, {tuning.pruned} pruned, {len(tuning.failed)} failed verification, "
                      f"{tuning.seconds:.1f} s")
+    per_bucket = result.extra.get("tuning")  # the TritonBench track: one choice per perf-size bucket
+    if per_bucket and result.extra.get("speedup_as_written"):
+        changed = sum(b["config"] != b["as_written"] for b in per_bucket["buckets"])
+        lines.append(f"**tuned per perf-size bucket** ({per_bucket['mode']}): {result.extra['speedup']:.2f}x the "
+                     f"reference, as written {result.extra['speedup_as_written']:.2f}x; {changed} of "
+                     f"{len(per_bucket['buckets'])} buckets changed, {per_bucket['seconds']:.1f} s")
     gpu = result.extra.get("gpu")
     if gpu:
         lines.append(f"**ran on**: GPU {gpu.get('index')} ({gpu.get('name')}), worker {gpu.get('worker')}")
@@ -182,7 +188,7 @@ def timings(result: CaseResult) -> dict[str, Any]:
             "timing": result.timing.model_dump() if result.timing else None,
             "sizes_checked": result.sizes_checked,
             "kernel_times_ms": result.extra.get("kernel_times_ms"),
-            "tuning": result.tuning.model_dump() if result.tuning else None,
+            "tuning": result.tuning.model_dump() if result.tuning else result.extra.get("tuning"),
             "torch_compile": result.extra.get("torch_compile")}
 
 

@@ -10,7 +10,9 @@
   as printed text: TritonBench's own ``1_exe_acc.py`` compares stdout, where ``tensor([...])``
   rounds to 4 digits (too loose and too strict at once), and where a test part that prints
   nothing (none of the sample's 30 does) compares equal whatever it computed.
-* **Speedup** (GPU only, :mod:`kernelgen.tritonbench.speedup`): over the perf_T input sizes.
+* **Speedup** (GPU only, :mod:`kernelgen.tritonbench.speedup`): over the perf_T input sizes;
+  with ``--kg-tune`` (GPU only) the wrapper tuned per perf-size bucket first
+  (:mod:`kernelgen.tritonbench.tuning`), and the speedup as written recorded beside it.
 
 :func:`evaluate_operator` runs the whole case (answer, parse, check, compile, both accuracies,
 speedup) into a :class:`~kernelgen.results.CaseResult` of track ``tritonbench``; on a GPU the
@@ -20,17 +22,14 @@ runs happen in the executor's child, so a faulting kernel fails this operator on
 
 from __future__ import annotations
 
-import random
 import time
-import traceback
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from kernelgen.errors import Diagnostic, KernelgenError, LaunchError, Outcome
+from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.metrics import geometric_mean
 from kernelgen.results import CaseResult, GenerationInfo
-from kernelgen.tritonbench.compare import compare_results
-from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
+from kernelgen.tritonbench.accuracy import Accuracy, CallFailure, accuracy_job, check_accuracy  # noqa: F401
+from kernelgen.tritonbench.loader import Operator
 
 if TYPE_CHECKING:
     from kernelgen.generation import GenerationCache
@@ -39,109 +38,6 @@ if TYPE_CHECKING:
     from kernelgen.tritonbench.generate import PromptKind
 
 TRACK = "tritonbench"
-
-
-# ---------------------------------------------------------------------------------------------
-# Running the operator's test
-
-
-def seed_everything(seed: int) -> None:
-    """The random generators a test may draw from, all seeded (torch seeds CUDA too)."""
-    import numpy
-    import torch
-
-    torch.manual_seed(seed)
-    random.seed(seed)
-    numpy.random.seed(seed)
-
-
-def run_test(operator: Operator, namespace: Any, seed: int) -> Any:
-    """The test function's results, seeded just before it runs."""
-    test = getattr(namespace, operator.test.function)
-    seed_everything(seed)
-    return test()
-
-
-@dataclass(frozen=True)
-class CallFailure:
-    """Why the test did not run to its end with our wrapper (picklable: it crosses from the
-    executor's child)."""
-
-    outcome: Outcome
-    stage: str
-    diagnostics: tuple[Diagnostic, ...]
-
-
-def failure_of(exc: BaseException, operator: Operator) -> CallFailure:
-    if isinstance(exc, KernelgenError):
-        return CallFailure(exc.outcome, exc.stage, tuple(exc.diagnostics))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(operator.path)]
-    where = f" (at line {frames[-1].lineno} of {operator.file}: {frames[-1].line})" if frames else ""
-    return CallFailure(Outcome.RUNTIME_ERROR, "call",
-                       (Diagnostic("", "exception", f"{type(exc).__name__}: {exc}{where}"),))
-
-
-@dataclass
-class Accuracy:
-    """One operator's call and execution accuracy; ``test_cases``: each case of the
-    reference's results -> ``ok`` or ``mismatch`` (empty when the call failed)."""
-
-    call_failure: CallFailure | None = None
-    mismatches: list[Diagnostic] = field(default_factory=list)
-    test_cases: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def call_ok(self) -> bool:
-        return self.call_failure is None
-
-    @property
-    def execution_ok(self) -> bool:
-        return self.call_ok and not self.mismatches
-
-
-def check_accuracy(operator: Operator, candidate: Callable[..., Any], device: str, seed: int) -> Accuracy:
-    """Run the operator's test with the reference, then with ``candidate`` in its place, on
-    ``device`` (the tests' ``'cuda'`` rewritten where it is another), and compare. A CUDA error
-    (a faulting kernel) is raised as :class:`~kernelgen.errors.LaunchError` ``cuda_error``,
-    not returned: the process that saw it cannot run anything else."""
-    import torch
-
-    from kernelgen.executor import poisons_process
-    from kernelgen.launch import cuda_errors
-
-    reference_namespace = load_reference_namespace(operator, device)
-    try:
-        expected = run_test(operator, reference_namespace, seed)
-    except Exception as exc:
-        raise TritonBenchError(Diagnostic(str(operator.path), "reference_failed",
-                                          f"the reference's own test fails: {type(exc).__name__}: {exc}")) from exc
-    namespace = load_reference_namespace(operator, device)
-    setattr(namespace, operator.wrapper, candidate)
-    try:
-        with cuda_errors(f"running the test of {operator.name}"):
-            actual = run_test(operator, namespace, seed)
-            if torch.device(device).type == "cuda":
-                torch.cuda.synchronize(device)  # a fault of an asynchronous launch belongs to this call
-    except LaunchError as exc:
-        if poisons_process(exc):
-            raise  # the CUDA context is lost: the executor replaces its process
-        return Accuracy(call_failure=failure_of(exc, operator))
-    except Exception as exc:  # noqa: BLE001 - any failure of the candidate is its call failure
-        return Accuracy(call_failure=failure_of(exc, operator))
-    mismatches = compare_results(expected, actual)
-    if isinstance(expected, dict):
-        failed = {d.path.split("/")[1] for d in mismatches}
-        cases = {str(key): "mismatch" if str(key) in failed else "ok" for key in expected}
-    else:
-        cases = {"results": "mismatch" if mismatches else "ok"}
-    return Accuracy(mismatches=mismatches, test_cases=cases)
-
-
-def accuracy_job(operator: Operator, ast_json: str, seed: int, device: str = "cuda") -> Accuracy:
-    """In the executor's child: the accuracy of the kernel's wrapper (on the GPU: ``cuda``)."""
-    from kernelgen.tritonbench.runtime import wrapper
-
-    return check_accuracy(operator, wrapper(ast_json, operator.wrapper), device, seed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,7 +82,19 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
         elif settings.gpu and settings.time_kernels:
             from kernelgen.tritonbench.speedup import measure_speedup
 
-            extra.update(measure_speedup(operator, build.answer, settings).to_extra())
+            configs = None
+            if settings.tune != "off":  # off in CPU mode (the plugin says so once): nothing to time
+                from kernelgen.tritonbench.tuning import tune_on_gpu
+
+                try:
+                    tuning = tune_on_gpu(operator, build.answer, settings)
+                except KernelgenError as error:  # a correct answer stays correct: timed as written
+                    extra["tuning_error"] = str(error)
+                else:
+                    extra["tuning"] = tuning.record()
+                    artifacts["tuning"] = "\n".join(tuning.lines()) + "\n"
+                    configs = tuning.configs()
+            extra.update(measure_speedup(operator, build.answer, settings, configs).to_extra())
     except KernelgenError as error:
         outcome = CaseResult.failure_fields(error)
     except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
@@ -241,4 +149,31 @@ def track_summary(results: list[CaseResult]) -> list[str]:
     else:
         lines.append("speedup over the reference: no operator with execution accuracy had every perf size timed")
     lines.append(f"faster than the reference: {share(faster)} of all operators")
+    return lines + tuning_summary(cases)
+
+
+def tuning_summary(cases: list[CaseResult]) -> list[str]:
+    """With ``--kg-tune``: the geometric-mean speedup as written and as tuned over the operators
+    timed both ways, the tuning's time, and each operator whose tuning changed its speedup."""
+    tuned = [c for c in cases if c.extra.get("tuning")]
+    if not tuned:
+        return []
+    both = {c.task: (c.extra["speedup_as_written"], c.extra["speedup"]) for c in tuned
+            if c.extra.get("execution_accuracy") and c.extra.get("speedup") and c.extra.get("speedup_as_written")}
+    modes = ", ".join(sorted({c.extra["tuning"]["mode"] for c in tuned}))
+    lines = []
+    if both:
+        lines.append(f"tuning ({modes}): speedup over the reference as written "
+                     f"{geometric_mean([a for a, _ in both.values()]):.2f}x, tuned "
+                     f"{geometric_mean([t for _, t in both.values()]):.2f}x over the {len(both)} operators timed both ways")
+    seconds = sum(c.extra["tuning"]["seconds"] for c in tuned)
+    buckets = sum(len(c.extra["tuning"]["buckets"]) for c in tuned)
+    lines.append(f"tuning time: {seconds:.0f} s for {len(tuned)} operators, {buckets} perf-size buckets "
+                 f"({seconds / len(tuned):.1f} s per operator)")
+    for c in tuned:
+        changed = [b for b in c.extra["tuning"]["buckets"] if b["config"] != b["as_written"]]
+        if c.task in both and changed:
+            as_written, speedup = both[c.task]
+            lines.append(f"  {c.task}: as written {as_written:.2f}x, tuned {speedup:.2f}x "
+                         f"({len(changed)} of {len(c.extra['tuning']['buckets'])} buckets changed)")
     return lines

@@ -14,10 +14,14 @@ operator (:attr:`Perf.call`: ``logsumexp(case[0], dim=0)``). Per size, in the ex
    the reference does not pay for a fill either. Host overhead (binding, planning the launch)
    is part of the time, as the reference's Python is part of its.
 
+With tuned configurations (``--kg-tune``, :mod:`kernelgen.tritonbench.tuning`) our wrapper
+runs each size with its bucket's configuration, and where that is not the one as written the
+wrapper as written is timed too (``as_written_ms``; the same time where nothing changed).
+
 An operator's speedup is the geometric mean over its sizes of reference time / our time, and
-exists only when every size ran and agreed; the first size that fails stops the operator. An
-operator whose perf files the loader could not read (:attr:`Perf.problems`) is not timed; its
-``perf_problems`` say why.
+exists only when every size ran and agreed (its ``speedup_as_written`` likewise); the first
+size that fails stops the operator. An operator whose perf files the loader could not read
+(:attr:`Perf.problems`) is not timed; its ``perf_problems`` say why.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from kernelgen.metrics import geometric_mean
 from kernelgen.tritonbench.compare import compare_results
 from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
 from kernelgen.tritonbench.perf_script import PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor
+from kernelgen.tune import Config
 
 if TYPE_CHECKING:
     from kernelgen.pipeline import Settings
@@ -48,10 +53,15 @@ class PerfPoint:
     inputs: str
     reference_ms: float
     kernel_ms: float
+    as_written_ms: float | None = None  # with tuning: the configuration as written (see the module doc)
 
     @property
     def speedup(self) -> float:
         return self.reference_ms / self.kernel_ms
+
+    @property
+    def speedup_as_written(self) -> float | None:
+        return self.reference_ms / self.as_written_ms if self.as_written_ms else None
 
 
 @dataclass
@@ -65,11 +75,22 @@ class SpeedupResult:
             return None
         return geometric_mean([p.speedup for p in self.points])
 
+    @property
+    def speedup_as_written(self) -> float | None:
+        """The speedup with the configuration as written, where tuning timed it at every size."""
+        values = [p.speedup_as_written for p in self.points]
+        if self.speedup is None or None in values:
+            return None
+        return geometric_mean(values)
+
     def to_extra(self) -> dict[str, Any]:
         """The fields a :class:`~kernelgen.results.CaseResult`'s ``extra`` carries."""
-        return {"speedup": self.speedup,
-                "perf": [{**asdict(p), "speedup": p.speedup} for p in self.points],
-                "perf_problems": [d.to_dict() for d in self.problems]}
+        extra = {"speedup": self.speedup,
+                 "perf": [{**asdict(p), "speedup": p.speedup} for p in self.points],
+                 "perf_problems": [d.to_dict() for d in self.problems]}
+        if any(p.as_written_ms is not None for p in self.points):
+            extra["speedup_as_written"] = self.speedup_as_written
+        return extra
 
 
 def describe_case(case: PerfCase) -> str:
@@ -88,6 +109,8 @@ def _tensor(spec: PerfTensor, device: str, generator: Any) -> Any:
     import torch
 
     dtype = getattr(torch, spec.dtype)
+    if device == "meta":  # shapes and dtypes alone (the tuner's buckets): no memory, no values
+        return torch.empty(spec.shape, dtype=dtype, device="meta")
     if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(spec.shape, dtype=dtype, device=device, generator=generator)
     if dtype == torch.bool:
@@ -106,14 +129,15 @@ def _scalar(value: Any) -> Any:
 
 
 def perf_arguments(operator: Operator, index: int, device: str, seed: int) -> tuple[list[Any], dict[str, Any]]:
-    """The arguments of the perf script's call on case ``index``, drawn on ``device``."""
+    """The arguments of the perf script's call on case ``index``, drawn on ``device`` (on
+    ``meta``: tensors of the shapes and dtypes alone)."""
     import torch
 
     perf = operator.perf
     if perf.cases is None or perf.call is None:
         raise TritonBenchError(Diagnostic(str(perf.script), "perf_unresolved", perf.unresolved or "no perf call"))
     case = perf.cases[index]
-    generator = torch.Generator(device).manual_seed(seed + index)
+    generator = None if device == "meta" else torch.Generator(device).manual_seed(seed + index)
     drawn: dict[int, Any] = {}
 
     def value(arg: Any) -> Any:
@@ -149,40 +173,61 @@ def _median_ms(function: Any, flush: Any) -> float:
     return statistics.median(event_times(function, flush, repetitions, 1))
 
 
-def perf_job(operator: Operator, ast_json: str, index: int, seed: int) -> PerfPoint:
-    """In the executor's child: check and time our wrapper and the reference on one perf case."""
+def disagreement(reference: Any, candidate: Any, args: list[Any], kwargs: dict[str, Any]) -> list[Diagnostic]:
+    """How ``candidate`` differs from ``reference`` on one perf call, each run on private copies."""
+    import torch
+
+    with torch.no_grad():
+        reference_args, reference_kwargs = _copies(args, kwargs)
+        expected = reference(*reference_args, **reference_kwargs)
+        our_args, our_kwargs = _copies(args, kwargs)
+        return compare_results(expected, candidate(*our_args, **our_kwargs))
+
+
+def perf_job(operator: Operator, ast_json: str, index: int, seed: int,
+             configs: dict[str, Config] | None = None) -> PerfPoint:
+    """In the executor's child: check and time our wrapper (with ``configs``, tuned; see the
+    module doc) and the reference on one perf case."""
     import torch
 
     from kernelgen.timing import flush_buffer
     from kernelgen.launch import cuda_errors
     from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
+    from kernelgen.wrapper import bind_call
 
     reference = getattr(load_reference_namespace(operator, "cuda"), operator.wrapper)
-    candidate = wrapper(ast_json, operator.wrapper)
+    candidate = wrapper(ast_json, operator.wrapper, configs)
     args, kwargs = perf_arguments(operator, index, "cuda", seed)
     try:
         with torch.no_grad(), cuda_errors(f"timing {operator.name}"):
-            reference_args, reference_kwargs = _copies(args, kwargs)
-            expected = reference(*reference_args, **reference_kwargs)
-            our_args, our_kwargs = _copies(args, kwargs)
-            actual = candidate(*our_args, **our_kwargs)
-            problems = compare_results(expected, actual)
-            del expected, actual, reference_args, reference_kwargs, our_args, our_kwargs
+            problems = disagreement(reference, candidate, args, kwargs)
             if problems:
                 raise WrongResult(problems)
+            # Timed with the call's configuration forced: every timed call is this one, and the
+            # bucket's look-up would be host time the wrapper as written does not spend.
+            function = candidate.kernel_function
+            tuned = function.config_for(bind_call(function.kernel, args, kwargs)) if configs else None
+            function.configs, function.force = {}, tuned
             flush = flush_buffer()
             reference_ms = _median_ms(lambda: reference(*args, **kwargs), flush)
             with unfilled_outputs():
                 kernel_ms = _median_ms(lambda: candidate(*args, **kwargs), flush)
+                as_written_ms = None
+                if configs is not None:
+                    as_written = wrapper(ast_json, operator.wrapper)
+                    as_written_ms = kernel_ms if tuned is None else _median_ms(lambda: as_written(*args, **kwargs),
+                                                                               flush)
     except KernelgenError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory at a large size: this size fails
         raise KernelgenError(f"{type(exc).__name__}: {exc}", code="exception") from None
-    return PerfPoint(describe_case(operator.perf.cases[index]), reference_ms, kernel_ms)
+    return PerfPoint(describe_case(operator.perf.cases[index]), reference_ms, kernel_ms, as_written_ms)
 
 
-def measure_speedup(operator: Operator, ast_json: str, settings: Settings) -> SpeedupResult:
-    """Every perf size of the operator through the executor (see the module docstring)."""
+def measure_speedup(operator: Operator, ast_json: str, settings: Settings,
+                    configs: dict[str, Config] | None = None) -> SpeedupResult:
+    """Every perf size of the operator through the executor (see the module docstring);
+    ``configs``: the tuned configurations by bucket label."""
     perf = operator.perf
     result = SpeedupResult()
     if perf.problems:
@@ -194,7 +239,7 @@ def measure_speedup(operator: Operator, ast_json: str, settings: Settings) -> Sp
         return result
     for index, case in enumerate(perf.cases):
         try:
-            result.points.append(settings.executor.call(perf_job, operator, ast_json, index, settings.seed,
+            result.points.append(settings.executor.call(perf_job, operator, ast_json, index, settings.seed, configs,
                                                         timeout=max(settings.timeout_s, PERF_TIMEOUT_S)))
         except KernelgenError as error:
             left = len(perf.cases) - index - 1
