@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernelgen.check import check
 from kernelgen.errors import HostError, SemanticError
@@ -286,3 +288,52 @@ def test_complex_arguments_are_unsupported_with_the_reason(args, kwargs, path):
 def test_a_complex_dtype_argument_is_unsupported_with_the_reason():
     error = host_error(golden("add_mean"), torch.randn(3), 1.0, dtype=torch.complex64)
     assert (error.code, error.path) == ("unsupported_argument", "/inputs/5") and "no complex type" in str(error)
+
+
+# -- properties: any shapes, as torch says ---------------------------------------------------------
+
+
+shapes = st.lists(st.integers(1, 3), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shapes, shapes, st.integers(0, 2))
+def test_matmul_agrees_with_torch_on_any_shapes(a, b, k):
+    """Whatever ranks and batch dims: torch's result, or (where torch refuses) one HostError
+    naming an argument; never another exception."""
+    if len(a) >= 1:
+        a = a[:-1] + (k + 1,)
+    if len(b) >= 2:
+        b = b[:-2] + (k + 1,) + b[-1:]
+    elif len(b) == 1:
+        b = (k + 1,)
+    x, y = torch.randn(a), torch.randn(b)
+    try:
+        want = torch.matmul(x, y)
+    except RuntimeError:
+        with pytest.raises(HostError) as info:
+            call(golden("matmul"), x, y)
+        assert info.value.path.startswith("/inputs/")
+        return
+    got = call(golden("matmul"), x, y)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.sampled_from(["number", "row", "column", "full", "scalar"]),
+       st.sampled_from([None, 0, 1, (0, 1)]))
+def test_add_mean_agrees_with_torch_for_any_other(m, n, kind, dim):
+    x = torch.randn(m, n)
+    other = {"number": 0.75, "row": torch.randn(n), "column": torch.randn(m, 1), "full": torch.randn(m, n),
+             "scalar": torch.tensor(-1.5)}[kind]
+    want = (x + 2 * torch.as_tensor(other)).mean(dim=dim)
+    torch.testing.assert_close(call(golden("add_mean"), x, other, dim=dim, alpha=2), want)
+
+
+def test_kernelgen_interpret_says_when_a_precondition_fails(capsys):
+    from kernelgen.cli import main
+
+    assert main(["interpret", str(GOLDEN / "log_tanh.json"), "--size", "N=50"]) == 0  # randn: some <= 0
+    out = capsys.readouterr().out
+    assert "nonpositive: the precondition fails: a call raises ValueError('All input elements must be positive" in out
