@@ -769,6 +769,20 @@ def test_a_launcher_binds_an_ints_argument_to_its_items(triton_interpreter: Trit
         torch.testing.assert_close(got, torch.nn.functional.avg_pool2d(x[None, None], pair)[0, 0] * (pair[0] * pair[1]))
 
 
+@needs_real_triton
+@pytest.mark.parametrize("name, dtypes", [("matmul", {"T": "f16"}), ("log_tanh", None), ("fused_mv_sigmoid_sub", None),
+                                          ("sum_pool2d", None)])
+def test_host_polymorphic_kernels_compile_for_sm90(name: str, dtypes: Any, tmp_path: Path) -> None:
+    from test_polymorphism import sum_pool2d
+
+    if name == "sum_pool2d":
+        checked = check(kernel_from_obj(sum_pool2d()), {"KH": 3, "KW": 1})
+    else:
+        golden = parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / f"{name}.json").read_text())
+        checked = check(golden, None, dtypes)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+
+
 def test_semantic_differences_are_written_out() -> None:
     """The places where Triton's defaults differ from the language, spelled out in the source."""
     source = emit_triton(written("elementwise"))

@@ -337,3 +337,27 @@ def test_kernelgen_interpret_says_when_a_precondition_fails(capsys):
     assert main(["interpret", str(GOLDEN / "log_tanh.json"), "--size", "N=50"]) == 0  # randn: some <= 0
     out = capsys.readouterr().out
     assert "nonpositive: the precondition fails: a call raises ValueError('All input elements must be positive" in out
+
+
+def test_each_ints_value_lowers_to_its_own_kernel():
+    from kernelgen.lower import lower
+
+    kernel = kernel_from_obj(sum_pool2d())
+    two, three = (lower(check(kernel, {"KH": k, "KW": 2})).ttir for k in (2, 3))
+    assert two != three and "tt.load" in two
+
+
+def test_every_rank_pattern_of_matmul_is_one_variant():
+    """A left-out dim is a size of 1, not a new kernel: the call's key (meta, dtypes) is the same."""
+    kernel = kernel_from_obj(golden("matmul"))
+    keys = {(tuple(sorted(b.meta.items())), tuple(sorted(b.dtypes.items())))
+            for b in (bind_call(kernel, (torch.randn(*a), torch.randn(*c)), {})
+                      for a, c in [((3, 4), (4, 5)), ((4,), (4, 5)), ((2, 3, 4), (4,))])}
+    assert keys == {((), (("T", "f32"),))}
+
+
+def test_a_precondition_flag_lowers_to_a_bool_store():
+    from kernelgen.lower import lower
+
+    ttir = lower(check(kernel_from_obj(golden("log_tanh")))).ttir
+    assert "!tt.ptr<i8>" in ttir and ttir.count("tt.store") == 2  # bool in memory is a byte
