@@ -60,6 +60,7 @@ from typing import Union
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
+from kernelgen.polymorphism import layout
 
 MODULE_NAMES = ("torch", "triton", "tl")
 
@@ -924,11 +925,11 @@ def _batch_lines(kernel: L.Kernel, names: Namer) -> list[str]:
             shown = iter(range(len(kept)))
             lines += [f"{names(inp.name + '_whole')} = {whole}",
                       f'assert {names(inp.name + "_whole")} or {name}.dim() == {len(kept)}, '
-                      f'f"{inp.name}: expected {_layout_text(inp)}, got {{tuple({name}.shape)}}"',
+                      f'f"{inp.name}: expected {layout(inp)}, got {{tuple({name}.shape)}}"',
                       f"{name} = {name} if {names(inp.name + '_whole')} else {name}.reshape("
                       f"{_tuple(['1' if d in inp.optional_dims else f'{name}.shape[{next(shown)}]' for d in core])})"]
         else:
-            lines.append(f'assert {whole}, f"{inp.name}: expected {_layout_text(inp)}, got {{tuple({name}.shape)}}"')
+            lines.append(f'assert {whole}, f"{inp.name}: expected {layout(inp)}, got {{tuple({name}.shape)}}"')
         if inp.batch:
             batched.append((name, len(core)))
     if batched:
@@ -953,13 +954,6 @@ def _unbatch_lines(kernel: L.Kernel, names: Namer) -> list[str]:
         if out.batch:
             lines.append(f"{name} = {name}.reshape({names('batch_shape')} + {name}.shape[1:])")
     return lines
-
-
-def _layout_text(inp: L.Input) -> str:
-    core = list(inp.shape[1:] if inp.batch else inp.shape)
-    lead = "..., " if inp.batch else ""
-    shapes = [core] + ([[d for d in core if d not in inp.optional_dims]] if inp.optional_dims else [])
-    return " or ".join("[" + lead + ", ".join(map(str, s)) + "]" for s in shapes)
 
 
 def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:

@@ -457,8 +457,8 @@ class Kernel(Node):
     """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
     too) and shows the kernel each flattened, as 1-D ``[N]`` (each tensor input declared
     ``[N]``); ``rows`` needs a role ``dim`` input, moves its axes last and
-    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names;
-    other ranks pass as they are). Outputs (rank 1 under elementwise,
+    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names,
+    broadcast first; other ranks pass as they are). Outputs (rank 1 under elementwise,
     1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
     ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
     axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth."""

@@ -186,7 +186,8 @@ def refuse_complex(name: str, index: int, value: Any) -> None:
         raise HostError(Diagnostic(f"/inputs/{index}", "unsupported_argument", f"{name}: {COMPLEX_REASON}"))
 
 
-def _layout(inp: L.Input) -> str:
+def layout(inp: L.Input) -> str:
+    """The shapes a batch or optional-dims input takes, as an error message shows them."""
     core = list(inp.shape[1:] if inp.batch else inp.shape)
     shapes = [core]
     if inp.optional_dims:
@@ -218,7 +219,7 @@ def apply_batches(kernel: L.Kernel, values: dict[str, Any]) -> tuple[dict[str, A
             present = tuple(1 if d in inp.optional_dims else next(shown) for d in core)
         else:
             raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments",
-                                       f"{inp.name} has rank {rank}; the kernel takes {_layout(inp)}"))
+                                       f"{inp.name} has rank {rank}; the kernel takes {layout(inp)}"))
         if inp.batch:
             loops[inp.name] = tuple(lead)
         cores[inp.name] = present

@@ -137,6 +137,28 @@ def test_the_rows_view_broadcasts_numbers_and_smaller_tensors(other, dim, keepdi
     torch.testing.assert_close(call(golden("add_mean"), x, other, dim=dim, alpha=2, keepdim=keepdim), want)
 
 
+@pytest.mark.parametrize("name, args, kwargs, path, message", [
+    ("fused_mv_sigmoid_sub", (torch.randn(4, 3), torch.randn(5), 0.5), {}, "/inputs/1/shape/0",
+     "size M is 3 elsewhere but vec.shape[0] is 5"),
+    ("fused_mv_sigmoid_sub", (torch.randn(4, 3), torch.randn(3), "0.5"), {}, "/inputs/2",
+     "other is a tensor or a number, got str"),
+    ("fused_mv_sigmoid_sub", (torch.randn(4, 3), torch.randn(3)), {}, "/inputs/2",
+     "missing the required argument 'other'"),
+    ("fused_mv_sigmoid_sub", (torch.randn(3), torch.randn(3), 0.5), {}, "/inputs/0/shape",
+     "input has rank 1, the kernel expects 2"),
+    ("matmul", (torch.randn(2, 3), torch.randn(3, 2, dtype=torch.float64)), {}, "/inputs/0",
+     "tensor1, tensor2 give torch.float64 (T by PyTorch's promotion); T takes one of ['f32', 'f16', 'bf16']"),
+    ("add_mean", (torch.randn(2, 3), torch.randn(4)), {}, "", "the inputs do not broadcast"),
+    ("add_mean", (torch.randn(2, 3), 1.0), {"dim": 2}, "/inputs/2", "dim 2 is out of range for a tensor of rank 2"),
+    ("mul_sub", (torch.randn(3), torch.randn(4), 1.0), {}, "", "the inputs do not broadcast"),
+    ("log_tanh", ([1.0, 2.0],), {}, "/inputs/0", "input is a tensor, got list"),
+])
+def test_careless_calls_get_one_error_naming_the_argument(name, args, kwargs, path, message):
+    error = host_error(golden(name), *args, **kwargs)
+    assert error.path == path and message in str(error), str(error)
+    assert len(error.diagnostics) == 1
+
+
 def test_a_number_size_must_come_from_a_tensor_that_is_not_a_number():
     doc = mutated(golden("fused_mv_sigmoid_sub"), lambda d: d["inputs"][2].update(shape=["L"]))
     assert ("bad_signature", "/inputs/2/shape/0") in signature_errors(doc)
@@ -146,6 +168,7 @@ def test_an_all_number_call_returns_a_python_number_computed_as_python_does():
     result = call(golden("mul_sub"), 3.0, 2.0, 0.5)
     assert type(result) is float and result == 5.5
     assert call(golden("mul_sub"), 0.1, 3.0, 0.2, alpha=3) == pytest.approx(0.1 * 3.0 - 3 * 0.2, rel=1e-15)
+    assert call(golden("mul_sub"), 3, 2, 1) == 5 and type(call(golden("mul_sub"), 3, 2, 1)) is int
     # With a tensor among the arguments the result is a tensor, of the tensor's dtype.
     mixed = call(golden("mul_sub"), torch.tensor([1.0, 2.0]), 2.0, 0.5)
     assert isinstance(mixed, torch.Tensor) and mixed.dtype == torch.float32
