@@ -74,8 +74,8 @@ def signature_problems(kernel: L.Kernel) -> list[Diagnostic]:
             problems += _ints_problems(inp, path)
         if not (inp.batch or inp.optional_dims):
             continue
-        if not inp.is_plain or inp.shape is None:
-            problems.append(_bad(path, "'batch' and 'optional_dims' go with tensor inputs"))
+        if not inp.is_plain or inp.shape is None or inp.number:
+            problems.append(_bad(path, "'batch' and 'optional_dims' go with tensor inputs that are not 'number'"))
             continue
         if kernel.view is not None:
             problems.append(_bad(path, f"'batch' and 'optional_dims' go with view null (the {kernel.view} view "

@@ -105,6 +105,8 @@ def test_matmul_missing_and_extra_arguments_are_named():
     (lambda d: d["inputs"][1].update(shape=["C", "K", "N"]), "/inputs"),
     (lambda d: d["inputs"][1].update(shape=["B", "K", "N"], batch=False), "/inputs/1/shape"),
     (lambda d: d["outputs"][0].update(shape=["M", "B", "N"]), "/outputs/0/shape"),
+    (lambda d: d["inputs"][1].update(number=True), "/inputs/1"),
+    (lambda d: d["inputs"].append({"name": "s", "dtype": "f32", "batch": True}), "/inputs/2"),
 ])
 def test_batch_and_optional_dims_rules(change, path):
     assert ("bad_signature", path) in signature_errors(mutated(golden("matmul"), change))
