@@ -60,7 +60,7 @@ from typing import Union
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
-from kernelgen.polymorphism import layout
+from kernelgen.emit_batch import batch_lines, unbatch_lines
 
 MODULE_NAMES = ("torch", "triton", "tl")
 
@@ -847,7 +847,7 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
         name = names(inp.name)
         where = device if given or k else f"{name}.device if isinstance({name}, torch.Tensor) else ({default_device})"
         body.append(f"{name} = torch.as_tensor({name}, dtype={TORCH_DTYPES[inp.dtype]}, device={where})")
-    body += _batch_lines(kernel, names)
+    body += batch_lines(kernel, names)
     bound: set[str] = set()
     for inp in tensors:
         name = names(inp.name)
@@ -900,7 +900,7 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     args += [f"{kernel_names(meta)}={names(meta)}" for meta in checked.meta]
     args += [f"num_warps={kernel.num_warps}", f"num_stages={kernel.num_stages}"]
     body.append(f"{kernel_fn}[grid]({', '.join(args)})")
-    body += _unbatch_lines(kernel, names)
+    body += unbatch_lines(kernel, names)
     for out in kernel.outputs:
         if out.raises is not None:  # the operator's precondition, judged by the kernel
             body += [f"if {names(out.name)}.any():", f"    raise {out.raises}({out.message!r})"]
@@ -908,52 +908,6 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     body.append(f"return {', '.join(results)}")
     params = ", ".join(names(i.name) for i in kernel.inputs)
     return [f"def {entry}({params}):", *("    " + line for line in body)]
-
-
-def _batch_lines(kernel: L.Kernel, names: Namer) -> list[str]:
-    """A call's ranks as the kernel's (kernelgen.polymorphism, NumPy's gufunc rules): left-out
-    optional dims become 1s, the batch inputs' leading dims broadcast and flatten into one."""
-    lines: list[str] = []
-    batched: list[tuple[str, int]] = []
-    for inp in kernel.inputs:
-        if not (inp.batch or inp.optional_dims):
-            continue
-        name, core = names(inp.name), list(inp.shape[1:] if inp.batch else inp.shape)
-        whole = f"{name}.dim() {'>=' if inp.batch else '=='} {len(core)}"
-        if inp.optional_dims:
-            kept = [d for d in core if d not in inp.optional_dims]
-            shown = iter(range(len(kept)))
-            lines += [f"{names(inp.name + '_whole')} = {whole}",
-                      f'assert {names(inp.name + "_whole")} or {name}.dim() == {len(kept)}, '
-                      f'f"{inp.name}: expected {layout(inp)}, got {{tuple({name}.shape)}}"',
-                      f"{name} = {name} if {names(inp.name + '_whole')} else {name}.reshape("
-                      f"{_tuple(['1' if d in inp.optional_dims else f'{name}.shape[{next(shown)}]' for d in core])})"]
-        else:
-            lines.append(f'assert {whole}, f"{inp.name}: expected {layout(inp)}, got {{tuple({name}.shape)}}"')
-        if inp.batch:
-            batched.append((name, len(core)))
-    if batched:
-        leads = ", ".join(f"{name}.shape[:-{core}]" for name, core in batched)
-        lines.append(f"{names('batch_shape')} = torch.broadcast_shapes({leads})")
-        for name, core in batched:
-            lines.append(f"{name} = {name}.expand({names('batch_shape')} + {name}.shape[-{core}:]).reshape("
-                         f"({names('batch_shape')}.numel(),) + {name}.shape[-{core}:]).contiguous()")
-    return lines
-
-
-def _unbatch_lines(kernel: L.Kernel, names: Namer) -> list[str]:
-    """The outputs at the call's ranks: left-out dims dropped, the batch dims restored."""
-    lines: list[str] = []
-    left_out = {d: inp for inp in kernel.inputs for d in inp.optional_dims or ()}
-    for out in kernel.outputs:
-        name = names(out.name)
-        for j in reversed(range(len(out.shape))):
-            d = out.shape[j]
-            if isinstance(d, str) and d in left_out:
-                lines.append(f"{name} = {name} if {names(left_out[d].name + '_whole')} else {name}.squeeze({j})")
-        if out.batch:
-            lines.append(f"{name} = {name}.reshape({names('batch_shape')} + {name}.shape[1:])")
-    return lines
 
 
 def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:
