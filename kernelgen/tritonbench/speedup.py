@@ -88,6 +88,8 @@ def _tensor(spec: PerfTensor, device: str, generator: Any) -> Any:
     import torch
 
     dtype = getattr(torch, spec.dtype)
+    if dtype.is_floating_point and spec.low is not None:  # the script's torch.rand (+ c)
+        return torch.rand(spec.shape, dtype=dtype, device=device, generator=generator) + spec.low
     if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(spec.shape, dtype=dtype, device=device, generator=generator)
     if dtype == torch.bool:
