@@ -34,6 +34,7 @@ from kernelgen.errors import Diagnostic, SemanticError
 from kernelgen.generic import bindings, declaration_problems, describe, instantiate, is_generic
 from kernelgen.hints import affine, claim_problem, refutation
 from kernelgen.limits import literal_problem, name_diagnostics, number_problem
+from kernelgen.polymorphism import ints_of, signature_problems
 from kernelgen.rules import RULES
 
 MAX_BLOCK_NUMEL = 1 << 20
@@ -122,16 +123,15 @@ class _Checker:
                                                 and inp.default is None and not inp.number):
                 self.error(child(path, "present"), "bad_signature", "'present' goes with a tensor of default null")
             if not inp.is_plain:
-                self.host_only_input(inp, i)
+                self.host_only_input(inp, i, declare)
                 continue
             if inp.dtype is None:
                 self.error(child(path, "dtype"), "bad_signature", f"input {inp.name!r} needs a dtype")
                 continue
             if inp.choices is not None:
                 self.error(child(path, "choices"), "bad_signature", "choices go with role 'choice'")
-            if inp.number and (inp.shape is None or k.view != "elementwise"):
-                self.error(child(path, "number"), "bad_signature",
-                           "'number' is for tensor inputs of an elementwise view (a number becomes a 0-d tensor)")
+            if inp.number and inp.shape is None:
+                self.error(child(path, "number"), "bad_signature", "'number' is for tensor inputs (a scalar takes numbers)")
             if inp.shape is None:
                 self.scalars[inp.name] = inp.dtype
                 continue
@@ -149,6 +149,8 @@ class _Checker:
                 self.optional_tensor(inp, i, declare)
 
         self.check_view()
+        for problem in signature_problems(k):
+            self.error(problem.path, problem.code, problem.message)
 
         for i, m in enumerate(k.meta):
             path = f"/meta/{i}"
@@ -205,7 +207,7 @@ class _Checker:
                 self.error(child(path, "shape", j), "bad_signature",
                            f"size {dim!r} of optional tensor {inp.name!r} is in no required tensor's shape")
 
-    def host_only_input(self, inp: L.Input, index: int) -> None:
+    def host_only_input(self, inp: L.Input, index: int, declare) -> None:
         """Arguments the host consumes (views, out=, flags); a choice is also a meta name."""
         path = f"/inputs/{index}"
         if inp.shape is not None or inp.number:
@@ -230,6 +232,13 @@ class _Checker:
                 self.error(child(path, "default"), "bad_signature", "a dtype argument's default is null")
         if inp.role == "fixed" and not inp.optional:
             self.error(child(path, "default"), "bad_signature", "a fixed argument needs the default it is fixed at")
+        if inp.role == "ints" and inp.items:
+            # One meta per item, as a choice is one: a variant per distinct tuple, like Triton's
+            # constexpr kernel sizes; any i32 (padding 0 too), the default's or 1.
+            defaults = (ints_of(inp.default, len(inp.items)) if inp.optional else None) or (1,) * len(inp.items)
+            for j, item in enumerate(inp.items):
+                if declare(item, "a meta-parameter", child(path, "items", j)):
+                    self.meta[item] = self.meta_override.pop(item, defaults[j])
         if inp.role in ("dim", "keepdim") and self.kernel.view != "rows":
             self.error(child(path, "role"), "bad_signature", f"a {inp.role} argument goes with the rows view")
 
@@ -259,7 +268,7 @@ class _Checker:
             self.error("/view", "bad_signature",
                        f"the {k.view} view shows every viewed input with one shape, got {sorted(symbols)}")
         for j, out in enumerate(k.outputs):
-            if not 1 <= len(out.shape) <= wanted:
+            if out.raises is None and not 1 <= len(out.shape) <= wanted:
                 self.error(f"/outputs/{j}/shape", "bad_signature",
                            f"under the {k.view} view an output has rank {'1' if wanted == 1 else '1 or 2'}")
 

@@ -60,6 +60,7 @@ from typing import Union
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
+from kernelgen.emit_batch import batch_lines, unbatch_lines
 
 MODULE_NAMES = ("torch", "triton", "tl")
 
@@ -270,7 +271,8 @@ def _kernel_names(kernel: L.Kernel) -> set[str]:
 def _host_names(checked: CheckedKernel) -> set[str]:
     kernel = checked.kernel
     return ({i.name for i in kernel.inputs} | set(checked.sizes) | {o.name for o in kernel.outputs}
-            | {m.name for m in kernel.meta} | {i.present for i in kernel.inputs if i.present} | {"grid"})
+            | {m.name for m in kernel.meta} | {i.present for i in kernel.inputs if i.present}
+            | {item for i in kernel.inputs for item in i.items or ()} | {"grid"})
 
 
 def _module_namer() -> Namer:
@@ -828,14 +830,24 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
             body.append(f'assert {name} is None or {name} == {wanted}, f"{inp.name}: this variant takes None or '
                         f'{wanted}, got {{{name}}}"')
             converted.add(inp.binds)
-    # Omitted optional tensors are zeros shaped by the required ones' sizes, so those come first.
-    tensors.sort(key=lambda i: i.present is not None)
-    device = f"{names(tensors[0].name)}.device" if tensors else '"cuda" if torch.cuda.is_available() else "cpu"'
+    # Omitted optional tensors are zeros, and numbers are expanded, to shapes the other tensors'
+    # sizes give, so those come first (a size no tensor gives is 1: a number is one element).
+    tensors.sort(key=lambda i: (i.present is not None, i.number))
+    given = [i for i in tensors if i.present is None and not i.number]
+    numbers = [i for i in tensors if i.number]
+    default_device = '"cuda" if torch.cuda.is_available() else "cpu"'
+    device = (f"{names(given[0].name)}.device" if given else f"{names(numbers[0].name)}.device" if numbers
+              else default_device)
     for inp in tensors:
         name = names(inp.name)
         cast = f".to({TORCH_DTYPES[inp.dtype]})" if inp.dtype in converted else ""
-        if inp.present is None:
+        if inp.present is None and not inp.number:
             body.append(f"{name} = {name}{cast}.contiguous()")
+    for k, inp in enumerate(numbers):  # a Python number or a tensor, as a tensor on the call's device
+        name = names(inp.name)
+        where = device if given or k else f"{name}.device if isinstance({name}, torch.Tensor) else ({default_device})"
+        body.append(f"{name} = torch.as_tensor({name}, dtype={TORCH_DTYPES[inp.dtype]}, device={where})")
+    body += batch_lines(kernel, names)
     bound: set[str] = set()
     for inp in tensors:
         name = names(inp.name)
@@ -847,6 +859,17 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
             body += [f"{names(inp.present)} = 0 if {name} is None else 1",
                      f"{name} = torch.zeros({shape}, dtype={TORCH_DTYPES[inp.dtype]}, device={device}) "
                      f"if {name} is None else {name}{cast}.contiguous()"]
+        if inp.number:
+            # A size no other tensor gives comes from a number input passed at full rank, else 1.
+            for d in dims:
+                if isinstance(d, str) and d not in bound:
+                    choices = [f"{names(o.name)}.shape[{o.shape.index(d)}] if {names(o.name)}.dim() == {len(o.shape)}"
+                               for o in numbers if d in o.shape]
+                    body.append(f"{names(d)} = {' else '.join(choices)} else 1")
+                    bound.add(d)
+            shape = _tuple([str(d) if isinstance(d, int) else names(d) for d in dims]) if dims else "()"
+            body.append(f"{name} = {name}.expand({shape}).contiguous()")
+            continue
         fresh = [d for d in dims if isinstance(d, str) and d not in bound]
         if dims and len(fresh) == len(dims) and len(set(fresh)) == len(fresh):
             targets = ", ".join(names(d) for d in dims)
@@ -865,6 +888,10 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     for inp in kernel.inputs:
         if inp.role == "choice":  # the kernel sees the index of the call's choice
             body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
+        elif inp.role == "ints" and inp.items:  # one meta per item; an int fills them all (torch's _pair)
+            targets = ", ".join(names(item) for item in inp.items) + ("," if len(inp.items) == 1 else "")
+            value = names(inp.name)
+            body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
         body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
@@ -873,7 +900,11 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     args += [f"{kernel_names(meta)}={names(meta)}" for meta in checked.meta]
     args += [f"num_warps={kernel.num_warps}", f"num_stages={kernel.num_stages}"]
     body.append(f"{kernel_fn}[grid]({', '.join(args)})")
-    results = [names(o.name) for o in kernel.outputs]
+    body += unbatch_lines(kernel, names)
+    for out in kernel.outputs:
+        if out.raises is not None:  # the operator's precondition, judged by the kernel
+            body += [f"if {names(out.name)}.any():", f"    raise {out.raises}({out.message!r})"]
+    results = [names(o.name) for o in kernel.outputs if o.raises is None]
     body.append(f"return {', '.join(results)}")
     params = ", ".join(names(i.name) for i in kernel.inputs)
     return [f"def {entry}({params}):", *("    " + line for line in body)]

@@ -366,32 +366,45 @@ Stmt = Annotated[Union[Let, Store, For], Field(discriminator="op")]
 
 
 JsonValue = Union[bool, int, float, str, None]
+# An input's default: a JSON value, or ints (a role ints argument's).
+DefaultValue = Union[JsonValue, list[int]]
 
 
 class Input(Node):
     """A call argument, in call order: a tensor if ``shape`` is given (dims: size names, or
     ints >= 1), else a scalar; either needs ``dtype``. With ``default`` (null included) it is
     optional. A tensor of default null names ``present``: a meta name, 1 if the call passes
-    it, else 0 and the tensor is zeros (its sizes appear in a required tensor). ``number`` (elementwise view only): a tensor that may be passed as a Python
-    number. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
+    it, else 0 and the tensor is zeros (its sizes appear in a required tensor). ``number``: a
+    tensor that may be passed as a Python number (or a tensor broadcasting to it): under the
+    elementwise view it broadcasts with the rest; otherwise it is expanded to its shape, whose
+    sizes appear in a tensor input that is not ``number``. ``batch`` (view null): ``shape[0]``
+    stands for any number of leading dims (0 too), broadcast between batched inputs as
+    torch.matmul does and flattened into it. ``optional_dims``: sizes of ``shape`` a call of
+    lower rank leaves out, all together (matmul's 1-D operands: ``["M"]`` of ``["B","M","K"]``);
+    the kernel sees them as 1. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
     ``dim`` (int, ints or null for all: the rows view's reduced dims), ``keepdim`` (both with
     the rows view only), ``out`` (a tensor the first output is copied into: write just
     ``{"name":"out","role":"out","default":null}``), ``inplace`` (copy it into the first
     input), ``choice`` (one of ``choices``, default among them; in the kernel a meta name
     equal to its index), ``fixed`` (needs ``default``; only it is accepted), ``dtype`` (a
     torch dtype or null, default null; ``binds``: the dtype variable it sets, and the inputs
-    of that dtype are converted to it, as torch's ``dtype=``; null: promotion). Breaking these
+    of that dtype are converted to it, as torch's ``dtype=``; null: promotion), ``ints`` (an
+    int or a tuple/list of ints, e.g. ``kernel_size=(3, 3)``: ``items`` names a meta per item,
+    an int fills them all). Breaking these
     is bad_signature. Inputs, sizes, outputs and meta have distinct names."""
 
     name: Name
     dtype: DtypeRef | None = None
     shape: list[Dim] | None = None
-    default: JsonValue = None
+    default: DefaultValue = None
     number: bool = False
-    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype"] | None = None
+    batch: bool = False
+    optional_dims: list[Name] | None = None
+    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype", "ints"] | None = None
     choices: list[JsonValue] | None = None
     binds: DtypeRef | None = None
     present: Name | None = None
+    items: list[Name] | None = None
 
     @property
     def optional(self) -> bool:
@@ -406,11 +419,17 @@ class Input(Node):
 class Output(Node):
     """A returned tensor; ``shape``: integer host expressions. It starts filled with NaN (ints:
     their minimum; bool: true), so elements no store writes fail verification (output_not_written: none
-    is stored)."""
+    is stored). ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
+    broadcast dims there. A dim named by an ``optional_dims`` size the call left out is dropped.
+    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not returned; any true
+    element makes the call raise it with ``message``."""
 
     name: Name
     dtype: DtypeRef
     shape: list[Expr]
+    batch: bool = False
+    raises: Literal["ValueError", "RuntimeError", "TypeError", "IndexError", "ZeroDivisionError"] | None = None
+    message: str | None = None
 
 
 class Param(Node):
@@ -438,8 +457,8 @@ class Kernel(Node):
     """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
     too) and shows the kernel each flattened, as 1-D ``[N]`` (each tensor input declared
     ``[N]``); ``rows`` needs a role ``dim`` input, moves its axes last and
-    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names;
-    other ranks pass as they are). Outputs (rank 1 under elementwise,
+    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names,
+    broadcast first; other ranks pass as they are). Outputs (rank 1 under elementwise,
     1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
     ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
     axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth."""

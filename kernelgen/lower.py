@@ -783,6 +783,10 @@ class _Lowering:
             elif inp.present is not None:  # 1 when the call passes the optional tensor, else 0
                 self.at(f"/inputs/{i}")
                 env[inp.present] = b.get_int32(self.checked.meta[inp.present])
+            elif inp.role == "ints":  # one meta per item: the call's ints (a variant per tuple)
+                for j, item in enumerate(inp.items or ()):
+                    self.at(f"/inputs/{i}/items/{j}")
+                    env[item] = b.get_int32(self.checked.meta[item])
         self.block(kernel.body, "/body", env)
         self.at("/body")
         b.ret([])

@@ -3,7 +3,7 @@
 This is the one registry of codes for the stages that judge a kernel: parsing
 (:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`,
 :mod:`kernelgen.bounds`) and
-running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`,
+running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`, :mod:`kernelgen.polymorphism`,
 :mod:`kernelgen.interpret`, :mod:`kernelgen.budget`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
 for the codes they raise and fails on one that is missing here. A code is ``snake_case`` of two

@@ -20,6 +20,8 @@ from kernelgen import language as L
 from kernelgen.check import CheckedKernel, broadcast_shapes, check
 from kernelgen.errors import Diagnostic, HostError
 from kernelgen.host import dtype_name, torch_dtype
+from kernelgen.polymorphism import (apply_batches, bind_ints, python_numbers, raise_preconditions, refuse_complex,
+                                    returned)
 
 @dataclass
 class BoundCall:
@@ -72,9 +74,14 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
             continue
         users = [(index, inp) for index, inp in enumerate(kernel.inputs)
                  if inp.dtype == variable.name and inp.is_plain and bound.get(inp.name) is not None]
+        python = python_numbers([bound[inp.name] for _, inp in users]) if _all_numbers(kernel, bound) else None
+        if python in variable.of:
+            binding[variable.name] = python  # Python computes numbers in f64/i64 (kernelgen.polymorphism)
+            continue
         promoted: Any = None
-        for _, inp in users:
+        for index, inp in users:
             value = bound[inp.name]
+            refuse_complex(inp.name, index, value)
             if isinstance(value, torch.Tensor):
                 value = torch.empty((0,) if value.dim() else (), dtype=value.dtype)
             elif not isinstance(value, (bool, int, float)):
@@ -93,6 +100,12 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
                                        f"{variable.name} takes one of {variable.of}"))
         binding[variable.name] = name
     return binding
+
+
+def _all_numbers(kernel: L.Kernel, bound: Mapping[str, Any]) -> bool:
+    """Whether a call passes a number (no tensor) for every tensor input it passes."""
+    passed = [bound[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None and bound.get(i.name) is not None]
+    return bool(passed) and not any(hasattr(v, "shape") for v in passed)
 
 
 def _requested_dtype(kernel: L.Kernel, bound: Mapping[str, Any], variable: L.DtypeVariable) -> str | None:
@@ -114,6 +127,7 @@ def _dtype_argument(inp: L.Input, index: int, value: Any) -> str:
 
     if not isinstance(value, torch.dtype):
         raise _error(index, f"{inp.name} is a torch dtype or None, got {type(value).__name__}")
+    refuse_complex(inp.name, index, value)
     name = dtype_name(value)
     if name is None:
         raise _error(index, f"{inp.name}={value} is a dtype the language does not have", "unsupported_argument")
@@ -126,6 +140,7 @@ def _as_tensor(inp: L.Input, index: int, value: Any, dtypes: Mapping[str, str]):
     import torch
 
     dtype = dtypes.get(inp.dtype, inp.dtype)
+    refuse_complex(inp.name, index, value)
     if isinstance(value, torch.Tensor):
         if inp.dtype in dtypes:
             return value if dtype_name(value.dtype) == dtype else value.to(torch_dtype(dtype))
@@ -172,6 +187,8 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
             if value is not inp.default and value != inp.default:
                 raise _error(index, f"this kernel supports {inp.name}={inp.default!r} only, got {value!r}",
                              "unsupported_argument")
+        elif inp.role == "ints":
+            meta.update(bind_ints(inp, index, value))
         elif inp.role == "dtype":
             # A variable's binding took it (bind_dtypes); a concrete one takes only its dtype.
             if value is not None and inp.binds in L.DTYPES and _dtype_argument(inp, index, value) != inp.binds:
@@ -186,6 +203,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
         elif inp.shape is not None:
             values[inp.name] = _as_tensor(inp, index, value, dtypes)
         else:
+            refuse_complex(inp.name, index, value)
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 value = value.item()
             if not isinstance(value, (int, float, bool)):
@@ -198,16 +216,21 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     elif kernel.view == "rows":
         finish_view, values = _rows_view(kernel, values, role_values)
     else:
-        finish_view = lambda outputs: dict(outputs)  # noqa: E731
-    _add_absent_tensors(kernel, values, dtypes)
+        values, finish_view = apply_batches(kernel, values)
+    _complete_tensors(kernel, values, dtypes)
+    numbers_only = _all_numbers(kernel, bound)
 
     out_index, out = role_values.get("out", (None, None))
     _, inplace = role_values.get("inplace", (None, False))
     originals = {name: bound[name] for name in values if isinstance(bound.get(name), torch.Tensor)}
 
     def finish(outputs: Mapping[str, Any]) -> Any:
+        raise_preconditions(kernel, outputs)
         shaped = finish_view(outputs)
-        results = [shaped[o.name] for o in kernel.outputs]
+        results = [shaped[o.name] for o in returned(kernel)]
+        if numbers_only and out is None:
+            # Numbers in, numbers out, as an operator written with Python arithmetic returns.
+            results = [r.item() if r.dim() == 0 else r for r in results]
         if out is not None:
             if not isinstance(out, torch.Tensor) or out.shape != results[0].shape or out.dtype != results[0].dtype:
                 raise _error(out_index, f"out must be a {results[0].dtype} tensor of shape {list(results[0].shape)}")
@@ -224,20 +247,35 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return BoundCall(values, meta, finish, dtypes=dtypes)
 
 
-def _add_absent_tensors(kernel: L.Kernel, values: dict[str, Any], dtypes: Mapping[str, str]) -> None:
-    """Zeros for each omitted optional tensor (its ``present`` flag is 0, so a kernel may skip
-    reading it), shaped by the sizes the passed tensors give as the kernel sees them."""
+def _complete_tensors(kernel: L.Kernel, values: dict[str, Any], dtypes: Mapping[str, str]) -> None:
+    """Each tensor input at its declared shape, the sizes taken from the tensors the call passed
+    (as the kernel sees them): an omitted optional tensor is zeros (its ``present`` flag is 0, so
+    a kernel may skip reading it); a number (or a smaller tensor) for a ``number`` input is
+    broadcast to its shape."""
     import torch
 
     sizes: dict[str, int] = {}
     for inp in kernel.inputs:
-        if inp.is_plain and inp.shape is not None and inp.name in values:
+        if inp.is_plain and inp.shape is not None and inp.name in values and not inp.number:
             sizes.update((d, n) for d, n in zip(inp.shape, values[inp.name].shape) if isinstance(d, str))
-    device = next((v.device for v in values.values() if isinstance(v, torch.Tensor)), None)
-    for inp in kernel.inputs:
-        if inp.present is not None and inp.name not in values:
-            shape = [sizes[d] if isinstance(d, str) else d for d in inp.shape]
-            values[inp.name] = torch.zeros(shape, dtype=torch_dtype(dtypes.get(inp.dtype, inp.dtype)), device=device)
+    passed = [values[i.name] for i in kernel.inputs if i.name in values and not i.number]
+    device = next((v.device for v in passed if isinstance(v, torch.Tensor)), None)
+    for index, inp in enumerate(kernel.inputs):
+        if not inp.is_plain or inp.shape is None or (inp.name in values and not inp.number):
+            continue
+        shape = tuple(sizes.get(d, 1) if isinstance(d, str) else d for d in inp.shape)
+        if inp.name not in values:
+            if inp.present is not None:
+                values[inp.name] = torch.zeros(shape, dtype=torch_dtype(dtypes.get(inp.dtype, inp.dtype)),
+                                               device=device)
+            continue
+        tensor = values[inp.name]
+        if kernel.view == "elementwise" or tuple(tensor.shape) == shape:
+            continue
+        if broadcast_shape([tuple(tensor.shape), shape]) != shape:
+            raise _error(index, f"{inp.name} has shape {list(tensor.shape)}, which does not broadcast to "
+                                f"{list(inp.shape)} = {list(shape)} (a number or a tensor that broadcasts to it)")
+        values[inp.name] = tensor.to(device).expand(shape).contiguous()
 
 
 def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
@@ -263,7 +301,7 @@ def _elementwise_view(kernel: L.Kernel, values: dict[str, Any]):
                         else tensor.expand(shape).contiguous().reshape(-1))
 
     def finish(outputs: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: t.reshape(shape) for name, t in outputs.items()}
+        return {o.name: outputs[o.name].reshape(shape) for o in returned(kernel)}
 
     return finish, viewed
 
@@ -274,10 +312,11 @@ def _rows_view(kernel: L.Kernel, values: dict[str, Any], role_values: dict[str, 
              and i.name in values]
     dim_index, dim = role_values["dim"]
     _, keepdim = role_values.get("keepdim", (None, False))
-    shapes = {tuple(values[n].shape) for n in rank2}
-    if len(shapes) != 1:
-        raise _error(None, f"{rank2} must have one shape, got {sorted(shapes)}")
-    (shape,) = shapes
+    # The viewed inputs broadcast together first (numbers too), as ``input + other`` does.
+    shape = broadcast_shape([tuple(values[n].shape) for n in rank2])
+    if shape is None:
+        raise _error(None, "the inputs do not broadcast: " + str({n: list(values[n].shape) for n in rank2}))
+    values = {n: v.expand(shape) if n in rank2 else v for n, v in values.items()}
     rank = len(shape)
     reduced = _reduced_dims(dim, rank, dim_index)
     kept = tuple(d for d in range(rank) if d not in reduced)
@@ -294,7 +333,7 @@ def _rows_view(kernel: L.Kernel, values: dict[str, Any], role_values: dict[str, 
 
     def finish(outputs: Mapping[str, Any]) -> dict[str, Any]:
         shaped = {}
-        for o in kernel.outputs:
+        for o in returned(kernel):
             t = outputs[o.name]
             if t.dim() == 1:
                 shaped[o.name] = t.reshape(kept_shape)

@@ -709,6 +709,80 @@ def test_a_launcher_takes_choices_optional_tensors_and_dtype_as_torch_does(trito
     torch.testing.assert_close(got, torch.log_softmax(x @ w.T, dim=0, dtype=torch.float64))
 
 
+def tritonbench_golden(name: str, meta: dict[str, int] | None = None) -> CheckedKernel:
+    golden = parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / f"{name}.json").read_text())
+    return check(golden, meta)
+
+
+def test_a_launcher_takes_matmuls_rank_overloads_and_batch_dims(triton_interpreter: TritonInterpreter) -> None:
+    """The launcher applies the gufunc rules itself: 1-D operands, broadcast batch dims."""
+    checked = tritonbench_golden("matmul", {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16})
+    source = emit_triton(checked)
+    cases = [((5, 3), (3, 4)), ((3,), (3, 4)), ((5, 3), (3,)), ((2, 1, 5, 3), (3, 3, 4)), ((3,), (2, 3, 4))]
+    for a, b in cases:
+        x, y = torch.randn(a), torch.randn(b)
+        [got] = triton_interpreter.run(source, wrapper_name(checked.kernel), [x, y])
+        torch.testing.assert_close(got, torch.matmul(x, y))
+
+
+def test_a_launcher_takes_numbers_for_number_inputs(triton_interpreter: TritonInterpreter) -> None:
+    checked = tritonbench_golden("fused_mv_sigmoid_sub", {"BLOCK_ROWS": 16, "BLOCK_COLS": 16})
+    a, v = torch.randn(20, 9), torch.randn(9)
+    for other in (0.5, torch.randn(20)):
+        [got] = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), [a, v, other, 2.0, None])
+        torch.testing.assert_close(got, torch.sigmoid(a @ v) - 2.0 * torch.as_tensor(other))
+    checked = tritonbench_golden("mul_sub", {"BLOCK": 16})
+    x = torch.randn(37)
+    for args in ([x, 2.0, 0.5], [3.0, x, 0.5], [3.0, 2.0, x]):
+        [got] = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), [*args, 3.0, None])
+        torch.testing.assert_close(got, args[0] * torch.as_tensor(args[1]) - 3.0 * torch.as_tensor(args[2]))
+
+
+def test_a_launcher_raises_the_operators_precondition(triton_interpreter: TritonInterpreter) -> None:
+    checked = tritonbench_golden("log_tanh", {"BLOCK": 16})
+    source = emit_triton(checked) + """
+
+def call_catching(*args):
+    try:
+        return log_tanh(*args)
+    except ValueError as error:
+        return torch.tensor([ord(c) for c in str(error)])
+"""
+    x = torch.rand(40) + 0.1
+    [got] = triton_interpreter.run(source, "call_catching", [x, None])
+    torch.testing.assert_close(got, torch.tanh(torch.log(x)))
+    x[33] = -x[33]
+    [raised] = triton_interpreter.run(source, "call_catching", [x, None])
+    assert "".join(map(chr, raised.tolist())) == checked.kernel.outputs[1].message
+
+
+def test_a_launcher_binds_an_ints_argument_to_its_items(triton_interpreter: TritonInterpreter) -> None:
+    from test_polymorphism import sum_pool2d
+
+    checked = check(kernel_from_obj(sum_pool2d()), {"KH": 2, "KW": 3})
+    source = emit_triton(checked)
+    assert "KH, KW = (kernel_size,) * 2 if isinstance(kernel_size, int) else tuple(kernel_size)" in source
+    x = torch.randn(6, 9)
+    for size in ((2, 3), 3):
+        pair = (size, size) if isinstance(size, int) else size
+        [got] = triton_interpreter.run(source, wrapper_name(checked.kernel), [x, size])
+        torch.testing.assert_close(got, torch.nn.functional.avg_pool2d(x[None, None], pair)[0, 0] * (pair[0] * pair[1]))
+
+
+@needs_real_triton
+@pytest.mark.parametrize("name, dtypes", [("matmul", {"T": "f16"}), ("log_tanh", None), ("fused_mv_sigmoid_sub", None),
+                                          ("sum_pool2d", None)])
+def test_host_polymorphic_kernels_compile_for_sm90(name: str, dtypes: Any, tmp_path: Path) -> None:
+    from test_polymorphism import sum_pool2d
+
+    if name == "sum_pool2d":
+        checked = check(kernel_from_obj(sum_pool2d()), {"KH": 3, "KW": 1})
+    else:
+        golden = parse_kernel((ROOT / "bench" / "tritonbench" / "golden" / f"{name}.json").read_text())
+        checked = check(golden, None, dtypes)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+
+
 def test_semantic_differences_are_written_out() -> None:
     """The places where Triton's defaults differ from the language, spelled out in the source."""
     source = emit_triton(written("elementwise"))

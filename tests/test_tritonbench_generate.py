@@ -17,7 +17,7 @@ import torch
 
 from kernelgen.cli import main
 from kernelgen.tritonbench.generate import Manifest
-from kernelgen.tritonbench.goldens import golden_answer, track_directory, unsupported_reasons
+from kernelgen.tritonbench.goldens import golden_answer, track_directory
 from kernelgen.tritonbench.loader import SEPARATOR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,14 +46,11 @@ def dataset_file_of(instruction: str) -> str:
     return files[0]
 
 
-def test_every_operator_has_a_golden_or_a_reason(sample):
+def test_every_operator_has_a_golden(sample):
     directory = track_directory()
     goldens = {p.stem for p in (directory / "golden").glob("*.json")}
-    reasons = unsupported_reasons(directory)
-    names = {op.name for op in sample.operators}
-    assert goldens | set(reasons) == names
-    assert not goldens & set(reasons)
-    assert len(goldens) >= 20
+    assert goldens == {op.name for op in sample.operators}
+    assert not (directory / "unsupported.json").exists()
 
 
 def test_an_untriaged_operator_is_unsupported_with_its_own_code():
@@ -79,22 +76,17 @@ def test_predictions_have_exactly_the_evaluators_fields_with_the_exact_instructi
 
 
 def test_the_evaluators_program_runs_for_every_supported_operator(generated, sample):
-    reasons = unsupported_reasons(track_directory())
     ran = []
     for line in predictions(generated):
         operator = sample.operator(Path(dataset_file_of(line["instruction"])).stem)
         test_part = operator.path.read_text(encoding="utf-8").split(SEPARATOR)[-1].replace("'cuda'", "'cpu'")
         program = line["predict"] + "\n" + SEPARATOR + "\n" + test_part
         namespace = {"__name__": "__main__"}
-        if operator.name in reasons:
-            with pytest.raises(RuntimeError, match="unsupported"):
-                exec(compile(program, operator.file, "exec"), namespace)
-            continue
         torch.manual_seed(0)
         exec(compile(program, operator.file, "exec"), namespace)
         assert isinstance(namespace["test_results"], dict) and namespace["test_results"]
         ran.append(operator.name)
-    assert len(ran) >= 20
+    assert len(ran) == 30
 
 
 @pytest.mark.gpu
@@ -106,7 +98,6 @@ def test_the_evaluators_programs_run_on_the_gpu_as_it_runs_them(generated, sampl
     import sys
     from concurrent.futures import ThreadPoolExecutor
 
-    reasons = unsupported_reasons(track_directory())
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
     def run(line: dict) -> tuple[str, subprocess.CompletedProcess]:
@@ -120,26 +111,20 @@ def test_the_evaluators_programs_run_on_the_gpu_as_it_runs_them(generated, sampl
     with ThreadPoolExecutor(max_workers=4) as pool:
         finished = dict(pool.map(run, predictions(generated)))
     for name, process in finished.items():
-        assert (process.returncode == 0) == (name not in reasons), (name, process.stderr[-2000:])
+        assert process.returncode == 0, (name, process.stderr[-2000:])
 
 
 def test_manifest_lists_every_operator_with_its_outcome_and_files(generated, sample):
     manifest = Manifest.read(generated)
-    reasons = unsupported_reasons(track_directory())
     assert [e.name for e in manifest.operators] == [op.name for op in sample.operators]
     assert (manifest.provider, manifest.prompt, manifest.target) == ("reference", "simp", "sm_90")
     for entry in manifest.operators:
         assert (generated / entry.files["module"]).name == f"{entry.wrapper}.py"
-        if entry.name in reasons:
-            assert entry.outcome.value == "unsupported" and entry.stage == "generate"
-            assert entry.diagnostics[0]["message"] == reasons[entry.name]
-            assert set(entry.files) == {"module"}
-        else:
-            assert entry.outcome.value == "ok", entry
-            assert set(entry.files) == {"module", "ast", "ttir", "ptx", "cubin"}
-            assert (generated / entry.files["cubin"]).read_bytes()[:4] == b"\x7fELF"
-            assert ".target sm_90" in (generated / entry.files["ptx"]).read_text()
-            assert json.loads((generated / entry.files["ast"]).read_text()) == json.loads(golden_answer(entry.name))
+        assert entry.outcome.value == "ok", entry
+        assert set(entry.files) == {"module", "ast", "ttir", "ptx", "cubin"}
+        assert (generated / entry.files["cubin"]).read_bytes()[:4] == b"\x7fELF"
+        assert ".target sm_90" in (generated / entry.files["ptx"]).read_text()
+        assert json.loads((generated / entry.files["ast"]).read_text()) == json.loads(golden_answer(entry.name))
 
 
 def test_comp_prompts_and_a_subset(sample, tmp_path):

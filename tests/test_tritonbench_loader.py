@@ -109,6 +109,15 @@ def test_perf_inputs_read_statically_match_the_golden_results(sample):
     assert sample.operator("fused_mv_sigmoid_sub").perf.cases[0].args[2].kind == "scalar"
 
 
+def test_a_perf_scripts_rand_range_is_kept_through_added_constants(sample):
+    """log_tanh draws torch.rand(n) + 1e-6 (its operator demands positive input); matmul's rand
+    has [0, 1); softmax draws randn (no range)."""
+    [log_tanh] = sample.operator("log_tanh").perf.cases[0].args
+    assert log_tanh.low == pytest.approx(1e-6)
+    assert {a.low for case in sample.operator("matmul").perf.cases for a in case.args} == {0.0}
+    assert {a.low for case in sample.operator("softmax").perf.cases for a in case.args if a.kind == "tensor"} == {None}
+
+
 def test_perf_calls_read_statically_pass_each_case_and_the_scripts_keywords(sample):
     for op in sample.operators:
         call, arity = op.perf.call, len(op.perf.cases[0].args)
@@ -542,3 +551,24 @@ def test_an_operator_without_perf_results_is_evaluated_and_says_why_it_has_no_sp
     assert speedup.speedup is None and not speedup.points
     assert [(d.path, d.code) for d in speedup.problems] == [("/perf", "missing_file")]
     assert speedup.problems[0].message.startswith("not measured: ") and "exp.json" in speedup.problems[0].message
+
+
+def test_only_added_constants_keep_a_rand_range():
+    import ast
+
+    from kernelgen.tritonbench.perf_script import read_perf_script
+
+    source = '''
+import torch
+from TorchBench_v1.op import op
+
+class performance_metrics(Performance_Metrics):
+    def get_input_tensors(self):
+        self.input_tensors = [(torch.rand(4) + 0.5, 2.0 + torch.rand(4), torch.rand(4) * 3, torch.randn(4) + 1.0)]
+
+    def call_op(self, case):
+        a, b, c, d = case
+        return op(a, b, c, d)
+'''
+    cases, call, problem = read_perf_script(ast.parse(source))
+    assert problem is None and [a.low for a in cases[0].args] == [0.5, 2.0, None, None]

@@ -92,7 +92,8 @@ def test_unfilled_outputs_is_scoped():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["sub", "logsumexp", "gelu", "normalized_cosine_similarity", "addmm", "max"])
+@pytest.mark.parametrize("name", ["sub", "logsumexp", "gelu", "normalized_cosine_similarity", "addmm", "max",
+                                  "matmul", "fused_mv_sigmoid_sub", "add_mean", "log_tanh", "mul_sub"])
 def test_on_cuda_tensors_the_wrapper_runs_on_the_gpu(sample, imported, name):
     from kernelgen.tritonbench.evaluate import check_accuracy
 

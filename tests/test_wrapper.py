@@ -303,7 +303,8 @@ def test_a_dtype_argument_binds_its_variable_as_torch_casts(x, dtype):
 
 @pytest.mark.parametrize("dtype, code, message", [
     (torch.float16, "unsupported_argument", r"dtype takes None or one of \['i64', 'f32', 'f64'\] \(T\), got torch.float16"),
-    (torch.complex64, "unsupported_argument", "dtype=torch.complex64 is a dtype the language does not have"),
+    (torch.complex64, "unsupported_argument", "dtype: complex dtypes are not supported: the kernel language"),
+    (torch.uint16, "unsupported_argument", "dtype=torch.uint16 is a dtype the language does not have"),
     ("float64", "bad_arguments", "dtype is a torch dtype or None, got str"),
 ])
 def test_a_bad_dtype_argument_is_named(dtype, code, message):

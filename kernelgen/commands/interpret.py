@@ -33,4 +33,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: {tensor.dtype} {list(tensor.shape)} "
               f"min={values.min().item():.6g} max={values.max().item():.6g} "
               f"mean={values.mean().item():.6g} nan={int(values.isnan().sum())}")
+    for out in checked.kernel.outputs:
+        if out.raises is not None and bool(outputs[out.name].any()):  # what a call would do
+            print(f"{out.name}: the precondition fails: a call raises {out.raises}({out.message!r})")
     return 0

@@ -30,9 +30,15 @@ class _Frozen(BaseModel):
 
 
 class PerfTensor(_Frozen):
+    """A tensor argument. ``low``: where the script draws ``torch.rand`` (uniform in [0, 1)), plus
+    constants, the lower end of that range (``torch.rand(n) + 1e-6``: 1e-6); a runner draws such
+    a tensor uniform in [low, low + 1), so an operator that demands positive input (log_tanh)
+    gets it. None: drawn from a normal distribution."""
+
     kind: Literal["tensor"] = "tensor"
     shape: list[int]
     dtype: str
+    low: float | None = None
 
 
 class PerfScalar(_Frozen):
@@ -92,6 +98,7 @@ class _Dtype:
 class _Tensor:
     shape: tuple[int, ...]
     dtype: str
+    low: float | None = None  # torch.rand's range [low, low + 1), where the script keeps it
 
 
 @dataclass(frozen=True)
@@ -483,7 +490,7 @@ def _torch_factory(name: str, args: list[Any], kwargs: dict[str, Any], node: ast
     """The tensor a ``torch.<name>(...)`` factory makes, or None for any other torch call."""
     if name in _FLOAT_FACTORIES:
         shape = kwargs["size"] if "size" in kwargs else args[0] if len(args) == 1 else tuple(args)
-        return _Tensor(_dims(shape, node), _dtype_of(kwargs, "float32"))
+        return _Tensor(_dims(shape, node), _dtype_of(kwargs, "float32"), 0.0 if name == "rand" else None)
     if name == "randint":
         shape = kwargs.get("size", args[-1] if args else None)
         return _Tensor(_dims(shape, node), _dtype_of(kwargs, "int64"))
@@ -555,7 +562,11 @@ def _tensor_binary(operator_node: ast.operator, left: Any, right: Any) -> _Tenso
         if len(sizes) > 1:
             raise _Unresolved(f"shapes {[list(s) for s in shapes]} do not broadcast")
         out.append(sizes.pop() if sizes else 1)
-    return _Tensor(tuple(out), dtype)
+    # rand() + c (either side) keeps a known range; any other arithmetic forgets it.
+    shift = others[0] if len(tensors) == 1 and others else None
+    low = (tensors[0].low + shift if isinstance(operator_node, ast.Add) and tensors[0].low is not None
+           and isinstance(shift, (int, float)) and not isinstance(shift, bool) else None)
+    return _Tensor(tuple(out), dtype, low)
 
 
 def _describe(value: Any) -> str:
@@ -586,7 +597,7 @@ def _perf_arg(value: Any) -> PerfInput | PerfTensor | PerfScalar | PerfObject:
     if isinstance(value, _Input):
         return PerfInput(index=value.index)
     if isinstance(value, _Tensor):
-        return PerfTensor(shape=list(value.shape), dtype=value.dtype)
+        return PerfTensor(shape=list(value.shape), dtype=value.dtype, low=value.low)
     if isinstance(value, _Dtype):
         return PerfScalar(value=f"torch.{value.name}")
     if _plain(value):

@@ -71,18 +71,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if root is None:
         metafunc.parametrize(FIXTURE, [pytest.param(None, id="no-checkout", marks=pytest.mark.skip(reason=why))])
         return
-    from kernelgen.pytest_plugin import run_options
-    from kernelgen.tritonbench.goldens import track_directory, unsupported_reasons
-
     marks = [pytest.mark.tritonbench, pytest.mark.pipeline]
-    # The reference answers are our goldens: an operator the language cannot express is an
-    # expected failure there (strict: one that starts passing must be moved out of the list).
-    # Any other provider is judged on every operator.
-    known = unsupported_reasons(track_directory()) if run_options(metafunc.config).llm == "reference" else {}
-    params = []
-    for op in _load(str(root)).operators:
-        expected = [pytest.mark.xfail(reason=f"unsupported: {known[op.name]}", strict=True)] if op.name in known else []
-        params.append(pytest.param(op.name, id=op.name, marks=marks + expected))
+    # Every provider, the goldens ("reference") included, is judged on every operator.
+    params = [pytest.param(op.name, id=op.name, marks=marks) for op in _load(str(root)).operators]
     metafunc.parametrize(FIXTURE, params)
 
 

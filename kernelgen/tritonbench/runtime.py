@@ -146,7 +146,10 @@ class KernelFunction:
             outputs = {}
             for out in checked.kernel.outputs:
                 tensor = torch.empty(launch.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
-                outputs[out.name] = tensor.fill_(poison(out.dtype)) if _fill_outputs.get() else tensor
+                # A precondition's flags are filled even when timing: an element the kernel
+                # leaves unwritten must raise, never read as garbage.
+                fill = _fill_outputs.get() or out.raises is not None
+                outputs[out.name] = tensor.fill_(poison(out.dtype)) if fill else tensor
             launch.loaded.launch(launch.grid, resolve_arguments(launch.sources, tensors | outputs))
         return outputs
 

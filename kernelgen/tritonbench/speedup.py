@@ -111,6 +111,8 @@ def _tensor(spec: PerfTensor, device: str, generator: Any) -> Any:
     dtype = getattr(torch, spec.dtype)
     if device == "meta":  # shapes and dtypes alone (the tuner's buckets): no memory, no values
         return torch.empty(spec.shape, dtype=dtype, device="meta")
+    if dtype.is_floating_point and spec.low is not None:  # the script's torch.rand (+ c)
+        return torch.rand(spec.shape, dtype=dtype, device=device, generator=generator) + spec.low
     if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(spec.shape, dtype=dtype, device=device, generator=generator)
     if dtype == torch.bool:
