@@ -703,6 +703,8 @@ class _Lowering:
                 env[stmt.name] = self.expr(stmt.value, child(spath, "value"), env)
             elif isinstance(stmt, L.Store):
                 self.guarded(spath, lambda: self.store(stmt, spath, env))
+            elif isinstance(stmt, L.If):
+                self.guarded(spath, lambda: self.branch(stmt, spath, env))
             else:
                 self.guarded(spath, lambda: self.loop(stmt, spath, env))
 
@@ -753,6 +755,33 @@ class _Lowering:
         b.restore_insertion_point(saved)
         for i, c in enumerate(f.carry):
             env[c.name] = for_op.get_result(i)
+
+    def branch(self, s: L.If, path: str, env: dict[str, Lowered]) -> None:
+        """An ``scf.if`` yielding the results (as Triton's code generator builds one for an
+        ``if`` on a scalar tensor); without results it has no yields, and no else block when
+        the else branch is empty."""
+        b = self.builder
+        cond = self.operand(s.cond, child(path, "cond"), env, "bool")
+        types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
+        self.at(path)
+        if_op = b.create_if_op([self.ir_type(t) for t in types], cond, bool(s.results or s.else_))
+        saved = b.get_insertion_point()
+        for side, stmts, block in (("then", s.then, if_op.get_then_block()), ("else", s.else_, None)):
+            if side == "else":
+                if not (s.results or s.else_):
+                    break
+                block = if_op.get_else_block()
+            b.set_insertion_point_to_start(block)
+            inner = dict(env)
+            self.block(stmts, child(path, side), inner)
+            values = [self.operand(r.then if side == "then" else r.else_, child(path, "results", i, side), inner,
+                                   t.dtype, t.shape) for i, (r, t) in enumerate(zip(s.results, types))]
+            if values:
+                self.at(path)
+                b.create_yield_op(values)
+        b.restore_insertion_point(saved)
+        for i, r in enumerate(s.results):
+            env[r.name] = if_op.get_result(i)
 
     # -- the kernel -------------------------------------------------------------------------
 
