@@ -120,8 +120,8 @@ def walk(node: Any, path: str) -> Iterator[tuple[Any, str]]:
     """Every node under ``node`` with its JSON path."""
     yield node, path
     if isinstance(node, L.Node):
-        for field in type(node).model_fields:
-            yield from walk(getattr(node, field), child(path, field))
+        for key, value in L.node_fields(node):
+            yield from walk(value, child(path, key))
     elif isinstance(node, list):
         for i, item in enumerate(node):
             yield from walk(item, child(path, i))
@@ -576,6 +576,9 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "f64": (F64, {"N": 45}, {}),
     "hinted_copy": (wrapped_copy(True), {"N": 2048}, {}),
     "staged_row_sums": (CASES["staged_row_sums"].kernel, {"M": 3, "N": 150}, {}),
+    "tail_split": (CASES["tail_split"].kernel, {"N": 200}, {}),
+    "branch_formulas": (CASES["branch_formulas"].kernel, {"N": 150}, {}),
+    "branch_in_loop": (CASES["branch_in_loop"].kernel, {"M": 6, "N": 40}, {"acc_out": (1e-5, 1e-5)}),
 }
 
 
