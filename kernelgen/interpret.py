@@ -20,6 +20,9 @@ Semantics, where Triton leaves a choice or a subtlety:
   may write it again), and an element one program writes may not be loaded by another program
   (``race``, naming both programs and the element); masked-off lanes do not count;
 * every output element must be written by some program (``unwritten``), whatever its dtype;
+* an ``if`` runs each branch for the programs whose condition takes it (as a loop runs for
+  the programs still iterating): the other programs' loads, stores and hints there do not
+  happen; each result is the taken branch's value, per program;
 * a masked load without ``other`` reads 0 (false) in masked-off lanes;
 * comparisons are ordered (false with NaN) except ``ne``, which is true with NaN;
 * ``maximum``/``minimum`` and the ``max``/``min`` reductions propagate NaN, as in PyTorch;
