@@ -774,7 +774,7 @@ class _KernelEmitter:
     def branch(self, s: L.If, path: str, env: dict[str, _Code], depth: int) -> None:
         """Python's ``if`` (Triton's scf.if on a scalar tensor; a static branch where the
         condition is a constant): each result assigned at the end of both branches, as a
-        tensor of its one type (Triton requires the same type from both)."""
+        tensor cast to its one type (Triton requires the same type from both)."""
         cond = self.expr(s.cond, child(path, "cond"), env)
         types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
         names = [self.target(r.name) for r in s.results]
@@ -789,9 +789,12 @@ class _KernelEmitter:
             self.block(stmts, child(path, side), inner, depth + 1)
             for i, (r, t, name) in enumerate(zip(s.results, types, names)):
                 value = self.expr(r.then if side == "then" else r.else_, child(path, "results", i, side), inner)
+                text = value.text
                 if not t.pointer:
-                    value = self.coerce(value, t.dtype, tensor=True)
-                self.line(depth + 1, f"{name} = {value.text}")
+                    # Triton's own dtype of an expression may differ (it computes f16
+                    # minimum with a Python float in f32, say): name it, as a store would.
+                    text = f"{self.coerce(value, t.dtype, tensor=True).at(POSTFIX)}.to({TL_DTYPES[t.dtype]})"
+                self.line(depth + 1, f"{name} = {text}")
             if len(self.lines) == start:
                 self.line(depth + 1, "pass")
         for r, t, name in zip(s.results, types, names):

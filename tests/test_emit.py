@@ -845,6 +845,41 @@ def test_random_kernels_compile_for_sm90(data: st.DataObject, tmp_path: Path) ->
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
 
 
+def kernels_with_ifs() -> st.SearchStrategy[Any]:
+    from kernelgen.ast_strategies import kernels
+
+    return kernels().filter(lambda generated: bool({"if", "if results"} & generated.constructs()))
+
+
+IF_EXAMPLES = int(os.environ.get("KERNELGEN_IF_EXAMPLES", "8"))
+
+
+@settings(max_examples=IF_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_kernels_with_ifs_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
+    """Random kernels with ifs (results of every dtype, nested, inside loops; stores split at
+    the tail) in Triton's interpreter."""
+    generated = data.draw(kernels_with_ifs())
+    checked = check(generated.kernel)
+    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
+        return  # what Triton's interpreter gets wrong; compiled below
+    args = generated.arguments(seed=11)
+    expected = interpret(checked, args)
+    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    problems = generated.mismatches(expected, dict(zip(expected, actual)))
+    assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
+
+
+@needs_real_triton
+@settings(max_examples=IF_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), ones=st.booleans())
+def test_random_kernels_with_ifs_compile_for_sm90(data: st.DataObject, ones: bool, tmp_path: Path) -> None:
+    """Triton's frontend takes the emitted ifs (it requires one type per result from both
+    branches), also where integer params are the constant 1 (a branch may become static)."""
+    checked = check(data.draw(kernels_with_ifs()).kernel)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path, integers_as_one=ones)
+
+
 def test_emit_prints_the_variant_a_dtype_option_binds(tmp_path: Path, capsys) -> None:
     from test_wrapper import generic_add
 
