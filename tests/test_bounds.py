@@ -217,7 +217,11 @@ def probe(offset: Any, grid: list[Any]) -> dict[str, Any]:
 def test_accepted_unmasked_loads_stay_in_bounds_at_any_size(offset: Any, grid: list[Any], sizes: list[int]) -> None:
     """Whenever the analysis accepts an unmasked load, running the kernel at sizes it did not
     sample never leaves the tensor."""
-    doc = probe(offset, grid)
+    runs_in_bounds_if_accepted(probe(offset, grid), sizes)
+
+
+def runs_in_bounds_if_accepted(doc: dict[str, Any], sizes: list[int]) -> None:
+    """Run an accepted kernel at each N (an out_of_bounds error fails the test)."""
     if diagnostics(doc):
         return
     checked = check(kernel_from_obj(doc))
@@ -267,12 +271,7 @@ def test_accesses_proven_under_a_condition_stay_in_bounds(rel: str, lhs: Any, rh
                                                           in_else: bool, grid: list[Any], sizes: list[int]) -> None:
     """An unmasked load in a branch, accepted thanks to the branch's condition or not, never
     leaves the tensor when the kernel runs at sizes the analysis did not sample."""
-    doc = conditioned_probe(rel, lhs, rhs, offset, tied, in_else, grid)
-    if diagnostics(doc):
-        return
-    checked = check(kernel_from_obj(doc))
-    for n in sizes:
-        interpret(checked, [torch.zeros(n)])
+    runs_in_bounds_if_accepted(conditioned_probe(rel, lhs, rhs, offset, tied, in_else, grid), sizes)
 
 
 def test_the_property_above_sees_loads_proven_by_their_condition() -> None:

@@ -824,11 +824,15 @@ def test_literals_mean_what_the_interpreter_says(case: tuple[CheckedKernel, dict
 @given(data=st.data())
 def test_random_kernels_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
     strategies = pytest.importorskip("kernelgen.ast_strategies")
-    generated = data.draw(strategies.kernels())
+    check_generated(data.draw(strategies.kernels()), triton_interpreter, seed=5)
+
+
+def check_generated(generated: Any, triton_interpreter: TritonInterpreter, seed: int) -> None:
+    """A random kernel in Triton's interpreter against ours, within its tolerances."""
     checked = check(generated.kernel)
     if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
         return  # what Triton's interpreter gets wrong; compiled in test_random_kernels_compile_for_sm90
-    args = generated.arguments(seed=5)
+    args = generated.arguments(seed=seed)
     expected = interpret(checked, args)
     actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
     problems = generated.mismatches(expected, dict(zip(expected, actual)))
@@ -859,15 +863,7 @@ IF_EXAMPLES = int(os.environ.get("KERNELGEN_IF_EXAMPLES", "8"))
 def test_random_kernels_with_ifs_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
     """Random kernels with ifs (results of every dtype, nested, inside loops; stores split at
     the tail) in Triton's interpreter."""
-    generated = data.draw(kernels_with_ifs())
-    checked = check(generated.kernel)
-    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
-        return  # what Triton's interpreter gets wrong; compiled below
-    args = generated.arguments(seed=11)
-    expected = interpret(checked, args)
-    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
-    problems = generated.mismatches(expected, dict(zip(expected, actual)))
-    assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
+    check_generated(data.draw(kernels_with_ifs()), triton_interpreter, seed=11)
 
 
 @needs_real_triton
