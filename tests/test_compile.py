@@ -428,3 +428,15 @@ def test_gpu_specialized_kernels_agree_with_the_interpreter(name: str, sizes: di
     actual = run_on_gpu(compiled, checked, args, to_cpu=True)
     for out in checked.kernel.outputs:
         assert_agrees(actual[out.name], expected[out.name], (1e-3, 1e-3), f"{name}.{out.name}")
+
+
+def test_full_blocks_under_an_if_vectorize_where_masked_blocks_do_not() -> None:
+    """The tail split: the then branch's unmasked accesses (proven by the condition) become
+    128-bit loads and stores; the masked tail, like a masked vector add whose size is not a
+    known multiple of 16, stays scalar."""
+    accesses = re.compile(r"(?:ld|st)\.global[.\w]*")
+    split = check(Kernel.model_validate(CASES["tail_split"].kernel), {"B": 1024})
+    ptx = compile_kernel(split, "sm_90", in_process=True, cache=False).ptx
+    assert {"ld.global.v4.b32", "st.global.v4.b32", "ld.global.b32", "st.global.b32"} <= set(accesses.findall(ptx))
+    plain = compile_kernel(checked_case("vadd"), "sm_90", in_process=True, cache=False).ptx
+    assert not any(".v4" in found for found in accesses.findall(plain))
