@@ -771,12 +771,15 @@ class _Checker:
         """An if: a bool scalar condition, each branch in its own scope, and results of one
         type from both (as Triton's scf.if yields them)."""
         cpath = child(path, "cond")
-        cond = self.expr(s.cond, cpath, scope)
-        if cond.shape:
-            raise self.fail(cpath, "needs_scalar", f"an if's condition is a scalar, got {cond}; reduce the block "
-                            "(max/min of a cast) or use where/masks for per-lane choices")
-        if not cond.is_bool:
-            raise self.fail(cpath, "needs_bool", f"an if's condition is bool, got {cond} (compare, e.g. ne x 0)")
+        try:  # a wrong condition is reported; the branches are still checked
+            cond = self.expr(s.cond, cpath, scope)
+            if cond.shape:
+                self.error(cpath, "needs_scalar", f"an if's condition is a scalar, got {cond}; reduce the block "
+                           "(max/min of a cast) or use where/masks for per-lane choices")
+            elif not cond.is_bool:
+                self.error(cpath, "needs_bool", f"an if's condition is bool, got {cond} (compare, e.g. ne x 0)")
+        except _Invalid:
+            pass
         scopes = {}
         for side, stmts in (("then", s.then), ("else", s.else_)):
             scopes[side] = dict(scope)

@@ -367,6 +367,24 @@ def test_hints_are_proven_refuted_or_trusted() -> None:
     assert diagnose(mutated(VADD, trusted)) == []
 
 
+def test_if_diagnostics_say_what_is_wrong_and_where() -> None:
+    """Both sides' types for a result that differs; the shape of a block condition; an error
+    in the condition does not hide one in a branch."""
+    def messages(edits: dict[str, Any]) -> list[tuple[str, str, str]]:
+        try:
+            check(kernel_from_obj(mutated(BRANCHED, edits)))
+        except SemanticError as exc:
+            return [(d.path, d.code, d.message) for d in exc.diagnostics]
+        return []
+
+    ((path, code, message),) = messages({"/body/4/results/0/else/dtype": "f16"})
+    assert "'y_block' is f32 in then but f16 in else" in message
+    ((path, code, message),) = messages({"/body/4/cond": "in_bounds"})
+    assert "scalar, got bool[1024]" in message and "where" in message
+    both = messages({"/body/4/cond": "in_bounds", "/body/4/then": [{"op": "let", "name": "t", "value": "nope"}]})
+    assert [(p, c) for p, c, _ in both] == [("/body/4/cond", "needs_scalar"), ("/body/4/then/0/value", "undefined_name")]
+
+
 def test_meta_override_of_unknown_name() -> None:
     assert diagnose(VADD, meta={"BLOCK_SIZE": 128}) == [("/meta", "undefined_name")]
 
