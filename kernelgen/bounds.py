@@ -334,12 +334,14 @@ class _Analysis:
         if cond.op not in _NEGATED or dtype not in _RANGES:
             return []
         op = cond.op if holds else _NEGATED[cond.op]
+        low, high = _RANGES[dtype]
         found = []
-        for side, other, rel, spath in ((cond.lhs, cond.rhs, op, child(path, "lhs")),
-                                        (cond.rhs, cond.lhs, _SWAPPED[op], child(path, "rhs"))):
-            linear = self.linear(side, env, _RANGES[dtype])
+        for side, other, rel in ((cond.lhs, cond.rhs, op), (cond.rhs, cond.lhs, _SWAPPED[op])):
+            linear = self.linear(side, env, (low, high))
             bound = self.expr(other, env)
-            if linear is not None and isinstance(bound, Interval):
+            # A bound computed past the dtype's range may have wrapped: it says nothing.
+            if (linear is not None and isinstance(bound, Interval) and (bound.lo == -INF or bound.lo >= low)
+                    and (bound.hi == INF or bound.hi <= high)):
                 found += _solve(*linear, rel, bound)
         return found
 

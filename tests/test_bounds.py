@@ -166,6 +166,10 @@ REFUSED += [
                  id="tail-unmasked-in-else"),
     pytest.param(kernel([branch(op("or", lhs=op("lt", lhs=PID, rhs="N"), rhs=op("gt", lhs=PID, rhs=2)), [store(PID)])],
                         PAST_N), "/body/0/then/0", "where 'out' has", id="or-narrows-nothing-in-then"),
+    # N * 2**30 wraps to -2**31 at N = 2, where every program takes the branch
+    pytest.param(kernel([branch(op("ge", lhs=PID, rhs=op("mul", lhs="N", rhs=1 << 30)),
+                                [store(op("add", lhs=PID, rhs=100))])], PAST_N),
+                 "/body/0/then/0", "(with N=2)", id="bound-that-may-wrap-narrows-nothing"),
     pytest.param(kernel([branch(op("lt", lhs=op("cast", x=PID, dtype="f32"), rhs=op("cast", x="N", dtype="f32")),
                                 [store(PID)])], PAST_N), "/body/0/then/0", "where 'out' has",
                  id="float-comparison-narrows-nothing"),
