@@ -48,7 +48,10 @@ running maxima, counts, argmax and a pointer; ragged per-program trip counts), t
 (f16/bf16/f32, ieee/tf32, with or without ``acc``, f32 or f16 accumulation) and a 3-D grid.
 Inside each, random ``let`` chains use every unary and binary operation, ``where``, ``fma``,
 ``clamp``, casts among all dtypes, reductions (with ``keepdims``), ``expand_dims``,
-``reshape``, ``broadcast`` and ``trans``. Block offsets ``start + arange(B)`` with ``start`` a multiple of ``B``
+``reshape``, ``broadcast`` and ``trans``, and ifs on per-program scalar conditions (program ids,
+comparisons of exact scalars) whose results join the values drawn from, with lets (and ifs) of
+their own in each branch; 1-D stores are sometimes split by an if, the full block unmasked and
+the tail masked. Block offsets ``start + arange(B)`` with ``start`` a multiple of ``B``
 often carry the (true) contiguity and alignment hint; loads and stores sometimes a cache or
 eviction modifier (``cache``); the rows and dot templates draw the kernel's ``num_stages`` and loops
 sometimes their own.
@@ -126,7 +129,7 @@ class GeneratedKernel:
 
     def constructs(self) -> set[str]:
         """The optional constructs the kernel uses (hint, cache, the kernel's and a
-        loop's num_stages), so that a differential run can say how often each was exercised."""
+        loop's num_stages, an if with results or without: a store split at the tail), so that a differential run can say how often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
 
         def walk(node: Any) -> None:
@@ -137,6 +140,8 @@ class GeneratedKernel:
                     found.add("hint")
                 if node.get("op") == "for" and "num_stages" in node:
                     found.add("loop num_stages")
+                if node.get("op") == "if":
+                    found.add("if results" if node.get("results") else "if")
                 for value in node.values():
                     walk(value)
             elif isinstance(node, list):
@@ -247,6 +252,7 @@ class _Gen:
         self.stmts: list[dict[str, Any]] = []
         self.counter = itertools.count()
         self.dims: tuple[int, ...] = (1,)
+        self.level = 0  # how many ifs enclose this scope
 
     # -- drawing ----------------------------------------------------------------------------
 
@@ -288,14 +294,46 @@ class _Gen:
         """A generator for a loop body: it sees this scope's values and ``visible``, binds
         fresh names of the same sequence, and collects its own statements."""
         inner = _Gen(self.draw)
-        inner.counter, inner.dims = self.counter, self.dims
+        inner.counter, inner.dims, inner.level = self.counter, self.dims, self.level
         inner.pool = self.pool + list(visible)
         return inner
 
     def random_lets(self, shapes: list[tuple[int, ...]], count: int) -> None:
         for _ in range(count):
+            if self.level < 2 and self.chance(12):
+                self.branch(shapes)
+                continue
             dtype = self.choose(("f32",) + ALL_DTYPES)
             self.bind(self.value(dtype, self.choose(shapes), self.draw(st.integers(1, 3))))
+
+    def condition(self) -> Any:
+        """A per-program bool scalar of exact values: a program id against a constant, or any
+        scalar comparison (of scalar params, first elements, reductions of blocks)."""
+        if self.chance(50):
+            return op(self.choose(COMPARISON_OPS), lhs=op("program_id"), rhs=self.choose((0, 1, 2, 3)))
+        return self.boolean((), 2).expr
+
+    def branch(self, shapes: list[tuple[int, ...]]) -> None:
+        """An if on :meth:`condition` whose results join the pool: each branch has lets of
+        its own (nested ifs too) and gives each result a value of the result's one dtype and
+        shape; a result is either value, so its bounds are the larger of the two."""
+        sides = []
+        for _ in range(2):
+            side = self.nested()
+            side.level += 1
+            side.random_lets(shapes, self.draw(st.integers(0, 2)))
+            sides.append(side)
+        then, orelse = sides
+        cond = self.condition()  # over this scope's values, not the results
+        results = []
+        for _ in range(self.draw(st.integers(1, 2))):
+            dtype, shape = self.choose(("f32",) + ALL_DTYPES), self.choose(shapes)
+            a, b = (side.exactly(side.value(dtype, shape, self.draw(st.integers(1, 3))), shape) for side in sides)
+            name = self.fresh("r")
+            results.append({"name": name, "then": a.expr, "else": b.expr})
+            self.pool.append(Val(name, dtype, shape, max(a.mag, b.mag), max(a.err, b.err)))
+        self.stmts.append(op("if", cond=cond, then=then.stmts, results=results,
+                             **({"else": orelse.stmts} if orelse.stmts else {})))
 
     # -- any value --------------------------------------------------------------------------
 
@@ -829,10 +867,11 @@ def _accumulated(carry: Val, term: Val, trips: int) -> Val:
 
 
 def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], size: str,
-                 block: int) -> None:
-    """Loads, random lets and stores over the 1-D block ``offsets`` (valid where ``in_bounds``)
-    of tensors of ``size`` elements; loads and stores go straight, reversed, clamped (unmasked)
-    or under an extra predicate, and a store may be split in two by complementary masks."""
+                 block: int, start: Any) -> None:
+    """Loads, random lets and stores over the 1-D block ``offsets`` (``start + arange``, valid
+    where ``in_bounds``) of tensors of ``size`` elements; loads and stores go straight, reversed,
+    clamped (unmasked) or under an extra predicate, and a store may be split in two by
+    complementary masks, or by an if: a full block unmasked, the tail masked."""
     last = op("sub", lhs=size, rhs=1)
     reverse = op("sub", lhs=last, rhs="offsets")
     for ptr, dtype in inputs:
@@ -850,9 +889,15 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
             g.bind(_load(g, op("add", lhs=ptr, rhs=index), mask, dtype, (block,)), ptr + "_")
     g.random_lets([(block,), ()], g.draw(st.integers(0, 4)))
     for out, dtype in outputs:
-        how = g.choose(["direct", "direct", "reverse", "split"])
+        how = g.choose(["direct", "direct", "reverse", "split", "tail"])
         ptr = op("add", lhs=out, rhs=reverse if how == "reverse" else "offsets")
-        if how == "split":
+        if how == "tail":
+            then, orelse = g.nested(), g.nested()
+            _store(then, spec, out, dtype, (block,), ptr)
+            _store(orelse, spec, out, dtype, (block,), ptr, "in_bounds")
+            full_block = op("le", lhs=op("add", lhs=start, rhs="BLOCK"), rhs=size)
+            g.stmts.append(op("if", cond=full_block, then=then.stmts, **{"else": orelse.stmts}))
+        elif how == "split":
             chosen = g.boolean((block,), 2).expr
             _store(g, spec, out, dtype, (block,), ptr, op("and", lhs="in_bounds", rhs=chosen))
             _store(g, spec, out, dtype, (block,), ptr, op("and", lhs="in_bounds", rhs=op("not", x=chosen)))
@@ -886,7 +931,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
                     let("in_bounds", op("lt", lhs="offsets", rhs=size))]
         g.pool += [Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)),
                    Val(op("program_id"), "i32", (), n)]
-        _elementwise(g, spec, inputs, outputs, size, block)
+        _elementwise(g, spec, inputs, outputs, size, block, op("mul", lhs=op("program_id"), rhs="BLOCK"))
         return spec.build([blocks], g.stmts, g.choose([1, 2, 4, 8]), "elementwise")
 
     grid = op("minimum", lhs=blocks, rhs=programs)
@@ -898,7 +943,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
                     Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)))
     body.stmts += [let("offsets", g.contiguous("start", "BLOCK", block)),
                    let("in_bounds", op("lt", lhs="offsets", rhs=size))]
-    _elementwise(body, spec, inputs, outputs, size, block)
+    _elementwise(body, spec, inputs, outputs, size, block, "start")
     term = body.value(dtype, (), 2)
     if _accumulated(Val("total", dtype, (), 0.0), term, trips).mag > INT_LIMIT:
         term = Val(op("full", shape=[], value=1, dtype=dtype), dtype, (), 1.0)

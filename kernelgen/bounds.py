@@ -17,6 +17,10 @@ Bounds: what the checker proves about an unmasked load or store:
 * intervals forget correlations (``i - i`` is not 0), so ``pid * B + arange(B)`` under a
   ``cdiv(N, B)`` grid needs a mask (``N`` need not be a multiple of ``B``), while
   ``minimum(o, N - 1)`` or ``o rem N`` need none;
+* inside an ``if``, an integer comparison of its condition (``and`` of them in then, ``or``
+  in else, ``not``) that is ``k * v + rest`` against a known bound, ``v`` a program id, loop
+  var or int param, narrows ``v`` and what is computed from it: full blocks
+  ``if (pid + 1) * B <= N`` need no mask;
 * masked accesses are checked when run: an active lane outside its tensor is out_of_bounds.
 """
 
@@ -26,7 +30,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
-from typing import Iterator, Union
+from typing import Iterator, Optional, Union
 
 from kernelgen import language as L
 from kernelgen.checked import CheckedKernel, child, is_literal, literal_value
@@ -52,6 +56,13 @@ class Interval:
 
 
 TOP = Interval(-INF, INF)
+# The range of a comparison's operand dtype: a condition narrows nothing where values may wrap.
+_RANGES = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
+# What a comparison says when it is false, and with its operands swapped.
+_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+# A value a condition may narrow: ("name", a bound name) or ("pid", a grid axis).
+Atom = tuple[str, Union[str, int]]
 
 
 def point(v: float) -> Interval:
@@ -132,6 +143,10 @@ class _Analysis:
                 numel = numel * d.lo if d.known and d.lo == d.hi else INF
             self.numel[name] = numel
         self.grid = [self.host(g) for g in self.kernel.grid]
+        # Program ids narrowed by the conditions of the branches being analysed.
+        self.pids: dict[int, Interval] = {}
+        # The lets in scope, in order, with their paths: a branch's facts recompute them.
+        self.lets: list[tuple[str, L.Expr, str]] = []
 
     def host(self, expr: L.Expr) -> Interval:
         if is_literal(expr):
@@ -179,8 +194,8 @@ class _Analysis:
         if isinstance(e, L.ProgramId):
             g = self.grid[e.axis] if e.axis < len(self.grid) else TOP
             if not g.known:
-                return Interval(0, INF)
-            return Interval(0, g.hi - 1) if e.op == "program_id" else g
+                return self.pids.get(e.axis, Interval(0, INF)) if e.op == "program_id" else Interval(0, INF)
+            return self.pids.get(e.axis, Interval(0, g.hi - 1)) if e.op == "program_id" else g
         if isinstance(e, L.Arange):
             n = self.meta[e.size] if isinstance(e.size, str) else e.size
             return Interval(0, n - 1)
@@ -239,6 +254,7 @@ class _Analysis:
             spath = child(path, i)
             if isinstance(s, L.Let):
                 env[s.name] = self.expr(s.value, env)
+                self.lets.append((s.name, s.value, child(spath, "value")))
                 self.visit_loads(s.value, child(spath, "value"), env)
             elif isinstance(s, L.Store):
                 for name in ("ptr", "value", "mask"):
@@ -246,6 +262,8 @@ class _Analysis:
                         self.visit_loads(getattr(s, name), child(spath, name), env)
                 if s.mask is None:
                     self.access("store", s.ptr, spath, env)
+            elif isinstance(s, L.If):
+                self.branch(s, spath, env)
             else:
                 self.loop(s, spath, env)
 
@@ -266,11 +284,121 @@ class _Analysis:
             init = self.expr(c.init, env)
             inner[c.name] = Pointer(init.bases, TOP) if isinstance(init, Pointer) else TOP
         if body_runs:
+            mark = len(self.lets)
             self.block(f.body, child(path, "body"), inner)
             for i, c in enumerate(f.carry):
                 self.visit_loads(c.next, child(path, "carry", i, "next"), inner)
+            del self.lets[mark:]
         for c in f.carry:
             env[c.name] = inner[c.name]
+
+    def branch(self, s: L.If, path: str, env: dict[str, Abstract]) -> None:
+        """Each branch under what its condition says (a branch it rules out is not judged);
+        a result is either branch's value."""
+        self.visit_loads(s.cond, child(path, "cond"), env)
+        values: list[list[Abstract]] = []
+        for side, stmts, holds in (("then", s.then, True), ("else", s.else_, False)):
+            saved_pids, mark = dict(self.pids), len(self.lets)
+            inner = self.narrowed(self.facts(s.cond, child(path, "cond"), holds, env), env)
+            if inner is not None:
+                self.block(stmts, child(path, side), inner)
+                results = []
+                for i, r in enumerate(s.results):
+                    value = r.then if side == "then" else r.else_
+                    self.visit_loads(value, child(path, "results", i, side), inner)
+                    results.append(self.expr(value, inner))
+                values.append(results)
+            self.pids = saved_pids
+            del self.lets[mark:]
+        for i, r in enumerate(s.results):
+            env[r.name] = _join([v[i] for v in values])
+
+    def facts(self, cond: L.Expr, path: str, holds: bool, env: dict[str, Abstract],
+              depth: int = 0) -> list[tuple[Atom, Interval]]:
+        """Bounds on atoms that hold where ``cond`` is ``holds`` (none where unsure)."""
+        if depth > 32:
+            return []
+        if isinstance(cond, str):
+            found = next(((e, p) for name, e, p in reversed(self.lets) if name == cond), None)
+            return [] if found is None else self.facts(found[0], found[1], holds, env, depth + 1)
+        if isinstance(cond, L.Unary) and cond.op == "not":
+            return self.facts(cond.x, child(path, "x"), not holds, env, depth + 1)
+        if not isinstance(cond, L.Binary):
+            return []
+        if cond.op in ("and", "or"):
+            if (cond.op == "and") != holds:
+                return []
+            return (self.facts(cond.lhs, child(path, "lhs"), holds, env, depth + 1)
+                    + self.facts(cond.rhs, child(path, "rhs"), holds, env, depth + 1))
+        dtype = self.checked.operand_dtypes.get(path)
+        if cond.op not in _NEGATED or dtype not in _RANGES:
+            return []
+        op = cond.op if holds else _NEGATED[cond.op]
+        low, high = _RANGES[dtype]
+        found = []
+        for side, other, rel in ((cond.lhs, cond.rhs, op), (cond.rhs, cond.lhs, _SWAPPED[op])):
+            linear = self.linear(side, env, (low, high))
+            bound = self.expr(other, env)
+            # A bound computed past the dtype's range may have wrapped: it says nothing.
+            if (linear is not None and isinstance(bound, Interval) and (bound.lo == -INF or bound.lo >= low)
+                    and (bound.hi == INF or bound.hi <= high)):
+                found += _solve(*linear, rel, bound)
+        return found
+
+    def linear(self, e: L.Expr, env: dict[str, Abstract], limits: tuple[int, int],
+               depth: int = 0) -> Optional[tuple[Atom, int, Interval]]:
+        """``e`` as ``k * atom + rest`` (``rest`` an interval), every part inside ``limits``
+        (no wrapping), or None."""
+        value = self.expr(e, env)
+        if depth > 32 or not isinstance(value, Interval) or not (limits[0] <= value.lo and value.hi <= limits[1]):
+            return None
+        if isinstance(e, L.ProgramId) and e.op == "program_id":
+            return ("pid", e.axis), 1, point(0)
+        if isinstance(e, str) and not is_literal(e):
+            found = next((x for name, x, _ in reversed(self.lets) if name == e), None)
+            deeper = None if found is None else self.linear(found, env, limits, depth + 1)
+            return deeper or (("name", e), 1, point(0))
+        if isinstance(e, (L.Hint, L.Cast)) and not (isinstance(e, L.Cast) and e.dtype not in _RANGES):
+            return self.linear(e.x, env, limits, depth + 1)
+        if not isinstance(e, L.Binary) or e.op not in ("add", "sub", "mul"):
+            return None
+        for a, b, swapped in ((e.lhs, e.rhs, False), (e.rhs, e.lhs, True)):
+            inner = self.linear(a, env, limits, depth + 1)
+            other = self.expr(b, env)
+            if inner is None or not isinstance(other, Interval) or not other.known:
+                continue
+            atom, k, rest = inner
+            if e.op == "mul":
+                if other.lo != other.hi or other.lo == 0:
+                    continue
+                return atom, int(k * other.lo), _mul(rest, other)
+            if e.op == "add":
+                return atom, k, _binary("add", rest, other)
+            if not swapped:
+                return atom, k, _binary("sub", rest, other)
+            return atom, -k, _binary("sub", other, rest)
+        return None
+
+    def narrowed(self, facts: list[tuple[Atom, Interval]], env: dict[str, Abstract]) -> Optional[dict[str, Abstract]]:
+        """``env`` under the facts, the lets in scope recomputed from the narrowed atoms; None
+        when the facts rule the branch out."""
+        inner = dict(env)
+        if not facts:
+            return inner
+        for (kind, key), bound in facts:
+            if kind == "pid":
+                g = self.grid[key] if key < len(self.grid) else TOP
+                current = self.pids.get(key, Interval(0, g.hi - 1 if g.known else INF))
+                self.pids[key] = _meet(current, bound)
+            elif isinstance(inner.get(key), Interval):
+                inner[key] = _meet(inner[key], bound)
+        for name, value, _ in self.lets:
+            if name in inner:
+                inner[name] = _meet(self.expr(value, inner), inner[name])
+        if any(v.lo > v.hi for v in self.pids.values()) or any(
+                isinstance(v, Interval) and v.lo > v.hi for v in inner.values()):
+            return None
+        return inner
 
     def visit_loads(self, e: L.Expr, path: str, env: dict[str, Abstract]) -> None:
         """Judge every unmasked load inside an expression."""
@@ -282,6 +410,44 @@ class _Analysis:
             value = getattr(e, name)
             if isinstance(value, L.Node):
                 self.visit_loads(value, child(path, name), env)
+
+
+def _solve(atom: Atom, k: int, rest: Interval, rel: str, bound: Interval) -> list[tuple[Atom, Interval]]:
+    """Bounds on ``atom`` from ``k * atom + rest rel bound`` (integers)."""
+    upper = {"lt": bound.hi - 1, "le": bound.hi, "eq": bound.hi}.get(rel, INF)
+    lower = {"gt": bound.lo + 1, "ge": bound.lo, "eq": bound.lo}.get(rel, -INF)
+    found = []
+    if upper < INF and rest.lo > -INF:  # k * atom <= upper - rest.lo
+        room = int(upper - rest.lo)
+        found.append(Interval(-INF, room // k) if k > 0 else Interval(-(-room // k), INF))
+    if lower > -INF and rest.hi < INF:  # k * atom >= lower - rest.hi
+        room = int(lower - rest.hi)
+        found.append(Interval(-(-room // k), INF) if k > 0 else Interval(-INF, room // k))
+    return [(atom, f) for f in found]
+
+
+def _meet(a: Abstract, b: Abstract) -> Abstract:
+    """What is known from both (an empty interval where they exclude each other)."""
+    if isinstance(a, Interval) and isinstance(b, Interval):
+        return Interval(max(a.lo, b.lo), min(a.hi, b.hi))
+    if isinstance(a, Pointer) and isinstance(b, Pointer) and a.bases == b.bases:
+        return Pointer(a.bases, Interval(max(a.offset.lo, b.offset.lo), min(a.offset.hi, b.offset.hi)))
+    return a
+
+
+def _join(values: list[Abstract]) -> Abstract:
+    """A value that is one of ``values``."""
+    if not values:
+        return TOP
+    first = values[0]
+    for v in values[1:]:
+        if isinstance(first, Interval) and isinstance(v, Interval):
+            first = first | v
+        elif isinstance(first, Pointer) and isinstance(v, Pointer):
+            first = Pointer(first.bases | v.bases, first.offset | v.offset)
+        else:
+            return TOP
+    return first
 
 
 def _assignments(names: tuple[str, ...]) -> Iterator[dict[str, int]]:

@@ -59,17 +59,18 @@ def _dots(node: Any, path: str) -> list[str]:
     if not isinstance(node, L.Node):
         return []
     found = [path] if isinstance(node, L.Dot) else []
-    for name in type(node).model_fields:
-        found += _dots(getattr(node, name), child(path, name))
+    for key, value in L.node_fields(node):
+        found += _dots(value, child(path, key))
     return found
 
 
 def _owner(path: str) -> str:
-    """``/body/3/body/2/value/lhs`` belongs to statement ``/body/3/body/2``."""
+    """``/body/3/body/2/value/lhs`` belongs to statement ``/body/3/body/2`` (and
+    ``/body/1/else/0/value`` to ``/body/1/else/0``)."""
     parts = path.split("/")[1:]
     owner, i = "", 0
-    while i + 1 < len(parts) and parts[i] == "body" and parts[i + 1].isdigit():
-        owner += f"/body/{parts[i + 1]}"
+    while i + 1 < len(parts) and parts[i] in ("body", "then", "else") and parts[i + 1].isdigit():
+        owner += f"/{parts[i]}/{parts[i + 1]}"
         i += 2
     return owner
 
@@ -90,6 +91,12 @@ class _Estimate:
             own = self.programs * self.numels.get(spath, 1) + self.chunks * STATEMENT_COST
             if isinstance(s, L.For):
                 total += self.loop(s, spath, env, own)
+            elif isinstance(s, L.If):
+                # Both branches may run (for different programs): both count.
+                total += own + sum(self.statements(stmts, child(spath, side), dict(env))
+                                   for side, stmts in (("then", s.then), ("else", s.else_)))
+                for r in s.results:
+                    env.pop(r.name, None)
             else:
                 total += own
                 if isinstance(s, L.Let):

@@ -702,6 +702,8 @@ class _Checker:
                     self.lets[stmt.name] = stmt.value  # for the hints' refuter
                 elif isinstance(stmt, L.Store):
                     self.store(stmt, spath, scope)
+                elif isinstance(stmt, L.If):
+                    self.branch(stmt, spath, scope)
                 else:
                     self.loop(stmt, spath, scope)
             except _Invalid:
@@ -709,8 +711,8 @@ class _Checker:
                 # so their later uses are not reported again as undefined.
                 if isinstance(stmt, L.Let):
                     scope.setdefault(stmt.name, ValueType(ERROR_DTYPE))
-                elif isinstance(stmt, L.For):
-                    for c in stmt.carry:
+                elif isinstance(stmt, (L.For, L.If)):
+                    for c in (stmt.carry if isinstance(stmt, L.For) else stmt.results):
                         scope.setdefault(c.name, ValueType(ERROR_DTYPE))
 
     def store(self, s: L.Store, path: str, scope) -> None:
@@ -773,6 +775,64 @@ class _Checker:
         for i, (name, t) in enumerate(carried):
             self.bind(name, ValueType(t.dtype, t.shape, t.pointer, False, t.bases),
                       child(path, "carry", i, "name"), scope)
+
+    def branch(self, s: L.If, path: str, scope: dict[str, ValueType]) -> None:
+        """An if: a bool scalar condition, each branch in its own scope, and results of one
+        type from both (as Triton's scf.if yields them)."""
+        cpath = child(path, "cond")
+        try:  # a wrong condition is reported; the branches are still checked
+            cond = self.expr(s.cond, cpath, scope)
+            if cond.shape:
+                self.error(cpath, "needs_scalar", f"an if's condition is a scalar, got {cond}; reduce the block "
+                           "(max/min of a cast) or use where/masks for per-lane choices")
+            elif not cond.is_bool:
+                self.error(cpath, "needs_bool", f"an if's condition is bool, got {cond} (compare, e.g. ne x 0)")
+        except _Invalid:
+            pass
+        scopes = {}
+        for side, stmts in (("then", s.then), ("else", s.else_)):
+            scopes[side] = dict(scope)
+            self.block(stmts, child(path, side), scopes[side])
+        results: list[tuple[str, ValueType, str]] = []
+        for i, r in enumerate(s.results):
+            rpath = child(path, "results", i)
+            try:
+                sides = [(self.expr(getattr(r, "then" if side == "then" else "else_"), child(rpath, side), scopes[side]),
+                          child(rpath, side)) for side in ("then", "else")]
+                results.append((r.name, self.result_type(r.name, sides, rpath), child(rpath, "name")))
+            except _Invalid:
+                results.append((r.name, ValueType(ERROR_DTYPE), child(rpath, "name")))
+        for name, t, npath in results:
+            self.types[npath] = t
+            self.bind(name, t, npath, scope)
+
+    def result_type(self, name: str, sides: list[tuple[ValueType, str]], path: str) -> ValueType:
+        """The one type of an if's result: equal shapes and dtypes, a weak side taking the
+        other's dtype (both weak: concrete), or pointers of one dtype (either base)."""
+        (a, ap), (b, bp) = sides
+        if a.pointer or b.pointer:
+            if not (a.pointer and b.pointer and a.dtype == b.dtype and a.shape == b.shape):
+                raise self.fail(path, "if_result_type", f"result {name!r} is {a} in then but {b} in else")
+            return ValueType(a.dtype, a.shape, pointer=True, bases=a.bases | b.bases)
+        if a.shape != b.shape:
+            raise self.fail(path, "if_result_type", f"result {name!r} has shape {list(a.shape)} in then but "
+                            f"{list(b.shape)} in else; broadcast one (the shapes must be equal)")
+        if a.weak and b.weak:
+            dtype = self._common_dtype(sides, "if")
+        elif a.weak or b.weak:
+            strong, weak = (b, a) if a.weak else (a, b)
+            if weak.is_float and not strong.is_float or strong.is_bool:
+                raise self.fail(path, "if_result_type", f"result {name!r} is {a} in then but {b} in else; cast one")
+            dtype = strong.dtype
+        elif a.dtype != b.dtype:
+            raise self.fail(path, "if_result_type", f"result {name!r} is {a.dtype} in then but {b.dtype} in else; "
+                            "cast one")
+        else:
+            dtype = a.dtype
+        for t, p in sides:
+            self.adopt(t, dtype, p)
+        self.operand_dtypes[path] = dtype
+        return ValueType(dtype, a.shape)
 
     # -- the whole kernel -------------------------------------------------------------------
 

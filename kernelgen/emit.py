@@ -251,6 +251,15 @@ class Namer:
             self.reserved.add(candidate)
         return self.names[name]
 
+    def fresh(self, name: str) -> str:
+        """A new Python name for ``name``, never given before, now what ``name`` maps to."""
+        candidate = name
+        while candidate in self.reserved or candidate in self.taken:
+            candidate += "_"
+        self.names[name] = candidate
+        self.reserved.add(candidate)
+        return candidate
+
 
 def _kernel_names(kernel: L.Kernel) -> set[str]:
     names = {p.name for p in kernel.params} | {m.name for m in kernel.meta}
@@ -263,6 +272,10 @@ def _kernel_names(kernel: L.Kernel) -> set[str]:
                 names.add(s.var)
                 names.update(c.name for c in s.carry)
                 visit(s.body)
+            elif isinstance(s, L.If):
+                names.update(r.name for r in s.results)
+                visit(s.then)
+                visit(s.else_)
 
     visit(kernel.body)
     return names
@@ -393,6 +406,17 @@ class _KernelEmitter:
         self.names = names
         self.helpers: set[str] = set()
         self.lines: list[str] = []
+        self.assigned: set[str] = set()
+
+    def target(self, name: str) -> str:
+        """The Python name a statement assigns ``name`` to: one assignment site per Python
+        name, since Triton makes a name assigned in both branches of an ``if`` a result of it
+        (a let bound in two sibling scopes gets a fresh name the second time)."""
+        python = self.names(name)
+        if python in self.assigned:
+            python = self.names.fresh(name)
+        self.assigned.add(python)
+        return python
 
     # -- values ----------------------------------------------------------------------------
 
@@ -682,11 +706,13 @@ class _KernelEmitter:
                     # dtype it meets (Triton's interpreter makes an assigned constant a tensor).
                     env[s.name] = value
                     continue
-                name = self.names(s.name)
+                name = self.target(s.name)
                 self.line(depth, f"{name} = {value.text}")
                 env[s.name] = replace(value, text=name, prec=ATOM)
             elif isinstance(s, L.Store):
                 self.store(s, spath, env, depth)
+            elif isinstance(s, L.If):
+                self.branch(s, spath, env, depth)
             else:
                 self.loop(s, spath, env, depth)
 
@@ -706,7 +732,7 @@ class _KernelEmitter:
             init = self.expr(c.init, child(path, "carry", i, "init"), env)
             if not t.pointer:
                 init = self.coerce(init, t.dtype)
-            name = self.names(c.name)
+            name = self.target(c.name)
             self.line(depth, f"{name} = {init.text}")
             carried.append((c.name, _Code(name, ATOM, t.dtype, pointer=t.pointer)))
         bounds = [self.expr(getattr(f, b), child(path, b), env).text for b in ("start", "stop", "step")]
@@ -714,7 +740,7 @@ class _KernelEmitter:
             bounds.pop()
             if bounds[0] == "0":
                 bounds.pop(0)
-        var = self.names(f.var)
+        var = self.target(f.var)
         if f.num_stages is not None:
             self.line(depth, f"for {var} in tl.range({', '.join(bounds)}, num_stages={f.num_stages}):")
         else:
@@ -746,6 +772,35 @@ class _KernelEmitter:
         if not f.body and not any(name != value for name, value in updates):
             self.line(depth + 1, "pass")
         env.update(carried)
+
+    def branch(self, s: L.If, path: str, env: dict[str, _Code], depth: int) -> None:
+        """Python's ``if`` (Triton's scf.if on a scalar tensor; a static branch where the
+        condition is a constant): each result assigned at the end of both branches, as a
+        tensor cast to its one type (Triton requires the same type from both)."""
+        cond = self.expr(s.cond, child(path, "cond"), env)
+        types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
+        names = [self.target(r.name) for r in s.results]
+        self.line(depth, f"if {cond.text}:")
+        for side, stmts in (("then", s.then), ("else", s.else_)):
+            if side == "else":
+                if not (stmts or s.results):
+                    break
+                self.line(depth, "else:")
+            inner = dict(env)
+            start = len(self.lines)
+            self.block(stmts, child(path, side), inner, depth + 1)
+            for i, (r, t, name) in enumerate(zip(s.results, types, names)):
+                value = self.expr(r.then if side == "then" else r.else_, child(path, "results", i, side), inner)
+                text = value.text
+                if not t.pointer:
+                    # Triton's own dtype of an expression may differ (it computes f16
+                    # minimum with a Python float in f32, say): name it, as a store would.
+                    text = f"{self.coerce(value, t.dtype, tensor=True).at(POSTFIX)}.to({TL_DTYPES[t.dtype]})"
+                self.line(depth + 1, f"{name} = {text}")
+            if len(self.lines) == start:
+                self.line(depth + 1, "pass")
+        for r, t, name in zip(s.results, types, names):
+            env[r.name] = _Code(name, ATOM, t.dtype, pointer=t.pointer)
 
 
 # Builtins the emitted launcher calls: a launcher may not be named after one of them.

@@ -260,8 +260,7 @@ def _dot_kinds(checked: CheckedKernel) -> set[str]:
             operand = checked.types[child(path, "lhs")].dtype
             kinds.add("f16" if operand in ("f16", "bf16") else node.precision)
         if isinstance(node, L.Node):
-            for name in type(node).model_fields:
-                value = getattr(node, name)
+            for name, value in L.node_fields(node):
                 if isinstance(value, list):
                     for i, item in enumerate(value):
                         visit(item, child(path, name, i))

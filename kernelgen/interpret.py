@@ -20,6 +20,9 @@ Semantics, where Triton leaves a choice or a subtlety:
   may write it again), and an element one program writes may not be loaded by another program
   (``race``, naming both programs and the element); masked-off lanes do not count;
 * every output element must be written by some program (``unwritten``), whatever its dtype;
+* an ``if`` runs each branch for the programs whose condition takes it (as a loop runs for
+  the programs still iterating): the other programs' loads, stores and hints there do not
+  happen; each result is the taken branch's value, per program;
 * a masked load without ``other`` reads 0 (false) in masked-off lanes;
 * comparisons are ordered (false with NaN) except ``ne``, which is true with NaN;
 * ``maximum``/``minimum`` and the ``max``/``min`` reductions propagate NaN, as in PyTorch;
@@ -387,6 +390,8 @@ class _Run:
                 env[s.name] = self.eval(s.value, child(spath, "value"), env)
             elif isinstance(s, L.Store):
                 self.store(s, spath, env)
+            elif isinstance(s, L.If):
+                self.branch(s, spath, env)
             else:
                 self.loop(s, spath, env)
 
@@ -423,6 +428,35 @@ class _Run:
                 carries[c.name] = nxt if active is None else self._select(active, nxt, carries[c.name], t)
         env.update(carries)
 
+    def branch(self, s: L.If, path: str, env: dict[str, Value]) -> None:
+        """Each program takes one branch: a branch runs for the programs (of those active)
+        whose condition selects it, as a loop runs for those still iterating, and is skipped
+        when none does; each result is then selected per program."""
+        cond = self.eval_as(s.cond, child(path, "cond"), env, "bool")
+        outer = env.get(_ACTIVE)
+        types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
+        taken: dict[str, list[Value]] = {}
+        for side, stmts, chosen in (("then", s.then, cond), ("else", s.else_, ~cond)):
+            active = chosen if outer is None else chosen & outer
+            if not active.any():
+                continue
+            inner = dict(env)
+            if outer is not None or not active.all():
+                inner[_ACTIVE] = active
+            self.block(stmts, child(path, side), inner)
+            taken[side] = [self._materialize(self.eval(r.then if side == "then" else r.else_,
+                                                       child(path, "results", i, side), inner), t)
+                           for i, (r, t) in enumerate(zip(s.results, types))]
+        for i, (r, t) in enumerate(zip(s.results, types)):
+            if len(taken) == 2:
+                env[r.name] = self._select(cond, taken["then"][i], taken["else"][i], t)
+            elif taken:
+                env[r.name] = next(iter(taken.values()))[i]
+            else:  # no program is active here: the value is never observed
+                env[r.name] = self._materialize(0, t) if not t.pointer else Pointer(
+                    torch.zeros((self.count,) + t.shape, dtype=torch.int64),
+                    torch.zeros((self.count,) + t.shape, dtype=torch.int64))
+
     def _materialize(self, value: Value, t: ValueType) -> Value:
         if isinstance(value, Pointer):
             return Pointer(self.expand(value.base, t.shape), self.expand(value.offset, t.shape))
@@ -452,7 +486,7 @@ class _Run:
         self.block(self.checked.kernel.body, "/body", self.initial_env())
 
 
-_ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
+_ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
 
 
 def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

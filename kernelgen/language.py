@@ -346,7 +346,7 @@ class For(Node):
     scalars (needs_scalar, needs_int) evaluated once; it runs ``max(0, cdiv(stop - start,
     step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
-    no if, while or break: use masks and where. ``num_stages``: this loop's pipelining depth."""
+    no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth."""
 
     op: Literal["for"]
     var: Name
@@ -358,7 +358,40 @@ class For(Node):
     body: list[Stmt]
 
 
-Stmt = Annotated[Union[Let, Store, For], Field(discriminator="op")]
+class IfResult(Node):
+    """A value out of an if: ``then`` in the then branch's scope, ``else`` in the else
+    branch's (a name bound in one branch only is undefined in the other); after the if
+    ``name`` holds the taken one. Same shape and dtype (a weak literal takes the other's;
+    both weak: concrete) or pointers of one dtype (if_result_type)."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    name: Name
+    then: Expr
+    else_: Expr = Field(alias="else")
+
+
+class If(Node):
+    """``if cond: then else: else``: ``cond`` a bool scalar (needs_scalar, needs_bool), per
+    program (it may depend on program_id, params, loop vars, loads). Only the taken branch
+    runs (stores, loads); lets inside are gone after the if, ``results`` flow out.
+    E.g. full blocks unmasked, the last one masked."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    op: Literal["if"]
+    cond: Expr
+    then: list[Stmt] = []
+    else_: list[Stmt] = Field([], alias="else")
+    results: list[IfResult] = []
+
+
+Stmt = Annotated[Union[Let, Store, For, If], Field(discriminator="op")]
+
+
+def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
+    """A node's fields as (JSON key, value): an if's ``else`` is ``else_`` in Python."""
+    return [(info.alias or name, getattr(node, name)) for name, info in type(node).model_fields.items()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,5 +510,5 @@ class Kernel(Node):
 
 
 for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot, ExpandDims, Reshape, Trans, Hint,
-               Let, Store, Carry, For, Output, Param, Kernel):
+               Let, Store, Carry, For, IfResult, If, Output, Param, Kernel):
     _model.model_rebuild()

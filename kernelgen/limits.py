@@ -17,6 +17,7 @@ from typing import Any, Iterator, Union
 from pydantic import BaseModel
 
 from kernelgen.errors import Diagnostic
+from kernelgen.language import node_fields
 
 MAX_NAME_LENGTH = 64
 INT_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
@@ -79,8 +80,8 @@ def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
         if isinstance(item, str):
             yield where, item
         elif isinstance(item, BaseModel):
-            fields = [name for name in type(item).model_fields if name not in _DATA_FIELDS]
-            stack.extend((getattr(item, name), f"{where}/{name}") for name in reversed(fields))
+            fields = [(key, value) for key, value in node_fields(item) if key not in _DATA_FIELDS]
+            stack.extend((value, f"{where}/{key}") for key, value in reversed(fields))
         elif isinstance(item, list):
             stack.extend((item[i], f"{where}/{i}") for i in reversed(range(len(item))))
 

@@ -703,6 +703,8 @@ class _Lowering:
                 env[stmt.name] = self.expr(stmt.value, child(spath, "value"), env)
             elif isinstance(stmt, L.Store):
                 self.guarded(spath, lambda: self.store(stmt, spath, env))
+            elif isinstance(stmt, L.If):
+                self.guarded(spath, lambda: self.branch(stmt, spath, env))
             else:
                 self.guarded(spath, lambda: self.loop(stmt, spath, env))
 
@@ -745,14 +747,43 @@ class _Lowering:
         for i, c in enumerate(f.carry):
             inner[c.name] = body.arg(i + 1)
         self.block(f.body, child(path, "body"), inner)
-        nexts = [self.operand(c.next, child(path, "carry", i, "next"), inner, t.dtype, t.shape)
-                 for i, (c, t) in enumerate(zip(f.carry, carry_types))]
-        if nexts:
-            self.at(path)
-            b.create_yield_op(nexts)
+        self.yield_values([(c.next, child(path, "carry", i, "next")) for i, c in enumerate(f.carry)],
+                          carry_types, inner, path)
         b.restore_insertion_point(saved)
         for i, c in enumerate(f.carry):
             env[c.name] = for_op.get_result(i)
+
+    def yield_values(self, exprs: list[tuple[L.Expr, str]], types: list[ValueType], env: dict[str, Lowered],
+                     path: str) -> None:
+        """End a region with ``scf.yield`` of the expressions (none: the implicit terminator)."""
+        values = [self.operand(e, p, env, t.dtype, t.shape) for (e, p), t in zip(exprs, types)]
+        if values:
+            self.at(path)
+            self.builder.create_yield_op(values)
+
+    def branch(self, s: L.If, path: str, env: dict[str, Lowered]) -> None:
+        """An ``scf.if`` yielding the results (as Triton's code generator builds one for an
+        ``if`` on a scalar tensor); without results it has no yields, and no else block when
+        the else branch is empty."""
+        b = self.builder
+        cond = self.operand(s.cond, child(path, "cond"), env, "bool")
+        types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
+        self.at(path)
+        if_op = b.create_if_op([self.ir_type(t) for t in types], cond, bool(s.results or s.else_))
+        saved = b.get_insertion_point()
+        for side, stmts, block in (("then", s.then, if_op.get_then_block()), ("else", s.else_, None)):
+            if side == "else":
+                if not (s.results or s.else_):
+                    break
+                block = if_op.get_else_block()
+            b.set_insertion_point_to_start(block)
+            inner = dict(env)
+            self.block(stmts, child(path, side), inner)
+            self.yield_values([(r.then if side == "then" else r.else_, child(path, "results", i, side))
+                               for i, r in enumerate(s.results)], types, inner, path)
+        b.restore_insertion_point(saved)
+        for i, r in enumerate(s.results):
+            env[r.name] = if_op.get_result(i)
 
     # -- the kernel -------------------------------------------------------------------------
 

@@ -91,6 +91,38 @@ PROVEN = [
 ]
 
 
+def branch(cond: Any, then: list[dict[str, Any]], orelse: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return op("if", cond=cond, then=then, **({"else": orelse} if orelse is not None else {}))
+
+
+FULL_BLOCK = op("le", lhs=op("mul", lhs=op("add", lhs=PID, rhs=1), rhs="B"), rhs="N")
+TAIL = op("lt", lhs=BLOCK_OFFSETS, rhs="N")
+PAST_N = [op("add", lhs="N", rhs=3)]  # three programs more than elements
+PROVEN += [
+    pytest.param(kernel([branch(FULL_BLOCK, [store(BLOCK_OFFSETS, load(BLOCK_OFFSETS))],
+                                [op("store", ptr=op("add", lhs="out", rhs=BLOCK_OFFSETS), value=1.0, mask=TAIL)])],
+                        [op("cdiv", lhs="N", rhs="B")]), id="full-blocks-unmasked-under-if"),
+    pytest.param(kernel([op("let", name="pid", value=PID),
+                         op("let", name="offs", value=op("add", lhs=op("mul", lhs="pid", rhs="B"),
+                                                          rhs=op("arange", size="B"))),
+                         op("let", name="full", value=op("le", lhs=op("add", lhs=op("mul", lhs="pid", rhs="B"), rhs="B"),
+                                                         rhs="N")),
+                         branch("full", [store("offs", load("offs"))],
+                                [op("store", ptr=op("add", lhs="out", rhs="offs"), value=1.0,
+                                    mask=op("lt", lhs="offs", rhs="N"))])],
+                        [op("cdiv", lhs="N", rhs="B")]), id="full-blocks-through-lets"),
+    pytest.param(kernel([branch(op("lt", lhs=PID, rhs="N"), [store(PID, load(PID))])], PAST_N), id="if-pid-below-n"),
+    pytest.param(kernel([branch(op("ge", lhs=PID, rhs="N"), [], [store(PID, load(PID))])], PAST_N),
+                 id="else-of-pid-at-least-n"),
+    pytest.param(kernel([branch(op("not", x=op("or", lhs=op("ge", lhs=PID, rhs="N"), rhs=op("lt", lhs=PID, rhs=0))),
+                                [store(PID)])], PAST_N), id="not-of-or"),
+    pytest.param(kernel([op("for", var="i", stop=op("add", lhs="N", rhs=5), body=[
+        branch(op("gt", lhs="N", rhs="i"), [store("i", load("i"))])])], [1]), id="loop-var-under-if"),
+    pytest.param(kernel([branch(op("gt", lhs="N", rhs=1000), [store(1000, load(999))])], [1]),
+                 id="int-param-large-enough"),
+]
+
+
 @pytest.mark.parametrize("doc", PROVEN)
 def test_accesses_proven_in_bounds_are_accepted(doc: dict[str, Any]) -> None:
     assert diagnostics(doc) == []
@@ -122,6 +154,25 @@ REFUSED = [
     pytest.param(kernel([store(op("add", lhs=op("mul", lhs=op("program_id", axis=0), rhs="N"), rhs=op("program_id", axis=1)))],
                         ["N", "M"], out_shape=["M", "N"], inputs=MATRIX, params=MATRIX_PARAMS), "/body/0",
                  "where 'out' has", id="grid-axes-swapped"),
+]
+
+
+REFUSED += [
+    pytest.param(kernel([branch(op("lt", lhs=op("mul", lhs=PID, rhs="B"), rhs="N"), [store(BLOCK_OFFSETS)])],
+                        [op("cdiv", lhs="N", rhs="B")]), "/body/0/then/0", "offsets 0..15 where 'out' has 1 elements",
+                 id="partial-block-taken-unmasked"),
+    pytest.param(kernel([branch(FULL_BLOCK, [store(BLOCK_OFFSETS)], [store(BLOCK_OFFSETS)])],
+                        [op("cdiv", lhs="N", rhs="B")]), "/body/0/else/0", "where 'out' has 1 elements",
+                 id="tail-unmasked-in-else"),
+    pytest.param(kernel([branch(op("or", lhs=op("lt", lhs=PID, rhs="N"), rhs=op("gt", lhs=PID, rhs=2)), [store(PID)])],
+                        PAST_N), "/body/0/then/0", "where 'out' has", id="or-narrows-nothing-in-then"),
+    # N * 2**30 wraps to -2**31 at N = 2, where every program takes the branch
+    pytest.param(kernel([branch(op("ge", lhs=PID, rhs=op("mul", lhs="N", rhs=1 << 30)),
+                                [store(op("add", lhs=PID, rhs=100))])], PAST_N),
+                 "/body/0/then/0", "(with N=2)", id="bound-that-may-wrap-narrows-nothing"),
+    pytest.param(kernel([branch(op("lt", lhs=op("cast", x=PID, dtype="f32"), rhs=op("cast", x="N", dtype="f32")),
+                                [store(PID)])], PAST_N), "/body/0/then/0", "where 'out' has",
+                 id="float-comparison-narrows-nothing"),
 ]
 
 
@@ -170,7 +221,11 @@ def probe(offset: Any, grid: list[Any]) -> dict[str, Any]:
 def test_accepted_unmasked_loads_stay_in_bounds_at_any_size(offset: Any, grid: list[Any], sizes: list[int]) -> None:
     """Whenever the analysis accepts an unmasked load, running the kernel at sizes it did not
     sample never leaves the tensor."""
-    doc = probe(offset, grid)
+    runs_in_bounds_if_accepted(probe(offset, grid), sizes)
+
+
+def runs_in_bounds_if_accepted(doc: dict[str, Any], sizes: list[int]) -> None:
+    """Run an accepted kernel at each N (an out_of_bounds error fails the test)."""
     if diagnostics(doc):
         return
     checked = check(kernel_from_obj(doc))
@@ -189,3 +244,50 @@ def test_the_property_above_sees_accepted_kernels() -> None:
 
     count()
     assert sum(accepted) >= 20
+
+
+COMPARISONS = st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"])
+
+
+def scalar(offset: Any) -> Any:
+    return op("max", x=offset, axis=0) if "arange" in str(offset) else offset
+
+
+def conditioned_probe(rel: str, lhs: Any, rhs: Any, offset: Any, tied: bool, in_else: bool,
+                      grid: list[Any]) -> dict[str, Any]:
+    """A kernel whose only questionable access is an unmasked load at ``offset`` in a branch
+    of ``lhs rel rhs`` (``tied``: ``offset rel rhs and offset >= 0`` instead)."""
+    cond = op(rel, lhs=offset if tied else scalar(lhs), rhs=scalar(rhs))
+    if tied:
+        cond = op("and", lhs=cond, rhs=op("ge", lhs=offset, rhs=0))
+    body = [op("let", name="value", value=load(offset))]
+    return kernel([branch(cond, [] if in_else else body, body if in_else else []),
+                   store(op("minimum", lhs=PID, rhs=LAST))], grid)
+
+
+SCALAR_OFFSETS = offsets(2).filter(lambda e: "arange" not in str(e))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(COMPARISONS, SCALAR_OFFSETS, offsets(2), SCALAR_OFFSETS, st.booleans(), st.booleans(), st.sampled_from(GRIDS),
+       st.lists(st.integers(1, 300), min_size=1, max_size=3))
+def test_accesses_proven_under_a_condition_stay_in_bounds(rel: str, lhs: Any, rhs: Any, offset: Any, tied: bool,
+                                                          in_else: bool, grid: list[Any], sizes: list[int]) -> None:
+    """An unmasked load in a branch, accepted thanks to the branch's condition or not, never
+    leaves the tensor when the kernel runs at sizes the analysis did not sample."""
+    runs_in_bounds_if_accepted(conditioned_probe(rel, lhs, rhs, offset, tied, in_else, grid), sizes)
+
+
+def test_the_property_above_sees_loads_proven_by_their_condition() -> None:
+    """Often the load is accepted only because of its branch's condition: not vacuous."""
+    helped = []
+
+    @settings(max_examples=200, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.filter_too_much])
+    @given(st.sampled_from(["lt", "le"]), st.sampled_from(["N", LAST, 1, 3]), SCALAR_OFFSETS, st.sampled_from(GRIDS))
+    def count(rel: str, rhs: Any, offset: Any, grid: list[Any]) -> None:
+        doc = conditioned_probe(rel, 0, rhs, offset, True, False, grid)
+        helped.append(not diagnostics(doc) and bool(diagnostics(probe(offset, grid))))
+
+    count()
+    assert sum(helped) >= 10

@@ -72,6 +72,10 @@ def case(case_id: str, base: dict[str, Any], edits: dict[str, Any], code: str, p
 
 
 LOAD_X = {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": "offsets"}, "mask": "in_bounds"}
+LOAD_Y = {"op": "load", "ptr": {"op": "add", "lhs": "y", "rhs": "offsets"}, "mask": "in_bounds"}
+# vector_add with y_block (statement 4) out of an if on a scalar: y where N > 7, else zeros.
+BRANCHED = mutated(VADD, {"/body/4": {"op": "if", "cond": {"op": "gt", "lhs": "N", "rhs": 7}, "results": [
+    {"name": "y_block", "then": LOAD_Y, "else": {"op": "full", "shape": ["BLOCK"], "value": 0.0, "dtype": "f32"}}]}})
 
 SEMANTIC_CASES = [
     # names
@@ -92,6 +96,26 @@ SEMANTIC_CASES = [
     case("loop-var-shadows-let", SOFTMAX, {"/body/4/var": "row_start", "/body/4/body/0/value/lhs": "row_start"},
          "duplicate_name", "/body/4/var"),
     case("size-named-like-input", VADD, {"/inputs/1/shape/0": "x"}, "duplicate_name", "/inputs/1/shape/0"),
+    case("if-result-bound-in-one-branch-only", BRANCHED,
+         {"/body/4/then": [{"op": "let", "name": "t", "value": LOAD_Y}], "/body/4/results/0/then": "t",
+          "/body/4/results/0/else": "t"}, "undefined_name", "/body/4/results/0/else"),
+    case("let-in-branch-used-after-if", BRANCHED,
+         {"/body/4/else": [{"op": "let", "name": "t", "value": 1.0}], "/body/5/value/rhs": "t"},
+         "undefined_name", "/body/5/value/rhs"),
+    case("if-result-rebinds-a-name", BRANCHED, {"/body/4/results/0/name": "x_block", "/body/5/value/rhs": "x_block"},
+         "duplicate_name", "/body/4/results/0/name"),
+    case("let-in-branch-rebinds-outer-name", BRANCHED, {"/body/4/then": [{"op": "let", "name": "block_start", "value": 0}]},
+         "duplicate_name", "/body/4/then/0/name"),
+    # if
+    case("if-condition-is-a-block", BRANCHED, {"/body/4/cond": "in_bounds"}, "needs_scalar", "/body/4/cond"),
+    case("if-condition-is-an-integer", BRANCHED, {"/body/4/cond": "N"}, "needs_bool", "/body/4/cond"),
+    case("if-result-dtypes-differ", BRANCHED, {"/body/4/results/0/else/dtype": "f16"},
+         "if_result_type", "/body/4/results/0"),
+    case("if-result-shapes-differ", BRANCHED, {"/body/4/results/0/else/shape": []},
+         "if_result_type", "/body/4/results/0"),
+    case("if-result-float-literal-for-int", BRANCHED, {"/body/4/results/0/then": {"op": "cast", "x": LOAD_Y, "dtype": "i32"},
+                                                        "/body/4/results/0/else": 0.5}, "if_result_type", "/body/4/results/0"),
+    case("if-result-pointer-and-number", BRANCHED, {"/body/4/results/0/then": "y"}, "if_result_type", "/body/4/results/0"),
     # dtypes
     case("add-f32-and-f16", VADD, {"/inputs/1/dtype": "f16"}, "dtype_mismatch", "/body/5/value/rhs"),
     case("store-f32-into-f16", VADD, {"/outputs/0/dtype": "f16"}, "dtype_mismatch", "/body/5/value"),
@@ -288,6 +312,9 @@ SCHEMA_CASES = [
     case("meta-value-true", VADD, {"/meta/0/value": True}, "bad_type", "/meta/0/value"),
     case("meta-value-float", VADD, {"/meta/0/value": 1024.0}, "bad_type", "/meta/0/value"),
     case("let-named-nan", VADD, {"/body/4/name": "nan"}, "reserved_name", "/body/4/name"),
+    case("if-else-spelled-else_", BRANCHED, {"/body/4/else_": []}, "unknown_field", "/body/4/else_"),
+    case("if-result-without-else", BRANCHED, {"/body/4/results/0/else": REMOVE}, "missing_field",
+         "/body/4/results/0/else"),
 ]
 
 
@@ -297,7 +324,7 @@ def test_malformed_kernel_gets_one_diagnostic_at_its_node(base, edits, code, pat
 
 
 def test_the_bases_are_valid() -> None:
-    for base in (VADD, SOFTMAX, MATMUL):
+    for base in (VADD, SOFTMAX, MATMUL, BRANCHED):
         assert diagnose(base) == []
 
 
@@ -338,6 +365,24 @@ def test_hints_are_proven_refuted_or_trusted() -> None:
     assert diagnose(mutated(VADD, {"/body/1/value": {"op": "hint", "max_contiguous": [1024], "multiple_of": [4], "x": {
         "op": "add", "lhs": {"op": "program_id"}, "rhs": {"op": "arange", "size": "BLOCK"}}}})) == []
     assert diagnose(mutated(VADD, trusted)) == []
+
+
+def test_if_diagnostics_say_what_is_wrong_and_where() -> None:
+    """Both sides' types for a result that differs; the shape of a block condition; an error
+    in the condition does not hide one in a branch."""
+    def messages(edits: dict[str, Any]) -> list[tuple[str, str, str]]:
+        try:
+            check(kernel_from_obj(mutated(BRANCHED, edits)))
+        except SemanticError as exc:
+            return [(d.path, d.code, d.message) for d in exc.diagnostics]
+        return []
+
+    ((path, code, message),) = messages({"/body/4/results/0/else/dtype": "f16"})
+    assert "'y_block' is f32 in then but f16 in else" in message
+    ((path, code, message),) = messages({"/body/4/cond": "in_bounds"})
+    assert "scalar, got bool[1024]" in message and "where" in message
+    both = messages({"/body/4/cond": "in_bounds", "/body/4/then": [{"op": "let", "name": "t", "value": "nope"}]})
+    assert [(p, c) for p, c, _ in both] == [("/body/4/cond", "needs_scalar"), ("/body/4/then/0/value", "undefined_name")]
 
 
 def test_meta_override_of_unknown_name() -> None:

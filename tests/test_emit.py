@@ -120,8 +120,8 @@ def walk(node: Any, path: str) -> Iterator[tuple[Any, str]]:
     """Every node under ``node`` with its JSON path."""
     yield node, path
     if isinstance(node, L.Node):
-        for field in type(node).model_fields:
-            yield from walk(getattr(node, field), child(path, field))
+        for key, value in L.node_fields(node):
+            yield from walk(value, child(path, key))
     elif isinstance(node, list):
         for i, item in enumerate(node):
             yield from walk(item, child(path, i))
@@ -576,6 +576,9 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "f64": (F64, {"N": 45}, {}),
     "hinted_copy": (wrapped_copy(True), {"N": 2048}, {}),
     "staged_row_sums": (CASES["staged_row_sums"].kernel, {"M": 3, "N": 150}, {}),
+    "tail_split": (CASES["tail_split"].kernel, {"N": 200}, {}),
+    "branch_formulas": (CASES["branch_formulas"].kernel, {"N": 150}, {}),
+    "branch_in_loop": (CASES["branch_in_loop"].kernel, {"M": 6, "N": 40}, {"acc_out": (1e-5, 1e-5)}),
 }
 
 
@@ -895,11 +898,15 @@ def test_literals_mean_what_the_interpreter_says(case: tuple[CheckedKernel, dict
 @given(data=st.data())
 def test_random_kernels_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
     strategies = pytest.importorskip("kernelgen.ast_strategies")
-    generated = data.draw(strategies.kernels())
+    check_generated(data.draw(strategies.kernels()), triton_interpreter, seed=5)
+
+
+def check_generated(generated: Any, triton_interpreter: TritonInterpreter, seed: int) -> None:
+    """A random kernel in Triton's interpreter against ours, within its tolerances."""
     checked = check(generated.kernel)
     if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
         return  # what Triton's interpreter gets wrong; compiled in test_random_kernels_compile_for_sm90
-    args = generated.arguments(seed=5)
+    args = generated.arguments(seed=seed)
     expected = interpret(checked, args)
     actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
     problems = generated.mismatches(expected, dict(zip(expected, actual)))
@@ -914,6 +921,33 @@ def test_random_kernels_compile_for_sm90(data: st.DataObject, tmp_path: Path) ->
     strategies = pytest.importorskip("kernelgen.ast_strategies")
     checked = check(data.draw(strategies.kernels()).kernel)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
+
+
+def kernels_with_ifs() -> st.SearchStrategy[Any]:
+    from kernelgen.ast_strategies import kernels
+
+    return kernels().filter(lambda generated: bool({"if", "if results"} & generated.constructs()))
+
+
+IF_EXAMPLES = int(os.environ.get("KERNELGEN_IF_EXAMPLES", "8"))
+
+
+@settings(max_examples=IF_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_kernels_with_ifs_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
+    """Random kernels with ifs (results of every dtype, nested, inside loops; stores split at
+    the tail) in Triton's interpreter."""
+    check_generated(data.draw(kernels_with_ifs()), triton_interpreter, seed=11)
+
+
+@needs_real_triton
+@settings(max_examples=IF_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), ones=st.booleans())
+def test_random_kernels_with_ifs_compile_for_sm90(data: st.DataObject, ones: bool, tmp_path: Path) -> None:
+    """Triton's frontend takes the emitted ifs (it requires one type per result from both
+    branches), also where integer params are the constant 1 (a branch may become static)."""
+    checked = check(data.draw(kernels_with_ifs()).kernel)
+    assert ".visible .entry" in compile_for_sm90(checked, tmp_path, integers_as_one=ones)
 
 
 def test_emit_prints_the_variant_a_dtype_option_binds(tmp_path: Path, capsys) -> None:

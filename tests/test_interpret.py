@@ -385,3 +385,71 @@ def test_a_false_hint_fails_with_where_it_breaks(edit: dict[str, Any], size: int
         interpret(check(Kernel.model_validate(kernel)), [torch.randn(size)])
     assert caught.value.code == "hint_violated" and caught.value.path == "/body/0/value"
     assert message in str(caught.value)
+
+
+# -- if / else -----------------------------------------------------------------------------------
+
+
+def test_full_blocks_unmasked_and_the_tail_masked_in_else() -> None:
+    checked = checked_case("tail_split")
+    for n in (1, 63, 64, 65, 1000, 1024):
+        x = torch.randn(n)
+        torch.testing.assert_close(interpret(checked, [x])["y"], x * 2.0 + 1.0, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", [-2, 0, 1, 3, 50])
+def test_a_runtime_scalar_picks_the_formula_and_program_ids_the_tag(mode: int) -> None:
+    x = torch.randn(150)
+    y, z = interpret(checked_case("branch_formulas"), [x, mode]).values()
+    torch.testing.assert_close(y, (x * x + 1.0) if mode > 0 else -x * 0.5, rtol=0, atol=0)
+    program = torch.arange(150) // 32
+    lane = torch.arange(150) % 32
+    assert torch.equal(z, torch.where(program < mode, lane + mode, -1).to(torch.int32))
+
+
+def test_a_loaded_flag_picks_the_carry_update_per_program() -> None:
+    m, n = 7, 100
+    x = torch.randn(m, n)
+    flags = torch.tensor([1, 0, -3, 5, 0, 2, -1], dtype=torch.int32)
+    acc, first, lo, hi = interpret(checked_case("branch_in_loop"), [x, flags]).values()
+    expected = torch.where(flags > 0, x.sum(dim=1), x.amax(dim=1).clamp(min=0.0))
+    torch.testing.assert_close(acc, expected, rtol=1e-5, atol=1e-5)
+    assert torch.equal(first, x[:, 0])
+    assert torch.equal(torch.where(flags > 0, hi, lo), acc) and torch.equal(torch.where(flags > 0, lo, hi), -acc)
+
+
+def _one_branch_per_program(else_body: list[dict[str, Any]]) -> Kernel:
+    """Programs past N (the grid has 4 more) take no branch that touches memory; in range,
+    even programs store 1.0 and odd ones run ``else_body``."""
+    ok = op("full", shape=[], value=True, dtype="bool")
+    return kernel_from_obj({
+        "name": "one_branch", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+        "outputs": [{"name": "out", "dtype": "f32", "shape": ["N"]}],
+        "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}],
+        "grid": [op("add", lhs="N", rhs=4)],
+        "body": [let("pid", op("program_id")),
+                 op("if", cond=op("lt", lhs="pid", rhs="N"), then=[
+                     op("if", cond=op("eq", lhs=op("rem", lhs="pid", rhs=2), rhs=0),
+                        then=[op("store", ptr=op("add", lhs="out", rhs="pid"), value=1.0, mask=ok)],
+                        **{"else": else_body})])]})
+
+
+def test_only_the_taken_branch_runs_for_each_program() -> None:
+    """A store in the branch a program does not take never happens, and a load there is not
+    made (programs past N would read out of bounds): running both branches and selecting
+    afterwards would give all 2.0s or an out_of_bounds error."""
+    ok = op("full", shape=[], value=True, dtype="bool")
+    odd = [let("v", op("load", ptr=op("add", lhs="x", rhs="pid"), mask=ok)),
+           op("store", ptr=op("add", lhs="out", rhs="pid"), value=op("add", lhs="v", rhs=2.0), mask=ok)]
+    x = torch.arange(9, dtype=torch.float32)
+    out = interpret(check(_one_branch_per_program(odd)), [x])["out"]
+    assert out.tolist() == [1.0, 3.0, 1.0, 5.0, 1.0, 7.0, 1.0, 9.0, 1.0]
+
+
+def test_a_fault_in_a_taken_branch_is_reported_there() -> None:
+    ok = op("full", shape=[], value=True, dtype="bool")
+    bad = [op("store", ptr=op("add", lhs="out", rhs=op("add", lhs="pid", rhs=1)), value=2.0, mask=ok)]
+    with pytest.raises(InterpreterError) as error:
+        interpret(check(_one_branch_per_program(bad)), [torch.zeros(4)])
+    (diagnostic,) = error.value.diagnostics
+    assert diagnostic.path == "/body/1/then/0/else/0" and diagnostic.code == "out_of_bounds"

@@ -209,6 +209,17 @@ def test_a_loop_bound_from_a_program_id_counts_its_largest_trip_count() -> None:
     assert caught.value.code == "over_budget" and "loops of up to 134086656 iterations" in message
 
 
+def test_loops_inside_either_branch_of_an_if_count() -> None:
+    """The estimate sees statements under then and else (each may run for some programs)."""
+    loop = op("for", var="i", stop=op("mul", lhs=op("program_id"), rhs=1 << 17), body=[store(op("program_id"), 1.0)])
+    for side in ("then", "else"):
+        body = [op("if", cond=op("lt", lhs=op("program_id"), rhs=1 << 9), **{side: [loop]})]
+        with pytest.raises(InterpreterLimit) as caught:
+            interpret(check(scatter_kernel(body, [1 << 10], n=1 << 10)), {"x": torch.zeros(1 << 10)})
+        message = caught.value.diagnostics[0].message
+        assert caught.value.code == "over_budget" and "loops of up to 134086656 iterations" in message
+
+
 # -- literals -----------------------------------------------------------------------------
 
 

@@ -236,7 +236,7 @@ def test_generated_kernels_cover_the_language() -> None:
     collect()
     expected = set(L.UNARY_OPS) | set(L.BINARY_OPS) | set(L.REDUCE_OPS) | {
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
-        "hint", "cache", "loop num_stages", "kernel num_stages",
+        "hint", "cache", "loop num_stages", "kernel num_stages", "if", "if results",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
         "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float"}

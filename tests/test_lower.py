@@ -424,10 +424,100 @@ def pipelining_cases() -> list[Case]:
             Case("staged_row_sums", staged, {"M": 5, "N": 300}, (1e-4, 1e-4))]
 
 
+def tail_split() -> dict[str, Any]:
+    """Full blocks unmasked in the then branch, the last (partial) block masked in the else
+    branch: the bounds check proves the unmasked accesses from the condition."""
+    offs = "offs"
+    return {
+        "name": "tail_split",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+        "outputs": [{"name": "y", "dtype": "f32", "shape": ["N"]}],
+        "params": [{"name": "x"}, {"name": "y"}, {"name": "N"}],
+        "meta": [{"name": "B", "value": 64}],
+        "grid": [bin_("cdiv", "N", "B")],
+        "body": [let("pid", op("program_id")),
+                 let(offs, bin_("add", bin_("mul", "pid", "B"), op("arange", size="B"))),
+                 op("if", cond=bin_("le", bin_("mul", bin_("add", "pid", 1), "B"), "N"),
+                    then=[let("v", load(bin_("add", "x", offs))),
+                          store(bin_("add", "y", offs), bin_("add", bin_("mul", "v", 2.0), 1.0))],
+                    **{"else": [let("ok", bin_("lt", offs, "N")),
+                                let("v", load(bin_("add", "x", offs), "ok")),
+                                store(bin_("add", "y", offs), bin_("add", bin_("mul", "v", 2.0), 1.0), "ok")]})],
+    }
+
+
+def branch_formulas() -> dict[str, Any]:
+    """A runtime scalar picks the formula (results of two types flow out, one of them a weak
+    literal on each side); ``lt(pid, mode)`` makes the first ``mode`` programs take another."""
+    return {
+        "name": "branch_formulas",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}, {"name": "mode", "dtype": "i32"}],
+        "outputs": [{"name": "y", "dtype": "f32", "shape": ["N"]}, {"name": "z", "dtype": "i32", "shape": ["N"]}],
+        "params": [{"name": "x"}, {"name": "y"}, {"name": "z"}, {"name": "N"}, {"name": "mode"}],
+        "meta": [{"name": "B", "value": 32}],
+        "grid": [bin_("cdiv", "N", "B")],
+        "body": [let("offs", bin_("add", bin_("mul", op("program_id"), "B"), op("arange", size="B"))),
+                 let("ok", bin_("lt", "offs", "N")),
+                 let("v", load(bin_("add", "x", "offs"), "ok")),
+                 op("if", cond=bin_("gt", "mode", 0),
+                    then=[let("sq", bin_("mul", "v", "v"))],
+                    results=[{"name": "r", "then": bin_("add", "sq", 1.0), "else": un("neg", "v")},
+                             {"name": "k", "then": 1, "else": 0.5}]),
+                 op("if", cond=bin_("lt", op("program_id"), "mode"),
+                    results=[{"name": "tag", "then": bin_("add", op("arange", size="B"), "mode"),
+                              "else": op("full", shape=["B"], value=-1, dtype="i32")}]),
+                 store(bin_("add", "y", "offs"), bin_("mul", "r", "k"), "ok"),
+                 store(bin_("add", "z", "offs"), "tag", "ok")],
+    }
+
+
+def branch_in_loop() -> dict[str, Any]:
+    """One program per row; a per-row flag loaded from memory (a data-dependent condition)
+    picks, inside the loop, a sum or a running maximum as the carry's next value; a nested if
+    without else stores the first chunk's first value; a pointer flows out of an if."""
+    return {
+        "name": "branch_in_loop",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": ["M", "N"]}, {"name": "flags", "dtype": "i32", "shape": ["M"]}],
+        "outputs": [{"name": "acc_out", "dtype": "f32", "shape": ["M"]}, {"name": "first", "dtype": "f32", "shape": ["M"]},
+                    {"name": "lo", "dtype": "f32", "shape": ["M"]}, {"name": "hi", "dtype": "f32", "shape": ["M"]}],
+        "params": [{"name": "x"}, {"name": "flags"}, {"name": "acc_out"}, {"name": "first"}, {"name": "lo"},
+                   {"name": "hi"}, {"name": "N"}],
+        "meta": [{"name": "B", "value": 16}],
+        "grid": ["M"],
+        "body": [let("row", op("program_id")),
+                 let("flag", bin_("gt", load(bin_("add", "flags", "row")), 0)),
+                 let("x_row", bin_("add", "x", bin_("mul", "row", "N"))),
+                 op("for", var="c", stop="N", step="B", carry=[{"name": "acc", "init": 0.0, "next": "acc2"}], body=[
+                     let("cols", bin_("add", "c", op("arange", size="B"))),
+                     let("in_row", bin_("lt", "cols", "N")),
+                     let("chunk", load(bin_("add", "x_row", "cols"), "in_row", "-inf")),
+                     op("if", cond="flag",
+                        then=[let("s", op("sum", axis=0, x=op("where", cond="in_row", x="chunk", y=0.0)))],
+                        results=[{"name": "acc2", "then": bin_("add", "acc", "s"),
+                                  "else": bin_("maximum", "acc", op("max", x="chunk", axis=0))}]),
+                     op("if", cond=bin_("eq", "c", 0),
+                        then=[store(bin_("add", "first", "row"), load("x_row"))]),
+                 ]),
+                 store(bin_("add", "acc_out", "row"), "acc"),
+                 op("if", cond=un("not", "flag"),
+                    results=[{"name": "dst", "then": bin_("add", "lo", "row"), "else": bin_("add", "hi", "row")},
+                             {"name": "other", "then": bin_("add", "hi", "row"), "else": bin_("add", "lo", "row")}]),
+                 store("dst", "acc"),
+                 store("other", un("neg", "acc"))],
+    }
+
+
+def branch_cases() -> list[Case]:
+    """if/else on scalar conditions: on program ids, a runtime scalar, a loaded value."""
+    return [Case("tail_split", tail_split(), {"N": 1000}),
+            Case("branch_formulas", branch_formulas(), {"N": 1000}),
+            Case("branch_in_loop", branch_in_loop(), {"M": 7, "N": 100}, (1e-4, 1e-4))]
+
+
 def catalogue() -> list[Case]:
     return [Case("vadd", VADD, {"N": 5000})] + unary_cases() + binary_cases() + literal_cases() + select_cases() \
         + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases() \
-        + pipelining_cases()
+        + pipelining_cases() + branch_cases()
 
 
 CATALOGUE = catalogue()
@@ -473,7 +563,7 @@ def test_the_catalogue_covers_every_op_of_the_language() -> None:
     walk([case.kernel["body"] for case in CATALOGUE])
     device_ops = {*L.UNARY_OPS, *L.BINARY_OPS, *L.REDUCE_OPS, "program_id", "num_programs", "arange", "full", "load",
                   "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans",
-                  "hint", "let", "store", "for"}
+                  "hint", "let", "store", "for", "if"}
     assert device_ops - used == set()
 
 
