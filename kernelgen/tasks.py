@@ -364,6 +364,8 @@ def _variant_problem(task: Task) -> str | None:
                 return f"{where}/args/{name}: a dtype= argument is null or one of {list(L.DTYPES)}, got {value!r}"
             if role == "dim" and not (value is None or isinstance(value, (int, list)) and not isinstance(value, bool)):
                 return f"{where}/args/{name}: dim is an int, a list of ints or null, got {value!r}"
+            if role == "choice" and value not in (host_only[name].choices or []):
+                return f"{where}/args/{name}: {value!r} is not one of its choices {host_only[name].choices}"
             if role == "keepdim" and not isinstance(value, bool):
                 return f"{where}/args/{name}: keepdim is true or false, got {value!r}"
         for name in needs_variants:
