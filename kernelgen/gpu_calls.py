@@ -30,14 +30,19 @@ from kernelgen.variants import bound_call, named, outputs_by_name
 from kernelgen.verify import compare_outputs, inputs_unchanged, make_inputs, run_reference
 
 
-def verify_call_gpu(case: Case, task: Task, sizes: Mapping[str, int], extreme: bool = False) -> None:
-    """One call (variant ``task``) on one size assignment, in the executor's child."""
+def compiled_for_call(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], target: str, seed: int = 0) -> Any:
+    """The kernel's variant for one call (variant ``task``) at these sizes, compiled as its
+    launch needs it (multiple-of-16 integer params specialized), planned from shapes alone."""
     from kernelgen.compile import compile_kernel, divisible_params
     from kernelgen.host import plan_launch
 
-    call, checked = bound_call(task, case.kernel, make_inputs(task, sizes, case.settings.seed, shapes_only=True))
-    plan = plan_launch(checked, call.args)
-    compiled = compile_kernel(checked, target=case.settings.target, divisible_by_16=divisible_params(plan))
+    call, checked = bound_call(task, kernel, make_inputs(task, sizes, seed, shapes_only=True))
+    return compile_kernel(checked, target=target, divisible_by_16=divisible_params(plan_launch(checked, call.args)))
+
+
+def verify_call_gpu(case: Case, task: Task, sizes: Mapping[str, int], extreme: bool = False) -> None:
+    """One call (variant ``task``) on one size assignment, in the executor's child."""
+    compiled = compiled_for_call(task, case.kernel, sizes, case.settings.target, case.settings.seed)
     problems = case.settings.executor.call(verify_call_job, task, case.kernel, compiled, dict(sizes),
                                            case.settings.seed, extreme, timeout=case.settings.timeout_s)
     if problems:
