@@ -247,3 +247,20 @@ def test_every_call_is_verified_and_timed_on_the_gpu(task_id: str) -> None:
     assert result.ok, result.diagnostics
     assert result.timing.variant == task.variants[0].name
     assert list(result.extra["call_timings"]) == [v.name for v in task.variants]
+
+
+def test_the_report_names_each_call_and_its_speedup() -> None:
+    from kernelgen.report.allure import describe
+    from kernelgen.results import CaseResult, Timing
+
+    def timing(variant: str, kernel_ms: float) -> Timing:
+        return Timing(variant=variant, sizes={"N": 8}, kernel_ms=kernel_ms, eager_ms=2.0, speedup=2.0 / kernel_ms,
+                      gbps=1.0, tflops=0.1, roofline_fraction=0.5)
+
+    first, second = timing("f16", 1.0), timing("f64_no_bias", 4.0)
+    result = CaseResult(task="shift", tier="easy", provider="reference", model="golden", outcome=Outcome.OK,
+                        mode="gpu", target="sm_90", timing=first,
+                        extra={"call_timings": {"f16": first.model_dump(), "f64_no_bias": second.model_dump()}})
+    text = describe(result)
+    assert "**speedup over PyTorch eager** (call f16): 2.00x" in text
+    assert "**each call**: f16 2.00x (1.0000 ms); f64_no_bias 0.50x (4.0000 ms)" in text
