@@ -264,3 +264,15 @@ def test_the_report_names_each_call_and_its_speedup() -> None:
     text = describe(result)
     assert "**speedup over PyTorch eager** (call f16): 2.00x" in text
     assert "**each call**: f16 2.00x (1.0000 ms); f64_no_bias 0.50x (4.0000 ms)" in text
+
+
+def test_a_kernel_with_a_view_serves_calls_of_higher_rank() -> None:
+    """The elementwise view takes hardswish's [M, N] calls flattened and gives y back as [M, N]
+    (its written elements too, so that none counts as unwritten)."""
+    task = get_task("hardswish_generic")
+    viewed = json.loads(kernel_to_json(task.golden))
+    viewed.update(view="elementwise", inputs=[{"name": "x", "dtype": "T", "shape": ["N"]}],
+                  outputs=[{"name": "y", "dtype": "T", "shape": ["N"]}], grid=[{"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}],
+                  params=[{"name": "x"}, {"name": "y"}, {"name": "numel", "value": "N"}])
+    result = evaluate_answer(task, json.dumps(viewed), Settings(shapes=1, compile=False))
+    assert result.ok, result.diagnostics
