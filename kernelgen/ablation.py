@@ -22,9 +22,11 @@ import time
 from typing import Any
 
 from kernelgen.baseline import EntryPoint, check_answer
+from kernelgen import language as L
 from kernelgen.check import check
 from kernelgen.emit import emit_triton
 from kernelgen.errors import Diagnostic, Outcome
+from kernelgen.host import TORCH_DTYPES
 from kernelgen.pipeline import Settings, draw_sizes
 from kernelgen.results import CaseResult, GenerationInfo, Timing
 from kernelgen.tasks import Task
@@ -39,16 +41,64 @@ INTERPRETER_TIME_FACTOR = 3
 
 def reference_answer(task: Task) -> str:
     """The golden AST as a model's baseline answer: Triton Python in a fenced block, its
-    launcher named after the task."""
-    return f"```python\n{emit_triton(check(task.golden), entry=task.id)}```\n"
+    launcher named after the task. A generic golden is emitted once per dtype binding its calls
+    select (kernels and launchers named after the binding) under a launcher that picks one by
+    the call's dtypes (:func:`dispatching_launcher`)."""
+    golden = task.golden
+    if not golden.dtypes:
+        return f"```python\n{emit_triton(check(golden), entry=task.id)}```\n"
+    from kernelgen.generic import instantiate
+    from kernelgen.variants import call_bindings
+
+    # Inputs of a variable a dtype= argument binds are cast to it by the launcher (as torch casts).
+    bound = {i.binds for i in golden.inputs if i.role == "dtype"}
+    converted = [i.name for i in golden.inputs if i.shape is not None and i.dtype in bound]
+    parts: list[str] = []
+    branches: list[tuple[dict[str, str], str]] = []
+    for binding in call_bindings(task, golden):
+        suffix = "_".join(binding.values())
+        variant = instantiate(golden, binding).model_copy(update={"name": f"{golden.name}_{suffix}"})
+        entry = f"{task.id}_{suffix}"
+        parts.append(emit_triton(check(variant), entry=entry, converted_inputs=converted))
+        branches.append((binding, entry))
+    return f"```python\n{''.join(parts)}\n{dispatching_launcher(task.id, golden, branches)}```\n"
+
+
+def dispatching_launcher(entry: str, kernel: L.Kernel, branches: list[tuple[dict[str, str], str]]) -> str:
+    """A launcher taking the kernel's inputs that calls the launcher of the call's binding: a
+    variable a ``dtype=`` argument binds takes that dtype where the call passes one, else the
+    dtype of the first required tensor of that variable, else its first dtype (the calls give
+    the tensors of one variable one dtype; PyTorch's promotion of several is the kernelgen
+    wrapper's)."""
+    names = [i.name for i in kernel.inputs]
+    lines = [f"def {entry}({', '.join(names)}):"]
+    for variable in kernel.dtypes:
+        source = next((i.name for i in kernel.inputs if i.dtype == variable.name and i.is_plain
+                       and i.shape is not None and not i.optional), None)
+        fallback = f"{source}.dtype" if source else f"torch.{TORCH_DTYPES[variable.of[0]]}"
+        chooser = next((i.name for i in kernel.inputs if i.role == "dtype" and i.binds == variable.name), None)
+        value = f"{chooser} if {chooser} is not None else {fallback}" if chooser else fallback
+        lines.append(f"    {variable.name}_ = {value}")
+    for binding, launcher in branches:
+        test = " and ".join(f"{name}_ == torch.{TORCH_DTYPES[dtype]}" for name, dtype in binding.items())
+        lines += [f"    if {test}:", f"        return {launcher}({', '.join(names)})"]
+    listed = ", ".join(f"{name}_" for name in binding)
+    lines.append(f'    raise ValueError(f"no variant of {entry} for the dtypes {{({listed},)}}")')
+    return "\n".join(lines) + "\n"
 
 
 def interpreter_limitation(task: Task) -> str | None:
-    """Why a task's baseline cannot be judged in Triton's interpreter, or None.
+    """Why a task's baseline cannot be judged in Triton's interpreter, or None (a task with
+    calls: when none of them can; :func:`evaluate_baseline` leaves out those that cannot).
 
     Triton 3.6's interpreter computes bf16 arithmetic, dots and casts on the raw bits, so a
     correct bf16 kernel gives wrong numbers there; those cases need a GPU.
     """
+    reasons = [_bf16_limitation(concrete) for concrete in task.variant_tasks()]
+    return reasons[0] if all(reasons) else None
+
+
+def _bf16_limitation(task: Task) -> str | None:
     specs = task.signature.inputs + task.signature.outputs
     if any(spec.dtype == "bf16" for spec in specs):
         return "bf16 baseline cases need a GPU: Triton's interpreter computes bf16 on the raw bits"
@@ -93,10 +143,13 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                     r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
                 sizes_checked = draw_sizes(small, dataclasses.replace(settings, shapes=min(settings.shapes,
                                                                                             INTERPRETER_SHAPES)))
-            calls = [make_inputs(task, sizes, settings.seed) for sizes in sizes_checked]
-            timed = (list(make_inputs(task, task.bench_sizes, settings.seed, bench=True).values())
+            # Every call of the task (those Triton's interpreter can judge, without a GPU) on
+            # every size assignment, in one sandboxed process; the first call is timed.
+            concrete = [t for t in task.variant_tasks() if settings.gpu or _bf16_limitation(t) is None]
+            calls = [(t, make_inputs(t, sizes, settings.seed), sizes) for t in concrete for sizes in sizes_checked]
+            timed = (list(make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True).values())
                      if settings.gpu and settings.time_kernels else None)
-            run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for c in calls],
+            run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                                        timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                                        device="cuda" if settings.gpu else "interpreter",
                                        timed_inputs=timed)
@@ -105,12 +158,12 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
                 stage = "verify"
-                problems = _compare(task, calls, sizes_checked, run)
+                problems = _compare(calls, run)
                 if problems:
                     fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
                 elif run.times_ms:
                     stage = "time"
-                    timing = _timing(task, settings, run.times_ms)
+                    timing = _timing(concrete[0], settings, run.times_ms)
                     extra["kernel_times_ms"] = list(run.times_ms)
     except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
         fields = CaseResult.crash_fields(exc, stage)
@@ -120,17 +173,19 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                       artifacts=artifacts, extra=extra, duration_s=time.perf_counter() - start, **fields)
 
 
-def _compare(task: Task, calls: list[dict[str, Any]], sizes_list: list[dict[str, int]], run) -> list[Diagnostic]:
-    names = [o.name for o in task.signature.outputs]
-    for inputs, sizes, outputs, modified in zip(calls, sizes_list, run.calls, run.modified):
+def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:
+    """What is wrong with the first call whose outputs are wrong, named by its variant."""
+    for (task, inputs, sizes), outputs, modified in zip(calls, run.calls, run.modified):
+        names = [o.name for o in task.signature.outputs]
+        call = f"call {task.variant.name}: " if task.variant is not None else ""
         if len(outputs) != len(names):
-            return [Diagnostic("/outputs", "wrong_arity", f"the launcher returned {len(outputs)} tensors, "
+            return [Diagnostic("/outputs", "wrong_arity", f"{call}the launcher returned {len(outputs)} tensors, "
                                f"the task has {len(names)} outputs {names}")]
         problems = [Diagnostic(f"/inputs/{i}", "input_modified", f"the answer modified input "
                                f"{task.signature.inputs[i].name}") for i in modified]
         problems += compare_outputs(task, dict(zip(names, outputs)), run_reference(task, inputs), inputs, sizes)
         if problems:
-            return problems
+            return [Diagnostic(d.path, d.code, call + d.message) for d in problems]
     return []
 
 
@@ -147,7 +202,7 @@ def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> 
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
     seconds = kernel_ms / 1e3
     moved, flops = task.bytes_moved(sizes), task.flop_count(sizes)
-    return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=eager_ms / kernel_ms,
+    return Timing(variant=task.variant.name if task.variant is not None else None, sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=eager_ms / kernel_ms,
                   compiled_ms=compiled_ms, speedup_vs_compiled=compiled_ms / kernel_ms if compiled_ms else None,
                   gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
                   roofline_fraction=roofline_fraction(task, sizes, seconds, measured["bandwidth"], settings.target),

@@ -112,6 +112,19 @@ _TORCH_DTYPE_OF = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torc
                    "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
 
 
+_ROLE_TYPES = {"dtype": "torch.dtype | None", "choice": "int", "dim": "int", "keepdim": "bool", "fixed": "object"}
+
+
+def _python_type(spec: L.Input) -> str:
+    """An argument's annotation: a tensor (``| None`` where optional), a number, or a host-only
+    argument's type (``dtype=``: a torch dtype or None)."""
+    if not spec.is_plain:
+        return _ROLE_TYPES.get(spec.role, "object")
+    if spec.shape is not None:
+        return "torch.Tensor | None" if spec.optional else "torch.Tensor"
+    return _PYTHON_TYPES.get(spec.dtype, "float")
+
+
 @dataclass(frozen=True)
 class CodeDiagnostic:
     """One finding about an answer's code: where (line and column, 1-based; 0 for the whole
@@ -163,8 +176,7 @@ class EntryPoint:
 
     def python_signature(self) -> str:
         """``def name(x: torch.Tensor, alpha: float) -> torch.Tensor``."""
-        args = ", ".join(f"{i.name}: {'torch.Tensor' if i.shape is not None else _PYTHON_TYPES[i.dtype]}"
-                         for i in self.inputs)
+        args = ", ".join(f"{i.name}: {_python_type(i)}" for i in self.inputs)
         returns = ("torch.Tensor" if len(self.outputs) == 1
                    else f"tuple[{', '.join('torch.Tensor' for _ in self.outputs)}]")
         return f"def {self.name}({args}) -> {returns}"
@@ -579,8 +591,9 @@ def task_prompt(task) -> str:
     entry = EntryPoint.for_task(task)
     outputs = [o.name for o in entry.outputs]
     returns = outputs[0] if len(outputs) == 1 else f"({', '.join(outputs)}) as a tuple"
-    dtypes = ", ".join(f"{spec.name}: {_TORCH_DTYPE_OF[spec.dtype]}" for spec in (*entry.inputs, *entry.outputs)
-                       if spec.shape is not None)
+    # A dtype variable's name stands for the dtypes the calls give it (the task's prompt lists them).
+    dtypes = ", ".join(f"{spec.name}: {_TORCH_DTYPE_OF.get(spec.dtype, spec.dtype)}"
+                       for spec in (*entry.inputs, *entry.outputs) if spec.shape is not None)
     return "\n".join([
         task.render_prompt(),
         "",

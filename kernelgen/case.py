@@ -39,6 +39,8 @@ class Case:
     settings: Settings
     kernel: L.Kernel | None = None
     checked: CheckedKernel | None = None
+    # A task with calls (kernelgen.variants): the kernel checked for each call, in order.
+    calls_checked: list[CheckedKernel] = field(default_factory=list)
     compiled: Any = None
     sizes_checked: list[dict[str, int]] = field(default_factory=list)
     timing: Timing | None = None

@@ -56,7 +56,7 @@ import builtins
 import keyword
 import math
 from dataclasses import dataclass, replace
-from typing import Union
+from typing import Collection, Union
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
@@ -807,11 +807,14 @@ class _KernelEmitter:
 LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
 
 
-def emit_triton(checked: CheckedKernel, entry: str | None = None) -> str:
+def emit_triton(checked: CheckedKernel, entry: str | None = None,
+                converted_inputs: Collection[str] | None = None) -> str:
     """Readable Triton Python for a checked kernel: imports, jitted helpers it needs, the
     ``@triton.jit`` kernel and a launcher, which takes the AST's inputs in order, allocates the
     outputs on the inputs' device and returns them (a tuple for several). A ``dtype=`` argument
-    (role ``dtype``) takes None or the variant's dtype, and inputs of that dtype are cast to it.
+    (role ``dtype``) takes None or the variant's dtype, and inputs of that dtype are cast to it
+    (``converted_inputs``, where given, names the inputs cast instead: a variant of a generic
+    kernel whose other dtype variable took the same dtype reads those inputs as they come).
 
     The launcher is named ``entry`` when given (a task's launcher may shadow a builtin it does
     not use, such as ``pow``), else after the kernel, with a ``_`` added where that is reserved.
@@ -856,7 +859,7 @@ def emit_triton(checked: CheckedKernel, entry: str | None = None) -> str:
         if helper in emitter.helpers:
             out += ["", source.strip(), ""]
     out += ["", "@triton.jit", f"def {kernel_fn}({', '.join(signature)}):", *emitter.lines, ""]
-    wrapper = _wrapper_lines(checked, entry, kernel_fn, host, host_names, names)
+    wrapper = _wrapper_lines(checked, entry, kernel_fn, host, host_names, names, converted_inputs)
     for helper, source in HOST_HELPERS.items():
         if helper in host_helpers:
             out += ["", source.strip(), ""]
@@ -873,7 +876,7 @@ def _param_code(binding: ParamBinding, name: str, host: _HostExpressions) -> _Co
 
 
 def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _HostExpressions,
-                   names: Namer, kernel_names: Namer) -> list[str]:
+                   names: Namer, kernel_names: Namer, converted_inputs: Collection[str] | None) -> list[str]:
     kernel = checked.kernel
     body: list[str] = []
     tensors = [i for i in kernel.inputs if i.shape is not None]
@@ -895,7 +898,7 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
               else default_device)
     for inp in tensors:
         name = names(inp.name)
-        cast = f".to({TORCH_DTYPES[inp.dtype]})" if inp.dtype in converted else ""
+        cast = f".to({TORCH_DTYPES[inp.dtype]})" if _converts(inp, converted, converted_inputs) else ""
         if inp.present is None and not inp.number:
             body.append(f"{name} = {name}{cast}.contiguous()")
     for k, inp in enumerate(numbers):  # a Python number or a tensor, as a tensor on the call's device
@@ -908,7 +911,7 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
         name = names(inp.name)
         dims = list(inp.shape)
         if inp.present is not None:
-            cast = f".to({TORCH_DTYPES[inp.dtype]})" if inp.dtype in converted else ""
+            cast = f".to({TORCH_DTYPES[inp.dtype]})" if _converts(inp, converted, converted_inputs) else ""
             # its sizes are all bound by now: the checker has them in a required tensor
             shape = _tuple([str(d) if isinstance(d, int) else names(d) for d in dims])
             body += [f"{names(inp.present)} = 0 if {name} is None else 1",
@@ -963,6 +966,10 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     body.append(f"return {', '.join(results)}")
     params = ", ".join(names(i.name) for i in kernel.inputs)
     return [f"def {entry}({params}):", *("    " + line for line in body)]
+
+
+def _converts(inp: L.Input, converted: set[str], converted_inputs: Collection[str] | None) -> bool:
+    return inp.name in converted_inputs if converted_inputs is not None else inp.dtype in converted
 
 
 def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:

@@ -98,20 +98,30 @@ def _bits_dtype(tensor: Any) -> Any:
 
 def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
                extreme: bool = False) -> list[Diagnostic]:
-    """In the executor's child: run the kernel and the reference, return what is wrong.
+    """In the executor's child: run the kernel and the reference, return what is wrong."""
+    import torch
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
+    expected = run_reference(task, inputs)
+    outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
+    return problems + compare_outputs(task, outputs, expected, inputs, sizes, written)
+
+
+def guarded_launches(checked: CheckedKernel, compiled: Any, inputs: Mapping[str, Any],
+                     device: Any) -> tuple[dict[str, Any], dict[str, Any], list[Diagnostic]]:
+    """The kernel run on guard-banded copies of its own arguments ``inputs``: its outputs,
+    which of their elements it wrote, and what it broke (guard bands, inputs).
 
     The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
     poison: an element that comes back different was written by neither launch (a poison can
     equal the right value, as ``True`` can for a bool output, but not both poisons can)."""
     import torch
 
-    from kernelgen.host import plan_launch
+    from kernelgen.host import plan_launch, torch_dtype
     from kernelgen.interpret import poison
     from kernelgen.launch import cuda_errors, launch
 
-    device = torch.device("cuda", torch.cuda.current_device())
-    inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
-    expected = run_reference(task, inputs)
     buffers: dict[str, Any] = {}
     views: dict[str, Any] = {}
     for name, value in inputs.items():
@@ -123,7 +133,7 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
         plan = plan_launch(checked, views)
         outputs = {}
         for out in checked.kernel.outputs:
-            blank = torch.empty(plan.output_shapes[out.name], dtype=expected[out.name].dtype, device=device)
+            blank = torch.empty(plan.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
             buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
         launch(compiled, plan, outputs)
         first = {name: tensor.clone() for name, tensor in outputs.items()}
@@ -135,8 +145,7 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
     written = {name: same_bits(first[name], tensor) for name, tensor in outputs.items()}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
     problems += inputs_unchanged(inputs, views)
-    problems += compare_outputs(task, outputs, expected, inputs, sizes, written)
-    return problems
+    return outputs, written, problems
 
 
 # -- timing --------------------------------------------------------------------------------

@@ -51,12 +51,18 @@ SHOWN_DIAGNOSTICS = 3
 def answer_facts(task: Task, answer: str, settings: Settings) -> KernelFacts:
     """The facts about the variant of an answer's kernel that is timed: compiled for the
     task's bench sizes (their multiples of 16 specialized, as the timing launches it). Needs
-    no GPU; the compile is a cache hit where the case was just timed."""
+    no GPU; the compile is a cache hit where the case was just timed. A task with calls: the
+    variant of its first call (the one its timing reports)."""
     from kernelgen.check import check
     from kernelgen.gpu_case import compiled_for
     from kernelgen.parse import parse_kernel
     from kernelgen.pipeline import Case
 
+    if task.variants:
+        from kernelgen.gpu_calls import compiled_for_call
+
+        first = task.variant_tasks()[0]
+        return kernel_facts(compiled_for_call(first, parse_kernel(answer), dict(task.bench_sizes), settings.target))
     case = Case(task, answer, settings, checked=check(parse_kernel(answer)))
     return kernel_facts(compiled_for(case, dict(task.bench_sizes), task.scalars))
 

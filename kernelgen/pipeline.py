@@ -91,7 +91,19 @@ def stage_parse(case: Case) -> None:
 
 def stage_check(case: Case) -> None:
     """A generic kernel is checked in the variant the task's signature binds (the signature is
-    compared with that variant), after every variant has been checked."""
+    compared with that variant), after every variant has been checked. A task with calls
+    (variants) binds each and checks the kernel's variant for it (:mod:`kernelgen.variants`)."""
+    if case.task.variants:
+        from kernelgen import variants
+
+        mismatches = variants.signature_diagnostics(case.task, case.kernel)
+        if mismatches:
+            raise SemanticError(mismatches)
+        if case.kernel.dtypes:
+            check(case.kernel)  # every dtype binding, not only the calls'
+        case.calls_checked = variants.check_calls(case.task, case.kernel)
+        case.checked = case.calls_checked[0]
+        return
     signature = case.task.signature
     binding = binding_for(case.kernel, {spec.name: spec.dtype for spec in (*signature.inputs, *signature.outputs)
                                         if spec.dtype is not None})
@@ -115,6 +127,13 @@ def stage_compile(case: Case) -> None:
         if compiled is not None:
             case.artifacts["ttir"] = compiled.ttir
             case.artifacts["ptx"] = compiled.ptx
+    for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
+        try:  # every call's variant compiles; the first's artifacts are the case's
+            compile_kernel(checked, target=case.settings.target)
+        except KernelgenError as error:
+            from kernelgen.variants import named
+
+            raise named(task, error) from None
 
 
 def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int,
@@ -133,6 +152,9 @@ def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], see
 
 
 def stage_verify(case: Case) -> None:
+    if case.task.variants:
+        case.sizes_checked = verify_calls(case)
+        return
     if case.settings.gpu:
         from kernelgen.gpu_case import verify_gpu
 
@@ -143,8 +165,26 @@ def stage_verify(case: Case) -> None:
     case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
 
 
+def verify_calls(case: Case) -> list[dict[str, int]]:
+    """Every call (variant) of the task on every size assignment, in order; the first failure
+    ends the case, its diagnostics naming the call."""
+    from kernelgen.variants import verify_call_cpu
+
+    for concrete in case.task.variant_tasks():
+        if case.settings.gpu:
+            from kernelgen.gpu_calls import verify_call_gpu
+
+            check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme)  # noqa: E731
+        else:
+            check_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
+                                                     case.settings.seed, draw.extreme, case.settings.timeout_s)
+        checked = for_each_draw(concrete, case.checked, case.settings, check_one)
+    return checked
+
+
 def stage_tune(case: Case) -> None:
-    if case.settings.gpu and case.settings.time_kernels and case.settings.tune != "off":
+    # A task with calls is timed as written: the tuner times one launch at the bench sizes.
+    if case.settings.gpu and case.settings.time_kernels and case.settings.tune != "off" and not case.task.variants:
         from kernelgen.gpu_case import tune_case
 
         tune_case(case)
@@ -152,6 +192,11 @@ def stage_tune(case: Case) -> None:
 
 def stage_time(case: Case) -> None:
     if case.settings.gpu and case.settings.time_kernels:
+        if case.task.variants:
+            from kernelgen.gpu_calls import time_calls
+
+            case.timing = time_calls(case)
+            return
         from kernelgen.gpu_case import time_case
 
         case.timing = time_case(case)

@@ -29,6 +29,8 @@ class Timing(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # The task's call it times (kernelgen.variants), where the task has several.
+    variant: str | None = None
     sizes: dict[str, int]
     kernel_ms: float
     eager_ms: float

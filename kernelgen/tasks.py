@@ -117,11 +117,48 @@ class Signature(_Model):
     outputs: list[L.Input] = Field(min_length=1)
 
 
+ArgValue = Union[L.JsonValue, list[int]]
+
+
+class Variant(_Model):
+    """One way the task is called, as PyTorch users call the operator: a binding of each of the
+    task's dtype variables (``dtypes``), and ``args``: the value of each host-only input
+    (``dtype=`` as a dtype name such as ``f32`` or null, ``dim``, ``keepdim``, a choice) and
+    null for an optional tensor the call omits; ``tolerance``: this call's, where the task's
+    (or its dtypes' default) does not fit it. A task checks and times every variant."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    dtypes: dict[str, L.Dtype] = {}
+    args: dict[str, ArgValue] = {}
+    tolerance: Tolerance | None = None
+
+    def describe(self) -> str:
+        parts = [f"{name}={dtype}" for name, dtype in self.dtypes.items()]
+        parts += [f"{name}={_show_arg(value)}" for name, value in self.args.items()]
+        return ", ".join(parts) or "as declared"
+
+
+def _show_arg(value: ArgValue) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, str) and value in L.DTYPES:
+        from kernelgen.host import TORCH_DTYPES
+
+        return f"torch.{TORCH_DTYPES[value]}"
+    return repr(value)
+
+
 class Task(_Model):
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     tier: Tier
     prompt: str = Field(min_length=20)
+    # Dtype variables the signature may name (``dtype: T``); each variant binds every one.
+    dtypes: list[L.DtypeVariable] = []
     signature: Signature
+    # The calls the task checks and times (kernelgen.variants); none: the signature as declared.
+    variants: list[Variant] = []
+    # Set by the harness on the concrete task of one variant (Task.variant_tasks), never in a file.
+    variant: Variant | None = None
     reference: str
     eager: str | None = None
     sizes: dict[str, SizeRange] = {}
@@ -171,7 +208,7 @@ class Task(_Model):
             raise ValueError(f"sizes names {sorted(unknown)}, which no input or output uses")
         if set(self.bench_sizes) - set(self.sizes) or set(self.sizes) - set(self.bench_sizes):
             raise ValueError("bench_sizes must give a value for exactly the size names")
-        scalar_inputs = {i.name for i in self.signature.inputs if i.shape is None}
+        scalar_inputs = {i.name for i in self.signature.inputs if i.shape is None and i.is_plain}
         if set(self.scalars) != scalar_inputs:
             raise ValueError(f"scalars must give a value for each scalar input {sorted(scalar_inputs)}")
         for name in list(self.domains) + list(self.extreme_domains):
@@ -180,6 +217,9 @@ class Task(_Model):
         for name in self.scalar_ranges:
             if name not in scalar_inputs:
                 raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
+        problem = _variant_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     # -- derived views ---------------------------------------------------------------------
@@ -187,6 +227,21 @@ class Task(_Model):
     @property
     def name(self) -> str:
         return f"{self.tier}/{self.id}"
+
+    def variant_tasks(self) -> list[Task]:
+        """The concrete task of each variant (its dtypes bound, ``variant`` set), in order; a
+        task without variants is its own one."""
+        return [self._concrete(v) for v in self.variants] or [self]
+
+    def _concrete(self, variant: Variant) -> Task:
+        def bound(spec: L.Input) -> L.Input:
+            return spec.model_copy(update={"dtype": variant.dtypes.get(spec.dtype, spec.dtype)}) \
+                if spec.dtype is not None else spec
+
+        signature = Signature(inputs=[bound(i) for i in self.signature.inputs],
+                              outputs=[bound(o) for o in self.signature.outputs])
+        return self.model_copy(update={"signature": signature, "dtypes": [], "variants": [], "variant": variant,
+                                       "tolerance": variant.tolerance or self.tolerance})
 
     def tolerance_for(self, dtype: str) -> Tolerance:
         if self.tolerance is not None:
@@ -208,14 +263,27 @@ class Task(_Model):
     def render_signature(self) -> str:
         def shape(spec: L.Input) -> str:
             if spec.shape is not None:
-                return f"tensor [{', '.join(map(str, spec.shape))}]"
+                optional = ", optional (default None)" if spec.optional else ""
+                return f"tensor [{', '.join(map(str, spec.shape))}]{optional}"
             drawn = self.scalar_ranges.get(spec.name)
             return "scalar" if drawn is None else f"scalar, {drawn.describe()}"
 
-        lines = ["Inputs, in this order:"]
-        lines += [f"  {i.name}: {i.dtype} {shape(i)}" for i in self.signature.inputs]
+        def describe(spec: L.Input) -> str:
+            if not spec.is_plain:
+                binds = f", binds {spec.binds}" if spec.binds else ""
+                return f"  {spec.name}: role {spec.role}{binds}" + (f", default {spec.default!r}" if spec.optional else "")
+            return f"  {spec.name}: {spec.dtype} {shape(spec)}"
+
+        lines = []
+        if self.dtypes:
+            lines.append("Dtype variables: " + "; ".join(f"{v.name} in {{{', '.join(v.of)}}}" for v in self.dtypes))
+        lines.append("Inputs, in this order:")
+        lines += [describe(i) for i in self.signature.inputs]
         lines.append("Outputs (returned, in this order):")
         lines += [f"  {o.name}: {o.dtype} {shape(o)}" for o in self.signature.outputs]
+        if self.variants:
+            lines.append("Calls checked and timed (one kernel must serve them all):")
+            lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
         if self.sizes:
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
@@ -238,12 +306,13 @@ class Task(_Model):
 
     def footprint(self, sizes: Mapping[str, int]) -> tuple[int, int]:
         """(elements, bytes) of all tensor inputs and outputs at these sizes."""
+        widest = {v.name: max(DTYPE_BYTES[d] for d in v.of) for v in self.dtypes}
         elements = nbytes = 0
         for spec in self.signature.inputs + self.signature.outputs:
             if spec.shape is not None:
                 numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
                 elements += numel
-                nbytes += numel * DTYPE_BYTES[spec.dtype]
+                nbytes += numel * (DTYPE_BYTES.get(spec.dtype) or widest[spec.dtype])
         return elements, nbytes
 
     def flop_count(self, sizes: dict[str, int]) -> int:
@@ -256,7 +325,56 @@ class Task(_Model):
         return int(eval_host(expr, HostEnv(dict(sizes), dict(self.scalars), {})))
 
 
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "bool": 1}
+def _variant_problem(task: Task) -> str | None:
+    """What is wrong with a task's dtype variables and variants (where, and what), or None."""
+    declared = {v.name: v for v in task.dtypes}
+    if len(declared) != len(task.dtypes):
+        return "dtypes: a dtype variable is declared twice"
+    specs = [("inputs", i, s) for i, s in enumerate(task.signature.inputs)]
+    specs += [("outputs", i, s) for i, s in enumerate(task.signature.outputs)]
+    for kind, index, spec in specs:
+        if spec.dtype is not None and spec.dtype not in L.DTYPES and spec.dtype not in declared:
+            return (f"signature/{kind}/{index}/dtype: {spec.dtype} is not a dtype nor a dtype variable "
+                    f"declared in dtypes (declared: {', '.join(declared) or 'none'})")
+    host_only = {s.name: s for s in task.signature.inputs if not s.is_plain}
+    omittable = {s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional}
+    needs_variants = [n for n, s in host_only.items() if not s.optional]
+    if not task.variants and (declared or needs_variants):
+        what = f"dtype variables {list(declared)}" if declared else f"the host-only input {needs_variants[0]!r}"
+        return f"variants: the task has {what}; list the calls it checks in variants"
+    names: set[str] = set()
+    for index, variant in enumerate(task.variants):
+        where = f"variants/{index}"
+        if variant.name in names:
+            return f"{where}/name: {variant.name!r} names another variant too"
+        names.add(variant.name)
+        if set(variant.dtypes) != set(declared):
+            return f"{where}/dtypes: binds {sorted(variant.dtypes)}, the task's dtype variables are {sorted(declared)}"
+        for name, dtype in variant.dtypes.items():
+            if dtype not in declared[name].of:
+                return f"{where}/dtypes/{name}: {dtype} is not among {name}'s dtypes {declared[name].of}"
+        for name, value in variant.args.items():
+            if name not in host_only and name not in omittable:
+                return (f"{where}/args/{name}: not a host-only input nor an optional tensor of the signature "
+                        f"(those are {sorted(host_only) + sorted(omittable)})")
+            if name in omittable and value is not None:
+                return f"{where}/args/{name}: an optional tensor's argument is null (omitted) or left out (drawn)"
+            role = host_only[name].role if name in host_only else None
+            if role == "dtype" and value is not None and value not in L.DTYPES:
+                return f"{where}/args/{name}: a dtype= argument is null or one of {list(L.DTYPES)}, got {value!r}"
+            if role == "dim" and not (value is None or isinstance(value, (int, list)) and not isinstance(value, bool)):
+                return f"{where}/args/{name}: dim is an int, a list of ints or null, got {value!r}"
+            if role == "choice" and value not in (host_only[name].choices or []):
+                return f"{where}/args/{name}: {value!r} is not one of its choices {host_only[name].choices}"
+            if role == "keepdim" and not isinstance(value, bool):
+                return f"{where}/args/{name}: keepdim is true or false, got {value!r}"
+        for name in needs_variants:
+            if name not in variant.args:
+                return f"{where}/args: gives no value for the host-only input {name!r}"
+    return None
+
+
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
 
 
 @functools.lru_cache(maxsize=None)
@@ -285,6 +403,9 @@ def load_task_file(path: Path) -> Task:
     if not isinstance(data, dict):
         raise TaskError(Diagnostic(str(path), "task_schema", "a task file holds one mapping"))
     tier = path.parent.name
+    if "variant" in data:
+        raise TaskError(Diagnostic(str(path), "task_schema",
+                                   "variant: set by the harness on one call's task; a file lists its calls in 'variants'"))
     data.setdefault("tier", tier)
     data.setdefault("id", path.stem)
     try:
@@ -292,7 +413,8 @@ def load_task_file(path: Path) -> Task:
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = "/".join(str(p) for p in first["loc"])
-        raise TaskError(Diagnostic(str(path), "task_schema", f"{where}: {first['msg']}")) from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise TaskError(Diagnostic(str(path), "task_schema", f"{where}: {message}" if where else message)) from None
     if task.tier != tier or task.id != path.stem:
         raise TaskError(Diagnostic(str(path), "task_schema",
                                    f"file {tier}/{path.stem} holds task {task.tier}/{task.id}"))

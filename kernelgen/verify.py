@@ -56,7 +56,7 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, 
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
     for spec in task.signature.inputs:
-        if spec.shape is None:
+        if spec.shape is None and spec.is_plain:
             drawn = task.scalar_ranges.get(spec.name)
             values[spec.name] = (task.scalars[spec.name] if drawn is None
                                  else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
@@ -64,18 +64,30 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, 
 
 
 def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme: bool = False,
-                bench: bool = False) -> dict[str, Any]:
-    """The call's arguments for one size assignment, reproducible from (task, sizes, seed).
-    ``extreme``: inputs with an extreme-value domain use it; ``bench``: scalars take their
-    bench values (timing), else they are drawn (checking)."""
+                bench: bool = False, shapes_only: bool = False) -> dict[str, Any]:
+    """The call's arguments for one size assignment, reproducible from (task, sizes, seed);
+    a variant's host-only arguments as it gives them (``dtype=`` as a torch dtype), None for
+    the optional tensors it omits. ``extreme``: inputs with an extreme-value domain use it;
+    ``bench``: scalars take their bench values (timing), else they are drawn (checking);
+    ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
+    shapes without their memory)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed)
     args: dict[str, Any] = {}
+    given = task.variant.args if task.variant is not None else {}
     for spec in task.signature.inputs:
-        if spec.shape is None:
+        if not spec.is_plain:
+            value = given.get(spec.name, spec.default)
+            args[spec.name] = torch_dtype(value) if spec.role == "dtype" and value is not None else value
+        elif spec.name in given:  # an optional tensor the variant omits
+            args[spec.name] = None
+        elif spec.shape is None:
             args[spec.name] = scalars[spec.name]
         else:
             shape = tuple(d if isinstance(d, int) else int(sizes[d]) for d in spec.shape)
+            if shapes_only:
+                args[spec.name] = torch.empty(shape, dtype=torch_dtype(spec.dtype), device="meta")
+                continue
             domain = task.extreme_domains.get(spec.name) if extreme else None
             args[spec.name] = draw_tensor(spec, shape, domain or task.domains.get(spec.name), generator)
     return args

@@ -640,11 +640,40 @@ def small_blocks(kernel: L.Kernel) -> CheckedKernel:
 
 @pytest.mark.parametrize("task", task_cases())
 def test_task_golden_matches_interpreter(task: Any, triton_interpreter: TritonInterpreter) -> None:
+    if task.variants:
+        pytest.skip("a task with calls: each call is run by test_task_calls_run_the_baseline_answer")
     checked = small_blocks(task.golden)
     if computes_in_bf16(checked):
         pytest.skip("computes in bf16, which Triton's interpreter cannot (compiled in test_task_golden_compiles)")
     args = random_inputs(checked.kernel, task_sizes(task), task.scalars, seed=11)
     check_in_triton_interpreter(triton_interpreter, checked, args)
+
+
+def tasks_with_calls() -> list[Any]:
+    return [case for case in task_cases() if case.values[0] is None or case.values[0].variants]
+
+
+@pytest.mark.parametrize("task", tasks_with_calls())
+def test_task_calls_run_the_baseline_answer(task: Any, triton_interpreter: TritonInterpreter) -> None:
+    """A task with calls: its reference answer for the baseline (each call's emitted variant
+    under a launcher that dispatches on dtypes) gives the reference's result for every call
+    Triton's interpreter can run (bf16 it cannot), dtype= arguments and omitted tensors included."""
+    from kernelgen.ablation import reference_answer
+    from kernelgen.verify import compare_outputs, make_inputs, run_reference
+
+    source = reference_answer(task).removeprefix("```python\n").removesuffix("```\n")
+    ran = 0
+    for concrete in task.variant_tasks():
+        if any(spec.dtype == "bf16" for spec in concrete.signature.inputs + concrete.signature.outputs):
+            continue
+        sizes = task_sizes(task)
+        inputs = make_inputs(concrete, sizes, seed=5)
+        actual = triton_interpreter.run(source, task.id, list(inputs.values()))
+        names = [o.name for o in concrete.signature.outputs]
+        problems = compare_outputs(concrete, dict(zip(names, actual)), run_reference(concrete, inputs), inputs, sizes)
+        assert problems == [], (concrete.variant.name, problems)
+        ran += 1
+    assert ran >= 2
 
 
 @needs_real_triton

@@ -46,8 +46,13 @@ def test_references_that_upcast_have_an_eager_twin() -> None:
     assert upcasting == []
 
 
-@pytest.mark.parametrize("task", WITH_EAGER, ids=[t.id for t in WITH_EAGER])
+CONCRETE_WITH_EAGER = [c for t in WITH_EAGER for c in t.variant_tasks()]
+
+
+@pytest.mark.parametrize("task", CONCRETE_WITH_EAGER,
+                         ids=[t.id + (f"-{t.variant.name}" if t.variant else "") for t in CONCRETE_WITH_EAGER])
 def test_eager_computes_the_reference_function(task) -> None:
+    """(A task with calls: each call, as it passes dtype=, omitted tensors and dtypes.)"""
     for sizes in draw_sizes(task, Settings(shapes=2, seed=1))[:2]:
         small = {name: min(value, 64) for name, value in sizes.items()}
         inputs = make_inputs(task, small, seed=3)

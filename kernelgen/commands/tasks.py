@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     width = max((len(t.id) for t in tasks), default=4)
     for t in tasks:
-        inputs = ", ".join(f"{i.name}:{i.dtype}" + (f"[{','.join(map(str, i.shape))}]" if i.shape else "")
+        inputs = ", ".join(f"{i.name}:{i.dtype or i.role}" + (f"[{','.join(map(str, i.shape))}]" if i.shape else "")
                            for i in t.signature.inputs)
         first_line = t.prompt.strip().splitlines()[0]
         print(f"{t.tier:<5} {t.id:<{width}}  ({inputs})  {first_line[:70]}")

@@ -155,8 +155,13 @@ def describe(result: CaseResult) -> str:
     lines.append(f"**mode**: {result.mode} ({result.target}); sizes checked: {len(result.sizes_checked)}")
     if result.timing is not None:
         t = result.timing
-        lines.append(f"**speedup over PyTorch eager**: {t.speedup:.2f}x (kernel {t.kernel_ms:.4f} ms, "
+        call = f" (call {t.variant})" if t.variant else ""
+        lines.append(f"**speedup over PyTorch eager**{call}: {t.speedup:.2f}x (kernel {t.kernel_ms:.4f} ms, "
                      f"eager {t.eager_ms:.4f} ms, {t.gbps:.0f} GB/s, {t.roofline_fraction:.0%} of roofline)")
+        calls = result.extra.get("call_timings", {})
+        if len(calls) > 1:
+            lines.append("**each call**: " + "; ".join(f"{name} {c['speedup']:.2f}x ({c['kernel_ms']:.4f} ms)"
+                                                       for name, c in calls.items()))
         compiled = result.extra.get("torch_compile", {})
         if t.compiled_ms is not None:
             lines.append(f"**speedup over torch.compile** ({compiled.get('mode')}): {t.speedup_vs_compiled:.2f}x "
