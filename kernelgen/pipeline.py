@@ -17,6 +17,7 @@ from kernelgen import draws
 from kernelgen import language as L
 from kernelgen.case import Case, Settings
 from kernelgen.check import CheckedKernel, check
+from kernelgen.checked import Checked, launches_of
 from kernelgen.draws import Draw
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.generic import binding_for, instantiate
@@ -104,29 +105,36 @@ def stage_check(case: Case) -> None:
 
 
 def stage_compile(case: Case) -> None:
+    """Each launch compiled (a program's ``case.compiled`` is their list, in launch order)."""
     if not case.settings.compile:
         return
     from kernelgen.compile import compile_kernel
 
+    launches = launches_of(case.checked)
+    built = []
     try:
-        case.compiled = compile_kernel(case.checked, target=case.settings.target)
+        for each in launches:
+            built.append(compile_kernel(each, target=case.settings.target))
     finally:
-        compiled = case.compiled
-        if compiled is not None:
-            case.artifacts["ttir"] = compiled.ttir
-            case.artifacts["ptx"] = compiled.ptx
+        case.compiled = built if case.checked.kernel.is_program else (built[0] if built else None)
+        if len(launches) == 1 and built:
+            case.artifacts["ttir"] = built[0].ttir
+            case.artifacts["ptx"] = built[0].ptx
+        elif built:
+            for key in ("ttir", "ptx"):
+                case.artifacts[key] = "\n".join(f"// launch {i}: {c.kernel.name}\n{getattr(b, key)}"
+                                                for i, (c, b) in enumerate(zip(launches, built)))
 
 
-def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int,
+def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
                extreme: bool = False, timeout_s: float | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
     against the reference on one assignment (its inputs extreme where the draw says so)."""
-    from kernelgen.host import plan_launch
-    from kernelgen.interpret import execute
+    from kernelgen.interpret import execute_call
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
-    run = execute(plan_launch(checked, inputs), timeout_s=timeout_s)
+    run = execute_call(checked, inputs, timeout_s=timeout_s)
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
     if problems:
         raise WrongResult(problems)
