@@ -58,12 +58,10 @@ PEAK_FLOPS = {
 def compiled_for(case: Case, sizes: Mapping[str, int], scalars: Mapping[str, Any]):
     """The kernel variant for this launch (its multiple-of-16 sizes specialized); for a program,
     the list of its launches' variants, in order."""
-    from kernelgen.compile import compile_kernel, divisible_params
+    from kernelgen.compile import compile_document
 
-    plans = sequence_for_sizes(case.checked, sizes, scalars)
-    built = [compile_kernel(plan.checked, target=case.settings.target, num_warps=case.num_warps,
-                            num_stages=case.num_stages, divisible_by_16=divisible_params(plan)) for plan in plans]
-    return built if case.checked.kernel.is_program else built[0]
+    return compile_document(case.checked, target=case.settings.target, num_warps=case.num_warps,
+                            num_stages=case.num_stages, plans=sequence_for_sizes(case.checked, sizes, scalars))
 
 
 def _compiled_list(compiled: Any) -> list[Any]:

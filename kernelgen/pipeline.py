@@ -17,7 +17,7 @@ from kernelgen import draws
 from kernelgen import language as L
 from kernelgen.case import Case, Settings
 from kernelgen.check import CheckedKernel, check
-from kernelgen.checked import Checked, launches_of
+from kernelgen.checked import Checked
 from kernelgen.draws import Draw
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.generic import binding_for, instantiate
@@ -108,22 +108,16 @@ def stage_compile(case: Case) -> None:
     """Each launch compiled (a program's ``case.compiled`` is their list, in launch order)."""
     if not case.settings.compile:
         return
-    from kernelgen.compile import compile_kernel
+    from kernelgen.compile import compile_document
 
-    launches = launches_of(case.checked)
-    built = []
-    try:
-        for each in launches:
-            built.append(compile_kernel(each, target=case.settings.target))
-    finally:
-        case.compiled = built if case.checked.kernel.is_program else (built[0] if built else None)
-        if len(launches) == 1 and built:
-            case.artifacts["ttir"] = built[0].ttir
-            case.artifacts["ptx"] = built[0].ptx
-        elif built:
-            for key in ("ttir", "ptx"):
-                case.artifacts[key] = "\n".join(f"// launch {i}: {c.kernel.name}\n{getattr(b, key)}"
-                                                for i, (c, b) in enumerate(zip(launches, built)))
+    case.compiled = compile_document(case.checked, target=case.settings.target)
+    if not case.checked.kernel.is_program:
+        case.artifacts["ttir"] = case.compiled.ttir
+        case.artifacts["ptx"] = case.compiled.ptx
+        return
+    for key in ("ttir", "ptx"):
+        case.artifacts[key] = "\n".join(f"// launch {i}: {each.name}\n{getattr(each, key)}"
+                                        for i, each in enumerate(case.compiled))
 
 
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,

@@ -20,15 +20,21 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_emit import triton_interpreter  # noqa: F401 - the fixture: Triton's interpreter in a subprocess
+
+from kernelgen.ast_strategies import GeneratedKernel
 
 from kernelgen.case import Settings
 from kernelgen.check import check
-from kernelgen.checked import CheckedProgram
+from kernelgen.checked import CheckedProgram, launches_of
 from kernelgen.emit import emit_triton, wrapper_name
 from kernelgen.errors import InterpreterError, SchemaError, SemanticError
 from kernelgen.interpret import execute_call, interpret
-from kernelgen.parse import kernel_from_obj
+from kernelgen.parse import kernel_from_obj, kernel_to_json, parse_kernel
 from kernelgen.pipeline import evaluate_answer
+from kernelgen.program_strategies import documents, programs
 from kernelgen.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,3 +267,62 @@ def test_a_first_phase_that_misses_elements_fails_on_the_gpu(gpu_settings: Setti
     short["launches"][0]["grid"][0] = {"op": "idiv", "lhs": "SPLIT", "rhs": 2}
     result = evaluate_answer(get_task("col_sum_bf16"), json.dumps(short), gpu_settings)
     assert result.outcome.value == "wrong_result", result.diagnostics
+
+
+# -- random programs (kernelgen.program_strategies) -------------------------------------------
+
+GENERATED = settings(max_examples=30, deadline=None, database=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                            HealthCheck.function_scoped_fixture])
+
+
+@GENERATED
+@given(programs())
+def test_random_programs_check_and_write_every_output_element(generated: GeneratedKernel) -> None:
+    assert generated.kernel.is_program and "several launches" in generated.constructs()
+    checked = check(generated.kernel)
+    run = execute_call(checked, generated.arguments(seed=1))
+    assert set(run.outputs) == set(generated.tolerances)
+    for name, written in run.written.items():
+        assert written.all(), f"{name}: {int((~written).sum())} elements unwritten"
+    assert parse_kernel(kernel_to_json(generated.kernel)) == generated.kernel
+
+
+@settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_random_programs_compile_every_launch(generated: GeneratedKernel) -> None:
+    from kernelgen.compile import compile_document
+
+    compiled = compile_document(check(generated.kernel), "sm_90", cache=False)
+    assert [c.name for c in compiled] == ["produce", "consume"]
+    assert all(c.cubin[:4] == b"\x7fELF" for c in compiled)
+
+
+@settings(max_examples=6, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_programs_match_the_interpreter_in_tritons_interpreter(data: st.DataObject,
+                                                                       triton_interpreter: Any) -> None:
+    from test_emit import combines_scalar_and_block_bools, computes_in_bf16, rounds_to_bf16
+
+    generated = data.draw(programs())
+    checked = check(generated.kernel)
+    if any(f(each) for each in launches_of(checked)
+           for f in (computes_in_bf16, rounds_to_bf16, combines_scalar_and_block_bools)):
+        return  # what Triton's interpreter gets wrong (see test_emit)
+    args = generated.arguments(seed=5)
+    expected = interpret(checked, args)
+    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    problems = generated.mismatches(expected, dict(zip(expected, actual)))
+    assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
+
+
+def test_documents_draw_programs_and_kernels() -> None:
+    seen: set[bool] = set()
+
+    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(documents())
+    def draw(generated: GeneratedKernel) -> None:
+        seen.add(generated.kernel.is_program)
+
+    draw()
+    assert seen == {True, False}

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kernelgen.check import check
     from kernelgen.compare import TOLERANCES, Tolerance, compare_tensors
-    from kernelgen.compile import DEFAULT_TARGET, compile_kernel, divisible_params
+    from kernelgen.compile import DEFAULT_TARGET, compile_document
     from kernelgen.executor import Executor
     from kernelgen.host import plan_sequence
     from kernelgen.inputs import random_inputs
@@ -52,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     def build(target: str):
         """Each launch's variant (a program's list, a kernel alone)."""
-        built = [compile_kernel(plan.checked, target=target, divisible_by_16=divisible_params(plan)) for plan in plans]
-        return built if checked.kernel.is_program else built[0]
+        return compile_document(checked, target=target, plans=plans)
 
     if not torch.cuda.is_available():
         compiled = build(args.target or DEFAULT_TARGET)
