@@ -133,11 +133,13 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
             blank = torch.empty(plans[0].output_shapes[out.name], dtype=expected[out.name].dtype, device=device)
             buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
 
+        calls = iter(range(1, 3))
+
         def scratch() -> dict[str, Any]:
-            """Fresh per call, in guard bands that are checked after the run."""
-            fresh = {}
+            """Fresh per call, in guard bands that are checked after both runs."""
+            fresh, call = {}, next(calls)
             for name, tensor in allocate_scratch(checked, plans[0], device).items():
-                buffers[name], fresh[name] = guarded(tensor, guard_fill(tensor.dtype))
+                buffers[f"scratch {name} (run {call})"], fresh[name] = guarded(tensor, guard_fill(tensor.dtype))
             return fresh
 
         run = sequence_runner(_compiled_list(compiled), plans, outputs, scratch if checked.kernel.scratch else None)

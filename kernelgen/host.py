@@ -6,7 +6,7 @@ to. :func:`plan_launch` turns concrete arguments into a :class:`LaunchPlan` (siz
 output shapes, grid, parameter values); the interpreter, the GPU runtime and the bounds
 analysis all start from it, so the three agree on what a call means.
 
-Host expressions (output shapes, grid, param values), evaluated before the launch:
+Host expressions (output and scratch shapes, grids, param values), evaluated before the launch:
 
 * integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
   and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int); anything else is

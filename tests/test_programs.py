@@ -326,3 +326,23 @@ def test_documents_draw_programs_and_kernels() -> None:
 
     draw()
     assert seen == {True, False}
+
+
+def test_a_program_is_a_python_function_for_tritonbench() -> None:
+    """The TritonBench track calls an answer like the operator (kernelgen.tritonbench.runtime):
+    a program runs there too (interpreted on CPU tensors, launched in order on CUDA ones)."""
+    from kernelgen.tritonbench.runtime import wrapper
+
+    standardize = wrapper(json.dumps(STANDARDIZE), "standardize")
+    x = torch.randn(4, 50) + 3
+    torch.testing.assert_close(standardize(x), (x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True),
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_a_program_runs_for_tritonbench_on_the_gpu() -> None:
+    from kernelgen.tritonbench.runtime import wrapper
+
+    col_sum = wrapper(json.dumps(COL_SUM), "col_sum")
+    x = torch.randn(300, 77, device="cuda").to(torch.bfloat16)
+    torch.testing.assert_close(col_sum(x), x.float().sum(0), rtol=1e-4, atol=1e-3)
