@@ -48,10 +48,9 @@ from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.budget import check_budget
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
-from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
-from kernelgen.hints import claim_of, violation
 from kernelgen.checked import Checked
-from kernelgen.errors import KernelgenError
+from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit, KernelgenError
+from kernelgen.hints import claim_of, violation
 from kernelgen.host import LaunchPlan, plan_launch, plan_sequence, torch_dtype
 from kernelgen.sequence import relocated
 
@@ -75,15 +74,15 @@ def allocate_outputs(plan: LaunchPlan, device: Union[str, torch.device] = "cpu")
             for out in plan.kernel.outputs}
 
 
-def allocate_scratch(checked: Checked, plan: LaunchPlan, device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
+def allocate_scratch(checked: Checked, plan: LaunchPlan,
+                     device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
     """A program's scratch tensors for one call (``plan``: any launch's; they share the host
-    values): zeros where declared ``zero``, else poison-filled as outputs are."""
-    zero = {s.name for s in checked.kernel.scratch if s.zero}
-    return {out.name: (torch.zeros(plan.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
-                       if out.name in zero else
-                       torch.full(plan.output_shapes[out.name], poison(out.dtype), dtype=torch_dtype(out.dtype),
-                                  device=device))
-            for out in plan.kernel.outputs if out.name in {s.name for s in checked.kernel.scratch}}
+    values, and its kernel has the scratch's concrete dtypes): zeros where declared ``zero``,
+    else poison-filled as outputs are."""
+    declared = {s.name: s.zero for s in checked.kernel.scratch}
+    return {out.name: torch.full(plan.output_shapes[out.name], 0 if declared[out.name] else poison(out.dtype),
+                                 dtype=torch_dtype(out.dtype), device=device)
+            for out in plan.kernel.outputs if out.name in declared}
 
 
 @dataclass
@@ -578,7 +577,7 @@ def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: f
                 raise InterpreterError(Diagnostic(
                     f"/launches/{i}", "read_before_write",
                     f"launch {i} ({plan.kernel.name}) loads {name}{element}, which no launch up to it wrote"
-                    + ("" if name in {o.name for o in kernel.outputs} else " (declare the scratch zero, or write it first)")))
+                    + ("" if name in outputs else " (declare the scratch zero, or write it first)")))
         for name, mask in run.written.items():
             written[name] |= mask
     return Execution({n: buffers[n] for n in outputs}, {n: written[n] for n in outputs})
