@@ -240,6 +240,22 @@ def test_the_compile_command_emits_each_launch(tmp_path: Path) -> None:
     assert run.stdout.count("tt.func public") == 2
 
 
+def test_the_compilers_facts_are_given_per_launch(tmp_path: Path) -> None:
+    from kernelgen.cli import main as cli_main
+
+    path = tmp_path / "program.json"
+    path.write_text(json.dumps(COL_SUM))
+    run = subprocess.run([sys.executable, "-m", "kernelgen.cli", "compile", str(path), "--facts"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "- launch 0 (partial_col_sums):" and "- launch 1 (reduce_partials):" in lines
+    assert sum("registers per thread" in line for line in lines) == 2
+    assert cli_main(["compile", str(path), "--emit", "cubin", "-o", str(tmp_path / "k.cubin")]) == 1
+    assert cli_main(["compile", str(path), "--emit", "cubin", "--launch", "1", "-o", str(tmp_path / "k.cubin")]) == 0
+    assert (tmp_path / "k.cubin").read_bytes()[:4] == b"\x7fELF"
+
+
 # -- on the GPU: verification only (timing these is for the benchmark) -----------------------
 
 
