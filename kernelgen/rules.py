@@ -1,8 +1,8 @@
 """The stable diagnostic codes a kernel can earn, each with the condition that raises it.
 
 This is the one registry of codes for the stages that judge a kernel: parsing
-(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`, :mod:`kernelgen.sequence`,
-:mod:`kernelgen.bounds`) and
+(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`,
+:mod:`kernelgen.sequence`, :mod:`kernelgen.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`,
 :mod:`kernelgen.interpret`, :mod:`kernelgen.budget`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
