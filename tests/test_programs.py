@@ -1,7 +1,8 @@
 """Programs of several launches (issue 16, item 2): scratch tensors, launches in order.
 
-The goldens under ``tests/programs/`` are two-launch answers to bench tasks (a split-K column
-sum, stats-then-normalize); the bench's own one-launch goldens stay as they are. Each is run
+The goldens under ``tests/programs/`` are answers of several launches to bench tasks (a split-K
+column sum, stats-then-normalize, a three-launch column mean and variance); the bench's own
+one-launch goldens stay as they are. Each is run
 through the whole pipeline (parse, check, compile every launch to sm_90, the interpreter against
 the reference on the task's draws); wrong programs (phases swapped, scratch read before any
 launch writes it, scratch nobody reads, a first phase that leaves elements unwritten, a race
@@ -208,6 +209,7 @@ def test_the_emitted_program_has_a_kernel_per_launch_and_launches_in_order() -> 
 @pytest.mark.parametrize("stem, meta, args", [
     ("col_sum_bf16_two_phase", {"SPLIT": 4, "BLOCK_M": 16, "BLOCK_N": 16}, lambda: [torch.randn(37, 21).to(torch.bfloat16)]),
     ("standardize_rows_two_phase", {"BLOCK": 16}, lambda: [torch.randn(3, 37) + 1.5]),
+    ("col_mean_var_three_phase", {"SPLIT": 4, "BLOCK_M": 16, "BLOCK_N": 16}, lambda: [torch.rand(37, 21) * 4 + 100]),
 ])
 def test_the_emitted_program_runs_in_tritons_interpreter(stem: str, meta: dict[str, int], args: Any,
                                                          tmp_path: Path) -> None:
@@ -226,8 +228,10 @@ def test_the_emitted_program_runs_in_tritons_interpreter(stem: str, meta: dict[s
                          timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     actual = torch.load(tmp_path / "out.pt")
-    torch.testing.assert_close(actual, expected[checked.kernel.outputs[0].name], rtol=1e-5, atol=1e-5,
-                               equal_nan=True)
+    actual = [actual] if isinstance(actual, torch.Tensor) else list(actual)
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected.values()):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
 def test_the_compile_command_emits_each_launch(tmp_path: Path) -> None:
