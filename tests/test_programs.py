@@ -62,7 +62,7 @@ def diagnose(document: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
-def test_a_two_phase_golden_passes_its_task_on_the_cpu(path: Path) -> None:
+def test_a_program_golden_passes_its_task_on_the_cpu(path: Path) -> None:
     """Checked, each launch compiled for sm_90, interpreted on every draw against the reference."""
     case = yaml.safe_load(path.read_text())
     result = evaluate_answer(get_task(case["task"]), json.dumps(case["answer"]), Settings(shapes=3))
@@ -274,7 +274,7 @@ def gpu_settings():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
-def test_a_two_phase_golden_passes_its_task_on_the_gpu(path: Path, gpu_settings: Settings) -> None:
+def test_a_program_golden_passes_its_task_on_the_gpu(path: Path, gpu_settings: Settings) -> None:
     case = yaml.safe_load(path.read_text())
     result = evaluate_answer(get_task(case["task"]), json.dumps(case["answer"]), gpu_settings)
     assert result.ok, result.diagnostics
