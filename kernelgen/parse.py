@@ -15,7 +15,6 @@ import pydantic
 from kernelgen.errors import Diagnostic, SchemaError
 from kernelgen.language import Kernel
 from kernelgen.limits import show_name
-from kernelgen.sequence import form_diagnostics
 
 MAX_DIAGNOSTICS = 20
 # How deeply a document may nest objects and arrays. Every later stage walks expressions
@@ -149,7 +148,7 @@ def kernel_from_obj(document: Any) -> Kernel:
     if problems:
         raise SchemaError(problems[:MAX_DIAGNOSTICS])
     try:
-        kernel = Kernel.model_validate(document)
+        return Kernel.model_validate(document)
     except pydantic.ValidationError as exc:
         diagnostics: list[Diagnostic] = []
         seen: set[tuple[str, str]] = set()
@@ -161,10 +160,6 @@ def kernel_from_obj(document: Any) -> Kernel:
             seen.add((pointer, code))
             diagnostics.append(Diagnostic(pointer, code, message))
         raise SchemaError(_most_specific(diagnostics)[:MAX_DIAGNOSTICS]) from None
-    form = form_diagnostics(kernel)
-    if form:
-        raise SchemaError(form)
-    return kernel
 
 
 def _most_specific(diagnostics: list[Diagnostic]) -> list[Diagnostic]:

@@ -40,8 +40,12 @@ _LAUNCH_FIELDS = ("body", "params", "grid", "num_warps", "num_stages", "name")
 
 
 def form_diagnostics(kernel: L.Kernel) -> list[Diagnostic]:
-    """A document is one kernel (params, grid, body) or a program (launches), never both: a
-    schema error, as a missing field is (the schema cannot say "one of the two forms")."""
+    """A document is one kernel (params, grid, body) or a program (launches), never both.
+
+    The checker's first finding, not the parser's: a JSON schema with one object at its root
+    (what providers' structured outputs take) cannot say "one of two forms", so the decoding
+    grammar allows both or neither, and whatever the grammar allows must parse. A kernel's
+    missing part is the parser's ``missing_field`` all the same."""
     own = [f for f in ("params", "grid", "body") if getattr(kernel, f) is not None]
     if kernel.is_program:
         return [Diagnostic(f"/{f}", "bad_program", f"a program's launches carry their own {f}; remove the "
