@@ -79,6 +79,11 @@ class AccessLog:
         """Per output, a bool tensor of its shape: true where some program stored."""
         return {name: (writer != _NONE).view(self.shapes[name]) for name, writer in self.writer.items()}
 
+    def read(self) -> dict[str, torch.Tensor]:
+        """Per output some program loaded from, a bool tensor of its shape: true where one did
+        (for a sequence of launches, which judges reads of elements no launch wrote)."""
+        return {name: (last != _NONE).view(self.shapes[name]) for name, last in self.last_reader.items()}
+
     def _clash(self, name: str, offsets: torch.Tensor, others: torch.Tensor, programs: torch.Tensor,
                bad: torch.Tensor, other_did: str, path: str, reading: bool = False) -> None:
         if not bool(bad.any()):

@@ -129,7 +129,9 @@ class GeneratedKernel:
 
     def constructs(self) -> set[str]:
         """The optional constructs the kernel uses (hint, cache, the kernel's and a
-        loop's num_stages, an if with results or without: a store split at the tail), so that a differential run can say how often each was exercised."""
+        loop's num_stages, an if with results or without: a store split at the tail, several
+        launches, a zero-filled scratch), so that a differential run can say how often each was
+        exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
 
         def walk(node: Any) -> None:
@@ -148,7 +150,12 @@ class GeneratedKernel:
                 for value in node:
                     walk(value)
 
-        walk(self.kernel.model_dump(exclude_none=True)["body"])
+        document = self.kernel.model_dump(exclude_none=True)
+        walk([document.get("body", []), document.get("launches", [])])
+        if self.kernel.is_program:
+            found.add("several launches")
+            if any(s.zero for s in self.kernel.scratch):
+                found.add("zero scratch")
         return found
 
     def arguments(self, seed: int = 0) -> dict[str, Any]:

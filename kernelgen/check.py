@@ -25,8 +25,9 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from kernelgen import language as L
+from kernelgen import sequence
 from kernelgen.bounds import unproven_accesses
-from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES, CheckedKernel,
+from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES, Checked, CheckedKernel,
                                HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
@@ -49,8 +50,11 @@ class _Invalid(Exception):
 
 
 class _Checker:
-    def __init__(self, kernel: L.Kernel, meta: dict[str, int] | None) -> None:
+    def __init__(self, kernel: L.Kernel, meta: dict[str, int] | None, scratch: frozenset[str] | None = None) -> None:
         self.kernel = kernel
+        # A launch of a program (kernelgen.sequence): its scratch tensors, and outputs that
+        # other launches may write; None for a kernel of its own.
+        self.scratch = scratch
         self.diagnostics: list[Diagnostic] = []
         self.types: dict[str, ValueType] = {}
         self.meta = {m.name: m.value for m in kernel.meta}
@@ -268,6 +272,8 @@ class _Checker:
             self.error("/view", "bad_signature",
                        f"the {k.view} view shows every viewed input with one shape, got {sorted(symbols)}")
         for j, out in enumerate(k.outputs):
+            if self.scratch is not None and out.name in self.scratch:
+                continue  # the view shapes the call's outputs; scratch never meets the call
             if out.raises is None and not 1 <= len(out.shape) <= wanted:
                 self.error(f"/outputs/{j}/shape", "bad_signature",
                            f"under the {k.view} view an output has rank {'1' if wanted == 1 else '1 or 2'}")
@@ -849,7 +855,7 @@ class _Checker:
             scope[name] = ValueType("i32")
         if not self.diagnostics:
             self.block(self.kernel.body, "/body", scope)
-        if not self.diagnostics:
+        if not self.diagnostics and self.scratch is None:
             for i, out in enumerate(self.kernel.outputs):
                 if out.name not in self.stored:
                     self.error(f"/outputs/{i}", "output_not_written",
@@ -864,19 +870,47 @@ class _Checker:
 
 
 def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
-          dtypes: Mapping[str, str] | None = None) -> CheckedKernel:
+          dtypes: Mapping[str, str] | None = None) -> Checked:
     """Check a kernel for the given meta values (default: the kernel's own).
 
     Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found. A
     generic kernel (dtype variables) is checked in every variant and its default variant is
-    returned, or only the variant ``dtypes`` binds (:mod:`kernelgen.generic`).
+    returned, or only the variant ``dtypes`` binds (:mod:`kernelgen.generic`). A program of
+    several launches is checked launch by launch, then as a sequence (:mod:`kernelgen.sequence`).
     """
+    form = sequence.form_diagnostics(kernel)
+    if form:
+        raise SemanticError(form)
+    if not kernel.is_program:
+        return _check_one(kernel, meta, dtypes, None)
+    named = name_diagnostics(kernel) + sequence.launch_name_diagnostics(kernel)
+    if named:
+        raise SemanticError(named)
+    diagnostics: list[Diagnostic] = []
+    launches: list[CheckedKernel] = []
+    for i in range(len(kernel.launches)):
+        try:
+            launches.append(_check_one(sequence.launch_kernel(kernel, i), meta, dtypes, sequence.scratch_names(kernel)))
+        except SemanticError as error:
+            for d in sequence.relocate(kernel, i, error.diagnostics):
+                if d not in diagnostics:  # the document's shared parts, found once per launch
+                    diagnostics.append(d)
+    if not diagnostics:
+        diagnostics = sequence.sequence_diagnostics(kernel, launches)
+    if diagnostics:
+        raise SemanticError(diagnostics)
+    return sequence.program_of(kernel, launches)
+
+
+def _check_one(kernel: L.Kernel, meta: dict[str, int] | None, dtypes: Mapping[str, str] | None,
+               scratch: frozenset[str] | None) -> CheckedKernel:
     if dtypes is not None or is_generic(kernel):
-        return _check_generic(kernel, meta, dtypes)
-    return check_concrete(kernel, meta)
+        return _check_generic(kernel, meta, dtypes, scratch)
+    return check_concrete(kernel, meta, scratch)
 
 
-def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mapping[str, str] | None) -> CheckedKernel:
+def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mapping[str, str] | None,
+                   scratch: frozenset[str] | None = None) -> CheckedKernel:
     """Every variant of a generic kernel (each diagnostic names its binding), returning the
     default one; or ``binding``'s variant alone."""
     problems = declaration_problems(kernel)
@@ -892,12 +926,12 @@ def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mappi
                 raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
                                                f"{variable.name} takes one of {variable.of}, "
                                                f"got {binding.get(variable.name)!r}"))
-        return check_concrete(instantiate(kernel, binding), meta)
+        return check_concrete(instantiate(kernel, binding), meta, scratch)
     diagnostics: list[Diagnostic] = []
     default: CheckedKernel | None = None
     for each in bindings(kernel):
         try:
-            checked = check_concrete(instantiate(kernel, each), meta)
+            checked = check_concrete(instantiate(kernel, each), meta, scratch)
         except SemanticError as error:
             diagnostics += [Diagnostic(d.path, d.code, f"with {describe(each)}: {d.message}") for d in error.diagnostics]
             continue
@@ -907,6 +941,7 @@ def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mappi
     return default
 
 
-def check_concrete(kernel: L.Kernel, meta: dict[str, int] | None = None) -> CheckedKernel:
-    """Check a kernel without dtype variables."""
-    return _Checker(kernel, meta).run()
+def check_concrete(kernel: L.Kernel, meta: dict[str, int] | None = None,
+                   scratch: frozenset[str] | None = None) -> CheckedKernel:
+    """Check a kernel without dtype variables (``scratch``: as a launch of a program)."""
+    return _Checker(kernel, meta, scratch).run()

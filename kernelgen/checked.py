@@ -111,6 +111,30 @@ class CheckedKernel:
 
 
 
+@dataclass
+class CheckedProgram:
+    """A document of several launches that passed the checker (:mod:`kernelgen.sequence`):
+    ``kernel`` is the document, ``launches`` each launch checked as its projected kernel (the
+    document's outputs followed by its scratch tensors)."""
+
+    kernel: L.Kernel
+    launches: list[CheckedKernel]
+    meta: dict[str, int]
+    sizes: tuple[str, ...]
+
+    @property
+    def scratch(self) -> list[L.Scratch]:
+        return list(self.kernel.scratch)
+
+
+Checked = Union[CheckedKernel, CheckedProgram]
+
+
+def launches_of(checked: Checked) -> list[CheckedKernel]:
+    """The kernels a checked document launches, in order: a single kernel is a program of one."""
+    return list(checked.launches) if isinstance(checked, CheckedProgram) else [checked]
+
+
 def is_power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 

@@ -42,9 +42,10 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection, Sequence, Union
 
 from kernelgen.check import CheckedKernel
+from kernelgen.checked import Checked, launches_of
 from kernelgen.errors import CompileError, Diagnostic, KernelgenError, KernelTimeout, LaunchError
 from kernelgen.executor import Executor
 from kernelgen.host import LaunchPlan
@@ -445,3 +446,16 @@ def _compile(checked: CheckedKernel, options: CompileOptions, in_process: bool) 
     if in_process:
         return compile_in_process(checked, options)
     return _WORKER.call(compile_in_process, checked, options)
+
+
+def compile_document(checked: Checked, target: str | None = None, plans: Sequence[LaunchPlan] | None = None,
+                     **options: Any) -> Union[CompiledKernel, list[CompiledKernel]]:
+    """:func:`compile_kernel` for a checked document: a kernel's variant, or the list of a
+    program's (one per launch, in order; each cached under its own kernel). With ``plans``
+    (one per launch), each launch's multiples of 16 are specialized as :func:`divisible_params`
+    finds them; ``options`` are compile_kernel's (num_warps, num_stages apply to every launch)."""
+    launches = launches_of(checked)
+    built = [compile_kernel(each, target=target, **options,
+                            **({} if plans is None else {"divisible_by_16": divisible_params(plan)}))
+             for each, plan in zip(launches, plans or [None] * len(launches))]
+    return built if checked.kernel.is_program else built[0]

@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from kernelgen.check import CheckedKernel
+from kernelgen.checked import Checked, launches_of
 from kernelgen.tasks import Task
 
 DEFAULT_CPU_MAX = 4096
@@ -53,16 +53,18 @@ class Draw:
     extreme: bool = False
 
 
-def block_extent(checked: CheckedKernel) -> int:
+def block_extent(checked: Checked) -> int:
     """How far the kernel's own numbers reach: the largest of its meta values, every axis of
     every block shape the checker inferred (aranges, loads, reshapes, dots), every integer
     literal (a loop that stops at 4096 instead of N) and each literal grid size times the
-    largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more)."""
+    largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more); for a
+    program, over all its launches."""
+    launches = launches_of(checked)
     blocks = [m.value for m in checked.kernel.meta]
-    blocks += [d for value_type in checked.types.values() for d in value_type.shape]
+    blocks += [d for each in launches for value_type in each.types.values() for d in value_type.shape]
     block = max([1, *blocks])
     literals = _integer_literals(checked.kernel.model_dump())
-    grid = [g * block for g in checked.kernel.grid if isinstance(g, int) and not isinstance(g, bool)]
+    grid = [g * block for each in launches for g in each.kernel.grid if isinstance(g, int) and not isinstance(g, bool)]
     return max([block, *literals, *grid])
 
 
@@ -109,7 +111,7 @@ def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
     return value
 
 
-def targeted_draws(task: Task, checked: CheckedKernel, seed: int, gpu: bool) -> list[Draw]:
+def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[Draw]:
     """Per size name: a value past the kernel's largest block extent, the others small; on the
     GPU also the range's maximum. All within the budget, with the extreme domains."""
     rng = random.Random(f"{task.id}:{seed}:targeted")
@@ -164,7 +166,7 @@ def draw_sizes(task: Task, shapes: int, seed: int, gpu: bool) -> list[dict[str, 
     return drawn
 
 
-def case_draws(task: Task, checked: CheckedKernel | None, shapes: int, seed: int, gpu: bool) -> list[Draw]:
+def case_draws(task: Task, checked: Checked | None, shapes: int, seed: int, gpu: bool) -> list[Draw]:
     """Every assignment a kernel is checked on: the hypothesis draws, then the targeted ones
     (none without a checked kernel or without sizes); duplicates dropped."""
     draws = [Draw(sizes) for sizes in draw_sizes(task, shapes, seed, gpu)]

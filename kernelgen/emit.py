@@ -61,6 +61,7 @@ from typing import Collection, Union
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
 from kernelgen.emit_batch import batch_lines, unbatch_lines
+from kernelgen.checked import Checked, launches_of
 
 MODULE_NAMES = ("torch", "triton", "tl")
 
@@ -807,7 +808,7 @@ class _KernelEmitter:
 LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
 
 
-def emit_triton(checked: CheckedKernel, entry: str | None = None,
+def emit_triton(checked: Checked, entry: str | None = None,
                 converted_inputs: Collection[str] | None = None) -> str:
     """Readable Triton Python for a checked kernel: imports, jitted helpers it needs, the
     ``@triton.jit`` kernel and a launcher, which takes the AST's inputs in order, allocates the
@@ -815,51 +816,61 @@ def emit_triton(checked: CheckedKernel, entry: str | None = None,
     (role ``dtype``) takes None or the variant's dtype, and inputs of that dtype are cast to it
     (``converted_inputs``, where given, names the inputs cast instead: a variant of a generic
     kernel whose other dtype variable took the same dtype reads those inputs as they come).
+    A program of several launches gets one ``@triton.jit`` kernel per launch, and its launcher
+    allocates the scratch tensors (``torch.zeros`` where declared zero) and launches in order.
 
     The launcher is named ``entry`` when given (a task's launcher may shadow a builtin it does
     not use, such as ``pow``), else after the kernel, with a ``_`` added where that is reserved.
     """
     kernel = checked.kernel
+    launches = launches_of(checked)
     module_names = _module_namer()
     if entry is not None:
         if not entry.isidentifier() or keyword.iskeyword(entry) or entry in LAUNCHER_BUILTINS + MODULE_NAMES:
             raise ValueError(f"{entry!r} cannot name the launcher")
         module_names.reserved.add(entry)
     entry = entry or module_names(kernel.name)
-    kernel_fn = module_names(f"{kernel.name}_kernel")
-    reserved = set(MODULE_NAMES) | set(HELPERS) | set(HOST_HELPERS) | {entry, kernel_fn}
+    kernel_fns = [module_names(f"{each.kernel.name}_kernel") for each in launches]
+    reserved = set(MODULE_NAMES) | set(HELPERS) | set(HOST_HELPERS) | {entry, *kernel_fns}
 
-    host_names = Namer(_host_names(checked), reserved)
+    host_names = Namer(set().union(*(_host_names(each) for each in launches)), reserved)
     scalars = {i.name: i.dtype for i in kernel.inputs if i.shape is None}
     host_helpers: set[str] = set()
     host = _HostExpressions(host_names, scalars, host_helpers)
 
-    names = Namer(_kernel_names(kernel), reserved)
-    emitter = _KernelEmitter(checked, names)
-    env: dict[str, _Code] = {}
-    signature: list[str] = []
-    for binding in checked.params:
-        name = names(binding.name)
-        signature.append(name)
-        env[binding.name] = _param_code(binding, name, host)
-        if binding.tensor is None and binding.type.dtype == "i64":
-            emitter.line(1, f"{name} = tl.cast({name}, tl.int64)")
-            env[binding.name] = replace(env[binding.name], may_be_number=False)
-    for meta_name in checked.meta:
-        name = names(meta_name)
-        signature.append(f"{name}: tl.constexpr")
-        env[meta_name] = _Code(name, ATOM, None, may_be_number=True, nonnegative=True)
-    emitter.block(kernel.body, "/body", env, 1)
-    if not emitter.lines:
-        emitter.line(1, "pass")
+    helpers: set[str] = set()
+    kernels: list[str] = []
+    kernel_names: list[Namer] = []
+    for each, kernel_fn in zip(launches, kernel_fns):
+        names = Namer(_kernel_names(each.kernel), reserved)
+        emitter = _KernelEmitter(each, names)
+        env: dict[str, _Code] = {}
+        signature: list[str] = []
+        for binding in each.params:
+            name = names(binding.name)
+            signature.append(name)
+            env[binding.name] = _param_code(binding, name, host)
+            if binding.tensor is None and binding.type.dtype == "i64":
+                emitter.line(1, f"{name} = tl.cast({name}, tl.int64)")
+                env[binding.name] = replace(env[binding.name], may_be_number=False)
+        for meta_name in each.meta:
+            name = names(meta_name)
+            signature.append(f"{name}: tl.constexpr")
+            env[meta_name] = _Code(name, ATOM, None, may_be_number=True, nonnegative=True)
+        emitter.block(each.kernel.body, "/body", env, 1)
+        if not emitter.lines:
+            emitter.line(1, "pass")
+        helpers |= emitter.helpers
+        kernels += ["", "@triton.jit", f"def {kernel_fn}({', '.join(signature)}):", *emitter.lines, ""]
+        kernel_names.append(names)
 
     out = [f'"""{kernel.name}: Triton kernel and launcher emitted by kernelgen from the kernel AST."""',
            "", "import torch", "import triton", "import triton.language as tl", ""]
     for helper, source in HELPERS.items():
-        if helper in emitter.helpers:
+        if helper in helpers:
             out += ["", source.strip(), ""]
-    out += ["", "@triton.jit", f"def {kernel_fn}({', '.join(signature)}):", *emitter.lines, ""]
-    wrapper = _wrapper_lines(checked, entry, kernel_fn, host, host_names, names, converted_inputs)
+    out += kernels
+    wrapper = _wrapper_lines(checked, entry, kernel_fns, host, host_names, kernel_names, converted_inputs)
     for helper, source in HOST_HELPERS.items():
         if helper in host_helpers:
             out += ["", source.strip(), ""]
@@ -875,8 +886,8 @@ def _param_code(binding: ParamBinding, name: str, host: _HostExpressions) -> _Co
                  nonnegative=dtype in INT_DTYPES and host.nonnegative(binding.value))
 
 
-def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _HostExpressions,
-                   names: Namer, kernel_names: Namer, converted_inputs: Collection[str] | None) -> list[str]:
+def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _HostExpressions,
+                   names: Namer, kernel_names: list[Namer], converted_inputs: Collection[str] | None) -> list[str]:
     kernel = checked.kernel
     body: list[str] = []
     tensors = [i for i in kernel.inputs if i.shape is not None]
@@ -953,11 +964,17 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
         body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
-    body.append(f"grid = {_tuple([host.emit(g)[0] for g in kernel.grid])}")
-    args = [names(b.tensor) if b.tensor is not None else host.value(b.value, b.type.dtype) for b in checked.params]
-    args += [f"{kernel_names(meta)}={names(meta)}" for meta in checked.meta]
-    args += [f"num_warps={kernel.num_warps}", f"num_stages={kernel.num_stages}"]
-    body.append(f"{kernel_fn}[grid]({', '.join(args)})")
+    for scratch in kernel.scratch:
+        shape = _tuple([host.emit(d)[0] for d in scratch.shape])
+        dtype = next(o.dtype for o in launches_of(checked)[0].kernel.outputs if o.name == scratch.name)
+        body.append(f"{names(scratch.name)} = torch.{'zeros' if scratch.zero else 'empty'}({shape}, "
+                    f"dtype={TORCH_DTYPES[dtype]}, device={device})")
+    for each, kernel_fn, launch_names in zip(launches_of(checked), kernel_fns, kernel_names):
+        body.append(f"grid = {_tuple([host.emit(g)[0] for g in each.kernel.grid])}")
+        args = [names(b.tensor) if b.tensor is not None else host.value(b.value, b.type.dtype) for b in each.params]
+        args += [f"{launch_names(meta)}={names(meta)}" for meta in each.meta]
+        args += [f"num_warps={each.kernel.num_warps}", f"num_stages={each.kernel.num_stages}"]
+        body.append(f"{kernel_fn}[grid]({', '.join(args)})")
     body += unbatch_lines(kernel, names)
     for out in kernel.outputs:
         if out.raises is not None:  # the operator's precondition, judged by the kernel

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 from kernelgen.errors import CompileError, Diagnostic
 
@@ -256,6 +256,23 @@ def kernel_facts(compiled: CompiledKernel) -> KernelFacts:
                        occupancy=estimate_occupancy(compiled.target, usage["REG"], shared, num_warps))
 
 
+@dataclass
+class ProgramFacts:
+    """The facts of each launch of a program of several kernels, in launch order."""
+
+    launches: list[KernelFacts]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"launches": [facts.to_dict() for facts in self.launches]}
+
+
+def document_facts(compiled: Union[CompiledKernel, Sequence[CompiledKernel]]) -> Union[KernelFacts, ProgramFacts]:
+    """:func:`kernel_facts` of a compiled kernel, or of each kernel of a compiled program."""
+    if isinstance(compiled, (list, tuple)):
+        return ProgramFacts([kernel_facts(each) for each in compiled])
+    return kernel_facts(compiled)
+
+
 def _tensor_core_line(facts: KernelFacts) -> str:
     if not facts.dots:
         return "dots: none"
@@ -265,8 +282,12 @@ def _tensor_core_line(facts: KernelFacts) -> str:
     return f"dots: {facts.dots} tt.dot, NOT on tensor cores (no mma/wgmma in the PTX: they run as FMAs)"
 
 
-def format_facts(facts: KernelFacts) -> list[str]:
-    """The facts as bullet lines, the same for the model's feedback and for a person."""
+def format_facts(facts: Union[KernelFacts, ProgramFacts]) -> list[str]:
+    """The facts as bullet lines, the same for the model's feedback and for a person (a
+    program's: each launch's under its name)."""
+    if isinstance(facts, ProgramFacts):
+        return [line for i, each in enumerate(facts.launches)
+                for line in [f"- launch {i} ({each.name}):", *("  " + item for item in format_facts(each))]]
     occupancy = facts.occupancy
     spills = (f"{facts.local_bytes} bytes of local memory per thread (register spills)" if facts.local_bytes
               else "no spills")

@@ -24,7 +24,9 @@ from kernelgen import language as L
 from kernelgen.case import Case
 from kernelgen.check import CheckedKernel, child
 from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
-from kernelgen.host import plan_for_sizes
+from kernelgen.checked import Checked, launches_of
+from kernelgen.host import plan_for_sizes, sequence_for_sizes
+from kernelgen.sequence import nodes
 from kernelgen.results import Timing
 from kernelgen.tasks import Task
 from kernelgen.timing import event_times, flush_buffer
@@ -54,12 +56,16 @@ PEAK_FLOPS = {
 
 
 def compiled_for(case: Case, sizes: Mapping[str, int], scalars: Mapping[str, Any]):
-    """The kernel variant for this launch (its multiple-of-16 sizes specialized)."""
-    from kernelgen.compile import compile_kernel, divisible_params
+    """The kernel variant for this launch (its multiple-of-16 sizes specialized); for a program,
+    the list of its launches' variants, in order."""
+    from kernelgen.compile import compile_document
 
-    plan = plan_for_sizes(case.checked, sizes, scalars)
-    return compile_kernel(case.checked, target=case.settings.target, num_warps=case.num_warps,
-                          num_stages=case.num_stages, divisible_by_16=divisible_params(plan))
+    return compile_document(case.checked, target=case.settings.target, num_warps=case.num_warps,
+                            num_stages=case.num_stages, plans=sequence_for_sizes(case.checked, sizes, scalars))
+
+
+def _compiled_list(compiled: Any) -> list[Any]:
+    return list(compiled) if isinstance(compiled, (list, tuple)) else [compiled]
 
 
 def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False) -> None:
@@ -96,9 +102,10 @@ def _bits_dtype(tensor: Any) -> Any:
     return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.dtype.itemsize]
 
 
-def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
+def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int], seed: int,
                extreme: bool = False) -> list[Diagnostic]:
-    """In the executor's child: run the kernel and the reference, return what is wrong."""
+    """In the executor's child: run the kernel (a program: its launches in order, scratch
+    allocated per call) and the reference, return what is wrong."""
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device())
@@ -108,7 +115,7 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
     return problems + compare_outputs(task, outputs, expected, inputs, sizes, written)
 
 
-def guarded_launches(checked: CheckedKernel, compiled: Any, inputs: Mapping[str, Any],
+def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
                      device: Any) -> tuple[dict[str, Any], dict[str, Any], list[Diagnostic]]:
     """The kernel run on guard-banded copies of its own arguments ``inputs``: its outputs,
     which of their elements it wrote, and what it broke (guard bands, inputs).
@@ -118,9 +125,9 @@ def guarded_launches(checked: CheckedKernel, compiled: Any, inputs: Mapping[str,
     equal the right value, as ``True`` can for a bool output, but not both poisons can)."""
     import torch
 
-    from kernelgen.host import plan_launch, torch_dtype
-    from kernelgen.interpret import poison
-    from kernelgen.launch import cuda_errors, launch
+    from kernelgen.host import plan_sequence, torch_dtype
+    from kernelgen.interpret import allocate_scratch, poison
+    from kernelgen.launch import cuda_errors, sequence_runner
 
     buffers: dict[str, Any] = {}
     views: dict[str, Any] = {}
@@ -130,17 +137,28 @@ def guarded_launches(checked: CheckedKernel, compiled: Any, inputs: Mapping[str,
         else:
             views[name] = value
     with cuda_errors(f"running kernel {checked.kernel.name}"):
-        plan = plan_launch(checked, views)
+        plans = plan_sequence(checked, views)
         outputs = {}
         for out in checked.kernel.outputs:
-            blank = torch.empty(plan.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
+            blank = torch.empty(plans[0].output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
             buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
-        launch(compiled, plan, outputs)
+
+        calls = iter(range(1, 3))
+
+        def scratch() -> dict[str, Any]:
+            """Fresh per call, in guard bands that are checked after both runs."""
+            fresh, call = {}, next(calls)
+            for name, tensor in allocate_scratch(checked, plans[0], device).items():
+                buffers[f"scratch {name} (run {call})"], fresh[name] = guarded(tensor, guard_fill(tensor.dtype))
+            return fresh
+
+        run = sequence_runner(_compiled_list(compiled), plans, outputs, scratch if checked.kernel.scratch else None)
+        run()
         first = {name: tensor.clone() for name, tensor in outputs.items()}
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
             tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))))
-        launch(compiled, plan, outputs)
+        run()
         torch.cuda.synchronize(device)
     written = {name: same_bits(first[name], tensor) for name, tensor in outputs.items()}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
@@ -163,23 +181,27 @@ def copy_bandwidth() -> float:
     return 2 * source.numel() / (statistics.median(times) / 1e3)
 
 
-def _kernel_times(checked: CheckedKernel, compiled: Any, inputs: Mapping[str, Any], flush: Any,
+def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], flush: Any,
                   repetitions: int, warmup: int) -> list[float]:
+    """Event times of one call: every launch of a program, with its scratch allocated (and
+    zero-filled where declared) inside the timed region, as each real call does."""
     import torch
 
-    from kernelgen.host import plan_launch
-    from kernelgen.interpret import allocate_outputs
-    from kernelgen.launch import cuda_errors, load_kernel, plan_arguments
+    from kernelgen.host import plan_sequence
+    from kernelgen.interpret import allocate_outputs, allocate_scratch
+    from kernelgen.launch import cuda_errors, sequence_runner
 
+    device = torch.device("cuda", torch.cuda.current_device())
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
-        plan = plan_launch(checked, inputs)
-        outputs = allocate_outputs(plan, device=torch.device("cuda", torch.cuda.current_device()))
-        kernel = load_kernel(compiled)
-        arguments = plan_arguments(compiled, plan, outputs)
-        return event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, warmup)
+        plans = plan_sequence(checked, inputs)
+        names = {out.name for out in checked.kernel.outputs}
+        outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
+        scratch = (lambda: allocate_scratch(checked, plans[0], device)) if checked.kernel.scratch else None
+        return event_times(sequence_runner(_compiled_list(compiled), plans, outputs, scratch), flush, repetitions,
+                           warmup)
 
 
-def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
+def time_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int], seed: int,
              repetitions: int = REPETITIONS, torch_compile: bool = False) -> dict[str, Any]:
     """In the executor's child: event times (ms) of the kernel, of PyTorch eager and, with
     ``torch_compile``, of torch.compile of the eager code."""
@@ -260,24 +282,14 @@ def eager_job(task: Task, sizes: dict[str, int], seed: int, repetitions: int = R
     return _eager_times(task, inputs, flush, repetitions, torch_compile)
 
 
-def _dot_kinds(checked: CheckedKernel) -> set[str]:
+def _dot_kinds(checked: Checked) -> set[str]:
     """Which matrix units the kernel's dots use: 'f16' (f16/bf16), 'tf32' or 'ieee' (f32)."""
     kinds: set[str] = set()
-
-    def visit(node: Any, path: str) -> None:
-        if isinstance(node, L.Dot):
-            operand = checked.types[child(path, "lhs")].dtype
-            kinds.add("f16" if operand in ("f16", "bf16") else node.precision)
-        if isinstance(node, L.Node):
-            for name, value in L.node_fields(node):
-                if isinstance(value, list):
-                    for i, item in enumerate(value):
-                        visit(item, child(path, name, i))
-                else:
-                    visit(value, child(path, name))
-
-    for i, stmt in enumerate(checked.kernel.body):
-        visit(stmt, f"/body/{i}")
+    for each in launches_of(checked):
+        for node, path in nodes(each.kernel.body, "/body"):
+            if isinstance(node, L.Dot):
+                operand = each.types[child(path, "lhs")].dtype
+                kinds.add("f16" if operand in ("f16", "bf16") else node.precision)
     return kinds
 
 
@@ -349,8 +361,13 @@ def tune_case(case: Case) -> None:
     from kernelgen.draws import case_draws
     from kernelgen.tune import Candidate, Config, TuneCache, cached_tune, choice_lines, gpu_name
 
-    sizes = dict(case.task.bench_sizes)
     kernel = case.checked.kernel
+    if kernel.is_program:
+        # Several launches run as written: their shared meta shapes scratch for every launch,
+        # and timing a joint search over each launch's configuration is left for later.
+        case.artifacts["tuning"] = "not tuned: a program of several launches runs as written\n"
+        return
+    sizes = dict(case.task.bench_sizes)
     mode = case.settings.tune
     divisible = divisible_params(plan_for_sizes(case.checked, sizes, case.task.scalars))
     timeout = max(case.settings.timeout_s, 120.0)

@@ -6,7 +6,7 @@ to. :func:`plan_launch` turns concrete arguments into a :class:`LaunchPlan` (siz
 output shapes, grid, parameter values); the interpreter, the GPU runtime and the bounds
 analysis all start from it, so the three agree on what a call means.
 
-Host expressions (output shapes, grid, param values), evaluated before the launch:
+Host expressions (output and scratch shapes, grids, param values), evaluated before the launch:
 
 * integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
   and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int); anything else is
@@ -24,6 +24,8 @@ from typing import Any, Mapping, Sequence, Union
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, is_literal, literal_value
+from kernelgen.checked import Checked, launches_of
+from kernelgen.sequence import relocated
 from kernelgen.errors import Diagnostic, HostError
 
 Scalar = Union[int, float, bool]
@@ -240,3 +242,27 @@ def plan_launch(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, 
     env = HostEnv(sizes_from_shapes(kernel, shapes), scalars, dict(checked.meta), shapes,
                   {n: contiguous_strides(s) for n, s in shapes.items()})
     return _finish_plan(checked, env, inputs)
+
+
+def plan_sequence(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]]) -> list[LaunchPlan]:
+    """A plan per launch of a checked document, in launch order (one for a single kernel); the
+    launches of a program share the call's host values, so scratch shapes agree among them."""
+    plans = []
+    for i, each in enumerate(launches_of(checked)):
+        try:
+            plans.append(plan_launch(each, args))
+        except HostError as error:
+            raise relocated(checked.kernel, i, error) from None
+    return plans
+
+
+def sequence_for_sizes(checked: Checked, sizes: Mapping[str, int],
+                       scalars: Mapping[str, Scalar] | None = None) -> list[LaunchPlan]:
+    """:func:`plan_for_sizes` for each launch of a checked document."""
+    plans = []
+    for i, each in enumerate(launches_of(checked)):
+        try:
+            plans.append(plan_for_sizes(each, sizes, scalars))
+        except HostError as error:
+            raise relocated(checked.kernel, i, error) from None
+    return plans

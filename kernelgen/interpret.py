@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, Union
 
 import torch
@@ -51,9 +51,11 @@ from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.budget import check_budget
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
-from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
+from kernelgen.checked import Checked
+from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit, KernelgenError
 from kernelgen.hints import claim_of, violation
-from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
+from kernelgen.host import LaunchPlan, plan_launch, plan_sequence, torch_dtype
+from kernelgen.sequence import relocated
 
 # The interpreter holds at most about this many elements per live value.
 CHUNK_ELEMENTS = 1 << 22
@@ -73,6 +75,17 @@ def allocate_outputs(plan: LaunchPlan, device: Union[str, torch.device] = "cpu")
     return {out.name: torch.full(plan.output_shapes[out.name], poison(out.dtype),
                                  dtype=torch_dtype(out.dtype), device=device)
             for out in plan.kernel.outputs}
+
+
+def allocate_scratch(checked: Checked, plan: LaunchPlan,
+                     device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
+    """A program's scratch tensors for one call (``plan``: any launch's; they share the host
+    values, and its kernel has the scratch's concrete dtypes): zeros where declared ``zero``,
+    else poison-filled as outputs are."""
+    declared = {s.name: s.zero for s in checked.kernel.scratch}
+    return {out.name: torch.full(plan.output_shapes[out.name], 0 if declared[out.name] else poison(out.dtype),
+                                 dtype=torch_dtype(out.dtype), device=device)
+            for out in plan.kernel.outputs if out.name in declared}
 
 
 @dataclass
@@ -539,6 +552,8 @@ class Execution:
 
     outputs: dict[str, torch.Tensor]
     written: dict[str, torch.Tensor]
+    # Per output some program loaded from: where one did (a bool tensor of its shape).
+    read: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
@@ -565,7 +580,47 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
         for first in range(0, total, chunk):
             programs = torch.arange(first, min(first + chunk, total), dtype=torch.int64)
             _Run(plan, buffers, programs, accesses, deadline).run()
-    return Execution(outs, accesses.written())
+    return Execution(outs, accesses.written(), accesses.read())
+
+
+def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: float | None = None) -> Execution:
+    """Run a document's launches in order on shared tensors (:mod:`kernelgen.sequence`):
+    outputs and scratch are allocated once, poison-filled (a ``zero`` scratch with zeros); each
+    launch is judged for races and bounds alone; across the sequence, a launch that loads an
+    element no launch up to it wrote (nor zero-filled) fails with ``read_before_write``, and an
+    output element is written when any launch wrote it. ``timeout_s`` covers the whole sequence."""
+    kernel = checked.kernel
+    if not kernel.is_program:
+        return execute(plans[0], timeout_s=timeout_s)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    outputs = [o.name for o in kernel.outputs]
+    buffers = {n: t for n, t in allocate_outputs(plans[0]).items() if n in outputs}
+    buffers |= allocate_scratch(checked, plans[0])
+    zero = {s.name for s in kernel.scratch if s.zero}
+    written = {n: torch.full(t.shape, n in zero, dtype=torch.bool) for n, t in buffers.items()}
+    for i, plan in enumerate(plans):
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            run = execute(plan, buffers, left)
+        except KernelgenError as error:
+            raise relocated(kernel, i, error) from None
+        for name, read in run.read.items():
+            unwritten = read & ~(written[name] | run.written[name])
+            if bool(unwritten.any()):
+                element = unwritten.nonzero()[0].tolist()
+                raise InterpreterError(Diagnostic(
+                    f"/launches/{i}", "read_before_write",
+                    f"launch {i} ({plan.kernel.name}) loads {name}{element}, which no launch up to it wrote"
+                    + ("" if name in outputs else " (declare the scratch zero, or write it first)")))
+        for name, mask in run.written.items():
+            written[name] |= mask
+    return Execution({n: buffers[n] for n in outputs}, {n: written[n] for n in outputs})
+
+
+def execute_call(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]],
+                 timeout_s: float | None = None) -> Execution:
+    """A checked document (one kernel or a program) run on a call's arguments."""
+    return execute_sequence(checked, plan_sequence(checked, args), timeout_s)
 
 
 def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
@@ -573,6 +628,6 @@ def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None
     return execute(plan, outputs).outputs
 
 
-def interpret(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, Any]]) -> dict[str, torch.Tensor]:
-    """Run a checked kernel on a call's arguments (CPU torch tensors and scalars)."""
-    return run_plan(plan_launch(checked, args))
+def interpret(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+    """Run a checked kernel or program on a call's arguments (CPU torch tensors and scalars)."""
+    return execute_call(checked, args).outputs

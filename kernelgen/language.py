@@ -486,6 +486,31 @@ class Meta(Node):
     value: int
 
 
+class Scratch(Node):
+    """A tensor the launches share, allocated per call, not returned; ``shape``: integer host
+    expressions; ``zero``: zero-filled, else NaN/poison. A launch may load it only after one
+    (or itself) stores it unless ``zero`` (read_before_write); some launch loads it
+    (scratch_unread)."""
+
+    name: Name
+    dtype: DtypeRef
+    shape: list[Expr]
+    zero: bool = False
+
+
+class Launch(Node):
+    """One kernel of a program: launches run in order on one stream, each seeing the document's
+    inputs, outputs, scratch, sizes and meta; params, grid and body as Kernel's (num_warps,
+    num_stages: default the document's). Races are judged per launch."""
+
+    name: Name
+    params: list[Param]
+    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)]
+    num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] | None = None
+    num_stages: Stages | None = None
+    body: list[Stmt]
+
+
 class Kernel(Node):
     """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
     too) and shows the kernel each flattened, as 1-D ``[N]`` (each tensor input declared
@@ -494,21 +519,30 @@ class Kernel(Node):
     broadcast first; other ranks pass as they are). Outputs (rank 1 under elementwise,
     1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
     ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
-    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth."""
+    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth.
+    Several kernels (split-K, two phases): ``launches`` (and ``scratch``) instead of
+    ``params``, ``grid``, ``body`` (bad_program); ``meta`` is shared."""
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None
     dtypes: list[DtypeVariable] = []
     inputs: list[Input]
     outputs: Annotated[list[Output], Field(min_length=1)]
-    params: list[Param]
+    params: list[Param] | None = None
     meta: list[Meta] = []
-    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)]
+    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)] | None = None
     num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] = 4
     num_stages: Stages = 3
-    body: list[Stmt]
+    body: list[Stmt] | None = None
+    scratch: list[Scratch] = []
+    launches: list[Launch] = []
+
+    @property
+    def is_program(self) -> bool:
+        """Several launches (the document's own params, grid and body are absent)."""
+        return bool(self.launches)
 
 
 for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot, ExpandDims, Reshape, Trans, Hint,
-               Let, Store, Carry, For, IfResult, If, Output, Param, Kernel):
+               Let, Store, Carry, For, IfResult, If, Output, Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

@@ -34,11 +34,11 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping, Protocol, Sequence, Union
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence, Union
 
-from kernelgen.check import CheckedKernel
+from kernelgen.checked import Checked
 from kernelgen.errors import Diagnostic, LaunchError, require
-from kernelgen.host import LaunchPlan, plan_launch
+from kernelgen.host import LaunchPlan, plan_sequence
 
 # A kernel may use this much dynamic shared memory without opting in to more.
 DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -379,21 +379,47 @@ def plan_arguments(kernel: Launchable, plan: LaunchPlan, outputs: Mapping[str, A
     return resolve_arguments(argument_sources(kernel, plan), {**plan.inputs, **outputs})
 
 
+def sequence_runner(kernels: Sequence[Launchable], plans: Sequence[LaunchPlan], outputs: Mapping[str, Any],
+                    scratch: Callable[[], Mapping[str, Any]] | None = None) -> Callable[[], None]:
+    """A call of a document's launches, in order on torch's current stream (one kernel: a
+    sequence of one): each run takes fresh tensors from ``scratch`` (a program's scratch is
+    allocated per call), then launches each kernel with the plan's inputs, ``outputs`` and
+    the scratch. Arguments are resolved once; asynchronous, as :func:`launch`."""
+    if len(kernels) != len(plans):
+        raise LaunchError(Diagnostic("/launches", "param_mismatch",
+                                     f"{len(kernels)} compiled kernels for {len(plans)} launches"))
+    loaded = [load_kernel(kernel) for kernel in kernels]
+    sources = [argument_sources(kernel, plan) for kernel, plan in zip(kernels, plans)]
+    fixed = {**plans[0].inputs, **outputs}
+    resolved = None if scratch is not None else [resolve_arguments(each, fixed) for each in sources]
+
+    def run() -> None:
+        if resolved is None:
+            tensors = {**fixed, **scratch()}
+            arguments = [resolve_arguments(each, tensors) for each in sources]
+        else:
+            arguments = resolved
+        for kernel, plan, args in zip(loaded, plans, arguments):
+            kernel.launch(plan.grid, args)
+    return run
+
+
 def launch(kernel: Launchable, plan: LaunchPlan, outputs: Mapping[str, Any]) -> None:
     """Launch ``kernel`` on the plan's grid, on torch's current stream, with the plan's inputs
     and ``outputs`` (name -> CUDA tensor). Asynchronous: synchronize to see faults."""
     load_kernel(kernel).launch(plan.grid, plan_arguments(kernel, plan, outputs))
 
 
-def run_on_gpu(kernel: Launchable, checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, Any]],
-               *, to_cpu: bool = False) -> dict[str, Any]:
-    """Run a kernel on a call's arguments: inputs move to the current GPU, outputs are
-    allocated there pre-filled with poison (NaN for floats, so an element no store writes is
-    noticed), and the launch is synchronized. ``to_cpu`` returns the outputs on the CPU (what
-    crosses the executor's process boundary)."""
+def run_on_gpu(kernel: Union[Launchable, Sequence[Launchable]], checked: Checked,
+               args: Union[Sequence[Any], Mapping[str, Any]], *, to_cpu: bool = False) -> dict[str, Any]:
+    """Run a kernel (or a program: its compiled launches, in order) on a call's arguments:
+    inputs move to the current GPU, outputs are allocated there pre-filled with poison (NaN for
+    floats, so an element no store writes is noticed), scratch per call, and the launches are
+    synchronized. ``to_cpu`` returns the outputs on the CPU (what crosses the executor's
+    process boundary)."""
     import torch
 
-    from kernelgen.interpret import allocate_outputs
+    from kernelgen.interpret import allocate_outputs, allocate_scratch
 
     device = torch.device("cuda", torch.cuda.current_device())
     with cuda_errors(f"running kernel {checked.kernel.name}"):
@@ -404,9 +430,11 @@ def run_on_gpu(kernel: Launchable, checked: CheckedKernel, args: Union[Sequence[
             moved: Union[list[Any], dict[str, Any]] = {name: to_device(value) for name, value in args.items()}
         else:
             moved = [to_device(value) for value in args]
-        plan = plan_launch(checked, moved)
-        outputs = allocate_outputs(plan, device=device)
-        launch(kernel, plan, outputs)
+        plans = plan_sequence(checked, moved)
+        names = {out.name for out in checked.kernel.outputs}
+        outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
+        kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel]
+        sequence_runner(kernels, plans, outputs, lambda: allocate_scratch(checked, plans[0], device))()
         torch.cuda.synchronize(device)
         if to_cpu:
             outputs = {name: tensor.cpu() for name, tensor in outputs.items()}

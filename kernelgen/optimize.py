@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from kernelgen.errors import Diagnostic, KernelgenError
-from kernelgen.facts import KernelFacts, format_facts, kernel_facts
+from kernelgen.facts import KernelFacts, ProgramFacts, document_facts, format_facts
 from kernelgen.generation import GenerationCache, GenerationRecord, generate
 from kernelgen.metrics import fast_p, geomean_speedup
 from kernelgen.prompt import ANSWER_FORMAT, Message, format_diagnostics
@@ -41,18 +41,18 @@ if TYPE_CHECKING:
 # answer -> its result through the full pipeline (timed on a GPU)
 Evaluate = Callable[[str], CaseResult]
 # answer -> the compiler's facts about the variant that is timed (a KernelgenError: unavailable)
-FactsOf = Callable[[str], KernelFacts]
+FactsOf = Callable[[str], Union[KernelFacts, ProgramFacts]]
 
 CPU_SKIP = "no timing without a GPU (CPU mode): optimization rounds skipped, the compiler's facts kept"
 # How many diagnostics of a failed round the next prompt shows.
 SHOWN_DIAGNOSTICS = 3
 
 
-def answer_facts(task: Task, answer: str, settings: Settings) -> KernelFacts:
+def answer_facts(task: Task, answer: str, settings: Settings) -> Union[KernelFacts, ProgramFacts]:
     """The facts about the variant of an answer's kernel that is timed: compiled for the
-    task's bench sizes (their multiples of 16 specialized, as the timing launches it). Needs
-    no GPU; the compile is a cache hit where the case was just timed. A task with calls: the
-    variant of its first call (the one its timing reports)."""
+    task's bench sizes (their multiples of 16 specialized, as the timing launches it); a
+    program's, per launch. Needs no GPU; the compile is a cache hit where the case was just
+    timed. A task with calls: the variant of its first call (the one its timing reports)."""
     from kernelgen.check import check
     from kernelgen.gpu_case import compiled_for
     from kernelgen.parse import parse_kernel
@@ -64,7 +64,7 @@ def answer_facts(task: Task, answer: str, settings: Settings) -> KernelFacts:
         first = task.variant_tasks()[0]
         return kernel_facts(compiled_for_call(first, parse_kernel(answer), dict(task.bench_sizes), settings.target))
     case = Case(task, answer, settings, checked=check(parse_kernel(answer)))
-    return kernel_facts(compiled_for(case, dict(task.bench_sizes), task.scalars))
+    return document_facts(compiled_for(case, dict(task.bench_sizes), task.scalars))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class Attempt:
 
     answer: str
     result: CaseResult
-    facts: KernelFacts | None
+    facts: KernelFacts | ProgramFacts | None
     facts_error: str | None = None
 
     def fact_lines(self) -> list[str]:
@@ -143,7 +143,7 @@ class Attempt:
         return [f"- (the compiler's facts are unavailable: {self.facts_error})"]
 
 
-def _facts(facts_of: FactsOf, answer: str) -> tuple[KernelFacts | None, str | None]:
+def _facts(facts_of: FactsOf, answer: str) -> tuple[KernelFacts | ProgramFacts | None, str | None]:
     try:
         return facts_of(answer), None
     except KernelgenError as error:

@@ -17,6 +17,7 @@ from kernelgen import draws
 from kernelgen import language as L
 from kernelgen.case import Case, Settings
 from kernelgen.check import CheckedKernel, check
+from kernelgen.checked import Checked
 from kernelgen.draws import Draw
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.generic import binding_for, instantiate
@@ -116,36 +117,40 @@ def stage_check(case: Case) -> None:
 
 
 def stage_compile(case: Case) -> None:
+    """Each launch compiled (a program's ``case.compiled`` is their list, in launch order)."""
     if not case.settings.compile:
         return
-    from kernelgen.compile import compile_kernel
+    from kernelgen.compile import compile_document
 
     try:
-        case.compiled = compile_kernel(case.checked, target=case.settings.target)
+        case.compiled = compile_document(case.checked, target=case.settings.target)
     finally:
         compiled = case.compiled
-        if compiled is not None:
+        if compiled is not None and not case.checked.kernel.is_program:
             case.artifacts["ttir"] = compiled.ttir
             case.artifacts["ptx"] = compiled.ptx
+        elif compiled is not None:
+            for key in ("ttir", "ptx"):
+                case.artifacts[key] = "\n".join(f"// launch {i}: {each.name}\n{getattr(each, key)}"
+                                                for i, each in enumerate(compiled))
     for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
         try:  # every call's variant compiles; the first's artifacts are the case's
-            compile_kernel(checked, target=case.settings.target)
+            compile_document(checked, target=case.settings.target)
         except KernelgenError as error:
             from kernelgen.variants import named
 
             raise named(task, error) from None
 
 
-def verify_cpu(task: Task, checked: CheckedKernel, sizes: Mapping[str, int], seed: int,
+def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
                extreme: bool = False, timeout_s: float | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
     against the reference on one assignment (its inputs extreme where the draw says so)."""
-    from kernelgen.host import plan_launch
-    from kernelgen.interpret import execute
+    from kernelgen.interpret import execute_call
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
-    run = execute(plan_launch(checked, inputs), timeout_s=timeout_s)
+    run = execute_call(checked, inputs, timeout_s=timeout_s)
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
     if problems:
         raise WrongResult(problems)

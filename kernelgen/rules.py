@@ -2,7 +2,7 @@
 
 This is the one registry of codes for the stages that judge a kernel: parsing
 (:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`,
-:mod:`kernelgen.bounds`) and
+:mod:`kernelgen.sequence`, :mod:`kernelgen.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`, :mod:`kernelgen.polymorphism`,
 :mod:`kernelgen.interpret`, :mod:`kernelgen.budget`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
@@ -56,6 +56,9 @@ RULES: dict[str, str] = {
     "other_without_mask": "a load with 'other' but no 'mask'",
     "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
     "bad_hint": "a hint that does not fit its value, or false on a constant (see Hint)",
+    "bad_program": "a document with both launches and its own params/grid/body, or neither (see Kernel)",
+    "read_before_write": "a launch loads a scratch (not zero) or output no launch up to it stores (see Scratch)",
+    "scratch_unread": "a scratch tensor no launch loads (see Scratch)",
     "unproven_bounds": "an unmasked load or store not proven inside its tensor (see Bounds)",
     # Running: the host's evaluation of a call, and the interpreter.
     "bad_arguments": "a call's arguments do not fit the inputs, or a host value does not fit",

@@ -18,6 +18,11 @@ each candidate as soon as it is built; the fastest is then verified on every dra
 assignment like any answer, and one that fails is dropped for the next fastest. The
 configuration as written, already verified, always remains the fallback.
 
+A program of several launches (:mod:`kernelgen.sequence`) is not tuned: it runs and is timed
+as written. Its meta values are shared by every launch and shape its scratch tensors, so its
+candidates would be joint configurations, with a warps/stages choice per launch; that search is
+left for later, and the pipeline and ``kernelgen tune`` say so rather than tune one launch.
+
 The choice is cached on disk by (kernel hash, GPU name, size bucket, mode) under the compile
 cache's directory, so a rerun of the same kernel on the same GPU pays nothing
 (:func:`cached_tune`); a cached choice is verified again before it is used.

@@ -1,6 +1,7 @@
 """Differential test of the compiler: random well-typed kernels, interpreter vs GPU.
 
-Each kernel from :func:`kernelgen.ast_strategies.kernels` is checked, compiled for the GPU
+Each kernel from :func:`kernelgen.program_strategies.documents` (the random kernels of
+:mod:`kernelgen.ast_strategies`, and two-launch programs about one draw in five) is checked, compiled for the GPU
 present, run in an executor process and compared with the reference interpreter on the same
 inputs, output by output, within the tolerance the generator derived for it (exact outputs bit
 for bit). Every disagreement is collected, not shrunk: the test reports how many kernels ran
@@ -15,11 +16,12 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from kernelgen.ast_strategies import GeneratedKernel, kernels
+from kernelgen.ast_strategies import GeneratedKernel
 from kernelgen.check import check
 from kernelgen.errors import KernelgenError
 from kernelgen.interpret import interpret
 from kernelgen.parse import kernel_to_json
+from kernelgen.program_strategies import documents
 
 KERNELS = int(os.environ.get("KERNELGEN_DIFFERENTIAL_KERNELS", "500"))
 
@@ -27,7 +29,7 @@ KERNELS = int(os.environ.get("KERNELGEN_DIFFERENTIAL_KERNELS", "500"))
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
-    from kernelgen.compile import compile_kernel, default_target
+    from kernelgen.compile import compile_document, default_target
     from kernelgen.executor import Executor
     from kernelgen.launch import run_on_gpu
 
@@ -40,7 +42,7 @@ def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
         @settings(max_examples=KERNELS, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck), print_blob=False)
         @seed(20261130)
-        @given(kernels())
+        @given(documents())
         def one(generated: GeneratedKernel) -> None:
             label = f"{generated.template}:{generated.kernel.name}:{len(ran)}"
             ran.append(label)
@@ -48,7 +50,7 @@ def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
                 constructs[construct] = constructs.get(construct, 0) + 1
             try:
                 checked = check(generated.kernel, generated.meta)
-                compiled = compile_kernel(checked, target=target)
+                compiled = compile_document(checked, target=target)
                 args = generated.arguments(seed=len(ran))
                 expected = interpret(checked, args)
                 actual = executor.call(run_on_gpu, compiled, checked, args, to_cpu=True, timeout=60)

@@ -23,7 +23,7 @@ from kernelgen.prompt import language_reference
 from kernelgen.rules import RULES
 
 JUDGING_MODULES = ("parse", "check", "generic", "limits", "bounds", "host", "wrapper", "polymorphism", "interpret",
-                   "budget")
+                   "budget", "sequence")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
 

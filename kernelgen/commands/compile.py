@@ -33,11 +33,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "accesses; the kernel is then wrong for other values)")
     parser.add_argument("--facts", action="store_true",
                         help="print the compiler's facts about the kernel instead of a stage's output")
+    parser.add_argument("--launch", type=int, default=None, metavar="I",
+                        help="a program of several launches: only launch I (default: all, one after another)")
     parser.add_argument("--no-cache", action="store_true", help="compile even if the result is cached")
 
 
 def run(args: argparse.Namespace) -> int:
     from kernelgen.check import check
+    from kernelgen.checked import launches_of
     from kernelgen.compile import compile_kernel
     from kernelgen.parse import parse_kernel
 
@@ -45,14 +48,25 @@ def run(args: argparse.Namespace) -> int:
     if args.emit == "cubin" and args.output is None and sys.stdout.isatty():
         raise KernelgenError("a cubin is binary: give -o PATH (or redirect standard output)", code="bad_argument")
     checked = check(parse_kernel(read_source(args.file)), meta)
-    compiled = compile_kernel(checked, target=args.target, num_warps=args.num_warps, num_stages=args.num_stages,
-                              divisible_by_16=args.divisible_by_16, cache=not args.no_cache)
+    launches = launches_of(checked)
+    if args.launch is not None:
+        if not 0 <= args.launch < len(launches):
+            raise KernelgenError(f"--launch {args.launch}: the document has {len(launches)} launch(es)",
+                                 code="bad_argument")
+        launches = [launches[args.launch]]
+    compiled = [compile_kernel(each, target=args.target, num_warps=args.num_warps, num_stages=args.num_stages,
+                               divisible_by_16=args.divisible_by_16, cache=not args.no_cache) for each in launches]
     if args.facts:
-        from kernelgen.facts import format_facts, kernel_facts
+        from kernelgen.facts import document_facts, format_facts
 
-        result: str | bytes = "\n".join(format_facts(kernel_facts(compiled))) + "\n"
+        result: str | bytes = "\n".join(format_facts(document_facts(compiled if len(compiled) > 1 else compiled[0])))
+        result += "\n"
+    elif len(compiled) == 1:
+        result = compiled[0].emit(args.emit)
+    elif args.emit == "cubin":
+        raise KernelgenError("a program has a cubin per launch: choose one with --launch I", code="bad_argument")
     else:
-        result = compiled.emit(args.emit)
+        result = "".join(f"// launch {i}: {each.name}\n{each.emit(args.emit)}\n" for i, each in enumerate(compiled))
     data = result if isinstance(result, bytes) else result.encode()
     if args.output is not None:
         try:

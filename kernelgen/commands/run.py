@@ -37,9 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
     from kernelgen.check import check
     from kernelgen.compare import TOLERANCES, Tolerance, compare_tensors
-    from kernelgen.compile import DEFAULT_TARGET, compile_kernel, divisible_params
+    from kernelgen.compile import DEFAULT_TARGET, compile_document
     from kernelgen.executor import Executor
-    from kernelgen.host import plan_launch
+    from kernelgen.host import plan_sequence
     from kernelgen.inputs import random_inputs
     from kernelgen.interpret import interpret
     from kernelgen.launch import device_target, prepare_gpu, run_on_gpu
@@ -48,18 +48,23 @@ def run(args: argparse.Namespace) -> int:
     checked = check(parse_kernel(read_source(args.file)), parse_assignments(args.meta, "meta"))
     inputs = random_inputs(checked.kernel, parse_sizes(args.size, checked.kernel), seed=args.seed)
     # Sizes that are multiples of 16 this time are compiled as such (vectorized accesses).
-    divisible = divisible_params(plan_launch(checked, inputs))
+    plans = plan_sequence(checked, inputs)
+
+    def build(target: str):
+        """Each launch's variant (a program's list, a kernel alone)."""
+        return compile_document(checked, target=target, plans=plans)
 
     if not torch.cuda.is_available():
-        compiled = compile_kernel(checked, target=args.target or DEFAULT_TARGET, divisible_by_16=divisible)
-        print(f"{args.file}: compiled {compiled.name} for {compiled.target}; there is no CUDA GPU on this "
+        compiled = build(args.target or DEFAULT_TARGET)
+        first = compiled[0] if isinstance(compiled, list) else compiled
+        print(f"{args.file}: compiled {checked.kernel.name} for {first.target}; there is no CUDA GPU on this "
               "machine, so it was not run", file=sys.stderr)
         return NO_GPU_STATUS
 
     # The parent makes no CUDA context: the target is read, and the kernel run, in the executor.
     with Executor(initializer=prepare_gpu, default_timeout=args.timeout) as executor:
         target = args.target or executor.call(device_target)
-        compiled = compile_kernel(checked, target=target, divisible_by_16=divisible)
+        compiled = build(target)
         actual = executor.call(run_on_gpu, compiled, checked, inputs, to_cpu=True)
     expected = interpret(checked, inputs)
 

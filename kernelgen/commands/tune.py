@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     answer = read_source(args.file)
     kernel = parse_kernel(answer)
     checked = check(kernel)
+    if kernel.is_program:
+        print(f"{args.file}: a program of {len(kernel.launches)} launches is not tuned (it runs as written; "
+              "see kernelgen.tune)")
+        return 0
     target = resolve_options(checked, args.target, None, 3).target
     sizes = parse_assignments(args.size, "size")
     reason = gpu_unavailable_reason()

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterator, Mapping
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, check
 from kernelgen.host import sizes_from_shapes
+from kernelgen.checked import Checked
 from kernelgen.parse import parse_kernel
 from kernelgen.tune import Config, Variant, bucket_label
 from kernelgen.wrapper import BoundCall, bind_call
@@ -105,7 +106,7 @@ class KernelFunction:
         self._compiled: dict[tuple[Any, ...], Any] = {}
         self._launches: OrderedDict[tuple[Any, ...], _Launch] = OrderedDict()
 
-    def checked_for(self, meta: Mapping[str, int], dtypes: Mapping[str, str] | None = None) -> CheckedKernel:
+    def checked_for(self, meta: Mapping[str, int], dtypes: Mapping[str, str] | None = None) -> Checked:
         """The kernel checked for a call's choices and dtype binding (one variant each)."""
         key = (tuple(sorted(meta.items())), tuple(sorted((dtypes or {}).items())))
         if key not in self._checked:
@@ -129,7 +130,7 @@ class KernelFunction:
             return self.force
         return self.configs.get(bucket_label(*call_bucket(self.kernel, call)))
 
-    def _run_on_gpu(self, checked: CheckedKernel, values: Mapping[str, Any], device: Any,
+    def _run_on_gpu(self, checked: Checked, values: Mapping[str, Any], device: Any,
                     config: Config | None = None) -> dict[str, Any]:
         import torch
 
@@ -140,6 +141,8 @@ class KernelFunction:
         # Numbers bound to tensor inputs became CPU tensors: they join the call's device.
         moved = {name: value.to(device) if isinstance(value, torch.Tensor) else value
                  for name, value in values.items()}
+        if checked.kernel.is_program:
+            return self._run_program_on_gpu(checked, moved, device)
         with cuda_errors(f"running kernel {checked.kernel.name}"):
             launch = self._launch_for(checked, moved, device, config)
             tensors = {name: moved[name].contiguous() for name in launch.inputs}
@@ -151,6 +154,26 @@ class KernelFunction:
                 fill = _fill_outputs.get() or out.raises is not None
                 outputs[out.name] = tensor.fill_(poison(out.dtype)) if fill else tensor
             launch.loaded.launch(launch.grid, resolve_arguments(launch.sources, tensors | outputs))
+        return outputs
+
+    def _run_program_on_gpu(self, checked: Checked, values: Mapping[str, Any], device: Any) -> dict[str, Any]:
+        """A program of several launches: each launch's variant compiled (the compile cache
+        answers repeated calls), launched in order with scratch allocated for this call."""
+        import torch
+
+        from kernelgen.compile import compile_document
+        from kernelgen.host import plan_sequence
+        from kernelgen.interpret import allocate_outputs, allocate_scratch
+        from kernelgen.launch import cuda_errors, sequence_runner
+
+        with cuda_errors(f"running kernel {checked.kernel.name}"), torch.cuda.device(device):
+            plans = plan_sequence(checked, values)
+            major, minor = torch.cuda.get_device_capability(device)
+            # in this process, as _compiled_for explains
+            compiled = compile_document(checked, target=f"sm_{major}{minor}", plans=plans, in_process=True)
+            names = {out.name for out in checked.kernel.outputs}
+            outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
+            sequence_runner(compiled, plans, outputs, lambda: allocate_scratch(checked, plans[0], device))()
         return outputs
 
     def _launch_for(self, checked: CheckedKernel, values: Mapping[str, Any], device: Any,
