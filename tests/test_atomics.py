@@ -1,0 +1,345 @@
+"""Atomics: checked, interpreted (exact for integers, f64 sums for float adds), raced, lowered
+to TTIR, emitted as Triton Python and, on a GPU, compiled and compared with the interpreter.
+
+The kernels: a column sum of an [M, N] matrix split over row blocks, each block adding its
+partial sums into a zero-initialised output; a column max with atomic_max into one that
+starts at -inf; a distinct-value count by compare-and-swap (and by exchange), whose old values
+decide what is counted; and cheating kernels (a plain read-modify-write across programs, a
+plain store into an element others update atomically) that the race detector must stop.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import torch
+
+from kernelgen.atomics import AtomicMemory, apply_atomic
+from kernelgen.bounds import unproven_accesses
+from kernelgen.gpu_case import same_bits
+from kernelgen.check import check
+from kernelgen.errors import InterpreterError, SemanticError
+from kernelgen.host import plan_launch
+from kernelgen.interpret import execute, interpret
+from kernelgen.parse import kernel_from_obj
+
+
+def op(kind: str, /, **fields: Any) -> dict[str, Any]:
+    return {"op": kind, **fields}
+
+
+def let(name: str, value: Any) -> dict[str, Any]:
+    return op("let", name=name, value=value)
+
+
+def _tile_body(other: Any = None) -> list[dict[str, Any]]:
+    """Rows and columns of this program's [BM, BN] tile and its masked load."""
+    rows = op("add", lhs=op("mul", lhs=op("program_id", axis=0), rhs="BM"), rhs=op("arange", size="BM"))
+    cols = op("add", lhs=op("mul", lhs=op("program_id", axis=1), rhs="BN"), rhs=op("arange", size="BN"))
+    load = {"ptr": op("add", lhs="x", rhs=op("add", lhs=op("mul", lhs=op("expand_dims", x="rows", axis=1), rhs="N"),
+                                             rhs=op("expand_dims", x="cols", axis=0))),
+            "mask": op("and", lhs=op("expand_dims", x=op("lt", lhs="rows", rhs="M"), axis=1),
+                       rhs=op("expand_dims", x="col_ok", axis=0))}
+    if other is not None:
+        load["other"] = other
+    return [let("rows", rows), let("cols", cols), let("col_ok", op("lt", lhs="cols", rhs="N")),
+            let("tile", op("load", **load))]
+
+
+def column_kernel(kind: str = "sum", dtype: str = "f32") -> dict[str, Any]:
+    """out[n] = sum (or max) over m of x[m, n]: programs over row blocks x column blocks, each
+    combining its tile's column partials into ``out`` atomically."""
+    reduce, atomic, init, other = {"sum": ("sum", "atomic_add", 0, None),
+                                   "max": ("max", "atomic_max", "-inf", "-inf")}[kind]
+    partial = op(reduce, x="tile", axis=0)
+    if kind == "sum" and dtype in ("f16", "bf16"):  # sums take f32: add the f32 partials as the dtype
+        partial = op("cast", x=op("sum", x=op("cast", x="tile", dtype="f32"), axis=0), dtype=dtype)
+    return {
+        "name": f"col_{kind}_atomic",
+        "inputs": [{"name": "x", "dtype": dtype, "shape": ["M", "N"]}],
+        "outputs": [{"name": "out", "dtype": dtype, "shape": ["N"], "init": init}],
+        "params": [{"name": "x"}, {"name": "out"}, {"name": "M"}, {"name": "N"}],
+        "meta": [{"name": "BM", "value": 16}, {"name": "BN", "value": 32}],
+        "grid": [op("cdiv", lhs="M", rhs="BM"), op("cdiv", lhs="N", rhs="BN")],
+        "body": _tile_body(other) + [
+            op(atomic, ptr=op("add", lhs="out", rhs="cols"), val=partial, mask="col_ok")],
+    }
+
+
+def distinct_kernel(how: str = "cas") -> dict[str, Any]:
+    """seen[v] = 1 for each value v of idx (in [0, 64)), count = how many distinct: a lane
+    counts when its claim of seen[v] finds 0 there, which exactly one lane per value does."""
+    offs = op("add", lhs=op("mul", lhs=op("program_id"), rhs="B"), rhs=op("arange", size="B"))
+    body = [let("offs", offs), let("ok", op("lt", lhs="offs", rhs="N")),
+            let("v", op("load", ptr=op("add", lhs="idx", rhs="offs"), mask="ok"))]
+    if how == "cas":
+        # cas has no mask: a masked-off lane compares with -1, which seen never holds, and the
+        # clamp proves the unmasked access inside seen (the values are in range anyway).
+        body.append(op("atomic_cas", ptr=op("add", lhs="seen", rhs=op("clamp", x="v", lo=0, hi=63)),
+                       cmp=op("where", cond="ok", x=0, y=-1), val=1, name="old", sem="relaxed"))
+    else:
+        body.append(op("atomic_xchg", ptr=op("add", lhs="seen", rhs="v"), val=1, mask="ok", name="old",
+                       scope="gpu", sem="acq_rel"))
+    body += [let("new", op("and", lhs="ok", rhs=op("eq", lhs="old", rhs=0))),
+             op("atomic_add", ptr="count", val=op("sum", x=op("cast", x="new", dtype="i32"), axis=0))]
+    return {
+        "name": f"distinct_{how}",
+        "inputs": [{"name": "idx", "dtype": "i32", "shape": ["N"]}],
+        "outputs": [{"name": "seen", "dtype": "i32", "shape": [64], "init": 0},
+                    {"name": "count", "dtype": "i32", "shape": [1], "init": 0}],
+        "params": [{"name": "idx"}, {"name": "seen"}, {"name": "count"}, {"name": "N"}],
+        "meta": [{"name": "B", "value": 32}],
+        "grid": [op("cdiv", lhs="N", rhs="B")],
+        "body": body,
+    }
+
+
+def checked(obj: dict[str, Any]):
+    return check(kernel_from_obj(obj))
+
+
+def codes(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(SemanticError) as info:
+        checked(obj)
+    return [(d.path, d.code) for d in info.value.diagnostics]
+
+
+# -- interpreter -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 45), (200, 70)])
+def test_column_sum_by_atomic_add_is_the_f64_sum_rounded(shape: tuple[int, int]) -> None:
+    """One row per program (BM = 1): the atomic adds are the only sums, and their result is
+    the f64 sum rounded once, what every order approximates, whatever the order."""
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    out = interpret(check(kernel_from_obj(column_kernel("sum")), {"BM": 1}), [x])["out"]
+    assert torch.equal(out, x.double().sum(0).float())
+    assert not torch.equal(out, x.sum(0)) or shape[0] == 1 or shape == (1, 1)
+
+
+def test_column_sum_in_f16_and_bf16_accumulate_in_f64() -> None:
+    for dtype, tdtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        x = torch.randn(300, 40, generator=torch.Generator().manual_seed(2)).to(tdtype)
+        out = interpret(checked(column_kernel("sum", dtype)), [x])["out"]
+        assert out.dtype == tdtype
+        assert torch.allclose(out.double(), x.double().sum(0), rtol=1e-2, atol=5e-2)
+
+
+def test_column_max_by_atomic_max_from_minus_infinity() -> None:
+    x = torch.randn(100, 50, generator=torch.Generator().manual_seed(3))
+    x[5, 7] = float("inf")
+    out = interpret(checked(column_kernel("max")), [x])["out"]
+    assert torch.equal(out, x.max(0).values)
+
+
+def test_float_atomic_max_and_min_order_bits_as_triton_does() -> None:
+    """Triton's float max is a signed max of non-negative values' bits and an unsigned min of
+    negative ones': -0.0 < 0.0, +NaN above +inf, -NaN below -inf (one lane per element here:
+    a reduction in a kernel may change a NaN's sign bit on the CPU)."""
+    nan = torch.tensor([float("nan")])
+    values = torch.cat([torch.tensor([0.0, -1.0]), nan, -nan, torch.tensor([5.0])])
+    start = torch.cat([torch.tensor([-0.0, -2.0, 1.0, -1.0]), -nan])
+    for op_name, want in (("atomic_max", [0.0, -1.0, "+nan", -1.0, 5.0]),
+                          ("atomic_min", [-0.0, -2.0, 1.0, "-nan", "-nan"])):
+        buffer = start.clone()
+        old = apply_atomic(op_name, buffer, torch.arange(5), values.clone(), None, AtomicMemory(), 0, "f32")
+        assert same_bits(old, start).all()
+        for got, expected in zip(buffer, want):
+            if isinstance(expected, str):
+                assert torch.isnan(got) and bool(torch.signbit(got)) == (expected == "-nan")
+            else:
+                assert got.item() == expected and bool(torch.signbit(got)) == bool(torch.signbit(torch.tensor(expected)))
+
+
+@pytest.mark.parametrize("how", ["cas", "xchg"])
+def test_distinct_count_uses_the_old_values(how: str) -> None:
+    idx = torch.randint(0, 64, (1000,), generator=torch.Generator().manual_seed(4), dtype=torch.int32)
+    idx[idx == 13] = 12  # at least one value is absent
+    run = interpret(checked(distinct_kernel(how)), [idx])
+    present = torch.zeros(64, dtype=torch.int32)
+    present[idx.long()] = 1
+    assert torch.equal(run["seen"], present)
+    assert run["count"].item() == int(present.sum())
+
+
+def test_integer_atomics_are_exact_and_old_values_follow_lane_order() -> None:
+    """Every op of one launch on a few elements, many lanes each: the final values are the
+    sequential ones, and the old values are the prefixes in program, then lane, order."""
+    n = 200
+    vals = torch.randint(-2**31, 2**31 - 1, (n,), generator=torch.Generator().manual_seed(5), dtype=torch.int64)
+    slots = torch.randint(0, 3, (n,), generator=torch.Generator().manual_seed(6), dtype=torch.int32)
+    for kind in ("add", "max", "min", "and", "or", "xor", "xchg"):
+        for dtype, tdtype in (("i32", torch.int32), ("i64", torch.int64)):
+            v = vals.to(tdtype)
+            kernel = {
+                "name": "rmw", "inputs": [{"name": "v", "dtype": dtype, "shape": ["N"]},
+                                          {"name": "s", "dtype": "i32", "shape": ["N"]}],
+                "outputs": [{"name": "acc", "dtype": dtype, "shape": [3], "init": 7},
+                            {"name": "old", "dtype": dtype, "shape": ["N"]}],
+                "params": [{"name": "v"}, {"name": "s"}, {"name": "acc"}, {"name": "old"}, {"name": "N"}],
+                "meta": [{"name": "B", "value": 16}], "grid": [op("cdiv", lhs="N", rhs="B")],
+                "body": [let("o", op("add", lhs=op("mul", lhs=op("program_id"), rhs="B"), rhs=op("arange", size="B"))),
+                         let("ok", op("lt", lhs="o", rhs="N")),
+                         op(f"atomic_{kind}", ptr=op("add", lhs="acc", rhs=op("load", ptr=op("add", lhs="s", rhs="o"),
+                                                                                  mask="ok")),
+                            val=op("load", ptr=op("add", lhs="v", rhs="o"), mask="ok"), mask="ok", name="prev"),
+                         op("store", ptr=op("add", lhs="old", rhs="o"), value="prev", mask="ok")]}
+            run = interpret(checked(kernel), [v, slots])
+            acc = [7, 7, 7]
+            old = []
+            for value, slot in zip(v.tolist(), slots.tolist()):
+                old.append(acc[slot])
+                acc[slot] = {"add": acc[slot] + value, "max": max(acc[slot], value), "min": min(acc[slot], value),
+                             "and": acc[slot] & value, "or": acc[slot] | value, "xor": acc[slot] ^ value,
+                             "xchg": value}[kind]
+                bits = 32 if dtype == "i32" else 64
+                acc[slot] = (acc[slot] + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+            assert run["acc"].tolist() == acc, (kind, dtype)
+            assert run["old"].tolist() == old, (kind, dtype)
+
+
+def test_masked_off_lanes_neither_update_nor_count_as_written() -> None:
+    k = column_kernel("sum")
+    x = torch.ones(20, 50)
+    plan = plan_launch(checked(k), [x])
+    run = execute(plan)
+    assert run.outputs["out"].tolist() == [20.0] * 50
+    assert bool(run.written["out"].all())  # an init fill is defined everywhere
+
+
+def test_an_output_without_init_written_only_by_atomics_counts_the_touched_elements() -> None:
+    k = distinct_kernel("xchg")
+    del k["outputs"][0]["init"]  # seen starts as poison: untouched values are unwritten
+    idx = torch.tensor([1, 2, 2, 5], dtype=torch.int32)
+    run = execute(plan_launch(checked(k), [idx]))
+    assert run.written["seen"].nonzero().flatten().tolist() == [1, 2, 5]
+    assert bool(run.written["count"].all())
+
+
+# -- the race detector ---------------------------------------------------------------------------
+
+
+def test_a_plain_read_modify_write_across_programs_is_a_race() -> None:
+    """The cheating column sum: load out, add, store, as if the programs ran one at a time."""
+    k = column_kernel("sum")
+    k["body"][-1] = op("store", ptr=op("add", lhs="out", rhs="cols"),
+                       value=op("add", lhs=op("load", ptr=op("add", lhs="out", rhs="cols"), mask="col_ok"),
+                                rhs=op("sum", x="tile", axis=0)), mask="col_ok")
+    x = torch.randn(40, 8)
+    with pytest.raises(InterpreterError) as info:
+        interpret(checked(k), [x])
+    assert info.value.diagnostics[0].code == "race"
+    # With one row block there is one program per column: no race, and the sum is right.
+    assert torch.allclose(interpret(checked(k), [x[:16]])["out"], x[:16].sum(0))
+
+
+@pytest.mark.parametrize("plain", ["store", "load"])
+def test_a_plain_access_racing_with_another_programs_atomic_is_a_race(plain: str) -> None:
+    k = column_kernel("sum")
+    first_row_block = op("eq", lhs=op("program_id", axis=0), rhs=0)
+    mask = op("and", lhs="col_ok", rhs=first_row_block)
+    ptr = op("add", lhs="out", rhs="cols")
+    if plain == "store":
+        k["body"].append(op("store", ptr=ptr, value=0.0, mask=mask))
+    else:
+        k["outputs"].append({"name": "peek", "dtype": "f32", "shape": ["N"]})
+        k["params"].append({"name": "peek"})
+        k["body"].append(op("store", ptr=op("add", lhs="peek", rhs="cols"),
+                            value=op("load", ptr=ptr, mask=mask), mask=mask))
+    with pytest.raises(InterpreterError) as info:
+        interpret(checked(k), [torch.randn(40, 8)])
+    assert info.value.diagnostics[0].code == "race"
+    assert "atomically" in str(info.value)
+    # One program alone may mix its own atomics and plain accesses.
+    assert interpret(checked(k), [torch.randn(10, 8)])["out"].shape == (8,)
+
+
+def test_atomics_of_many_programs_on_one_element_do_not_race() -> None:
+    x = torch.randn(500, 3)
+    out = interpret(checked(column_kernel("sum")), [x])["out"]
+    assert torch.allclose(out, x.sum(0), atol=1e-5)
+
+
+# -- the checker ---------------------------------------------------------------------------------
+
+
+def test_atomic_dtypes_follow_triton() -> None:
+    for dtype, kind, ok in (("f16", "sum", True), ("bf16", "max", False), ("f64", "max", True)):
+        k = column_kernel(kind, dtype)
+        if dtype == "bf16":
+            assert ("/body/4/ptr", "atomic_dtype") in codes(k)
+        else:
+            assert checked(k) is not None
+    k = distinct_kernel("cas")
+    k["inputs"][0]["dtype"] = "i32"
+    k["outputs"][0]["dtype"] = "f32"
+    k["outputs"][0]["init"] = 0.0
+    assert ("/body/3/ptr", "atomic_dtype") in codes(k)
+    k = column_kernel("sum")
+    k["body"][-1]["op"] = "atomic_xor"
+    assert ("/body/4/ptr", "atomic_dtype") in codes(k)
+    k = distinct_kernel("xchg")
+    k["outputs"][0]["dtype"] = "bool"
+    k["outputs"][0]["init"] = False
+    k["body"][3]["val"] = True
+    assert ("/body/3/ptr", "atomic_dtype") in codes(k)
+
+
+def test_atomic_field_rules() -> None:
+    k = distinct_kernel("cas")
+    del k["body"][3]["cmp"]
+    assert ("/body/3", "bad_atomic") in codes(k)
+    k = distinct_kernel("cas")
+    k["body"][3]["mask"] = "ok"
+    assert ("/body/3/mask", "bad_atomic") in codes(k)
+    k = distinct_kernel("xchg")
+    k["body"][3]["cmp"] = 0
+    assert ("/body/3/cmp", "bad_atomic") in codes(k)
+    k = column_kernel("sum")
+    k["body"][-1]["val"] = op("cast", x=op("sum", x="tile", axis=0), dtype="f16")
+    assert ("/body/4/val", "dtype_mismatch") in codes(k)
+    k = column_kernel("sum")
+    k["body"][-1]["mask"] = "cols"
+    assert ("/body/4/mask", "needs_bool") in codes(k)
+    k = column_kernel("sum")
+    k["body"][-1]["ptr"] = op("add", lhs="x", rhs="cols")
+    assert ("/body/4/ptr", "store_to_input") in codes(k)
+    k = column_kernel("sum")
+    k["body"][-1]["name"] = "tile"
+    assert ("/body/4/name", "duplicate_name") in codes(k)
+    k = column_kernel("sum")
+    k["outputs"][0]["init"] = 1.5
+    k["outputs"][0]["dtype"] = "f32"
+    assert checked(k) is not None
+    k = distinct_kernel("cas")
+    k["outputs"][0]["init"] = 0.5
+    assert ("/outputs/0/init", "bad_value") in codes(k)
+    k = distinct_kernel("cas")
+    k["outputs"][0]["init"] = 2**40
+    assert ("/outputs/0/init", "literal_out_of_range") in codes(k)
+    with pytest.raises(Exception):
+        kernel_from_obj({**column_kernel("sum"), "body": [op("atomic_add", ptr="out", val=1.0, sem="seq_cst")]})
+
+
+def test_an_old_value_is_typed_as_the_pointee_and_scoped_like_a_let() -> None:
+    k = distinct_kernel("xchg")
+    k["body"].append(op("store", ptr=op("add", lhs="seen", rhs="v"), value=op("add", lhs="old", rhs=1.0),
+                        mask="ok"))
+    assert ("/body/6/value", "dtype_mismatch") in codes(k) or any(c == "dtype_mismatch" for _, c in codes(k))
+
+
+def test_bounds_cover_unmasked_atomic_addresses() -> None:
+    k = column_kernel("sum")
+    del k["body"][-1]["mask"]
+    with pytest.raises(SemanticError) as info:
+        checked(k)
+    [problem] = info.value.diagnostics
+    assert (problem.path, problem.code) == ("/body/4", "unproven_bounds")
+    assert "atomic_add" in problem.message
+    k = distinct_kernel("cas")
+    assert unproven_accesses(checked(k)) == []  # clamped into seen; count is one element
