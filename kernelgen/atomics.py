@@ -28,7 +28,7 @@ What is exact and what is not:
   bits of non-negative values, an unsigned minimum of negative ones): -0.0 < 0.0, a NaN above
   +inf when its sign bit is clear and below -inf when it is set.
 
-Masked-off lanes are not accesses and give an old value of 0.
+Masked-off lanes are not accesses; their old value is undefined on a GPU and 0 here.
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ def _kernel_names(kernel: L.Kernel) -> set[str]:
 
     def visit(stmts: list[L.Stmt]) -> None:
         for s in stmts:
-            if isinstance(s, L.Let):
+            if isinstance(s, L.Let) or isinstance(s, L.Atomic) and s.name is not None:
                 names.add(s.name)
             elif isinstance(s, L.For):
                 names.add(s.var)
@@ -685,6 +685,8 @@ class _KernelEmitter:
                 env[s.name] = replace(value, text=name, prec=ATOM)
             elif isinstance(s, L.Store):
                 self.store(s, spath, env, depth)
+            elif isinstance(s, L.Atomic):
+                self.atomic(s, spath, env, depth)
             else:
                 self.loop(s, spath, env, depth)
 
@@ -696,6 +698,30 @@ class _KernelEmitter:
             args.append(f"mask={self.expr(s.mask, child(path, 'mask'), env).text}")
         args += _modifiers(s)
         self.line(depth, f"tl.store({', '.join(args)})")
+
+    def atomic(self, a: L.Atomic, path: str, env, depth: int) -> None:
+        """``tl.atomic_*``; the old values bound to the statement's name, if any."""
+        t = self.types[child(path, "ptr")]
+        pointee = t.dtype
+        args = [self.expr(a.ptr, child(path, "ptr"), env).text]
+        if a.cmp is not None:  # tl.atomic_cas broadcasts nothing: cmp and val take the pointer's shape
+            for name in ("cmp", "val"):
+                x = self.operand(getattr(a, name), child(path, name), env, pointee, tensor=True)
+                missing = len(t.shape) - len(self.types[child(path, name)].shape)
+                if t.shape and missing and len(t.shape) > missing:
+                    x = replace(x, text=f"{x.at(POSTFIX)}[{', '.join(['None'] * missing + [':'] * (len(t.shape) - missing))}]")
+                args.append(f"tl.broadcast_to({x.text}, {list(t.shape)})" if t.shape else x.text)
+        else:
+            args.append(self.operand(a.val, child(path, "val"), env, pointee).text)
+        if a.mask is not None:
+            args.append(f"mask={self.expr(a.mask, child(path, 'mask'), env).text}")
+        call = f"tl.{a.op}({', '.join(args)}, sem={a.sem!r}, scope={a.scope!r})"
+        if a.name is None:
+            self.line(depth, call)
+            return
+        name = self.names(a.name)
+        self.line(depth, f"{name} = {call}")
+        env[a.name] = _Code(name, ATOM, pointee)
 
     def loop(self, f: L.For, path: str, env: dict[str, _Code], depth: int) -> None:
         carried: list[tuple[str, _Code]] = []
@@ -867,7 +893,12 @@ def _wrapper_lines(checked: CheckedKernel, entry: str, kernel_fn: str, host: _Ho
             body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
-        body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
+        if out.init is None:
+            body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
+        else:  # the fill atomics accumulate onto
+            fill = repr(literal_value(out.init)).replace("inf", "float('inf')").replace("nan", "float('nan')")
+            body.append(f"{names(out.name)} = torch.full({shape}, {fill}, dtype={TORCH_DTYPES[out.dtype]}, "
+                        f"device={device})")
     body.append(f"grid = {_tuple([host.emit(g)[0] for g in kernel.grid])}")
     args = [names(b.tensor) if b.tensor is not None else host.value(b.value, b.type.dtype) for b in checked.params]
     args += [f"{kernel_names(meta)}={names(meta)}" for meta in checked.meta]

@@ -334,7 +334,7 @@ class Store(Node):
 class Atomic(Node):
     """tl.atomic_*: read-modify-write of ``val`` (cas: if old == ``cmp``, write ``val``) at
     each pointer where ``mask`` is true (cas: no mask), as Store's; ``name`` (optional) binds
-    the old values (masked-off lanes: 0). Atomics of different programs on one element do not
+    the old values (undefined where masked off). Atomics of different programs on one element do not
     race. dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64
     (float max/min: -0.0 < 0.0, NaN beyond inf by its sign bit, unspecified for a computed
     NaN); and/or/xor, cas i32/i64.

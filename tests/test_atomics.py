@@ -72,11 +72,11 @@ def column_kernel(kind: str = "sum", dtype: str = "f32") -> dict[str, Any]:
 
 
 def distinct_kernel(how: str = "cas") -> dict[str, Any]:
-    """seen[v] = 1 for each value v of idx (in [0, 64)), count = how many distinct: a lane
+    """seen[v] = 1 for each value v of idx (its low 6 bits), count = how many distinct: a lane
     counts when its claim of seen[v] finds 0 there, which exactly one lane per value does."""
     offs = op("add", lhs=op("mul", lhs=op("program_id"), rhs="B"), rhs=op("arange", size="B"))
     body = [let("offs", offs), let("ok", op("lt", lhs="offs", rhs="N")),
-            let("v", op("load", ptr=op("add", lhs="idx", rhs="offs"), mask="ok"))]
+            let("v", op("and", lhs=op("load", ptr=op("add", lhs="idx", rhs="offs"), mask="ok"), rhs=63))]
     if how == "cas":
         # cas has no mask: a masked-off lane compares with -1, which seen never holds, and the
         # clamp proves the unmasked access inside seen (the values are in range anyway).
@@ -97,6 +97,27 @@ def distinct_kernel(how: str = "cas") -> dict[str, Any]:
         "grid": [op("cdiv", lhs="N", rhs="B")],
         "body": body,
     }
+
+
+def rmw_kernel(kind: str, dtype: str, keep_old: bool = True, sem: str = "acq_rel", scope: str = "gpu") -> dict[str, Any]:
+    """acc[min(s[i] & 3, 2)] op= v[i] (acc: 3 elements starting at 7), and with ``keep_old`` each lane's
+    old value stored (an order-dependent output: the interpreter's order only)."""
+    body = [let("o", op("add", lhs=op("mul", lhs=op("program_id"), rhs="B"), rhs=op("arange", size="B"))),
+            let("ok", op("lt", lhs="o", rhs="N")),
+            let("slot", op("minimum", lhs=op("and", lhs=op("load", ptr=op("add", lhs="s", rhs="o"), mask="ok"), rhs=3),
+                           rhs=2)),
+            op(f"atomic_{kind}", ptr=op("add", lhs="acc", rhs="slot"),
+               val=op("load", ptr=op("add", lhs="v", rhs="o"), mask="ok"), mask="ok", sem=sem, scope=scope,
+               **({"name": "prev"} if keep_old else {}))]
+    outputs = [{"name": "acc", "dtype": dtype, "shape": [3], "init": 7}]
+    if keep_old:
+        outputs.append({"name": "old", "dtype": dtype, "shape": ["N"]})
+        body.append(op("store", ptr=op("add", lhs="old", rhs="o"), value="prev", mask="ok"))
+    return {"name": f"rmw_{kind}_{dtype}", "inputs": [{"name": "v", "dtype": dtype, "shape": ["N"]},
+                                                     {"name": "s", "dtype": "i32", "shape": ["N"]}],
+            "outputs": outputs, "params": [{"name": "v"}, {"name": "s"}] + [{"name": o["name"]} for o in outputs]
+            + [{"name": "N"}], "meta": [{"name": "B", "value": 16}], "grid": [op("cdiv", lhs="N", rhs="B")],
+            "body": body}
 
 
 def checked(obj: dict[str, Any]):
@@ -176,19 +197,7 @@ def test_integer_atomics_are_exact_and_old_values_follow_lane_order() -> None:
     for kind in ("add", "max", "min", "and", "or", "xor", "xchg"):
         for dtype, tdtype in (("i32", torch.int32), ("i64", torch.int64)):
             v = vals.to(tdtype)
-            kernel = {
-                "name": "rmw", "inputs": [{"name": "v", "dtype": dtype, "shape": ["N"]},
-                                          {"name": "s", "dtype": "i32", "shape": ["N"]}],
-                "outputs": [{"name": "acc", "dtype": dtype, "shape": [3], "init": 7},
-                            {"name": "old", "dtype": dtype, "shape": ["N"]}],
-                "params": [{"name": "v"}, {"name": "s"}, {"name": "acc"}, {"name": "old"}, {"name": "N"}],
-                "meta": [{"name": "B", "value": 16}], "grid": [op("cdiv", lhs="N", rhs="B")],
-                "body": [let("o", op("add", lhs=op("mul", lhs=op("program_id"), rhs="B"), rhs=op("arange", size="B"))),
-                         let("ok", op("lt", lhs="o", rhs="N")),
-                         op(f"atomic_{kind}", ptr=op("add", lhs="acc", rhs=op("load", ptr=op("add", lhs="s", rhs="o"),
-                                                                                  mask="ok")),
-                            val=op("load", ptr=op("add", lhs="v", rhs="o"), mask="ok"), mask="ok", name="prev"),
-                         op("store", ptr=op("add", lhs="old", rhs="o"), value="prev", mask="ok")]}
+            kernel = rmw_kernel(kind, dtype)
             run = interpret(checked(kernel), [v, slots])
             acc = [7, 7, 7]
             old = []
