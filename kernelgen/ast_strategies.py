@@ -126,7 +126,7 @@ class GeneratedKernel:
 
     def constructs(self) -> set[str]:
         """The optional constructs the kernel uses (hint, cache, the kernel's and a
-        loop's num_stages), so that a differential run can say how often each was exercised."""
+        loop's num_stages, each atomic op), so that a differential run can say how often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
 
         def walk(node: Any) -> None:
@@ -137,6 +137,8 @@ class GeneratedKernel:
                     found.add("hint")
                 if node.get("op") == "for" and "num_stages" in node:
                     found.add("loop num_stages")
+                if str(node.get("op", "")).startswith("atomic_"):
+                    found.add(node["op"])
                 for value in node.values():
                     walk(value)
             elif isinstance(node, list):
@@ -858,6 +860,62 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
             _store(g, spec, out, dtype, (block,), ptr, op("and", lhs="in_bounds", rhs=op("not", x=chosen)))
         else:
             _store(g, spec, out, dtype, (block,), ptr, "in_bounds")
+    if g.chance(15):
+        _exchanged(g, spec, block)
+
+
+# Atomics whose final values do not depend on the order the programs run in (rule 7).
+ORDER_FREE_ATOMICS = {"f32": ("add", "max", "min"), "f64": ("add", "max", "min"), "f16": ("add",), "bf16": ("add",),
+                      "i32": ("add", "max", "min", "and", "or", "xor"), "i64": ("add", "max", "min", "and", "or", "xor")}
+ATOMIC_INITS = {"add": (0, 3, -5), "max": ("-inf", -7, 0), "min": ("inf", 7, 0), "and": (-1, 127), "or": (0, 64),
+                "xor": (0, 5)}
+
+
+def _atomic_options(g: _Gen) -> dict[str, str]:
+    return {"sem": g.choose(["relaxed", "acquire", "release", "acq_rel"]), "scope": g.choose(["gpu", "sys"])}
+
+
+def _column_atomic(g: _Gen, spec: _Spec, bm: int, bn: int, rows: int) -> None:
+    """Every row of every row block combined into ``col_acc[col]`` by one order-free atomic
+    (lanes of one program and of many programs hit each element); a float add's tolerance
+    covers any summation order: ``rows`` additions, each rounding a partial of up to ``rows``
+    times the value bound."""
+    dtype = g.choose(NUMBER_DTYPES)
+    kind = g.choose(ORDER_FREE_ATOMICS[dtype])
+    init = g.choose(ATOMIC_INITS[kind])
+    if dtype in INT_DTYPES and isinstance(init, str):
+        init = -(2**30) if init == "-inf" else 2**30
+    elif dtype in FLOAT_DTYPES and isinstance(init, int):
+        init = float(init)
+    float_add = kind == "add" and dtype in FLOAT_DTYPES
+    val = g.exactly(g.value(dtype, (bm, bn), g.draw(st.integers(1, 3)), exact=not float_add), (bm, bn))
+    out, _ = spec.output("col_acc", dtype, ["N"])
+    spec.outputs[-1]["init"] = init
+    if float_add:
+        base = comparison_tolerance(dtype)
+        bound = rows * (val.mag + abs(float(init)))
+        spec.tolerances[out] = Tolerance(base.rtol, base.atol + SAFETY * (rows * val.err + rows * EPS[dtype] * bound))
+    else:
+        spec.tolerances[out] = Tolerance(0.0, 0.0)
+    cols = op("broadcast", x=op("expand_dims", x="cols", axis=0), shape=["BM", "BN"])
+    g.stmts.append(op(f"atomic_{kind}", ptr=op("add", lhs=out, rhs=cols), val=val.expr, mask="tile_ok",
+                      **_atomic_options(g)))
+
+
+def _exchanged(g: _Gen, spec: _Spec, block: int) -> None:
+    """An output whose elements each lane exchanges once (masked): it ends as the values, and
+    the old values (the init fill where the lane is active) join the pool as exact values."""
+    dtype = g.choose(("f32", "f64", "i32", "i64"))
+    init = g.choose((0, 2, -3))
+    out, _ = spec.output("swapped", dtype, ["N"])
+    spec.outputs[-1]["init"] = float(init) if dtype in FLOAT_DTYPES else init
+    val = g.value(dtype, (block,), g.draw(st.integers(1, 3)), exact=True)
+    spec.stored(out, val)
+    name = g.fresh("old")
+    g.stmts.append(op("atomic_xchg", ptr=op("add", lhs=out, rhs="offsets"), val=val.expr, mask="in_bounds",
+                      name=name, **_atomic_options(g)))
+    # Masked-off lanes' old values are undefined on a GPU: replaced before any use.
+    g.bind(Val(op("where", cond="in_bounds", x=name, y=init), dtype, (block,), float(abs(init))), "old")
 
 
 @st.composite
@@ -952,6 +1010,8 @@ def tile_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         index = _matrix_index("cols", "M", "rows")
         g.stmts.append(op("store", ptr=op("add", lhs=out, rhs=index), value=op("trans", x=val.expr),
                           mask=op("trans", x="tile_ok")))
+    if g.chance(35):
+        _column_atomic(g, spec, bm, bn, m)
     if row_outputs:
         out, dtype = spec.output("per_row", g.choose(ALL_DTYPES), ["M"])
         _store(g, spec, out, dtype, (bm,), op("add", lhs=out, rhs="rows"), op("lt", lhs="rows", rhs="M"))

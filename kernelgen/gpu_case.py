@@ -102,11 +102,14 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
 
     The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
     poison: an element that comes back different was written by neither launch (a poison can
-    equal the right value, as ``True`` can for a bool output, but not both poisons can)."""
+    equal the right value, as ``True`` can for a bool output, but not both poisons can). An
+    output declared with an ``init`` fill starts as that fill in both launches (atomics
+    accumulate onto it) and counts as written everywhere: its value is defined from the start,
+    and the comparison with the reference judges it; the second launch's result is compared."""
     import torch
 
     from kernelgen.host import plan_launch
-    from kernelgen.interpret import poison
+    from kernelgen.interpret import initial_fill, poison
     from kernelgen.launch import cuda_errors, launch
 
     device = torch.device("cuda", torch.cuda.current_device())
@@ -124,15 +127,17 @@ def verify_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[st
         outputs = {}
         for out in checked.kernel.outputs:
             blank = torch.empty(plan.output_shapes[out.name], dtype=expected[out.name].dtype, device=device)
-            buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
+            buffers[out.name], outputs[out.name] = guarded(blank.fill_(initial_fill(out)), guard_fill(blank.dtype))
         launch(compiled, plan, outputs)
         first = {name: tensor.clone() for name, tensor in outputs.items()}
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
-            tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))))
+            tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))) if out.init is None
+                         else torch.full_like(tensor, initial_fill(out)))
         launch(compiled, plan, outputs)
         torch.cuda.synchronize(device)
-    written = {name: same_bits(first[name], tensor) for name, tensor in outputs.items()}
+    written = {out.name: same_bits(first[out.name], outputs[out.name]) if out.init is None
+               else torch.ones_like(outputs[out.name], dtype=torch.bool) for out in checked.kernel.outputs}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
     problems += inputs_unchanged(inputs, views)
     problems += compare_outputs(task, outputs, expected, inputs, sizes, written)
@@ -159,7 +164,7 @@ def _kernel_times(checked: CheckedKernel, compiled: Any, inputs: Mapping[str, An
     import torch
 
     from kernelgen.host import plan_launch
-    from kernelgen.interpret import allocate_outputs
+    from kernelgen.interpret import allocate_outputs, initial_fill
     from kernelgen.launch import cuda_errors, load_kernel, plan_arguments
 
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
@@ -167,7 +172,17 @@ def _kernel_times(checked: CheckedKernel, compiled: Any, inputs: Mapping[str, An
         outputs = allocate_outputs(plan, device=torch.device("cuda", torch.cuda.current_device()))
         kernel = load_kernel(compiled)
         arguments = plan_arguments(compiled, plan, outputs)
-        return event_times(lambda: kernel.launch(plan.grid, arguments), flush, repetitions, warmup)
+        # Outputs with an init fill are refilled before each launch, inside the timing: the
+        # fill is part of the work (a Triton wrapper's torch.zeros), and atomics would
+        # otherwise accumulate across repetitions.
+        fills = [(outputs[out.name], initial_fill(out)) for out in checked.kernel.outputs if out.init is not None]
+
+        def run() -> None:
+            for tensor, value in fills:
+                tensor.fill_(value)
+            kernel.launch(plan.grid, arguments)
+
+        return event_times(run, flush, repetitions, warmup)
 
 
 def time_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,

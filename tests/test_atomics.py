@@ -352,3 +352,38 @@ def test_bounds_cover_unmasked_atomic_addresses() -> None:
     assert "atomic_add" in problem.message
     k = distinct_kernel("cas")
     assert unproven_accesses(checked(k)) == []  # clamped into seen; count is one element
+
+
+# -- random kernels ------------------------------------------------------------------------------
+
+
+def test_random_kernels_draw_atomics_that_check_and_run() -> None:
+    """The generator's atomics (order-free ones across programs, exchanges of own elements)
+    check, run in the interpreter without a race, and are counted per op."""
+    from hypothesis import HealthCheck, given, settings
+
+    from kernelgen.ast_strategies import elementwise_kernels, tile_kernels
+
+    counts: dict[str, int] = {}
+
+    @settings(max_examples=120, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st_one_of(tile_kernels(), elementwise_kernels()))
+    def run(generated) -> None:
+        atomics = {c for c in generated.constructs() if c.startswith("atomic_")}
+        for c in atomics:
+            counts[c] = counts.get(c, 0) + 1
+        if atomics:
+            outputs = interpret(check(generated.kernel, generated.meta), generated.arguments())
+            for out in generated.kernel.outputs:
+                if out.init is not None:
+                    assert not torch.isnan(outputs[out.name]).any() or out.dtype not in ("f32", "f64")
+
+    run()
+    assert {"atomic_add", "atomic_xchg"} <= set(counts), counts  # every op: tests/test_language.py (800 kernels)
+
+
+def st_one_of(*strategies):
+    from hypothesis import strategies as st
+
+    return st.one_of(*strategies)
