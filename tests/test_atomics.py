@@ -387,3 +387,28 @@ def st_one_of(*strategies):
     from hypothesis import strategies as st
 
     return st.one_of(*strategies)
+
+
+# -- on a GPU: the compiled atomics agree with the interpreter ----------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, kernel, args, tolerance", [
+    ("col_sum", column_kernel("sum"), lambda: [torch.randn(1000, 300)], (1e-4, 1e-4)),
+    ("col_max", column_kernel("max"), lambda: [torch.randn(1000, 300)], (0.0, 0.0)),
+    ("distinct_cas", distinct_kernel("cas"), lambda: [torch.randint(-500, 500, (5000,), dtype=torch.int32)], None),
+    ("distinct_xchg", distinct_kernel("xchg"), lambda: [torch.randint(0, 64, (5000,), dtype=torch.int32)], None),
+])
+def test_compiled_atomics_agree_with_the_interpreter(name: str, kernel: dict[str, Any], args, tolerance) -> None:
+    from kernelgen.compile import compile_kernel
+    from kernelgen.launch import run_on_gpu
+
+    c = checked(kernel)
+    values = args()
+    expected = interpret(c, values)
+    actual = run_on_gpu(compile_kernel(c, cache=False), c, values, to_cpu=True)
+    for out in c.kernel.outputs:
+        if tolerance is None:
+            assert torch.equal(actual[out.name], expected[out.name]), (name, out.name)
+        else:
+            torch.testing.assert_close(actual[out.name], expected[out.name], rtol=tolerance[0], atol=tolerance[1])

@@ -101,6 +101,8 @@ def test_generated_kernels_check_run_and_write_every_element_once(generated: Gen
     assert set(outputs) == set(outputs_meta) == set(generated.tolerances)
     for name, tensor in outputs.items():
         assert tensor.dtype == interpreter.torch_dtype(outputs_meta[name].dtype)
+        if outputs_meta[name].init is not None:
+            continue  # written by atomics, onto a defined fill (tests/test_atomics.py)
         assert counts[name].eq(1).all(), f"{name}: elements written {counts[name].unique().tolist()} times"
 
 
