@@ -10,7 +10,10 @@ launch has one meaning only when
 * every output element is stored by at most one program (one program may store it again),
 * an element one program stores is loaded by no other program of the same launch, and
 * an element one program stores or loads is atomically updated by no other (an atomic is a
-  write: a plain read-modify-write across programs is the race atomics exist to avoid).
+  write: a plain read-modify-write across programs is the race atomics exist to avoid), and
+* an element one program updates atomically at ``cta`` scope is updated atomically by no
+  other (PTX makes two atomics atomic to each other only when each one's scope includes
+  the other: a cta-scoped one is atomic among the program's own threads only).
 
 :class:`AccessLog` records, per output element, the program that stored it, the lowest and
 highest programs that loaded it and the lowest and highest that updated it atomically, and
@@ -52,6 +55,8 @@ class AccessLog:
         self.last_reader: dict[str, torch.Tensor] = {}
         self.first_atomic: dict[str, torch.Tensor] = {}
         self.last_atomic: dict[str, torch.Tensor] = {}
+        self.first_cta: dict[str, torch.Tensor] = {}  # the atomics at cta scope among them
+        self.last_cta: dict[str, torch.Tensor] = {}
 
     def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str) -> None:
         """Program ``programs[i]`` writes element ``offsets[i]`` of output ``name`` (active lanes)."""
@@ -80,8 +85,11 @@ class AccessLog:
                      reading=True)
         self._record(self.first_reader, self.last_reader, name, offsets, programs)
 
-    def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str) -> None:
-        """Program ``programs[i]`` updates element ``offsets[i]`` of output ``name`` atomically."""
+    def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
+               within_program: bool = False) -> None:
+        """Program ``programs[i]`` updates element ``offsets[i]`` of output ``name`` atomically;
+        ``within_program``: at ``cta`` scope, atomic only among the program's own threads, so
+        another program's atomic on the element races with it as a plain access would."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
         before = self.writer[name][offsets]
@@ -90,6 +98,15 @@ class AccessLog:
         self._others(self.first_reader, self.last_reader, name, offsets, programs, "read", path,
                      doing="updates atomically")
         self._record(self.first_atomic, self.last_atomic, name, offsets, programs)
+        if within_program:
+            # Checked after recording: the other programs of this very statement count too.
+            self._record(self.first_cta, self.last_cta, name, offsets, programs)
+            self._others(self.first_atomic, self.last_atomic, name, offsets, programs, "updated atomically", path,
+                         doing="updates atomically at cta scope (atomic within one program only)")
+        else:
+            self._others(self.first_cta, self.last_cta, name, offsets, programs,
+                         "updated atomically at cta scope (atomic within one program only)", path,
+                         doing="updates atomically")
 
     def written(self) -> dict[str, torch.Tensor]:
         """Per output, a bool tensor of its shape: true where some program stored or updated

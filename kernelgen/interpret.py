@@ -400,7 +400,8 @@ class _Run:
                 raise InterpreterError(Diagnostic(path, "store_to_input", f"{a.op} into input {self.names[index]!r}"))
             offsets = ptr.offset[sel]
             if self.accesses is not None:
-                self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path)
+                self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path,
+                                     within_program=a.scope == "cta")
             old[sel] = apply_atomic(a.op, self.flat[index], offsets, val[sel], None if cmp is None else cmp[sel],
                                     self.memory, index, t.dtype)
         if a.name is not None:

@@ -339,7 +339,7 @@ class Atomic(Node):
     (float max/min: -0.0 < 0.0, NaN beyond inf by its sign bit, unspecified for a computed
     NaN); and/or/xor, cas i32/i64.
     Float add: the sum may come in any order (within tolerance); its old value is one order's.
-    ``sem``/``scope``: Triton's ordering."""
+    ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race)."""
 
     op: Literal[ATOMIC_OPS]  # type: ignore[valid-type]
     ptr: Expr

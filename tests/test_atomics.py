@@ -412,3 +412,21 @@ def test_compiled_atomics_agree_with_the_interpreter(name: str, kernel: dict[str
             assert torch.equal(actual[out.name], expected[out.name]), (name, out.name)
         else:
             torch.testing.assert_close(actual[out.name], expected[out.name], rtol=tolerance[0], atol=tolerance[1])
+
+
+def test_cta_scoped_atomics_of_different_programs_race() -> None:
+    """PTX: two atomics are atomic to each other only if each one's scope includes the other."""
+    k = column_kernel("sum")
+    k["body"][-1]["scope"] = "cta"
+    with pytest.raises(InterpreterError) as info:
+        interpret(checked(k), [torch.randn(40, 8)])
+    assert info.value.diagnostics[0].code == "race" and "cta" in str(info.value)
+    # One row block: one program per element, whose own lanes may share a cta-scoped atomic.
+    assert torch.allclose(interpret(checked(k), [torch.ones(16, 8)])["out"], torch.full((8,), 16.0))
+    # A gpu-scoped atomic of one program and a cta-scoped one of another race too.
+    mixed = column_kernel("sum")
+    mixed["body"].append({**mixed["body"][-1], "scope": "cta", "mask": op("and", lhs="col_ok", rhs=op(
+        "eq", lhs=op("program_id", axis=0), rhs=1))})
+    with pytest.raises(InterpreterError) as info:
+        interpret(checked(mixed), [torch.randn(40, 8)])
+    assert "cta" in str(info.value)
