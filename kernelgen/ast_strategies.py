@@ -41,6 +41,14 @@ meaning that a correct compiler reproduces. The rules that make it so:
    output's :class:`Tolerance` is that bound times a safety factor, on top of
    :func:`comparison_tolerance` of its dtype; exact outputs must match bit for bit.
 
+7. **Atomics.** Only atomics whose outputs do not depend on the order: in the tile template
+   one atomic combines every row of every row block into ``col_acc[col]`` (integer
+   add/max/min/and/or/xor and float max/min exact; a float add's tolerance covers any
+   summation order); in the elementwise ones each lane exchanges (``xchg``, or ``cas`` with
+   lanes past the end compared with a value no element holds) its own element of an output
+   with an ``init`` fill, and the old values, the fill where the lane is active, feed later
+   lets. No old value of a contended atomic, nor of a masked-off lane, is ever used.
+
 The kernel shapes ("templates"): 1-D elementwise (direct grid, or a grid-stride loop with
 per-program trip counts and carried partial results), 2-D tiles (reductions inside the tile,
 transposed outputs, row outputs), rows (loops over column chunks carrying partial sums,
@@ -861,7 +869,7 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
         else:
             _store(g, spec, out, dtype, (block,), ptr, "in_bounds")
     if g.chance(15):
-        _exchanged(g, spec, block)
+        _exchanged(g, spec, block, size)
 
 
 # Atomics whose final values do not depend on the order the programs run in (rule 7).
@@ -880,8 +888,8 @@ def _column_atomic(g: _Gen, spec: _Spec, bm: int, bn: int, rows: int) -> None:
     (lanes of one program and of many programs hit each element); a float add's tolerance
     covers any summation order: ``rows`` additions, each rounding a partial of up to ``rows``
     times the value bound."""
-    dtype = g.choose(NUMBER_DTYPES)
-    kind = g.choose(ORDER_FREE_ATOMICS[dtype])
+    kind = g.choose(ATOMIC_INITS)  # the op first: each is drawn as often as the others
+    dtype = g.choose([d for d in NUMBER_DTYPES if kind in ORDER_FREE_ATOMICS[d]])
     init = g.choose(ATOMIC_INITS[kind])
     if dtype in INT_DTYPES and isinstance(init, str):
         init = -(2**30) if init == "-inf" else 2**30
@@ -902,18 +910,30 @@ def _column_atomic(g: _Gen, spec: _Spec, bm: int, bn: int, rows: int) -> None:
                       **_atomic_options(g)))
 
 
-def _exchanged(g: _Gen, spec: _Spec, block: int) -> None:
-    """An output whose elements each lane exchanges once (masked): it ends as the values, and
-    the old values (the init fill where the lane is active) join the pool as exact values."""
+def _exchanged(g: _Gen, spec: _Spec, block: int, size: str) -> None:
+    """An output whose elements each lane exchanges once: it ends as the values, and the old
+    values (the init fill where the lane is active) join the pool as exact values. ``xchg``
+    masks the lanes past the end; ``cas``, which has no mask, clamps their pointers to the
+    last element and compares them with a value no element holds (magnitudes stay below
+    2**30, rule 2), so they never swap; an active lane compares with the init fill (it swaps)
+    or with another value (it does not)."""
     dtype = g.choose(("f32", "f64", "i32", "i64"))
+    kind = g.choose(("xchg", "cas")) if dtype in INT_DTYPES else "xchg"
     init = g.choose((0, 2, -3))
     out, _ = spec.output("swapped", dtype, ["N"])
     spec.outputs[-1]["init"] = float(init) if dtype in FLOAT_DTYPES else init
     val = g.value(dtype, (block,), g.draw(st.integers(1, 3)), exact=True)
-    spec.stored(out, val)
     name = g.fresh("old")
-    g.stmts.append(op("atomic_xchg", ptr=op("add", lhs=out, rhs="offsets"), val=val.expr, mask="in_bounds",
-                      name=name, **_atomic_options(g)))
+    if kind == "xchg":
+        spec.stored(out, val)
+        g.stmts.append(op("atomic_xchg", ptr=op("add", lhs=out, rhs="offsets"), val=val.expr, mask="in_bounds",
+                          name=name, **_atomic_options(g)))
+    else:
+        swaps = g.chance(70)
+        spec.stored(out, val if swaps else Val(init, dtype, (), abs(init)))
+        cmp = op("where", cond="in_bounds", x=init if swaps else init + 1, y=-(2**31))
+        ptr = op("add", lhs=out, rhs=op("minimum", lhs="offsets", rhs=op("sub", lhs=size, rhs=1)))
+        g.stmts.append(op("atomic_cas", ptr=ptr, cmp=cmp, val=val.expr, name=name, **_atomic_options(g)))
     # Masked-off lanes' old values are undefined on a GPU: replaced before any use.
     g.bind(Val(op("where", cond="in_bounds", x=name, y=init), dtype, (block,), float(abs(init))), "old")
 
@@ -1010,7 +1030,7 @@ def tile_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         index = _matrix_index("cols", "M", "rows")
         g.stmts.append(op("store", ptr=op("add", lhs=out, rhs=index), value=op("trans", x=val.expr),
                           mask=op("trans", x="tile_ok")))
-    if g.chance(35):
+    if g.chance(50):
         _column_atomic(g, spec, bm, bn, m)
     if row_outputs:
         out, dtype = spec.output("per_row", g.choose(ALL_DTYPES), ["M"])

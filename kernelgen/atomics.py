@@ -26,12 +26,17 @@ What is exact and what is not:
   never does so);
 * float ``max``/``min`` order bit patterns as Triton's lowering does (a signed maximum of the
   bits of non-negative values, an unsigned minimum of negative ones): -0.0 < 0.0, a NaN above
-  +inf when its sign bit is clear and below -inf when it is set.
+  +inf when its sign bit is clear and below -inf when it is set. A NaN value is taken as the
+  GPU's canonical NaN (sign bit clear: what its arithmetic and reductions produce, where the
+  CPU's may have the sign bit set), so ``atomic_max`` of a NaN gives NaN and ``atomic_min``
+  ignores it; only a NaN already in memory keeps its sign.
 
 Masked-off lanes are not accesses; their old value is undefined on a GPU and 0 here.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -119,6 +124,8 @@ def _scanned(op: str, buffer: torch.Tensor, offs: torch.Tensor, first: torch.Ten
     if float_add:
         base, vals = memory.shadow(index, buffer, unique), vals.double()
     elif keyed:
+        # A computed NaN is the GPU's canonical one (sign bit clear); the CPU's may be negative.
+        vals = torch.where(torch.isnan(vals), torch.full_like(vals, math.nan), vals)
         base, vals = _order_key(buffer[unique]), _order_key(vals)
     elif op == "atomic_add" and buffer.dtype == torch.int32:
         base, vals = buffer[unique].long(), vals.long()  # sums wrap the same at the end

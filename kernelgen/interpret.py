@@ -16,10 +16,15 @@ Semantics, where Triton leaves a choice or a subtlety:
   an integer division by zero gives 0 (the GPU gives garbage; the kernel is wrong either way);
 * integer arithmetic wraps around (two's complement), and an integer literal outside its
   dtype's range wraps the same way (2**31 as an i32 is -2**31);
-* no atomics: within one launch an output element may be written by one program only (which
-  may write it again), and an element one program writes may not be loaded by another program
-  (``race``, naming both programs and the element); masked-off lanes do not count;
-* every output element must be written by some program (``unwritten``), whatever its dtype;
+* within one launch an output element may be stored by one program only (which may store it
+  again), and an element one program stores may not be loaded or atomically updated by
+  another program, nor one programs update atomically stored or loaded by another (``race``,
+  naming both programs and the element; :mod:`kernelgen.accesses`); masked-off lanes do not
+  count;
+* atomics run lane after lane in program order (:mod:`kernelgen.atomics`): integer results are
+  exact, a float add is summed in f64 and rounded, the order-independent answer;
+* every output element must be written (stored or atomically updated) by some program
+  (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill;
 * a masked load without ``other`` reads 0 (false) in masked-off lanes;
 * comparisons are ordered (false with NaN) except ``ne``, which is true with NaN;
 * ``maximum``/``minimum`` and the ``max``/``min`` reductions propagate NaN, as in PyTorch;

@@ -336,8 +336,7 @@ class Atomic(Node):
     each pointer where ``mask`` is true (cas: no mask), as Store's; ``name`` (optional) binds
     the old values (undefined where masked off). Atomics of different programs on one element do not
     race. dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64
-    (float max/min: -0.0 < 0.0, NaN beyond inf by its sign bit, unspecified for a computed
-    NaN); and/or/xor, cas i32/i64.
+    (float max/min order bits as Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64.
     Float add: the sum may come in any order (within tolerance); its old value is one order's.
     ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race)."""
 

@@ -160,13 +160,13 @@ def test_column_max_by_atomic_max_from_minus_infinity() -> None:
 
 def test_float_atomic_max_and_min_order_bits_as_triton_does() -> None:
     """Triton's float max is a signed max of non-negative values' bits and an unsigned min of
-    negative ones': -0.0 < 0.0, +NaN above +inf, -NaN below -inf (one lane per element here:
-    a reduction in a kernel may change a NaN's sign bit on the CPU)."""
+    negative ones': -0.0 < 0.0, +NaN above +inf, -NaN below -inf. A NaN value is the GPU's
+    canonical +NaN (the CPU's arithmetic may set its sign bit); one in memory keeps its sign."""
     nan = torch.tensor([float("nan")])
     values = torch.cat([torch.tensor([0.0, -1.0]), nan, -nan, torch.tensor([5.0])])
     start = torch.cat([torch.tensor([-0.0, -2.0, 1.0, -1.0]), -nan])
-    for op_name, want in (("atomic_max", [0.0, -1.0, "+nan", -1.0, 5.0]),
-                          ("atomic_min", [-0.0, -2.0, 1.0, "-nan", "-nan"])):
+    for op_name, want in (("atomic_max", [0.0, -1.0, "+nan", "+nan", 5.0]),
+                          ("atomic_min", [-0.0, -2.0, 1.0, -1.0, "-nan"])):
         buffer = start.clone()
         old = apply_atomic(op_name, buffer, torch.arange(5), values.clone(), None, AtomicMemory(), 0, "f32")
         assert same_bits(old, start).all()
@@ -235,10 +235,7 @@ def test_an_output_without_init_written_only_by_atomics_counts_the_touched_eleme
 
 def test_a_plain_read_modify_write_across_programs_is_a_race() -> None:
     """The cheating column sum: load out, add, store, as if the programs ran one at a time."""
-    k = column_kernel("sum")
-    k["body"][-1] = op("store", ptr=op("add", lhs="out", rhs="cols"),
-                       value=op("add", lhs=op("load", ptr=op("add", lhs="out", rhs="cols"), mask="col_ok"),
-                                rhs=op("sum", x="tile", axis=0)), mask="col_ok")
+    k = cheating(column_kernel("sum"), "add")
     x = torch.randn(40, 8)
     with pytest.raises(InterpreterError) as info:
         interpret(checked(k), [x])
@@ -430,3 +427,65 @@ def test_cta_scoped_atomics_of_different_programs_race() -> None:
     with pytest.raises(InterpreterError) as info:
         interpret(checked(mixed), [torch.randn(40, 8)])
     assert "cta" in str(info.value)
+
+
+# -- through the pipeline, on the benchmark's own tasks ---------------------------------------
+
+
+def col_sum_bf16_answer() -> dict[str, Any]:
+    """An answer to the col_sum_bf16 task: f32 partial sums of bf16 tiles added atomically."""
+    k = column_kernel("sum")
+    k["name"] = "col_sum_bf16_atomic"
+    k["inputs"][0]["dtype"] = "bf16"
+    k["body"][-1]["val"] = op("sum", x=op("cast", x="tile", dtype="f32"), axis=0)
+    return k
+
+
+def cheating(answer: dict[str, Any], combine: str) -> dict[str, Any]:
+    """The same kernel with its final atomic replaced by a plain load, ``combine`` and store:
+    right when programs run one at a time, as the interpreter's chunks almost do."""
+    k = copy.deepcopy(answer)
+    atomic = k["body"][-1]
+    k["body"][-1] = op("store", ptr=atomic["ptr"], mask=atomic["mask"],
+                       value=op(combine, lhs=op("load", ptr=atomic["ptr"], mask=atomic["mask"]), rhs=atomic["val"]))
+    return k
+
+
+@pytest.mark.parametrize("task, answer", [("col_sum_bf16", col_sum_bf16_answer), ("col_max", lambda: column_kernel("max"))])
+def test_atomic_answers_pass_the_tasks_and_a_plain_read_modify_write_fails(task: str, answer) -> None:
+    import json
+
+    from kernelgen.errors import Outcome
+    from kernelgen.pipeline import Settings, evaluate_answer
+    from kernelgen.tasks import get_task
+
+    settings = Settings(compile=False, shapes=4)
+    result = evaluate_answer(get_task(task), json.dumps(answer()), settings)
+    assert result.ok, result.diagnostics
+    bad = cheating(answer(), "maximum" if task == "col_max" else "add")
+    result = evaluate_answer(get_task(task), json.dumps(bad), settings)
+    assert result.outcome == Outcome.WRONG_RESULT and result.diagnostics[0]["code"] == "race", result.diagnostics
+
+
+def test_an_output_with_init_that_nothing_writes_is_still_refused() -> None:
+    k = column_kernel("sum")
+    k["body"] = k["body"][:-1]
+    assert ("/outputs/0", "output_not_written") in codes(k)
+
+
+@pytest.mark.gpu
+def test_atomic_answers_pass_on_the_gpu_with_init_outputs_refilled() -> None:
+    """The GPU check launches twice; an init output starts as its fill both times (two poisons
+    would accumulate into NaN), and the plain read-modify-write's lost updates are mismatches."""
+    import json
+
+    from kernelgen.executor import Executor
+    from kernelgen.launch import prepare_gpu
+    from kernelgen.pipeline import Settings, evaluate_answer
+    from kernelgen.tasks import get_task
+
+    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
+        settings = Settings(gpu=True, executor=executor, time_kernels=False)
+        for task, answer in (("col_sum_bf16", col_sum_bf16_answer()), ("col_max", column_kernel("max"))):
+            result = evaluate_answer(get_task(task), json.dumps(answer), settings)
+            assert result.ok, (task, result.diagnostics)

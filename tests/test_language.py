@@ -241,7 +241,7 @@ def test_generated_kernels_cover_the_language() -> None:
         "hint", "cache", "loop num_stages", "kernel num_stages",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
-        "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float"} | (set(L.ATOMIC_OPS) - {"atomic_cas"})
+        "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float"} | set(L.ATOMIC_OPS)
     expected |= {f"cast:{a}->{b}" for a in L.DTYPES for b in L.DTYPES if a != b}
     expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d")}
     assert expected - seen == set()
