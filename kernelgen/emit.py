@@ -712,10 +712,17 @@ class _KernelEmitter:
                     x = replace(x, text=f"{x.at(POSTFIX)}[{', '.join(['None'] * missing + [':'] * (len(t.shape) - missing))}]")
                 args.append(f"tl.broadcast_to({x.text}, {list(t.shape)})" if t.shape else x.text)
         else:
-            args.append(self.operand(a.val, child(path, "val"), env, pointee).text)
+            args.append(self.operand(a.val, child(path, "val"), env, pointee, tensor=a.op == "atomic_xchg").text)
         if a.mask is not None:
             args.append(f"mask={self.expr(a.mask, child(path, 'mask'), env).text}")
+        bits = {"f32": "tl.int32", "f64": "tl.int64"}.get(pointee) if a.op == "atomic_xchg" else None
+        if bits is not None:
+            # Triton's interpreter exchanges integers only: the float's bits, as the GPU does.
+            args[0] = f"({args[0]}).to(tl.pointer_type({bits}), bitcast=True)"
+            args[1] = f"({args[1]}).to({bits}, bitcast=True)"
         call = f"tl.{a.op}({', '.join(args)}, sem={a.sem!r}, scope={a.scope!r})"
+        if bits is not None:
+            call = f"{call}.to({TL_DTYPES[pointee]}, bitcast=True)"
         if a.name is None:
             self.line(depth, call)
             return

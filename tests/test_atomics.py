@@ -489,3 +489,25 @@ def test_atomic_answers_pass_on_the_gpu_with_init_outputs_refilled() -> None:
         for task, answer in (("col_sum_bf16", col_sum_bf16_answer()), ("col_max", column_kernel("max"))):
             result = evaluate_answer(get_task(task), json.dumps(answer), settings)
             assert result.ok, (task, result.diagnostics)
+
+
+def test_a_float_exchange_of_a_literal_emits_and_runs_in_tritons_interpreter() -> None:
+    """Triton's interpreter exchanges integers only: the emitter exchanges a float's bits."""
+    from kernelgen.emit import emit_triton
+
+    k = distinct_kernel("xchg")
+    k["outputs"][0].update(dtype="f32", init=0.0)
+    k["body"][3]["val"] = 1.5
+    k["body"][4] = let("new", op("and", lhs="ok", rhs=op("eq", lhs="old", rhs=0.0)))
+    source = emit_triton(checked(k))
+    assert "bitcast=True" in source and "tl.atomic_xchg(" in source
+    script = source + (
+        "\nidx = torch.tensor([3, 3, 5, 70], dtype=torch.int32)\n"
+        "seen, count = distinct_xchg(idx)\n"
+        "assert seen[3].item() == 1.5 and seen[5].item() == 1.5 and seen[6].item() == 1.5, seen\n"
+        "assert count.item() == 3, count\n")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = interpret(checked(k), [torch.tensor([3, 3, 5, 70], dtype=torch.int32)])
+    assert run["count"].item() == 3 and run["seen"][6].item() == 1.5

@@ -839,6 +839,27 @@ def test_random_kernels_match_interpreter(data: st.DataObject, triton_interprete
     assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_kernels_with_atomics_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter,
+                                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The generator's atomics (tile and elementwise templates), in Triton's interpreter, whose
+    order of programs is its own, and compiled by Triton's frontend."""
+    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    generated = data.draw(st.one_of(strategies.tile_kernels(), strategies.elementwise_kernels()))
+    assume(any(c.startswith("atomic_") for c in generated.constructs()))
+    checked = check(generated.kernel)
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        assert ".visible .entry" in compile_for_sm90(checked, tmp_path_factory.mktemp("atomics"))
+    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
+        return
+    args = generated.arguments(seed=7)
+    expected = interpret(checked, args)
+    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    problems = generated.mismatches(expected, dict(zip(expected, actual)))
+    assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
+
+
 @needs_real_triton
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
