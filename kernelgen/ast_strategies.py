@@ -873,8 +873,9 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
 
 
 # Atomics whose final values do not depend on the order the programs run in (rule 7).
+_INT_ATOMICS = ("add", "max", "min", "and", "or", "xor")
 ORDER_FREE_ATOMICS = {"f32": ("add", "max", "min"), "f64": ("add", "max", "min"), "f16": ("add",), "bf16": ("add",),
-                      "i32": ("add", "max", "min", "and", "or", "xor"), "i64": ("add", "max", "min", "and", "or", "xor")}
+                      "i32": _INT_ATOMICS, "i64": _INT_ATOMICS}
 ATOMIC_INITS = {"add": (0, 3, -5), "max": ("-inf", -7, 0), "min": ("inf", 7, 0), "and": (-1, 127), "or": (0, 64),
                 "xor": (0, 5)}
 

@@ -26,8 +26,8 @@ from typing import Iterable, Mapping
 
 from kernelgen import language as L
 from kernelgen.bounds import unproven_accesses
-from kernelgen.checked import (ATOMIC_DTYPES, FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES, CheckedKernel,
-                               HostTensor,
+from kernelgen.checked import (ATOMIC_DTYPES, FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES,
+                               CheckedKernel, HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
@@ -824,7 +824,8 @@ class _Checker:
             for i, out in enumerate(self.kernel.outputs):
                 if out.name not in self.stored:
                     self.error(f"/outputs/{i}", "output_not_written",
-                               f"no store or atomic writes output {out.name!r} (bind it to a param and store through it)")
+                               f"no store or atomic writes output {out.name!r} (bind it to a param and store "
+                               "through it)")
         checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
                                 tuple(self.sizes), self.params, self.operand_dtypes)
         if not self.diagnostics:

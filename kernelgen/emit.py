@@ -707,9 +707,10 @@ class _KernelEmitter:
         if a.cmp is not None:  # tl.atomic_cas broadcasts nothing: cmp and val take the pointer's shape
             for name in ("cmp", "val"):
                 x = self.operand(getattr(a, name), child(path, name), env, pointee, tensor=True)
-                missing = len(t.shape) - len(self.types[child(path, name)].shape)
-                if t.shape and missing and len(t.shape) > missing:
-                    x = replace(x, text=f"{x.at(POSTFIX)}[{', '.join(['None'] * missing + [':'] * (len(t.shape) - missing))}]")
+                rank = len(self.types[child(path, name)].shape)
+                if 0 < rank < len(t.shape):  # leading dims first: broadcast_to keeps the rank
+                    slots = ["None"] * (len(t.shape) - rank) + [":"] * rank
+                    x = replace(x, text=f"{x.at(POSTFIX)}[{', '.join(slots)}]", prec=POSTFIX)
                 args.append(f"tl.broadcast_to({x.text}, {list(t.shape)})" if t.shape else x.text)
         else:
             args.append(self.operand(a.val, child(path, "val"), env, pointee, tensor=a.op == "atomic_xchg").text)

@@ -120,6 +120,20 @@ def rmw_kernel(kind: str, dtype: str, keep_old: bool = True, sem: str = "acq_rel
             "body": body}
 
 
+def cas2d_kernel() -> dict[str, Any]:
+    """One program swaps 9 into each element of a [2, 4] output still at 0, with a [4] cmp
+    (x - x: 0, whatever x) and a scalar val."""
+    x_c = op("load", ptr=op("add", lhs="x", rhs="c"))
+    return {"name": "cas2d", "inputs": [{"name": "x", "dtype": "i32", "shape": [4]}],
+            "outputs": [{"name": "out", "dtype": "i32", "shape": [2, 4], "init": 0}],
+            "params": [{"name": "x"}, {"name": "out"}], "grid": [1],
+            "body": [let("r", op("arange", size=2)), let("c", op("arange", size=4)),
+                     let("idx", op("add", lhs=op("mul", lhs=op("expand_dims", x="r", axis=1), rhs=4),
+                                   rhs=op("expand_dims", x="c", axis=0))),
+                     op("atomic_cas", ptr=op("add", lhs="out", rhs="idx"), cmp=op("sub", lhs=x_c, rhs=x_c),
+                        val=op("full", shape=[], value=9, dtype="i32"))]}
+
+
 def checked(obj: dict[str, Any]):
     return check(kernel_from_obj(obj))
 
@@ -526,3 +540,16 @@ def test_the_emitted_atomic_kernel_passes_the_baseline_rules() -> None:
                        tuple(L.Input(name=out.name, dtype=out.dtype, shape=["N"]) for out in c.kernel.outputs))
     verdict = check_answer(f"```python\n{source}```", entry)
     assert verdict.ok, verdict.diagnostics
+
+
+def test_cas_operands_of_lower_rank_are_broadcast_to_the_pointer() -> None:
+    """tl.atomic_cas broadcasts nothing: a [BN] cmp and a scalar val against [BM, BN] pointers."""
+    from kernelgen.emit import emit_triton
+    from kernelgen.lower import lower
+
+    c = checked(cas2d_kernel())
+    assert "tt.atomic_cas" in lower(c).ttir
+    source = emit_triton(c)
+    assert "tl.broadcast_to(" in source and "[None, :]" in source
+    out = interpret(c, [torch.arange(4, dtype=torch.int32)])["out"]
+    assert out.tolist() == [[9] * 4] * 2

@@ -583,6 +583,7 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "distinct_xchg": (CASES["distinct_xchg"].kernel, {"N": 300}, {}),
     "rmw_xor_i64": (CASES["rmw_xor_i64"].kernel, {"N": 100}, {}),
     "rmw_min_i32": (CASES["rmw_min_i32"].kernel, {"N": 100}, {}),
+    "cas2d": (CASES["cas2d"].kernel, {}, {}),
 }
 
 

@@ -426,7 +426,7 @@ def pipelining_cases() -> list[Case]:
 
 def atomic_cases() -> list[Case]:
     """Atomics whose outputs do not depend on the order (kernels of tests/test_atomics.py)."""
-    from test_atomics import column_kernel, distinct_kernel, rmw_kernel
+    from test_atomics import cas2d_kernel, column_kernel, distinct_kernel, rmw_kernel
 
     cases = [Case("col_sum_atomic", column_kernel("sum"), {"M": 300, "N": 70}, (1e-4, 1e-4)),
              Case("col_sum_atomic_bf16", {**column_kernel("sum", "bf16"), "name": "col_sum_atomic_bf16"},
@@ -435,7 +435,7 @@ def atomic_cases() -> list[Case]:
              Case("col_max_atomic_f64", {**column_kernel("max", "f64"), "name": "col_max_atomic_f64"},
                   {"M": 100, "N": 33}, (0.0, 0.0)),
              Case("distinct_cas", distinct_kernel("cas"), {"N": 1000}),
-             Case("distinct_xchg", distinct_kernel("xchg"), {"N": 1000})]
+             Case("distinct_xchg", distinct_kernel("xchg"), {"N": 1000}), Case("cas2d", cas2d_kernel())]
     scopes = [("relaxed", "gpu"), ("acquire", "sys"), ("release", "gpu"), ("acq_rel", "sys")]
     for i, kind in enumerate(("add", "max", "min", "and", "or", "xor")):
         for dtype in ("i32", "i64"):
