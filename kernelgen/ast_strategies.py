@@ -41,6 +41,14 @@ meaning that a correct compiler reproduces. The rules that make it so:
    output's :class:`Tolerance` is that bound times a safety factor, on top of
    :func:`comparison_tolerance` of its dtype; exact outputs must match bit for bit.
 
+7. **Atomics.** Only atomics whose outputs do not depend on the order: in the tile template
+   up to two atomics combine every row of every row block into ``col_acc0[col]`` (integer
+   add/max/min/and/or/xor and float max/min exact; a float add's tolerance covers any
+   summation order); in the elementwise ones each lane exchanges (``xchg``, or ``cas`` with
+   lanes past the end compared with a value no element holds) its own element of an output
+   with an ``init`` fill, and the old values, the fill where the lane is active, feed later
+   lets. No old value of a contended atomic, nor of a masked-off lane, is ever used.
+
 The kernel shapes ("templates"): 1-D elementwise (direct grid, or a grid-stride loop with
 per-program trip counts and carried partial results), 2-D tiles (reductions inside the tile,
 transposed outputs, row outputs), rows (loops over column chunks carrying partial sums,
@@ -130,8 +138,8 @@ class GeneratedKernel:
     def constructs(self) -> set[str]:
         """The optional constructs the kernel uses (hint, cache, the kernel's and a
         loop's num_stages, an if with results or without: a store split at the tail, several
-        launches, a zero-filled scratch), so that a differential run can say how often each was
-        exercised."""
+        launches, a zero-filled scratch, each atomic op), so that a differential run can say how
+        often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
 
         def walk(node: Any) -> None:
@@ -144,6 +152,8 @@ class GeneratedKernel:
                     found.add("loop num_stages")
                 if node.get("op") == "if":
                     found.add("if results" if node.get("results") else "if")
+                elif str(node.get("op", "")).startswith("atomic_"):
+                    found.add(node["op"])
                 for value in node.values():
                     walk(value)
             elif isinstance(node, list):
@@ -910,6 +920,79 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
             _store(g, spec, out, dtype, (block,), ptr, op("and", lhs="in_bounds", rhs=op("not", x=chosen)))
         else:
             _store(g, spec, out, dtype, (block,), ptr, "in_bounds")
+    if g.chance(25):
+        _exchanged(g, spec, block, size)
+
+
+# Atomics whose final values do not depend on the order the programs run in (rule 7).
+_INT_ATOMICS = ("add", "max", "min", "and", "or", "xor")
+ORDER_FREE_ATOMICS = {"f32": ("add", "max", "min"), "f64": ("add", "max", "min"), "f16": ("add",), "bf16": ("add",),
+                      "i32": _INT_ATOMICS, "i64": _INT_ATOMICS}
+ATOMIC_INITS = {"add": (0, 3, -5), "max": ("-inf", -7, 0), "min": ("inf", 7, 0), "and": (-1, 127), "or": (0, 64),
+                "xor": (0, 5)}
+
+
+def _atomic_options(g: _Gen) -> dict[str, str]:
+    return {"sem": g.choose(["relaxed", "acquire", "release", "acq_rel"]), "scope": g.choose(["gpu", "sys"])}
+
+
+def _column_atomic(g: _Gen, spec: _Spec, bm: int, bn: int, rows: int, name: str) -> None:
+    """Every row of every row block combined into ``name[col]`` by one order-free atomic
+    (lanes of one program and of many programs hit each element); a float add's tolerance
+    covers any summation order: ``rows`` additions, each rounding a partial of up to ``rows``
+    times the value bound."""
+    kind = g.choose(ATOMIC_INITS)  # the op first: each is drawn as often as the others
+    dtype = g.choose([d for d in NUMBER_DTYPES if kind in ORDER_FREE_ATOMICS[d]])
+    init = g.choose(ATOMIC_INITS[kind])
+    if dtype in INT_DTYPES and isinstance(init, str):
+        init = -(2**30) if init == "-inf" else 2**30
+    elif dtype in FLOAT_DTYPES and isinstance(init, int):
+        init = float(init)
+    float_add = kind == "add" and dtype in FLOAT_DTYPES
+    val = g.exactly(g.value(dtype, (bm, bn), g.draw(st.integers(1, 3)), exact=not float_add), (bm, bn))
+    if float_add and dtype in ("f16", "bf16") and rows * (val.mag + abs(float(init))) > 3e4:
+        # A partial sum could pass f16's largest finite value in one order and not another.
+        dtype = "f32"
+        val = g.exactly(g.value(dtype, (bm, bn), g.draw(st.integers(1, 3))), (bm, bn))
+    out, _ = spec.output(name, dtype, ["N"])
+    spec.outputs[-1]["init"] = init
+    if float_add:
+        base = comparison_tolerance(dtype)
+        bound = rows * (val.mag + abs(float(init)))
+        spec.tolerances[out] = Tolerance(base.rtol, base.atol + SAFETY * (rows * val.err + rows * EPS[dtype] * bound))
+    else:
+        spec.tolerances[out] = Tolerance(0.0, 0.0)
+    cols = op("broadcast", x=op("expand_dims", x="cols", axis=0), shape=["BM", "BN"])
+    g.stmts.append(op(f"atomic_{kind}", ptr=op("add", lhs=out, rhs=cols), val=val.expr, mask="tile_ok",
+                      **_atomic_options(g)))
+
+
+def _exchanged(g: _Gen, spec: _Spec, block: int, size: str) -> None:
+    """An output whose elements each lane exchanges once: it ends as the values, and the old
+    values (the init fill where the lane is active) join the pool as exact values. ``xchg``
+    masks the lanes past the end; ``cas``, which has no mask, clamps their pointers to the
+    last element and compares them with a value no element holds (magnitudes stay below
+    2**30, rule 2), so they never swap; an active lane compares with the init fill (it swaps)
+    or with another value (it does not)."""
+    kind = g.choose(("xchg", "cas"))
+    dtype = g.choose(("f32", "f64", "i32", "i64") if kind == "xchg" else INT_DTYPES)
+    init = g.choose((0, 2, -3))
+    out, _ = spec.output("swapped", dtype, ["N"])
+    spec.outputs[-1]["init"] = float(init) if dtype in FLOAT_DTYPES else init
+    val = g.value(dtype, (block,), g.draw(st.integers(1, 3)), exact=True)
+    name = g.fresh("old")
+    if kind == "xchg":
+        spec.stored(out, val)
+        g.stmts.append(op("atomic_xchg", ptr=op("add", lhs=out, rhs="offsets"), val=val.expr, mask="in_bounds",
+                          name=name, **_atomic_options(g)))
+    else:
+        swaps = g.chance(70)
+        spec.stored(out, val if swaps else Val(init, dtype, (), abs(init)))
+        cmp = op("where", cond="in_bounds", x=init if swaps else init + 1, y=-(2**31))
+        ptr = op("add", lhs=out, rhs=op("minimum", lhs="offsets", rhs=op("sub", lhs=size, rhs=1)))
+        g.stmts.append(op("atomic_cas", ptr=ptr, cmp=cmp, val=val.expr, name=name, **_atomic_options(g)))
+    # Masked-off lanes' old values are undefined on a GPU: replaced before any use.
+    g.bind(Val(op("where", cond="in_bounds", x=name, y=init), dtype, (block,), float(abs(init))), "old")
 
 
 @st.composite
@@ -1004,6 +1087,8 @@ def tile_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         index = _matrix_index("cols", "M", "rows")
         g.stmts.append(op("store", ptr=op("add", lhs=out, rhs=index), value=op("trans", x=val.expr),
                           mask=op("trans", x="tile_ok")))
+    for i in range(g.choose([0, 1, 1, 2])):
+        _column_atomic(g, spec, bm, bn, m, f"col_acc{i}")
     if row_outputs:
         out, dtype = spec.output("per_row", g.choose(ALL_DTYPES), ["M"])
         _store(g, spec, out, dtype, (bm,), op("add", lhs=out, rhs="rows"), op("lt", lhs="rows", rhs="M"))

@@ -1,11 +1,11 @@
 """Bounds of unmasked memory accesses, shown by interval arithmetic over sample sizes.
 
-An unmasked load or store must stay inside its tensor for every size the kernel may be called
-with. Sizes are runtime values, so the analysis evaluates each access's offsets as an interval
+An unmasked load, store or atomic must stay inside its tensor for every size the kernel may
+be called with. Sizes are runtime values, so the analysis evaluates each access's offsets as an interval
 under a fixed set of size assignments; the diagnostic names an assignment where it fails,
 which tells a model exactly what to mask.
 
-Bounds: what the checker proves about an unmasked load or store:
+Bounds: what the checker proves about an unmasked load, store or atomic:
 
 * its offsets lie in ``[0, numel)`` of every tensor the pointer may point into, for each size
   in 1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720, equal and mixed
@@ -264,6 +264,14 @@ class _Analysis:
                     self.access("store", s.ptr, spath, env)
             elif isinstance(s, L.If):
                 self.branch(s, spath, env)
+            elif isinstance(s, L.Atomic):
+                for name in ("ptr", "val", "cmp", "mask"):
+                    if getattr(s, name) is not None:
+                        self.visit_loads(getattr(s, name), child(spath, name), env)
+                if s.mask is None:
+                    self.access(s.op, s.ptr, spath, env)
+                if s.name is not None:
+                    env[s.name] = TOP  # the old values: loaded from memory
             else:
                 self.loop(s, spath, env)
 

@@ -27,8 +27,8 @@ from typing import Iterable, Mapping
 from kernelgen import language as L
 from kernelgen import sequence
 from kernelgen.bounds import unproven_accesses
-from kernelgen.checked import (FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES, Checked, CheckedKernel,
-                               HostTensor,
+from kernelgen.checked import (ATOMIC_DTYPES, FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES,
+                               Checked, CheckedKernel, HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
@@ -175,6 +175,11 @@ class _Checker:
                 continue
             for j, dim in enumerate(out.shape):
                 self.host_int(dim, child(path, "shape", j))
+            if out.init is not None and out.dtype in L.DTYPES:
+                try:
+                    self.fill_value(out.init, out.dtype, child(path, "init"), "output")
+                except _Invalid:
+                    pass
             self.tensors[out.name] = HostTensor(out.name, out.dtype, tuple(out.shape), True)
 
         for i, dim in enumerate(k.grid):
@@ -419,17 +424,21 @@ class _Checker:
 
     def _full(self, e: L.Full, path: str, scope) -> ValueType:
         shape = self.shape(e.shape, child(path, "shape"))
-        value = literal_value(e.value)
-        if e.dtype == "bool" and not isinstance(value, bool):
-            raise self.fail(child(path, "value"), "bad_value", f"a bool block needs true or false, got {e.value!r}")
-        if e.dtype in INT_DTYPES and (isinstance(value, float) or isinstance(value, bool)):
-            raise self.fail(child(path, "value"), "bad_value", f"an {e.dtype} block needs an integer, got {e.value!r}")
-        problem = literal_problem(value, e.dtype)
-        if problem is not None:
-            raise self.fail(child(path, "value"), "literal_out_of_range", problem)
-        if e.dtype in FLOAT_DTYPES and isinstance(value, bool):
-            raise self.fail(child(path, "value"), "bad_value", f"a float block needs a number, got {e.value!r}")
+        self.fill_value(e.value, e.dtype, child(path, "value"), "block")
         return ValueType(e.dtype, shape)
+
+    def fill_value(self, literal: Union[bool, int, float, str], dtype: str, path: str, what: str) -> None:
+        """A value a block or an output is filled with: exactly of ``dtype``, in its range."""
+        value = literal_value(literal)
+        if dtype == "bool" and not isinstance(value, bool):
+            raise self.fail(path, "bad_value", f"a bool {what} needs true or false, got {literal!r}")
+        if dtype in INT_DTYPES and (isinstance(value, float) or isinstance(value, bool)):
+            raise self.fail(path, "bad_value", f"an {dtype} {what} needs an integer, got {literal!r}")
+        problem = literal_problem(value, dtype)
+        if problem is not None:
+            raise self.fail(path, "literal_out_of_range", problem)
+        if dtype in FLOAT_DTYPES and isinstance(value, bool):
+            raise self.fail(path, "bad_value", f"a float {what} needs a number, got {literal!r}")
 
     def _load(self, e: L.Load, path: str, scope) -> ValueType:
         ptr = self.expr(e.ptr, child(path, "ptr"), scope)
@@ -710,30 +719,61 @@ class _Checker:
                     self.store(stmt, spath, scope)
                 elif isinstance(stmt, L.If):
                     self.branch(stmt, spath, scope)
+                elif isinstance(stmt, L.Atomic):
+                    self.atomic(stmt, spath, scope)
                 else:
                     self.loop(stmt, spath, scope)
             except _Invalid:
                 # The names a failed statement binds are marked as errors (already reported),
                 # so their later uses are not reported again as undefined.
-                if isinstance(stmt, L.Let):
+                if isinstance(stmt, L.Let) or isinstance(stmt, L.Atomic) and stmt.name is not None:
                     scope.setdefault(stmt.name, ValueType(ERROR_DTYPE))
                 elif isinstance(stmt, (L.For, L.If)):
                     for c in (stmt.carry if isinstance(stmt, L.For) else stmt.results):
                         scope.setdefault(c.name, ValueType(ERROR_DTYPE))
 
     def store(self, s: L.Store, path: str, scope) -> None:
-        ptr = self.expr(s.ptr, child(path, "ptr"), scope)
-        if not ptr.pointer:
-            raise self.fail(child(path, "ptr"), "not_a_pointer", f"store writes through a pointer, got {ptr}")
-        inputs = sorted(b for b in ptr.bases if not self.tensors[b].is_output)
-        if inputs:
-            raise self.fail(child(path, "ptr"), "store_to_input",
-                            f"this pointer may point into input {inputs[0]!r}; inputs are read-only")
+        ptr = self.output_pointer(s.ptr, path, scope, "store")
         value = self.expr(s.value, child(path, "value"), scope)
         self.fits(value, ValueType(ptr.dtype, ptr.shape), child(path, "value"), "the stored value")
         if s.mask is not None:
             self.mask(s.mask, child(path, "mask"), ptr.shape, scope)
         self.stored |= ptr.bases
+
+    def output_pointer(self, expr: L.Expr, path: str, scope, what: str) -> ValueType:
+        """The pointer a store or an atomic writes through: into outputs only."""
+        ptr = self.expr(expr, child(path, "ptr"), scope)
+        if not ptr.pointer:
+            raise self.fail(child(path, "ptr"), "not_a_pointer", f"{what} writes through a pointer, got {ptr}")
+        inputs = sorted(b for b in ptr.bases if not self.tensors[b].is_output)
+        if inputs:
+            raise self.fail(child(path, "ptr"), "store_to_input",
+                            f"this pointer may point into input {inputs[0]!r}; inputs are read-only")
+        return ptr
+
+    def atomic(self, a: L.Atomic, path: str, scope) -> None:
+        ptr = self.output_pointer(a.ptr, path, scope, a.op)
+        target = ValueType(ptr.dtype, ptr.shape)
+        allowed = ATOMIC_DTYPES[a.op]
+        if ptr.dtype not in allowed:
+            raise self.fail(child(path, "ptr"), "atomic_dtype",
+                            f"Triton's {a.op} takes {'/'.join(allowed)} pointees, not {ptr.dtype}")
+        if a.op == "atomic_cas":
+            if a.cmp is None:
+                raise self.fail(path, "bad_atomic", "atomic_cas needs 'cmp', the value the old one is compared with")
+            if a.mask is not None:
+                raise self.fail(child(path, "mask"), "bad_atomic",
+                                "Triton's atomic_cas has no mask: fold it into the pointer or the values")
+            self.fits(self.expr(a.cmp, child(path, "cmp"), scope), target, child(path, "cmp"), "cmp")
+        elif a.cmp is not None:
+            raise self.fail(child(path, "cmp"), "bad_atomic", f"'cmp' goes with atomic_cas, not {a.op}")
+        self.fits(self.expr(a.val, child(path, "val"), scope), target, child(path, "val"), "the atomic's value")
+        if a.mask is not None:
+            self.mask(a.mask, child(path, "mask"), ptr.shape, scope)
+        self.stored |= ptr.bases
+        if a.name is not None:
+            self.bind(a.name, target, child(path, "name"), scope)
+            self.types[child(path, "name")] = target
 
     def loop(self, f: L.For, path: str, scope: dict[str, ValueType]) -> None:
         bounds = []
@@ -859,7 +899,8 @@ class _Checker:
             for i, out in enumerate(self.kernel.outputs):
                 if out.name not in self.stored:
                     self.error(f"/outputs/{i}", "output_not_written",
-                               f"no store writes output {out.name!r} (bind it to a param and store through it)")
+                               f"no store or atomic writes output {out.name!r} (bind it to a param and store "
+                               "through it)")
         checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
                                 tuple(self.sizes), self.params, self.operand_dtypes)
         if not self.diagnostics:

@@ -18,6 +18,17 @@ FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 # The dtypes the math functions, pow and float sums compute in (others are cast first).
 WIDE_FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
+# The pointee dtypes Triton 3.6 takes for each atomic (language/semantic.py): f16 and bf16
+# only add (atom_red_typechecking_impl), floats max/min through a bitcast to i32/i64, no
+# 1-bit one; and/or/xor on floats fail in LLVM. cas takes 16-bit and float elements too, but
+# compares bits (-0.0 != 0.0, NaN == NaN of its payload), which the language leaves out.
+ATOMIC_DTYPES: dict[str, tuple[str, ...]] = {
+    "atomic_add": ("f16", "bf16", "f32", "f64", "i32", "i64"),
+    "atomic_max": ("f32", "f64", "i32", "i64"),
+    "atomic_min": ("f32", "f64", "i32", "i64"),
+    "atomic_xchg": ("f32", "f64", "i32", "i64"),
+    "atomic_and": INT_DTYPES, "atomic_or": INT_DTYPES, "atomic_xor": INT_DTYPES, "atomic_cas": INT_DTYPES,
+}
 
 
 @dataclass(frozen=True)

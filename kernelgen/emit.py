@@ -267,7 +267,7 @@ def _kernel_names(kernel: L.Kernel) -> set[str]:
 
     def visit(stmts: list[L.Stmt]) -> None:
         for s in stmts:
-            if isinstance(s, L.Let):
+            if isinstance(s, L.Let) or isinstance(s, L.Atomic) and s.name is not None:
                 names.add(s.name)
             elif isinstance(s, L.For):
                 names.add(s.var)
@@ -714,6 +714,8 @@ class _KernelEmitter:
                 self.store(s, spath, env, depth)
             elif isinstance(s, L.If):
                 self.branch(s, spath, env, depth)
+            elif isinstance(s, L.Atomic):
+                self.atomic(s, spath, env, depth)
             else:
                 self.loop(s, spath, env, depth)
 
@@ -725,6 +727,38 @@ class _KernelEmitter:
             args.append(f"mask={self.expr(s.mask, child(path, 'mask'), env).text}")
         args += _modifiers(s)
         self.line(depth, f"tl.store({', '.join(args)})")
+
+    def atomic(self, a: L.Atomic, path: str, env, depth: int) -> None:
+        """``tl.atomic_*``; the old values bound to the statement's name, if any."""
+        t = self.types[child(path, "ptr")]
+        pointee = t.dtype
+        args = [self.expr(a.ptr, child(path, "ptr"), env).text]
+        if a.cmp is not None:  # tl.atomic_cas broadcasts nothing: cmp and val take the pointer's shape
+            for name in ("cmp", "val"):
+                x = self.operand(getattr(a, name), child(path, name), env, pointee, tensor=True)
+                rank = len(self.types[child(path, name)].shape)
+                if 0 < rank < len(t.shape):  # leading dims first: broadcast_to keeps the rank
+                    slots = ["None"] * (len(t.shape) - rank) + [":"] * rank
+                    x = replace(x, text=f"{x.at(POSTFIX)}[{', '.join(slots)}]", prec=POSTFIX)
+                args.append(f"tl.broadcast_to({x.text}, {list(t.shape)})" if t.shape else x.text)
+        else:
+            args.append(self.operand(a.val, child(path, "val"), env, pointee, tensor=a.op == "atomic_xchg").text)
+        if a.mask is not None:
+            args.append(f"mask={self.expr(a.mask, child(path, 'mask'), env).text}")
+        bits = {"f32": "tl.int32", "f64": "tl.int64"}.get(pointee) if a.op == "atomic_xchg" else None
+        if bits is not None:
+            # Triton's interpreter exchanges integers only: the float's bits, as the GPU does.
+            args[0] = f"({args[0]}).to(tl.pointer_type({bits}), bitcast=True)"
+            args[1] = f"({args[1]}).to({bits}, bitcast=True)"
+        call = f"tl.{a.op}({', '.join(args)}, sem={a.sem!r}, scope={a.scope!r})"
+        if bits is not None:
+            call = f"{call}.to({TL_DTYPES[pointee]}, bitcast=True)"
+        if a.name is None:
+            self.line(depth, call)
+            return
+        name = self.names(a.name)
+        self.line(depth, f"{name} = {call}")
+        env[a.name] = _Code(name, ATOM, pointee)
 
     def loop(self, f: L.For, path: str, env: dict[str, _Code], depth: int) -> None:
         carried: list[tuple[str, _Code]] = []
@@ -963,7 +997,12 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
             body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
-        body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
+        if out.init is None:
+            body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
+        else:  # the fill atomics accumulate onto
+            fill = repr(literal_value(out.init)).replace("inf", "float('inf')").replace("nan", "float('nan')")
+            body.append(f"{names(out.name)} = torch.full({shape}, {fill}, dtype={TORCH_DTYPES[out.dtype]}, "
+                        f"device={device})")
     for scratch in kernel.scratch:
         shape = _tuple([host.emit(d)[0] for d in scratch.shape])
         dtype = next(o.dtype for o in launches_of(checked)[0].kernel.outputs if o.name == scratch.name)

@@ -122,11 +122,14 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
 
     The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
     poison: an element that comes back different was written by neither launch (a poison can
-    equal the right value, as ``True`` can for a bool output, but not both poisons can)."""
+    equal the right value, as ``True`` can for a bool output, but not both poisons can). An
+    output declared with an ``init`` fill starts as that fill in both launches (atomics
+    accumulate onto it) and counts as written everywhere: its value is defined from the start,
+    and the comparison with the reference judges it; the second launch's result is compared."""
     import torch
 
     from kernelgen.host import plan_sequence, torch_dtype
-    from kernelgen.interpret import allocate_scratch, poison
+    from kernelgen.interpret import allocate_scratch, initial_fill, poison
     from kernelgen.launch import cuda_errors, sequence_runner
 
     buffers: dict[str, Any] = {}
@@ -141,7 +144,7 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         outputs = {}
         for out in checked.kernel.outputs:
             blank = torch.empty(plans[0].output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
-            buffers[out.name], outputs[out.name] = guarded(blank.fill_(poison(out.dtype)), guard_fill(blank.dtype))
+            buffers[out.name], outputs[out.name] = guarded(blank.fill_(initial_fill(out)), guard_fill(blank.dtype))
 
         calls = iter(range(1, 3))
 
@@ -157,10 +160,12 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         first = {name: tensor.clone() for name, tensor in outputs.items()}
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
-            tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))))
+            tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))) if out.init is None
+                         else torch.full_like(tensor, initial_fill(out)))
         run()
         torch.cuda.synchronize(device)
-    written = {name: same_bits(first[name], tensor) for name, tensor in outputs.items()}
+    written = {out.name: same_bits(first[out.name], outputs[out.name]) if out.init is None
+               else torch.ones_like(outputs[out.name], dtype=torch.bool) for out in checked.kernel.outputs}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
     problems += inputs_unchanged(inputs, views)
     return outputs, written, problems
@@ -188,7 +193,7 @@ def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], fl
     import torch
 
     from kernelgen.host import plan_sequence
-    from kernelgen.interpret import allocate_outputs, allocate_scratch
+    from kernelgen.interpret import allocate_outputs, allocate_scratch, initial_fill
     from kernelgen.launch import cuda_errors, sequence_runner
 
     device = torch.device("cuda", torch.cuda.current_device())
@@ -197,8 +202,18 @@ def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], fl
         names = {out.name for out in checked.kernel.outputs}
         outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
         scratch = (lambda: allocate_scratch(checked, plans[0], device)) if checked.kernel.scratch else None
-        return event_times(sequence_runner(_compiled_list(compiled), plans, outputs, scratch), flush, repetitions,
-                           warmup)
+        launches = sequence_runner(_compiled_list(compiled), plans, outputs, scratch)
+        # Outputs with an init fill are refilled before each call, inside the timing: the
+        # fill is part of the work (a Triton wrapper's torch.zeros), and atomics would
+        # otherwise accumulate across repetitions.
+        fills = [(outputs[out.name], initial_fill(out)) for out in checked.kernel.outputs if out.init is not None]
+
+        def run() -> None:
+            for tensor, value in fills:
+                tensor.fill_(value)
+            launches()
+
+        return event_times(run, flush, repetitions, warmup)
 
 
 def time_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int], seed: int,

@@ -16,10 +16,15 @@ Semantics, where Triton leaves a choice or a subtlety:
   an integer division by zero gives 0 (the GPU gives garbage; the kernel is wrong either way);
 * integer arithmetic wraps around (two's complement), and an integer literal outside its
   dtype's range wraps the same way (2**31 as an i32 is -2**31);
-* no atomics: within one launch an output element may be written by one program only (which
-  may write it again), and an element one program writes may not be loaded by another program
-  (``race``, naming both programs and the element); masked-off lanes do not count;
-* every output element must be written by some program (``unwritten``), whatever its dtype;
+* within one launch an output element may be stored by one program only (which may store it
+  again), and an element one program stores may not be loaded or atomically updated by
+  another program, nor one programs update atomically stored or loaded by another (``race``,
+  naming both programs and the element; :mod:`kernelgen.accesses`); masked-off lanes do not
+  count;
+* atomics run lane after lane in program order (:mod:`kernelgen.atomics`): integer results are
+  exact, a float add is summed in f64 and rounded, the order-independent answer;
+* every output element must be written (stored or atomically updated) by some program
+  (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill;
 * an ``if`` runs each branch for the programs whose condition takes it (as a loop runs for
   the programs still iterating): the other programs' loads, stores and hints there do not
   happen; each result is the taken branch's value, per program;
@@ -49,6 +54,7 @@ import torch
 
 from kernelgen import language as L
 from kernelgen.accesses import AccessLog
+from kernelgen.atomics import AtomicMemory, apply_atomic
 from kernelgen.budget import check_budget
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.checked import Checked
@@ -71,8 +77,16 @@ def poison(dtype: str) -> Union[float, int, bool]:
     return torch.iinfo(torch_dtype(dtype)).min
 
 
+def initial_fill(out: L.Output) -> Union[float, int, bool]:
+    """What an output starts as before a launch: its declared ``init`` (the value atomics
+    accumulate onto), else the poison (of a concrete dtype: a plan's kernel is one)."""
+    if out.init is None:
+        return poison(out.dtype)
+    return literal_value(out.init)
+
+
 def allocate_outputs(plan: LaunchPlan, device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
-    return {out.name: torch.full(plan.output_shapes[out.name], poison(out.dtype),
+    return {out.name: torch.full(plan.output_shapes[out.name], initial_fill(out),
                                  dtype=torch_dtype(out.dtype), device=device)
             for out in plan.kernel.outputs}
 
@@ -128,7 +142,8 @@ class _Run:
     budget estimate evaluates loop bounds); ``deadline`` is a ``time.monotonic()`` value."""
 
     def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], programs: torch.Tensor,
-                 accesses: AccessLog | None = None, deadline: float | None = None) -> None:
+                 accesses: AccessLog | None = None, deadline: float | None = None,
+                 memory: AtomicMemory | None = None) -> None:
         self.plan = plan
         self.checked: CheckedKernel = plan.checked
         self.types = self.checked.types
@@ -141,6 +156,7 @@ class _Run:
         self.pid = (programs % g0, (programs // g0) % g1, programs // (g0 * g1))
         self.accesses = accesses
         self.deadline = deadline
+        self.memory = memory if memory is not None else AtomicMemory()
 
     # -- values -----------------------------------------------------------------------------
 
@@ -391,6 +407,27 @@ class _Run:
                 self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), path)
             self.flat[index][offsets] = value[sel].to(self.flat[index].dtype)
 
+    def atomic(self, a: L.Atomic, path: str, env) -> None:
+        """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.atomics`)."""
+        t = self.types[child(path, "ptr")]
+        ptr = self.eval(a.ptr, child(path, "ptr"), env)
+        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        val = self.eval_as(a.val, child(path, "val"), env, t.dtype, t.shape)
+        cmp = None if a.cmp is None else self.eval_as(a.cmp, child(path, "cmp"), env, t.dtype, t.shape)
+        lanes = self.active_mask(t.shape, a.mask, path, env, env.get(_ACTIVE))
+        old = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
+        for index, sel in self.lanes(path, a.op, ptr, lanes):
+            if self.read_only[index]:
+                raise InterpreterError(Diagnostic(path, "store_to_input", f"{a.op} into input {self.names[index]!r}"))
+            offsets = ptr.offset[sel]
+            if self.accesses is not None:
+                self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path,
+                                     within_program=a.scope == "cta")
+            old[sel] = apply_atomic(a.op, self.flat[index], offsets, val[sel], None if cmp is None else cmp[sel],
+                                    self.memory, index, t.dtype)
+        if a.name is not None:
+            env[a.name] = old
+
     # -- statements -------------------------------------------------------------------------
 
     def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Value]) -> None:
@@ -405,6 +442,8 @@ class _Run:
                 self.store(s, spath, env)
             elif isinstance(s, L.If):
                 self.branch(s, spath, env)
+            elif isinstance(s, L.Atomic):
+                self.atomic(s, spath, env)
             else:
                 self.loop(s, spath, env)
 
@@ -571,7 +610,8 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
             raise InterpreterError(Diagnostic("/outputs", "bad_arguments", f"output {name} is not contiguous"))
         buffers[name] = tensor
     total = plan.num_programs
-    accesses = AccessLog(outs, plan.grid)
+    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None})
+    memory = AtomicMemory()  # float atomic adds' f64 sums, across chunks
     chunk = max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
     with torch.no_grad():
         if total:
@@ -579,7 +619,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
             check_budget(plan, _Run(plan, buffers, ends), -(-total // chunk))
         for first in range(0, total, chunk):
             programs = torch.arange(first, min(first + chunk, total), dtype=torch.int64)
-            _Run(plan, buffers, programs, accesses, deadline).run()
+            _Run(plan, buffers, programs, accesses, deadline, memory).run()
     return Execution(outs, accesses.written(), accesses.read())
 
 

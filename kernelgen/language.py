@@ -57,6 +57,8 @@ REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
 ARITHMETIC_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum")
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_OPS = ("and", "or", "xor")
+ATOMIC_OPS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+              "atomic_cas")
 
 
 class Node(BaseModel):
@@ -317,9 +319,9 @@ class Let(Node):
 
 class Store(Node):
     """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
-    Only outputs are written: a pointer that may point into an input is store_to_input. There
-    are no atomics: in one launch an element is written by one program at most and read by no
-    other (race, when run); every output element must be written (unwritten). ``cache``:
+    Only outputs are written: a pointer that may point into an input is store_to_input. In one
+    launch an element a program stores is stored, loaded or atomically updated by no other
+    (race, when run); every output element must be written (unwritten). ``cache``:
     as Load's (.wb/.cg/.cs/.wt)."""
 
     op: Literal["store"]
@@ -327,6 +329,25 @@ class Store(Node):
     value: Expr
     mask: Expr | None = None
     cache: Literal["wb", "cg", "cs", "wt", "evict_first", "evict_last"] | None = None
+
+
+class Atomic(Node):
+    """tl.atomic_*: read-modify-write of ``val`` (cas: if old == ``cmp``, write ``val``) at
+    each pointer where ``mask`` is true (cas: no mask), as Store's; ``name`` (optional) binds
+    the old values (undefined where masked off). Atomics of different programs on one element do not
+    race. dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64
+    (float max/min order bits as Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64.
+    Float add: the sum may come in any order (within tolerance); its old value is one order's.
+    ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race)."""
+
+    op: Literal[ATOMIC_OPS]  # type: ignore[valid-type]
+    ptr: Expr
+    val: Expr
+    cmp: Expr | None = None
+    mask: Expr | None = None
+    name: Name | None = None
+    sem: Literal["relaxed", "acquire", "release", "acq_rel"] = "acq_rel"
+    scope: Literal["gpu", "cta", "sys"] = "gpu"
 
 
 class Carry(Node):
@@ -386,7 +407,7 @@ class If(Node):
     results: list[IfResult] = []
 
 
-Stmt = Annotated[Union[Let, Store, For, If], Field(discriminator="op")]
+Stmt = Annotated[Union[Let, Store, Atomic, For, If], Field(discriminator="op")]
 
 
 def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
@@ -455,7 +476,8 @@ class Output(Node):
     is stored). ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
     broadcast dims there. A dim named by an ``optional_dims`` size the call left out is dropped.
     ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not returned; any true
-    element makes the call raise it with ``message``."""
+    element makes the call raise it with ``message``. With ``init`` (e.g. 0 or "-inf" for
+    atomics to accumulate into; bad_value) it starts so, and every element counts as written."""
 
     name: Name
     dtype: DtypeRef
@@ -463,6 +485,7 @@ class Output(Node):
     batch: bool = False
     raises: Literal["ValueError", "RuntimeError", "TypeError", "IndexError", "ZeroDivisionError"] | None = None
     message: str | None = None
+    init: Union[bool, int, float, Literal["inf", "-inf", "nan"], None] = None
 
 
 class Param(Node):
@@ -544,5 +567,5 @@ class Kernel(Node):
 
 
 for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot, ExpandDims, Reshape, Trans, Hint,
-               Let, Store, Carry, For, IfResult, If, Output, Param, Scratch, Launch, Kernel):
+               Let, Store, Atomic, Carry, For, IfResult, If, Output, Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

@@ -705,6 +705,10 @@ class _Lowering:
                 self.guarded(spath, lambda: self.store(stmt, spath, env))
             elif isinstance(stmt, L.If):
                 self.guarded(spath, lambda: self.branch(stmt, spath, env))
+            elif isinstance(stmt, L.Atomic):
+                old = self.guarded(spath, lambda: self.atomic(stmt, spath, env))
+                if stmt.name is not None:
+                    env[stmt.name] = old
             else:
                 self.guarded(spath, lambda: self.loop(stmt, spath, env))
 
@@ -723,6 +727,40 @@ class _Lowering:
             b.create_store(ptr, value, cache, eviction)
         else:
             b.create_masked_store(ptr, value, mask, cache, eviction)
+
+    def atomic(self, a: L.Atomic, path: str, env: dict[str, Lowered]) -> Any:
+        """tt.atomic_rmw / tt.atomic_cas as Triton's semantic.py builds them (float max/min
+        included); returns the old values."""
+        pp = child(path, "ptr")
+        t = self.types[pp]
+        ptr = self.operand(a.ptr, pp, env)
+        val = self.operand(a.val, child(path, "val"), env, t.dtype, t.shape)
+        cmp = self.operand(a.cmp, child(path, "cmp"), env, t.dtype, t.shape) if a.cmp is not None else None
+        mask = (self.operand(a.mask, child(path, "mask"), env, "bool", t.shape) if a.mask is not None
+                else self.constant(True, "bool", t.shape))
+        self.at(path)
+        b = self.builder
+        sem = getattr(ir.MEM_SEMANTIC, _SEMANTICS[a.sem])
+        scope = getattr(ir.MEM_SYNC_SCOPE, _SCOPES[a.scope])
+        if cmp is not None:
+            return b.create_atomic_cas(ptr, cmp, val, sem, scope)
+        if a.op in ("atomic_max", "atomic_min") and t.dtype in FLOAT_DTYPES:
+            # Non-negative floats order as signed integers of their bits, negative ones
+            # reversed as unsigned: one rmw each, on the lanes of that sign.
+            bits = "i32" if t.dtype == "f32" else "i64"
+            int_t = ValueType(bits, t.shape)
+            ival = b.create_bitcast(val, self.ir_type(int_t))
+            iptr = b.create_bitcast(ptr, self.ir_type(ValueType(bits, t.shape, pointer=True)))
+            negative = b.create_icmpSLT(ival, self.constant(0, bits, t.shape))
+            positive = b.create_xor(negative, self.constant(True, "bool", t.shape))
+            signed, unsigned = ("MAX", "UMIN") if a.op == "atomic_max" else ("MIN", "UMAX")
+            up = b.create_atomic_rmw(getattr(ir.ATOMIC_OP, signed), iptr, ival, b.create_and(mask, positive),
+                                     sem, scope)
+            down = b.create_atomic_rmw(getattr(ir.ATOMIC_OP, unsigned), iptr, ival, b.create_and(mask, negative),
+                                       sem, scope)
+            return b.create_bitcast(b.create_select(positive, up, down), self.ir_type(ValueType(t.dtype, t.shape)))
+        kind = "FADD" if a.op == "atomic_add" and t.dtype in FLOAT_DTYPES else a.op.removeprefix("atomic_").upper()
+        return b.create_atomic_rmw(getattr(ir.ATOMIC_OP, kind), ptr, val, mask, sem, scope)
 
     def loop(self, f: L.For, path: str, env: dict[str, Lowered]) -> None:
         b = self.builder
@@ -832,6 +870,10 @@ _LIBDEVICE = {"tanh": "__nv_tanhf", "log1p": "__nv_log1pf"}
 # f64 functions: libdevice's double versions (the math dialect's approximations are f32 only).
 _LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "tanh", "erf",
                                                "sin", "cos", "pow")} | {"rem": "__nv_fmod"}
+
+
+_SEMANTICS = {"relaxed": "RELAXED", "acquire": "ACQUIRE", "release": "RELEASE", "acq_rel": "ACQUIRE_RELEASE"}
+_SCOPES = {"gpu": "GPU", "cta": "CTA", "sys": "SYSTEM"}
 
 
 def _modifiers(cache: str | None) -> tuple[Any, Any]:

@@ -54,6 +54,8 @@ RULES: dict[str, str] = {
     "output_not_written": "an output that no store writes",
     "bad_binding": "a param's dtype does not fit its value (see Param)",
     "other_without_mask": "a load with 'other' but no 'mask'",
+    "atomic_dtype": "an atomic on a dtype Triton refuses for it (see Atomic)",
+    "bad_atomic": "atomic_cas without 'cmp' or with 'mask', 'cmp' on another atomic",
     "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
     "bad_hint": "a hint that does not fit its value, or false on a constant (see Hint)",
     "bad_program": "a document with both launches and its own params/grid/body, or neither (see Kernel)",

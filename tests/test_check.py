@@ -215,6 +215,13 @@ SEMANTIC_CASES = [
          "unproven_bounds", "/body/4/body/2/value"),
     case("load-through-integer", VADD, {"/body/3/value/ptr": "offsets"}, "not_a_pointer", "/body/3/value/ptr"),
     case("store-through-integer", VADD, {"/body/5/ptr": "offsets"}, "not_a_pointer", "/body/5/ptr"),
+    # atomics (vector_add's store made an atomic; out is f32)
+    case("atomic-xor-of-floats", VADD, {"/body/5/op": "atomic_xor", "/body/5/val": "x_block", "/body/5/value": REMOVE},
+         "atomic_dtype", "/body/5/ptr"),
+    case("atomic-add-with-cmp", VADD, {"/body/5/op": "atomic_add", "/body/5/val": "x_block", "/body/5/value": REMOVE,
+                                       "/body/5/cmp": 0.0}, "bad_atomic", "/body/5/cmp"),
+    case("atomic-add-into-input", VADD, {"/body/5/op": "atomic_add", "/body/5/val": "x_block", "/body/5/value": REMOVE,
+                                         "/body/5/ptr/lhs": "x"}, "store_to_input", "/body/5/ptr"),
     # host-only arguments and views
     case("choice-without-choices", VADD, {"/inputs/2": {"name": "mode", "role": "choice"}},
          "bad_signature", "/inputs/2/choices"),

@@ -579,6 +579,14 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "tail_split": (CASES["tail_split"].kernel, {"N": 200}, {}),
     "branch_formulas": (CASES["branch_formulas"].kernel, {"N": 150}, {}),
     "branch_in_loop": (CASES["branch_in_loop"].kernel, {"M": 6, "N": 40}, {"acc_out": (1e-5, 1e-5)}),
+    # Atomics: Triton's interpreter applies them in its own order, so only order-free outputs.
+    "col_sum_atomic": (CASES["col_sum_atomic"].kernel, {"M": 70, "N": 40}, {"out": (1e-4, 1e-4)}),
+    "col_max_atomic": (CASES["col_max_atomic"].kernel, {"M": 70, "N": 40}, {}),
+    "distinct_cas": (CASES["distinct_cas"].kernel, {"N": 300}, {}),
+    "distinct_xchg": (CASES["distinct_xchg"].kernel, {"N": 300}, {}),
+    "rmw_xor_i64": (CASES["rmw_xor_i64"].kernel, {"N": 100}, {}),
+    "rmw_min_i32": (CASES["rmw_min_i32"].kernel, {"N": 100}, {}),
+    "cas2d": (CASES["cas2d"].kernel, {}, {}),
 }
 
 
@@ -936,6 +944,27 @@ def check_generated(generated: Any, triton_interpreter: TritonInterpreter, seed:
     if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
         return  # what Triton's interpreter gets wrong; compiled in test_random_kernels_compile_for_sm90
     args = generated.arguments(seed=seed)
+    expected = interpret(checked, args)
+    actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
+    problems = generated.mismatches(expected, dict(zip(expected, actual)))
+    assert not problems, "\n".join(problems) + "\n" + emit_triton(checked)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_kernels_with_atomics_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter,
+                                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The generator's atomics (tile and elementwise templates), in Triton's interpreter, whose
+    order of programs is its own, and compiled by Triton's frontend."""
+    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    generated = data.draw(st.one_of(strategies.tile_kernels(), strategies.elementwise_kernels()))
+    assume(any(c.startswith("atomic_") for c in generated.constructs()))
+    checked = check(generated.kernel)
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        assert ".visible .entry" in compile_for_sm90(checked, tmp_path_factory.mktemp("atomics"))
+    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
+        return
+    args = generated.arguments(seed=7)
     expected = interpret(checked, args)
     actual = triton_interpreter.run(emit_triton(checked), wrapper_name(checked.kernel), list(args.values()))
     problems = generated.mismatches(expected, dict(zip(expected, actual)))

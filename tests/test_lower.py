@@ -512,12 +512,30 @@ def branch_cases() -> list[Case]:
     return [Case("tail_split", tail_split(), {"N": 1000}),
             Case("branch_formulas", branch_formulas(), {"N": 1000}),
             Case("branch_in_loop", branch_in_loop(), {"M": 7, "N": 100}, (1e-4, 1e-4))]
+def atomic_cases() -> list[Case]:
+    """Atomics whose outputs do not depend on the order (kernels of tests/test_atomics.py)."""
+    from test_atomics import cas2d_kernel, column_kernel, distinct_kernel, rmw_kernel
+
+    cases = [Case("col_sum_atomic", column_kernel("sum"), {"M": 300, "N": 70}, (1e-4, 1e-4)),
+             Case("col_sum_atomic_bf16", {**column_kernel("sum", "bf16"), "name": "col_sum_atomic_bf16"},
+                  {"M": 40, "N": 70}, (2e-2, 1e-1)),
+             Case("col_max_atomic", column_kernel("max"), {"M": 300, "N": 70}, (0.0, 0.0)),
+             Case("col_max_atomic_f64", {**column_kernel("max", "f64"), "name": "col_max_atomic_f64"},
+                  {"M": 100, "N": 33}, (0.0, 0.0)),
+             Case("distinct_cas", distinct_kernel("cas"), {"N": 1000}),
+             Case("distinct_xchg", distinct_kernel("xchg"), {"N": 1000}), Case("cas2d", cas2d_kernel())]
+    scopes = [("relaxed", "gpu"), ("acquire", "sys"), ("release", "gpu"), ("acq_rel", "sys")]
+    for i, kind in enumerate(("add", "max", "min", "and", "or", "xor")):
+        for dtype in ("i32", "i64"):
+            sem, scope = scopes[(i + len(dtype)) % len(scopes)]
+            cases.append(Case(f"rmw_{kind}_{dtype}", rmw_kernel(kind, dtype, False, sem, scope), {"N": 500}))
+    return cases
 
 
 def catalogue() -> list[Case]:
     return [Case("vadd", VADD, {"N": 5000})] + unary_cases() + binary_cases() + literal_cases() + select_cases() \
         + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases() \
-        + pipelining_cases() + branch_cases()
+        + pipelining_cases() + branch_cases() + atomic_cases()
 
 
 CATALOGUE = catalogue()
@@ -563,7 +581,7 @@ def test_the_catalogue_covers_every_op_of_the_language() -> None:
     walk([case.kernel["body"] for case in CATALOGUE])
     device_ops = {*L.UNARY_OPS, *L.BINARY_OPS, *L.REDUCE_OPS, "program_id", "num_programs", "arange", "full", "load",
                   "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans",
-                  "hint", "let", "store", "for", "if"}
+                  "hint", "let", "store", "for", "if", *L.ATOMIC_OPS}
     assert device_ops - used == set()
 
 

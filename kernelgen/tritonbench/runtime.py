@@ -135,7 +135,7 @@ class KernelFunction:
         import torch
 
         from kernelgen.host import torch_dtype
-        from kernelgen.interpret import poison
+        from kernelgen.interpret import initial_fill, poison
         from kernelgen.launch import cuda_errors, resolve_arguments
 
         # Numbers bound to tensor inputs became CPU tensors: they join the call's device.
@@ -149,10 +149,13 @@ class KernelFunction:
             outputs = {}
             for out in checked.kernel.outputs:
                 tensor = torch.empty(launch.output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
-                # A precondition's flags are filled even when timing: an element the kernel
-                # leaves unwritten must raise, never read as garbage.
-                fill = _fill_outputs.get() or out.raises is not None
-                outputs[out.name] = tensor.fill_(poison(out.dtype)) if fill else tensor
+                if out.init is not None:  # what atomics accumulate onto: always filled
+                    outputs[out.name] = tensor.fill_(initial_fill(out))
+                else:
+                    # A precondition's flags are filled even when timing: an element the kernel
+                    # leaves unwritten must raise, never read as garbage.
+                    fill = _fill_outputs.get() or out.raises is not None
+                    outputs[out.name] = tensor.fill_(poison(out.dtype)) if fill else tensor
             launch.loaded.launch(launch.grid, resolve_arguments(launch.sources, tensors | outputs))
         return outputs
 
