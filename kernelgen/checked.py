@@ -18,6 +18,10 @@ FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 # The dtypes the math functions, pow and float sums compute in (others are cast first).
 WIDE_FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
+# Storage-only floats: loaded, stored, cast, bitcast and multiplied by dot, never computed with.
+FP8_DTYPES = ("f8e4m3", "f8e5m2")
+# Bits per element, for bitcasts (bool has no bit pattern of its own in the language).
+DTYPE_BITS = {"f64": 64, "i64": 64, "f32": 32, "i32": 32, "f16": 16, "bf16": 16, "f8e4m3": 8, "f8e5m2": 8}
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,8 @@ class CheckedKernel:
     # differ from it (a weak literal, an integer with a float literal): binary operations,
     # where, fma and clamp. Comparisons compute in it and return bool.
     operand_dtypes: dict[str, str] = field(default_factory=dict)
+    # The paths of dots with fp8 operands: they compile for sm_89 and later only.
+    fp8_dots: list[str] = field(default_factory=list)
 
     def type_at(self, path: str) -> ValueType:
         return self.types[path]

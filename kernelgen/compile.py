@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection
 
-from kernelgen.check import CheckedKernel
+from kernelgen.check import CheckedKernel, check_target
 from kernelgen.errors import CompileError, Diagnostic, KernelgenError, KernelTimeout, LaunchError
 from kernelgen.executor import Executor
 from kernelgen.host import LaunchPlan
@@ -430,6 +430,7 @@ def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps:
     Raises :class:`~kernelgen.errors.LoweringError` or :class:`CompileError`.
     """
     options = resolve_options(checked, target, num_warps, num_stages, divisible_by_16)
+    check_target(checked, options.capability)
     if not cache:
         return _compile(checked, options, in_process)
     directory = cache_directory(cache_dir)

@@ -47,7 +47,10 @@ import torch
 from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.budget import check_budget
+from kernelgen import philox
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
+from kernelgen.checked import FP8_DTYPES
+from kernelgen.limits import FLOAT_MAX
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.hints import claim_of, violation
 from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
@@ -59,7 +62,7 @@ MAX_LOOP_ITERATIONS = 1 << 20
 
 def poison(dtype: str) -> Union[float, int, bool]:
     """The value outputs are pre-filled with, so an element no store writes is noticed."""
-    if dtype in FLOAT_DTYPES:
+    if dtype in FLOAT_DTYPES or dtype in FP8_DTYPES:
         return math.nan
     if dtype == "bool":
         return True
@@ -196,6 +199,10 @@ class _Run:
                     a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
                 out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
             return torch.where(zero, torch.zeros_like(out), out)
+        if e.op == "umulhi":
+            return philox.umulhi(a, b)
+        if e.op in L.BIT_OPS:
+            return philox.shift(e.op, a, b)
         return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
 
     def pointer_arith(self, e: L.Binary, path: str, env) -> Pointer:
@@ -240,11 +247,25 @@ class _Run:
             x = self.typed(x, ("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
         if e.dtype == "bool":
             return x != 0
+        if e.dtype in FP8_DTYPES:
+            return to_fp8(x, e.dtype)
         if x.is_floating_point() and e.dtype in ("i32", "i64"):
             # The GPU's conversion (cvt.rzi) saturates and sends NaN to 0; so does the language.
             info = torch.iinfo(torch_dtype(e.dtype))
             x = torch.nan_to_num(x.double(), nan=0.0).clamp(info.min, info.max).trunc()
         return x.to(torch_dtype(e.dtype))
+
+    def _bitcast(self, e: L.Bitcast, path: str, env) -> Value:
+        src = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, src.dtype, src.shape)
+        return x.contiguous().view(torch_dtype(e.dtype))
+
+    def _random(self, e: L.Random, path: str, env) -> Value:
+        t = self.types[path]
+        seed = self.eval_as(e.seed, child(path, "seed"), env, self.types[child(path, "seed")].dtype)
+        offset = self.eval_as(e.offset, child(path, "offset"), env, self.types[child(path, "offset")].dtype, t.shape)
+        seed = seed.reshape((self.count,) + (1,) * len(t.shape))
+        return philox.random(e.op, seed, offset, e.word)
 
     def _reduce(self, e: L.Reduce, path: str, env) -> Value:
         t = self.types[path]
@@ -453,6 +474,18 @@ class _Run:
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
+
+
+def to_fp8(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """The language's cast to fp8, as Triton 3.6 compiles it on sm_89 (f32 sources go through
+    f16 there; kernelgen's lowering does so on sm_90 too): round to f16 (f64 through f32,
+    integers through f32), then to nearest even in fp8, saturating at the largest finite value
+    (cvt.rn.satfinite: infinities too); NaN stays NaN."""
+    if x.dtype == torch.float64 or not x.is_floating_point():
+        x = x.to(torch.float32)
+    half = x.to(torch.float16)
+    limit = FLOAT_MAX[dtype]
+    return half.clamp(-limit, limit).to(torch_dtype(dtype))
 
 
 def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

@@ -55,6 +55,9 @@ RULES: dict[str, str] = {
     "other_without_mask": "a load with 'other' but no 'mask'",
     "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
     "bad_hint": "a hint that does not fit its value, or false on a constant (see Hint)",
+    "bad_bitcast": "a bitcast between dtypes of different widths, or of bool or a pointer",
+    "fp8_storage": "fp8 values in arithmetic, comparisons, reductions, where or full (cast to f16/f32 first)",
+    "fp8_target": "an fp8 dot compiled for a target below sm_89",
     "unproven_bounds": "an unmasked load or store not proven inside its tensor (see Bounds)",
     # Running: the host's evaluation of a call, and the interpreter.
     "bad_arguments": "a call's arguments do not fit the inputs, or a host value does not fit",
