@@ -287,7 +287,8 @@ class _Run:
     def _dot(self, e: L.Dot, path: str, env) -> Value:
         a_t = self.types[child(path, "lhs")]
         a = self.eval_as(e.lhs, child(path, "lhs"), env, a_t.dtype, a_t.shape).float()
-        b = self.eval_as(e.rhs, child(path, "rhs"), env, a_t.dtype, self.types[child(path, "rhs")].shape).float()
+        b_t = self.types[child(path, "rhs")]  # of lhs's dtype, or another fp8
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, b_t.dtype, b_t.shape).float()
         if e.precision == "tf32":
             a, b = _round_tf32(a), _round_tf32(b)
         out = torch.bmm(a, b)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -40,7 +41,8 @@ from kernelgen.parse import kernel_from_obj, parse_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
-TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f64": (1e-12, 1e-14)}
+TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f64": (1e-12, 1e-14),
+             "f8e4m3": (0.0, 0.0), "f8e5m2": (0.0, 0.0)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,6 +186,8 @@ def assert_outputs_match(checked: CheckedKernel, expected: dict[str, torch.Tenso
         assert got.dtype == want.dtype and got.shape == want.shape, name
         dtype = next(o.dtype for o in checked.kernel.outputs if o.name == name)
         rtol, atol = (tolerance or {}).get(name, TOLERANCE.get(dtype, (0.0, 0.0)))
+        if dtype in ("f8e4m3", "f8e5m2") and rtol:
+            got, want = got.float(), want.float()  # torch compares fp8 bit for bit only
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{name}: {m}")
 
 
@@ -195,7 +199,7 @@ def check_in_triton_interpreter(interpreter: TritonInterpreter, checked: Checked
 
 
 SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i32": "i32", "i64": "i64",
-                   "bool": "i1"}
+                   "bool": "i1", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5"}
 
 
 def compile_for_sm90(checked: CheckedKernel, directory: Path, integers_as_one: bool = False) -> str:
@@ -576,6 +580,17 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "f64": (F64, {"N": 45}, {}),
     "hinted_copy": (wrapped_copy(True), {"N": 2048}, {}),
     "staged_row_sums": (CASES["staged_row_sums"].kernel, {"M": 3, "N": 150}, {}),
+    "bits_i32": (CASES["bits_i32"].kernel, {"N": 300}, {}),
+    "bits_i64": (CASES["bits_i64"].kernel, {"N": 300}, {}),
+    "bitcasts": (CASES["bitcasts"].kernel, {"N": 100}, {}),
+    # Bit for bit: Triton's tl.randint4x/rand4x in its interpreter against kernelgen's Philox.
+    "philox": (CASES["philox"].kernel, {"N": 700}, {f"o_rand{w}": (0.0, 0.0) for w in (*range(4), "_64")}),
+    # NumPy's float32 log/cos/sin against torch's: within an ulp or two.
+    "philox_normal": (CASES["philox_normal"].kernel, {"N": 700}, {}),
+    # fp8 to wider floats is exact in Triton's interpreter (its NaN aside: e4m3's 0x7f reads
+    # 480); its conversions to fp8 are not (see test_fp8_downcasts_compile_to_satfinite_cvt).
+    "cast_from_fp8": (CASES["cast_from_fp8"].kernel, {"N": 300}, {}),
+    "dot_fp8": (CASES["dot_f8e5m2_f8e4m3"].kernel, {}, {"c": (1e-5, 1e-5)}),
 }
 
 
@@ -650,6 +665,20 @@ def test_written_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> None:
     checked = check(kernel_from_obj(BF16)) if name == "bf16" else written(name)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path, integers_as_one=True)
+
+
+@needs_real_triton
+@pytest.mark.parametrize("name", ["cast_to_f8e4m3", "cast_to_f8e5m2", "cast_fp8_to_fp8"])
+def test_fp8_downcasts_compile_to_satfinite_cvt(name: str, tmp_path: Path) -> None:
+    """The emitted casts to fp8 go through f16 into cvt.rn.satfinite, as the lowering's do.
+    They are compiled, not interpreted: Triton 3.6's interpreter rounds to fp8 half up without
+    carrying a mantissa overflow into the exponent (e4m3 0.029296875 becomes e5m2 0.015625, not
+    0.03125), and reads e4m3's NaN as 480."""
+    checked = check(kernel_from_obj(CASES[name].kernel))
+    ptx = compile_for_sm90(checked, tmp_path)
+    kinds = {d for d in ("e4m3", "e5m2") if f"cvt.rn.satfinite.{d}x2.f16x2" in ptx}
+    assert kinds == {o.dtype.removeprefix("f8") for o in checked.kernel.outputs}
+    assert not re.search(r"cvt\.rn\.satfinite\.e\dm\dx2\.f32", ptx)
 
 
 @needs_real_triton
