@@ -375,7 +375,7 @@ class _Run:
             offsets = ptr.offset[sel]
             if self.accesses is not None and not self.read_only[index]:
                 self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), path)
-            out[sel] = self.flat[index][offsets].to(out.dtype)
+            _bits(out)[sel] = _bits(self.flat[index][offsets].to(out.dtype))
         return out
 
     def lane_programs(self, sel: torch.Tensor) -> torch.Tensor:
@@ -395,7 +395,7 @@ class _Run:
             offsets = ptr.offset[sel]
             if self.accesses is not None:
                 self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), path)
-            self.flat[index][offsets] = value[sel].to(self.flat[index].dtype)
+            _bits(self.flat[index])[offsets] = _bits(value.to(self.flat[index].dtype))[sel]
 
     # -- statements -------------------------------------------------------------------------
 
@@ -475,6 +475,11 @@ class _Run:
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """fp8 tensors as their bytes, where torch lacks fp8 kernels (masked_fill); others as they are."""
+    return x.view(torch.uint8) if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else x
 
 
 def to_fp8(x: torch.Tensor, dtype: str) -> torch.Tensor:

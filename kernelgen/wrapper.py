@@ -73,13 +73,13 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
         users = [(index, inp) for index, inp in enumerate(kernel.inputs)
                  if inp.dtype == variable.name and inp.is_plain and bound.get(inp.name) is not None]
         promoted: Any = None
-        for _, inp in users:
+        for index, inp in users:
             value = bound[inp.name]
             if isinstance(value, torch.Tensor):
                 value = torch.empty((0,) if value.dim() else (), dtype=value.dtype)
             elif not isinstance(value, (bool, int, float)):
                 continue  # the binding of the argument itself says what is wrong with it
-            promoted = value if promoted is None else promoted + value
+            promoted = value if promoted is None else _promoted(promoted, value, index)
         if promoted is None:
             binding[variable.name] = variable.of[0]
             continue
@@ -93,6 +93,20 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
                                        f"{variable.name} takes one of {variable.of}"))
         binding[variable.name] = name
     return binding
+
+
+def _promoted(a: Any, b: Any, index: int) -> Any:
+    """An empty value of the dtype PyTorch's promotion gives ``a`` and ``b``. fp8 takes part
+    only with itself (PyTorch refuses to promote it with anything else)."""
+    import torch
+
+    dtypes = [x.dtype if isinstance(x, torch.Tensor) else torch.tensor(x).dtype for x in (a, b)]
+    if dtypes[0].itemsize == 1 and dtypes[0].is_floating_point or dtypes[1].itemsize == 1 and dtypes[1].is_floating_point:
+        if dtypes[0] != dtypes[1]:
+            raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments",
+                                       f"PyTorch does not promote {dtypes[0]} with {dtypes[1]}; pass one dtype"))
+        return a
+    return a + b
 
 
 def _requested_dtype(kernel: L.Kernel, bound: Mapping[str, Any], variable: L.DtypeVariable) -> str | None:
