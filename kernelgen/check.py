@@ -64,7 +64,7 @@ class _Checker:
         self.stored: set[str] = set()
         self.operand_dtypes: dict[str, str] = {}
         self.lets: dict[str, L.Expr] = {}
-        self.fp8_dots: list[str] = []
+        self.fp8_nodes: list[str] = []
 
     # -- reporting --------------------------------------------------------------------------
 
@@ -602,6 +602,8 @@ class _Checker:
         x = self.expr(e.x, child(path, "x"), scope)
         if x.pointer:
             raise self.fail(child(path, "x"), "bad_operand", "pointers cannot be cast")
+        if (e.dtype in FP8_DTYPES or x.dtype in FP8_DTYPES) and e.dtype != x.dtype:
+            self.fp8_nodes.append(path)
         return ValueType(e.dtype, x.shape)
 
     def _bitcast(self, e: L.Bitcast, path: str, scope) -> ValueType:
@@ -694,7 +696,7 @@ class _Checker:
             acc = self.expr(e.acc, child(path, "acc"), scope)
             if acc.shape != (m, n) or acc.dtype != "f32" or acc.pointer:
                 raise self.fail(child(path, "acc"), "dot_dtype", f"acc must be f32[{m},{n}], got {acc}")
-        self.fp8_dots.append(path)
+        self.fp8_nodes.append(path)
         return ValueType("f32", (m, n))
 
     def _expanddims(self, e: L.ExpandDims, path: str, scope) -> ValueType:
@@ -849,7 +851,7 @@ class _Checker:
                     self.error(f"/outputs/{i}", "output_not_written",
                                f"no store writes output {out.name!r} (bind it to a param and store through it)")
         checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
-                                tuple(self.sizes), self.params, self.operand_dtypes, self.fp8_dots)
+                                tuple(self.sizes), self.params, self.operand_dtypes, self.fp8_nodes)
         if not self.diagnostics:
             self.diagnostics.extend(unproven_accesses(checked))
         if self.diagnostics:
@@ -876,12 +878,13 @@ def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
 
 
 def check_target(checked: CheckedKernel, capability: int) -> None:
-    """What a target lacks, as the checker's diagnostics: fp8 tensor-core dots need sm_89 (Triton
-    3.6 refuses e4m3 below it: "type fp8e4nv not supported in this architecture")."""
-    if capability < FP8_DOT_CAPABILITY and checked.fp8_dots:
-        raise SemanticError([Diagnostic(path, "fp8_target", f"an fp8 dot needs sm_{FP8_DOT_CAPABILITY} or later; "
-                                        f"this compile is for sm_{capability} (cast the operands to f16)")
-                             for path in checked.fp8_dots])
+    """What a target lacks, as the checker's diagnostics: fp8 dots and fp8 conversions need sm_89
+    (Triton 3.6's frontend refuses e4m3 below it: "type fp8e4nv not supported in this
+    architecture", and its backend fails on our e4m3 conversions in ConvertTritonGPUToLLVM)."""
+    if capability < FP8_DOT_CAPABILITY and checked.fp8_nodes:
+        raise SemanticError([Diagnostic(path, "fp8_target", f"fp8 dots and casts to or from fp8 need "
+                                        f"sm_{FP8_DOT_CAPABILITY} or later; this compile is for sm_{capability}")
+                             for path in checked.fp8_nodes])
 
 
 def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mapping[str, str] | None) -> CheckedKernel:

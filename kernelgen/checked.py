@@ -109,8 +109,9 @@ class CheckedKernel:
     # differ from it (a weak literal, an integer with a float literal): binary operations,
     # where, fma and clamp. Comparisons compute in it and return bool.
     operand_dtypes: dict[str, str] = field(default_factory=dict)
-    # The paths of dots with fp8 operands: they compile for sm_89 and later only.
-    fp8_dots: list[str] = field(default_factory=list)
+    # The paths of fp8 dots and of casts to or from fp8: Triton 3.6 compiles them for sm_89 and
+    # later only (fp8 loads, stores and bitcasts move bytes and compile everywhere).
+    fp8_nodes: list[str] = field(default_factory=list)
 
     def type_at(self, path: str) -> ValueType:
         return self.types[path]

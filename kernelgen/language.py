@@ -232,7 +232,7 @@ class Reduce(Node):
 class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
     (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64), or both fp8 (any mix;
-    K >= 32, f32 result; sm_89+: fp8_target); ``dtype`` f16 needs f16
+    K >= 32, f32 result; sm_89+ as fp8 casts: fp8_target); ``dtype`` f16 needs f16
     operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
     rounded to 10-bit mantissas (tensor cores)."""
 

@@ -242,8 +242,13 @@ class _Lowering:
     def constant(self, value: Scalar, dtype: str, shape: Sequence[int] = ()) -> Any:
         b = self.builder
         if dtype in FP8_DTYPES:
-            # No fp8 constant builder: the bits of an f16 constant converted as a cast does.
-            return self.convert(self.constant(value, "f16", shape), ValueType("f16", tuple(shape)), dtype)
+            # No fp8 constant builder: the byte a cast gives (kernelgen.interpret), bitcast, so
+            # that a constant needs no conversion instruction (none exists before sm_89).
+            byte = fp8_byte(value, dtype)
+            bits = b.get_int8(byte - 256 if byte > 127 else byte)
+            if shape:
+                bits = b.create_splat(b.get_block_ty(b.get_int8_ty(), list(shape)), bits)
+            return b.create_bitcast(bits, self.ir_type(ValueType(dtype, tuple(shape))))
         if dtype in FLOAT_DTYPES:
             make = {"f32": b.get_fp32, "f16": b.get_fp16, "bf16": b.get_bf16, "f64": b.get_fp64}[dtype]
             scalar = make(float(value))
@@ -683,7 +688,7 @@ class _Lowering:
         precision = ir.INPUT_PRECISION.TF32 if e.precision == "tf32" else ir.INPUT_PRECISION.IEEE
         # fp8 on sm_90's wgmma: the f32 accumulator takes each 32-wide K step's partial sum
         # (Triton's default, 2**30, sums all of K in the tensor core's narrower accumulator).
-        imprecise = FP8_DOT_IMPRECISE_K if path in self.checked.fp8_dots else 0
+        imprecise = FP8_DOT_IMPRECISE_K if path in self.checked.fp8_nodes else 0  # fp8 dots only
         return self.builder.create_dot(a, c, acc, precision, imprecise)
 
     def _hint(self, e: L.Hint, path: str, env) -> Any:
@@ -845,6 +850,15 @@ def _modifiers(cache: str | None) -> tuple[Any, Any]:
         return ir.CACHE_MODIFIER.NONE, getattr(ir.EVICTION_POLICY, cache.upper())
     return (ir.CACHE_MODIFIER.NONE if cache is None else getattr(ir.CACHE_MODIFIER, cache.upper()),
             ir.EVICTION_POLICY.NORMAL)
+
+
+def fp8_byte(value: Scalar, dtype: str) -> int:
+    """The bits of ``value`` cast to fp8 as the language casts (:func:`kernelgen.interpret.to_fp8`)."""
+    import torch
+
+    from kernelgen.interpret import to_fp8
+
+    return int(to_fp8(torch.tensor([float(value)]), dtype).view(torch.uint8)[0])
 
 
 def wide_dtype(dtype: str) -> str:

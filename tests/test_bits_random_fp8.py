@@ -96,18 +96,32 @@ def fp8_dot_kernel(k: int = 32) -> dict[str, Any]:
                                                                                rhs=op("expand_dims", x="r", axis=0)))))}]}
 
 
-def test_fp8_dots_mix_formats_need_k_32_and_f32_and_sm_89() -> None:
+def test_fp8_nodes_mix_formats_need_k_32_and_f32_and_sm_89() -> None:
     checked = check(kernel_from_obj(fp8_dot_kernel(32)))
-    assert checked.fp8_dots == ["/body/2/value"]
+    assert checked.fp8_nodes == ["/body/2/value"]
     assert semantic_error(fp8_dot_kernel(16)) == ("/body/2/value", "dot_shape")
     f16_result = fp8_dot_kernel(32)
     f16_result["body"][2]["value"]["dtype"] = "f16"
     assert semantic_error(f16_result) == ("/body/2/value/dtype", "dot_dtype")
     assert semantic_error(fp8_dot_kernel(32), capability=86) == ("/body/2/value", "fp8_target")
+    cast = one_store(op("cast", x="x_v", dtype="f8e4m3"), {"x": "f32"}, "f8e4m3")
+    assert semantic_error(cast, capability=80) == ("/body/2/value", "fp8_target")
+    moved = one_store(op("bitcast", x="x_v", dtype="f8e5m2"), {"x": "f8e4m3"}, "f8e5m2")
+    check(kernel_from_obj(moved), capability=80)  # bytes moved, no conversion: any target
     check(kernel_from_obj(fp8_dot_kernel(32)), capability=89)
     with pytest.raises(SemanticError) as caught:
         compile_kernel(checked, "sm_80", in_process=True, cache=False)
     assert caught.value.diagnostics[0].code == "fp8_target" and "sm_89" in caught.value.diagnostics[0].message
+
+
+def test_fp8_memory_compiles_for_sm_80_and_masked_lanes_read_zero_bytes() -> None:
+    """A masked fp8 load's zero is a constant byte (bitcast), not a conversion: sm_80 has none."""
+    kernel = one_store(op("load", ptr=op("add", lhs="x", rhs="i"), mask=op("lt", lhs="i", rhs=8)), {"x": "f8e4m3"}, "f8e4m3")
+    ptx = compile_kernel(check(kernel_from_obj(kernel)), "sm_80", in_process=True, cache=False).ptx
+    assert ".target sm_80" in ptx and not re.search(r"cvt[.\w]*e[45]m[23]", ptx)
+    x = torch.randn(16).to(torch.float8_e4m3fn)
+    out = interpret(check(kernel_from_obj(kernel)), {"x": x})["out"]
+    assert out.view(torch.uint8)[8:].tolist() == [0] * 8 and torch.equal(out.view(torch.uint8)[:8], x.view(torch.uint8)[:8])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,7 +321,7 @@ def test_fp8_tensors_are_drawn_compared_and_guarded() -> None:
 @pytest.mark.parametrize("target, instruction", [
     ("sm_90", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"),
     ("sm_89", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")])
-def test_fp8_dots_run_on_fp8_tensor_cores(target: str, instruction: str) -> None:
+def test_fp8_nodes_run_on_fp8_tensor_cores(target: str, instruction: str) -> None:
     assert instruction in compile_kernel(checked_case("dot_f8e4m3_f8e4m3"), target, in_process=True, cache=False).ptx
 
 
