@@ -341,3 +341,29 @@ def test_philox_and_shifts_compile_to_integer_instructions() -> None:
     assert ptx.count("mul.hi.u32") >= 20  # ten rounds of two umulhi, for each distinct Philox call
     bits = compile_kernel(checked_case("bits_i64"), "sm_90", in_process=True, cache=False).ptx
     assert {"mul.hi.u64", "shl.b64", "shr.s64", "shr.u64"} <= set(re.findall(r"(mul\.hi\.u64|shl\.b64|shr\.[su]64)", bits))
+
+
+# ---------------------------------------------------------------------------------------------
+# On a GPU (sm_89 or later): the conversions' edge cases bit for bit
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["cast_to_f8e4m3", "cast_to_f8e5m2"])
+def test_gpu_fp8_rounding_and_saturation_agree_with_the_interpreter(name: str) -> None:
+    """Ties, subnormals, the largest finite values and past them, infinities and NaN: the GPU's
+    cvt.rn.satfinite after f16 gives the interpreter's bytes (inf saturates, as PTX documents)."""
+    from kernelgen.launch import run_on_gpu
+
+    checked = checked_case(name)
+    generator = torch.Generator().manual_seed(3)
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 448.0, 464.0, 480.0, 57344.0,
+                            61439.0, 61440.0, 65504.0, 1e9, 2.0**-9, 2.0**-10, 3 * 2.0**-11, 2.0**-16, 2.0**-17,
+                            1.0625, 1.0625 + 2.0**-20, 1.1875, -1.1875, 0.0703125])
+    spread = torch.randn(2000, generator=generator) * torch.exp2(torch.randint(-20, 20, (2000,), generator=generator).float())
+    x = torch.cat([special, spread])
+    args = {"a": x, "b": x.to(torch.float16), "c": x.to(torch.bfloat16)}
+    compiled = compile_kernel(checked, cache=False)
+    expected = interpret(checked, args)
+    actual = run_on_gpu(compiled, checked, args, to_cpu=True)
+    for out in expected:
+        assert torch.equal(actual[out].view(torch.uint8), expected[out].view(torch.uint8)), out
