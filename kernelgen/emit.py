@@ -42,8 +42,17 @@ Triton's interpreter (``TRITON_INTERPRET=1``, NumPy underneath) runs the emitted
 with these gaps in Triton 3.6: bf16 values are raw bits to NumPy, so bf16 arithmetic, dot,
 constants and casts other than to and from f32 are wrong (loads, stores and reshapes are
 right); ``tl.fma`` rounds twice; f16 ``dot`` with an f16 result accumulates in f16; ``tf32`` is
-ignored (full f32); and with NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
+ignored (full f32); conversions to fp8 round half up without carrying into the exponent and
+without saturating, and e4m3's NaN reads as 480 (fp8 loads, stores, widening and dots are
+right); ``tl.umulhi`` of negative int32 sign-extends (the emitter passes uint32 bits); and with
+NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
 :func:`kernelgen.sandbox.patch_triton_interpreter_index` is applied.
+
+* **Bits and random numbers.** Shifts clamp their amount as the interpreter says (``_shl``,
+  ``_shr``, ``_lshr`` helpers); ``umulhi`` works on the unsigned bits; ``randint`` is Triton's
+  uint32 bitcast to int32; ``word`` k is element k of ``tl.randint4x``/``rand4x``/``randn4x``.
+* **fp8** casts go through f16 (``x.to(tl.float16).to(tl.float8e4nv)``), as the lowering does on
+  every target; fp8 values convert out through f32; fp8 dots pass ``max_num_imprecise_acc=32``.
 
 Names from the AST that are Python keywords or builtins, or that would shadow ``tl``,
 ``triton``, ``torch``, a helper or the kernel, get a trailing underscore; the launcher is named

@@ -43,6 +43,13 @@ agree with it:
 * bool tensors live in memory as bytes: bool pointers are ``!tt.ptr<i8>``, loads compare with 0
   and stores zero-extend, as Triton does for ``*i1``.
 * A masked load without ``other`` passes an explicit zero ``other``: masked-off lanes read 0.
+* Shifts select 0 (``shr``: shift by width - 1) for amounts outside 0..width-1 (LLVM's are
+  poison there); ``umulhi`` is ``tt.mulhiui``; random numbers are :mod:`kernelgen.lower_random`.
+* fp8 casts go through f16 on every target, then ``tt.fp_to_fp`` RTNE (``cvt.rn.satfinite``):
+  Triton 3.6 itself converts f32 through f16 on sm_89 but directly on sm_90, so one route keeps
+  both GPUs equal to the interpreter. fp8 widens through f32 (exact). An fp8 constant is a
+  bitcast byte. fp8 dots pass ``max_num_imprecise_acc`` 32, one wgmma's K, where Triton's sm_90
+  default (2**30) keeps all of K in the tensor cores' narrower accumulator.
 * A ``for`` whose step is not a positive literal runs zero times when the step is not positive
   (the interpreter rejects such a loop; ``scf.for`` would otherwise never end).
 """
