@@ -50,7 +50,6 @@ from kernelgen.budget import check_budget
 from kernelgen import philox
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.checked import FP8_DTYPES
-from kernelgen.limits import FLOAT_MAX
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.hints import claim_of, violation
 from kernelgen.host import LaunchPlan, plan_launch, torch_dtype
@@ -248,7 +247,7 @@ class _Run:
         if e.dtype == "bool":
             return x != 0
         if e.dtype in FP8_DTYPES:
-            return to_fp8(x, e.dtype)
+            return philox.to_fp8(x, e.dtype)
         if x.is_floating_point() and e.dtype in ("i32", "i64"):
             # The GPU's conversion (cvt.rzi) saturates and sends NaN to 0; so does the language.
             info = torch.iinfo(torch_dtype(e.dtype))
@@ -480,18 +479,6 @@ _ACTIVE = "\0active"  # the programs still iterating a loop with per-program tri
 def _bits(x: torch.Tensor) -> torch.Tensor:
     """fp8 tensors as their bytes, where torch lacks fp8 kernels (masked_fill); others as they are."""
     return x.view(torch.uint8) if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else x
-
-
-def to_fp8(x: torch.Tensor, dtype: str) -> torch.Tensor:
-    """The language's cast to fp8, as Triton 3.6 compiles it on sm_89 (f32 sources go through
-    f16 there; kernelgen's lowering does so on sm_90 too): round to f16 (f64 through f32,
-    integers through f32), then to nearest even in fp8, saturating at the largest finite value
-    (cvt.rn.satfinite: infinities too); NaN stays NaN."""
-    if x.dtype == torch.float64 or not x.is_floating_point():
-        x = x.to(torch.float32)
-    half = x.to(torch.float16)
-    limit = FLOAT_MAX[dtype]
-    return half.clamp(-limit, limit).to(torch_dtype(dtype))
 
 
 def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

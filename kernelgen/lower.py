@@ -860,10 +860,10 @@ def _modifiers(cache: str | None) -> tuple[Any, Any]:
 
 
 def fp8_byte(value: Scalar, dtype: str) -> int:
-    """The bits of ``value`` cast to fp8 as the language casts (:func:`kernelgen.interpret.to_fp8`)."""
+    """The bits of ``value`` cast to fp8 as the language casts (:func:`kernelgen.philox.to_fp8`)."""
     import torch
 
-    from kernelgen.interpret import to_fp8
+    from kernelgen.philox import to_fp8
 
     return int(to_fp8(torch.tensor([float(value)]), dtype).view(torch.uint8)[0])
 

@@ -1,4 +1,5 @@
-"""Bit-level integer operations and Triton's Philox random numbers, in torch on the CPU.
+"""Bit-level operations (shifts, umulhi, the fp8 rounding) and Triton's Philox random
+numbers, in torch on the CPU.
 
 This is the interpreter's side of ``shl``/``shr``/``lshr``/``umulhi`` and of the ``rand``,
 ``randn`` and ``randint`` nodes; :mod:`kernelgen.lower_random` builds the same computation in
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from kernelgen.limits import FLOAT_MAX
+
 MASK32 = 0xFFFFFFFF
 PHILOX_KEY_A = 0x9E3779B9
 PHILOX_KEY_B = 0xBB67AE85
@@ -24,6 +27,7 @@ UNIFORM_SCALE = 4.6566127342e-10
 TWO_PI = 6.283185307179586
 NORMAL_FLOOR = 1.0e-7
 BITS = {torch.int32: 32, torch.int64: 64}
+FP8_TORCH = {"f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
 
 
 def _wrap32(x: torch.Tensor) -> torch.Tensor:
@@ -117,3 +121,15 @@ def random(op: str, seed: torch.Tensor, offset: torch.Tensor, word: int = 0) -> 
     pair = 2 * (word // 2)
     normals = normal_pair(uniform(words[pair]), uniform(words[pair + 1]))
     return normals[word % 2]
+
+
+def to_fp8(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """The language's cast to fp8, as Triton 3.6 compiles it on sm_89 (f32 sources go through
+    f16 there; kernelgen's lowering does so on sm_90 too): round to f16 (f64 through f32,
+    integers through f32), then to nearest even in fp8, saturating at the largest finite value
+    (cvt.rn.satfinite: infinities too); NaN stays NaN."""
+    if x.dtype == torch.float64 or not x.is_floating_point():
+        x = x.to(torch.float32)
+    half = x.to(torch.float16)
+    limit = FLOAT_MAX[dtype]
+    return half.clamp(-limit, limit).to(FP8_TORCH[dtype])
