@@ -474,8 +474,9 @@ def fp8_cases() -> list[Case]:
             let("acc_in", op("full", shape=[m, n], value=0.5, dtype="f32")),
             store(bin_("add", "c", "a_offs"), op("dot", lhs=load(bin_("add", "a", "a_offs")),
                                                   rhs=load(bin_("add", "b", "a_offs")), acc="acc_in"))]
+        # Hopper's fp8 MMA sums each 32-wide K step in a narrower accumulator (about 14 bits).
         cases.append(tile_kernel(f"dot_{lhs}_{rhs}", {"a": (lhs, [m, k]), "b": (rhs, [k, n])}, {"c": ("f32", [m, n])},
-                                 body, (1e-4, 1e-4)))
+                                 body, (1e-3, 1e-2)))
     return cases
 
 
