@@ -74,13 +74,13 @@ from typing import Any, Callable, Mapping
 
 from hypothesis import strategies as st
 
+from kernelgen.draw_bits import FP8_DTYPES, constructs_of, float_bits, integer_bits, through_fp8
+from kernelgen.draw_values import (ALL_DTYPES, DENORMAL, EPS, FLOAT_DTYPES, FLOAT_LIMIT, INT_DTYPES, INT_LIMIT,
+                                   NUMBER_DTYPES, TF32_EPS, Val, broadcast_shape, broadcasts_to, let, numel, op,
+                                   rounding)
 from kernelgen.language import COMPARISON_OPS, Kernel
 from kernelgen.parse import kernel_from_obj
 
-FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
-INT_DTYPES = ("i32", "i64")
-NUMBER_DTYPES = FLOAT_DTYPES + INT_DTYPES
-ALL_DTYPES = NUMBER_DTYPES + ("bool",)
 
 # The ranges GeneratedKernel.arguments draws inputs from; every bound below starts here.
 INPUT_FLOAT_BOUND = 8.0
@@ -88,13 +88,8 @@ INPUT_INT_LOW, INPUT_INT_HIGH = -64, 64
 SCALAR_FLOAT_BOUND = 1.5  # kernelgen.inputs draws float scalars from [0.5, 1.5] and integers as 3
 SCALAR_INT_BOUND = 3
 
-FLOAT_LIMIT = 1e4
-INT_LIMIT = 2**30
 RELATIVE_ERROR_LIMIT = 1e-2
 SAFETY = 4.0
-EPS = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7, "f64": 2.0**-52}
-TF32_EPS = 2.0**-10
-DENORMAL = 1e-37  # a GPU may flush f32 subnormals to zero
 
 FLOAT_LITERALS = (0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.5, 3.0, 0.25, -0.125, 10.0)
 INT_LITERALS = (0, 1, -1, 2, 3, -7, 5, 16, 100)
@@ -141,6 +136,9 @@ class GeneratedKernel:
         launches, a zero-filled scratch, each atomic op), so that a differential run can say how
         often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
+        found |= {f"{t.dtype} tensor" for t in (*self.kernel.inputs, *self.kernel.outputs) if t.dtype in FP8_DTYPES}
+        if self.template == "dot" and self.kernel.inputs[0].dtype in FP8_DTYPES:
+            found.add("fp8 dot")
 
         def walk(node: Any) -> None:
             if isinstance(node, dict):
@@ -154,6 +152,7 @@ class GeneratedKernel:
                     found.add("if results" if node.get("results") else "if")
                 elif str(node.get("op", "")).startswith("atomic_"):
                     found.add(node["op"])
+                found.update(constructs_of(node))
                 for value in node.values():
                     walk(value)
             elif isinstance(node, list):
@@ -179,7 +178,9 @@ class GeneratedKernel:
         args = random_inputs(self.kernel, self.sizes, seed=seed)
         for name, value in args.items():
             if isinstance(value, torch.Tensor):
-                if value.is_floating_point():
+                if value.is_floating_point() and value.dtype.itemsize == 1:  # fp8: no clamp in torch
+                    args[name] = value.float().clamp(-INPUT_FLOAT_BOUND, INPUT_FLOAT_BOUND).to(value.dtype)
+                elif value.is_floating_point():
                     args[name] = value.clamp(-INPUT_FLOAT_BOUND, INPUT_FLOAT_BOUND)
                 elif value.dtype != torch.bool:
                     args[name] = value.clamp(INPUT_INT_LOW, INPUT_INT_HIGH - 1)
@@ -213,51 +214,6 @@ class GeneratedKernel:
 # Values under construction
 
 
-@dataclass(frozen=True)
-class Val:
-    """An expression being generated: its JSON, dtype, block shape, a bound on its absolute
-    value and a bound on the difference between a GPU's result and the interpreter's."""
-
-    expr: Any
-    dtype: str
-    shape: tuple[int, ...]
-    mag: float = 1.0
-    err: float = 0.0
-
-    @property
-    def exact(self) -> bool:
-        return self.err == 0.0
-
-
-def op(kind: str, /, **fields: Any) -> dict[str, Any]:
-    return {"op": kind, **fields}
-
-
-def let(name: str, value: Any) -> dict[str, Any]:
-    return op("let", name=name, value=value)
-
-
-def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    rank = max((len(s) for s in shapes), default=0)
-    out = [1] * rank
-    for s in shapes:
-        for i, d in enumerate((1,) * (rank - len(s)) + tuple(s)):
-            out[i] = max(out[i], d)
-    return tuple(out)
-
-
-def broadcasts_to(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
-    if len(src) > len(dst):
-        return False
-    return all(a in (1, b) for a, b in zip((1,) * (len(dst) - len(src)) + tuple(src), dst))
-
-
-def numel(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)
-
-
-def rounding(dtype: str, mag: float, ulps: float = 2.0) -> float:
-    return ulps * EPS[dtype] * mag + DENORMAL
 
 
 class _Gen:
@@ -358,6 +314,8 @@ class _Gen:
         """A value of ``dtype`` whose shape broadcasts to ``shape``."""
         if dtype == "bool":
             return self.boolean(shape, depth)
+        if dtype in FP8_DTYPES:
+            return through_fp8(self, dtype, shape, max(depth - 1, 0))  # stores of fp8: exact values only
         if dtype in INT_DTYPES:
             return self.integer(dtype, shape, depth)
         return self.floating(dtype, shape, depth, exact)
@@ -511,7 +469,8 @@ class _Gen:
     def floating(self, dtype: str, shape: tuple[int, ...], depth: int, exact: bool = False) -> Val:
         if depth <= 0:
             return self.leaf(dtype, shape, exact)
-        kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "rem", "shape", "reduce"]
+        kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "rem", "shape", "reduce",
+                 "bits", "bits"]
         if dtype == "f32" or not exact:
             kinds += ["add", "add"]
         if not exact:
@@ -525,6 +484,8 @@ class _Gen:
         val: Val | None
         if kind == "leaf":
             return self.leaf(dtype, shape, exact)
+        if kind == "bits":
+            return self.checked(float_bits(self, dtype, shape, d, exact), lambda: self.leaf(dtype, shape, exact))
         if kind in ("neg", "abs"):
             x = sub()
             val = replace(x, expr=op(kind, x=x.expr))
@@ -689,7 +650,7 @@ class _Gen:
         if depth <= 0:
             return self.leaf(dtype, shape)
         kind = self.choose(["leaf", "neg", "add", "add", "mul", "divide", "divide", "maximum", "clamp", "where",
-                            "bitwise", "cast", "cast", "shape", "reduce", "argmax"])
+                            "bitwise", "cast", "cast", "shape", "reduce", "argmax", "bits", "bits"])
         d = depth - 1
 
         def sub(s: tuple[int, ...] = shape) -> Val:
@@ -698,6 +659,8 @@ class _Gen:
         val: Val | None
         if kind == "leaf":
             return self.leaf(dtype, shape)
+        if kind == "bits":
+            return self.checked(integer_bits(self, dtype, shape, d), lambda: self.leaf(dtype, shape))
         if kind == "neg":
             x = sub()
             val = replace(x, expr=op(self.choose(("neg", "abs")), x=x.expr))
@@ -769,6 +732,8 @@ class _Gen:
             x = self.boolean(shape, d)
             return Val(op("not", x=x.expr), "bool", x.shape)
         if kind == "cast":
+            if self.chance(25):
+                return through_fp8(self, "bool", shape, d)
             return self.cast(self.value(self.choose(NUMBER_DTYPES), shape, d, exact=True), "bool")
         c, x, y = self.boolean(shape, d), self.boolean(shape, d), self.boolean(shape, d)
         return Val(op("where", cond=c.expr, x=x.expr, y=y.expr), "bool", broadcast_shape(c.shape, x.shape, y.shape))
@@ -824,7 +789,7 @@ def _loaded(expr: Any, dtype: str, shape: tuple[int, ...], other: Any = None) ->
     """A loaded value: exact, within the input range (or the literal read in masked lanes)."""
     if dtype == "bool":
         return Val(expr, dtype, shape)
-    bound = INPUT_FLOAT_BOUND if dtype in FLOAT_DTYPES else float(max(-INPUT_INT_LOW, INPUT_INT_HIGH))
+    bound = INPUT_FLOAT_BOUND if dtype in FLOAT_DTYPES + FP8_DTYPES else float(max(-INPUT_INT_LOW, INPUT_INT_HIGH))
     if other is not None:
         bound = max(bound, abs(float(other)))
     return Val(expr, dtype, shape, bound)
@@ -832,7 +797,7 @@ def _loaded(expr: Any, dtype: str, shape: tuple[int, ...], other: Any = None) ->
 
 def _load(g: _Gen, ptr: Any, mask: Any, dtype: str, shape: tuple[int, ...]) -> Val:
     """A masked load, reading 0 or a literal (drawn) in masked-off lanes."""
-    other = None if g.chance(50) else g.literal(dtype).expr
+    other = None if g.chance(50) or dtype in FP8_DTYPES else g.literal(dtype).expr
     load = op("load", ptr=ptr, mask=mask, **({} if other is None else {"other": other}), **g.modifiers())
     return _loaded(load, dtype, shape, other)
 
@@ -855,9 +820,14 @@ def _scalar_inputs(g: _Gen, spec: _Spec) -> None:
 
 def _tensors(g: _Gen, spec: _Spec, shape: list[Any], most_inputs: int = 3,
              most_outputs: int = 3) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    inputs = [spec.tensor(f"x{i}", g.choose(ALL_DTYPES), shape) for i in range(g.draw(st.integers(1, most_inputs)))]
-    outputs = [spec.output(f"y{i}", g.choose(ALL_DTYPES), shape) for i in range(g.draw(st.integers(1, most_outputs)))]
+    inputs = [spec.tensor(f"x{i}", _tensor_dtype(g), shape) for i in range(g.draw(st.integers(1, most_inputs)))]
+    outputs = [spec.output(f"y{i}", _tensor_dtype(g), shape) for i in range(g.draw(st.integers(1, most_outputs)))]
     return inputs, outputs
+
+
+def _tensor_dtype(g: _Gen) -> str:
+    """Any dtype of the language; fp8 (storage only) now and then."""
+    return g.choose(FP8_DTYPES) if g.chance(8) else g.choose(ALL_DTYPES)
 
 
 def _matrix_index(rows: str, stride: str, cols: str) -> dict[str, Any]:
@@ -1183,10 +1153,13 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
 
 # (operand dtype, precision, accumulator dtype)
 DOT_VARIANTS = [("f16", "ieee", "f32"), ("bf16", "ieee", "f32"), ("f32", "ieee", "f32"), ("f32", "tf32", "f32"),
-                ("f16", "ieee", "f16")]
+                ("f16", "ieee", "f16"), ("f8e4m3", "ieee", "f32"), ("f8e5m2", "ieee", "f32")]
+# The share of K the tensor cores sum in their narrower fp8 accumulator before the f32 one
+# takes it (kernelgen.lower: 32 at a time) keeps about 14 bits (measured on Hopper by others).
+FP8_ACCUMULATION_EPS = 2.0**-13
 
 
-def _dot_bounds(k: int, block_k: int, precision: str, acc_dtype: str) -> tuple[float, float]:
+def _dot_bounds(k: int, block_k: int, precision: str, acc_dtype: str, fp8: bool = False) -> tuple[float, float]:
     """Magnitude and error bounds of a K-loop of dots over inputs in [-8, 8]."""
     terms = -(-k // block_k) * block_k
     mag = terms * INPUT_FLOAT_BOUND**2
@@ -1195,6 +1168,8 @@ def _dot_bounds(k: int, block_k: int, precision: str, acc_dtype: str) -> tuple[f
         err += 2 * TF32_EPS * mag  # rounded here, truncated by tensor cores
     if acc_dtype == "f16":
         err += rounding("f16", mag, 2 * math.sqrt(terms))
+    if fp8:
+        err += FP8_ACCUMULATION_EPS * mag
     return mag, err
 
 
@@ -1207,6 +1182,8 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     bm, bn, bk = (g.choose([16, 32]) for _ in range(3))
     g.dims = (bm, bn)
     dtype, precision, acc_dtype = g.choose(DOT_VARIANTS)
+    if dtype in FP8_DTYPES:
+        bk = g.choose([32, 64])  # fp8 MMA takes K in steps of 32
     b_transposed = g.chance(40)
     spec = _Spec("dot", {"M": m, "N": n, "K": k}, num_stages=g.choose((1, 2, 3, 4)))
     spec.tensor("a", dtype, ["M", "K"])
@@ -1243,7 +1220,7 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, **g.stages(), carry=[
         {"name": "acc", "init": op("full", shape=["BM", "BN"], value=0.0, dtype=acc_dtype),
          "next": dot if fused else op("add", lhs="acc", rhs=dot)}]))
-    mag, err = _dot_bounds(k, bk, precision, acc_dtype)
+    mag, err = _dot_bounds(k, bk, precision, acc_dtype, dtype in FP8_DTYPES)
     acc = Val("acc", acc_dtype, (bm, bn), mag, err)
     g.pool += [acc, Val("rows", "i32", (bm,), m + bm), Val("cols", "i32", (bn,), n + bn)]
     if g.chance(50):

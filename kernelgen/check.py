@@ -27,8 +27,8 @@ from typing import Iterable, Mapping
 from kernelgen import language as L
 from kernelgen import sequence
 from kernelgen.bounds import unproven_accesses
-from kernelgen.checked import (ATOMIC_DTYPES, FLOAT_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES, WIDE_FLOAT_DTYPES,
-                               Checked, CheckedKernel, HostTensor,
+from kernelgen.checked import (ATOMIC_DTYPES, DTYPE_BITS, FLOAT_DTYPES, FP8_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES,
+                               WIDE_FLOAT_DTYPES, Checked, CheckedKernel, HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value)
 from kernelgen.errors import Diagnostic, SemanticError
@@ -42,6 +42,8 @@ MAX_BLOCK_NUMEL = 1 << 20
 ERROR_DTYPE = "<error>"
 # Triton's fp64 dot (mma.m8n8k4.f64) is not part of the language: f64 dots are refused.
 DOT_DTYPES = ("f16", "bf16", "f32")
+# The first compute capability with fp8 tensor-core instructions (Ada's mma.sync e4m3/e5m2).
+FP8_DOT_CAPABILITY = 89
 MATH_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
             "sin", "cos")
 
@@ -66,6 +68,7 @@ class _Checker:
         self.stored: set[str] = set()
         self.operand_dtypes: dict[str, str] = {}
         self.lets: dict[str, L.Expr] = {}
+        self.fp8_nodes: list[str] = []
 
     # -- reporting --------------------------------------------------------------------------
 
@@ -76,6 +79,13 @@ class _Checker:
     def fail(self, path: str, code: str, message: str) -> _Invalid:
         self.error(path, code, message)
         return _Invalid()
+
+    def storage_only(self, operands: list[tuple[ValueType, str]], op: str) -> None:
+        """fp8 values are only moved and converted: no fp8 arithmetic exists before a cast."""
+        for t, p in operands:
+            if t.dtype in FP8_DTYPES and not t.pointer:
+                raise self.fail(p, "fp8_storage", f"{op} does not take {t.dtype} values; cast to f16 or f32 "
+                                "first (fp8 is loaded, stored, cast, bitcast and multiplied by dot only)")
 
     # -- literals ---------------------------------------------------------------------------
 
@@ -424,6 +434,8 @@ class _Checker:
 
     def _full(self, e: L.Full, path: str, scope) -> ValueType:
         shape = self.shape(e.shape, child(path, "shape"))
+        if e.dtype in FP8_DTYPES:
+            raise self.fail(child(path, "dtype"), "fp8_storage", f"no {e.dtype} constants: cast an f32 full to {e.dtype}")
         self.fill_value(e.value, e.dtype, child(path, "value"), "block")
         return ValueType(e.dtype, shape)
 
@@ -516,6 +528,7 @@ class _Checker:
         x = self.expr(e.x, child(path, "x"), scope)
         if x.pointer:
             raise self.fail(child(path, "x"), "bad_operand", f"{e.op} does not take a pointer")
+        self.storage_only([(x, child(path, "x"))], e.op)
         if e.op == "not":
             if not x.is_bool:
                 raise self.fail(child(path, "x"), "needs_bool", f"'not' takes bool, got {x}")
@@ -539,6 +552,7 @@ class _Checker:
         shape = self.broadcast([(lhs, lp), (rhs, rp)], path, e.op)
         if lhs.pointer or rhs.pointer:
             return self.pointer_arith(e, lhs, rhs, shape, path)
+        self.storage_only([(lhs, lp), (rhs, rp)], e.op)
         dtype = self.unify([(lhs, lp), (rhs, rp)], path, e.op)
         self.operand_dtypes[path] = dtype
         weak = lhs.weak and rhs.weak
@@ -552,6 +566,8 @@ class _Checker:
             return ValueType(dtype, shape, weak=weak)
         if dtype == "bool":
             raise self.fail(path, "bad_operand", f"{e.op} does not take bool; cast to a number first")
+        if e.op in L.BIT_OPS and dtype not in INT_DTYPES:
+            raise self.fail(path, "needs_int", f"{e.op} takes integers, got {dtype}; bitcast a float first")
         if e.op == "div" and dtype not in FLOAT_DTYPES:
             raise self.fail(path, "needs_float", "div is true division of floats; use idiv (truncating) for integers")
         if e.op in ("idiv", "cdiv") and dtype not in INT_DTYPES:
@@ -580,6 +596,7 @@ class _Checker:
             if not (x.pointer and y.pointer and x.dtype == y.dtype):
                 raise self.fail(path, "dtype_mismatch", f"where between {x} and {y}")
             return ValueType(x.dtype, shape, pointer=True, bases=x.bases | y.bases)
+        self.storage_only([(x, xp), (y, yp)], "where")
         dtype = self.unify([(x, xp), (y, yp)], path, "where")
         self.operand_dtypes[path] = dtype
         return ValueType(dtype, shape, weak=x.weak and y.weak)
@@ -588,6 +605,7 @@ class _Checker:
         for t, p in operands:
             if t.pointer or t.is_bool:
                 raise self.fail(p, "bad_operand", f"{op} takes numbers, got {t}")
+        self.storage_only(operands, op)
         shape = self.broadcast(operands, path, op)
         dtype = self.unify(operands, path, op)
         if floats and dtype not in FLOAT_DTYPES:
@@ -607,7 +625,30 @@ class _Checker:
         x = self.expr(e.x, child(path, "x"), scope)
         if x.pointer:
             raise self.fail(child(path, "x"), "bad_operand", "pointers cannot be cast")
+        if (e.dtype in FP8_DTYPES or x.dtype in FP8_DTYPES) and e.dtype != x.dtype:
+            self.fp8_nodes.append(path)
         return ValueType(e.dtype, x.shape)
+
+    def _bitcast(self, e: L.Bitcast, path: str, scope) -> ValueType:
+        x = self.expr(e.x, child(path, "x"), scope)
+        if x.pointer or x.dtype not in DTYPE_BITS:
+            raise self.fail(child(path, "x"), "bad_bitcast", f"bitcast takes a number's bits, got {x}")
+        if e.dtype not in DTYPE_BITS or DTYPE_BITS[e.dtype] != DTYPE_BITS[x.dtype]:
+            widths = sorted(d for d, bits in DTYPE_BITS.items() if bits == DTYPE_BITS[x.dtype] and d != x.dtype)
+            raise self.fail(child(path, "dtype"), "bad_bitcast",
+                            f"{x.dtype} has {DTYPE_BITS[x.dtype]} bits: bitcast it to {' or '.join(widths)}, not {e.dtype}")
+        return ValueType(e.dtype, x.shape)
+
+    def _random(self, e: L.Random, path: str, scope) -> ValueType:
+        sp, op = child(path, "seed"), child(path, "offset")
+        seed = self.expr(e.seed, sp, scope)
+        offset = self.expr(e.offset, op, scope)
+        if seed.shape:
+            raise self.fail(sp, "needs_scalar", f"the seed is a scalar, got {seed}")
+        for t, p, what in ((seed, sp, "seed"), (offset, op, "offset")):
+            if not t.is_int:
+                raise self.fail(p, "needs_int", f"the {what} is an integer (i32 or i64), got {t}")
+        return ValueType("i32" if e.op == "randint" else "f32", offset.shape)
 
     def axis(self, axis: int, rank: int, path: str, inclusive: bool = False) -> None:
         top = rank + 1 if inclusive else rank
@@ -618,6 +659,7 @@ class _Checker:
         x = self.expr(e.x, child(path, "x"), scope)
         if x.pointer or x.is_bool:
             raise self.fail(child(path, "x"), "bad_operand", f"{e.op} takes numbers, got {x}")
+        self.storage_only([(x, child(path, "x"))], e.op)
         if not x.shape:
             raise self.fail(child(path, "x"), "bad_axis", f"{e.op} reduces a block, got a scalar")
         self.axis(e.axis, len(x.shape), child(path, "axis"))
@@ -642,6 +684,8 @@ class _Checker:
             raise self.fail(path, "dot_shape", f"dot of [{m},{k}] and [{k2},{n}]: inner dims differ")
         if min(m, n, k) < 16:
             raise self.fail(path, "dot_shape", f"dot needs M, N, K >= 16, got M={m} N={n} K={k}")
+        if lhs.dtype in FP8_DTYPES or rhs.dtype in FP8_DTYPES:
+            return self.fp8_dot(e, lhs, rhs, (m, n, k), path, scope)
         if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in DOT_DTYPES:
             raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32 (not f64), "
                             f"got {lhs} and {rhs}")
@@ -657,6 +701,26 @@ class _Checker:
             if acc.dtype != e.dtype or acc.pointer:
                 raise self.fail(child(path, "acc"), "dot_dtype", f"acc must be {e.dtype} (the dot's dtype), got {acc}")
         return out
+
+    def fp8_dot(self, e: L.Dot, lhs: ValueType, rhs: ValueType, mnk: tuple[int, int, int], path: str,
+                scope) -> ValueType:
+        """fp8 x fp8 (e4m3 and e5m2 mix) on tensor cores, f32 results; Triton's fp8 MMA takes
+        K in steps of 32."""
+        m, n, k = mnk
+        if lhs.pointer or rhs.pointer or lhs.dtype not in FP8_DTYPES or rhs.dtype not in FP8_DTYPES:
+            raise self.fail(path, "dot_dtype", f"an fp8 dot needs both operands fp8, got {lhs} and {rhs}")
+        if k < 32:
+            raise self.fail(path, "dot_shape", f"an fp8 dot needs K >= 32, got K={k}")
+        if e.dtype != "f32":
+            raise self.fail(child(path, "dtype"), "dot_dtype", "an fp8 dot accumulates in f32")
+        if e.precision != "ieee":
+            raise self.fail(child(path, "precision"), "dot_dtype", "tf32 precision applies to f32 operands only")
+        if e.acc is not None:
+            acc = self.expr(e.acc, child(path, "acc"), scope)
+            if acc.shape != (m, n) or acc.dtype != "f32" or acc.pointer:
+                raise self.fail(child(path, "acc"), "dot_dtype", f"acc must be f32[{m},{n}], got {acc}")
+        self.fp8_nodes.append(path)
+        return ValueType("f32", (m, n))
 
     def _expanddims(self, e: L.ExpandDims, path: str, scope) -> ValueType:
         x = self.expr(e.x, child(path, "x"), scope)
@@ -902,7 +966,7 @@ class _Checker:
                                f"no store or atomic writes output {out.name!r} (bind it to a param and store "
                                "through it)")
         checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
-                                tuple(self.sizes), self.params, self.operand_dtypes)
+                                tuple(self.sizes), self.params, self.operand_dtypes, self.fp8_nodes)
         if not self.diagnostics:
             self.diagnostics.extend(unproven_accesses(checked))
         if self.diagnostics:
@@ -911,19 +975,21 @@ class _Checker:
 
 
 def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
-          dtypes: Mapping[str, str] | None = None) -> Checked:
+          dtypes: Mapping[str, str] | None = None, capability: int | None = None) -> Checked:
     """Check a kernel for the given meta values (default: the kernel's own).
 
     Returns the typed kernel; raises :class:`SemanticError` with every diagnostic found. A
     generic kernel (dtype variables) is checked in every variant and its default variant is
     returned, or only the variant ``dtypes`` binds (:mod:`kernelgen.generic`). A program of
     several launches is checked launch by launch, then as a sequence (:mod:`kernelgen.sequence`).
+    With a target's ``capability`` (90 for sm_90) every launch must also compile for it
+    (:func:`check_target`).
     """
     form = sequence.form_diagnostics(kernel)
     if form:
         raise SemanticError(form)
     if not kernel.is_program:
-        return _check_one(kernel, meta, dtypes, None)
+        return _check_one(kernel, meta, dtypes, None, capability)
     named = name_diagnostics(kernel) + sequence.launch_name_diagnostics(kernel)
     if named:
         raise SemanticError(named)
@@ -931,7 +997,8 @@ def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
     launches: list[CheckedKernel] = []
     for i in range(len(kernel.launches)):
         try:
-            launches.append(_check_one(sequence.launch_kernel(kernel, i), meta, dtypes, sequence.scratch_names(kernel)))
+            launches.append(_check_one(sequence.launch_kernel(kernel, i), meta, dtypes, sequence.scratch_names(kernel),
+                                       capability))
         except SemanticError as error:
             for d in sequence.relocate(kernel, i, error.diagnostics):
                 if d not in diagnostics:  # the document's shared parts, found once per launch
@@ -944,10 +1011,24 @@ def check(kernel: L.Kernel, meta: dict[str, int] | None = None,
 
 
 def _check_one(kernel: L.Kernel, meta: dict[str, int] | None, dtypes: Mapping[str, str] | None,
-               scratch: frozenset[str] | None) -> CheckedKernel:
+               scratch: frozenset[str] | None, capability: int | None) -> CheckedKernel:
     if dtypes is not None or is_generic(kernel):
-        return _check_generic(kernel, meta, dtypes, scratch)
-    return check_concrete(kernel, meta, scratch)
+        checked = _check_generic(kernel, meta, dtypes, scratch)
+    else:
+        checked = check_concrete(kernel, meta, scratch)
+    if capability is not None:
+        check_target(checked, capability)
+    return checked
+
+
+def check_target(checked: CheckedKernel, capability: int) -> None:
+    """What a target lacks, as the checker's diagnostics: fp8 dots and fp8 conversions need sm_89
+    (Triton 3.6's frontend refuses e4m3 below it: "type fp8e4nv not supported in this
+    architecture", and its backend fails on our e4m3 conversions in ConvertTritonGPUToLLVM)."""
+    if capability < FP8_DOT_CAPABILITY and checked.fp8_nodes:
+        raise SemanticError([Diagnostic(path, "fp8_target", f"fp8 dots and casts to or from fp8 need "
+                                        f"sm_{FP8_DOT_CAPABILITY} or later; this compile is for sm_{capability}")
+                             for path in checked.fp8_nodes])
 
 
 def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mapping[str, str] | None,

@@ -29,6 +29,10 @@ ATOMIC_DTYPES: dict[str, tuple[str, ...]] = {
     "atomic_xchg": ("f32", "f64", "i32", "i64"),
     "atomic_and": INT_DTYPES, "atomic_or": INT_DTYPES, "atomic_xor": INT_DTYPES, "atomic_cas": INT_DTYPES,
 }
+# Storage-only floats: loaded, stored, cast, bitcast and multiplied by dot, never computed with.
+FP8_DTYPES = ("f8e4m3", "f8e5m2")
+# Bits per element, for bitcasts (bool has no bit pattern of its own in the language).
+DTYPE_BITS = {"f64": 64, "i64": 64, "f32": 32, "i32": 32, "f16": 16, "bf16": 16, "f8e4m3": 8, "f8e5m2": 8}
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,9 @@ class CheckedKernel:
     # differ from it (a weak literal, an integer with a float literal): binary operations,
     # where, fma and clamp. Comparisons compute in it and return bool.
     operand_dtypes: dict[str, str] = field(default_factory=dict)
+    # The paths of fp8 dots and of casts to or from fp8: Triton 3.6 compiles them for sm_89 and
+    # later only (fp8 loads, stores and bitcasts move bytes and compile everywhere).
+    fp8_nodes: list[str] = field(default_factory=list)
 
     def type_at(self, path: str) -> ValueType:
         return self.types[path]

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection, Sequence, Union
 
-from kernelgen.check import CheckedKernel
+from kernelgen.check import CheckedKernel, check_target
 from kernelgen.checked import Checked, launches_of
 from kernelgen.errors import CompileError, Diagnostic, KernelgenError, KernelTimeout, LaunchError
 from kernelgen.executor import Executor
@@ -228,7 +228,7 @@ def compiler_fingerprint() -> str:
     digest = hashlib.sha256()
     digest.update(f"triton={version('triton')};kernelgen={kernelgen.__version__};".encode())
     here = Path(__file__).parent
-    for name in ("lower.py", "compile.py", "check.py", "language.py"):
+    for name in ("lower.py", "lower_random.py", "philox.py", "compile.py", "check.py", "language.py"):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()
 
@@ -431,6 +431,7 @@ def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps:
     Raises :class:`~kernelgen.errors.LoweringError` or :class:`CompileError`.
     """
     options = resolve_options(checked, target, num_warps, num_stages, divisible_by_16)
+    check_target(checked, options.capability)
     if not cache:
         return _compile(checked, options, in_process)
     directory = cache_directory(cache_dir)

@@ -42,8 +42,17 @@ Triton's interpreter (``TRITON_INTERPRET=1``, NumPy underneath) runs the emitted
 with these gaps in Triton 3.6: bf16 values are raw bits to NumPy, so bf16 arithmetic, dot,
 constants and casts other than to and from f32 are wrong (loads, stores and reshapes are
 right); ``tl.fma`` rounds twice; f16 ``dot`` with an f16 result accumulates in f16; ``tf32`` is
-ignored (full f32); and with NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
+ignored (full f32); conversions to fp8 round half up without carrying into the exponent and
+without saturating, and e4m3's NaN reads as 480 (fp8 loads, stores, widening and dots are
+right); ``tl.umulhi`` of negative int32 sign-extends (the emitter passes uint32 bits); and with
+NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
 :func:`kernelgen.sandbox.patch_triton_interpreter_index` is applied.
+
+* **Bits and random numbers.** Shifts clamp their amount as the interpreter says (``_shl``,
+  ``_shr``, ``_lshr`` helpers); ``umulhi`` works on the unsigned bits; ``randint`` is Triton's
+  uint32 bitcast to int32; ``word`` k is element k of ``tl.randint4x``/``rand4x``/``randn4x``.
+* **fp8** casts go through f16 (``x.to(tl.float16).to(tl.float8e4nv)``), as the lowering does on
+  every target; fp8 values convert out through f32; fp8 dots pass ``max_num_imprecise_acc=32``.
 
 Names from the AST that are Python keywords or builtins, or that would shadow ``tl``,
 ``triton``, ``torch``, a helper or the kernel, get a trailing underscore; the launcher is named
@@ -66,11 +75,13 @@ from kernelgen.checked import Checked, launches_of
 MODULE_NAMES = ("torch", "triton", "tl")
 
 TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "f64": "tl.float64", "i32": "tl.int32",
-             "i64": "tl.int64", "bool": "tl.int1"}
+             "i64": "tl.int64", "bool": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5"}
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
-                "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
+                "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool", "f8e4m3": "torch.float8_e4m3fn",
+                "f8e5m2": "torch.float8_e5m2"}
 FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 INT_DTYPES = ("i32", "i64")
+FP8_DTYPES = ("f8e4m3", "f8e5m2")
 # The smallest normal and the largest finite f32: a Python float outside this range becomes an
 # f64 tensor when Triton makes a tensor of it on its own.
 F32_TINY = 2.0 ** -126
@@ -94,6 +105,40 @@ _TL_UNARY_F64 = {"sqrt": "tl.sqrt"}
 
 # Jitted helpers, written into the module when a kernel uses them (in this order).
 HELPERS: dict[str, str] = {
+    "_shl": '''
+@triton.jit
+def _shl(a, b):
+    bits: tl.constexpr = a.dtype.primitive_bitwidth
+    inside = (b >= 0) & (b < bits)
+    return tl.where(inside, a << tl.where(inside, b, 0), 0)
+''',
+    "_shr": '''
+@triton.jit
+def _shr(a, b):
+    bits: tl.constexpr = a.dtype.primitive_bitwidth
+    return a >> tl.where((b >= 0) & (b < bits), b, bits - 1)
+''',
+    "_lshr": '''
+@triton.jit
+def _lshr(a, b):
+    bits: tl.constexpr = a.dtype.primitive_bitwidth
+    inside = (b >= 0) & (b < bits)
+    if bits == 32:
+        shifted = (a.to(tl.uint32, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint32)).to(tl.int32, bitcast=True)
+    else:
+        shifted = (a.to(tl.uint64, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint64)).to(tl.int64, bitcast=True)
+    return tl.where(inside, shifted, 0)
+''',
+    "_umulhi": '''
+@triton.jit
+def _umulhi(a, b):
+    bits: tl.constexpr = a.dtype.primitive_bitwidth
+    if bits == 32:
+        high = tl.umulhi(a.to(tl.uint32, bitcast=True), b.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True)
+    else:
+        high = tl.umulhi(a.to(tl.uint64, bitcast=True), b.to(tl.uint64, bitcast=True)).to(tl.int64, bitcast=True)
+    return high
+''',
     "_maximum_propagating_nan": '''
 @triton.jit
 def _maximum_propagating_nan(a, b):
@@ -495,7 +540,7 @@ class _KernelEmitter:
             if e.other is not None:
                 other = self.operand(e.other, child(path, "other"), env, t.dtype).text
             else:
-                other = "False" if t.dtype == "bool" else "0.0" if t.dtype in FLOAT_DTYPES else "0"
+                other = "False" if t.dtype == "bool" else "0.0" if t.dtype in FLOAT_DTYPES + FP8_DTYPES else "0"
             args.append(f"other={other}")
         args += _modifiers(e)
         return _Code(f"tl.load({', '.join(args)})", POSTFIX, t.dtype)
@@ -539,6 +584,12 @@ class _KernelEmitter:
         python_division = (e.op in ("idiv", "rem", "cdiv") and dtype in INT_DTYPES
                            and all(c.dtype is None or c.may_be_number for c in (lhs, rhs))
                            and not (lhs.nonnegative and rhs.nonnegative))
+        if e.op in L.BIT_OPS:
+            # Shift amounts outside the width are clamped as the interpreter says; umulhi of
+            # signed values is of their unsigned bits (Triton's interpreter would sign-extend).
+            self.helpers.add(f"_{e.op}")
+            return _Code(f"_{e.op}({self.as_tensor(lhs, dtype).text}, {self.as_tensor(rhs, dtype).text})",
+                         POSTFIX, t.dtype)
         if python_numbers or python_division or e.op == "pow":
             lhs = self.as_tensor(lhs, dtype)
         if e.op == "pow":
@@ -613,7 +664,32 @@ class _KernelEmitter:
         x = self.expr(e.x, child(path, "x"), env)
         if x.dtype == e.dtype and not x.may_be_number:
             return x
-        return self.cast(x, e.dtype)
+        if x.dtype in FP8_DTYPES:
+            # fp8 converts to floats only: through f32 (exact), then as an f32 value.
+            x = _Code(f"{x.at(POSTFIX)}.to(tl.float32)", POSTFIX, "f32")
+            if e.dtype == "f32":
+                return x
+        if e.dtype in FP8_DTYPES:
+            # As the lowering: to f16 first (integers and f64 through f32), then fp8.
+            if x.dtype not in ("f16", "f32", "bf16") or x.may_be_number:
+                x = self.cast(x, "f32")
+            if x.dtype != "f16":
+                x = self.cast(x, "f16")
+            return _Code(f"{x.at(POSTFIX)}.to({TL_DTYPES[e.dtype]})", POSTFIX, e.dtype)
+        return self.cast(x, e.dtype)  # from fp8: as the f32 value
+
+    def _bitcast(self, e: L.Bitcast, path: str, env) -> _Code:
+        x = self.tensor_of_own_type(e.x, child(path, "x"), env)
+        return _Code(f"{x.at(POSTFIX)}.to({TL_DTYPES[e.dtype]}, bitcast=True)", POSTFIX, e.dtype)
+
+    def _random(self, e: L.Random, path: str, env) -> _Code:
+        """Triton's own functions; randint's uint32 words are bitcast to the language's i32."""
+        seed = self.tensor_of_own_type(e.seed, child(path, "seed"), env).text
+        offset = self.tensor_of_own_type(e.offset, child(path, "offset"), env).text
+        call = f"tl.{e.op}({seed}, {offset})" if e.word == 0 else f"tl.{e.op}4x({seed}, {offset})[{e.word}]"
+        if e.op == "randint":
+            return _Code(f"{call}.to(tl.int32, bitcast=True)", POSTFIX, "i32")
+        return _Code(call, POSTFIX, "f32")
 
     def _reduce(self, e: L.Reduce, path: str, env) -> _Code:
         t = self.types[path]
@@ -651,6 +727,8 @@ class _KernelEmitter:
             args.append(f'input_precision="{e.precision}"')
         if e.dtype == "f16":
             args.append("out_dtype=tl.float16")
+        if a_dtype in FP8_DTYPES:
+            args.append("max_num_imprecise_acc=32")  # as the lowering: f32 sums per 32 of K
         return _Code(f"tl.dot({', '.join(args)})", POSTFIX, e.dtype)
 
     def _hint(self, e: L.Hint, path: str, env) -> _Code:

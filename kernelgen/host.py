@@ -31,7 +31,7 @@ from kernelgen.errors import Diagnostic, HostError
 Scalar = Union[int, float, bool]
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32",
-                "i64": "int64", "bool": "bool"}
+                "i64": "int64", "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
 
 def torch_dtype(dtype: str):

@@ -12,7 +12,7 @@ import torch
 
 from kernelgen import language as L
 from kernelgen.errors import Diagnostic, HostError
-from kernelgen.checked import FLOAT_DTYPES
+from kernelgen.checked import FLOAT_DTYPES, FP8_DTYPES
 from kernelgen.host import torch_dtype
 
 
@@ -20,7 +20,7 @@ def random_tensor(shape: tuple[int, ...], dtype: str, generator: torch.Generator
     if dtype == "f64":
         # Drawn at full precision: f32-precision values would hide a kernel computing in f32.
         return torch.randn(shape, generator=generator, dtype=torch.float64)
-    if dtype in FLOAT_DTYPES:
+    if dtype in FLOAT_DTYPES or dtype in FP8_DTYPES:
         return torch.randn(shape, generator=generator).to(torch_dtype(dtype))
     if dtype == "bool":
         return torch.randint(0, 2, shape, generator=generator).bool()

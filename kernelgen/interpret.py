@@ -56,8 +56,9 @@ from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.atomics import AtomicMemory, apply_atomic
 from kernelgen.budget import check_budget
+from kernelgen import philox
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
-from kernelgen.checked import Checked
+from kernelgen.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit, KernelgenError
 from kernelgen.hints import claim_of, violation
 from kernelgen.host import LaunchPlan, plan_launch, plan_sequence, torch_dtype
@@ -70,7 +71,7 @@ MAX_LOOP_ITERATIONS = 1 << 20
 
 def poison(dtype: str) -> Union[float, int, bool]:
     """The value outputs are pre-filled with, so an element no store writes is noticed."""
-    if dtype in FLOAT_DTYPES:
+    if dtype in FLOAT_DTYPES or dtype in FP8_DTYPES:
         return math.nan
     if dtype == "bool":
         return True
@@ -228,6 +229,10 @@ class _Run:
                     a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
                 out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
             return torch.where(zero, torch.zeros_like(out), out)
+        if e.op == "umulhi":
+            return philox.umulhi(a, b)
+        if e.op in L.BIT_OPS:
+            return philox.shift(e.op, a, b)
         return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
 
     def pointer_arith(self, e: L.Binary, path: str, env) -> Pointer:
@@ -272,11 +277,25 @@ class _Run:
             x = self.typed(x, ("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
         if e.dtype == "bool":
             return x != 0
+        if e.dtype in FP8_DTYPES:
+            return philox.to_fp8(x, e.dtype)
         if x.is_floating_point() and e.dtype in ("i32", "i64"):
             # The GPU's conversion (cvt.rzi) saturates and sends NaN to 0; so does the language.
             info = torch.iinfo(torch_dtype(e.dtype))
             x = torch.nan_to_num(x.double(), nan=0.0).clamp(info.min, info.max).trunc()
         return x.to(torch_dtype(e.dtype))
+
+    def _bitcast(self, e: L.Bitcast, path: str, env) -> Value:
+        src = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, src.dtype, src.shape)
+        return x.contiguous().view(torch_dtype(e.dtype))
+
+    def _random(self, e: L.Random, path: str, env) -> Value:
+        t = self.types[path]
+        seed = self.eval_as(e.seed, child(path, "seed"), env, self.types[child(path, "seed")].dtype)
+        offset = self.eval_as(e.offset, child(path, "offset"), env, self.types[child(path, "offset")].dtype, t.shape)
+        seed = seed.reshape((self.count,) + (1,) * len(t.shape))
+        return philox.random(e.op, seed, offset, e.word)
 
     def _reduce(self, e: L.Reduce, path: str, env) -> Value:
         t = self.types[path]
@@ -298,7 +317,8 @@ class _Run:
     def _dot(self, e: L.Dot, path: str, env) -> Value:
         a_t = self.types[child(path, "lhs")]
         a = self.eval_as(e.lhs, child(path, "lhs"), env, a_t.dtype, a_t.shape).float()
-        b = self.eval_as(e.rhs, child(path, "rhs"), env, a_t.dtype, self.types[child(path, "rhs")].shape).float()
+        b_t = self.types[child(path, "rhs")]  # of lhs's dtype, or another fp8
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, b_t.dtype, b_t.shape).float()
         if e.precision == "tf32":
             a, b = _round_tf32(a), _round_tf32(b)
         out = torch.bmm(a, b)
@@ -385,7 +405,7 @@ class _Run:
             offsets = ptr.offset[sel]
             if self.accesses is not None and not self.read_only[index]:
                 self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), path)
-            out[sel] = self.flat[index][offsets].to(out.dtype)
+            _bits(out)[sel] = _bits(self.flat[index][offsets].to(out.dtype))
         return out
 
     def lane_programs(self, sel: torch.Tensor) -> torch.Tensor:
@@ -405,7 +425,7 @@ class _Run:
             offsets = ptr.offset[sel]
             if self.accesses is not None:
                 self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), path)
-            self.flat[index][offsets] = value[sel].to(self.flat[index].dtype)
+            _bits(self.flat[index])[offsets] = _bits(value.to(self.flat[index].dtype))[sel]
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
         """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.atomics`)."""
@@ -539,6 +559,11 @@ class _Run:
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """fp8 tensors as their bytes, where torch lacks fp8 kernels (masked_fill); others as they are."""
+    return x.view(torch.uint8) if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else x
 
 
 def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

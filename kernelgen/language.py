@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
-DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool")
-Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool"]
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2")
+Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2"]
 
 FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
 # A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
@@ -52,13 +52,15 @@ Dim = Union[int, Name]
 UNARY_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
              "sin", "cos", "abs", "neg", "floor", "ceil", "not")
 BINARY_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum",
-              "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor")
+              "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shl", "shr", "lshr", "umulhi")
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
 ARITHMETIC_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum")
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_OPS = ("and", "or", "xor")
 ATOMIC_OPS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
               "atomic_cas")
+BIT_OPS = ("shl", "shr", "lshr", "umulhi")
+RANDOM_OPS = ("rand", "randn", "randint")
 
 
 class Node(BaseModel):
@@ -140,6 +142,9 @@ class Binary(Node):
     Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
     ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
     take integers only (needs_int).
+    ``shl``, ``shr`` (arithmetic) and ``lshr`` (logical) shift integers by ``rhs`` bits
+    (needs_int); an amount outside 0..width-1 gives 0 (shr: the sign's fill). ``umulhi``: the
+    high half of the unsigned double-width product of integers.
     ``maximum``/``minimum`` propagate NaN. Comparisons give bool (bools: eq/ne only), false with
     NaN except ``ne``; ``and``/
     ``or``/``xor`` take bools or integers (bad_operand). Pointers: ``ptr + int``, ``int + ptr``,
@@ -184,11 +189,34 @@ class Cast(Node):
     """Any dtype to any (not pointers): float to narrower float rounds to nearest even
     (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer and
     f64 to f16/bf16 round through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
-    bool is 0 or 1."""
+    bool is 0 or 1. To f8e4m3/f8e5m2: rounded to f16, then to nearest even, saturating at
+    +-448/+-57344 (inf too), NaN stays NaN. fp8 values are storage only: load, store, cast,
+    bitcast, dot, reshape/trans, carry (fp8_storage elsewhere)."""
 
     op: Literal["cast"]
     x: Expr
     dtype: DtypeRef
+
+
+class Bitcast(Node):
+    """``x``'s bits as ``dtype`` of the same width: i32/f32, i64/f64, f16/bf16, f8e4m3/f8e5m2
+    (bad_bitcast)."""
+
+    op: Literal["bitcast"]
+    x: Expr
+    dtype: DtypeRef
+
+
+class Random(Node):
+    """Triton's Philox (10 rounds) at each lane of integer ``offset`` for integer scalar
+    ``seed``: ``randint`` i32 (the uint32's bits), ``rand`` f32 in [0, 1), ``randn`` f32 normal
+    (Box-Muller: its log/sqrt/cos/sin within ulps); ``word`` k: the k-th of Triton's
+    randint4x/rand4x/randn4x (0: randint/rand/randn). Same seed and offset, same bits."""
+
+    op: Literal["rand", "randn", "randint"]
+    seed: Expr
+    offset: Expr
+    word: Annotated[Literal[0, 1, 2, 3], BeforeValidator(_exact_int)] = 0
 
 
 class Reduce(Node):
@@ -205,7 +233,8 @@ class Reduce(Node):
 
 class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
-    (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64); ``dtype`` f16 needs f16
+    (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64), or both fp8 (any mix;
+    K >= 32, f32 result; sm_89+ as fp8 casts: fp8_target); ``dtype`` f16 needs f16
     operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
     rounded to 10-bit mantissas (tensor cores)."""
 
@@ -267,7 +296,7 @@ class TensorInfo(Node):
 
 
 OpNode = Annotated[
-    Union[ProgramId, Arange, Full, Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot,
+    Union[ProgramId, Arange, Full, Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Dot,
           ExpandDims, Reshape, Trans, Hint, TensorInfo],
     Field(discriminator="op"),
 ]
@@ -566,6 +595,6 @@ class Kernel(Node):
         return bool(self.launches)
 
 
-for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Reduce, Dot, ExpandDims, Reshape, Trans, Hint,
-               Let, Store, Atomic, Carry, For, IfResult, If, Output, Param, Scratch, Launch, Kernel):
+for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Dot, ExpandDims, Reshape,
+               Trans, Hint, Let, Store, Atomic, Carry, For, IfResult, If, Output, Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

@@ -23,7 +23,8 @@ MAX_NAME_LENGTH = 64
 INT_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
 # The largest finite value of each float dtype: a literal beyond it would round to infinity
 # (infinities are written "inf" and "-inf").
-FLOAT_MAX = {"f64": 1.7976931348623157e308, "f32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "f16": 65504.0}
+FLOAT_MAX = {"f64": 1.7976931348623157e308, "f32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "f16": 65504.0,
+             "f8e4m3": 448.0, "f8e5m2": 57344.0}
 # Fields whose strings are data (a host argument's default and choices, a precondition's message), not names.
 _DATA_FIELDS = ("default", "choices", "message")
 

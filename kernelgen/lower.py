@@ -43,6 +43,13 @@ agree with it:
 * bool tensors live in memory as bytes: bool pointers are ``!tt.ptr<i8>``, loads compare with 0
   and stores zero-extend, as Triton does for ``*i1``.
 * A masked load without ``other`` passes an explicit zero ``other``: masked-off lanes read 0.
+* Shifts select 0 (``shr``: shift by width - 1) for amounts outside 0..width-1 (LLVM's are
+  poison there); ``umulhi`` is ``tt.mulhiui``; random numbers are :mod:`kernelgen.lower_random`.
+* fp8 casts go through f16 on every target, then ``tt.fp_to_fp`` RTNE (``cvt.rn.satfinite``):
+  Triton 3.6 itself converts f32 through f16 on sm_89 but directly on sm_90, so one route keeps
+  both GPUs equal to the interpreter. fp8 widens through f32 (exact). An fp8 constant is a
+  bitcast byte. fp8 dots pass ``max_num_imprecise_acc`` 32, one wgmma's K, where Triton's sm_90
+  default (2**30) keeps all of K in the tensor cores' narrower accumulator.
 * A ``for`` whose step is not a positive literal runs zero times when the step is not positive
   (the interpreter rejects such a loop; ``scf.for`` would otherwise never end).
 """
@@ -61,8 +68,9 @@ from triton._C.libtriton import ir, nvidia
 from kernelgen import language as L
 from kernelgen.check import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType, child, is_literal,
                              literal_value)
-from kernelgen.checked import WIDE_FLOAT_DTYPES
+from kernelgen.checked import FP8_DTYPES, WIDE_FLOAT_DTYPES
 from kernelgen.errors import Diagnostic, KernelgenError, LoweringError
+from kernelgen.lower_random import RandomLowering, lower_bit_op
 
 Scalar = Union[bool, int, float]
 # A lowered expression: an MLIR value, or a literal kept as a Python number until an operation
@@ -74,6 +82,8 @@ Lowered = Union[ir.value, Scalar]
 # arguments): with this attribute Triton's axis analysis proves contiguous accesses aligned,
 # and masks like ``offsets < n`` constant over groups of lanes, and vectorizes loads and stores.
 DIVISIBILITY = 16
+# max_num_imprecise_acc of fp8 dots: one wgmma instruction's K.
+FP8_DOT_IMPRECISE_K = 32
 
 
 class KernelParam(NamedTuple):
@@ -224,7 +234,8 @@ class _Lowering:
         if dtype == "bool":
             return b.get_int8_ty() if memory else b.get_int1_ty()
         return {"f32": b.get_float_ty, "f16": b.get_half_ty, "bf16": b.get_bf16_ty, "f64": b.get_double_ty,
-                "i32": b.get_int32_ty, "i64": b.get_int64_ty}[dtype]()
+                "i32": b.get_int32_ty, "i64": b.get_int64_ty, "f8e4m3": b.get_fp8e4nv_ty,
+                "f8e5m2": b.get_fp8e5_ty}[dtype]()
 
     def element_type(self, t: ValueType) -> Any:
         if t.pointer:
@@ -237,6 +248,14 @@ class _Lowering:
 
     def constant(self, value: Scalar, dtype: str, shape: Sequence[int] = ()) -> Any:
         b = self.builder
+        if dtype in FP8_DTYPES:
+            # No fp8 constant builder: the byte a cast gives (kernelgen.interpret), bitcast, so
+            # that a constant needs no conversion instruction (none exists before sm_89).
+            byte = fp8_byte(value, dtype)
+            bits = b.get_int8(byte - 256 if byte > 127 else byte)
+            if shape:
+                bits = b.create_splat(b.get_block_ty(b.get_int8_ty(), list(shape)), bits)
+            return b.create_bitcast(bits, self.ir_type(ValueType(dtype, tuple(shape))))
         if dtype in FLOAT_DTYPES:
             make = {"f32": b.get_fp32, "f16": b.get_fp16, "bf16": b.get_bf16, "f64": b.get_fp64}[dtype]
             scalar = make(float(value))
@@ -278,6 +297,14 @@ class _Lowering:
         def ty(d: str) -> Any:
             return self.ir_type(ValueType(d, shape))
 
+        if src in FP8_DTYPES:
+            # Exact in f32 (sm_90 has no direct fp8 to bf16 or integer conversion); then as f32.
+            wide = b.create_fp_to_fp(value, ty("f32"), None)
+            return self.convert(wide, ValueType("f32", shape), dtype)
+        if dtype in FP8_DTYPES:
+            # Through f16 (as Triton 3.6 converts f32 on sm_89), then cvt.rn.satfinite.
+            half = self.convert(value, t, "f16")
+            return b.create_fp_to_fp(half, ty(dtype), ir.ROUNDING_MODE.RTNE)
         if dtype == "bool":
             zero = self.constant(0, src, shape)
             return b.create_fcmpUNE(value, zero) if src in FLOAT_DTYPES else b.create_icmpNE(value, zero)
@@ -449,6 +476,8 @@ class _Lowering:
             return self.compare(e.op, a, c, operands)
         if e.op in L.LOGICAL_OPS:
             return getattr(self.builder, f"create_{e.op}")(a, c)
+        if e.op in L.BIT_OPS:
+            return lower_bit_op(self.builder, e.op, a, c, dtype, t.shape, self.constant)
         if dtype in FLOAT_DTYPES:
             return self.float_arith(e.op, a, c, operands)
         return self.int_arith(e.op, a, c, operands)
@@ -550,6 +579,25 @@ class _Lowering:
             x = self.constant(x, src.dtype)
         return self.convert(x, src, e.dtype)
 
+    def _bitcast(self, e: L.Bitcast, path: str, env) -> Any:
+        t = self.types[path]
+        xp = child(path, "x")
+        x = self.operand(e.x, xp, env, self.types[xp].dtype, t.shape)
+        self.at(path)
+        return self.builder.create_bitcast(x, self.ir_type(t))
+
+    def _random(self, e: L.Random, path: str, env) -> Any:
+        t = self.types[path]
+        sp, op = child(path, "seed"), child(path, "offset")
+        seed_dtype, offset_dtype = self.types[sp].dtype, self.types[op].dtype
+        seed = self.operand(e.seed, sp, env, seed_dtype, ())
+        offset = self.operand(e.offset, op, env, offset_dtype, t.shape)
+        self.at(path)
+        random = RandomLowering(self.builder, t.shape, self.ir_type(ValueType("i32", t.shape)),
+                                self.ir_type(ValueType("i64", t.shape)), self.ir_type(ValueType("f32", t.shape)),
+                                self.constant, lambda scalar, dtype: self.splat(scalar, ValueType(dtype), t.shape))
+        return random.lower(e.op, e.word, seed, seed_dtype, offset, offset_dtype)
+
     def _reduce(self, e: L.Reduce, path: str, env) -> Any:
         t = self.types[path]
         xp = child(path, "x")
@@ -645,7 +693,10 @@ class _Lowering:
         if acc is None:
             acc = self.constant(0.0, t.dtype, t.shape)
         precision = ir.INPUT_PRECISION.TF32 if e.precision == "tf32" else ir.INPUT_PRECISION.IEEE
-        return self.builder.create_dot(a, c, acc, precision, 0)
+        # fp8 on sm_90's wgmma: the f32 accumulator takes each 32-wide K step's partial sum
+        # (Triton's default, 2**30, sums all of K in the tensor core's narrower accumulator).
+        imprecise = FP8_DOT_IMPRECISE_K if path in self.checked.fp8_nodes else 0  # fp8 dots only
+        return self.builder.create_dot(a, c, acc, precision, imprecise)
 
     def _hint(self, e: L.Hint, path: str, env) -> Any:
         """Triton's tl.multiple_of / tl.max_contiguous: attributes on the value's defining op (a
@@ -883,6 +934,15 @@ def _modifiers(cache: str | None) -> tuple[Any, Any]:
         return ir.CACHE_MODIFIER.NONE, getattr(ir.EVICTION_POLICY, cache.upper())
     return (ir.CACHE_MODIFIER.NONE if cache is None else getattr(ir.CACHE_MODIFIER, cache.upper()),
             ir.EVICTION_POLICY.NORMAL)
+
+
+def fp8_byte(value: Scalar, dtype: str) -> int:
+    """The bits of ``value`` cast to fp8 as the language casts (:func:`kernelgen.philox.to_fp8`)."""
+    import torch
+
+    from kernelgen.philox import to_fp8
+
+    return int(to_fp8(torch.tensor([float(value)]), dtype).view(torch.uint8)[0])
 
 
 def wide_dtype(dtype: str) -> str:

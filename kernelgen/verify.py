@@ -114,7 +114,10 @@ def _telling(value: torch.Tensor) -> bool:
     """Whether an output equal to this input is evidence of copying: the input holds at least
     COPY_MIN_DISTINCT distinct values (one element, or a few repeated values, can equal the
     output by coincidence of a wrong formula, and then ``mismatch`` says enough)."""
-    return int(torch.unique(value.detach().cpu()).numel()) >= COPY_MIN_DISTINCT
+    value = value.detach().cpu()
+    if value.dtype.is_floating_point and value.dtype.itemsize == 1:
+        value = value.float()  # torch has no unique of fp8
+    return int(torch.unique(value).numel()) >= COPY_MIN_DISTINCT
 
 
 def _number(element: torch.Tensor) -> str:
@@ -189,6 +192,8 @@ def guarded(tensor: torch.Tensor, fill: Any) -> tuple[torch.Tensor, torch.Tensor
 
 
 def guard_fill(dtype: torch.dtype) -> Any:
+    if dtype.is_floating_point and dtype.itemsize == 1:
+        return -96.0  # fp8 (e4m3 and e5m2 hold it exactly; -7777 would be NaN or saturate)
     if dtype.is_floating_point:
         return -7777.0
     if dtype == torch.bool:
@@ -199,6 +204,8 @@ def guard_fill(dtype: torch.dtype) -> Any:
 def guards_intact(name: str, buffer: torch.Tensor) -> list[Diagnostic]:
     fill = guard_fill(buffer.dtype)
     bands = torch.cat([buffer[:GUARD_ELEMENTS], buffer[-GUARD_ELEMENTS:]])
+    if bands.dtype.is_floating_point:
+        bands = bands.float()  # fp8 has no comparison kernels
     if bool((bands == fill).all()):
         return []
     return [Diagnostic("", "out_of_bounds_write",

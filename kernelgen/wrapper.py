@@ -86,7 +86,7 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
                 value = torch.empty((0,) if value.dim() else (), dtype=value.dtype)
             elif not isinstance(value, (bool, int, float)):
                 continue  # the binding of the argument itself says what is wrong with it
-            promoted = value if promoted is None else promoted + value
+            promoted = value if promoted is None else _promoted(promoted, value, index)
         if promoted is None:
             binding[variable.name] = variable.of[0]
             continue
@@ -106,6 +106,20 @@ def _all_numbers(kernel: L.Kernel, bound: Mapping[str, Any]) -> bool:
     """Whether a call passes a number (no tensor) for every tensor input it passes."""
     passed = [bound[i.name] for i in kernel.inputs if i.is_plain and i.shape is not None and bound.get(i.name) is not None]
     return bool(passed) and not any(hasattr(v, "shape") for v in passed)
+
+
+def _promoted(a: Any, b: Any, index: int) -> Any:
+    """An empty value of the dtype PyTorch's promotion gives ``a`` and ``b``. fp8 takes part
+    only with itself (PyTorch refuses to promote it with anything else)."""
+    import torch
+
+    dtypes = [x.dtype if isinstance(x, torch.Tensor) else torch.tensor(x).dtype for x in (a, b)]
+    if dtypes[0].itemsize == 1 and dtypes[0].is_floating_point or dtypes[1].itemsize == 1 and dtypes[1].is_floating_point:
+        if dtypes[0] != dtypes[1]:
+            raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments",
+                                       f"PyTorch does not promote {dtypes[0]} with {dtypes[1]}; pass one dtype"))
+        return a
+    return a + b
 
 
 def _requested_dtype(kernel: L.Kernel, bound: Mapping[str, Any], variable: L.DtypeVariable) -> str | None:

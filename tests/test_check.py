@@ -175,6 +175,10 @@ SEMANTIC_CASES = [
     case("dot-acc-of-another-shape", MATMUL, {"/body/7/body/9/value/acc": full(["BLOCK_M", "BLOCK_K"], 0.0, "f32")},
          "dot_shape", "/body/7/body/9/value/acc"),
     case("dot-of-f16-and-f32", MATMUL, {"/inputs/1/dtype": "f32"}, "dot_dtype", "/body/7/body/9/value"),
+    case("add-of-fp8", VADD, {"/inputs/0/dtype": "f8e4m3", "/inputs/1/dtype": "f8e4m3", "/outputs/0/dtype": "f8e4m3"},
+         "fp8_storage", "/body/5/value/lhs"),
+    case("bitcast-f32-to-i64", VADD, {"/body/5/value": {"op": "bitcast", "x": "x_block", "dtype": "i64"},
+                                      "/outputs/0/dtype": "i64"}, "bad_bitcast", "/body/5/value/dtype"),
     case("dot-of-integers", MATMUL, {"/inputs/0/dtype": "i32", "/inputs/1/dtype": "i32"}, "dot_dtype", "/body/7/body/9/value"),
     case("dot-f16-result-with-f32-acc", MATMUL, {"/body/7/body/9/value/dtype": "f16"}, "dot_dtype", "/body/7/body/9/value/acc"),
     case("dot-f16-result-of-f32-operands", MATMUL, {"/inputs/0/dtype": "f32", "/inputs/1/dtype": "f32",
@@ -335,10 +339,23 @@ def test_the_bases_are_valid() -> None:
         assert diagnose(base) == []
 
 
+FP8_MATMUL = mutated(MATMUL, {"/inputs/0/dtype": "f8e4m3", "/inputs/1/dtype": "f8e5m2"})  # BLOCK_K 32
+TARGET_CASES = [pytest.param(FP8_MATMUL, 86, "fp8_target", "/body/7/body/9/value", id="fp8-dot-on-sm_86")]
+
+
+@pytest.mark.parametrize("base,capability,code,path", TARGET_CASES)
+def test_a_target_without_a_construct_is_refused_at_its_node(base, capability, code, path) -> None:
+    assert diagnose(base) == []
+    with pytest.raises(SemanticError) as caught:
+        check(kernel_from_obj(base), capability=capability)
+    assert [(d.path, d.code) for d in caught.value.diagnostics] == [(path, code)]
+    check(kernel_from_obj(base), capability=89)
+
+
 def test_every_checker_rule_has_a_case() -> None:
     """Every code the checker, its limits and the bounds check raise (the registry also holds
     the parser's and the runtime's) has a case here."""
-    covered = {c.values[2] for c in SEMANTIC_CASES}
+    covered = {c.values[2] for c in SEMANTIC_CASES + TARGET_CASES}
     raised = set()
     for module in ("check", "generic", "limits", "bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -40,7 +41,8 @@ from kernelgen.parse import kernel_from_obj, parse_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
-TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f64": (1e-12, 1e-14)}
+TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f64": (1e-12, 1e-14),
+             "f8e4m3": (0.0, 0.0), "f8e5m2": (0.0, 0.0)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,6 +151,13 @@ def combines_scalar_and_block_bools(checked: CheckedKernel) -> bool:
     return False
 
 
+def rounds_to_fp8(checked: CheckedKernel) -> bool:
+    """Whether the kernel casts to fp8, which Triton 3.6's interpreter rounds half up without
+    carrying into the exponent (see test_fp8_downcasts_compile_to_satfinite_cvt)."""
+    return any(isinstance(node, L.Cast) and node.dtype in ("f8e4m3", "f8e5m2")
+               for node, _ in walk(checked.kernel.body, "/body"))
+
+
 def computes_in_bf16(checked: CheckedKernel) -> bool:
     """Whether the kernel makes or computes bf16 values in a way Triton's interpreter gets
     wrong: it is right only for loads (without ``other``), stores, casts between bf16 and f32
@@ -184,6 +193,8 @@ def assert_outputs_match(checked: CheckedKernel, expected: dict[str, torch.Tenso
         assert got.dtype == want.dtype and got.shape == want.shape, name
         dtype = next(o.dtype for o in checked.kernel.outputs if o.name == name)
         rtol, atol = (tolerance or {}).get(name, TOLERANCE.get(dtype, (0.0, 0.0)))
+        if dtype in ("f8e4m3", "f8e5m2") and rtol:
+            got, want = got.float(), want.float()  # torch compares fp8 bit for bit only
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{name}: {m}")
 
 
@@ -195,7 +206,7 @@ def check_in_triton_interpreter(interpreter: TritonInterpreter, checked: Checked
 
 
 SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i32": "i32", "i64": "i64",
-                   "bool": "i1"}
+                   "bool": "i1", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5"}
 
 
 def compile_for_sm90(checked: CheckedKernel, directory: Path, integers_as_one: bool = False) -> str:
@@ -587,6 +598,17 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "rmw_xor_i64": (CASES["rmw_xor_i64"].kernel, {"N": 100}, {}),
     "rmw_min_i32": (CASES["rmw_min_i32"].kernel, {"N": 100}, {}),
     "cas2d": (CASES["cas2d"].kernel, {}, {}),
+    "bits_i32": (CASES["bits_i32"].kernel, {"N": 300}, {}),
+    "bits_i64": (CASES["bits_i64"].kernel, {"N": 300}, {}),
+    "bitcasts": (CASES["bitcasts"].kernel, {"N": 100}, {}),
+    # Bit for bit: Triton's tl.randint4x/rand4x in its interpreter against kernelgen's Philox.
+    "philox": (CASES["philox"].kernel, {"N": 700}, {f"o_rand{w}": (0.0, 0.0) for w in (*range(4), "_64")}),
+    # NumPy's float32 log/cos/sin against torch's: within an ulp or two.
+    "philox_normal": (CASES["philox_normal"].kernel, {"N": 700}, {}),
+    # fp8 to wider floats is exact in Triton's interpreter (its NaN aside: e4m3's 0x7f reads
+    # 480); its conversions to fp8 are not (see test_fp8_downcasts_compile_to_satfinite_cvt).
+    "cast_from_fp8": (CASES["cast_from_fp8"].kernel, {"N": 300}, {}),
+    "dot_fp8": (CASES["dot_f8e5m2_f8e4m3"].kernel, {}, {"c": (1e-5, 1e-5)}),
 }
 
 
@@ -690,6 +712,20 @@ def test_written_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> None:
     checked = check(kernel_from_obj(BF16)) if name == "bf16" else written(name)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path, integers_as_one=True)
+
+
+@needs_real_triton
+@pytest.mark.parametrize("name", ["cast_to_f8e4m3", "cast_to_f8e5m2", "cast_fp8_to_fp8"])
+def test_fp8_downcasts_compile_to_satfinite_cvt(name: str, tmp_path: Path) -> None:
+    """The emitted casts to fp8 go through f16 into cvt.rn.satfinite, as the lowering's do.
+    They are compiled, not interpreted: Triton 3.6's interpreter rounds to fp8 half up without
+    carrying a mantissa overflow into the exponent (e4m3 0.029296875 becomes e5m2 0.015625, not
+    0.03125), and reads e4m3's NaN as 480."""
+    checked = check(kernel_from_obj(CASES[name].kernel))
+    ptx = compile_for_sm90(checked, tmp_path)
+    kinds = {d for d in ("e4m3", "e5m2") if f"cvt.rn.satfinite.{d}x2.f16x2" in ptx}
+    assert kinds == {o.dtype.removeprefix("f8") for o in checked.kernel.outputs}
+    assert not re.search(r"cvt\.rn\.satfinite\.e\dm\dx2\.f32", ptx)
 
 
 @needs_real_triton
@@ -941,7 +977,8 @@ def test_random_kernels_match_interpreter(data: st.DataObject, triton_interprete
 def check_generated(generated: Any, triton_interpreter: TritonInterpreter, seed: int) -> None:
     """A random kernel in Triton's interpreter against ours, within its tolerances."""
     checked = check(generated.kernel)
-    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked):
+    if computes_in_bf16(checked) or rounds_to_bf16(checked) or combines_scalar_and_block_bools(checked) \
+            or rounds_to_fp8(checked):
         return  # what Triton's interpreter gets wrong; compiled in test_random_kernels_compile_for_sm90
     args = generated.arguments(seed=seed)
     expected = interpret(checked, args)

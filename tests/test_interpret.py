@@ -61,7 +61,8 @@ def run_elementwise(value: Any, out_dtype: str, **tensors: torch.Tensor) -> torc
 
 def _dtype_name(t: torch.Tensor) -> str:
     return {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.int32: "i32",
-            torch.int64: "i64", torch.bool: "bool"}[t.dtype]
+            torch.int64: "i64", torch.bool: "bool", torch.float64: "f64", torch.float8_e4m3fn: "f8e4m3",
+            torch.float8_e5m2: "f8e5m2"}[t.dtype]
 
 
 def rowwise(reduction: dict[str, Any], dtype: str, out_dtype: str, width: int = 4) -> Kernel:

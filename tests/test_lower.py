@@ -512,6 +512,8 @@ def branch_cases() -> list[Case]:
     return [Case("tail_split", tail_split(), {"N": 1000}),
             Case("branch_formulas", branch_formulas(), {"N": 1000}),
             Case("branch_in_loop", branch_in_loop(), {"M": 7, "N": 100}, (1e-4, 1e-4))]
+
+
 def atomic_cases() -> list[Case]:
     """Atomics whose outputs do not depend on the order (kernels of tests/test_atomics.py)."""
     from test_atomics import cas2d_kernel, column_kernel, distinct_kernel, rmw_kernel
@@ -532,10 +534,66 @@ def atomic_cases() -> list[Case]:
     return cases
 
 
+def bit_cases() -> list[Case]:
+    """Shifts by in-range and out-of-range amounts, umulhi, and bitcasts of every width."""
+    cases = [elementwise(f"bits_{d}", {"a": d, "b": d}, {
+        f"o_{n}": (d, bin_(n, "x", bin_("and", "y", 127 if d == "i64" else 63) if n != "umulhi" else "y"))
+        for n in ("shl", "shr", "lshr", "umulhi")}) for d in INTS]
+    cases.append(elementwise("bitcasts", {"a": "f32", "b": "i64", "c": "f16"}, {
+        "o_f32_bits": ("i32", op("bitcast", x="x", dtype="i32")),
+        "o_back": ("f32", op("bitcast", x=op("bitcast", x="x", dtype="i32"), dtype="f32")),
+        "o_f64": ("f64", op("bitcast", x="y", dtype="f64")),
+        "o_bf16": ("bf16", op("bitcast", x="z", dtype="bf16")),
+        "o_literal": ("i32", op("bitcast", x=1.0, dtype="i32"))}))
+    return cases
+
+
+def random_cases() -> list[Case]:
+    """Philox at i32 and i64 offsets, every word, an i64 seed; rand and randint are bit-exact,
+    randn within its functions' ulps."""
+    offsets64 = bin_("mul", op("cast", x="offs", dtype="i64"), 4294967311)
+    outputs: dict[str, tuple[str, Any]] = {}
+    for kind in ("randint", "rand", "randn"):
+        dtype = "i32" if kind == "randint" else "f32"
+        for word in range(4):
+            outputs[f"o_{kind}{word}"] = (dtype, op(kind, seed="s", offset="offs", word=word))
+        outputs[f"o_{kind}_64"] = (dtype, op(kind, seed="s64", offset=offsets64))
+    exact = {n: v for n, v in outputs.items() if "randn" not in n}
+    normal = {n: v for n, v in outputs.items() if "randn" in n}
+    return [Case(c.name, c.kernel, c.sizes, tol) for c, tol in (
+        (elementwise("philox", {"a": "f32"}, exact, scalars={"s": "i32", "s64": "i64"}), (0.0, 0.0)),
+        (elementwise("philox_normal", {"a": "f32"}, normal, scalars={"s": "i32", "s64": "i64"}), (1e-5, 1e-5)))]
+
+
+def fp8_cases() -> list[Case]:
+    """fp8 loads, stores and casts both ways (bit-exact), and fp8 dots on tensor cores."""
+    cases = [elementwise(f"cast_to_{d}", {"a": "f32", "b": "f16", "c": "bf16"}, {
+        "o_f32": (d, op("cast", x="x", dtype=d)), "o_f16": (d, op("cast", x="y", dtype=d)),
+        "o_bf16": (d, op("cast", x="z", dtype=d)), "o_int": (d, op("cast", x=op("cast", x="x", dtype="i32"), dtype=d))})
+        for d in ("f8e4m3", "f8e5m2")]
+    cases.append(elementwise("cast_from_fp8", {"a": "f8e4m3", "b": "f8e5m2"}, {
+        **{f"o_{d}": (d, op("cast", x="x", dtype=d)) for d in ("f32", "f16", "bf16", "f64", "i32", "bool")},
+        "o_e5m2_f32": ("f32", op("cast", x="y", dtype="f32")),
+        "o_bits": ("f8e5m2", op("bitcast", x="x", dtype="f8e5m2")), "o_copy": ("f8e4m3", "x")}))
+    cases.append(elementwise("cast_fp8_to_fp8", {"a": "f8e4m3", "b": "f8e5m2"}, {
+        "o_e5m2": ("f8e5m2", op("cast", x="x", dtype="f8e5m2")), "o_e4m3": ("f8e4m3", op("cast", x="y", dtype="f8e4m3"))}))
+    cases = [Case(c.name, c.kernel, c.sizes, (0.0, 0.0)) for c in cases]
+    for lhs, rhs in (("f8e4m3", "f8e4m3"), ("f8e5m2", "f8e4m3")):
+        m, n, k = 64, 64, 64
+        body = grid_offsets(m, k, "a_offs") + [
+            let("acc_in", op("full", shape=[m, n], value=0.5, dtype="f32")),
+            store(bin_("add", "c", "a_offs"), op("dot", lhs=load(bin_("add", "a", "a_offs")),
+                                                  rhs=load(bin_("add", "b", "a_offs")), acc="acc_in"))]
+        # Hopper's fp8 MMA sums each 32-wide K step in a narrower accumulator (about 14 bits).
+        cases.append(tile_kernel(f"dot_{lhs}_{rhs}", {"a": (lhs, [m, k]), "b": (rhs, [k, n])}, {"c": ("f32", [m, n])},
+                                 body, (1e-3, 1e-2)))
+    return cases
+
+
 def catalogue() -> list[Case]:
     return [Case("vadd", VADD, {"N": 5000})] + unary_cases() + binary_cases() + literal_cases() + select_cases() \
         + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases() \
-        + pipelining_cases() + branch_cases() + atomic_cases()
+        + pipelining_cases() + branch_cases() + atomic_cases() + bit_cases() + random_cases() + fp8_cases()
 
 
 CATALOGUE = catalogue()
@@ -581,7 +639,7 @@ def test_the_catalogue_covers_every_op_of_the_language() -> None:
     walk([case.kernel["body"] for case in CATALOGUE])
     device_ops = {*L.UNARY_OPS, *L.BINARY_OPS, *L.REDUCE_OPS, "program_id", "num_programs", "arange", "full", "load",
                   "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans",
-                  "hint", "let", "store", "for", "if", *L.ATOMIC_OPS}
+                  "hint", "let", "store", "for", "if", "bitcast", *L.ATOMIC_OPS, *L.RANDOM_OPS}
     assert device_ops - used == set()
 
 

@@ -33,6 +33,12 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12)
 
+# The schema answers are constrained by: 8 KB for wave 1's language; issue 16's constructs
+# (hints, cache modifiers, num_stages, if/else, several launches, atomics, bit ops, random
+# numbers, fp8, scans, sort) take it to about 12.5 KB, still far from the 28 KB schema that
+# providers refused (DESIGN.md) and a small part of the grammar xgrammar compiles.
+SCHEMA_BOUND = 13 * 1024
+
 
 def schema_diagnostics(text: str | bytes) -> list[tuple[str, str]]:
     with pytest.raises(SchemaError) as info:
@@ -336,8 +342,7 @@ def test_cli_check_as_a_process_reads_stdin() -> None:
 def test_cli_schema_is_small_valid_json_schema(capsys) -> None:
     assert cli_main(["schema"]) == 0
     text = capsys.readouterr().out.strip()
-    # 8 KB until issue 16's constructs (hint, cache, num_stages: 9216; several launches: 9600)
-    assert len(text.encode()) <= 9600
+    assert len(text.encode()) <= SCHEMA_BOUND
     schema = json.loads(text)
     assert schema == kernel_schema() and text == schema_text()
     jsonschema.Draft202012Validator.check_schema(schema)
