@@ -58,6 +58,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Union
 
+from kernelgen import emit_blocks
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
 
@@ -165,6 +166,7 @@ def _pow(x, y):
     return tl.where(one, 1.0, result)
 ''',
 }
+HELPERS.update(emit_blocks.HELPERS)
 HOST_HELPERS: dict[str, str] = {
     "_div_toward_zero": '''
 def _div_toward_zero(a, b):
@@ -614,6 +616,33 @@ class _KernelEmitter:
             index = f"tl.broadcast_to({index}[{slots}], {list(xt.shape)})"
         return _Code(f"tl.reduce(({x.text}, {index}), {e.axis}, {combine}{keep})[1]", POSTFIX, "i32",
                      nonnegative=True)
+
+    def _scan(self, e: L.Scan, path: str, env) -> _Code:
+        t = self.types[path]
+        x = self.operand(e.x, child(path, "x"), env, t.dtype, tensor=True)
+        return _Code(emit_blocks.scan_call(e, x.text, t.dtype, self.helpers), POSTFIX, t.dtype)
+
+    def _sort(self, e: Union[L.Sort, L.TopK], path: str, env) -> _Code:
+        t, xt = self.types[path], self.types[child(path, "x")]
+        x = self.operand(e.x, child(path, "x"), env, xt.dtype, tensor=True)
+        k = t.shape[-1] if isinstance(e, L.TopK) else None
+        descending = True if isinstance(e, L.TopK) else e.descending
+        text = emit_blocks.sort_call(e.op, x.text, xt.dtype, xt.shape[-1], descending, k, self.helpers)
+        return _Code(text, POSTFIX, t.dtype, nonnegative=e.op.startswith("arg"))
+
+    _topk = _sort
+
+    def _gather(self, e: L.Gather, path: str, env) -> _Code:
+        t, it = self.types[path], self.types[child(path, "index")]
+        src = self.operand(e.src, child(path, "src"), env, t.dtype, tensor=True)
+        index = self.operand(e.index, child(path, "index"), env, it.dtype, tensor=True)
+        return _Code(f"tl.gather({src.text}, {index.text}, {e.axis})", POSTFIX, t.dtype)
+
+    def _histogram(self, e: L.Histogram, path: str, env) -> _Code:
+        xt = self.types[child(path, "x")]
+        x = self.operand(e.x, child(path, "x"), env, xt.dtype, tensor=True)
+        mask = "" if e.mask is None else f", mask={self.operand(e.mask, child(path, 'mask'), env, 'bool').text}"
+        return _Code(f"tl.histogram({x.text}, {self.types[path].shape[0]}{mask})", POSTFIX, "i32", nonnegative=True)
 
     def _dot(self, e: L.Dot, path: str, env) -> _Code:
         a_dtype = self.types[child(path, "lhs")].dtype

@@ -36,13 +36,17 @@ def _store_row(out: str, value: Any, width: Any = "N", mask: Any = "in_row") -> 
 
 
 def row_cumsum(dtype: str = "f32", reverse: bool = False) -> dict[str, Any]:
-    """out[r, :] = cumsum(x[r, :]) (from the end with ``reverse``), and the running max."""
+    """out[r, :] = cumsum(x[r, :]) (from the end with ``reverse``), and the running max. Lanes
+    past N hold the neutral element (0 for the sum, the lowest value for the max): a reverse
+    scan starts there."""
+    lowest = "-inf" if dtype.startswith(("f", "b")) else -2**31 if dtype == "i32" else -2**63
     return _row_kernel(f"row_cumsum_{dtype}", dtype,
                        [{"name": "out", "dtype": dtype, "shape": ["M", "N"]},
                         {"name": "peak", "dtype": dtype, "shape": ["M", "N"]}],
                        [let("v", o("load", ptr=o("add", lhs="x_row", rhs="cols"), mask="in_row")),
                         _store_row("out", o("cumsum", x="v", axis=0, reverse=reverse)),
-                        _store_row("peak", o("cummax", x="v", axis=0, reverse=reverse))])
+                        _store_row("peak", o("cummax", x=o("where", cond="in_row", x="v", y=lowest), axis=0,
+                                             reverse=reverse))])
 
 
 def row_sort(dtype: str = "f32", descending: bool = False) -> dict[str, Any]:

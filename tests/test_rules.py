@@ -22,7 +22,8 @@ import kernelgen
 from kernelgen.prompt import language_reference
 from kernelgen.rules import RULES
 
-JUDGING_MODULES = ("parse", "check", "generic", "limits", "bounds", "host", "wrapper", "interpret", "budget")
+JUDGING_MODULES = ("parse", "check", "check_blocks", "generic", "limits", "bounds", "host", "wrapper", "interpret",
+                   "interpret_blocks", "budget")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
 
