@@ -30,8 +30,9 @@ differs from the interpreter in places, and the emitter writes the difference ou
   Python's own operators would floor-divide them or compute in double precision, so such an
   operation gets a tensor operand first. i64 params are widened in the kernel (Triton passes
   small integers as i32). A ``let`` of a literal is written as the literal where it is used,
-  so that it stays weak (the interpreter turns every assigned constant into a tensor). bf16
-  ``maximum``/``minimum``/``clamp`` cast back to bf16 (Triton computes them in f32).
+  so that it stays weak (the interpreter turns every assigned constant into a tensor). f16 and
+  bf16 ``maximum``/``minimum``/``clamp`` cast back (Triton computes bf16 ones in f32, and f16
+  ones with a Python float: the values are the same, the dtype is not, which a bitcast sees).
 * **tanh, log1p and pow** are small jitted helpers over core ``tl`` ops computed in f64 (rounded
   once to f32): libdevice, which has them, does not run in Triton's interpreter.
 
@@ -528,8 +529,9 @@ class _KernelEmitter:
         if e.op in ("maximum", "minimum"):
             nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype in FLOAT_DTYPES else ""
             text = f"tl.{e.op}({lhs.text}, {rhs.text}{nan})"
-            if dtype == "bf16":
-                text += ".to(tl.bfloat16)"  # Triton compares bf16 in f32
+            if dtype in ("f16", "bf16"):
+                # Triton compares bf16 in f32, and f16 with a Python float too: the result is f32
+                text += f".to({TL_DTYPES[dtype]})"
             either, both = lhs.nonnegative or rhs.nonnegative, lhs.nonnegative and rhs.nonnegative
             return _Code(text, POSTFIX, t.dtype, nonnegative=either if e.op == "maximum" else both)
         symbol, prec = _BINARY_OPERATORS[e.op]
@@ -582,7 +584,7 @@ class _KernelEmitter:
             x = self.coerce(x, dtype, tensor=True)
         nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype in FLOAT_DTYPES else ""
         text = f"tl.minimum(tl.maximum({x.text}, {lo.text}{nan}), {hi.text}{nan})"
-        return _Code(text + (".to(tl.bfloat16)" if dtype == "bf16" else ""), POSTFIX, dtype)
+        return _Code(text + (f".to({TL_DTYPES[dtype]})" if dtype in ("f16", "bf16") else ""), POSTFIX, dtype)
 
     def _cast(self, e: L.Cast, path: str, env) -> _Code:
         x = self.expr(e.x, child(path, "x"), env)
@@ -627,7 +629,7 @@ class _KernelEmitter:
         x = self.operand(e.x, child(path, "x"), env, xt.dtype, tensor=True)
         k = t.shape[-1] if isinstance(e, L.TopK) else None
         descending = True if isinstance(e, L.TopK) else e.descending
-        text = emit_blocks.sort_call(e.op, x.text, xt.dtype, xt.shape[-1], descending, k, self.helpers)
+        text = emit_blocks.sort_call(e.op, x.text, xt.dtype, xt.shape, descending, k, self.helpers)
         return _Code(text, POSTFIX, t.dtype, nonnegative=e.op.startswith("arg"))
 
     _topk = _sort
@@ -640,7 +642,9 @@ class _KernelEmitter:
 
     def _histogram(self, e: L.Histogram, path: str, env) -> _Code:
         xt = self.types[child(path, "x")]
-        x = self.operand(e.x, child(path, "x"), env, xt.dtype, tensor=True)
+        # i32 values: Triton's interpreter fails on an int64 histogram (NumPy's int64 counts);
+        # a value that i32 changes is outside the bins, an error anyway
+        x = self.operand(e.x, child(path, "x"), env, "i32", tensor=True)
         mask = "" if e.mask is None else f", mask={self.operand(e.mask, child(path, 'mask'), env, 'bool').text}"
         return _Code(f"tl.histogram({x.text}, {self.types[path].shape[0]}{mask})", POSTFIX, "i32", nonnegative=True)
 

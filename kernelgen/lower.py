@@ -665,7 +665,8 @@ class _Lowering:
 
     def _histogram(self, e: L.Histogram, path: str, env) -> Any:
         xt = self.types[child(path, "x")]
-        x = self.operand(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        # counted as i32, as the emitter does (a value that changes is outside the bins anyway)
+        x = self.operand(e.x, child(path, "x"), env, "i32", xt.shape)
         mask = self.operand(e.mask, child(path, "mask"), env, "bool", xt.shape) if e.mask is not None else None
         self.at(path)
         return self.builder.create_histogram(x, self.types[path].shape[0], mask)

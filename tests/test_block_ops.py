@@ -6,12 +6,18 @@ Triton's frontend for sm_90. The example kernels are in ``block_kernels``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import block_kernels as B
 import pytest
 import torch
-from test_emit import TritonInterpreter, compile_for_sm90, needs_real_triton, triton_interpreter  # noqa: F401
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_emit import (TritonInterpreter, compile_for_sm90, computes_in_bf16, needs_real_triton, rounds_to_bf16,
+                       triton_interpreter)  # noqa: F401 (a fixture)
+
+from kernelgen.ast_strategies import block_op_kernels
 
 from kernelgen.check import check
 from kernelgen.compile import compile_kernel
@@ -193,3 +199,36 @@ def test_emitted_triton_agrees_with_the_interpreter(name: str, triton_interprete
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_emitted_triton_compiles_for_sm_90(name: str, tmp_path: Path) -> None:
     assert ".visible .entry" in compile_for_sm90(checked(KERNELS[name]), tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random kernels of the blocks template (every output an operation across a tile)
+
+RANDOM = settings(max_examples=8, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                         HealthCheck.data_too_large])
+
+
+@RANDOM
+@given(data=st.data())
+def test_random_block_kernels_agree_in_tritons_interpreter(data: st.DataObject,
+                                                            triton_interpreter: TritonInterpreter) -> None:
+    generated = data.draw(block_op_kernels())
+    kernel = check(generated.kernel)
+    if computes_in_bf16(kernel) or rounds_to_bf16(kernel):
+        return  # NumPy has no bf16: compiled below instead
+    args = generated.arguments(seed=5)
+    expected = interpret(kernel, args)
+    actual = triton_interpreter.run(emit_triton(kernel), wrapper_name(kernel.kernel), list(args.values()))
+    problems = generated.mismatches(expected, dict(zip(expected, actual)))
+    assert not problems, "\n".join(problems) + "\n" + emit_triton(kernel)
+
+
+@RANDOM
+@given(data=st.data())
+def test_random_block_kernels_compile_to_ptx_both_ways(data: st.DataObject, tmp_path_factory) -> None:
+    """kernelgen's TTIR through Triton's backend, and the emitted Triton through its frontend."""
+    kernel = check(data.draw(block_op_kernels()).kernel)
+    assert ".visible .entry" in compile_kernel(kernel, "sm_90", in_process=True, cache=False).ptx
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        assert ".visible .entry" in compile_for_sm90(kernel, tmp_path_factory.mktemp("blocks"))

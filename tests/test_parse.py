@@ -336,7 +336,9 @@ def test_cli_check_as_a_process_reads_stdin() -> None:
 def test_cli_schema_is_small_valid_json_schema(capsys) -> None:
     assert cli_main(["schema"]) == 0
     text = capsys.readouterr().out.strip()
-    assert len(text.encode()) <= 9216  # 8 KB until issue 16's constructs (hint, cache, num_stages)
+    # 8 KB until issue 16's constructs: 9 KB with hint, cache, num_stages; 10 KB with scans, sort, top-k,
+    # gather and histogram
+    assert len(text.encode()) <= 10240
     schema = json.loads(text)
     assert schema == kernel_schema() and text == schema_text()
     jsonschema.Draft202012Validator.check_schema(schema)
