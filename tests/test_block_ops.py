@@ -195,6 +195,28 @@ def test_emitted_triton_agrees_with_the_interpreter(name: str, triton_interprete
             assert same_bits(got, want), f"{output}: {got} != {want}"
 
 
+GPU_INPUTS = {**INPUTS, "row_sort_bf16_down": lambda: [torch.tensor(
+    [[3.0, 0.0, -0.0, NAN, 1.0, 3.0, -INF, 0.0, 2.0, 0.0078125]], dtype=torch.bfloat16)]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(GPU_INPUTS))
+def test_the_gpu_agrees_with_the_interpreter_bit_for_bit(name: str) -> None:
+    """The compiled TTIR on the GPU: the same bits (zero signs, NaN places, tie order) as the
+    interpreter, but the f32 cumsum (a tree of additions)."""
+    from kernelgen.compile import default_target
+    from kernelgen.launch import run_on_gpu
+
+    kernel = checked(KERNELS[name])
+    args = dict(zip((i.name for i in kernel.kernel.inputs), GPU_INPUTS[name]()))
+    actual = run_on_gpu(compile_kernel(kernel, default_target()), kernel, args, to_cpu=True)
+    for output, want in interpret(kernel, args).items():
+        if name == "row_cumsum" and output == "out":
+            torch.testing.assert_close(actual[output], want, rtol=1e-6, atol=1e-6, equal_nan=True)
+        else:
+            assert same_bits(actual[output], want), f"{output}: {actual[output]} != {want}"
+
+
 @needs_real_triton
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_emitted_triton_compiles_for_sm_90(name: str, tmp_path: Path) -> None:

@@ -236,12 +236,14 @@ def test_generated_kernels_cover_the_language() -> None:
     collect()
     expected = set(L.UNARY_OPS) | set(L.BINARY_OPS) | set(L.REDUCE_OPS) | {
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
-        "hint", "cache", "loop num_stages", "kernel num_stages",
+        "hint", "cache", "loop num_stages", "kernel num_stages", *L.SCAN_OPS, "sort", "argsort", "topk", "argtopk",
+        "gather", "histogram",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
         "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float"}
     expected |= {f"cast:{a}->{b}" for a in L.DTYPES for b in L.DTYPES if a != b}
-    expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d")}
+    expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d",
+                                                     "blocks")}
     assert expected - seen == set()
 
 
