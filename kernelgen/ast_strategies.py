@@ -498,9 +498,7 @@ class _Gen:
             x = self.exactly(make(shape), shape)
             return Val(op("sort", x=x.expr, descending=self.chance(50)), dtype, shape, x.mag, x.err)
         if kind == "topk":
-            wider = [n for n in sorted(set(self.dims) | {shape[-1], 2 * shape[-1]})
-                     if n >= shape[-1] and numel(shape[:-1] + (n,)) <= MAX_DETOUR_NUMEL]
-            source = shape[:-1] + (self.choose(wider),)
+            source = self.topk_source(shape)
             x = self.exactly(make(source), source)
             return Val(op("topk", x=x.expr, k=shape[-1]), dtype, shape, x.mag, x.err)
         axis = self.choose(range(len(shape)))
@@ -511,6 +509,12 @@ class _Gen:
         src = self.exactly(make(source), source)
         index = self.in_range(shape, m)
         return Val(op("gather", src=src.expr, index=index.expr, axis=axis), dtype, shape, src.mag, src.err)
+
+    def topk_source(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """A shape whose top-k along the last axis has ``shape``: that axis as long or longer."""
+        wider = [n for n in sorted(set(self.dims) | {shape[-1], 2 * shape[-1]})
+                 if n >= shape[-1] and numel(shape[:-1] + (n,)) <= MAX_DETOUR_NUMEL]
+        return shape[:-1] + (self.choose(wider),)
 
     def in_range(self, shape: tuple[int, ...], n: int) -> Val:
         """An exact integer block of ``shape`` with values in 0..n-1 (``rem(|i|, n)``, magnitudes
@@ -534,9 +538,7 @@ class _Gen:
         if kind == "argsort":
             x = self.exactly(self.value(source_dtype, shape, depth, exact=True), shape)
             return Val(op("argsort", x=x.expr, descending=self.chance(50)), "i32", shape, float(shape[-1] - 1))
-        wider = [n for n in sorted(set(self.dims) | {shape[-1], 2 * shape[-1]})
-                 if n >= shape[-1] and numel(shape[:-1] + (n,)) <= MAX_DETOUR_NUMEL]
-        source = shape[:-1] + (self.choose(wider),)
+        source = self.topk_source(shape)
         x = self.exactly(self.value(source_dtype, source, depth, exact=True), source)
         return Val(op("argtopk", x=x.expr, k=shape[-1]), "i32", shape, float(source[-1] - 1))
 

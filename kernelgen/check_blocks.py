@@ -35,6 +35,14 @@ def _numbers(checker: Any, e: Any, field: str, path: str, scope: dict[str, Value
     return x
 
 
+def _packable(checker: Any, e: L.Sort | L.TopK, x: ValueType, path: str) -> None:
+    """argsort and argtopk sort a 32-bit key packed with the index into an i64."""
+    if e.op.startswith("arg") and x.dtype not in PACKABLE_DTYPES:
+        raise checker.fail(child(path, "x"), "bad_operand",
+                           f"{e.op} takes f32, f16, bf16 or i32 (a 32-bit key packed with the index), got "
+                           f"{x.dtype}; cast to f32 or i32 first")
+
+
 def scan(checker: Any, e: L.Scan, path: str, scope: dict[str, ValueType]) -> ValueType:
     x = _numbers(checker, e, "x", path, scope)
     checker.axis(e.axis, len(x.shape), child(path, "axis"))
@@ -46,10 +54,7 @@ def scan(checker: Any, e: L.Scan, path: str, scope: dict[str, ValueType]) -> Val
 
 def sort(checker: Any, e: L.Sort, path: str, scope: dict[str, ValueType]) -> ValueType:
     x = _numbers(checker, e, "x", path, scope)
-    if e.op == "argsort" and x.dtype not in PACKABLE_DTYPES:
-        raise checker.fail(child(path, "x"), "bad_operand",
-                           f"argsort takes f32, f16, bf16 or i32 (a 32-bit key packed with the index), got "
-                           f"{x.dtype}; cast to f32 or i32 first")
+    _packable(checker, e, x, path)
     return ValueType("i32" if e.op == "argsort" else x.dtype, x.shape)
 
 
@@ -58,10 +63,7 @@ def topk(checker: Any, e: L.TopK, path: str, scope: dict[str, ValueType]) -> Val
     k = checker.dim(e.k, child(path, "k"))
     if k > x.shape[-1]:
         raise checker.fail(child(path, "k"), "bad_value", f"k = {k} is more than the last axis of {x}")
-    if e.op == "argtopk" and x.dtype not in PACKABLE_DTYPES:
-        raise checker.fail(child(path, "x"), "bad_operand",
-                           f"argtopk takes f32, f16, bf16 or i32 (a 32-bit key packed with the index), got "
-                           f"{x.dtype}; cast to f32 or i32 first")
+    _packable(checker, e, x, path)
     return ValueType("i32" if e.op == "argtopk" else x.dtype, x.shape[:-1] + (k,))
 
 
