@@ -53,13 +53,16 @@ The kernel shapes ("templates"): 1-D elementwise (direct grid, or a grid-stride 
 per-program trip counts and carried partial results), 2-D tiles (reductions inside the tile,
 transposed outputs, row outputs), rows (loops over column chunks carrying partial sums,
 running maxima, counts, argmax and a pointer; ragged per-program trip counts), tiled ``dot``
-(f16/bf16/f32, ieee/tf32, with or without ``acc``, f32 or f16 accumulation) and a 3-D grid.
+(f16/bf16/f32, ieee/tf32, with or without ``acc``, f32 or f16 accumulation), a 3-D grid, and
+tiles whose outputs are each an operation across the tile (``blocks``).
 Inside each, random ``let`` chains use every unary and binary operation, ``where``, ``fma``,
 ``clamp``, casts among all dtypes, reductions (with ``keepdims``), ``expand_dims``,
 ``reshape``, ``broadcast`` and ``trans``, and ifs on per-program scalar conditions (program ids,
 comparisons of exact scalars) whose results join the values drawn from, with lets (and ifs) of
 their own in each branch; 1-D stores are sometimes split by an if, the full block unmasked and
-the tail masked. Block offsets ``start + arange(B)`` with ``start`` a multiple of ``B``
+the tail masked; and operations across a block: scans (either direction), sort, top-k
+(values of any operand; argsort/argtopk of exact ones), gather (indices ``rem(|i|, n)``) and 1-D
+histograms (values in range, sometimes masked). Block offsets ``start + arange(B)`` with ``start`` a multiple of ``B``
 often carry the (true) contiguity and alignment hint; loads and stores sometimes a cache or
 eviction modifier (``cache``); the rows and dot templates draw the kernel's ``num_stages`` and loops
 sometimes their own.
@@ -94,6 +97,8 @@ SAFETY = 4.0
 FLOAT_LITERALS = (0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.5, 3.0, 0.25, -0.125, 10.0)
 INT_LITERALS = (0, 1, -1, 2, 3, -7, 5, 16, 100)
 MAX_DETOUR_NUMEL = 4096
+# Operations across a block, counted per kernel by GeneratedKernel.constructs.
+BLOCK_OPS = ("cumsum", "cumprod", "cummax", "cummin", "sort", "argsort", "topk", "argtopk", "gather", "histogram")
 MATH_FUNCTIONS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
 
 
@@ -133,8 +138,8 @@ class GeneratedKernel:
     def constructs(self) -> set[str]:
         """The optional constructs the kernel uses (hint, cache, the kernel's and a
         loop's num_stages, an if with results or without: a store split at the tail, several
-        launches, a zero-filled scratch, each atomic op), so that a differential run can say how
-        often each was exercised."""
+        launches, a zero-filled scratch, each atomic op, each operation across a block), so that a
+        differential run can say how often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
         found |= {f"{t.dtype} tensor" for t in (*self.kernel.inputs, *self.kernel.outputs) if t.dtype in FP8_DTYPES}
         if self.template == "dot" and self.kernel.inputs[0].dtype in FP8_DTYPES:
@@ -146,6 +151,8 @@ class GeneratedKernel:
                     found.add("cache")
                 if node.get("op") == "hint":
                     found.add("hint")
+                if node.get("op") in BLOCK_OPS:
+                    found.add(node["op"])
                 if node.get("op") == "for" and "num_stages" in node:
                     found.add("loop num_stages")
                 if node.get("op") == "if":
@@ -464,6 +471,90 @@ class _Gen:
         inner = self.exactly(make(other), other)
         return replace(inner, expr=op("reshape", x=inner.expr, shape=list(shape)), shape=shape)
 
+    # -- operations across a block: scans, sort, top-k, gather, histogram ---------------------
+
+    def across(self, dtype: str, shape: tuple[int, ...], make: Callable[[tuple[int, ...]], Val],
+               exact: bool) -> Val | None:
+        """A scan, sort, top-k or gather of values of ``dtype`` back to ``shape``. Sort, top-k,
+        cummax/cummin and gather only rearrange or repeat values, so an operand's error bound
+        carries over (sorting is 1-Lipschitz in the max norm); integer cumsum/cumprod are exact
+        (they wrap alike); a float cumsum adds like a sum, a float cumprod of exact values rounds
+        once per factor."""
+        kind = self.choose(("scan", "scan", "sort", "topk", "gather"))
+        if kind == "scan":
+            axis = self.choose(range(len(shape)))
+            n = shape[axis]
+            ops = ["cummax", "cummin"]
+            if dtype in INT_DTYPES:
+                ops += ["cumsum", "cumprod"]
+            elif dtype in ("f32", "f64") and not exact:
+                ops += ["cumsum", "cumprod"]
+            name = self.choose(ops)
+            x = self.exactly(make(shape), shape)
+            if name == "cumprod" and dtype in FLOAT_DTYPES and not x.exact:
+                x = self.exactly(self.floating(dtype, shape, 1, exact=True), shape)
+            if name == "cumprod":  # factors within [-2, 2] (floats [-1.5, 1.5]): products stay in range
+                bound = 2 if dtype in INT_DTYPES else 1.5
+                x = replace(x, expr=op("clamp", x=x.expr, lo=-bound, hi=bound), mag=min(x.mag, bound))
+            reverse = {"reverse": True} if self.chance(50) else {}
+            expr = op(name, x=x.expr, axis=axis, **reverse)
+            if name == "cumsum":
+                mag = n * x.mag
+                err = 0.0 if dtype in INT_DTYPES else n * x.err + rounding(dtype, mag, 2 * math.sqrt(n))
+            elif name == "cumprod":
+                mag = max(1.0, x.mag) ** n if x.mag < 2 or n < 64 else math.inf
+                err = 0.0 if dtype in INT_DTYPES else rounding(dtype, mag, 2.0 * n)
+            else:
+                mag, err = x.mag, x.err
+            return Val(expr, dtype, shape, mag, err)
+        if kind == "sort":
+            x = self.exactly(make(shape), shape)
+            return Val(op("sort", x=x.expr, descending=self.chance(50)), dtype, shape, x.mag, x.err)
+        if kind == "topk":
+            source = self.topk_source(shape)
+            x = self.exactly(make(source), source)
+            return Val(op("topk", x=x.expr, k=shape[-1]), dtype, shape, x.mag, x.err)
+        axis = self.choose(range(len(shape)))
+        sizes = [m for m in sorted(set(self.dims) | {1, 2, shape[axis]})
+                 if numel(shape[:axis] + (m,) + shape[axis + 1:]) <= MAX_DETOUR_NUMEL]
+        m = self.choose(sizes)
+        source = shape[:axis] + (m,) + shape[axis + 1:]
+        src = self.exactly(make(source), source)
+        index = self.in_range(shape, m)
+        return Val(op("gather", src=src.expr, index=index.expr, axis=axis), dtype, shape, src.mag, src.err)
+
+    def topk_source(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """A shape whose top-k along the last axis has ``shape``: that axis as long or longer."""
+        wider = [n for n in sorted(set(self.dims) | {shape[-1], 2 * shape[-1]})
+                 if n >= shape[-1] and numel(shape[:-1] + (n,)) <= MAX_DETOUR_NUMEL]
+        return shape[:-1] + (self.choose(wider),)
+
+    def in_range(self, shape: tuple[int, ...], n: int) -> Val:
+        """An exact integer block of ``shape`` with values in 0..n-1 (``rem(|i|, n)``, magnitudes
+        below 2**30, or a reversed arange)."""
+        if len(shape) == 1 and shape[0] == n and self.chance(25):
+            return Val(op("sub", lhs=n - 1, rhs=op("arange", size=n)), "i32", shape, n - 1)
+        dtype = self.choose(INT_DTYPES)
+        i = self.exactly(self.integer(dtype, shape, 1), shape)
+        return Val(op("rem", lhs=op("abs", x=i.expr), rhs=n), dtype, shape, n - 1)
+
+    def order(self, shape: tuple[int, ...], depth: int) -> Val | None:
+        """i32 indices: an argsort or argtopk of exact values (discrete: rule 3), or a 1-D
+        histogram of values in range (counts up to the block's length)."""
+        kind = self.choose(("argsort", "argtopk", "histogram", "histogram") if len(shape) == 1 else ("argsort", "argtopk"))
+        if kind == "histogram":
+            n = self.choose(sorted(set(self.dims) | {shape[0]}))
+            x = self.in_range((n,), shape[0])
+            mask = {"mask": self.exactly(self.boolean((n,), depth), (n,)).expr} if self.chance(50) else {}
+            return Val(op("histogram", x=x.expr, bins=shape[0], **mask), "i32", shape, float(n))
+        source_dtype = self.choose(("f32", "f16", "bf16", "i32"))
+        if kind == "argsort":
+            x = self.exactly(self.value(source_dtype, shape, depth, exact=True), shape)
+            return Val(op("argsort", x=x.expr, descending=self.chance(50)), "i32", shape, float(shape[-1] - 1))
+        source = self.topk_source(shape)
+        x = self.exactly(self.value(source_dtype, source, depth, exact=True), source)
+        return Val(op("argtopk", x=x.expr, k=shape[-1]), "i32", shape, float(source[-1] - 1))
+
     # -- floats -----------------------------------------------------------------------------
 
     def floating(self, dtype: str, shape: tuple[int, ...], depth: int, exact: bool = False) -> Val:
@@ -471,6 +562,8 @@ class _Gen:
             return self.leaf(dtype, shape, exact)
         kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "rem", "shape", "reduce",
                  "bits", "bits"]
+        if shape:
+            kinds += ["across", "across"]
         if dtype == "f32" or not exact:
             kinds += ["add", "add"]
         if not exact:
@@ -510,6 +603,8 @@ class _Gen:
             val = self.reshaped(lambda s: sub(s), shape)
         elif kind == "reduce":
             val = self.reduce(self.choose(("max", "min")), lambda s: sub(s), shape)
+        elif kind == "across":
+            val = self.across(dtype, shape, lambda s, ex=exact: sub(s, ex), exact)
         elif kind == "add":
             a, b = sub(), self.operand(dtype, shape, d, exact)
             mag = a.mag + b.mag
@@ -650,7 +745,8 @@ class _Gen:
         if depth <= 0:
             return self.leaf(dtype, shape)
         kind = self.choose(["leaf", "neg", "add", "add", "mul", "divide", "divide", "maximum", "clamp", "where",
-                            "bitwise", "cast", "cast", "shape", "reduce", "argmax", "bits", "bits"])
+                            "bitwise", "cast", "cast", "shape", "reduce", "argmax", "bits", "bits"]
+                           + (["across", "order"] if shape else []))
         d = depth - 1
 
         def sub(s: tuple[int, ...] = shape) -> Val:
@@ -686,6 +782,12 @@ class _Gen:
             val = self.reshaped(lambda s: sub(s), shape)
         elif kind == "reduce":
             val = self.reduce(self.choose(("sum", "max", "min")), lambda s: sub(s), shape)
+        elif kind == "across":
+            val = self.across(dtype, shape, lambda s: sub(s), True)
+        elif kind == "order":
+            val = self.order(shape, d)
+            if val is not None and dtype != "i32":
+                val = replace(val, expr=op("cast", x=val.expr, dtype=dtype), dtype=dtype)
         else:
             source = self.choose(NUMBER_DTYPES)
             val = self.reduce(self.choose(("argmax", "argmin")), lambda s: self.value(source, s, d, exact=True),
@@ -1066,6 +1168,58 @@ def tile_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     return spec.build(grid, g.stmts, g.choose([1, 2, 4]), "tile")
 
 
+@st.composite
+def block_op_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
+    """2-D tiles (as the tile template) whose every output is an operation across the tile: a
+    scan, sort, top-k or gather of numbers, or an argsort/argtopk; and sometimes each program's
+    histogram of an exact integer tile (values in range), at row ``pid0 * grid1 + pid1`` of a
+    ``[programs, bins]`` output. Masked-off lanes take part (they hold the load's ``other``, on
+    both sides alike)."""
+    g = _Gen(draw)
+    m, n = draw(st.integers(1, 24)), draw(st.integers(1, 24))
+    bm, bn = g.choose([1, 2, 4, 8]), g.choose([1, 2, 4, 8, 16])  # Triton's interpreter sorts slowly
+    g.dims = (bm, bn)
+    spec = _Spec("blocks", {"M": m, "N": n})
+    inputs = [spec.tensor(f"x{i}", g.choose(ALL_DTYPES), ["M", "N"]) for i in range(draw(st.integers(1, 2)))]
+    outputs = [spec.output(f"y{i}", g.choose(NUMBER_DTYPES), ["M", "N"]) for i in range(draw(st.integers(1, 2)))]
+    spec.params += [{"name": "M"}, {"name": "N"}, {"name": "row_stride", "value": op("stride", of=inputs[0][0], dim=0)}]
+    spec.meta += [{"name": "BM", "value": bm}, {"name": "BN", "value": bn}]
+    g.stmts += [
+        let("rows", op("add", lhs=op("mul", lhs=op("program_id", axis=0), rhs="BM"), rhs=op("arange", size="BM"))),
+        let("cols", op("add", lhs=op("mul", lhs=op("program_id", axis=1), rhs="BN"), rhs=op("arange", size="BN"))),
+        let("tile_ok", op("and", lhs=op("expand_dims", x=op("lt", lhs="rows", rhs="M"), axis=1),
+                          rhs=op("expand_dims", x=op("lt", lhs="cols", rhs="N"), axis=0))),
+        let("tile", _matrix_index("rows", "row_stride", "cols"))]
+    g.pool += [Val("rows", "i32", (bm,), m + bm), Val("cols", "i32", (bn,), n + bn), Val("tile_ok", "bool", (bm, bn))]
+    for ptr, dtype in inputs:
+        g.bind(_load(g, op("add", lhs=ptr, rhs="tile"), "tile_ok", dtype, (bm, bn)), ptr + "_")
+    g.random_lets([(bm, bn), (bm,), (bn,)], draw(st.integers(0, 2)))
+    shape = (bm, bn)
+    for out, dtype in outputs:
+        depth = draw(st.integers(1, 3))
+        if dtype in INT_DTYPES and g.chance(40):
+            val = g.order(shape, depth)
+            val = val if val is None or dtype == "i32" else g.cast(val, dtype)
+        else:
+            val = g.across(dtype, shape, lambda s, d=dtype, k=depth: g.value(d, s, k), dtype not in FLOAT_DTYPES)
+        val = g.checked(val, lambda d=dtype: g.leaf(d, shape)) if val is not None else g.leaf(dtype, shape)
+        spec.stored(out, val)
+        g.stmts.append(op("store", ptr=op("add", lhs=out, rhs="tile"), value=val.expr, mask="tile_ok"))
+    grid = [op("cdiv", lhs="M", rhs="BM"), op("cdiv", lhs="N", rhs="BN")]
+    if g.chance(50):
+        bins = g.choose([1, 2, 4, 8, 16])
+        counts, _ = spec.output("counts", "i32", [op("mul", lhs=grid[0], rhs=grid[1]), bins])
+        values = g.in_range(shape, bins)
+        mask = {"mask": op("reshape", x="tile_ok", shape=[bm * bn])} if g.chance(50) else {}
+        hist = op("histogram", x=op("reshape", x=values.expr, shape=[bm * bn]), bins=bins, **mask)
+        program = op("add", lhs=op("mul", lhs=op("program_id", axis=0), rhs=op("num_programs", axis=1)),
+                     rhs=op("program_id", axis=1))
+        spec.stored(counts, Val(hist, "i32", (bins,), float(bm * bn)))
+        g.stmts.append(op("store", ptr=op("add", lhs=op("add", lhs=counts, rhs=op("mul", lhs=program, rhs=bins)),
+                                          rhs=op("arange", size=bins)), value=hist))
+    return spec.build(grid, g.stmts, g.choose([1, 2, 4]), "blocks")
+
+
 def _running_max(g: _Gen, loop: _Gen, dtype: str, n: int, carries: list[dict[str, Any]]) -> list[Val]:
     """Carry the row's maximum and the first column where it occurs, over exact values: masked
     lanes read the dtype's lowest value, so they never win."""
@@ -1272,7 +1426,7 @@ def grid3d_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
 
 
 TEMPLATES = {"elementwise": elementwise_kernels, "tile": tile_kernels, "rows": row_kernels, "dot": dot_kernels,
-             "grid3d": grid3d_kernels}
+             "grid3d": grid3d_kernels, "blocks": block_op_kernels}
 
 
 def kernels() -> st.SearchStrategy[GeneratedKernel]:

@@ -234,6 +234,11 @@ class _Analysis:
             return self.expr(e.x, env)
         if isinstance(e, L.Reduce) and e.op in ("argmax", "argmin"):
             return TOP
+        if isinstance(e, (L.Sort, L.TopK)) and e.op in ("sort", "topk") or \
+                isinstance(e, L.Scan) and e.op in ("cummax", "cummin"):
+            return self.expr(e.x, env)  # values of x, rearranged or repeated
+        if isinstance(e, L.Gather):
+            return self.expr(e.src, env)
         return TOP
 
     # -- statements -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from kernelgen import check_blocks
 from kernelgen import language as L
 from kernelgen import sequence
 from kernelgen.bounds import unproven_accesses
@@ -673,6 +674,21 @@ class _Checker:
             del shape[e.axis]
         dtype = "i32" if e.op in ("argmax", "argmin") else ("f32" if x.weak else x.dtype)
         return ValueType(dtype, tuple(shape))
+
+    def _scan(self, e: L.Scan, path: str, scope) -> ValueType:
+        return check_blocks.scan(self, e, path, scope)
+
+    def _sort(self, e: L.Sort, path: str, scope) -> ValueType:
+        return check_blocks.sort(self, e, path, scope)
+
+    def _topk(self, e: L.TopK, path: str, scope) -> ValueType:
+        return check_blocks.topk(self, e, path, scope)
+
+    def _gather(self, e: L.Gather, path: str, scope) -> ValueType:
+        return check_blocks.gather(self, e, path, scope)
+
+    def _histogram(self, e: L.Histogram, path: str, scope) -> ValueType:
+        return check_blocks.histogram(self, e, path, scope)
 
     def _dot(self, e: L.Dot, path: str, scope) -> ValueType:
         lhs = self.expr(e.lhs, child(path, "lhs"), scope)

@@ -30,8 +30,9 @@ differs from the interpreter in places, and the emitter writes the difference ou
   Python's own operators would floor-divide them or compute in double precision, so such an
   operation gets a tensor operand first. i64 params are widened in the kernel (Triton passes
   small integers as i32). A ``let`` of a literal is written as the literal where it is used,
-  so that it stays weak (the interpreter turns every assigned constant into a tensor). bf16
-  ``maximum``/``minimum``/``clamp`` cast back to bf16 (Triton computes them in f32).
+  so that it stays weak (the interpreter turns every assigned constant into a tensor). f16 and
+  bf16 ``maximum``/``minimum``/``clamp`` cast back (Triton computes bf16 ones in f32, and f16
+  ones with a Python float: the values are the same, the dtype is not, which a bitcast sees).
 * **tanh, log1p and pow** are small jitted helpers over core ``tl`` ops computed in f64 (rounded
   once to f32): libdevice, which has them, does not run in Triton's interpreter.
 
@@ -67,6 +68,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Collection, Union
 
+from kernelgen import emit_blocks
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
 from kernelgen.emit_batch import batch_lines, unbatch_lines
@@ -212,6 +214,7 @@ def _pow(x, y):
     return tl.where(one, 1.0, result)
 ''',
 }
+HELPERS.update(emit_blocks.HELPERS)
 HOST_HELPERS: dict[str, str] = {
     "_div_toward_zero": '''
 def _div_toward_zero(a, b):
@@ -604,8 +607,9 @@ class _KernelEmitter:
         if e.op in ("maximum", "minimum"):
             nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype in FLOAT_DTYPES else ""
             text = f"tl.{e.op}({lhs.text}, {rhs.text}{nan})"
-            if dtype == "bf16":
-                text += ".to(tl.bfloat16)"  # Triton compares bf16 in f32
+            if dtype in ("f16", "bf16"):
+                # Triton compares bf16 in f32, and f16 with a Python float too: the result is f32
+                text += f".to({TL_DTYPES[dtype]})"
             either, both = lhs.nonnegative or rhs.nonnegative, lhs.nonnegative and rhs.nonnegative
             return _Code(text, POSTFIX, t.dtype, nonnegative=either if e.op == "maximum" else both)
         symbol, prec = _BINARY_OPERATORS[e.op]
@@ -658,7 +662,7 @@ class _KernelEmitter:
             x = self.coerce(x, dtype, tensor=True)
         nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype in FLOAT_DTYPES else ""
         text = f"tl.minimum(tl.maximum({x.text}, {lo.text}{nan}), {hi.text}{nan})"
-        return _Code(text + (".to(tl.bfloat16)" if dtype == "bf16" else ""), POSTFIX, dtype)
+        return _Code(text + (f".to({TL_DTYPES[dtype]})" if dtype in ("f16", "bf16") else ""), POSTFIX, dtype)
 
     def _cast(self, e: L.Cast, path: str, env) -> _Code:
         x = self.expr(e.x, child(path, "x"), env)
@@ -717,6 +721,35 @@ class _KernelEmitter:
             index = f"tl.broadcast_to({index}[{slots}], {list(xt.shape)})"
         return _Code(f"tl.reduce(({x.text}, {index}), {e.axis}, {combine}{keep})[1]", POSTFIX, "i32",
                      nonnegative=True)
+
+    def _scan(self, e: L.Scan, path: str, env) -> _Code:
+        t = self.types[path]
+        x = self.operand(e.x, child(path, "x"), env, t.dtype, tensor=True)
+        return _Code(emit_blocks.scan_call(e, x.text, t.dtype, self.helpers), POSTFIX, t.dtype)
+
+    def _sort(self, e: Union[L.Sort, L.TopK], path: str, env) -> _Code:
+        t, xt = self.types[path], self.types[child(path, "x")]
+        x = self.operand(e.x, child(path, "x"), env, xt.dtype, tensor=True)
+        k = t.shape[-1] if isinstance(e, L.TopK) else None
+        descending = True if isinstance(e, L.TopK) else e.descending
+        text = emit_blocks.sort_call(e.op, x.text, xt.dtype, xt.shape, descending, k, self.helpers)
+        return _Code(text, POSTFIX, t.dtype, nonnegative=e.op.startswith("arg"))
+
+    _topk = _sort
+
+    def _gather(self, e: L.Gather, path: str, env) -> _Code:
+        t, it = self.types[path], self.types[child(path, "index")]
+        src = self.operand(e.src, child(path, "src"), env, t.dtype, tensor=True)
+        index = self.operand(e.index, child(path, "index"), env, it.dtype, tensor=True)
+        return _Code(f"tl.gather({src.text}, {index.text}, {e.axis})", POSTFIX, t.dtype)
+
+    def _histogram(self, e: L.Histogram, path: str, env) -> _Code:
+        xt = self.types[child(path, "x")]
+        # i32 values: Triton's interpreter fails on an int64 histogram (NumPy's int64 counts);
+        # a value that i32 changes is outside the bins, an error anyway
+        x = self.operand(e.x, child(path, "x"), env, "i32", tensor=True)
+        mask = "" if e.mask is None else f", mask={self.operand(e.mask, child(path, 'mask'), env, 'bool').text}"
+        return _Code(f"tl.histogram({x.text}, {self.types[path].shape[0]}{mask})", POSTFIX, "i32", nonnegative=True)
 
     def _dot(self, e: L.Dot, path: str, env) -> _Code:
         a_dtype = self.types[child(path, "lhs")].dtype

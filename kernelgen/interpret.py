@@ -52,6 +52,7 @@ from typing import Any, Mapping, Sequence, Union
 
 import torch
 
+from kernelgen import interpret_blocks
 from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.atomics import AtomicMemory, apply_atomic
@@ -313,6 +314,32 @@ class _Run:
             fn = torch.argmax if e.op == "argmax" else torch.argmin
             out = fn(x, dim=axis, keepdim=e.keepdims).to(torch.int32)
         return out
+
+    def _scan(self, e: L.Scan, path: str, env) -> Value:
+        t = self.types[path]
+        return interpret_blocks.scan(e.op, self.eval_as(e.x, child(path, "x"), env, t.dtype, t.shape), e.axis, e.reverse)
+
+    def _sort(self, e: L.Sort, path: str, env) -> Value:
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        return interpret_blocks.sort(e.op, x, xt.dtype, e.descending)
+
+    def _topk(self, e: L.TopK, path: str, env) -> Value:
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        return interpret_blocks.sort(e.op, x, xt.dtype, True, self.types[path].shape[-1])
+
+    def _gather(self, e: L.Gather, path: str, env) -> Value:
+        t, st, it = self.types[path], self.types[child(path, "src")], self.types[child(path, "index")]
+        src = self.eval_as(e.src, child(path, "src"), env, t.dtype, st.shape)
+        index = self.eval_as(e.index, child(path, "index"), env, it.dtype, it.shape)
+        return interpret_blocks.gather(src, index, e.axis, path, self.programs, env.get(_ACTIVE))
+
+    def _histogram(self, e: L.Histogram, path: str, env) -> Value:
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        counted = self.active_mask(xt.shape, e.mask, path, env, env.get(_ACTIVE))
+        return interpret_blocks.histogram(x, self.types[path].shape[0], counted, path, self.programs)
 
     def _dot(self, e: L.Dot, path: str, env) -> Value:
         a_t = self.types[child(path, "lhs")]

@@ -54,6 +54,7 @@ UNARY_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "si
 BINARY_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum",
               "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shl", "shr", "lshr", "umulhi")
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
+SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin")
 ARITHMETIC_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum")
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_OPS = ("and", "or", "xor")
@@ -231,6 +232,58 @@ class Reduce(Node):
     keepdims: bool = False
 
 
+class Scan(Node):
+    """Running ``op`` of ``x`` along ``axis`` (bad_axis), same shape; ``reverse``: from the end.
+    ``cumsum``/``cumprod`` take f32, f64, i32, i64 (needs_f32), in a tree order (not sequential),
+    integers wrap; ``cummax``/``cummin`` any number, NaN propagates onward."""
+
+    op: Literal[SCAN_OPS]  # type: ignore[valid-type]
+    x: Expr
+    axis: int
+    reverse: bool = False
+
+
+class Sort(Node):
+    """``x`` (numbers, rank >= 1) sorted along its LAST axis (Triton sorts no other);
+    ``argsort``: i32 indices of that order. Floats: -0.0 before 0.0, NaN above inf; ties keep
+    index order (descending too). argsort takes no i64/f64 (bad_operand)."""
+
+    op: Literal["sort", "argsort"]
+    x: Expr
+    descending: bool = False
+
+
+class TopK(Node):
+    """The ``k`` largest along the last axis, largest first (that axis becomes k), as a
+    descending sort's first k; ``argtopk``: their i32 indices. k: a power of two <= the axis
+    (bad_value)."""
+
+    op: Literal["topk", "argtopk"]
+    x: Expr
+    k: Dim
+
+
+class Gather(Node):
+    """``out[..i..] = src[..index[..i..]..]`` along ``axis``: ``index`` integers of src's rank,
+    dims equal except at axis (shape_mismatch); index's shape, src's dtype. An index outside
+    0..src's axis-1 fails when run (index_out_of_range)."""
+
+    op: Literal["gather"]
+    src: Expr
+    index: Expr
+    axis: int
+
+
+class Histogram(Node):
+    """i32 counts ``[bins]``: ``out[b]`` = lanes of 1-D integer ``x`` equal to b where ``mask``.
+    A counted value outside 0..bins-1 fails when run (index_out_of_range)."""
+
+    op: Literal["histogram"]
+    x: Expr
+    bins: Dim
+    mask: Expr | None = None
+
+
 class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
     (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64), or both fp8 (any mix;
@@ -296,8 +349,8 @@ class TensorInfo(Node):
 
 
 OpNode = Annotated[
-    Union[ProgramId, Arange, Full, Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Dot,
-          ExpandDims, Reshape, Trans, Hint, TensorInfo],
+    Union[ProgramId, Arange, Full, Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
+          TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo],
     Field(discriminator="op"),
 ]
 
@@ -595,6 +648,7 @@ class Kernel(Node):
         return bool(self.launches)
 
 
-for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Dot, ExpandDims, Reshape,
-               Trans, Hint, Let, Store, Atomic, Carry, For, IfResult, If, Output, Param, Scratch, Launch, Kernel):
+for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort, TopK, Gather,
+               Histogram, Dot, ExpandDims, Reshape, Trans, Hint, Let, Store, Atomic, Carry, For, IfResult, If, Output,
+               Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

@@ -66,6 +66,7 @@ from typing import Any, BinaryIO, Callable, Collection, Literal, NamedTuple, Seq
 from triton._C.libtriton import ir, nvidia
 
 from kernelgen import language as L
+from kernelgen import lower_blocks
 from kernelgen.check import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType, child, is_literal,
                              literal_value)
 from kernelgen.checked import FP8_DTYPES, WIDE_FLOAT_DTYPES
@@ -634,13 +635,15 @@ class _Lowering:
         current = tuple(1 if i != axis else n for i in range(len(shape)))
         return b.create_broadcast(index, list(shape)) if current != shape else index
 
-    def combine_region(self, op: Any, arg_types: list[Any], combine: Callable[[list[Any]], list[Any]]) -> None:
+    def combine_region(self, op: Any, arg_types: list[Any], combine: Callable[[list[Any]], list[Any]],
+                       returns: Callable[..., Any] | None = None) -> None:
+        """The combine region of a ``tt.reduce`` (or, with ``returns=create_scan_ret``, a ``tt.scan``)."""
         b = self.builder
         saved = b.get_insertion_point()
         block = b.create_block_with_parent(op.get_region(0), arg_types)
         b.set_insertion_point_to_start(block)
         args = [block.arg(i) for i in range(len(arg_types))]
-        b.create_reduce_ret(*combine(args))
+        (returns or b.create_reduce_ret)(*combine(args))
         b.restore_insertion_point(saved)
 
     def reduce_combine(self, op: str, args: list[Any], dtype: str) -> Any:
@@ -682,6 +685,39 @@ class _Lowering:
         past_the_end = self.constant(shape[axis], "i32", shape)
         candidates = b.create_select(holds, index, past_the_end)
         return self.reduce_one("min", candidates, ValueType("i32", shape), axis)
+
+    def _scan(self, e: L.Scan, path: str, env) -> Any:
+        t = self.types[path]
+        x = self.operand(e.x, child(path, "x"), env, t.dtype, t.shape)
+        self.at(path)
+        return lower_blocks.scan(self, e, x, t)
+
+    def _sort(self, e: L.Sort, path: str, env) -> Any:
+        xt = self.types[child(path, "x")].concrete()
+        x = self.operand(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        self.at(path)
+        return lower_blocks.sort(self, e.op, x, xt, e.descending)
+
+    def _topk(self, e: L.TopK, path: str, env) -> Any:
+        xt = self.types[child(path, "x")].concrete()
+        x = self.operand(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        self.at(path)
+        return lower_blocks.sort(self, e.op, x, xt, True, self.types[path].shape[-1])
+
+    def _gather(self, e: L.Gather, path: str, env) -> Any:
+        t, it = self.types[path], self.types[child(path, "index")]
+        src = self.operand(e.src, child(path, "src"), env, t.dtype)
+        index = self.operand(e.index, child(path, "index"), env, it.dtype, it.shape)
+        self.at(path)
+        return self.builder.create_gather(src, index, e.axis)
+
+    def _histogram(self, e: L.Histogram, path: str, env) -> Any:
+        xt = self.types[child(path, "x")]
+        # counted as i32, as the emitter does (a value that changes is outside the bins anyway)
+        x = self.operand(e.x, child(path, "x"), env, "i32", xt.shape)
+        mask = self.operand(e.mask, child(path, "mask"), env, "bool", xt.shape) if e.mask is not None else None
+        self.at(path)
+        return self.builder.create_histogram(x, self.types[path].shape[0], mask)
 
     def _dot(self, e: L.Dot, path: str, env) -> Any:
         t = self.types[path]

@@ -72,6 +72,7 @@ RULES: dict[str, str] = {
     "division_by_zero": "idiv, cdiv or rem by zero in a host expression",
     "out_of_bounds": "an active lane of a load or store outside its tensor, when run",
     "bad_loop": "a loop step <= 0 or more than 2**20 iterations, when the interpreter runs it",
+    "index_out_of_range": "a gather index or counted histogram value outside its range, when run",
     "hint_violated": "a hint false on the values, when run (see Hint)",
     "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget",
 }

@@ -79,6 +79,30 @@ BRANCHED = mutated(VADD, {"/body/4": {"op": "if", "cond": {"op": "gt", "lhs": "N
 
 SEMANTIC_CASES = [
     # names
+    # operations across a block (x_block, /body/3, is an f32 [BLOCK] load)
+    case("scan-axis-outside-the-rank", VADD, {"/body/3/value": {"op": "cumsum", "x": LOAD_X, "axis": 1}},
+         "bad_axis", "/body/3/value/axis"),
+    case("cumsum-of-f16", VADD, {"/body/3/value": {"op": "cumsum", "axis": 0,
+                                                   "x": {"op": "cast", "x": LOAD_X, "dtype": "f16"}}},
+         "needs_f32", "/body/3/value/x"),
+    case("sort-of-a-scalar", VADD, {"/body/3/value": {"op": "sort", "x": 1.5}}, "bad_axis", "/body/3/value/x"),
+    case("sort-of-bools", VADD, {"/body/3/value": {"op": "sort", "x": "in_bounds"}}, "bad_operand", "/body/3/value/x"),
+    case("argsort-of-f64", VADD, {"/body/3/value": {"op": "argsort", "x": {"op": "cast", "x": LOAD_X, "dtype": "f64"}}},
+         "bad_operand", "/body/3/value/x"),
+    case("topk-of-more-than-the-axis", VADD, {"/body/3/value": {"op": "topk", "x": LOAD_X, "k": 2048}},
+         "bad_value", "/body/3/value/k"),
+    case("topk-k-not-a-power-of-two", VADD, {"/body/3/value": {"op": "topk", "x": LOAD_X, "k": 3}},
+         "not_power_of_two", "/body/3/value/k"),
+    case("gather-index-of-another-rank", VADD, {"/body/3/value": {"op": "gather", "src": LOAD_X, "axis": 0,
+                                                                   "index": full([2, 4], 0, "i32")}},
+         "shape_mismatch", "/body/3/value/index"),
+    case("gather-float-index", VADD, {"/body/3/value": {"op": "gather", "src": LOAD_X, "index": LOAD_X, "axis": 0}},
+         "needs_int", "/body/3/value/index"),
+    case("histogram-of-floats", VADD, {"/body/3/value": {"op": "histogram", "x": LOAD_X, "bins": 16}},
+         "needs_int", "/body/3/value/x"),
+    case("histogram-of-a-2d-block", VADD, {"/body/3/value": {"op": "histogram", "x": full([4, 4], 0, "i32"),
+                                                             "bins": 16}},
+         "shape_mismatch", "/body/3/value/x"),
     case("use-of-unbound-name", VADD, {"/body/5/value/rhs": "z_block"}, "undefined_name", "/body/5/value/rhs"),
     case("use-before-let", VADD, {"/body/0/value/rhs": "offsets"}, "undefined_name", "/body/0/value/rhs"),
     case("size-used-without-param", VADD, {"/params": [{"name": "x"}, {"name": "y"}, {"name": "out"}]},
@@ -357,7 +381,7 @@ def test_every_checker_rule_has_a_case() -> None:
     the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES + TARGET_CASES}
     raised = set()
-    for module in ("check", "generic", "limits", "bounds"):
+    for module in ("check", "check_blocks", "generic", "limits", "bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)
 

@@ -239,12 +239,15 @@ def test_generated_kernels_cover_the_language() -> None:
     expected = set(L.UNARY_OPS) | set(L.BINARY_OPS) | set(L.REDUCE_OPS) | {
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
         "hint", "cache", "loop num_stages", "kernel num_stages", "if", "if results",
+        *L.SCAN_OPS, "sort", "argsort", "topk", "argtopk",
+        "gather", "histogram",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
         "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float",
         "bitcast", *L.RANDOM_OPS, "rand 4x word", "fp8 dot", "f8e4m3 tensor", "f8e5m2 tensor"} | set(L.ATOMIC_OPS)
     expected |= {f"cast:{a}->{b}" for a in L.DTYPES for b in L.DTYPES if a != b}
-    expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d")}
+    expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d",
+                                                     "blocks")}
     assert expected - seen == set()
 
 

@@ -1,0 +1,112 @@
+"""Triton Python for operations across a block: scans, sort, top-k, gather, histogram.
+
+:mod:`kernelgen.emit` calls :func:`scan_call` and :func:`sort_call` with operands already
+written; the text returned, and the jitted helpers it names (in :data:`HELPERS`), mean what
+:mod:`kernelgen.interpret_blocks` says:
+
+* ``tl.cumsum``/``tl.cumprod`` as they are (f32, f64, i32, i64: Triton casts none of them);
+  ``cummax``/``cummin`` are ``tl.associative_scan`` with the NaN-propagating maximum/minimum the
+  max/min reductions use (Triton has no ``tl.cummax``).
+* ``tl.sort`` and ``tl.topk`` compare with ``>``, which orders neither NaN nor -0.0 against 0.0:
+  floats are sorted as their integer order key (``_order_key``, ``_from_order_key``), as the
+  lowering does. argsort and argtopk sort ``key << 32 | index`` (``_argsort``); ``tl.topk``
+  returns values only in Triton 3.6 (``v, i = tl.topk(x, k)`` fails with "'tensor' object has no
+  attribute 'values'"), and ``tl.topk(x, 1)`` where that is one element fails with "'dtype' object
+  has no attribute 'numel'": a top-1 is emitted as ``tl.max`` of the keys.
+* ``tl.gather`` and ``tl.histogram`` (with ``mask=``) as they are.
+"""
+
+from __future__ import annotations
+
+from kernelgen import language as L
+
+# float dtype -> (its bits' Triton integer dtype, the canonical NaN's bits, the bits' width)
+_KEYS = {"f32": ("tl.int32", 0x7FC00000, 32), "f64": ("tl.int64", 0x7FF8000000000000, 64),
+         "f16": ("tl.int16", 0x7E00, 16), "bf16": ("tl.int16", 0x7FC0, 16)}
+_FLOATS = {"f32": "tl.float32", "f64": "tl.float64", "f16": "tl.float16", "bf16": "tl.bfloat16"}
+
+HELPERS: dict[str, str] = {
+    "_order_key": '''
+@triton.jit
+def _order_key(x, FLOAT: tl.constexpr, INT: tl.constexpr, NAN: tl.constexpr, WIDTH: tl.constexpr):
+    """A float's sort key: its bits as a signed integer, NaN made one NaN (above inf), negative
+    values' magnitude bits flipped (-0.0 below 0.0). ``x`` is made FLOAT first (Triton widens
+    some f16/bf16 results to f32); constants are typed (a Python int widens a 16-bit key)."""
+    x = x.to(FLOAT)
+    bits = tl.where(x != x, tl.full(x.shape, NAN, INT), x.to(INT, bitcast=True))
+    sign = bits >> tl.full(x.shape, WIDTH - 1, INT)
+    return bits ^ (sign & tl.full(x.shape, (1 << (WIDTH - 1)) - 1, INT))
+''',
+    "_from_order_key": '''
+@triton.jit
+def _from_order_key(key, INT: tl.constexpr, FLOAT: tl.constexpr, WIDTH: tl.constexpr):
+    """The float whose _order_key is ``key`` (the map is its own inverse); ``key`` is made INT
+    again first (tl.topk returns a 16-bit key as int32: tl.max widens it)."""
+    key = key.to(INT)
+    sign = key >> tl.full(key.shape, WIDTH - 1, INT)
+    return (key ^ (sign & tl.full(key.shape, (1 << (WIDTH - 1)) - 1, INT))).to(FLOAT, bitcast=True)
+''',
+    "_argsort": '''
+@triton.jit
+def _argsort(key, N: tl.constexpr, DESCENDING: tl.constexpr, K: tl.constexpr):
+    """Indices along the last axis in the order of the 32-bit ``key`` (the first K when K < N,
+    descending): (key << 32 | index) sorted as int64, low 32 bits kept; the index is N-1-i when
+    descending, so equal keys keep their index order either way."""
+    index = tl.arange(0, N)
+    if DESCENDING:
+        index = N - 1 - index
+    packed = (key.to(tl.int64) << 32) | index.to(tl.int64)
+    if K == 1:  # tl.topk(x, 1) of a block with one result fails (it reduces to a scalar)
+        packed = tl.max(packed, axis=len(packed.shape) - 1, keep_dims=True)
+    elif K < N:
+        packed = tl.topk(packed, K)
+    else:
+        packed = tl.sort(packed, descending=DESCENDING)
+    low = packed.to(tl.int32)
+    if DESCENDING:
+        low = N - 1 - low
+    return low
+''',
+}
+
+
+def _key(x: str, dtype: str, helpers: set[str]) -> str:
+    if dtype not in _KEYS:
+        return x
+    helpers.add("_order_key")
+    int_dtype, nan, width = _KEYS[dtype]
+    return f"_order_key({x}, {_FLOATS[dtype]}, {int_dtype}, {nan:#x}, {width})"
+
+
+def _from_key(key: str, dtype: str, helpers: set[str]) -> str:
+    if dtype not in _KEYS:
+        return key
+    helpers.add("_from_order_key")
+    int_dtype, _, width = _KEYS[dtype]
+    return f"_from_order_key({key}, {int_dtype}, {_FLOATS[dtype]}, {width})"
+
+
+def scan_call(e: L.Scan, x: str, dtype: str, helpers: set[str]) -> str:
+    reverse = ", reverse=True" if e.reverse else ""
+    if e.op in ("cumsum", "cumprod"):
+        return f"tl.{e.op}({x}, axis={e.axis}{reverse})"
+    combine = "_maximum_propagating_nan" if e.op == "cummax" else "_minimum_propagating_nan"
+    helpers.add(combine)
+    return f"tl.associative_scan({x}, {e.axis}, {combine}{reverse})"
+
+
+def sort_call(op: str, x: str, dtype: str, shape: tuple[int, ...], descending: bool, k: int | None,
+              helpers: set[str]) -> str:
+    """``sort``/``argsort`` of ``x`` (of ``shape``) along the last axis, or ``topk``/``argtopk``."""
+    rank, n = len(shape), shape[-1]
+    key = _key(x, dtype, helpers)
+    if op in ("argsort", "argtopk"):
+        helpers.add("_argsort")
+        return f"_argsort({key}, {n}, {descending}, {k or n})"
+    if k == 1 and n > 1:  # tl.topk(x, 1) fails where the result is one element (a scalar inside)
+        ordered = f"tl.max({key}, axis={rank - 1}, keep_dims=True)"
+    elif k is not None and k < n:
+        ordered = f"tl.topk({key}, {k})"
+    else:
+        ordered = f"tl.sort({key}, descending={descending})"
+    return _from_key(ordered, dtype, helpers)
