@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from kernelgen.results import CaseResult, Timing
 
 FAST_P_THRESHOLDS = (0.0, 1.0, 1.5)
-TIER_ORDER = ("easy", "med", "hard", "tritonbench")
+TIER_ORDER = ("easy", "med", "hard", "expert", "tritonbench")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from kernelgen.tasks import TIERS
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tier", choices=("easy", "med", "hard"), help="only this tier")
+    parser.add_argument("--tier", choices=TIERS, help="only this tier")
     parser.add_argument("--json", action="store_true", help="a JSON array of objects (id, tier, ...)")
 
 
