@@ -741,7 +741,8 @@ class _KernelEmitter:
         t, it = self.types[path], self.types[child(path, "index")]
         src = self.operand(e.src, child(path, "src"), env, t.dtype, tensor=True)
         index = self.operand(e.index, child(path, "index"), env, it.dtype, tensor=True)
-        return _Code(f"tl.gather({src.text}, {index.text}, {e.axis})", POSTFIX, t.dtype)
+        source = emit_blocks.widened_gather_source(src.text, self.types[child(path, "src")].shape, e.axis)
+        return _Code(f"tl.gather({source}, {index.text}, {e.axis})", POSTFIX, t.dtype)
 
     def _histogram(self, e: L.Histogram, path: str, env) -> _Code:
         xt = self.types[child(path, "x")]

@@ -19,6 +19,7 @@ written; the text returned, and the jitted helpers it names (in :data:`HELPERS`)
 from __future__ import annotations
 
 from kernelgen import language as L
+from kernelgen.lower_blocks import gather_repeats
 
 # float dtype -> (its bits' Triton integer dtype, the canonical NaN's bits, the bits' width)
 _KEYS = {"f32": ("tl.int32", 0x7FC00000, 32), "f64": ("tl.int64", 0x7FF8000000000000, 64),
@@ -110,3 +111,15 @@ def sort_call(op: str, x: str, dtype: str, shape: tuple[int, ...], descending: b
     else:
         ordered = f"tl.sort({key}, descending={descending})"
     return _from_key(ordered, dtype, helpers)
+
+
+def widened_gather_source(src: str, shape: tuple[int, ...], axis: int) -> str:
+    """A gather's source repeated along its axis as the lowering repeats it
+    (:data:`kernelgen.lower_blocks.GATHER_MIN_SOURCE`: Triton 3.6 aborts on small sources)."""
+    k = gather_repeats(shape)
+    if k == 1:
+        return src
+    index = ", ".join(["None" if d == axis else ":" for d in range(len(shape) + 1)])
+    wide = list(shape[:axis]) + [k] + list(shape[axis:])
+    merged = list(shape[:axis]) + [k * shape[axis]] + list(shape[axis + 1:])
+    return f"tl.reshape(tl.broadcast_to(({src})[{index}], {tuple(wide)}), {tuple(merged)})"

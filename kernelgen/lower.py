@@ -709,6 +709,7 @@ class _Lowering:
         src = self.operand(e.src, child(path, "src"), env, t.dtype)
         index = self.operand(e.index, child(path, "index"), env, it.dtype, it.shape)
         self.at(path)
+        src = lower_blocks.widened_gather_source(self, src, self.types[child(path, "src")].shape, e.axis)
         return self.builder.create_gather(src, index, e.axis)
 
     def _histogram(self, e: L.Histogram, path: str, env) -> Any:

@@ -199,3 +199,31 @@ def sort(lw: Any, op: str, x: Any, t: ValueType, descending: bool, k: int | None
     out_shape = t.shape[:-1] + ((k or n),)
     low = b.create_int_cast(ordered, _int_type(lw, 32, out_shape), True)
     return b.create_sub(_int_constant(lw, n - 1, 32, out_shape), low) if descending else low
+
+
+# Triton 3.6's layout pass for tt.gather (OptimizeThreadLocality, setOptimizedGatherLayout)
+# aborts the process, "Assertion `GatherLoweringHelper(op).isWarpLocal()' failed", when the
+# source has fewer elements than the program's threads and it runs on more than one warp (e.g.
+# a [2, 32] source and a [32, 32] index at 4 warps). A source below the threads of the most
+# warps a kernel can have (16, also under tuning) is therefore repeated along the gather axis
+# to that size: indices stay below the original extent, so they read the same values.
+GATHER_MIN_SOURCE = 16 * 32
+
+
+def gather_repeats(shape: tuple[int, ...]) -> int:
+    """How many times a gather's source of ``shape`` is repeated along its axis (1: as is)."""
+    numel = 1
+    for d in shape:
+        numel *= d
+    return 1 if numel >= GATHER_MIN_SOURCE else -(-GATHER_MIN_SOURCE // numel)
+
+
+def widened_gather_source(lw: Any, src: Any, shape: tuple[int, ...], axis: int) -> Any:
+    """``src`` repeated along ``axis`` as :data:`GATHER_MIN_SOURCE` explains."""
+    k = gather_repeats(shape)
+    if k == 1:
+        return src
+    b = lw.builder
+    wide = list(shape[:axis]) + [k] + list(shape[axis:])
+    repeated = b.create_broadcast(b.create_expand_dims(src, axis), wide)
+    return b.create_reshape(repeated, list(shape[:axis]) + [k * shape[axis]] + list(shape[axis + 1:]), False)

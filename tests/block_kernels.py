@@ -108,3 +108,21 @@ def row_gather() -> dict[str, Any]:
     store["ptr"] = o("expand_dims", x=store["ptr"], axis=0)
     store["mask"] = o("expand_dims", x="in_row", axis=0)
     return kernel
+
+
+def small_source_gather() -> dict[str, Any]:
+    """out[r, c] = table[idx[r, c], c]: a 2-row table read through a [32, 32] index at 4 warps,
+    the shape that aborts Triton 3.6's gather layout pass unless the source is repeated (see
+    kernelgen.lower_blocks.GATHER_MIN_SOURCE)."""
+    tile = o("add", lhs=o("mul", lhs=o("expand_dims", x=o("arange", size=32), axis=1), rhs=32),
+             rhs=o("expand_dims", x=o("arange", size=32), axis=0))
+    table = o("add", lhs=o("mul", lhs=o("expand_dims", x=o("arange", size=2), axis=1), rhs=32),
+              rhs=o("expand_dims", x=o("arange", size=32), axis=0))
+    return {
+        "name": "small_source_gather", "num_warps": 4,
+        "inputs": [{"name": "table", "dtype": "f32", "shape": [2, 32]}, {"name": "idx", "dtype": "i32", "shape": [32, 32]}],
+        "outputs": [{"name": "out", "dtype": "f32", "shape": [32, 32]}],
+        "params": [{"name": "table"}, {"name": "idx"}, {"name": "out"}], "grid": [1],
+        "body": [let("t", o("load", ptr=o("add", lhs="table", rhs=table))),
+                 let("i", o("load", ptr=o("add", lhs="idx", rhs=tile))),
+                 o("store", ptr=o("add", lhs="out", rhs=tile), value=o("gather", src="t", index="i", axis=0))]}

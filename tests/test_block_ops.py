@@ -125,13 +125,21 @@ def test_gather_permutes_each_row_and_refuses_an_index_outside_it() -> None:
     assert caught.value.code == "index_out_of_range" and "gather index 16 is outside 0..15" in str(caught.value)
 
 
+def test_a_gather_from_a_small_source_reads_the_table_rows() -> None:
+    table = torch.randn(2, 32, generator=torch.Generator().manual_seed(3))
+    idx = torch.randint(0, 2, (32, 32), generator=torch.Generator().manual_seed(4), dtype=torch.int32)
+    out = interpret(checked(B.small_source_gather()), [table, idx])["out"]
+    assert torch.equal(out, torch.gather(table, 0, idx.long()))
+
+
 # ---------------------------------------------------------------------------------------------
 # TTIR and PTX
 
 KERNELS = {"row_cumsum": B.row_cumsum(), "row_cumsum_i64": B.row_cumsum("i64", reverse=True),
            "row_sort": B.row_sort(), "row_sort_bf16_down": B.row_sort("bf16", descending=True),
            "row_sort_i32": B.row_sort("i32"), "row_topk": B.row_topk(), "row_topk_f16": B.row_topk("f16", k=8),
-           "block_histogram": B.block_histogram(), "row_gather": B.row_gather()}
+           "block_histogram": B.block_histogram(), "row_gather": B.row_gather(),
+           "small_source_gather": B.small_source_gather()}
 TTIR = {"row_cumsum": ['"tt.scan"', "reverse = false", "arith.addf", "arith.maximumf", "tt.scan.return"],
         "row_cumsum_i64": ["reverse = true", "arith.addi", "arith.maxsi"],
         "row_sort": ["tt.bitcast", "tt.reshape", '"tt.reduce"', "arith.xori", "arith.cmpi sgt", "arith.shli"],
@@ -140,7 +148,8 @@ TTIR = {"row_cumsum": ['"tt.scan"', "reverse = false", "arith.addf", "arith.maxi
         "row_topk": ["arith.maxsi", "tt.bitcast"],
         "row_topk_f16": ["i16"],
         "block_histogram": ["tt.histogram"],
-        "row_gather": ["tt.gather", "axis = 1"]}
+        "row_gather": ["tt.gather", "axis = 1"],
+        "small_source_gather": ["tt.broadcast", "tt.reshape", "tt.gather", "axis = 0"]}
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
