@@ -352,6 +352,45 @@ def patch_triton_interpreter_index() -> None:
     interpreter._patch_lang_tensor = install_with_index
 
 
+# fp8 limits and torch's dtypes of the conversions patch_triton_interpreter_fp8 takes over.
+_FP8_MAX = {"fp8e4nv": 448.0, "fp8e5": 57344.0}
+
+
+def patch_triton_interpreter_fp8() -> None:
+    """Make Triton 3.6's interpreter round f16/bf16/f32 -> fp8 (e4m3, e5m2) casts as the GPU does.
+
+    Its bit-level conversion adds the first cut-off bit to the mantissa without carrying into
+    the exponent and without ties-to-even (f16 124.0 -> e4m3 64.0, 1.95 -> 1.0; the GPU and
+    torch give 128.0 and 2.0), so a correct quantization kernel fails in the baseline's CPU
+    mode. These casts go through torch instead: round to nearest even, saturating at the
+    format's largest finite value (inf too, as cvt.rn.satfinite), NaN kept. Other conversions
+    keep the interpreter's code.
+    """
+    import numpy as np
+    import torch
+    from triton.runtime import interpreter
+
+    if getattr(interpreter._convert_float, "kernelgen_fp8_fix", False):
+        return
+    convert = interpreter._convert_float
+    sources = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+    targets = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
+
+    def convert_fp8(input, input_dtype, output_dtype, rounding_mode):
+        source, target = sources.get(input_dtype.name), targets.get(output_dtype.name)
+        if source is None or target is None:
+            return convert(input, input_dtype, output_dtype, rounding_mode)
+        array = np.ascontiguousarray(input)
+        values = torch.frombuffer(bytearray(array.tobytes()), dtype=source).reshape(array.shape).float()
+        limit = _FP8_MAX[output_dtype.name]
+        clamped = torch.where(values.isnan(), values, values.clamp(-limit, limit))
+        return clamped.to(target).view(torch.uint8).numpy()
+
+    convert_fp8.kernelgen_fp8_fix = True
+    convert_fp8.original = convert
+    interpreter._convert_float = convert_fp8
+
+
 def load_module(path: Path, name: str = "answer"):
     """Import a Python file as a module (Triton reads a kernel's source from its file)."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -502,6 +541,7 @@ def _child_main(job_dir: Path) -> int:
         triton.runtime.driver.active.get_current_device()
     else:
         patch_triton_interpreter_index()
+        patch_triton_interpreter_fp8()
     def placed(inputs: list[Any]) -> list[Any]:
         return [x.cuda() if cuda and isinstance(x, torch.Tensor) else x for x in inputs]
 
