@@ -58,10 +58,10 @@ class SizeRange(_Model):
 
 class Domain(_Model):
     """How an input's values are drawn: normal (both signs, the default) scaled by ``scale``,
-    uniform in [low, high], integers in [low, high], or ``offsets``: the boundaries of
-    segments of a 1-D integer input (CSR row pointers, embedding_bag's offsets), sorted, first
-    0 and last the size ``total`` (a task's size name), so ragged inputs are well formed; the
-    cut points are uniform, so lengths vary and equal neighbours make empty segments."""
+    uniform in [low, high], integers in [low, high], or ``offsets``: the starts of segments
+    of a 1-D integer input (embedding_bag's offsets; the last segment ends at the size
+    ``total``, a task's size name), sorted in [0, total], the first 0, so ragged inputs are
+    well formed; the cuts are uniform, so lengths vary and equal neighbours make empty ones."""
 
     kind: Literal["normal", "uniform", "integers", "offsets"] = "normal"
     scale: float = 1.0
@@ -343,7 +343,7 @@ class Task(_Model):
 
 def _offsets_problem(name: str, domain: Domain, task: Task) -> str | None:
     """What is wrong with an ``offsets`` domain of input ``name``, or None: it needs a 1-D
-    integer tensor of at least two entries (one segment) and a total that is a size name."""
+    integer tensor and a total that is a size name."""
     if domain.kind != "offsets":
         return None
     spec = next(i for i in task.signature.inputs if i.name == name)
@@ -351,9 +351,6 @@ def _offsets_problem(name: str, domain: Domain, task: Task) -> str | None:
         return f"domains/{name}: offsets are drawn for a 1-D i32 or i64 tensor"
     if domain.total not in task.sizes:
         return f"domains/{name}/total: {domain.total!r} is not a size name of the task"
-    length = spec.shape[0]
-    if (task.sizes[length].min if isinstance(length, str) else length) < 2:
-        return f"domains/{name}: offsets need at least 2 entries (its size's min is below 2)"
     return None
 
 

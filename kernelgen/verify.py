@@ -37,9 +37,9 @@ def size_seed(task: Task, sizes: Mapping[str, int], seed: int) -> int:
 
 
 def draw_offsets(count: int, total: int, dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
-    """``count`` sorted segment boundaries from 0 to ``total``: uniform cut points between."""
-    cuts = torch.randint(0, total + 1, (count - 2,), generator=generator).sort().values
-    return torch.cat([torch.zeros(1, dtype=torch.int64), cuts, torch.full((1,), total)]).to(dtype)
+    """``count`` sorted segment starts in [0, ``total``], the first 0: uniform cut points."""
+    cuts = torch.randint(0, total + 1, (count - 1,), generator=generator).sort().values
+    return torch.cat([torch.zeros(1, dtype=torch.int64), cuts]).to(dtype)
 
 
 def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator,
