@@ -58,16 +58,28 @@ class SizeRange(_Model):
 
 class Domain(_Model):
     """How an input's values are drawn: normal (both signs, the default) scaled by ``scale``,
-    uniform in [low, high], or integers in [low, high]."""
+    uniform in [low, high], integers in [low, high], or ``offsets``: the starts of segments
+    of a 1-D integer input (embedding_bag's offsets; the last segment ends at the size
+    ``total``, a task's size name), sorted in [0, total], the first 0, so ragged inputs are
+    well formed; the cuts are uniform, so lengths vary and equal neighbours make empty ones."""
 
-    kind: Literal["normal", "uniform", "integers"] = "normal"
+    kind: Literal["normal", "uniform", "integers", "offsets"] = "normal"
     scale: float = 1.0
     low: float = -1.0
     high: float = 1.0
+    total: str | None = None
+
+    @model_validator(mode="after")
+    def _total_for_offsets(self) -> Domain:
+        if (self.kind == "offsets") != (self.total is not None):
+            raise ValueError("total (a size name) is given for, and only for, kind offsets")
+        return self
 
     def describe(self) -> str:
         if self.kind == "normal":
             return f"normal of scale {self.scale:g}"
+        if self.kind == "offsets":
+            return f"sorted segment offsets from 0 to {self.total}"
         return f"{'integers' if self.kind == 'integers' else 'uniform'} in [{self.low:g}, {self.high:g}]"
 
 
@@ -212,9 +224,12 @@ class Task(_Model):
         scalar_inputs = {i.name for i in self.signature.inputs if i.shape is None and i.is_plain}
         if set(self.scalars) != scalar_inputs:
             raise ValueError(f"scalars must give a value for each scalar input {sorted(scalar_inputs)}")
-        for name in list(self.domains) + list(self.extreme_domains):
+        for name, domain in list(self.domains.items()) + list(self.extreme_domains.items()):
             if name not in names:
                 raise ValueError(f"domains names {name!r}, which is not an input")
+            problem = _offsets_problem(name, domain, self)
+            if problem is not None:
+                raise ValueError(problem)
         for name in self.scalar_ranges:
             if name not in scalar_inputs:
                 raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
@@ -324,6 +339,19 @@ class Task(_Model):
         from kernelgen.host import HostEnv, eval_host
 
         return int(eval_host(expr, HostEnv(dict(sizes), dict(self.scalars), {})))
+
+
+def _offsets_problem(name: str, domain: Domain, task: Task) -> str | None:
+    """What is wrong with an ``offsets`` domain of input ``name``, or None: it needs a 1-D
+    integer tensor and a total that is a size name."""
+    if domain.kind != "offsets":
+        return None
+    spec = next(i for i in task.signature.inputs if i.name == name)
+    if spec.shape is None or len(spec.shape) != 1 or spec.dtype not in ("i32", "i64"):
+        return f"domains/{name}: offsets are drawn for a 1-D i32 or i64 tensor"
+    if domain.total not in task.sizes:
+        return f"domains/{name}/total: {domain.total!r} is not a size name of the task"
+    return None
 
 
 def _variant_problem(task: Task) -> str | None:

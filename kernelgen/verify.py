@@ -36,8 +36,17 @@ def size_seed(task: Task, sizes: Mapping[str, int], seed: int) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
 
 
-def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator) -> torch.Tensor:
+def draw_offsets(count: int, total: int, dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    """``count`` sorted segment starts in [0, ``total``], the first 0: uniform cut points."""
+    cuts = torch.randint(0, total + 1, (count - 1,), generator=generator).sort().values
+    return torch.cat([torch.zeros(1, dtype=torch.int64), cuts]).to(dtype)
+
+
+def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator,
+                sizes: Mapping[str, int] | None = None) -> torch.Tensor:
     dtype = torch_dtype(spec.dtype)
+    if domain is not None and domain.kind == "offsets":
+        return draw_offsets(shape[0], int(sizes[domain.total]), dtype, generator)
     if spec.dtype == "bool":
         return torch.randint(0, 2, shape, generator=generator).bool()
     if (domain is not None and domain.kind == "integers") or (domain is None and spec.dtype in ("i32", "i64")):
@@ -89,7 +98,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = torch.empty(shape, dtype=torch_dtype(spec.dtype), device="meta")
                 continue
             domain = task.extreme_domains.get(spec.name) if extreme else None
-            args[spec.name] = draw_tensor(spec, shape, domain or task.domains.get(spec.name), generator)
+            args[spec.name] = draw_tensor(spec, shape, domain or task.domains.get(spec.name), generator, sizes)
     return args
 
 

@@ -5,6 +5,7 @@ their ranges, extreme-value domains; and what the record and the summary say of 
 from __future__ import annotations
 
 import pytest
+import torch
 from pydantic import ValidationError
 
 from kernelgen import language as L
@@ -146,3 +147,27 @@ def test_scalar_ranges_are_validated() -> None:
     data["scalar_ranges"] = {"beta": {"min": 0.0, "max": 1.0}}
     with pytest.raises(ValidationError, match="not a scalar input"):
         Task.model_validate(data)
+
+
+def test_offsets_are_sorted_segment_starts_within_the_total() -> None:
+    """An ``offsets`` domain draws well-formed ragged inputs: the first start 0, sorted, each
+    in [0, total]; lengths vary, and some segments are empty where the cuts repeat."""
+    task = get_task("segment_sum_csr")
+    for sizes in ({"E": 1, "D": 3, "S": 1}, {"E": 5, "D": 2, "S": 40}, {"E": 3000, "D": 1, "S": 100}):
+        offsets = make_inputs(task, sizes, seed=2)["offsets"]
+        assert offsets.dtype == torch.int32 and offsets.shape == (sizes["S"],)
+        assert offsets[0] == 0 and bool((offsets[1:] >= offsets[:-1]).all()) and int(offsets[-1]) <= sizes["E"]
+    many = make_inputs(task, {"E": 3000, "D": 1, "S": 100}, seed=2)["offsets"]
+    lengths = torch.diff(torch.cat([many, torch.tensor([3000], dtype=torch.int32)]))
+    assert int(lengths.max()) > 3 * int(lengths.float().mean())  # not an even split
+    assert int((make_inputs(task, {"E": 5, "D": 2, "S": 40}, seed=2)["offsets"].diff() == 0).sum()) > 0
+
+
+def test_an_offsets_domain_needs_a_size_total_and_a_1d_integer_input() -> None:
+    data = get_task("segment_sum_csr").model_dump(exclude={"variant"})
+    with pytest.raises(ValidationError, match="total"):
+        Task.model_validate({**data, "domains": {"offsets": {"kind": "offsets"}}})
+    with pytest.raises(ValidationError, match="is not a size name"):
+        Task.model_validate({**data, "domains": {"offsets": {"kind": "offsets", "total": "Q"}}})
+    with pytest.raises(ValidationError, match="1-D i32 or i64"):
+        Task.model_validate({**data, "domains": {"values": {"kind": "offsets", "total": "E"}}})
