@@ -13,6 +13,7 @@ its prompts).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import random
@@ -58,17 +59,37 @@ class SizeRange(_Model):
 
 class Domain(_Model):
     """How an input's values are drawn: normal (both signs, the default) scaled by ``scale``,
-    uniform in [low, high], or integers in [low, high]."""
+    uniform in [low, high], integers in [low, high], or ``offsets``: integers nondecreasing
+    along the last axis from low up to a last element equal to high (the ends of ragged groups,
+    as torch's grouped matmul takes them). For integers and offsets, ``low`` and ``high`` may be
+    integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index tables that
+    must point inside a tensor whose extent is a size (pages of a KV cache, rows of a matrix)."""
 
-    kind: Literal["normal", "uniform", "integers"] = "normal"
+    kind: Literal["normal", "uniform", "integers", "offsets"] = "normal"
     scale: float = 1.0
-    low: float = -1.0
-    high: float = 1.0
+    low: Union[float, L.Expr] = -1.0
+    high: Union[float, L.Expr] = 1.0
 
     def describe(self) -> str:
         if self.kind == "normal":
             return f"normal of scale {self.scale:g}"
-        return f"{'integers' if self.kind == 'integers' else 'uniform'} in [{self.low:g}, {self.high:g}]"
+        what = {"integers": "integers", "uniform": "uniform", "offsets": "nondecreasing integers"}[self.kind]
+        return f"{what} in [{_show_bound(self.low)}, {_show_bound(self.high)}]"
+
+    def bounds(self, sizes: Mapping[str, int]) -> tuple[float, float]:
+        """``low`` and ``high`` at these sizes (host expressions evaluated)."""
+        from kernelgen.host import HostEnv, eval_host
+
+        env = HostEnv(dict(sizes), {}, {})
+        return tuple(b if isinstance(b, (int, float)) else eval_host(b, env) for b in (self.low, self.high))
+
+
+def _show_bound(bound: Union[float, L.Expr]) -> str:
+    if isinstance(bound, (int, float)):
+        return f"{bound:g}"
+    if isinstance(bound, str):
+        return bound
+    return json.dumps(bound.model_dump(exclude_defaults=True) if isinstance(bound, BaseModel) else bound)
 
 
 class ScalarRange(_Model):
