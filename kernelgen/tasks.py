@@ -13,6 +13,7 @@ its prompts).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import random
@@ -58,29 +59,49 @@ class SizeRange(_Model):
 
 class Domain(_Model):
     """How an input's values are drawn: normal (both signs, the default) scaled by ``scale``,
-    uniform in [low, high], integers in [low, high], or ``offsets``: the starts of segments
-    of a 1-D integer input (embedding_bag's offsets; the last segment ends at the size
-    ``total``, a task's size name), sorted in [0, total], the first 0, so ragged inputs are
-    well formed; the cuts are uniform, so lengths vary and equal neighbours make empty ones."""
+    uniform in [low, high], integers in [low, high], ``starts``: the starts of segments of a 1-D
+    integer input (embedding_bag's offsets; the last segment ends at the size ``total``, a task's
+    size name), sorted in [0, total], the first 0, so ragged inputs are well formed (the cuts are
+    uniform, so lengths vary and equal neighbours make empty ones), or ``ends``: integers
+    nondecreasing along the last axis from low up to a last element equal to high (the ends of
+    ragged groups, as torch's grouped matmul takes them). For integers and ends, ``low`` and
+    ``high`` may be integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index
+    tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows)."""
 
-    kind: Literal["normal", "uniform", "integers", "offsets"] = "normal"
+    kind: Literal["normal", "uniform", "integers", "starts", "ends"] = "normal"
     scale: float = 1.0
-    low: float = -1.0
-    high: float = 1.0
+    low: Union[float, L.Expr] = -1.0
+    high: Union[float, L.Expr] = 1.0
     total: str | None = None
 
     @model_validator(mode="after")
-    def _total_for_offsets(self) -> Domain:
-        if (self.kind == "offsets") != (self.total is not None):
-            raise ValueError("total (a size name) is given for, and only for, kind offsets")
+    def _total_for_starts(self) -> Domain:
+        if (self.kind == "starts") != (self.total is not None):
+            raise ValueError("total (a size name) is given for, and only for, kind starts")
         return self
 
     def describe(self) -> str:
         if self.kind == "normal":
             return f"normal of scale {self.scale:g}"
-        if self.kind == "offsets":
-            return f"sorted segment offsets from 0 to {self.total}"
-        return f"{'integers' if self.kind == 'integers' else 'uniform'} in [{self.low:g}, {self.high:g}]"
+        if self.kind == "starts":
+            return f"sorted segment starts from 0 to {self.total}"
+        what = {"integers": "integers", "uniform": "uniform", "ends": "nondecreasing integers ending at the high bound"}[self.kind]
+        return f"{what} in [{_show_bound(self.low)}, {_show_bound(self.high)}]"
+
+    def bounds(self, sizes: Mapping[str, int]) -> tuple[float, float]:
+        """``low`` and ``high`` at these sizes (host expressions evaluated)."""
+        from kernelgen.host import HostEnv, eval_host
+
+        env = HostEnv(dict(sizes), {}, {})
+        return tuple(b if isinstance(b, (int, float)) else eval_host(b, env) for b in (self.low, self.high))
+
+
+def _show_bound(bound: Union[float, L.Expr]) -> str:
+    if isinstance(bound, (int, float)):
+        return f"{bound:g}"
+    if isinstance(bound, str):
+        return bound
+    return json.dumps(bound.model_dump(exclude_defaults=True) if isinstance(bound, BaseModel) else bound)
 
 
 class ScalarRange(_Model):
@@ -227,7 +248,7 @@ class Task(_Model):
         for name, domain in list(self.domains.items()) + list(self.extreme_domains.items()):
             if name not in names:
                 raise ValueError(f"domains names {name!r}, which is not an input")
-            problem = _offsets_problem(name, domain, self)
+            problem = _starts_problem(name, domain, self)
             if problem is not None:
                 raise ValueError(problem)
         for name in self.scalar_ranges:
@@ -341,14 +362,14 @@ class Task(_Model):
         return int(eval_host(expr, HostEnv(dict(sizes), dict(self.scalars), {})))
 
 
-def _offsets_problem(name: str, domain: Domain, task: Task) -> str | None:
-    """What is wrong with an ``offsets`` domain of input ``name``, or None: it needs a 1-D
+def _starts_problem(name: str, domain: Domain, task: Task) -> str | None:
+    """What is wrong with a ``starts`` domain of input ``name``, or None: it needs a 1-D
     integer tensor and a total that is a size name."""
-    if domain.kind != "offsets":
+    if domain.kind != "starts":
         return None
     spec = next(i for i in task.signature.inputs if i.name == name)
     if spec.shape is None or len(spec.shape) != 1 or spec.dtype not in ("i32", "i64"):
-        return f"domains/{name}: offsets are drawn for a 1-D i32 or i64 tensor"
+        return f"domains/{name}: segment starts are drawn for a 1-D i32 or i64 tensor"
     if domain.total not in task.sizes:
         return f"domains/{name}/total: {domain.total!r} is not a size name of the task"
     return None

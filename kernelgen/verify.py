@@ -44,19 +44,31 @@ def draw_offsets(count: int, total: int, dtype: torch.dtype, generator: torch.Ge
 
 def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator,
                 sizes: Mapping[str, int] | None = None) -> torch.Tensor:
+    """One input's values; ``sizes`` evaluate a domain's bounds that are host expressions."""
     dtype = torch_dtype(spec.dtype)
-    if domain is not None and domain.kind == "offsets":
+    if domain is not None and domain.kind == "starts":
         return draw_offsets(shape[0], int(sizes[domain.total]), dtype, generator)
     if spec.dtype == "bool":
         return torch.randint(0, 2, shape, generator=generator).bool()
+    low, high = domain.bounds(sizes or {}) if domain is not None else (-100, 100)
+    if domain is not None and domain.kind == "ends":
+        return _ends(shape, int(low), int(high), generator).to(dtype)
     if (domain is not None and domain.kind == "integers") or (domain is None and spec.dtype in ("i32", "i64")):
-        low, high = (int(domain.low), int(domain.high)) if domain is not None else (-100, 100)
-        return torch.randint(low, high + 1, shape, generator=generator).to(dtype)
+        return torch.randint(int(low), int(high) + 1, shape, generator=generator).to(dtype)
     if domain is not None and domain.kind == "uniform":
-        values = torch.rand(shape, generator=generator, dtype=torch.float64) * (domain.high - domain.low) + domain.low
+        values = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
         return values.to(dtype)
     scale = domain.scale if domain is not None else 1.0
     return (torch.randn(shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generator) -> torch.Tensor:
+    """Integers in [low, high], nondecreasing along the last axis, the last one high: ragged
+    groups' ends (repeated values: empty groups)."""
+    values = torch.randint(low, high + 1, shape, generator=generator).sort(dim=-1).values
+    if values.numel():
+        values[..., -1] = high
+    return values
 
 
 def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:

@@ -150,7 +150,7 @@ def test_scalar_ranges_are_validated() -> None:
 
 
 def test_offsets_are_sorted_segment_starts_within_the_total() -> None:
-    """An ``offsets`` domain draws well-formed ragged inputs: the first start 0, sorted, each
+    """A ``starts`` domain draws well-formed ragged inputs: the first start 0, sorted, each
     in [0, total]; lengths vary, and some segments are empty where the cuts repeat."""
     task = get_task("segment_sum_csr")
     for sizes in ({"E": 1, "D": 3, "S": 1}, {"E": 5, "D": 2, "S": 40}, {"E": 3000, "D": 1, "S": 100}):
@@ -163,11 +163,11 @@ def test_offsets_are_sorted_segment_starts_within_the_total() -> None:
     assert int((make_inputs(task, {"E": 5, "D": 2, "S": 40}, seed=2)["offsets"].diff() == 0).sum()) > 0
 
 
-def test_an_offsets_domain_needs_a_size_total_and_a_1d_integer_input() -> None:
+def test_a_starts_domain_needs_a_size_total_and_a_1d_integer_input() -> None:
     data = get_task("segment_sum_csr").model_dump(exclude={"variant"})
     with pytest.raises(ValidationError, match="total"):
-        Task.model_validate({**data, "domains": {"offsets": {"kind": "offsets"}}})
+        Task.model_validate({**data, "domains": {"offsets": {"kind": "starts"}}})
     with pytest.raises(ValidationError, match="is not a size name"):
-        Task.model_validate({**data, "domains": {"offsets": {"kind": "offsets", "total": "Q"}}})
+        Task.model_validate({**data, "domains": {"offsets": {"kind": "starts", "total": "Q"}}})
     with pytest.raises(ValidationError, match="1-D i32 or i64"):
-        Task.model_validate({**data, "domains": {"values": {"kind": "offsets", "total": "E"}}})
+        Task.model_validate({**data, "domains": {"values": {"kind": "starts", "total": "E"}}})

@@ -32,12 +32,14 @@ from test_lower import CASES, wrapped_copy
 
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, check, child
+from kernelgen.checked import Checked, launches_of
 from kernelgen.cli import main as cli_main
 from kernelgen.emit import emit_triton, kernel_function_name, wrapper_name
 from kernelgen.errors import SemanticError
 from kernelgen.inputs import random_inputs
 from kernelgen.interpret import interpret
 from kernelgen.parse import kernel_from_obj, parse_kernel
+from kernelgen.verify import make_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -158,11 +160,13 @@ def rounds_to_fp8(checked: CheckedKernel) -> bool:
                for node, _ in walk(checked.kernel.body, "/body"))
 
 
-def computes_in_bf16(checked: CheckedKernel) -> bool:
+def computes_in_bf16(checked: Checked) -> bool:
     """Whether the kernel makes or computes bf16 values in a way Triton's interpreter gets
     wrong: it is right only for loads (without ``other``), stores, casts between bf16 and f32
     (up to a bf16 step: see :func:`rounds_to_bf16`) and operations that move bits (reshapes);
     NumPy has no bf16."""
+    if not isinstance(checked, CheckedKernel):
+        return any(computes_in_bf16(each) for each in launches_of(checked))
     types = checked.types
     moves_bits = (L.ExpandDims, L.Reshape, L.Trans)
     for node, path in walk(checked.kernel.body, "/body"):
@@ -209,9 +213,10 @@ SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", 
                    "bool": "i1", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5"}
 
 
-def compile_for_sm90(checked: CheckedKernel, directory: Path, integers_as_one: bool = False) -> str:
-    """Compile the emitted kernel with Triton's frontend and backend for sm_90 (no GPU needed);
-    return the PTX. ``integers_as_one`` passes every integer parameter as the constant 1."""
+def compile_for_sm90(checked: Checked, directory: Path, integers_as_one: bool = False) -> str:
+    """Compile the emitted kernel (each launch of a program) with Triton's frontend and backend
+    for sm_90 (no GPU needed); return the PTX. ``integers_as_one`` passes every integer
+    parameter as the constant 1."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -221,20 +226,23 @@ def compile_for_sm90(checked: CheckedKernel, directory: Path, integers_as_one: b
     path = directory / f"{checked.kernel.name}_{'ones' if integers_as_one else 'typed'}.py"
     path.write_text(emit_triton(checked))
     module = load_module(path, f"compiled_{path.stem}_{id(checked)}")
-    function = getattr(module, kernel_function_name(checked.kernel))
-    signature: dict[str, str] = {}
-    constants: dict[str, Any] = {}
-    for name, binding in zip(function.arg_names, checked.params):
-        if binding.tensor is not None:
-            signature[name] = "*" + SIGNATURE_TYPES[binding.type.dtype]
-        elif integers_as_one and binding.type.dtype in ("i32", "i64"):
-            signature[name], constants[name] = "constexpr", 1
-        else:
-            signature[name] = SIGNATURE_TYPES[binding.type.dtype]
-    for name, value in zip(function.arg_names[len(checked.params):], checked.meta.values()):
-        signature[name], constants[name] = "constexpr", value
-    compiled = triton.compile(ASTSource(function, signature, constants), target=GPUTarget("cuda", 90, 32))
-    return compiled.asm["ptx"]
+    ptx = []
+    for each in launches_of(checked):
+        function = getattr(module, kernel_function_name(each.kernel))
+        signature: dict[str, str] = {}
+        constants: dict[str, Any] = {}
+        for name, binding in zip(function.arg_names, each.params):
+            if binding.tensor is not None:
+                signature[name] = "*" + SIGNATURE_TYPES[binding.type.dtype]
+            elif integers_as_one and binding.type.dtype in ("i32", "i64"):
+                signature[name], constants[name] = "constexpr", 1
+            else:
+                signature[name] = SIGNATURE_TYPES[binding.type.dtype]
+        for name, value in zip(function.arg_names[len(each.params):], each.meta.values()):
+            signature[name], constants[name] = "constexpr", value
+        compiled = triton.compile(ASTSource(function, signature, constants), target=GPUTarget("cuda", 90, 32))
+        ptx.append(compiled.asm["ptx"])
+    return "\n".join(ptx)
 
 
 needs_real_triton = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
@@ -675,7 +683,8 @@ def test_task_golden_matches_interpreter(task: Any, triton_interpreter: TritonIn
     checked = small_blocks(task.golden)
     if computes_in_bf16(checked):
         pytest.skip("computes in bf16, which Triton's interpreter cannot (compiled in test_task_golden_compiles)")
-    args = random_inputs(checked.kernel, task_sizes(task), task.scalars, seed=11)
+    # The task's domains: index inputs (block tables, group offsets) must point inside tensors.
+    args = make_inputs(task, task_sizes(task), seed=11)
     check_in_triton_interpreter(triton_interpreter, checked, args)
 
 

@@ -95,3 +95,21 @@ def test_integer_outputs_compare_exactly_even_past_two_to_the_53() -> None:
     (found,) = check("row_argmax", {"out": big + 1}, {"out": big}, {"x": x})
     assert found.code == "mismatch" and "4 of 4 elements" in found.message
     assert "max abs error 1;" in found.message and f"got {2**53 + 1}, expected {2**53}" in found.message
+
+
+def test_domain_bounds_that_are_host_expressions_of_the_sizes() -> None:
+    """An index table drawn for a cache of P pages points inside it at every P; offsets are
+    nondecreasing ends of ragged groups whose last one is the row count."""
+    from kernelgen import language as L
+    from kernelgen.tasks import Domain
+    from kernelgen.verify import draw_tensor
+
+    pages = Domain.model_validate({"kind": "integers", "low": 0, "high": {"op": "sub", "lhs": "P", "rhs": 1}})
+    table = L.Input(name="table", dtype="i32", shape=["B", 8])
+    for p in (1, 3, 50):
+        drawn = draw_tensor(table, (64, 8), pages, torch.Generator().manual_seed(p), {"P": p})
+        assert drawn.dtype == torch.int32 and int(drawn.min()) >= 0 and int(drawn.max()) == p - 1
+    ends = Domain.model_validate({"kind": "ends", "low": 0, "high": "M"})
+    drawn = draw_tensor(L.Input(name="offs", dtype="i32", shape=["G"]), (7,), ends, torch.Generator(), {"M": 40})
+    assert int(drawn[-1]) == 40 and bool((drawn[1:] >= drawn[:-1]).all()) and int(drawn[0]) >= 0
+    assert pages.describe() == 'integers in [0, {"op": "sub", "lhs": "P", "rhs": 1}]'
