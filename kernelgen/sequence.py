@@ -113,16 +113,22 @@ def relocated(kernel: L.Kernel, index: int, error: KernelgenError) -> KernelgenE
     return moved
 
 
-def accesses(checked: CheckedKernel) -> tuple[set[str], set[str]]:
-    """The tensors a checked kernel may load from and may store into (pointer bases)."""
+def accesses(checked: CheckedKernel) -> tuple[set[str], set[str], set[str]]:
+    """The tensors a checked kernel may load from, may store into, and may update atomically
+    (pointer bases). An atomic reads what is there: it needs a value stored by an earlier launch
+    or a fill (zero scratch, an output's init), and it writes its tensor (a program whose only
+    writes are atomic adds into an output that starts at 0 writes that output)."""
     loaded: set[str] = set()
     stored: set[str] = set()
+    updated: set[str] = set()
     for node, path in nodes(checked.kernel.body, "/body"):
         if isinstance(node, L.Load):
             loaded |= checked.types[child(path, "ptr")].bases
         elif isinstance(node, L.Store):
             stored |= checked.types[child(path, "ptr")].bases
-    return loaded, stored
+        elif isinstance(node, L.Atomic):
+            updated |= checked.types[child(path, "ptr")].bases
+    return loaded, stored, updated
 
 
 def nodes(item: object, path: str) -> Iterator[tuple[object, str]]:
@@ -140,18 +146,21 @@ def nodes(item: object, path: str) -> Iterator[tuple[object, str]]:
 def sequence_diagnostics(kernel: L.Kernel, launches: list[CheckedKernel]) -> list[Diagnostic]:
     """The rules only the whole sequence can judge (the module's docstring)."""
     found: list[Diagnostic] = []
-    zeroed = {s.name for s in kernel.scratch if s.zero}
+    # Zero-filled scratch and outputs with an init fill hold values before any launch runs.
+    zeroed = {s.name for s in kernel.scratch if s.zero} | {o.name for o in kernel.outputs if o.init is not None}
     kinds = {**{o.name: "output" for o in kernel.outputs}, **{s.name: "scratch" for s in kernel.scratch}}
     written: set[str] = set()
     read: set[str] = set()
     for i, checked in enumerate(launches):
-        loaded, stored = accesses(checked)
-        written |= stored
-        for name in sorted((loaded & set(kinds)) - written - zeroed):
+        loaded, stored, updated = accesses(checked)
+        before = set(written)
+        written |= stored | updated
+        unfilled = ((loaded - written) | (updated - before)) & set(kinds)
+        for name in sorted(unfilled - zeroed):
             found.append(Diagnostic(f"/launches/{i}", "read_before_write",
                                     f"launch {i} ({checked.kernel.name}) loads {kinds[name]} {name!r} before any "
                                     f"launch stores into it ({'order the launches so one writes it first' if kinds[name] == 'output' else 'reorder the launches, or declare it zero'})"))
-        read |= loaded
+        read |= loaded | updated
     for i, s in enumerate(kernel.scratch):
         if s.name not in read:
             found.append(Diagnostic(f"/scratch/{i}", "scratch_unread",

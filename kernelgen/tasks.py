@@ -202,6 +202,10 @@ class Task(_Model):
     scalars: dict[str, Union[float, int, bool]] = {}
     scalar_ranges: dict[str, ScalarRange] = {}
     domains: dict[str, Domain] = {}
+    # Where ``eager`` draws its random numbers from PyTorch's generator (the same cost, another
+    # mask) while the reference reproduces the kernel's Philox stream: scalar values at which
+    # the two compute one function (dropout's p = 0), so that the eager twin is still checked.
+    eager_scalars: dict[str, Union[float, int, bool]] = {}
     # Where a task promises numerical stability: the domains of some checks' inputs (large
     # magnitudes; those checks also have long rows), so unstable formulas fail.
     extreme_domains: dict[str, Domain] = {}
@@ -254,6 +258,9 @@ class Task(_Model):
         for name in self.scalar_ranges:
             if name not in scalar_inputs:
                 raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
+        for name in self.eager_scalars:
+            if name not in scalar_inputs:
+                raise ValueError(f"eager_scalars names {name!r}, which is not a scalar input")
         problem = _variant_problem(self)
         if problem is not None:
             raise ValueError(problem)

@@ -143,6 +143,26 @@ def test_an_output_no_launch_writes_is_an_error() -> None:
     assert ("/outputs/0", "output_not_written") in diagnose(phase_one_only)
 
 
+def test_atomics_write_an_output_with_init_and_read_what_they_update() -> None:
+    """An output written only by atomic adds (it starts at 0) is written; an atomic into a
+    scratch no launch before has stored reads poison unless the scratch is zero."""
+    atomic = copy.deepcopy(COL_SUM)
+    atomic["outputs"][0]["init"] = 0
+    final = atomic["launches"][1]["body"][-1]
+    atomic["launches"][1]["body"][-1] = {"op": "atomic_add", "ptr": final["ptr"], "val": final["value"],
+                                         "mask": final["mask"]}
+    assert diagnose(atomic) == []
+    x = torch.randn(9, 20).to(torch.bfloat16)
+    torch.testing.assert_close(interpret(check(kernel_from_obj(atomic)), [x])["out"], x.float().sum(0))
+    into_scratch = copy.deepcopy(COL_SUM)
+    first = into_scratch["launches"][0]["body"][-1]
+    into_scratch["launches"][0]["body"][-1] = {"op": "atomic_add", "ptr": first["ptr"], "val": first["value"],
+                                               "mask": first["mask"]}
+    assert diagnose(into_scratch) == [("/launches/0", "read_before_write")]
+    into_scratch["scratch"][0]["zero"] = True
+    assert diagnose(into_scratch) == []
+
+
 def test_a_first_phase_that_misses_elements_fails_when_run() -> None:
     """Statically fine (phase 1 does store into the scratch), but its grid covers half the
     splits: phase 2 reads partial rows no launch wrote; the interpreter names the element."""
