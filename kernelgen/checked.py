@@ -32,6 +32,15 @@ ATOMIC_DTYPES: dict[str, tuple[str, ...]] = {
 # Storage-only floats: loaded, stored, cast, bitcast and multiplied by dot, never computed with.
 FP8_DTYPES = ("f8e4m3", "f8e5m2")
 # Bits per element, for bitcasts (bool has no bit pattern of its own in the language).
+# The dtype a name gets when its value failed to check: later uses are not reported again.
+ERROR_DTYPE = "<error>"
+
+
+class _Invalid(Exception):
+    """Raised inside the checker (kernelgen.check and its mixins kernelgen.check_host and
+    kernelgen.check_statements) when an expression is wrong; it has been reported already."""
+
+
 DTYPE_BITS = {"f64": 64, "i64": 64, "f32": 32, "i32": 32, "f16": 16, "bf16": 16, "f8e4m3": 8, "f8e5m2": 8}
 
 

@@ -228,7 +228,8 @@ def compiler_fingerprint() -> str:
     digest = hashlib.sha256()
     digest.update(f"triton={version('triton')};kernelgen={kernelgen.__version__};".encode())
     here = Path(__file__).parent
-    for name in ("lower.py", "lower_random.py", "philox.py", "compile.py", "check.py", "language.py"):
+    for name in ("lower.py", "lower_memory.py", "lower_reduce.py", "lower_control.py", "lower_random.py", "philox.py",
+                 "compile.py", "check.py", "check_host.py", "check_statements.py", "language.py"):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()
 

@@ -32,7 +32,7 @@ MANTISSA = {"f32": 23, "f64": 52}
 
 
 class Drawer(Protocol):
-    """What these draws need of the generator (:class:`kernelgen.ast_strategies._Gen`)."""
+    """What these draws need of the generator (:class:`kernelgen.draw_expressions._Gen`)."""
 
     def choose(self, options: Any) -> Any: ...
     def chance(self, percent: int) -> bool: ...

@@ -1,7 +1,8 @@
 """The values a random kernel is drawn from: an expression under construction with bounds on
 its magnitude and on the GPU's difference from the interpreter, and the small helpers that
-build JSON nodes and bounds. :mod:`kernelgen.ast_strategies` (the kernel templates) and
-:mod:`kernelgen.draw_bits` (bit operations, random numbers, fp8) draw with them.
+build JSON nodes and bounds. The generator of :mod:`kernelgen.ast_strategies` (its
+expressions, :mod:`kernelgen.draw_expressions`, and templates, :mod:`kernelgen.draw_templates`)
+and :mod:`kernelgen.draw_bits` (bit operations, random numbers, fp8) draw with them.
 """
 
 from __future__ import annotations

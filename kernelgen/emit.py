@@ -62,252 +62,26 @@ after the kernel (:func:`wrapper_name`).
 
 from __future__ import annotations
 
-import builtins
 import keyword
-import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Collection, Union
 
 from kernelgen import emit_blocks
 from kernelgen import language as L
-from kernelgen.check import CheckedKernel, ParamBinding, child, is_literal, literal_value
-from kernelgen.emit_batch import batch_lines, unbatch_lines
+from kernelgen.check import CheckedKernel, child, is_literal, literal_value
 from kernelgen.checked import Checked, launches_of
+from kernelgen.emit_code import (_BINARY_OPERATORS, ADD, ATOM, COMPARE, F32_TINY, FLOAT_DTYPES, FP8_DTYPES,
+                                 INT_DTYPES, MODULE_NAMES, MUL, POSTFIX, TL_DTYPES, TORCH_DTYPES, UNARY,  # noqa: F401
+                                 Namer, _Code, _literal, _number, round_to)
+from kernelgen.emit_helpers import HELPERS, HOST_HELPERS
+from kernelgen.emit_launcher import LAUNCHER_BUILTINS, _host_names, _HostExpressions, _param_code, _wrapper_lines
 
-MODULE_NAMES = ("torch", "triton", "tl")
-
-TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "f64": "tl.float64", "i32": "tl.int32",
-             "i64": "tl.int64", "bool": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5"}
-TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
-                "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool", "f8e4m3": "torch.float8_e4m3fn",
-                "f8e5m2": "torch.float8_e5m2"}
-FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
-INT_DTYPES = ("i32", "i64")
-FP8_DTYPES = ("f8e4m3", "f8e5m2")
-# The smallest normal and the largest finite f32: a Python float outside this range becomes an
-# f64 tensor when Triton makes a tensor of it on its own.
-F32_TINY = 2.0 ** -126
-F32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127
-
-# Python operator precedence, loosest first (only the levels the emitter writes).
-COMPARE, BIT_OR, BIT_XOR, BIT_AND, ADD, MUL, UNARY, POSTFIX, ATOM = range(2, 11)
-
-_BINARY_OPERATORS = {
-    "add": ("+", ADD), "sub": ("-", ADD), "mul": ("*", MUL), "idiv": ("//", MUL), "rem": ("%", MUL),
-    "lt": ("<", COMPARE), "le": ("<=", COMPARE), "gt": (">", COMPARE), "ge": (">=", COMPARE),
-    "eq": ("==", COMPARE), "ne": ("!=", COMPARE),
-    "and": ("&", BIT_AND), "or": ("|", BIT_OR), "xor": ("^", BIT_XOR),
-}
 _TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
              "sqrt": "tl.sqrt_rn", "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos",
              "erf": "tl.erf", "sigmoid": "tl.sigmoid", "abs": "tl.abs"}
 _HELPER_UNARY = {"tanh": "_tanh", "log1p": "_log1p"}
 # f64 versions where Triton's function takes fp32 only.
 _TL_UNARY_F64 = {"sqrt": "tl.sqrt"}
-
-# Jitted helpers, written into the module when a kernel uses them (in this order).
-HELPERS: dict[str, str] = {
-    "_shl": '''
-@triton.jit
-def _shl(a, b):
-    bits: tl.constexpr = a.dtype.primitive_bitwidth
-    inside = (b >= 0) & (b < bits)
-    return tl.where(inside, a << tl.where(inside, b, 0), 0)
-''',
-    "_shr": '''
-@triton.jit
-def _shr(a, b):
-    bits: tl.constexpr = a.dtype.primitive_bitwidth
-    return a >> tl.where((b >= 0) & (b < bits), b, bits - 1)
-''',
-    "_lshr": '''
-@triton.jit
-def _lshr(a, b):
-    bits: tl.constexpr = a.dtype.primitive_bitwidth
-    inside = (b >= 0) & (b < bits)
-    if bits == 32:
-        shifted = (a.to(tl.uint32, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint32)).to(tl.int32, bitcast=True)
-    else:
-        shifted = (a.to(tl.uint64, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint64)).to(tl.int64, bitcast=True)
-    return tl.where(inside, shifted, 0)
-''',
-    "_umulhi": '''
-@triton.jit
-def _umulhi(a, b):
-    bits: tl.constexpr = a.dtype.primitive_bitwidth
-    if bits == 32:
-        high = tl.umulhi(a.to(tl.uint32, bitcast=True), b.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True)
-    else:
-        high = tl.umulhi(a.to(tl.uint64, bitcast=True), b.to(tl.uint64, bitcast=True)).to(tl.int64, bitcast=True)
-    return high
-''',
-    "_maximum_propagating_nan": '''
-@triton.jit
-def _maximum_propagating_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL).to(a.dtype)
-''',
-    "_minimum_propagating_nan": '''
-@triton.jit
-def _minimum_propagating_nan(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL).to(a.dtype)
-''',
-    "_argmax_combine": '''
-@triton.jit
-def _argmax_combine(value1, index1, value2, index2):
-    """torch.argmax's order: NaN above every number; ties go to the lower index."""
-    nan1 = value1 != value1
-    nan2 = value2 != value2
-    lower = index1 < index2
-    greater = (value1 > value2) | ((value1 == value2) & lower)
-    pick1 = (nan1 & (~nan2 | lower)) | (~nan1 & ~nan2 & greater)
-    return tl.where(pick1, value1, value2), tl.where(pick1, index1, index2)
-''',
-    "_argmin_combine": '''
-@triton.jit
-def _argmin_combine(value1, index1, value2, index2):
-    """torch.argmin's order: NaN below every number; ties go to the lower index."""
-    nan1 = value1 != value1
-    nan2 = value2 != value2
-    lower = index1 < index2
-    less = (value1 < value2) | ((value1 == value2) & lower)
-    pick1 = (nan1 & (~nan2 | lower)) | (~nan1 & ~nan2 & less)
-    return tl.where(pick1, value1, value2), tl.where(pick1, index1, index2)
-''',
-    "_tanh": '''
-@triton.jit
-def _tanh(x):
-    """tanh of f32 or f64 in f64: -m / (2 + m) with m = expm1(-2|x|), signed like x; expm1(y)
-    is (u - 1) * y / log(u) with u = exp(y) (Kahan's form, accurate near 0 where 1 - exp is not)."""
-    y = -2.0 * tl.abs(x.to(tl.float64))
-    u = tl.exp(y)
-    m = tl.where(u == 1.0, y, tl.where(u == 0.0, -1.0, (u - 1.0) * (y / tl.log(u))))
-    magnitude = (-m / (2.0 + m)).to(x.dtype)
-    return tl.where(x < 0, -magnitude, magnitude)
-''',
-    "_log1p": '''
-@triton.jit
-def _log1p(x):
-    """log(1 + x) of f32 or f64, accurate near 0: log(u) * x / (u - 1) with u = 1 + x in f64."""
-    wide = x.to(tl.float64)
-    u = 1.0 + wide
-    result = tl.where(u == 1.0, wide, tl.log(u) * (wide / (u - 1.0)))
-    return tl.where(x == float("inf"), x, result.to(x.dtype))
-''',
-    "_pow": '''
-@triton.jit
-def _pow(x, y):
-    """torch.pow of f32 or f64: |x| ** y in f64, the sign of x for odd integer y, NaN for a negative
-    finite x and a non-integer y, 1 where y == 0 or x == 1 (even with NaN), and
-    (-1) ** +-inf == 1. Both operands are broadcast first: Triton's interpreter cannot combine a
-    0-d comparison with a block one (``&`` raises a TypeError there)."""
-    x, y = tl.broadcast(x, y)
-    magnitude = tl.exp2(y.to(tl.float64) * tl.log2(tl.abs(x).to(tl.float64))).to(x.dtype)
-    y_is_integer = tl.floor(y) == y
-    y_is_odd = y_is_integer & (tl.floor(y * 0.5) * 2.0 != y)
-    if x.dtype == tl.float64:
-        sign_bit = x.to(tl.int64, bitcast=True) < 0
-    else:
-        sign_bit = x.to(tl.int32, bitcast=True) < 0
-    result = tl.where(sign_bit & y_is_odd, -magnitude, magnitude)
-    result = tl.where((x < 0) & (x != float("-inf")) & ~y_is_integer, float("nan"), result)
-    one = (y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == float("inf")))
-    return tl.where(one, 1.0, result)
-''',
-}
-HELPERS.update(emit_blocks.HELPERS)
-HOST_HELPERS: dict[str, str] = {
-    "_div_toward_zero": '''
-def _div_toward_zero(a, b):
-    """Integer division rounding toward zero (C), as the kernel language's host expressions do."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-''',
-}
-
-
-@dataclass(frozen=True)
-class _Code:
-    """An emitted expression and what Triton will make of it.
-
-    ``dtype`` is the dtype of the tensor it evaluates to, or None for a Python constant (a
-    literal or a meta-parameter), which takes its dtype from the tensor next to it.
-    ``may_be_number`` marks values of that dtype that may nevertheless be plain Python numbers
-    when the kernel runs: integer params (Triton passes a 1 as a constant), loop variables and
-    float params (Python numbers in Triton's interpreter). Python's own operators would apply
-    to those (floor division, double precision), and they have no ``.to()``. ``value`` is a
-    literal's value; ``nonnegative`` says the value is known to be >= 0.
-    """
-
-    text: str
-    prec: int
-    dtype: str | None
-    pointer: bool = False
-    may_be_number: bool = False
-    value: Union[bool, int, float, None] = None
-    nonnegative: bool = False
-
-    def at(self, prec: int) -> str:
-        """The text as an operand that binds at least as tightly as ``prec``."""
-        return self.text if self.prec >= prec else f"({self.text})"
-
-
-def round_to(value: float, dtype: str) -> float:
-    """A float rounded to ``dtype`` (round to nearest even), as a Python float."""
-    import torch
-
-    from kernelgen.host import torch_dtype
-
-    return float(torch.tensor(value, dtype=torch.float64).to(torch_dtype(dtype)))
-
-
-def _number(value: Union[int, float]) -> tuple[str, int]:
-    if isinstance(value, float) and not math.isfinite(value):
-        return f'float("{value}")', POSTFIX
-    text = repr(value)
-    return text, UNARY if text.startswith("-") else ATOM
-
-
-def _literal(value: Union[bool, int, float], dtype: str | None) -> tuple[str, int]:
-    """A literal as it should be written where it stands for a value of ``dtype``."""
-    if isinstance(value, bool):
-        return repr(value), ATOM
-    if dtype in ("f16", "bf16"):
-        rounded = round_to(float(value), dtype)
-        if rounded != value:
-            return _number(rounded)
-    elif dtype == "f32" and isinstance(value, float) and math.isfinite(value) and abs(value) > F32_MAX:
-        rounded = round_to(value, "f32")
-        if math.isinf(rounded):
-            return _number(rounded)
-    return _number(value)
-
-
-class Namer:
-    """Python names for AST names: the same name each time, never a keyword, builtin, module
-    or other reserved name, and never another AST name."""
-
-    def __init__(self, taken: set[str], reserved: set[str]) -> None:
-        self.taken = set(taken)
-        self.reserved = set(reserved) | set(dir(builtins)) | set(keyword.kwlist)
-        self.names: dict[str, str] = {}
-
-    def __call__(self, name: str) -> str:
-        if name not in self.names:
-            candidate = name
-            while candidate in self.reserved or (candidate != name and candidate in self.taken):
-                candidate += "_"
-            self.names[name] = candidate
-            self.reserved.add(candidate)
-        return self.names[name]
-
-    def fresh(self, name: str) -> str:
-        """A new Python name for ``name``, never given before, now what ``name`` maps to."""
-        candidate = name
-        while candidate in self.reserved or candidate in self.taken:
-            candidate += "_"
-        self.names[name] = candidate
-        self.reserved.add(candidate)
-        return candidate
 
 
 def _kernel_names(kernel: L.Kernel) -> set[str]:
@@ -328,13 +102,6 @@ def _kernel_names(kernel: L.Kernel) -> set[str]:
 
     visit(kernel.body)
     return names
-
-
-def _host_names(checked: CheckedKernel) -> set[str]:
-    kernel = checked.kernel
-    return ({i.name for i in kernel.inputs} | set(checked.sizes) | {o.name for o in kernel.outputs}
-            | {m.name for m in kernel.meta} | {i.present for i in kernel.inputs if i.present}
-            | {item for i in kernel.inputs for item in i.items or ()} | {"grid"})
 
 
 def _module_namer() -> Namer:
@@ -364,88 +131,6 @@ def _referenced_names(expr: L.Expr) -> set[str]:
                 found |= _referenced_names(value)
         return found
     return set()
-
-
-class _HostExpressions:
-    """Host expressions (grid, output shapes, param values) as Python over the launcher's
-    locals, with the kernel language's integer semantics (division toward zero)."""
-
-    def __init__(self, names: Namer, scalars: dict[str, str], helpers: set[str]) -> None:
-        self.names = names
-        self.scalars = scalars
-        self.helpers = helpers
-
-    def kind(self, expr: L.Expr) -> str:
-        """'int', 'float' or 'bool': the Python type the expression evaluates to."""
-        if isinstance(expr, bool):
-            return "bool"
-        if isinstance(expr, int):
-            return "int"
-        if isinstance(expr, float) or is_literal(expr):
-            return "float"
-        if isinstance(expr, str) and expr in self.scalars:
-            dtype = self.scalars[expr]
-            return "float" if dtype in FLOAT_DTYPES else "bool" if dtype == "bool" else "int"
-        return "int"
-
-    def nonnegative(self, expr: L.Expr) -> bool:
-        if isinstance(expr, bool):
-            return True
-        if isinstance(expr, (int, float)):
-            return expr >= 0
-        if isinstance(expr, str):
-            return not is_literal(expr) and expr not in self.scalars
-        if isinstance(expr, L.TensorInfo):
-            return True
-        if isinstance(expr, L.Binary):
-            lhs, rhs = self.nonnegative(expr.lhs), self.nonnegative(expr.rhs)
-            if expr.op == "maximum":
-                return lhs or rhs
-            if expr.op == "sub":
-                return False
-            return lhs and rhs
-        return False
-
-    def emit(self, expr: L.Expr) -> tuple[str, int]:
-        if is_literal(expr):
-            return _number(literal_value(expr)) if not isinstance(expr, bool) else (repr(int(expr)), ATOM)
-        if isinstance(expr, str):
-            return self.names(expr), ATOM
-        if isinstance(expr, L.TensorInfo):
-            of = self.names(expr.of)
-            return (f"{of}.numel()" if expr.op == "numel" else f"{of}.stride({expr.dim})"), POSTFIX
-        assert isinstance(expr, L.Binary), expr
-        (lhs, lp), (rhs, rp) = self.emit(expr.lhs), self.emit(expr.rhs)
-        if expr.op in ("maximum", "minimum"):
-            return f"{'max' if expr.op == 'maximum' else 'min'}({lhs}, {rhs})", POSTFIX
-        exact = self.nonnegative(expr.lhs) and self.nonnegative(expr.rhs)
-        if expr.op == "cdiv":
-            if exact:
-                return f"triton.cdiv({lhs}, {rhs})", POSTFIX
-            self.helpers.add("_div_toward_zero")
-            return f"_div_toward_zero({lhs} + {_wrap(rhs, rp, ADD + 1)} - 1, {rhs})", POSTFIX
-        if expr.op in ("idiv", "rem") and not exact:
-            self.helpers.add("_div_toward_zero")
-            quotient = f"_div_toward_zero({lhs}, {rhs})"
-            if expr.op == "idiv":
-                return quotient, POSTFIX
-            return f"{_wrap(lhs, lp, ADD)} - {_wrap(rhs, rp, MUL)} * {quotient}", ADD
-        symbol, prec = _BINARY_OPERATORS[expr.op]
-        return f"{_wrap(lhs, lp, prec)} {symbol} {_wrap(rhs, rp, prec + 1)}", prec
-
-    def value(self, expr: L.Expr, dtype: str) -> str:
-        """A param's value, converted to what the kernel expects (as the host does)."""
-        text, _ = self.emit(expr)
-        kind = self.kind(expr)
-        if dtype in ("f32", "f64") and kind != "float":
-            return f"float({text})"
-        if dtype not in ("f32", "f64") and kind != "int":
-            return f"int({text})"
-        return text
-
-
-def _wrap(text: str, prec: int, needed: int) -> str:
-    return text if prec >= needed else f"({text})"
 
 
 class _KernelEmitter:
@@ -950,10 +635,6 @@ class _KernelEmitter:
             env[r.name] = _Code(name, ATOM, t.dtype, pointer=t.pointer)
 
 
-# Builtins the emitted launcher calls: a launcher may not be named after one of them.
-LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
-
-
 def emit_triton(checked: Checked, entry: str | None = None,
                 converted_inputs: Collection[str] | None = None) -> str:
     """Readable Triton Python for a checked kernel: imports, jitted helpers it needs, the
@@ -1024,122 +705,6 @@ def emit_triton(checked: Checked, entry: str | None = None,
     return "\n".join(out) + "\n"
 
 
-def _param_code(binding: ParamBinding, name: str, host: _HostExpressions) -> _Code:
-    if binding.tensor is not None:
-        return _Code(name, ATOM, binding.type.dtype, pointer=True)
-    dtype = binding.type.dtype
-    return _Code(name, ATOM, dtype, may_be_number=True,
-                 nonnegative=dtype in INT_DTYPES and host.nonnegative(binding.value))
-
-
-def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _HostExpressions,
-                   names: Namer, kernel_names: list[Namer], converted_inputs: Collection[str] | None) -> list[str]:
-    kernel = checked.kernel
-    body: list[str] = []
-    tensors = [i for i in kernel.inputs if i.shape is not None]
-    converted: set[str] = set()
-    for inp in kernel.inputs:
-        if inp.role == "dtype" and inp.binds is not None:
-            # torch's dtype=: the variant computes in that dtype, the inputs of it are cast first.
-            name, wanted = names(inp.name), TORCH_DTYPES[inp.binds]
-            body.append(f'assert {name} is None or {name} == {wanted}, f"{inp.name}: this variant takes None or '
-                        f'{wanted}, got {{{name}}}"')
-            converted.add(inp.binds)
-    # Omitted optional tensors are zeros, and numbers are expanded, to shapes the other tensors'
-    # sizes give, so those come first (a size no tensor gives is 1: a number is one element).
-    tensors.sort(key=lambda i: (i.present is not None, i.number))
-    given = [i for i in tensors if i.present is None and not i.number]
-    numbers = [i for i in tensors if i.number]
-    default_device = '"cuda" if torch.cuda.is_available() else "cpu"'
-    device = (f"{names(given[0].name)}.device" if given else f"{names(numbers[0].name)}.device" if numbers
-              else default_device)
-    for inp in tensors:
-        name = names(inp.name)
-        cast = f".to({TORCH_DTYPES[inp.dtype]})" if _converts(inp, converted, converted_inputs) else ""
-        if inp.present is None and not inp.number:
-            body.append(f"{name} = {name}{cast}.contiguous()")
-    for k, inp in enumerate(numbers):  # a Python number or a tensor, as a tensor on the call's device
-        name = names(inp.name)
-        where = device if given or k else f"{name}.device if isinstance({name}, torch.Tensor) else ({default_device})"
-        body.append(f"{name} = torch.as_tensor({name}, dtype={TORCH_DTYPES[inp.dtype]}, device={where})")
-    body += batch_lines(kernel, names)
-    bound: set[str] = set()
-    for inp in tensors:
-        name = names(inp.name)
-        dims = list(inp.shape)
-        if inp.present is not None:
-            cast = f".to({TORCH_DTYPES[inp.dtype]})" if _converts(inp, converted, converted_inputs) else ""
-            # its sizes are all bound by now: the checker has them in a required tensor
-            shape = _tuple([str(d) if isinstance(d, int) else names(d) for d in dims])
-            body += [f"{names(inp.present)} = 0 if {name} is None else 1",
-                     f"{name} = torch.zeros({shape}, dtype={TORCH_DTYPES[inp.dtype]}, device={device}) "
-                     f"if {name} is None else {name}{cast}.contiguous()"]
-        if inp.number:
-            # A size no other tensor gives comes from a number input passed at full rank, else 1.
-            for d in dims:
-                if isinstance(d, str) and d not in bound:
-                    choices = [f"{names(o.name)}.shape[{o.shape.index(d)}] if {names(o.name)}.dim() == {len(o.shape)}"
-                               for o in numbers if d in o.shape]
-                    body.append(f"{names(d)} = {' else '.join(choices)} else 1")
-                    bound.add(d)
-            shape = _tuple([str(d) if isinstance(d, int) else names(d) for d in dims]) if dims else "()"
-            body.append(f"{name} = {name}.expand({shape}).contiguous()")
-            continue
-        fresh = [d for d in dims if isinstance(d, str) and d not in bound]
-        if dims and len(fresh) == len(dims) and len(set(fresh)) == len(fresh):
-            targets = ", ".join(names(d) for d in dims)
-            body.append(f"{'(' + targets + ',)' if len(dims) == 1 else targets} = {name}.shape")
-            bound.update(fresh)
-            continue
-        for j, d in enumerate(dims):
-            if isinstance(d, str) and d not in bound:
-                body.append(f"{names(d)} = {name}.shape[{j}]")
-                bound.add(d)
-        expected = _tuple([str(d) if isinstance(d, int) else names(d) for d in dims])
-        body.append(f'assert {name}.shape == {expected}, f"{inp.name}: expected shape {expected}, '
-                    f'got {{tuple({name}.shape)}}"')
-    for m in kernel.meta:
-        body.append(f"{names(m.name)} = {checked.meta[m.name]}")
-    for inp in kernel.inputs:
-        if inp.role == "choice":  # the kernel sees the index of the call's choice
-            body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
-        elif inp.role == "ints" and inp.items:  # one meta per item; an int fills them all (torch's _pair)
-            targets = ", ".join(names(item) for item in inp.items) + ("," if len(inp.items) == 1 else "")
-            value = names(inp.name)
-            body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
-    for out in kernel.outputs:
-        shape = _tuple([host.emit(d)[0] for d in out.shape])
-        if out.init is None:
-            body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
-        else:  # the fill atomics accumulate onto
-            fill = repr(literal_value(out.init)).replace("inf", "float('inf')").replace("nan", "float('nan')")
-            body.append(f"{names(out.name)} = torch.full({shape}, {fill}, dtype={TORCH_DTYPES[out.dtype]}, "
-                        f"device={device})")
-    for scratch in kernel.scratch:
-        shape = _tuple([host.emit(d)[0] for d in scratch.shape])
-        dtype = next(o.dtype for o in launches_of(checked)[0].kernel.outputs if o.name == scratch.name)
-        body.append(f"{names(scratch.name)} = torch.{'zeros' if scratch.zero else 'empty'}({shape}, "
-                    f"dtype={TORCH_DTYPES[dtype]}, device={device})")
-    for each, kernel_fn, launch_names in zip(launches_of(checked), kernel_fns, kernel_names):
-        body.append(f"grid = {_tuple([host.emit(g)[0] for g in each.kernel.grid])}")
-        args = [names(b.tensor) if b.tensor is not None else host.value(b.value, b.type.dtype) for b in each.params]
-        args += [f"{launch_names(meta)}={names(meta)}" for meta in each.meta]
-        args += [f"num_warps={each.kernel.num_warps}", f"num_stages={each.kernel.num_stages}"]
-        body.append(f"{kernel_fn}[grid]({', '.join(args)})")
-    body += unbatch_lines(kernel, names)
-    for out in kernel.outputs:
-        if out.raises is not None:  # the operator's precondition, judged by the kernel
-            body += [f"if {names(out.name)}.any():", f"    raise {out.raises}({out.message!r})"]
-    results = [names(o.name) for o in kernel.outputs if o.raises is None]
-    body.append(f"return {', '.join(results)}")
-    params = ", ".join(names(i.name) for i in kernel.inputs)
-    return [f"def {entry}({params}):", *("    " + line for line in body)]
-
-
-def _converts(inp: L.Input, converted: set[str], converted_inputs: Collection[str] | None) -> bool:
-    return inp.name in converted_inputs if converted_inputs is not None else inp.dtype in converted
-
-
 def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:
     """A load's or store's ``cache`` as Triton's cache_modifier or eviction_policy keyword."""
     if access.cache is None:
@@ -1147,7 +712,3 @@ def _modifiers(access: Union[L.Load, L.Store]) -> list[str]:
     if access.cache.startswith("evict_"):
         return [f'eviction_policy="{access.cache}"']
     return [f'cache_modifier=".{access.cache}"']
-
-
-def _tuple(items: list[str]) -> str:
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"

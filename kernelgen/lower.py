@@ -56,12 +56,8 @@ agree with it:
 
 from __future__ import annotations
 
-import os
-import re
-import sys
-import tempfile
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Collection, Literal, NamedTuple, Sequence, Union
+from typing import Any, Callable, Collection, Literal, NamedTuple, Sequence
 
 from triton._C.libtriton import ir, nvidia
 
@@ -71,12 +67,13 @@ from kernelgen.check import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType,
                              literal_value)
 from kernelgen.checked import FP8_DTYPES, WIDE_FLOAT_DTYPES
 from kernelgen.errors import Diagnostic, KernelgenError, LoweringError
+from kernelgen.lower_control import ControlLowering, Lowered, Scalar
+from kernelgen.lower_memory import MemoryLowering
+from kernelgen.lower_native import (NativeOutput, capture_native_output, parse_mlir_diagnostics,  # noqa: F401
+                                    set_native_output_sink)  # NativeOutput and the sink: re-exported
 from kernelgen.lower_random import RandomLowering, lower_bit_op
+from kernelgen.lower_reduce import ReductionLowering, wide_dtype
 
-Scalar = Union[bool, int, float]
-# A lowered expression: an MLIR value, or a literal kept as a Python number until an operation
-# says which dtype it takes (the interpreter keeps literals the same way).
-Lowered = Union[ir.value, Scalar]
 
 # Every pointer argument is 16-byte aligned (torch allocations are), and integer parameters
 # named in ``divisible_by_16`` are multiples of 16 (Triton's own specialization of such
@@ -108,99 +105,10 @@ class LoweredKernel:
 
 
 # ---------------------------------------------------------------------------------------------
-# What C++ writes to the process's stdout and stderr
-
-
-class NativeOutput:
-    """What native code wrote to file descriptors 1 and 2 while a ``with`` block ran.
-
-    MLIR, LLVM and Triton's passes print diagnostics straight to the C++ streams, past Python's
-    ``sys.stderr``; this redirects the descriptors themselves into a file and reads it back.
-    Descriptors are process-wide, so only one capture may be active at a time in a process
-    (compilation runs in its own worker process).
-
-    ``sink`` is where the text goes: by default a fresh temporary file; the compile worker
-    passes its log file, so that what a crashing compile printed survives the crash.
-    """
-
-    def __init__(self, sink: BinaryIO | None = None) -> None:
-        self._sink = sink
-        self._own_sink = sink is None
-        self._saved: list[tuple[int, int]] = []
-        self._start = 0
-        self.text = ""
-
-    def __enter__(self) -> NativeOutput:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if self._sink is None:
-            self._sink = tempfile.TemporaryFile()
-        self._sink.seek(0, os.SEEK_END)
-        self._start = self._sink.tell()
-        for fd in (1, 2):
-            self._saved.append((fd, os.dup(fd)))
-            os.dup2(self._sink.fileno(), fd)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for fd, saved in self._saved:
-            os.dup2(saved, fd)
-            os.close(saved)
-        self._saved.clear()
-        assert self._sink is not None
-        self._sink.seek(self._start)
-        self.text = self._sink.read().decode("utf-8", errors="replace")
-        if self._own_sink:
-            self._sink.close()
-
-
-_NATIVE_SINK: BinaryIO | None = None
-
-
-def set_native_output_sink(sink: BinaryIO | None) -> None:
-    """Send every later capture of this process into ``sink`` (see :class:`NativeOutput`)."""
-    global _NATIVE_SINK
-    _NATIVE_SINK = sink
-
-
-def capture_native_output() -> NativeOutput:
-    return NativeOutput(_NATIVE_SINK)
-
-
-_DIAGNOSTIC_LINE = re.compile(r"^(?P<loc>\S*?):\d+:\d+: (?P<severity>error|warning|note|remark): (?P<message>.*)$")
-
-
-def parse_mlir_diagnostics(text: str, code: str, fallback_path: str = "") -> list[Diagnostic]:
-    """MLIR's ``loc: error: message`` lines as diagnostics at the AST paths the locations name.
-
-    Lines after an error (the op MLIR prints with it, notes) are appended to its message; text
-    with no error line at all (an LLVM fatal error, a pass's own complaint) becomes one
-    diagnostic at ``fallback_path``.
-    """
-    diagnostics: list[Diagnostic] = []
-    loose: list[str] = []
-    for line in text.splitlines():
-        match = _DIAGNOSTIC_LINE.match(line)
-        if match and match["severity"] == "error":
-            path = match["loc"] if match["loc"].startswith("/") else fallback_path
-            diagnostics.append(Diagnostic("" if path == "/" else path, code, match["message"]))
-        elif line.strip():
-            loose.append(line.strip())
-            if diagnostics:
-                last = diagnostics[-1]
-                diagnostics[-1] = Diagnostic(last.path, last.code, f"{last.message}\n{line.strip()}")
-    if not diagnostics and loose:
-        diagnostics.append(Diagnostic(fallback_path, code, "\n".join(loose)))
-    return diagnostics
-
-
-# ---------------------------------------------------------------------------------------------
 # The lowering
 
 
-class _Lowering:
+class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
     def __init__(self, checked: CheckedKernel, context: Any, divisible_by_16: Collection[str]) -> None:
         self.checked = checked
         self.divisible_by_16 = frozenset(divisible_by_16)
@@ -389,37 +297,6 @@ class _Lowering:
         self.at(path)
         return self.constant(literal_value(e.value), t.dtype, t.shape)
 
-    def _load(self, e: L.Load, path: str, env) -> Any:
-        t = self.types[path]
-        ptr = self.operand(e.ptr, child(path, "ptr"), env, shape=t.shape)
-        mask = other = None
-        if e.mask is not None:
-            mask = self.operand(e.mask, child(path, "mask"), env, "bool", t.shape)
-            if e.other is not None:
-                other = self.operand(e.other, child(path, "other"), env, t.dtype, t.shape)
-        self.at(path)
-        b = self.builder
-        cache, eviction = _modifiers(e.cache)
-        if mask is None:
-            value = b.create_load(ptr, cache, eviction, False)
-        else:
-            if other is None:
-                other = self.constant(0, t.dtype, t.shape)
-            if t.dtype == "bool":
-                other = b.create_int_cast(other, self.memory_type(t), False)
-            value = b.create_masked_load(ptr, mask, other, cache, eviction, False)
-        if t.dtype == "bool":
-            zero_byte = b.get_int8(0)
-            if t.shape:
-                zero_byte = b.create_splat(self.memory_type(t), zero_byte)
-            value = b.create_icmpNE(value, zero_byte)
-        return value
-
-    def memory_type(self, t: ValueType) -> Any:
-        """The in-memory type of values of ``t`` (bytes for bool)."""
-        element = self.scalar_type(t.dtype, memory=True)
-        return self.builder.get_block_ty(element, list(t.shape)) if t.shape else element
-
     def _unary(self, e: L.Unary, path: str, env) -> Any:
         t = self.types[path]
         b = self.builder
@@ -599,93 +476,6 @@ class _Lowering:
                                 self.constant, lambda scalar, dtype: self.splat(scalar, ValueType(dtype), t.shape))
         return random.lower(e.op, e.word, seed, seed_dtype, offset, offset_dtype)
 
-    def _reduce(self, e: L.Reduce, path: str, env) -> Any:
-        t = self.types[path]
-        xp = child(path, "x")
-        xt = self.types[xp]
-        with_index = e.op in ("argmax", "argmin")
-        dtype = xt.dtype if with_index else t.dtype
-        x = self.operand(e.x, xp, env, dtype, xt.shape)
-        self.at(path)
-        b = self.builder
-        values = ValueType(dtype, xt.shape)
-        if dtype in FLOAT_DTYPES and e.op != "sum":
-            x, values = self.widen_float(x, values), ValueType(wide_dtype(dtype), xt.shape)
-        if with_index:
-            result = self.first_index_of_extremum(e.op, x, values, e.axis)
-        else:
-            result = self.reduce_one(e.op, x, values, e.axis)
-        out_shape = tuple(d for i, d in enumerate(xt.shape) if i != e.axis)
-        if not with_index and values.dtype != t.dtype:
-            result = self.narrow_float(result, out_shape, t.dtype, values.dtype)
-        if e.keepdims:
-            result = (b.create_expand_dims(result, e.axis) if out_shape
-                      else self.splat(result, ValueType(t.dtype), (1,)))
-        return result
-
-    def axis_index(self, shape: tuple[int, ...], axis: int) -> Any:
-        """The i32 block of ``shape`` whose elements are their own index along ``axis``."""
-        b = self.builder
-        n = shape[axis]
-        index = b.create_make_range(b.get_block_ty(b.get_int32_ty(), [n]), 0, n)
-        for _ in range(axis):
-            index = b.create_expand_dims(index, 0)
-        for rank in range(axis + 1, len(shape)):
-            index = b.create_expand_dims(index, rank)
-        current = tuple(1 if i != axis else n for i in range(len(shape)))
-        return b.create_broadcast(index, list(shape)) if current != shape else index
-
-    def combine_region(self, op: Any, arg_types: list[Any], combine: Callable[[list[Any]], list[Any]],
-                       returns: Callable[..., Any] | None = None) -> None:
-        """The combine region of a ``tt.reduce`` (or, with ``returns=create_scan_ret``, a ``tt.scan``)."""
-        b = self.builder
-        saved = b.get_insertion_point()
-        block = b.create_block_with_parent(op.get_region(0), arg_types)
-        b.set_insertion_point_to_start(block)
-        args = [block.arg(i) for i in range(len(arg_types))]
-        (returns or b.create_reduce_ret)(*combine(args))
-        b.restore_insertion_point(saved)
-
-    def reduce_combine(self, op: str, args: list[Any], dtype: str) -> Any:
-        b = self.builder
-        a, c = args
-        if op == "sum":
-            return b.create_fadd(a, c) if dtype in FLOAT_DTYPES else b.create_add(a, c)
-        return self.extremum("maximum" if op == "max" else "minimum", a, c, ValueType(dtype))
-
-    def reduce_one(self, op: str, x: Any, values: ValueType, axis: int) -> Any:
-        """``sum``, ``max`` or ``min`` of ``x`` along ``axis`` (one-operand ``tt.reduce``)."""
-        element = self.scalar_type(values.dtype)
-        reduce = self.builder.create_reduce([x], axis)
-        self.combine_region(reduce, [element, element], lambda args: [self.reduce_combine(op, args, values.dtype)])
-        return reduce.get_result(0)
-
-    def first_index_of_extremum(self, op: str, x: Any, values: ValueType, axis: int) -> Any:
-        """argmax/argmin as two one-operand reductions: the extremum, then the least index
-        holding it (NaN counts as the extremum, as in torch).
-
-        A single two-operand reduce of (value, index) pairs gives wrong indices on an H200
-        when the values come from a ``tt.reshape`` and span several warps (seen with Triton
-        3.6: argmax of a [16, 32] tile reshaped to [512]); this form uses only elementwise ops
-        and one-operand reductions, the paths every max and sum takes.
-        """
-        b = self.builder
-        shape = values.shape
-        extremum = self.reduce_one("max" if op == "argmax" else "min", x, values, axis)
-        if len(shape) == 1:  # reduced to a scalar
-            spread = self.splat(extremum, ValueType(values.dtype), shape)
-        else:
-            spread = b.create_broadcast(b.create_expand_dims(extremum, axis), list(shape))
-        if values.dtype in FLOAT_DTYPES:
-            both_nan = b.create_and(b.create_fcmpUNE(x, x), b.create_fcmpUNE(spread, spread))
-            holds = b.create_or(b.create_fcmpOEQ(x, spread), both_nan)
-        else:
-            holds = b.create_icmpEQ(x, spread)
-        index = self.axis_index(shape, axis)
-        past_the_end = self.constant(shape[axis], "i32", shape)
-        candidates = b.create_select(holds, index, past_the_end)
-        return self.reduce_one("min", candidates, ValueType("i32", shape), axis)
-
     def _scan(self, e: L.Scan, path: str, env) -> Any:
         t = self.types[path]
         x = self.operand(e.x, child(path, "x"), env, t.dtype, t.shape)
@@ -782,135 +572,6 @@ class _Lowering:
             return x
         return self.builder.create_trans(x, order)
 
-    # -- statements -------------------------------------------------------------------------
-
-    def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Lowered]) -> None:
-        for i, stmt in enumerate(stmts):
-            spath = child(path, i)
-            if isinstance(stmt, L.Let):
-                env[stmt.name] = self.expr(stmt.value, child(spath, "value"), env)
-            elif isinstance(stmt, L.Store):
-                self.guarded(spath, lambda: self.store(stmt, spath, env))
-            elif isinstance(stmt, L.If):
-                self.guarded(spath, lambda: self.branch(stmt, spath, env))
-            elif isinstance(stmt, L.Atomic):
-                old = self.guarded(spath, lambda: self.atomic(stmt, spath, env))
-                if stmt.name is not None:
-                    env[stmt.name] = old
-            else:
-                self.guarded(spath, lambda: self.loop(stmt, spath, env))
-
-    def store(self, s: L.Store, path: str, env: dict[str, Lowered]) -> None:
-        pp = child(path, "ptr")
-        t = self.types[pp]
-        ptr = self.operand(s.ptr, pp, env)
-        value = self.operand(s.value, child(path, "value"), env, t.dtype, t.shape)
-        mask = self.operand(s.mask, child(path, "mask"), env, "bool", t.shape) if s.mask is not None else None
-        self.at(path)
-        b = self.builder
-        if t.dtype == "bool":
-            value = b.create_int_cast(value, self.memory_type(t), False)
-        cache, eviction = _modifiers(s.cache)
-        if mask is None:
-            b.create_store(ptr, value, cache, eviction)
-        else:
-            b.create_masked_store(ptr, value, mask, cache, eviction)
-
-    def atomic(self, a: L.Atomic, path: str, env: dict[str, Lowered]) -> Any:
-        """tt.atomic_rmw / tt.atomic_cas as Triton's semantic.py builds them (float max/min
-        included); returns the old values."""
-        pp = child(path, "ptr")
-        t = self.types[pp]
-        ptr = self.operand(a.ptr, pp, env)
-        val = self.operand(a.val, child(path, "val"), env, t.dtype, t.shape)
-        cmp = self.operand(a.cmp, child(path, "cmp"), env, t.dtype, t.shape) if a.cmp is not None else None
-        mask = (self.operand(a.mask, child(path, "mask"), env, "bool", t.shape) if a.mask is not None
-                else self.constant(True, "bool", t.shape))
-        self.at(path)
-        b = self.builder
-        sem = getattr(ir.MEM_SEMANTIC, _SEMANTICS[a.sem])
-        scope = getattr(ir.MEM_SYNC_SCOPE, _SCOPES[a.scope])
-        if cmp is not None:
-            return b.create_atomic_cas(ptr, cmp, val, sem, scope)
-        if a.op in ("atomic_max", "atomic_min") and t.dtype in FLOAT_DTYPES:
-            # Non-negative floats order as signed integers of their bits, negative ones
-            # reversed as unsigned: one rmw each, on the lanes of that sign.
-            bits = "i32" if t.dtype == "f32" else "i64"
-            int_t = ValueType(bits, t.shape)
-            ival = b.create_bitcast(val, self.ir_type(int_t))
-            iptr = b.create_bitcast(ptr, self.ir_type(ValueType(bits, t.shape, pointer=True)))
-            negative = b.create_icmpSLT(ival, self.constant(0, bits, t.shape))
-            positive = b.create_xor(negative, self.constant(True, "bool", t.shape))
-            signed, unsigned = ("MAX", "UMIN") if a.op == "atomic_max" else ("MIN", "UMAX")
-            up = b.create_atomic_rmw(getattr(ir.ATOMIC_OP, signed), iptr, ival, b.create_and(mask, positive),
-                                     sem, scope)
-            down = b.create_atomic_rmw(getattr(ir.ATOMIC_OP, unsigned), iptr, ival, b.create_and(mask, negative),
-                                       sem, scope)
-            return b.create_bitcast(b.create_select(positive, up, down), self.ir_type(ValueType(t.dtype, t.shape)))
-        kind = "FADD" if a.op == "atomic_add" and t.dtype in FLOAT_DTYPES else a.op.removeprefix("atomic_").upper()
-        return b.create_atomic_rmw(getattr(ir.ATOMIC_OP, kind), ptr, val, mask, sem, scope)
-
-    def loop(self, f: L.For, path: str, env: dict[str, Lowered]) -> None:
-        b = self.builder
-        var_type = self.types[child(path, "var")]
-        lower, upper, step = (self.operand(getattr(f, name), child(path, name), env, var_type.dtype)
-                              for name in ("start", "stop", "step"))
-        carry_types = [self.types[child(path, "carry", i, "name")] for i in range(len(f.carry))]
-        inits = [self.operand(c.init, child(path, "carry", i, "init"), env, t.dtype, t.shape)
-                 for i, (c, t) in enumerate(zip(f.carry, carry_types))]
-        self.at(path)
-        if not (isinstance(f.step, int) and not isinstance(f.step, bool) and f.step > 0):
-            positive = b.create_icmpSGT(step, self.constant(0, var_type.dtype))
-            upper = b.create_select(positive, upper, lower)
-        for_op = b.create_for_op(lower, upper, step, inits)
-        if f.num_stages is not None:  # as Triton's code generator lowers tl.range(..., num_stages=)
-            for_op.set_attr("tt.num_stages", b.get_int32_attr(f.num_stages))
-        saved = b.get_insertion_point()
-        body = for_op.get_body(0)
-        b.set_insertion_point_to_start(body)
-        inner = dict(env)
-        inner[f.var] = for_op.get_induction_var()
-        for i, c in enumerate(f.carry):
-            inner[c.name] = body.arg(i + 1)
-        self.block(f.body, child(path, "body"), inner)
-        self.yield_values([(c.next, child(path, "carry", i, "next")) for i, c in enumerate(f.carry)],
-                          carry_types, inner, path)
-        b.restore_insertion_point(saved)
-        for i, c in enumerate(f.carry):
-            env[c.name] = for_op.get_result(i)
-
-    def yield_values(self, exprs: list[tuple[L.Expr, str]], types: list[ValueType], env: dict[str, Lowered],
-                     path: str) -> None:
-        """End a region with ``scf.yield`` of the expressions (none: the implicit terminator)."""
-        values = [self.operand(e, p, env, t.dtype, t.shape) for (e, p), t in zip(exprs, types)]
-        if values:
-            self.at(path)
-            self.builder.create_yield_op(values)
-
-    def branch(self, s: L.If, path: str, env: dict[str, Lowered]) -> None:
-        """An ``scf.if`` yielding the results (as Triton's code generator builds one for an
-        ``if`` on a scalar tensor); without results it has no yields, and no else block when
-        the else branch is empty."""
-        b = self.builder
-        cond = self.operand(s.cond, child(path, "cond"), env, "bool")
-        types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
-        self.at(path)
-        if_op = b.create_if_op([self.ir_type(t) for t in types], cond, bool(s.results or s.else_))
-        saved = b.get_insertion_point()
-        for side, stmts, block in (("then", s.then, if_op.get_then_block()), ("else", s.else_, None)):
-            if side == "else":
-                if not (s.results or s.else_):
-                    break
-                block = if_op.get_else_block()
-            b.set_insertion_point_to_start(block)
-            inner = dict(env)
-            self.block(stmts, child(path, side), inner)
-            self.yield_values([(r.then if side == "then" else r.else_, child(path, "results", i, side))
-                               for i, r in enumerate(s.results)], types, inner, path)
-        b.restore_insertion_point(saved)
-        for i, r in enumerate(s.results):
-            env[r.name] = if_op.get_result(i)
-
     # -- the kernel -------------------------------------------------------------------------
 
     def kernel(self) -> tuple[Any, tuple[KernelParam, ...]]:
@@ -960,19 +621,6 @@ _LIBDEVICE_F64 = {op: f"__nv_{op}" for op in ("exp", "exp2", "log", "log2", "log
                                                "sin", "cos", "pow")} | {"rem": "__nv_fmod"}
 
 
-_SEMANTICS = {"relaxed": "RELAXED", "acquire": "ACQUIRE", "release": "RELEASE", "acq_rel": "ACQUIRE_RELEASE"}
-_SCOPES = {"gpu": "GPU", "cta": "CTA", "sys": "SYSTEM"}
-
-
-def _modifiers(cache: str | None) -> tuple[Any, Any]:
-    """A load's or store's ``cache`` as Triton's (cache modifier, eviction policy): one of the
-    two at most, since ptxas refuses pairs such as ``.cg`` with ``L1::evict_first``."""
-    if cache is not None and cache.startswith("evict_"):
-        return ir.CACHE_MODIFIER.NONE, getattr(ir.EVICTION_POLICY, cache.upper())
-    return (ir.CACHE_MODIFIER.NONE if cache is None else getattr(ir.CACHE_MODIFIER, cache.upper()),
-            ir.EVICTION_POLICY.NORMAL)
-
-
 def fp8_byte(value: Scalar, dtype: str) -> int:
     """The bits of ``value`` cast to fp8 as the language casts (:func:`kernelgen.philox.to_fp8`)."""
     import torch
@@ -980,12 +628,6 @@ def fp8_byte(value: Scalar, dtype: str) -> int:
     from kernelgen.philox import to_fp8
 
     return int(to_fp8(torch.tensor([float(value)]), dtype).view(torch.uint8)[0])
-
-
-def wide_dtype(dtype: str) -> str:
-    """The float dtype a value of ``dtype`` computes in where f16/bf16 are widened: f64 for f64,
-    else f32."""
-    return "f64" if dtype == "f64" else "f32"
 
 
 def new_context() -> Any:

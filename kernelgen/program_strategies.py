@@ -26,8 +26,11 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from kernelgen.ast_strategies import (FLOAT_DTYPES, INT_DTYPES, NUMBER_DTYPES, GeneratedKernel, Val, _Gen, _load,
-                                      _scalar_inputs, _Spec, _store, kernels, let, op, rounding)
+from kernelgen.ast_strategies import kernels
+from kernelgen.draw_expressions import _Gen
+from kernelgen.draw_kernel import GeneratedKernel
+from kernelgen.draw_templates import _load, _scalar_inputs, _Spec, _store
+from kernelgen.draw_values import FLOAT_DTYPES, INT_DTYPES, NUMBER_DTYPES, Val, let, op, rounding
 from kernelgen.parse import kernel_from_obj
 
 PROGRAM_PERCENT = 20  # of documents() draws

@@ -381,7 +381,7 @@ def test_every_checker_rule_has_a_case() -> None:
     the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES + TARGET_CASES}
     raised = set()
-    for module in ("check", "check_blocks", "generic", "limits", "bounds"):
+    for module in ("check", "check_host", "check_statements", "check_blocks", "generic", "limits", "bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)
 

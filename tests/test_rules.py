@@ -22,8 +22,8 @@ import kernelgen
 from kernelgen.prompt import language_reference
 from kernelgen.rules import RULES
 
-JUDGING_MODULES = ("parse", "check", "check_blocks", "generic", "limits", "bounds", "host", "wrapper", "polymorphism",
-                   "interpret", "interpret_blocks", "budget", "sequence")
+JUDGING_MODULES = ("parse", "check", "check_host", "check_statements", "check_blocks", "generic", "limits", "bounds",
+                   "host", "wrapper", "polymorphism", "interpret", "interpret_blocks", "budget", "sequence")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
 
