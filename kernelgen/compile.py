@@ -228,8 +228,11 @@ def compiler_fingerprint() -> str:
     digest = hashlib.sha256()
     digest.update(f"triton={version('triton')};kernelgen={kernelgen.__version__};".encode())
     here = Path(__file__).parent
-    for name in ("lower.py", "lower_memory.py", "lower_reduce.py", "lower_control.py", "lower_random.py", "philox.py",
-                 "compile.py", "check.py", "check_host.py", "check_statements.py", "language.py"):
+    # Every lowering and checking module by pattern, so that a new one cannot be forgotten here
+    # (lower_blocks.py once was).
+    names = {p.name for pattern in ("lower*.py", "check*.py") for p in here.glob(pattern)}
+    names |= {"compile.py", "language.py", "philox.py", "generic.py", "hints.py", "sequence.py"}
+    for name in sorted(names):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()
 
