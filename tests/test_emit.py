@@ -54,9 +54,11 @@ TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f6
 def serve_interpreter_jobs() -> None:
     """The worker (run with TRITON_INTERPRET=1): for each job directory named on stdin, import
     its module, call the entry point on its inputs and save the outputs (or the traceback)."""
-    from kernelgen.sandbox import load_module, patch_triton_interpreter_index, returned_tensors
+    from kernelgen.sandbox import (load_module, patch_triton_interpreter_fp8, patch_triton_interpreter_index,
+                                   returned_tensors)
 
     patch_triton_interpreter_index()
+    patch_triton_interpreter_fp8()  # as the baseline's sandbox: Triton's interpreter rounds fp8 casts wrongly
     for line in sys.stdin:
         job = Path(line.strip())
         spec = json.loads((job / "job.json").read_text())

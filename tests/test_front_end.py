@@ -20,8 +20,8 @@ pytest_plugins = ["pytester"]
 REPO = Path(__file__).resolve().parents[1]
 CASES = "from kernelgen.pytest_plugin import run_pipeline_case as test_pipeline  # noqa: F401\n"
 BASELINE = "from kernelgen.pytest_plugin import run_baseline_case as test_baseline  # noqa: F401\n"
-MARKERS = "".join(f"    {name}: m\n" for name in ("easy", "med", "hard", "tritonbench", "ablation", "pipeline",
-                                                      "baseline", "gpu", "slow"))
+MARKERS = "".join(f"    {name}: m\n" for name in ("easy", "med", "hard", "expert", "tritonbench", "ablation",
+                                                      "pipeline", "baseline", "gpu", "slow"))
 
 
 @pytest.fixture
