@@ -22,10 +22,12 @@ cannot start multiprocessing children of their own (compile with ``in_process=Tr
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 import traceback
 import weakref
@@ -118,7 +120,7 @@ class Executor:
         the first byte of its reply; it is a keyword of the executor, never passed to ``fn``.
         """
         timeout = self.default_timeout if timeout is None else timeout
-        request = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        request = dumps((fn, args, kwargs))
         with self._lock:
             conn = self._ensure_child()
             try:
@@ -208,6 +210,40 @@ def _stop_process(process: multiprocessing.process.BaseProcess, conn: Connection
 
 
 # ---------------------------------------------------------------------------------------------
+# Pickling
+
+
+class _Pickler(pickle.Pickler):
+    """The standard pickler, except for fp8 tensors: PyTorch pickles them but cannot unpickle
+    them (``UntypedStorage has no attribute 'dtype'``, torch 2.11 to 2.13), so they cross as
+    their bytes and are viewed back."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(obj, torch.Tensor) and obj.dtype in _fp8_dtypes(torch):
+            return _view_as, (obj.view(torch.uint8), str(obj.dtype).removeprefix("torch."))
+        return NotImplemented
+
+
+def _fp8_dtypes(torch: Any) -> frozenset:
+    return frozenset(getattr(torch, name) for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                                       "float8_e5m2fnuz") if hasattr(torch, name))
+
+
+def _view_as(raw: Any, dtype: str) -> Any:
+    import torch
+
+    return raw.view(getattr(torch, dtype))
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` pickled for the other end of an executor (see :class:`_Pickler`)."""
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
 # The child
 
 
@@ -216,13 +252,13 @@ def _failure(exc: BaseException) -> bytes:
     RuntimeError naming it, so the parent always learns what happened."""
     remote_traceback = "".join(traceback.format_exception(exc))
     try:
-        data = pickle.dumps(("raised", exc, remote_traceback), protocol=pickle.HIGHEST_PROTOCOL)
+        data = dumps(("raised", exc, remote_traceback))
         pickle.loads(data)
         return data
     except Exception as pickling_error:
         substitute = RuntimeError(f"{type(exc).__module__}.{type(exc).__qualname__}: {exc} "
                                   f"(the exception itself could not be pickled: {pickling_error})")
-        return pickle.dumps(("raised", substitute, remote_traceback), protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps(("raised", substitute, remote_traceback))
 
 
 def _serve(conn: Connection, env: Mapping[str, str], initializer: Callable[[], None] | None) -> None:
@@ -245,7 +281,7 @@ def _serve(conn: Connection, env: Mapping[str, str], initializer: Callable[[], N
         try:
             fn, args, kwargs = pickle.loads(request)
             result = fn(*args, **kwargs)
-            reply = pickle.dumps(("ok", result), protocol=pickle.HIGHEST_PROTOCOL)
+            reply = dumps(("ok", result))
         except BaseException as exc:
             reply = _failure(exc)
             if poisons_process(exc):

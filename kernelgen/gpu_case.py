@@ -121,8 +121,10 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
     which of their elements it wrote, and what it broke (guard bands, inputs).
 
     The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
-    poison: an element that comes back different was written by neither launch (a poison can
-    equal the right value, as ``True`` can for a bool output, but not both poisons can). An
+    poison: an element that holds the first poison after the first launch and the second after
+    the second was written by neither (a poison can equal the right value, as ``True`` can for
+    a bool output, but not both poisons can; a written value may differ between the launches,
+    as float atomics make it, and still counts as written). An
     output declared with an ``init`` fill starts as that fill in both launches (atomics
     accumulate onto it) and counts as written everywhere: its value is defined from the start,
     and the comparison with the reference judges it; the second launch's result is compared."""
@@ -158,13 +160,19 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         run = sequence_runner(_compiled_list(compiled), plans, outputs, scratch if checked.kernel.scratch else None)
         run()
         first = {name: tensor.clone() for name, tensor in outputs.items()}
+        fills = {}
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
-            tensor.copy_(opposite(torch.full_like(tensor, poison(out.dtype))) if out.init is None
-                         else torch.full_like(tensor, initial_fill(out)))
+            fills[out.name] = (torch.full_like(tensor, initial_fill(out)),
+                               opposite(torch.full_like(tensor, poison(out.dtype))))
+            tensor.copy_(fills[out.name][1] if out.init is None else fills[out.name][0])
         run()
         torch.cuda.synchronize(device)
-    written = {out.name: same_bits(first[out.name], outputs[out.name]) if out.init is None
+    # Unwritten: the first poison after the first launch and the second after the second.
+    # Not "the same bits both times": a value reduced with float atomics differs in its last
+    # bits from run to run (the GPU orders them), and is written all the same.
+    written = {out.name: ~(same_bits(first[out.name], fills[out.name][0])
+                           & same_bits(outputs[out.name], fills[out.name][1])) if out.init is None
                else torch.ones_like(outputs[out.name], dtype=torch.bool) for out in checked.kernel.outputs}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
     problems += inputs_unchanged(inputs, views)

@@ -182,6 +182,25 @@ def _show_arg(value: ArgValue) -> str:
     return repr(value)
 
 
+# torch functions that make a tensor from nothing: on the CPU unless told where.
+_FACTORIES = frozenset({"arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randint",
+                        "randn", "randperm", "tensor", "zeros"})
+
+
+def _check_placement(source: str) -> None:
+    """A reference or eager twin runs on the inputs' device (the GPU in GPU mode): a tensor
+    it makes without ``device=`` lands on the CPU, and mixing the two fails only on a GPU,
+    never in CPU mode, where tasks are tested. So every factory call names its device."""
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FACTORIES \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" \
+                and not any(k.arg in ("device", None) for k in node.keywords):
+            raise ValueError(f"line {node.lineno}: torch.{node.func.attr}(...) needs device= (e.g. the device "
+                             "of an input): the function runs on the inputs' device")
+
+
 class Task(_Model):
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     tier: Tier
@@ -222,6 +241,7 @@ class Task(_Model):
         compile(source, "<reference>", "exec")
         if "def reference(" not in source:
             raise ValueError("the reference source must define `def reference(...)`")
+        _check_placement(source)
         return source
 
     @field_validator("eager")
@@ -231,6 +251,7 @@ class Task(_Model):
             compile(source, "<eager>", "exec")
             if "def eager(" not in source:
                 raise ValueError("the eager source must define `def eager(...)`")
+            _check_placement(source)
         return source
 
     @model_validator(mode="after")

@@ -253,7 +253,7 @@ def shared_memory_problem(metadata: Mapping[str, Any], target: str) -> str | Non
 # -- compiling in parallel --------------------------------------------------------------------
 
 
-def _compile_in_pool(checked: CheckedKernel, target: str, num_warps: int, num_stages: int,
+def _compile_in_pool(checked: CheckedKernel, target: str, num_warps: int | None, num_stages: int | None,
                      divisible_by_16: tuple[str, ...]) -> tuple[str, Any]:
     """One candidate in a pool process (pool processes are daemons and cannot start the
     isolated compile worker: they compile in process; a crash breaks the pool, see below)."""
@@ -314,6 +314,24 @@ def compile_candidates(candidates: Sequence[Candidate], target: str, divisible_b
                                             candidate.config.num_stages, divisible_by_16=divisible)
         except KernelgenError as error:
             yield candidate, error
+
+
+def precompile(kernels: Sequence[CheckedKernel], target: str, workers: int | None = None) -> None:
+    """Fill the compile cache with each kernel as written (its own warps and stages, no
+    specialization), in parallel: a later :func:`compile.compile_kernel` of it is a cache hit.
+    A kernel that fails to compile here, or crashes the pool, is left for that later compile
+    to report in the crash-isolated worker."""
+    from kernelgen.devices import cpu_threads
+
+    workers = max(1, min(MAX_WORKERS, cpu_threads()) if workers is None else workers)
+    pool = compile_pool(workers)
+    futures = [pool.submit(_compile_in_pool, kernel, target, None, None, ()) for kernel in kernels]
+    for future in as_completed(futures):
+        try:
+            future.result()
+        except BrokenProcessPool:
+            _POOLS.pop(workers).shutdown(wait=False)
+            return
 
 
 # -- searching and choosing -----------------------------------------------------------------

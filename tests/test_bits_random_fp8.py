@@ -366,4 +366,8 @@ def test_gpu_fp8_rounding_and_saturation_agree_with_the_interpreter(name: str) -
     expected = interpret(checked, args)
     actual = run_on_gpu(compiled, checked, args, to_cpu=True)
     for out in expected:
-        assert torch.equal(actual[out].view(torch.uint8), expected[out].view(torch.uint8)), out
+        got, want = actual[out].view(torch.uint8), expected[out].view(torch.uint8)
+        wrong = (got != want).nonzero().flatten().tolist()
+        assert not wrong, f"{out}: {len(wrong)} bytes differ; " + "; ".join(
+            f"x={x[i].item()!r} (f16 {args['b'][i].item()!r}, bf16 {args['c'][i].item()!r}): gpu {got[i].item():#04x}, "
+            f"interpreter {want[i].item():#04x}" for i in wrong[:8])

@@ -69,6 +69,18 @@ def test_returns_the_result_and_tensors_cross_by_value(executor: Executor) -> No
     assert executor.call(dict, a=1, b=2) == {"a": 1, "b": 2}
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_tensors_cross_both_ways_bit_for_bit(executor: Executor, dtype: torch.dtype) -> None:
+    """PyTorch pickles fp8 tensors but cannot unpickle them; the executor sends their bytes
+    (an expert task's fp8 inputs and a random kernel's fp8 outputs cross this way)."""
+    x = torch.tensor([0.0, -0.0, 1.5, -448.0, 0.001953125, float("nan")]).to(dtype)
+    strided = torch.arange(12.0).to(dtype).reshape(3, 4).t()
+    back = executor.call(dict, x=x, strided=strided)
+    assert back["x"].dtype == dtype and torch.equal(back["x"].view(torch.uint8), x.view(torch.uint8))
+    assert back["strided"].shape == (4, 3) and torch.equal(back["strided"].float(), strided.float())
+    assert torch.equal(executor.call(torch.Tensor.float, x).view(torch.int32), x.float().view(torch.int32))
+
+
 def test_an_exception_comes_back_with_its_remote_traceback_and_the_child_stays(executor: Executor) -> None:
     executor.call(operator.add, 1, 1)
     pid = executor.pid

@@ -141,6 +141,12 @@ BAD_FILES = [
     ({"variants": [{"name": "a", "dtypes": {"T": "f32"}, "args": {"bias": 2}}]},
      "variants/0/args/bias: an optional tensor's argument is null (omitted) or left out (drawn)"),
     ({"variants": [{"name": "a", "dtypes": {"T": "i8"}}]}, "variants/0/dtypes/T"),
+    # Made on the CPU whatever the inputs' device: fails only on a GPU, so the loader refuses it.
+    ({"reference": "def reference(x, bias):\n    one = torch.ones(x.shape[0], dtype=x.dtype)\n"
+                   "    return x + (one if bias is None else bias)\n"},
+     "reference: line 2: torch.ones(...) needs device= (e.g. the device of an input)"),
+    ({"eager": "def eager(x, bias):\n    return x + (torch.tensor(1.0) if bias is None else bias)\n"},
+     "eager: line 2: torch.tensor(...) needs device="),
 ]
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
+from kernelgen.host import TORCH_DTYPES, torch_dtype
 from kernelgen.tasks import load_tasks
 from kernelgen.verify import compare_outputs
 
@@ -113,3 +115,21 @@ def test_domain_bounds_that_are_host_expressions_of_the_sizes() -> None:
     drawn = draw_tensor(L.Input(name="offs", dtype="i32", shape=["G"]), (7,), ends, torch.Generator(), {"M": 40})
     assert int(drawn[-1]) == 40 and bool((drawn[1:] >= drawn[:-1]).all()) and int(drawn[0]) >= 0
     assert pages.describe() == 'integers in [0, {"op": "sub", "lhs": "P", "rhs": 1}]'
+
+
+@pytest.mark.parametrize("dtype", sorted(TORCH_DTYPES))
+def test_guard_bands_are_intact_until_written_in_every_dtype(dtype: str) -> None:
+    """The band is compared bit for bit with its fill as the dtype holds it: f16 holds -7777 as
+    -7776, so a comparison with the Python number (the GPU verdict of every f16 kernel on the
+    H200 once) calls an untouched band written."""
+    from kernelgen.verify import guard_fill, guarded, guards_intact
+
+    values = torch.arange(6).reshape(2, 3).to(torch_dtype(dtype))
+    buffer, view = guarded(values, guard_fill(values.dtype))
+    assert torch.equal(view.view(torch.uint8), values.view(torch.uint8))
+    assert guards_intact("x", buffer) == []
+    for index in (0, -1):
+        written = buffer.clone()
+        written[index] = values[0, 0]  # 0, which no fill is
+        (found,) = guards_intact("x", written)
+        assert found.code == "out_of_bounds_write" and "outside x" in found.message
