@@ -127,9 +127,11 @@ def to_fp8(x: torch.Tensor, dtype: str) -> torch.Tensor:
     """The language's cast to fp8, as Triton 3.6 compiles it on sm_89 (f32 sources go through
     f16 there; kernelgen's lowering does so on sm_90 too): round to f16 (f64 through f32,
     integers through f32), then to nearest even in fp8, saturating at the largest finite value
-    (cvt.rn.satfinite: infinities too); NaN stays NaN."""
+    (cvt.rn.satfinite: infinities too); NaN becomes the canonical NaN 0x7f of either format,
+    whatever its sign (the H200 gives 0x7f where torch's own conversion keeps a sign)."""
     if x.dtype == torch.float64 or not x.is_floating_point():
         x = x.to(torch.float32)
     half = x.to(torch.float16)
     limit = FLOAT_MAX[dtype]
-    return half.clamp(-limit, limit).to(FP8_TORCH[dtype])
+    bits = half.clamp(-limit, limit).to(FP8_TORCH[dtype]).view(torch.uint8)
+    return torch.where(torch.isnan(half), torch.tensor(0x7F, dtype=torch.uint8), bits).view(FP8_TORCH[dtype])

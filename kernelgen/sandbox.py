@@ -363,7 +363,8 @@ def patch_triton_interpreter_fp8() -> None:
     the exponent and without ties-to-even (f16 124.0 -> e4m3 64.0, 1.95 -> 1.0; the GPU and
     torch give 128.0 and 2.0), so a correct quantization kernel fails in the baseline's CPU
     mode. These casts go through torch instead: round to nearest even, saturating at the
-    format's largest finite value (inf too, as cvt.rn.satfinite), NaN kept. Other conversions
+    format's largest finite value (inf too, as cvt.rn.satfinite), NaN as the canonical 0x7f
+    (as the H200 gives it). Other conversions
     keep the interpreter's code.
     """
     import numpy as np
@@ -383,8 +384,8 @@ def patch_triton_interpreter_fp8() -> None:
         array = np.ascontiguousarray(input)
         values = torch.frombuffer(bytearray(array.tobytes()), dtype=source).reshape(array.shape).float()
         limit = _FP8_MAX[output_dtype.name]
-        clamped = torch.where(values.isnan(), values, values.clamp(-limit, limit))
-        return clamped.to(target).view(torch.uint8).numpy()
+        bits = values.clamp(-limit, limit).to(target).view(torch.uint8)
+        return torch.where(values.isnan(), torch.tensor(0x7F, dtype=torch.uint8), bits).numpy()
 
     convert_fp8.kernelgen_fp8_fix = True
     convert_fp8.original = convert

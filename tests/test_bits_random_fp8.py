@@ -356,7 +356,7 @@ def test_gpu_fp8_rounding_and_saturation_agree_with_the_interpreter(name: str) -
 
     checked = checked_case(name)
     generator = torch.Generator().manual_seed(3)
-    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 448.0, 464.0, 480.0, 57344.0,
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), -float("nan"), 448.0, 464.0, 480.0, 57344.0,
                             61439.0, 61440.0, 65504.0, 1e9, 2.0**-9, 2.0**-10, 3 * 2.0**-11, 2.0**-16, 2.0**-17,
                             1.0625, 1.0625 + 2.0**-20, 1.1875, -1.1875, 0.0703125])
     spread = torch.randn(2000, generator=generator) * torch.exp2(torch.randint(-20, 20, (2000,), generator=generator).float())
