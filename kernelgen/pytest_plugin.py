@@ -303,8 +303,8 @@ def report_case(request: pytest.FixtureRequest, result) -> None:
     with the outcome, the stage and the first diagnostic when it is not ok."""
     request.config.hook.pytest_kernelgen_case_result(config=request.config, item=request.node, result=result)
     request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
-    if result.timing is not None:
-        _record_benchmark(request, result)
+    if result.timing is not None and request.config.pluginmanager.has_plugin("benchmark"):
+        _record_benchmark(request, result)  # not under -p no:benchmark (a timed case failed there)
     if not result.ok:
         first = result.first_diagnostic()
         pytest.fail(f"{result.outcome.value} at {result.stage}: {first}", pytrace=False)

@@ -181,3 +181,26 @@ def test_the_caches_live_under_the_users_cache_folder(monkeypatch: pytest.Monkey
     assert cache_directory() == tmp_path / "xdg" / "kernelgen" / "compile"
     monkeypatch.setenv("KERNELGEN_CACHE_DIR", str(tmp_path / "kg"))
     assert (generation_cache_dir(), cache_directory()) == (tmp_path / "kg" / "generations", tmp_path / "kg" / "compile")
+
+
+TIMED_CASE = """
+from kernelgen.pytest_plugin import report_case
+from kernelgen.results import CaseResult, Timing
+
+
+def test_timed(request):
+    timing = Timing(sizes={"N": 4}, kernel_ms=1.0, eager_ms=2.0, speedup=2.0, gbps=1.0, tflops=0.1,
+                    roofline_fraction=0.5)
+    report_case(request, CaseResult(task="relu", tier="easy", provider="reference", model="golden", outcome="ok",
+                                    mode="gpu", target="sm_90", timing=timing,
+                                    extra={"kernel_times_ms": [1.0, 1.1, 0.9]}))
+"""
+
+
+@pytest.mark.parametrize("args", [[], ["-p", "no:benchmark"]], ids=["benchmark", "no-benchmark"])
+def test_a_timed_case_passes_with_or_without_pytest_benchmark(project: pytest.Pytester, args: list[str]) -> None:
+    """Its times go to pytest-benchmark's table where that plugin runs, and nowhere else (the
+    H200 run with -p no:benchmark failed every timed case on the missing fixture)."""
+    (project.path / "easy" / "test_timed.py").write_text(TIMED_CASE)
+    result = project.runpytest_subprocess("easy/test_timed.py", *args)
+    result.assert_outcomes(passed=1)
