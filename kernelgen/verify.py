@@ -135,7 +135,7 @@ def _telling(value: torch.Tensor) -> bool:
     """Whether an output equal to this input is evidence of copying: the input holds at least
     COPY_MIN_DISTINCT distinct values (one element, or a few repeated values, can equal the
     output by coincidence of a wrong formula, and then ``mismatch`` says enough)."""
-    value = value.detach().cpu()
+    value = value.detach()
     if value.dtype.is_floating_point and value.dtype.itemsize == 1:
         value = value.float()  # torch has no unique of fp8
     return int(torch.unique(value).numel()) >= COPY_MIN_DISTINCT
@@ -160,7 +160,10 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
     for index, spec in enumerate(task.signature.outputs):
         path = f"/outputs/{index}"
-        got, want = actual[spec.name].detach().cpu(), expected[spec.name].detach().cpu()
+        # On the reference's device: the GPU in GPU mode, where a CPU comparison of a large
+        # draw outlasted the launch timeout.
+        want = expected[spec.name].detach()
+        got = actual[spec.name].detach().to(want.device)
         if tuple(got.shape) != tuple(want.shape):
             found.append(Diagnostic(path, "wrong_shape",
                                     f"{spec.name} has shape {list(got.shape)}, the reference {list(want.shape)} ({where})"))
@@ -171,7 +174,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
         if got.numel() == 0:
             continue
         tol = task.tolerance_for(spec.dtype)
-        unwritten = ~written[spec.name].detach().cpu() if written is not None else None
+        unwritten = ~written[spec.name].detach().to(want.device) if written is not None else None
         comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
         if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()
@@ -188,8 +191,10 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
         if bool((got == 0).all()) and not bool((want.double().abs() <= tol.atol).all()):
             found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
         for name, value in inputs.items():
+            # The equality tests first: _telling's unique sorts the whole input (44 s for a
+            # 1 GB one on two CPU threads).
             if isinstance(value, torch.Tensor) and value.shape == got.shape and value.dtype == got.dtype \
-                    and _telling(value) and _same(value.cpu(), got) and not _same(value.cpu(), want):
+                    and _same(value.to(got.device), got) and not _same(value.to(got.device), want) and _telling(value):
                 found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
     return found
 
@@ -197,7 +202,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 def inputs_unchanged(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Diagnostic]:
     found = []
     for index, (name, value) in enumerate(before.items()):
-        if isinstance(value, torch.Tensor) and not _same(value.cpu(), after[name].cpu()):
+        if isinstance(value, torch.Tensor) and not _same(value, after[name].to(value.device)):
             found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
     return found
 
