@@ -13,7 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+
+
+# Elements compared at a time: a GPU draw of up to 4 GB compares without several f64 copies
+# of the whole output at once.
+CHUNK_ELEMENTS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -69,17 +75,27 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
     if actual.shape != expected.shape:
         return Comparison(False, expected.numel(), expected.numel(), math.inf, None, tolerance,
                           f"shape {list(actual.shape)}, expected {list(expected.shape)}")
-    if dtype in TOLERANCES and TOLERANCES[dtype].rtol > 0:
-        a, e = actual.double(), expected.double()
-        close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-        same = (a == e) | (a.isnan() & e.isnan())
-        error = torch.where(same, torch.zeros_like(a), (a - e).abs().nan_to_num(nan=math.inf))
-    else:
-        # Integers compare exactly (a float64 round trip would merge large i64 values).
-        close = actual == expected
-        error = (actual.long() - expected.long()).abs().double()
-    bad = ~close
-    mismatches = int(bad.sum())
-    first = tuple(bad.nonzero()[0].tolist()) if mismatches else None
-    max_error = float(error.max()) if error.numel() else 0.0
+    floating = dtype in TOLERANCES and TOLERANCES[dtype].rtol > 0
+    flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
+    mismatches, first_flat, max_error = 0, None, 0.0
+    for begin in range(0, flat_expected.numel(), CHUNK_ELEMENTS):  # bounded temporaries
+        a_part = flat_actual[begin:begin + CHUNK_ELEMENTS]
+        e_part = flat_expected[begin:begin + CHUNK_ELEMENTS]
+        if floating:
+            a, e = a_part.double(), e_part.double()
+            close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+            same = (a == e) | (a.isnan() & e.isnan())
+            error = torch.where(same, torch.zeros_like(a), (a - e).abs().nan_to_num(nan=math.inf))
+        else:
+            # Integers compare exactly (a float64 round trip would merge large i64 values).
+            close = a_part == e_part
+            error = (a_part.long() - e_part.long()).abs().double()
+        bad = ~close
+        count = int(bad.sum())
+        if count and first_flat is None:
+            first_flat = begin + int(bad.nonzero()[0, 0])
+        mismatches += count
+        max_error = max(max_error, float(error.max()))
+    first = tuple(int(i) for i in np.unravel_index(first_flat, tuple(expected.shape))) \
+        if first_flat is not None else None
     return Comparison(mismatches == 0, actual.numel(), mismatches, max_error, first, tolerance)

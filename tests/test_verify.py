@@ -146,3 +146,21 @@ def test_guard_bands_are_intact_until_written_in_every_dtype(dtype: str) -> None
         written[index] = values[0, 0]  # 0, which no fill is
         (found,) = guards_intact("x", written)
         assert found.code == "out_of_bounds_write" and "outside x" in found.message
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 24])
+def test_a_comparison_in_chunks_counts_and_places_mismatches_as_a_whole_one(monkeypatch, chunk: int) -> None:
+    """Large outputs compare a chunk at a time (bounded temporaries on the GPU); the count,
+    the first mismatch's index and the largest error are those of the whole tensor."""
+    from kernelgen import compare
+
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", chunk)
+    want = torch.arange(60.0).reshape(3, 4, 5)
+    got = want.clone()
+    got[2, 1, 3] += 1
+    got[2, 3, 4] = float("nan")
+    found = compare.compare_tensors(got, want, "f32")
+    assert (found.mismatches, found.first_mismatch, found.max_abs_error) == (2, (2, 1, 3), math.inf)
+    assert compare.compare_tensors(want.long(), want.long(), "i64").ok
+    scalar = compare.compare_tensors(torch.tensor(1.0), torch.tensor(2.0), "f32")
+    assert (scalar.mismatches, scalar.first_mismatch, scalar.max_abs_error) == (1, (), 1.0)
