@@ -163,8 +163,9 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         fills = {}
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
-            fills[out.name] = (torch.full_like(tensor, initial_fill(out)),
-                               opposite(torch.full_like(tensor, poison(out.dtype))))
+            one = torch.full((), initial_fill(out), dtype=tensor.dtype, device=tensor.device)
+            two = opposite(torch.full((), poison(out.dtype), dtype=tensor.dtype, device=tensor.device))
+            fills[out.name] = (one.expand(tensor.shape), two.expand(tensor.shape))  # no copies
             tensor.copy_(fills[out.name][1] if out.init is None else fills[out.name][0])
         run()
         torch.cuda.synchronize(device)
