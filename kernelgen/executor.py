@@ -220,14 +220,10 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         torch = sys.modules.get("torch")
-        if torch is not None and isinstance(obj, torch.Tensor) and obj.dtype in _fp8_dtypes(torch):
+        if torch is not None and isinstance(obj, torch.Tensor) and obj.dtype.is_floating_point \
+                and obj.dtype.itemsize == 1:  # the fp8 dtypes
             return _view_as, (obj.view(torch.uint8), str(obj.dtype).removeprefix("torch."))
         return NotImplemented
-
-
-def _fp8_dtypes(torch: Any) -> frozenset:
-    return frozenset(getattr(torch, name) for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-                                                       "float8_e5m2fnuz") if hasattr(torch, name))
 
 
 def _view_as(raw: Any, dtype: str) -> Any:

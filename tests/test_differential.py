@@ -1,8 +1,9 @@
 """Differential test of the compiler: random well-typed kernels, interpreter vs GPU.
 
 Each kernel from :func:`kernelgen.program_strategies.documents` (the random kernels of
-:mod:`kernelgen.ast_strategies`, and two-launch programs about one draw in five) is checked, compiled for the GPU
-present (all of them first, in a process pool: the compile cache then serves the loop), run in an executor process and compared with the reference interpreter on the same
+:mod:`kernelgen.ast_strategies`, and two-launch programs about one draw in five) is checked,
+compiled for the GPU present (all of them first, in a process pool: the compile cache then
+serves the loop), run in an executor process and compared with the reference interpreter on the same
 inputs, output by output, within the tolerance the generator derived for it (exact outputs bit
 for bit). The summary counts the kernels using each optional construct, each atomic op among
 them (the GPU applies atomics in its own order: only order-free ones are drawn). Every
@@ -56,26 +57,29 @@ def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
             drawn.append(find(documents(), lambda g, op=op: op in g.constructs(),
                               settings=settings(max_examples=5000, database=None, deadline=None,
                                                 phases=[Phase.generate], suppress_health_check=list(HealthCheck))))
-    # Compile every launch in parallel first (the compile cache then serves the loop below).
-    launches = []
+    # Check each once, and compile every launch in parallel first (the compile cache then
+    # serves the loop below); a checker error is reported in the loop.
+    checked_or_error: list = []
     for generated in drawn:
         try:
-            launches += launches_of(check(generated.kernel, generated.meta))
-        except KernelgenError:
-            pass  # reported in the loop
-    precompile(launches, target)
+            checked_or_error.append(check(generated.kernel, generated.meta))
+        except KernelgenError as error:
+            checked_or_error.append(error)
+    precompile([launch for c in checked_or_error if not isinstance(c, KernelgenError) for launch in launches_of(c)],
+               target)
 
     ran: list[str] = []
     failures: list[str] = []
     constructs: dict[str, int] = {}  # kernels using each optional construct
     with Executor() as executor:
-        for generated in drawn:
+        for generated, checked in zip(drawn, checked_or_error):
             label = f"{generated.template}:{generated.kernel.name}:{len(ran)}"
             ran.append(label)
             for construct in generated.constructs():
                 constructs[construct] = constructs.get(construct, 0) + 1
             try:
-                checked = check(generated.kernel, generated.meta)
+                if isinstance(checked, KernelgenError):
+                    raise checked
                 compiled = compile_document(checked, target=target)
                 args = generated.arguments(seed=len(ran))
                 expected = interpret(checked, args)
