@@ -29,7 +29,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, MutableMapping, Sequence
 
 NVIDIA_SMI_QUERY = "index,uuid,name,compute_cap,driver_version"
@@ -122,10 +124,22 @@ def worker_gpu(environ: Mapping[str, str] | None = None, gpus: Sequence[Gpu] | N
 
 
 def executor_env(gpu: Gpu | None) -> dict[str, str]:
-    """The environment that pins an executor child to ``gpu`` (nothing when there is none)."""
+    """The environment that pins an executor child to ``gpu`` and names the lock through which
+    it takes turns on that GPU with other workers' children (nothing when there is no GPU)."""
     if gpu is None:
         return {}
-    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu.index)}
+    from kernelgen.timing import LOCK_VARIABLE
+
+    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu.index),
+            LOCK_VARIABLE: str(gpu_lock_path(gpu))}
+
+
+def gpu_lock_path(gpu: Gpu, directory: str | None = None) -> Path:
+    """The lock file of ``gpu`` (made if missing), shared by every process on this host that
+    runs work on it: named by the GPU's UUID, in the temporary directory."""
+    path = Path(directory or tempfile.gettempdir()) / f"kernelgen-gpu-{gpu.uuid}.lock"
+    path.touch(exist_ok=True)
+    return path
 
 
 def cpu_threads(environ: Mapping[str, str] | None = None) -> int:

@@ -25,7 +25,7 @@ from kernelgen.gpu_case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, W
                                 guarded_launches, record_compiled_baseline, roofline_fraction)
 from kernelgen.results import Timing
 from kernelgen.tasks import Task
-from kernelgen.timing import event_times, flush_buffer
+from kernelgen.timing import event_times, flush_buffer, gpu_turn
 from kernelgen.variants import bound_call, named, outputs_by_name
 from kernelgen.verify import compare_outputs, inputs_unchanged, make_inputs, run_reference
 
@@ -56,15 +56,16 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device())
-    inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
-    before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
-    expected = run_reference(task, inputs)
-    call, checked = bound_call(task, kernel, inputs)
-    outputs, written, problems = guarded_launches(checked, compiled, call.args, device)
-    shaped = outputs_by_name(task, call.finish(outputs))
-    shaped_written = outputs_by_name(task, call.finish(written))
-    problems += inputs_unchanged(before, inputs)
-    return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written)
+    with gpu_turn():  # never inside another worker's timed window on this GPU
+        inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
+        before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
+        expected = run_reference(task, inputs)
+        call, checked = bound_call(task, kernel, inputs)
+        outputs, written, problems = guarded_launches(checked, compiled, call.args, device)
+        shaped = outputs_by_name(task, call.finish(outputs))
+        shaped_written = outputs_by_name(task, call.finish(written))
+        problems += inputs_unchanged(before, inputs)
+        return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written)
 
 
 def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int,

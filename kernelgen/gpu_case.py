@@ -29,7 +29,7 @@ from kernelgen.host import plan_for_sizes, sequence_for_sizes
 from kernelgen.sequence import nodes
 from kernelgen.results import Timing
 from kernelgen.tasks import Task
-from kernelgen.timing import event_times, flush_buffer
+from kernelgen.timing import event_times, flush_buffer, gpu_turn
 from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
 
@@ -109,10 +109,11 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device())
-    inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
-    expected = run_reference(task, inputs)
-    outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
-    return problems + compare_outputs(task, outputs, expected, inputs, sizes, written)
+    with gpu_turn():  # never inside another worker's timed window on this GPU
+        inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
+        expected = run_reference(task, inputs)
+        outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
+        return problems + compare_outputs(task, outputs, expected, inputs, sizes, written)
 
 
 def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],

@@ -13,6 +13,7 @@ be reached stops the run after the case that found out (:mod:`kernelgen.breaker`
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -77,6 +78,12 @@ class Session:
                                  torch_compile=options.compiled and self.gpu)
         self.breaker = CircuitBreaker()
         self._executor = None
+        if self.gpu:
+            from kernelgen.devices import executor_env, worker_gpu
+
+            # The worker's GPU and its lock, in this process's environment too: the baseline's
+            # sandboxes inherit them from here (this process never creates a CUDA context).
+            os.environ.update(executor_env(worker_gpu()))
 
     def _default_target(self) -> str:
         from kernelgen.devices import gpu_unavailable_reason

@@ -73,7 +73,7 @@ STDERR_TAIL_CHARS = 4000
 INHERITED_ENVIRONMENT = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH",
                          "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
                          "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH", "LANG", "LC_ALL", "TZ",
-                         "OMP_NUM_THREADS")
+                         "OMP_NUM_THREADS", "CUDA_DEVICE_ORDER", "KERNELGEN_GPU_LOCK")
 # Names that look like credentials are dropped, even where allowlisted above.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|^WANDB_|^HF_|^AWS_"
                          r"|^OPENAI|^ANTHROPIC|^GEMINI|^GOOGLE_|^AZURE_", re.IGNORECASE)

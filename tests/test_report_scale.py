@@ -8,6 +8,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 from pathlib import Path
 
@@ -100,12 +101,47 @@ def test_cuda_visible_devices_of_the_run_restricts_the_pool() -> None:
     assert worker_gpu({"PYTEST_XDIST_WORKER": "gw3"}, H200S) == H200S[1]
 
 
-def test_the_executor_child_sees_its_workers_gpu() -> None:
+def test_the_executor_child_sees_its_workers_gpu_and_its_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     env = executor_env(assign_gpu("gw3", H200S))
-    assert env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1"}
+    lock = tmp_path / f"kernelgen-gpu-{H200S[1].uuid}.lock"
+    assert env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1", "KERNELGEN_GPU_LOCK": str(lock)}
+    assert lock.is_file(), "the lock file exists before any child opens it read-only"
+    assert executor_env(assign_gpu("gw1", H200S)) == env, "two workers on one GPU share its lock"
+    assert executor_env(assign_gpu("gw2", H200S))["KERNELGEN_GPU_LOCK"] != str(lock)
     with Executor(env=env) as executor:
         assert executor.call(os.getenv, "CUDA_VISIBLE_DEVICES") == "1"
         assert executor.call(os.getenv, "CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+
+
+HOLD_A_TURN = """
+import os, sys, time
+from kernelgen.timing import gpu_turn
+with gpu_turn():
+    with gpu_turn():  # re-entrant: a nested turn in the same process does not wait for itself
+        open(sys.argv[1], "w").write(str(time.monotonic()))
+        time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_processes_sharing_a_gpu_take_turns(tmp_path: Path) -> None:
+    """The second process's turn (a timed window, a verification) starts only when the first's
+    has ended; without the variable nothing waits."""
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    env = {**os.environ, "KERNELGEN_GPU_LOCK": str(lock), "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "a"), "1.5"], env=env)
+    while not (tmp_path / "a").exists() or not (tmp_path / "a").read_text():
+        assert first.poll() is None, "the first process died before its turn"
+    second = subprocess.run([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "b"), "0"], env=env, timeout=60)
+    assert first.wait(timeout=60) == 0 and second.returncode == 0
+    assert float((tmp_path / "b").read_text()) - float((tmp_path / "a").read_text()) >= 1.4
+    del env["KERNELGEN_GPU_LOCK"]
+    alone = subprocess.Popen([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "c"), "30"], env=env)
+    try:
+        subprocess.run([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "d"), "0"], env=env, timeout=20, check=True)
+    finally:
+        alone.kill()
 
 
 def test_a_case_records_its_worker_and_gpu() -> None:

@@ -313,10 +313,13 @@ def test_nothing_escapes(results: dict[str, Any], targets: list[Path], listener:
 def test_the_environment_keeps_only_what_is_needed(tmp_path: Path) -> None:
     parent = {"PATH": "/usr/bin", "HOME": "/root", "OPENAI_API_KEY": "k", "HF_TOKEN": "t", "WANDB_MODE": "offline",
               "AWS_SECRET_ACCESS_KEY": "s", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/usr/lib",
-              "PYTHONPATH": "/elsewhere", "SSH_AUTH_SOCK": "/tmp/agent"}
+              "PYTHONPATH": "/elsewhere", "SSH_AUTH_SOCK": "/tmp/agent", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+              "KERNELGEN_GPU_LOCK": "/tmp/kernelgen-gpu-GPU-1.lock"}
     env = sandbox_environment(parent, tmp_path, "cuda", tmp_path / "cache")
     assert env["PATH"] == "/usr/bin" and env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path)
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["LD_LIBRARY_PATH"] == "/usr/lib"
+    # The worker's GPU, in PCI order, and its turns on it with the other workers (timing.gpu_turn).
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and env["KERNELGEN_GPU_LOCK"] == "/tmp/kernelgen-gpu-GPU-1.lock"
     assert env["TRITON_CACHE_DIR"] == str(tmp_path / "cache") and "TRITON_INTERPRET" not in env
     assert not {"OPENAI_API_KEY", "HF_TOKEN", "WANDB_MODE", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK"} & set(env)
     assert str(ROOT) in env["PYTHONPATH"].split(os.pathsep) and "/elsewhere" not in env["PYTHONPATH"]
