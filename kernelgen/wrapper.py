@@ -13,6 +13,7 @@ interpreter, the GPU) sees plain tensors of the declared shapes.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -61,9 +62,45 @@ def bind_arguments(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, A
     return bound
 
 
+# Dtype bindings already worked out, per kernel and per call signature (what each argument is as
+# promotion sees it): promotion asks torch about empty tensors, ~40 µs of a call's Python, while
+# a wrapper is called again and again with the same kinds of arguments.
+# Kernels (Pydantic models with list fields) are not hashable: keyed by id, held weakly.
+_BINDINGS: dict[int, tuple[weakref.ref, dict[tuple[Any, ...], dict[str, str]]]] = {}
+_BINDINGS_PER_KERNEL = 256
+
+
+def _promotion_signature(value: Any) -> Any:
+    """All that :func:`bind_dtypes` reads of one argument: a tensor's dtype and whether it is
+    0-dim, a number's type, a dtype itself, else the type (None stays None)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, value.dim() == 0)
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    return ("type", type(value))
+
+
 def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
     """Each dtype variable's dtype for a call's bound arguments: PyTorch's promotion of the values
-    passed for its inputs (see :mod:`kernelgen.generic`)."""
+    passed for its inputs (see :mod:`kernelgen.generic`); remembered per call signature."""
+    if not kernel.dtypes:
+        return {}
+    signature = tuple(_promotion_signature(bound.get(inp.name)) for inp in kernel.inputs)
+    entry = _BINDINGS.get(id(kernel))
+    if entry is None or entry[0]() is not kernel:
+        entry = _BINDINGS[id(kernel)] = (weakref.ref(kernel, lambda _, key=id(kernel): _BINDINGS.pop(key, None)), {})
+    known = entry[1]
+    if signature not in known:
+        binding = _bind_dtypes(kernel, bound)  # raises for a call it cannot bind: nothing is kept
+        if len(known) >= _BINDINGS_PER_KERNEL:
+            known.clear()
+        known[signature] = binding
+    return dict(known[signature])
+
+
+def _bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
     import torch
 
     binding: dict[str, str] = {}

@@ -220,6 +220,30 @@ def test_a_dtype_variable_binds_as_pytorch_promotes(x, y):
     torch.testing.assert_close(result, expected, rtol=1e-2, atol=1e-2)
 
 
+ARGUMENT_KINDS = [torch.randn(3, dtype=F16), torch.randn(3, dtype=F32), torch.randn(3, dtype=F64),
+                  torch.randn(3, dtype=torch.bfloat16), torch.tensor(1.5, dtype=F64), torch.tensor(2, dtype=torch.int32),
+                  torch.tensor([1, 2, 3]), torch.tensor([True, False, True]), 2.5, 3, True, None]
+
+
+@given(st.lists(st.tuples(st.sampled_from(ARGUMENT_KINDS), st.sampled_from(ARGUMENT_KINDS)), min_size=1, max_size=12))
+def test_a_remembered_binding_is_the_one_promotion_gives_each_time(calls):
+    """bind_dtypes remembers each call signature's binding: any sequence of calls on one kernel
+    binds every call as a fresh promotion does, and a call it refuses is refused every time."""
+    from kernelgen.wrapper import _bind_dtypes, bind_dtypes
+
+    kernel = kernel_from_obj(generic_add(["f32", "f64", "bf16"]))
+    for x, y in calls:
+        bound = {"x": x, "y": y}
+        try:
+            expected = _bind_dtypes(kernel, bound)
+        except HostError as refused:
+            with pytest.raises(HostError) as again:
+                bind_dtypes(kernel, bound)
+            assert again.value.diagnostics == refused.diagnostics
+            continue
+        assert bind_dtypes(kernel, bound) == expected
+
+
 def test_each_binding_is_its_own_concrete_variant():
     kernel = kernel_from_obj(generic_add())
     default = check(kernel)
