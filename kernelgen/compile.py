@@ -453,6 +453,14 @@ def _compile(checked: CheckedKernel, options: CompileOptions, in_process: bool) 
     return _WORKER.call(compile_in_process, checked, options)
 
 
+def document_text(compiled: Union[CompiledKernel, Sequence[CompiledKernel]], key: str) -> str:
+    """A compiled document's ``ttir`` or ``ptx`` as one text: a kernel's own, or each launch's
+    of a program under a ``// launch i: name`` line."""
+    if not isinstance(compiled, (list, tuple)):
+        return getattr(compiled, key)
+    return "\n".join(f"// launch {i}: {each.name}\n{getattr(each, key)}" for i, each in enumerate(compiled))
+
+
 def compile_document(checked: Checked, target: str | None = None, plans: Sequence[LaunchPlan] | None = None,
                      **options: Any) -> Union[CompiledKernel, list[CompiledKernel]]:
     """:func:`compile_kernel` for a checked document: a kernel's variant, or the list of a

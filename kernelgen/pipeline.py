@@ -120,19 +120,14 @@ def stage_compile(case: Case) -> None:
     """Each launch compiled (a program's ``case.compiled`` is their list, in launch order)."""
     if not case.settings.compile:
         return
-    from kernelgen.compile import compile_document
+    from kernelgen.compile import compile_document, document_text
 
     try:
         case.compiled = compile_document(case.checked, target=case.settings.target)
     finally:
-        compiled = case.compiled
-        if compiled is not None and not case.checked.kernel.is_program:
-            case.artifacts["ttir"] = compiled.ttir
-            case.artifacts["ptx"] = compiled.ptx
-        elif compiled is not None:
+        if case.compiled is not None:
             for key in ("ttir", "ptx"):
-                case.artifacts[key] = "\n".join(f"// launch {i}: {each.name}\n{getattr(each, key)}"
-                                                for i, each in enumerate(compiled))
+                case.artifacts[key] = document_text(case.compiled, key)
     for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
         try:  # every call's variant compiles; the first's artifacts are the case's
             compile_document(checked, target=case.settings.target)

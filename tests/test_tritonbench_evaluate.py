@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from golden_edits import pinned
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -184,6 +185,50 @@ def test_a_models_answer_with_the_wrong_signature_fails_the_call(sample, tmp_pat
                                replayed(sample, tmp_path / "l", "logsumexp", json.dumps(golden)), CPU)
     assert (result.outcome, result.stage) == (Outcome.LAUNCH_ERROR, "host")
     assert "unexpected keyword argument 'dim'" in result.diagnostics[0]["message"]
+
+
+def test_a_correct_answer_that_refuses_the_perf_calls_is_named_in_cpu_mode(sample, tmp_path):
+    """add_gelu's tests pass float32, its perf script float16: an answer pinned to f32 passes
+    both accuracies, and CPU mode, which runs no perf size, still binds each perf call and says
+    that none would be timed."""
+    only_f32 = pinned(golden_answer("add_gelu"), "f32")
+    result = evaluate_operator(sample.operator("add_gelu"), replayed(sample, tmp_path, "add_gelu", only_f32), CPU)
+    assert result.ok and result.extra["execution_accuracy"]
+    problems = result.extra["perf_problems"]
+    assert len(problems) == len(sample.operator("add_gelu").perf.cases)
+    assert problems[0]["path"] == "/perf/0" and problems[0]["code"] == "bad_arguments"
+    assert problems[0]["message"].startswith("float16[4096], float16[4096]: ") and "declared f32" in problems[0]["message"]
+    lines = "\n".join(track_summary([result]))
+    assert "correct, but refusing or failing perf calls (no speedup): 1: add_gelu: float16[4096]" in lines
+    golden = evaluate_operator(sample.operator("add_gelu"), make_provider("reference"), CPU)
+    assert golden.extra["perf_problems"] == []
+
+
+def two_launch_exp() -> str:
+    """exp as a program of two launches: exp into a scratch tensor, then a copy to the result."""
+    golden = json.loads(golden_answer("exp"))
+    body, offsets = golden.pop("body"), golden["body_offsets"] if "body_offsets" in golden else None
+    first = json.loads(json.dumps(body))
+    first[-1]["ptr"]["lhs"] = "staged"
+    copy = body[:2] + [{"op": "store", "ptr": {"op": "add", "lhs": "result", "rhs": "offsets"}, "mask": "in_bounds",
+                        "value": {"op": "load", "ptr": {"op": "add", "lhs": "staged", "rhs": "offsets"}, "mask": "in_bounds"}}]
+    grid, params = golden.pop("grid"), golden.pop("params")
+    golden["scratch"] = [{"name": "staged", "dtype": "f32", "shape": ["N"]}]
+    golden["launches"] = [{"name": "exp_into_scratch", "params": [params[0], {"name": "staged"}, params[2]], "grid": grid,
+                           "body": first},
+                          {"name": "copy_out", "params": [{"name": "staged"}, params[1], params[2]], "grid": grid,
+                           "body": copy}]
+    assert offsets is None
+    return json.dumps(golden)
+
+
+def test_an_answer_of_several_launches_builds_and_runs_like_one_kernel(sample, tmp_path):
+    """A model may answer with a program (split-K, two phases): each launch compiles, and the
+    artifacts hold every launch's TTIR and PTX."""
+    result = evaluate_operator(sample.operator("exp"), replayed(sample, tmp_path, "exp", two_launch_exp()),
+                               Settings(target="sm_90", gpu=False, compile=True))
+    assert result.ok and result.extra["execution_accuracy"], result.diagnostics
+    assert "// launch 0: exp_into_scratch" in result.artifacts["ptx"] and "// launch 1: copy_out" in result.artifacts["ttir"]
 
 
 # -- perf inputs ----------------------------------------------------------------------------

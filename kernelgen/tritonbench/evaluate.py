@@ -12,7 +12,9 @@
   nothing (none of the sample's 30 does) compares equal whatever it computed.
 * **Speedup** (GPU only, :mod:`kernelgen.tritonbench.speedup`): over the perf_T input sizes;
   with ``--kg-tune`` (GPU only) the wrapper tuned per perf-size bucket first
-  (:mod:`kernelgen.tritonbench.tuning`), and the speedup as written recorded beside it.
+  (:mod:`kernelgen.tritonbench.tuning`), and the speedup as written recorded beside it. In CPU
+  mode each perf call is still bound and checked (on meta tensors, nothing runs), so a correct
+  wrapper that refuses the perf calls' dtypes or shapes is named without a GPU.
 
 :func:`evaluate_operator` runs the whole case (answer, parse, check, compile, both accuracies,
 speedup) into a :class:`~kernelgen.results.CaseResult` of track ``tritonbench``; on a GPU the
@@ -95,6 +97,14 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
                     artifacts["tuning"] = "\n".join(tuning.lines()) + "\n"
                     configs = tuning.configs()
             extra.update(measure_speedup(operator, build.answer, settings, configs).to_extra())
+        else:
+            # CPU mode runs no perf size, but binds and checks each perf call (meta tensors): a
+            # wrapper that refuses them would have no speedup on a GPU, and says so here already.
+            from kernelgen.parse import parse_kernel
+            from kernelgen.tritonbench.tuning import perf_buckets
+
+            _, refused = perf_buckets(operator, parse_kernel(build.answer))
+            extra["perf_problems"] = [d.to_dict() for d in refused]
     except KernelgenError as error:
         outcome = CaseResult.failure_fields(error)
     except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
@@ -137,6 +147,11 @@ def track_summary(results: list[CaseResult]) -> list[str]:
              f"execution accuracy: {share(executed)}"]
     if unsupported:
         lines.append(f"unsupported by the language ({len(unsupported)}, counted as failures): {', '.join(unsupported)}")
+    refused = {c.task: c.extra["perf_problems"][0] for c in cases
+               if c.extra.get("execution_accuracy") and c.extra.get("perf_problems")}
+    if refused:
+        first = "; ".join(f"{task}: {problem['message'][:160]}" for task, problem in sorted(refused.items()))
+        lines.append(f"correct, but refusing or failing perf calls (no speedup): {len(refused)}: {first}")
     if all(c.mode == "cpu" for c in cases):
         lines.append("speedup: not measured (CPU mode: the reference interpreter ran the kernels)")
         return lines

@@ -98,18 +98,20 @@ class Build:
 
     answer: str
     kernel: L.Kernel | None = None
-    compiled: CompiledKernel | None = None
+    # One per launch, in order (a program of several launches has several).
+    compiled: list[CompiledKernel] | None = None
     error: KernelgenError | None = None
 
     def artifacts(self) -> dict[str, str]:
+        from kernelgen.compile import document_text
         from kernelgen.parse import kernel_to_json
 
         found = {"answer": self.answer}
         if self.kernel is not None:
             found["ast"] = kernel_to_json(self.kernel, indent=2)
         if self.compiled is not None:
-            found["ttir"] = self.compiled.ttir
-            found["ptx"] = self.compiled.ptx
+            for key in ("ttir", "ptx"):
+                found[key] = document_text(self.compiled if len(self.compiled) > 1 else self.compiled[0], key)
         return found
 
 
@@ -117,6 +119,7 @@ def build_kernel(answer: str, target: str, compile: bool = True) -> Build:
     """Parse, check (each choice at its default) and compile for ``target``; never raises for
     a bad answer (see :attr:`Build.error`)."""
     from kernelgen.check import check
+    from kernelgen.checked import launches_of
     from kernelgen.compile import compile_kernel
     from kernelgen.parse import parse_kernel
 
@@ -124,8 +127,8 @@ def build_kernel(answer: str, target: str, compile: bool = True) -> Build:
     try:
         build.kernel = parse_kernel(answer)
         checked = check(build.kernel)
-        if compile:
-            build.compiled = compile_kernel(checked, target=target)
+        if compile:  # a program of several launches: each launch's kernel
+            build.compiled = [compile_kernel(each, target=target) for each in launches_of(checked)]
     except KernelgenError as error:
         build.error = error
     return build
@@ -250,10 +253,14 @@ def generate_operator(operator: Operator, run: Generation, out_dir: Path) -> Man
         write("answer", "answer.txt", build.answer)
     if build.kernel is not None:
         write("ast", "kernel.json", build.artifacts()["ast"] + "\n")
-    if build.compiled is not None:
-        write("ttir", "kernel.ttir", build.compiled.ttir)
-        write("ptx", "kernel.ptx", build.compiled.ptx)
-        write("cubin", "kernel.cubin", build.compiled.cubin)
+    if build.compiled:
+        texts = build.artifacts()
+        write("ttir", "kernel.ttir", texts["ttir"])
+        write("ptx", "kernel.ptx", texts["ptx"])
+        single = len(build.compiled) == 1
+        for index, compiled in enumerate(build.compiled):  # a program: one cubin per launch
+            write("cubin" if single else f"cubin{index}", "kernel.cubin" if single else f"kernel.{index}.cubin",
+                  compiled.cubin)
     if build.error is None:
         module = module_source(operator, build.answer, run.provider.name, run.provider.model)
         outcome: dict[str, Any] = {"outcome": Outcome.OK}

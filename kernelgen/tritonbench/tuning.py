@@ -63,9 +63,10 @@ class PerfBucket:
 
 def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket], list[Diagnostic]]:
     """The operator's perf calls grouped by bucket, in the order of their first call; and the
-    calls the kernel cannot take (they run as written, and fail there, in the speedup stage)."""
+    calls the kernel cannot take (they run as written, and fail there, in the speedup stage).
+    A program of several launches has no buckets: its calls are bound and planned only."""
     from kernelgen.compile import divisible_params
-    from kernelgen.host import plan_launch
+    from kernelgen.host import plan_launch, plan_sequence
     from kernelgen.wrapper import bind_call
 
     perf = operator.perf
@@ -83,10 +84,13 @@ def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket]
             if variant not in checked_for:
                 checked_for[variant] = variant.check(kernel, Config.as_written(kernel))
             checked = checked_for[variant]
+            if checked.kernel.is_program:  # bound and planned, never tuned (kernelgen.tune's doc)
+                plan_sequence(checked, call.args)
+                continue
             divisible = divisible_params(plan_launch(checked, call.args))
         except KernelgenError as error:
             first = error.diagnostics[0]
-            problems.append(Diagnostic(f"/perf/{index}", first.code, f"{describe_case(case)}: not tuned: {first}"))
+            problems.append(Diagnostic(f"/perf/{index}", first.code, f"{describe_case(case)}: {first}"))
             continue
         label = bucket_label(sizes, variant)
         if label in buckets:
