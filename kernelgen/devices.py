@@ -130,15 +130,21 @@ def executor_env(gpu: Gpu | None) -> dict[str, str]:
         return {}
     from kernelgen.timing import LOCK_VARIABLE
 
-    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu.index),
-            LOCK_VARIABLE: str(gpu_lock_path(gpu))}
+    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu.index)}
+    lock = gpu_lock_path(gpu)
+    return env if lock is None else {**env, LOCK_VARIABLE: str(lock)}
 
 
-def gpu_lock_path(gpu: Gpu, directory: str | None = None) -> Path:
-    """The lock file of ``gpu`` (made if missing), shared by every process on this host that
-    runs work on it: named by the GPU's UUID, in the temporary directory."""
+def gpu_lock_path(gpu: Gpu, directory: str | None = None) -> Path | None:
+    """The lock file of ``gpu`` (made if missing, readable by all), shared by the processes that
+    run work on it with the same temporary directory: named by the GPU's UUID. None where it can
+    be neither made nor read (then workers time without turns)."""
     path = Path(directory or tempfile.gettempdir()) / f"kernelgen-gpu-{gpu.uuid}.lock"
-    path.touch(exist_ok=True)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    os.close(descriptor)
     return path
 
 

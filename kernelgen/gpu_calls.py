@@ -56,8 +56,9 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device())
+    drawn = make_inputs(task, sizes, seed, extreme=extreme)  # on the CPU, before the turn
     with gpu_turn():  # never inside another worker's timed window on this GPU
-        inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
+        inputs = _to_device(drawn, device)
         before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
         expected = run_reference(task, inputs)
         call, checked = bound_call(task, kernel, inputs)

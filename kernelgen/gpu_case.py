@@ -109,8 +109,9 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device())
+    drawn = make_inputs(task, sizes, seed, extreme=extreme)  # on the CPU, before the turn
     with gpu_turn():  # never inside another worker's timed window on this GPU
-        inputs = _to_device(make_inputs(task, sizes, seed, extreme=extreme), device)
+        inputs = _to_device(drawn, device)
         expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
         return problems + compare_outputs(task, outputs, expected, inputs, sizes, written)

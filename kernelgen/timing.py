@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
+import warnings
 from typing import Any, Callable, Iterator
 
 # Larger than any GPU's L2 (60 MB on an H200): writing it evicts the previous repetition's data.
@@ -23,35 +25,77 @@ L2_FLUSH_BYTES = 256 << 20
 
 
 LOCK_VARIABLE = "KERNELGEN_GPU_LOCK"
+# The longest a process waits for its turn. Past it, it goes on without the lock (and says so
+# once) rather than spend a caller's time limit waiting: a slow kernel timed by another worker
+# must not turn this worker's correct kernel into a timeout.
+LOCK_WAIT_S = 20.0
+_LOCK_POLL_S = 0.002
 _turns_held = 0  # nesting depth in this process: the lock is taken once, at the outermost turn
+_held: int | None = None  # the descriptor holding the lock, while a turn holds it
+_warned: set[str] = set()
+
+
+def _warn_once(what: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(f"kernelgen: {what}", RuntimeWarning, stacklevel=3)
+
+
+def _forget_turn_in_child() -> None:
+    """A forked child does not own its parent's turn: it drops the shared descriptor (closing
+    it there leaves the parent's lock in place) and starts with no turn."""
+    global _turns_held, _held
+    if _held is not None:
+        os.close(_held)
+    _turns_held, _held = 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_turn_in_child)
+
+
+def _take_lock(path: str) -> int | None:
+    """The locked descriptor of ``path``, or None where the turn cannot be had (the file is gone
+    or unreadable, or another process held it past :data:`LOCK_WAIT_S`)."""
+    import fcntl
+
+    try:
+        descriptor = os.open(path, os.O_RDONLY)  # made by the worker (devices.gpu_lock_path)
+    except OSError as error:
+        _warn_once(f"the GPU lock {path} cannot be opened ({error}): timing without turns")
+        return None
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return descriptor
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(descriptor)
+                _warn_once(f"another process held the GPU lock {path} for over {LOCK_WAIT_S:.0f} s: "
+                           "this turn runs without it, and its times may be contended")
+                return None
+            time.sleep(_LOCK_POLL_S)
 
 
 @contextlib.contextmanager
 def gpu_turn() -> Iterator[None]:
     """This process's exclusive turn on its GPU among the processes sharing the lock file named
     by ``KERNELGEN_GPU_LOCK`` (none named: no lock). Re-entrant within a process; the lock
-    goes with the process if it dies (``flock``)."""
-    global _turns_held
+    goes with the process if it dies (``flock``); a wait is bounded (:data:`LOCK_WAIT_S`)."""
+    global _turns_held, _held
     path = os.environ.get(LOCK_VARIABLE)
-    if not path or _turns_held:
-        _turns_held += 1
-        try:
-            yield
-        finally:
-            _turns_held -= 1
-        return
-    import fcntl
-
-    descriptor = os.open(path, os.O_RDONLY)  # made by the worker (devices.gpu_lock_path): read-only here
+    descriptor = _take_lock(path) if path and not _turns_held else None
+    if descriptor is not None:
+        _held = descriptor
+    _turns_held += 1
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        _turns_held += 1
-        try:
-            yield
-        finally:
-            _turns_held -= 1
+        yield
     finally:
-        os.close(descriptor)  # closing releases the lock
+        _turns_held -= 1
+        if descriptor is not None:
+            _held = None
+            os.close(descriptor)  # closing releases the lock
 
 
 def flush_buffer() -> Any:

@@ -92,12 +92,13 @@ def bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
     if entry is None or entry[0]() is not kernel:
         entry = _BINDINGS[id(kernel)] = (weakref.ref(kernel, lambda _, key=id(kernel): _BINDINGS.pop(key, None)), {})
     known = entry[1]
-    if signature not in known:
+    binding = known.get(signature)  # one lookup: another thread may clear the table meanwhile
+    if binding is None:
         binding = _bind_dtypes(kernel, bound)  # raises for a call it cannot bind: nothing is kept
         if len(known) >= _BINDINGS_PER_KERNEL:
             known.clear()
         known[signature] = binding
-    return dict(known[signature])
+    return dict(binding)
 
 
 def _bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:

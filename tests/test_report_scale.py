@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,56 @@ with gpu_turn():
         open(sys.argv[1], "w").write(str(time.monotonic()))
         time.sleep(float(sys.argv[2]))
 """
+
+
+def test_a_turn_waits_a_bounded_time_and_a_missing_lock_is_no_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held elsewhere past LOCK_WAIT_S, a turn goes on without the lock and warns (a slow
+    kernel timed by another worker must not make this one time out); a lock file that is gone
+    warns and locks nothing; a lock directory that cannot hold the file names no lock."""
+    from kernelgen import timing
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    env = {**os.environ, "KERNELGEN_GPU_LOCK": str(lock), "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "held"), "30"], env=env)
+    try:
+        while not (tmp_path / "held").exists() or not (tmp_path / "held").read_text():
+            assert holder.poll() is None
+        monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+        monkeypatch.setattr(timing, "LOCK_WAIT_S", 0.3)
+        monkeypatch.setattr(timing, "_warned", set())
+        start = time.monotonic()
+        with pytest.warns(RuntimeWarning, match="held the GPU lock .* runs without it"):
+            with timing.gpu_turn():
+                waited = time.monotonic() - start
+        assert 0.3 <= waited < 10
+    finally:
+        holder.kill()
+    monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(tmp_path / "gone.lock"))
+    with pytest.warns(RuntimeWarning, match="cannot be opened"):
+        with timing.gpu_turn():
+            pass
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no" / "such" / "dir"))
+    assert "KERNELGEN_GPU_LOCK" not in executor_env(H200S[0])
+
+
+FORK_IN_A_TURN = """
+import os, sys
+from kernelgen import timing
+with timing.gpu_turn():
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if (timing._turns_held, timing._held) == (0, None) else 1)
+    _, status = os.waitpid(child, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_process_forked_in_a_turn_does_not_own_it(tmp_path: Path) -> None:
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    env = {**os.environ, "KERNELGEN_GPU_LOCK": str(lock), "PYTHONPATH": str(REPO)}
+    assert subprocess.run([sys.executable, "-c", FORK_IN_A_TURN], env=env, timeout=60).returncode == 0
 
 
 def test_processes_sharing_a_gpu_take_turns(tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ def test_a_correct_answer_that_refuses_the_perf_calls_is_named_in_cpu_mode(sampl
 def two_launch_exp() -> str:
     """exp as a program of two launches: exp into a scratch tensor, then a copy to the result."""
     golden = json.loads(golden_answer("exp"))
-    body, offsets = golden.pop("body"), golden["body_offsets"] if "body_offsets" in golden else None
+    body = golden.pop("body")
     first = json.loads(json.dumps(body))
     first[-1]["ptr"]["lhs"] = "staged"
     copy = body[:2] + [{"op": "store", "ptr": {"op": "add", "lhs": "result", "rhs": "offsets"}, "mask": "in_bounds",
@@ -219,7 +219,6 @@ def two_launch_exp() -> str:
                            "body": first},
                           {"name": "copy_out", "params": [{"name": "staged"}, params[1], params[2]], "grid": grid,
                            "body": copy}]
-    assert offsets is None
     return json.dumps(golden)
 
 
@@ -230,6 +229,27 @@ def test_an_answer_of_several_launches_builds_and_runs_like_one_kernel(sample, t
                                Settings(target="sm_90", gpu=False, compile=True))
     assert result.ok and result.extra["execution_accuracy"], result.diagnostics
     assert "// launch 0: exp_into_scratch" in result.artifacts["ptx"] and "// launch 1: copy_out" in result.artifacts["ttir"]
+
+
+def test_a_perf_call_meta_tensors_cannot_bind_is_not_blamed_on_the_answer(sample, monkeypatch):
+    """A number passed as a 1-element tensor is read with .item(), which a meta tensor cannot
+    give: the call is reported as not bound on meta tensors, not as a refusal (nor a crash)."""
+    import kernelgen.tritonbench.tuning as tuning
+
+    real = tuning.perf_arguments
+
+    def number_as_tensor(operator, index, device, seed):
+        args, kwargs = real(operator, index, device, seed)
+        return args, {name: torch.empty(1, device=device) for name in kwargs}  # alpha=1 as a tensor
+
+    monkeypatch.setattr(tuning, "perf_arguments", number_as_tensor)
+    operator = sample.operator("fused_mv_sigmoid_sub")
+    _, problems = tuning.perf_buckets(operator, parse_kernel(golden_answer(operator.name)))
+    assert problems and {p.code for p in problems} == {"perf_not_bound"}
+    assert "not bound on meta tensors (" in problems[0].message
+    result = evaluate_operator(operator, make_provider("reference"), CPU)
+    assert result.ok and {p["code"] for p in result.extra["perf_problems"]} == {"perf_not_bound"}
+    assert "refusing or failing perf calls" not in "\n".join(track_summary([result]))
 
 
 # -- perf inputs ----------------------------------------------------------------------------

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from kernelgen.tritonbench.generate import PromptKind
 
 TRACK = "tritonbench"
+# Perf problems that are not the answer's: an unreadable perf script, a call meta tensors cannot bind.
+NOT_THE_ANSWERS = frozenset({"perf_unresolved", "perf_not_bound"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,12 +100,11 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
                     configs = tuning.configs()
             extra.update(measure_speedup(operator, build.answer, settings, configs).to_extra())
         else:
-            # CPU mode runs no perf size, but binds and checks each perf call (meta tensors): a
-            # wrapper that refuses them would have no speedup on a GPU, and says so here already.
-            from kernelgen.parse import parse_kernel
+            # No perf size runs (CPU mode, or timing off), but each perf call is bound and checked
+            # on meta tensors: a wrapper that refuses them would get no speedup on a GPU.
             from kernelgen.tritonbench.tuning import perf_buckets
 
-            _, refused = perf_buckets(operator, parse_kernel(build.answer))
+            _, refused = perf_buckets(operator, build.kernel)
             extra["perf_problems"] = [d.to_dict() for d in refused]
     except KernelgenError as error:
         outcome = CaseResult.failure_fields(error)
@@ -147,8 +148,9 @@ def track_summary(results: list[CaseResult]) -> list[str]:
              f"execution accuracy: {share(executed)}"]
     if unsupported:
         lines.append(f"unsupported by the language ({len(unsupported)}, counted as failures): {', '.join(unsupported)}")
-    refused = {c.task: c.extra["perf_problems"][0] for c in cases
-               if c.extra.get("execution_accuracy") and c.extra.get("perf_problems")}
+    refused = {c.task: answers[0] for c in cases if c.extra.get("execution_accuracy")
+               for answers in [[p for p in c.extra.get("perf_problems") or [] if p["code"] not in NOT_THE_ANSWERS]]
+               if answers}
     if refused:
         first = "; ".join(f"{task}: {problem['message'][:160]}" for task, problem in sorted(refused.items()))
         lines.append(f"correct, but refusing or failing perf calls (no speedup): {len(refused)}: {first}")

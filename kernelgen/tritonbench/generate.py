@@ -7,7 +7,8 @@ cache), then parse -> check (with each choice at its default) -> lower -> compil
 module that exports the operator's wrapper running through :mod:`kernelgen.tritonbench.runtime`.
 
 :func:`generate_operator` writes one operator's directory (``kernel.json``, ``kernel.ttir``,
-``kernel.ptx``, ``kernel.cubin``, ``<wrapper>.py``); :func:`generate_all` writes every
+``kernel.ptx``, ``kernel.cubin`` (a program of several launches: their TTIR and PTX in one file
+each, ``kernel.<i>.cubin`` per launch), ``<wrapper>.py``); :func:`generate_all` writes every
 operator's and the ``manifest.json`` that ``kernelgen tritonbench wrap`` reads. An operator that
 fails at some stage still gets a module: one that raises at import with the outcome and the
 diagnostics, so an evaluator that runs every prediction counts it as failed.
@@ -110,8 +111,9 @@ class Build:
         if self.kernel is not None:
             found["ast"] = kernel_to_json(self.kernel, indent=2)
         if self.compiled is not None:
+            document = self.compiled if self.kernel is not None and self.kernel.is_program else self.compiled[0]
             for key in ("ttir", "ptx"):
-                found[key] = document_text(self.compiled if len(self.compiled) > 1 else self.compiled[0], key)
+                found[key] = document_text(document, key)
         return found
 
 
@@ -176,7 +178,8 @@ class _Record(BaseModel):
 
 class ManifestEntry(_Record):
     """One operator's generation: ``files`` maps what (``module``, ``ast``, ``ttir``, ``ptx``,
-    ``cubin``, ``answer``) to its path relative to the output directory."""
+    ``cubin`` (a program: ``cubin0``, ``cubin1``...), ``answer``) to its path relative to the
+    output directory."""
 
     name: str
     wrapper: str
@@ -257,7 +260,7 @@ def generate_operator(operator: Operator, run: Generation, out_dir: Path) -> Man
         texts = build.artifacts()
         write("ttir", "kernel.ttir", texts["ttir"])
         write("ptx", "kernel.ptx", texts["ptx"])
-        single = len(build.compiled) == 1
+        single = not build.kernel.is_program
         for index, compiled in enumerate(build.compiled):  # a program: one cubin per launch
             write("cubin" if single else f"cubin{index}", "kernel.cubin" if single else f"kernel.{index}.cubin",
                   compiled.cubin)

@@ -61,6 +61,10 @@ class PerfBucket:
     cases: tuple[int, ...]
 
 
+# A perf call the binding on meta tensors could not judge (not the answer's fault).
+NOT_BOUND = "perf_not_bound"
+
+
 def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket], list[Diagnostic]]:
     """The operator's perf calls grouped by bucket, in the order of their first call; and the
     calls the kernel cannot take (they run as written, and fail there, in the speedup stage).
@@ -91,6 +95,10 @@ def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket]
         except KernelgenError as error:
             first = error.diagnostics[0]
             problems.append(Diagnostic(f"/perf/{index}", first.code, f"{describe_case(case)}: {first}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a call meta tensors cannot bind (a number read with .item())
+            problems.append(Diagnostic(f"/perf/{index}", NOT_BOUND, f"{describe_case(case)}: not bound on meta "
+                                       f"tensors ({type(exc).__name__}: {exc}); it runs on the GPU"))
             continue
         label = bucket_label(sizes, variant)
         if label in buckets:
