@@ -50,7 +50,7 @@ def test_quick_varies_one_coordinate_at_a_time_around_the_matmul_as_written() ->
     kernel = golden("matmul_f16")
     space = search_space(kernel, "quick")
     base = Config.as_written(kernel)
-    assert space[0] == base == Config((("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 32)), 4, 3)
+    assert space[0] == base == Config((("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8)), 8, 3)
     assert len(space) == len(set(space)) <= QUICK_MAX
     for name, value in base.meta:
         assert with_meta(base, **{name: value // 2}) in space and with_meta(base, **{name: value * 2}) in space
