@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kernelgen.draw_bits import FP8_DTYPES, constructs_of
+from kernelgen.host import is_fp8
 from kernelgen.draw_values import EPS, FLOAT_DTYPES
 from kernelgen.language import Kernel
 
@@ -113,7 +114,7 @@ class GeneratedKernel:
         args = random_inputs(self.kernel, self.sizes, seed=seed)
         for name, value in args.items():
             if isinstance(value, torch.Tensor):
-                if value.is_floating_point() and value.dtype.itemsize == 1:  # fp8: no clamp in torch
+                if is_fp8(value.dtype):  # no clamp in torch
                     args[name] = value.float().clamp(-INPUT_FLOAT_BOUND, INPUT_FLOAT_BOUND).to(value.dtype)
                 elif value.is_floating_point():
                     args[name] = value.clamp(-INPUT_FLOAT_BOUND, INPUT_FLOAT_BOUND)

@@ -41,6 +41,12 @@ def torch_dtype(dtype: str):
 
 
 @functools.lru_cache(maxsize=None)
+def is_fp8(torch_dtype_obj: Any) -> bool:
+    """Whether a torch dtype is one of the 1-byte floats (fp8), which torch cannot compare,
+    clamp, unique or promote with other dtypes."""
+    return torch_dtype_obj.is_floating_point and torch_dtype_obj.itemsize == 1
+
+
 def dtype_name(torch_dtype_obj: Any) -> str | None:
     text = str(torch_dtype_obj).removeprefix("torch.")
     return next((k for k, v in TORCH_DTYPES.items() if v == text), None)

@@ -24,7 +24,7 @@ from kernelgen import language as L
 from kernelgen.compare import Tolerance as CompareTolerance
 from kernelgen.compare import compare_tensors
 from kernelgen.errors import Diagnostic
-from kernelgen.host import torch_dtype
+from kernelgen.host import is_fp8, torch_dtype
 from kernelgen.tasks import Task
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
@@ -136,7 +136,7 @@ def _telling(value: torch.Tensor) -> bool:
     COPY_MIN_DISTINCT distinct values (one element, or a few repeated values, can equal the
     output by coincidence of a wrong formula, and then ``mismatch`` says enough)."""
     value = value.detach()
-    if value.dtype.is_floating_point and value.dtype.itemsize == 1:
+    if is_fp8(value.dtype):
         value = value.float()  # torch has no unique of fp8
     return int(torch.unique(value).numel()) >= COPY_MIN_DISTINCT
 
@@ -189,7 +189,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
                                     f"first at {list(first)}: got {_number(got[first])}, expected "
                                     f"{_number(want[first])} ({where})"))
         # fp8 compares through f32 (not every device has fp8 comparison kernels).
-        wide = got.float() if got.dtype.is_floating_point and got.dtype.itemsize == 1 else got
+        wide = got.float() if is_fp8(got.dtype) else got
         if bool((wide == 0).all()) and not bool((want.double().abs() <= tol.atol).all()):
             found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
         for name, value in inputs.items():
@@ -220,7 +220,7 @@ def guarded(tensor: torch.Tensor, fill: Any) -> tuple[torch.Tensor, torch.Tensor
 
 
 def guard_fill(dtype: torch.dtype) -> Any:
-    if dtype.is_floating_point and dtype.itemsize == 1:
+    if is_fp8(dtype):
         return -96.0  # fp8 (e4m3 and e5m2 hold it exactly; -7777 would be NaN or saturate)
     if dtype.is_floating_point:
         return -7777.0

@@ -148,9 +148,11 @@ def track_summary(results: list[CaseResult]) -> list[str]:
              f"execution accuracy: {share(executed)}"]
     if unsupported:
         lines.append(f"unsupported by the language ({len(unsupported)}, counted as failures): {', '.join(unsupported)}")
-    refused = {c.task: answers[0] for c in cases if c.extra.get("execution_accuracy")
-               for answers in [[p for p in c.extra.get("perf_problems") or [] if p["code"] not in NOT_THE_ANSWERS]]
-               if answers}
+    refused = {}  # the first perf problem of each correct operator that is the answer's own
+    for c in cases:
+        answers = [p for p in c.extra.get("perf_problems") or [] if p["code"] not in NOT_THE_ANSWERS]
+        if c.extra.get("execution_accuracy") and answers:
+            refused[c.task] = answers[0]
     if refused:
         first = "; ".join(f"{task}: {problem['message'][:160]}" for task, problem in sorted(refused.items()))
         lines.append(f"correct, but refusing or failing perf calls (no speedup): {len(refused)}: {first}")

@@ -111,7 +111,7 @@ class Build:
         if self.kernel is not None:
             found["ast"] = kernel_to_json(self.kernel, indent=2)
         if self.compiled is not None:
-            document = self.compiled if self.kernel is not None and self.kernel.is_program else self.compiled[0]
+            document = self.compiled if self.kernel.is_program else self.compiled[0]  # compiled: parsed
             for key in ("ttir", "ptx"):
                 found[key] = document_text(document, key)
         return found
@@ -254,10 +254,10 @@ def generate_operator(operator: Operator, run: Generation, out_dir: Path) -> Man
         build = build_kernel(record.text, run.target)
     if build.kernel is None and build.answer:
         write("answer", "answer.txt", build.answer)
+    texts = build.artifacts()
     if build.kernel is not None:
-        write("ast", "kernel.json", build.artifacts()["ast"] + "\n")
+        write("ast", "kernel.json", texts["ast"] + "\n")
     if build.compiled:
-        texts = build.artifacts()
         write("ttir", "kernel.ttir", texts["ttir"])
         write("ptx", "kernel.ptx", texts["ptx"])
         single = not build.kernel.is_program
