@@ -6,7 +6,7 @@ costs on the host decides the speedup the track reports. Three ways to run one o
 
 * ``torch``: the operator's PyTorch function;
 * ``kernelgen``: the golden AST's wrapper (:func:`kernelgen.tritonbench.runtime.wrapper`:
-  bind the call, reuse the launch planned for these shapes, launch through CuPy);
+  a call repeating a signature replays its binding and its prepared launch, through CuPy);
 * ``triton``: the same AST as ``@triton.jit`` Python (:func:`kernelgen.emit.emit_triton`),
   launched by Triton's JIT with the emitted launcher (plain arguments, no operator semantics).
 

@@ -274,7 +274,9 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
 
     out_index, out = role_values.get("out", (None, None))
     _, inplace = role_values.get("inplace", (None, False))
-    originals = {name: bound[name] for name in values if isinstance(bound.get(name), torch.Tensor)}
+    # Only an in-place call keeps the caller's tensors: a finish may serve later calls
+    # (kernelgen.call_replay), and must not keep this one's alive.
+    originals = {name: bound[name] for name in values if isinstance(bound.get(name), torch.Tensor)} if inplace else {}
 
     def finish(outputs: Mapping[str, Any]) -> Any:
         raise_preconditions(kernel, outputs)

@@ -112,3 +112,35 @@ def test_repeated_gpu_calls_reuse_the_launch_with_their_own_tensors(imported):
     c = torch.randn(17, 64, device="cuda")
     assert torch.equal(sub(c, c[0]), c - c[0])
     assert torch.equal(sub(a, b), a - b)
+
+
+@pytest.mark.gpu
+def test_a_repeated_signature_replays_its_prepared_launch_on_each_calls_data():
+    """Calls that repeat a signature run through the prepared launch (kernelgen.call_replay):
+    each result is its own call's, and what binding reads of a tensor's value, an ``out=``,
+    or a misaligned tensor is handled as the first call of the signature handles it."""
+    from kernelgen.errors import LaunchError
+
+    sub = wrapper(golden_answer("sub"), "sub")
+    for _ in range(3):
+        a, b = (torch.randn(1000, device="cuda") for _ in range(2))
+        assert torch.equal(sub(a, b), a - b)
+    assert [r.prepared is not None for r in sub.kernel_function._repeats.values()] == [True]
+    for alpha in (2.0, 3.0):  # a one-element tensor for a number: read on every call
+        torch.testing.assert_close(sub(a, b, alpha=torch.tensor(alpha, device="cuda")), a - alpha * b)
+    for _ in range(2):
+        out = torch.empty(1000, device="cuda")
+        assert sub(a, b, out=out) is out and torch.equal(out, a - b)
+    big = torch.randn(1001, device="cuda")
+    with pytest.raises(LaunchError, match="aligned"):
+        sub(big[1:], b)  # the replayed signature of sub(a, b), at an address the kernel cannot take
+    linear = wrapper(golden_answer("log_softmax_linear"), "log_softmax_linear")
+    for _ in range(2):  # the omitted bias: zeros on the GPU, made once
+        x, w = torch.randn(3, 8, device="cuda"), torch.randn(5, 8, device="cuda")
+        torch.testing.assert_close(linear(x, w), torch.log_softmax(x @ w.t(), dim=-1))
+    maximum = wrapper(golden_answer("max"), "max")
+    for _ in range(2):  # two outputs, shaped back
+        x = torch.randn(6, 33, device="cuda")
+        values, indices = maximum(x, dim=1)
+        expected = torch.max(x, dim=1)
+        assert torch.equal(values, expected.values) and torch.equal(indices, expected.indices)
