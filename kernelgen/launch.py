@@ -319,7 +319,10 @@ class PreparedLaunch:
             return
         packed = list(self._template)
         for position, param, name in self._pointers:
-            address = tensors[name].data_ptr()
+            tensor = tensors.get(name)
+            if tensor is None:
+                raise LaunchError(Diagnostic("/params", "bad_argument", f"no tensor {name!r} was given for this launch"))
+            address = tensor.data_ptr()
             if address % DIVISIBILITY:
                 raise LaunchError(Diagnostic("", "misaligned_pointer",
                                              f"param {param} points to {address:#x}, which is not "

@@ -43,7 +43,7 @@ from kernelgen.checked import Checked
 from kernelgen.parse import parse_kernel
 from kernelgen.tune import Config, Variant, bucket_label
 from kernelgen.call_replay import Replay, Signature, call_signature, replay_of
-from kernelgen.launch import PreparedLaunch, cuda_errors, resolve_arguments
+from kernelgen.launch import PreparedLaunch, cuda_errors
 from kernelgen.wrapper import BoundCall, bind_call
 
 _fill_outputs = contextvars.ContextVar("kernelgen_tritonbench_fill_outputs", default=True)
@@ -76,33 +76,50 @@ def call_bucket(kernel: L.Kernel, call: BoundCall) -> tuple[dict[str, int], Vari
     return sizes_from_shapes(kernel, shapes), Variant.of(call.meta, call.dtypes)
 
 
+@dataclass(frozen=True)
+class _OutputSpec:
+    """How one tensor a call allocates is made: its shape and dtype, the value it is always
+    filled with (atomics' ``init``, a precondition's flags, a ``zero`` scratch) and the one it
+    is filled with outside timing only (the poison)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: Any
+    always: Union[float, int, bool, None]
+    poison: Union[float, int, bool]
+
+
 @dataclass
 class _Launch:
-    """What every call with the same shapes, dtypes and numbers shares (planned once, from
-    the first such call, whose tensors it does not keep): the grid, the output shapes, the
-    tensor inputs, the kernel variant loaded on the call's device and where each of its
-    arguments comes from (:func:`kernelgen.launch.argument_sources`)."""
+    """What every call with the same shapes, dtypes and numbers runs (planned once, from the
+    first such call, whose tensors it does not keep): the kernel's launches (one, or a
+    program's several, in order), each loaded on the call's device and prepared, and the
+    outputs and scratch each call allocates."""
 
-    grid: tuple[int, int, int]
-    output_shapes: dict[str, tuple[int, ...]]
-    inputs: tuple[str, ...]
-    loaded: Any
-    sources: list[tuple[str, Any]]
+    launches: tuple[PreparedLaunch, ...]
+    outputs: tuple[_OutputSpec, ...]
+    scratch: tuple[_OutputSpec, ...]
+    device: Any
+
+    def __call__(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The outputs of one call with ``values`` (the bound arguments, on the device)."""
+        outputs = _allocate(self.outputs, self.device)
+        tensors = {**values, **outputs, **_allocate(self.scratch, self.device)} if self.scratch else values | outputs
+        for launch in self.launches:
+            launch(tensors)
+        return outputs
 
 
 @dataclass
 class _Repeat:
     """What a call that repeats an earlier call's signature runs with: the binding's replay
-    (:mod:`kernelgen.call_replay`), the checked kernel and configuration, and for one kernel on
-    the GPU its launch, prepared (scalars packed, constants on the device)."""
+    (:mod:`kernelgen.call_replay`, constants already on the device), the checked kernel and
+    configuration, and on the GPU its launch."""
 
     replay: Replay
     checked: Checked
     config: Config | None
     launch: _Launch | None = None
-    prepared: PreparedLaunch | None = None
-    device: Any = None
-    outputs: tuple[_OutputSpec, ...] = ()
 
 
 class KernelFunction:
@@ -160,13 +177,10 @@ class KernelFunction:
         if repeat is None:
             return self._first_call(signature, args, kwargs)
         call = repeat.replay.bind(args, kwargs)
-        if repeat.prepared is None:
+        if repeat.launch is None:
             return call.finish(self._run(repeat.checked, call.args, repeat.config))
         with cuda_errors(f"running kernel {repeat.checked.kernel.name}"):
-            tensors = {name: call.args[name] for name in repeat.launch.inputs}
-            outputs = _allocate(repeat.outputs, repeat.device)
-            repeat.prepared(tensors | outputs)
-        return call.finish(outputs)
+            return call.finish(repeat.launch(call.args))
 
     def _first_call(self, signature: Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call with a signature not seen before (or not keyed): bound, checked, run, and
@@ -180,18 +194,15 @@ class KernelFunction:
             if replay is None and len(self._bound_afresh) < self.MAX_LAUNCHES:
                 self._bound_afresh.add(signature)
         device = _cuda_device(call.args)
-        if device is None or checked.kernel.is_program:
+        if device is None:
             outputs = self._run(checked, call.args, config)
             repeat = None if replay is None else _Repeat(replay, checked, config)
         else:
             values = _on_device(call.args, device)
             with cuda_errors(f"running kernel {checked.kernel.name}"):
                 launch = self._launch_for(checked, values, device, config)
-                outputs = _allocate(_output_specs(checked, launch), device)
-                launch.loaded.launch(launch.grid, resolve_arguments(launch.sources, values | outputs))
-                repeat = None if replay is None else _Repeat(
-                    replay.with_constants(values), checked, config, launch,
-                    launch.loaded.prepare(launch.grid, launch.sources), device, _output_specs(checked, launch))
+                outputs = launch(values)
+            repeat = None if replay is None else _Repeat(replay.with_constants(values), checked, config, launch)
         if repeat is not None:
             self._remember(signature, repeat)
         return call.finish(outputs)
@@ -199,10 +210,10 @@ class KernelFunction:
     def _remember(self, signature: Signature, repeat: _Repeat) -> None:
         if len(self._repeats) >= self.MAX_LAUNCHES:
             # Dropping a launch may unload its kernel: let running launches finish first.
-            if repeat.device is not None:
+            if repeat.launch is not None:
                 import torch
 
-                torch.cuda.synchronize(repeat.device)
+                torch.cuda.synchronize(repeat.launch.device)
             self._repeats.pop(next(iter(self._repeats)), None)
         self._repeats[signature] = repeat
 
@@ -221,41 +232,12 @@ class KernelFunction:
         if device is None:
             return interpret(checked, values)
         values = _on_device(values, device)
-        if checked.kernel.is_program:
-            return self._run_program_on_gpu(checked, values, device)
         with cuda_errors(f"running kernel {checked.kernel.name}"):
-            launch = self._launch_for(checked, values, device, config)
-            outputs = _allocate(_output_specs(checked, launch), device)
-            launch.loaded.launch(launch.grid, resolve_arguments(launch.sources, values | outputs))
-        return outputs
+            return self._launch_for(checked, values, device, config)(values)
 
-    def _run_program_on_gpu(self, checked: Checked, values: Mapping[str, Any], device: Any) -> dict[str, Any]:
-        """A program of several launches: each launch's variant compiled (the compile cache
-        answers repeated calls), launched in order with scratch allocated for this call."""
-        import torch
-
-        from kernelgen.compile import compile_document
-        from kernelgen.host import plan_sequence
-        from kernelgen.interpret import allocate_outputs, allocate_scratch
-        from kernelgen.launch import sequence_runner
-
-        with cuda_errors(f"running kernel {checked.kernel.name}"), torch.cuda.device(device):
-            plans = plan_sequence(checked, values)
-            major, minor = torch.cuda.get_device_capability(device)
-            # in this process, as _compiled_for explains
-            compiled = compile_document(checked, target=f"sm_{major}{minor}", plans=plans, in_process=True)
-            names = {out.name for out in checked.kernel.outputs}
-            outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
-            sequence_runner(compiled, plans, outputs, lambda: allocate_scratch(checked, plans[0], device))()
-        return outputs
-
-    def _launch_for(self, checked: CheckedKernel, values: Mapping[str, Any], device: Any,
+    def _launch_for(self, checked: Checked, values: Mapping[str, Any], device: Any,
                     config: Config | None = None) -> _Launch:
         import torch
-
-        from kernelgen.compile import divisible_params
-        from kernelgen.host import plan_launch
-        from kernelgen.launch import argument_sources, load_kernel
 
         # Numbers by type and, for floats, by float.hex: as values, -0.0 == 0.0 and NaN != NaN.
         warps_stages = None if config is None else (config.num_warps, config.num_stages)
@@ -265,10 +247,7 @@ class KernelFunction:
                  for name, v in values.items()))
         launch = self._launches.get(key)
         if launch is None:
-            plan = plan_launch(checked, values)
-            compiled = self._compiled_for(checked, divisible_params(plan), device, warps_stages)
-            launch = _Launch(plan.grid, plan.output_shapes, tuple(plan.inputs), load_kernel(compiled, device.index),
-                             argument_sources(compiled, plan))
+            launch = self._plan_launch(checked, values, device, warps_stages)
             self._launches[key] = launch
             if len(self._launches) > self.MAX_LAUNCHES:
                 # Dropping a launch may unload its kernel: let running launches finish first.
@@ -277,6 +256,37 @@ class KernelFunction:
         else:
             self._launches.move_to_end(key)
         return launch
+
+    def _plan_launch(self, checked: Checked, values: Mapping[str, Any], device: Any,
+                     warps_stages: tuple[int, int] | None) -> _Launch:
+        """Plan, compile (the variant each launch needs, in this process) and load a call's
+        launches; a program's launches share its scratch, allocated per call."""
+        import torch
+
+        from kernelgen.compile import compile_document, divisible_params
+        from kernelgen.host import plan_sequence
+        from kernelgen.launch import argument_sources, load_kernel
+
+        plans = plan_sequence(checked, values)
+        if checked.kernel.is_program:
+            major, minor = torch.cuda.get_device_capability(device)
+            # in this process, as _compiled_for explains
+            compiled = compile_document(checked, target=f"sm_{major}{minor}", plans=plans, in_process=True)
+        else:
+            compiled = [self._compiled_for(checked, divisible_params(plans[0]), device, warps_stages)]
+        launches = tuple(load_kernel(kernel, device.index).prepare(plan.grid, argument_sources(kernel, plan))
+                         for kernel, plan in zip(compiled, plans))
+        plan = plans[0]  # the launches share the host values: every plan gives the same shapes
+        zero = {s.name: s.zero for s in checked.kernel.scratch}
+        returned = {out.name for out in checked.kernel.outputs}
+        outputs, scratch = [], []
+        for out in plan.kernel.outputs:
+            spec = _output_spec(out, plan.output_shapes[out.name], zero.get(out.name))
+            if out.name in returned:
+                outputs.append(spec)
+            elif out.name in zero:
+                scratch.append(spec)
+        return _Launch(launches, tuple(outputs), tuple(scratch), device)
 
     def _compiled_for(self, checked: CheckedKernel, divisible: tuple[str, ...], device: Any,
                       warps_stages: tuple[int, int] | None = None) -> Any:
@@ -312,34 +322,20 @@ def _on_device(values: Mapping[str, Any], device: Any) -> dict[str, Any]:
             for name, value in values.items()}
 
 
-@dataclass(frozen=True)
-class _OutputSpec:
-    """How one output of a launch is allocated: its shape and dtype, the value it is always
-    filled with (atomics' ``init``, a precondition's flags) or only outside timing (the poison)."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: Any
-    always: Union[float, int, bool, None]
-    poison: Union[float, int, bool]
-
-
-def _output_specs(checked: CheckedKernel, launch: _Launch) -> tuple[_OutputSpec, ...]:
+def _output_spec(out: L.Output, shape: Any, zero: bool | None = None) -> _OutputSpec:
+    """How an output (or, with ``zero`` not None, a scratch) of a plan's kernel is allocated.
+    A precondition's flags are filled even when timing: an element the kernel leaves unwritten
+    must raise, never read as garbage."""
     from kernelgen.host import torch_dtype
     from kernelgen.interpret import initial_fill, poison
 
-    specs = []
-    for out in checked.kernel.outputs:
-        # A precondition's flags are filled even when timing: an element the kernel leaves
-        # unwritten must raise, never read as garbage.
-        always = initial_fill(out) if out.init is not None else poison(out.dtype) if out.raises is not None else None
-        specs.append(_OutputSpec(out.name, tuple(launch.output_shapes[out.name]), torch_dtype(out.dtype), always,
-                                 poison(out.dtype)))
-    return tuple(specs)
+    always = 0 if zero else initial_fill(out) if out.init is not None else \
+        poison(out.dtype) if out.raises is not None else None
+    return _OutputSpec(out.name, tuple(shape), torch_dtype(out.dtype), always, poison(out.dtype))
 
 
 def _allocate(specs: tuple[_OutputSpec, ...], device: Any) -> dict[str, Any]:
-    """A launch's outputs, filled as the module docstring says."""
+    """A call's outputs (or scratch), filled as the module docstring says."""
     import torch
 
     fill = _fill_outputs.get()
