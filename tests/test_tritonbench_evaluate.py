@@ -311,3 +311,40 @@ def test_the_summary_in_cpu_mode_says_speedup_was_not_measured():
     lines = track_summary([case("a", Outcome.OK, True, True, None, mode="cpu")])
     assert any("not measured" in line for line in lines)
     assert track_summary([]) == []
+
+
+def test_a_perf_result_as_accurate_as_the_reference_agrees_where_a_fixed_tolerance_cannot_tell():
+    """log_softmax of a float32 linear whose logits sit near 8192 (ulp 1e-3) keeps values near 0:
+    two summation orders differ there beyond (rtol, atol), so the perf call is judged against the
+    float64 truth (the reference's own accuracy); a wrong element is as far from the truth and
+    still fails."""
+    from kernelgen.tritonbench.speedup import disagreement
+
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(64, 2048, generator=g) / 8, torch.randn(4, 2048, generator=g) / 8
+    bias = torch.full((4,), 8192.0)
+
+    def reference(x, w, bias):
+        return torch.log_softmax(x @ w.t() + bias, dim=-1)
+
+    def halves(x, w, bias):  # another summation order, as a kernel's K loop has
+        return torch.log_softmax(x[:, :1000] @ w[:, :1000].t() + bias + x[:, 1000:] @ w[:, 1000:].t(), dim=-1)
+
+    args = [x, w, bias]
+    assert compare_results(reference(*args), halves(*args)), "the orders agree within the fixed tolerance: no test"
+    assert disagreement(reference, halves, args, {}) == []
+
+    def wrong(x, w, bias):
+        out = halves(x, w, bias)
+        out[3, int(out[3].argmax())] += 5e-2
+        return out
+
+    found = disagreement(reference, wrong, args, {})
+    assert len(found) == 1 and "1 of 256 elements" in found[0].message
+
+    def float32_only(x, w, bias):
+        if x.dtype != torch.float32:
+            raise RuntimeError("float32 only")
+        return reference(x, w, bias)
+
+    assert disagreement(float32_only, halves, args, {})  # no truth to judge by: the fixed tolerance stands
