@@ -125,7 +125,7 @@ def test_a_repeated_signature_replays_its_prepared_launch_on_each_calls_data():
     for _ in range(3):
         a, b = (torch.randn(1000, device="cuda") for _ in range(2))
         assert torch.equal(sub(a, b), a - b)
-    assert [r.prepared is not None for r in sub.kernel_function._repeats.values()] == [True]
+    assert [r.launch is not None for r in sub.kernel_function._repeats.values()] == [True]
     for alpha in (2.0, 3.0):  # a one-element tensor for a number: read on every call
         torch.testing.assert_close(sub(a, b, alpha=torch.tensor(alpha, device="cuda")), a - alpha * b)
     for _ in range(2):
