@@ -45,7 +45,7 @@ MAX_BLOCK_NUMEL = 1 << 20
 DOT_DTYPES = ("f16", "bf16", "f32")
 # The first compute capability with fp8 tensor-core instructions (Ada's mma.sync e4m3/e5m2).
 FP8_DOT_CAPABILITY = 89
-MATH_OPS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
+MATH_OPS = ("exp", "exp2", "exp2_ftz", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
             "sin", "cos")
 
 class _Checker(HostChecks, StatementChecks):
@@ -271,6 +271,9 @@ class _Checker(HostChecks, StatementChecks):
                 raise self.fail(child(path, "x"), "needs_bool", f"'not' takes bool, got {x}")
             return x
         if e.op in MATH_OPS:
+            if e.op == "exp2_ftz" and x.dtype != "f32" and not x.weak:
+                raise self.fail(child(path, "x"), "needs_f32", f"exp2_ftz takes f32 (ex2.approx.ftz.f32), got {x}; "
+                                                               "cast it first, or use exp2")
             if x.dtype not in WIDE_FLOAT_DTYPES and not x.weak:
                 raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32 or f64, got {x}; cast it first")
             return ValueType("f32" if x.weak else x.dtype, x.shape)

@@ -26,7 +26,7 @@ RELATIVE_ERROR_LIMIT = 1e-2
 FLOAT_LITERALS = (0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.5, 3.0, 0.25, -0.125, 10.0)
 INT_LITERALS = (0, 1, -1, 2, 3, -7, 5, 16, 100)
 MAX_DETOUR_NUMEL = 4096
-MATH_FUNCTIONS = ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
+MATH_FUNCTIONS = ("exp", "exp2", "exp2_ftz", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos")
 
 
 class _Gen:
@@ -502,13 +502,13 @@ class _Gen:
             x, lo = self.positive(shape, depth)
         else:
             x, lo = self.floating("f32", shape, depth), 0.0
-        if fn in ("exp", "exp2", "sin", "cos") and x.mag > 8.0:
+        if fn in ("exp", "exp2", "exp2_ftz", "sin", "cos") and x.mag > 8.0:
             x = Val(op("clamp", x=x.expr, lo=-8.0, hi=8.0), "f32", x.shape, 8.0, x.err)
         if fn == "log1p":
             x = Val(op("abs", x=x.expr), "f32", x.shape, x.mag, x.err)
         m, e = x.mag, x.err
         ulps = 8.0 * max(1.0, m)
-        if fn in ("exp", "exp2"):
+        if fn in ("exp", "exp2", "exp2_ftz"):
             mag = math.exp(m) if fn == "exp" else 2.0**m
             err = mag * (e + ulps * EPS["f32"]) + DENORMAL
         elif fn in ("log", "log2"):

@@ -252,6 +252,8 @@ class _KernelEmitter:
         if e.op in _HELPER_UNARY:
             self.helpers.add(_HELPER_UNARY[e.op])
             return _Code(f"{_HELPER_UNARY[e.op]}({x.text})", POSTFIX, t.dtype)
+        if e.op == "exp2_ftz":  # plain Triton, so that Triton's interpreter runs it too (no inline asm)
+            return _Code(f"tl.where(({x.text}) < -126.0, 0.0, tl.exp2({x.text}))", POSTFIX, "f32")
         if t.dtype == "f64" and e.op == "rsqrt":  # as the lowering: tl.rsqrt of fp64 is rsqrt.approx.f64
             return _Code(f"1.0 / tl.sqrt({x.text})", MUL, "f64")
         function = _TL_UNARY_F64.get(e.op, _TL_UNARY[e.op]) if t.dtype == "f64" else _TL_UNARY[e.op]

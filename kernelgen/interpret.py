@@ -618,8 +618,15 @@ def _sigmoid(x: torch.Tensor) -> torch.Tensor:
     return 1.0 / (1.0 + torch.exp(-x))
 
 
+def _exp2_ftz(x: torch.Tensor) -> torch.Tensor:
+    """exp2 with results below the smallest normal f32 (2**-126) flushed to 0, as
+    ex2.approx.ftz.f32 gives them (NaN stays NaN: it compares false)."""
+    result = torch.exp2(x)
+    return result.masked_fill(result < 2.0**-126, 0.0)
+
+
 _UNARY = {
-    "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
+    "exp": torch.exp, "exp2": torch.exp2, "exp2_ftz": _exp2_ftz, "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
     "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": _sigmoid, "erf": torch.erf,
     "sin": torch.sin, "cos": torch.cos, "abs": torch.abs, "neg": torch.neg, "floor": torch.floor,
     "ceil": torch.ceil, "not": torch.logical_not,

@@ -312,6 +312,9 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
             return self.libdevice_f64(e.op, [x], t)
         if e.op in _MATH:
             return getattr(b, _MATH[e.op])(x)
+        if e.op == "exp2_ftz":  # one instruction; math.exp2 without ftz is four (denormal results kept)
+            return b.create_inline_asm("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], [self.ir_type(t)], True, 1) \
+                .get_result(0)
         if e.op in _LIBDEVICE:
             return b.create_extern_elementwise("", "", _LIBDEVICE[e.op], [x], self.ir_type(t), True)
         if e.op == "sigmoid":

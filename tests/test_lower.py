@@ -148,6 +148,7 @@ def unary_cases() -> list[Case]:
     cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))})
               for d in ("f16", "bf16") for name in ("abs", "neg", "floor", "ceil")]
     cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))}) for d in INTS for name in ("abs", "neg")]
+    cases.append(elementwise("exp2_ftz_f32", {"a": "f32"}, {"o": ("f32", un("exp2_ftz", "x"))}))
     cases.append(elementwise("not_bool", {"a": "bool"}, {"o": ("bool", un("not", "x"))}))
     cases.append(elementwise("exp_of_int_literal", {"a": "f32"}, {"o": ("f32", bin_("add", "x", un("exp", 1)))}))
     return cases
