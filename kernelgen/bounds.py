@@ -21,6 +21,8 @@ Bounds: what the checker proves about an unmasked load, store or atomic:
   in else, ``not``) that is ``k * v + rest`` against a known bound, ``v`` a program id, loop
   var or int param, narrows ``v`` and what is computed from it: full blocks
   ``if (pid + 1) * B <= N`` need no mask;
+* sizes where the grid has no programs (an axis of 0: a launch a program skips) prove nothing
+  and refuse nothing;
 * masked accesses are checked when run: an active lane outside its tensor is out_of_bounds.
 """
 
@@ -485,6 +487,8 @@ def unproven_accesses(checked: CheckedKernel) -> list[Diagnostic]:
     reported: dict[str, Diagnostic] = {}
     for sizes in _assignments(checked.sizes):
         analysis = _Analysis(checked, sizes)
+        if any(g.known and g.hi < 1 for g in analysis.grid):
+            continue  # no program runs at these sizes (a launch gridded to nothing when not needed)
         analysis.block(checked.kernel.body, "/body", analysis.params())
         for path, kind, off, base in analysis.findings:
             if path in reported:

@@ -120,6 +120,10 @@ PROVEN += [
         branch(op("gt", lhs="N", rhs="i"), [store("i", load("i"))])])], [1]), id="loop-var-under-if"),
     pytest.param(kernel([branch(op("gt", lhs="N", rhs=1000), [store(1000, load(999))])], [1]),
                  id="int-param-large-enough"),
+    # A launch gridded to no programs at small N (a split reduction's combine, needed only for
+    # long rows): the last lane of a full block, in bounds wherever a program runs.
+    pytest.param(kernel([store(op("add", lhs=op("mul", lhs=PID, rhs="B"), rhs=op("sub", lhs="B", rhs=1)))],
+                        [op("idiv", lhs="N", rhs="B")]), id="empty-grid-at-small-sizes"),
 ]
 
 
