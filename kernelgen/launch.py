@@ -312,6 +312,11 @@ class PreparedLaunch:
             else:
                 self._template.append(pack_arguments([param], [source], kernel.divisible_by_16)[0])
 
+    @property
+    def tensor_names(self) -> tuple[str, ...]:
+        """The names of the tensors a launch takes (its pointer arguments), in order."""
+        return tuple(name for _, _, name in self._pointers)
+
     def __call__(self, tensors: Mapping[str, Any]) -> None:
         """Launch on torch's current stream with ``tensors`` (the kernel's inputs and outputs
         by name: CUDA tensors on the kernel's device)."""

@@ -43,7 +43,7 @@ from kernelgen.checked import Checked
 from kernelgen.parse import parse_kernel
 from kernelgen.tune import Config, Variant, bucket_label
 from kernelgen.call_replay import Replay, Signature, call_signature, replay_of
-from kernelgen.launch import PreparedLaunch, cuda_errors
+from kernelgen.launch import DIVISIBILITY, PreparedLaunch, cuda_errors
 from kernelgen.wrapper import BoundCall, bind_call
 
 _fill_outputs = contextvars.ContextVar("kernelgen_tritonbench_fill_outputs", default=True)
@@ -100,9 +100,17 @@ class _Launch:
     outputs: tuple[_OutputSpec, ...]
     scratch: tuple[_OutputSpec, ...]
     device: Any
+    inputs: tuple[str, ...]  # the input tensors the launches read
 
     def __call__(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """The outputs of one call with ``values`` (the bound arguments, on the device)."""
+        """The outputs of one call with ``values`` (the bound arguments, on the device).
+
+        The kernels were compiled assuming 16-byte aligned pointers, as Triton's are by default;
+        an input that is not (a slice such as ``x[1:]``, which PyTorch takes as it is) is copied
+        to fresh, aligned memory first (inputs are read-only)."""
+        for name in self.inputs:
+            if values[name].data_ptr() % DIVISIBILITY:
+                values = {**values, name: values[name].clone()}
         outputs = _allocate(self.outputs, self.device)
         tensors = {**values, **outputs, **_allocate(self.scratch, self.device)} if self.scratch else values | outputs
         for launch in self.launches:
@@ -286,7 +294,9 @@ class KernelFunction:
                 outputs.append(spec)
             elif out.name in zero:
                 scratch.append(spec)
-        return _Launch(launches, tuple(outputs), tuple(scratch), device)
+        made = {spec.name for spec in (*outputs, *scratch)}
+        inputs = tuple(dict.fromkeys(name for launch in launches for name in launch.tensor_names if name not in made))
+        return _Launch(launches, tuple(outputs), tuple(scratch), device, inputs)
 
     def _compiled_for(self, checked: CheckedKernel, divisible: tuple[str, ...], device: Any,
                       warps_stages: tuple[int, int] | None = None) -> Any:
