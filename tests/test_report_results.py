@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from kernelgen.cli import main
 from kernelgen.errors import Outcome
@@ -251,7 +251,10 @@ def test_each_failing_outcome_falls_in_its_own_category() -> None:
     assert rules[-1]["matchedStatuses"] == ["broken"]
 
 
+@settings(max_examples=300)
 @given(st.dictionaries(st.text(min_size=1), st.text()))
+@example({"\f#": ""})  # a form feed before '#': a comment line, before tab and form feed were escaped
+@example({"\t!x": "\t y", " a": "\f"})
 def test_properties_round_trip(values: dict[str, str]) -> None:
     assert parse_properties(format_properties(values)) == values
 

@@ -97,7 +97,10 @@ def environment(results: Sequence[CaseResult], gpus: Sequence[Gpu]) -> dict[str,
 
 
 def _escape(text: str, key: bool) -> str:
-    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    # Tab and form feed as Java writes them: a line's leading blanks (space, tab, form feed) are
+    # skipped, so a key "\f#" written raw read back as a comment.
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") \
+        .replace("\f", "\\f")
     if key:
         for character in " :=":
             text = text.replace(character, "\\" + character)
@@ -125,7 +128,7 @@ def parse_properties(text: str) -> dict[str, str]:
         target = key
         for character in line:
             if escaped:
-                target.append({"n": "\n", "r": "\r"}.get(character, character))
+                target.append({"n": "\n", "r": "\r", "t": "\t", "f": "\f"}.get(character, character))
                 escaped = False
             elif character == "\\":
                 escaped = True
