@@ -115,9 +115,29 @@ def _param_code(binding: ParamBinding, name: str, host: _HostExpressions) -> _Co
                  nonnegative=dtype in INT_DTYPES and host.nonnegative(binding.value))
 
 
+def _concrete_document(checked: Checked) -> L.Kernel:
+    """The kernel whose signature the launcher takes, with its dtype variables bound. A checked
+    kernel is concrete already; a program keeps its generic document, and its launches say the
+    variant's dtypes (TritonBench's log_softmax_linear: dtype= binds T)."""
+    from kernelgen.generic import instantiate
+
+    kernel = checked.kernel
+    if not kernel.dtypes:
+        return kernel
+    first = launches_of(checked)[0].kernel
+    concrete = {spec.name: spec for spec in (*first.inputs, *first.outputs)}
+    binding: dict[str, str] = {}
+    for spec in (*kernel.inputs, *kernel.outputs):
+        for field in ("dtype", "binds"):
+            variable = getattr(spec, field, None)
+            if variable is not None and variable not in L.DTYPES and spec.name in concrete:
+                binding.setdefault(variable, getattr(concrete[spec.name], field))
+    return instantiate(kernel, binding)
+
+
 def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _HostExpressions,
                    names: Namer, kernel_names: list[Namer], converted_inputs: Collection[str] | None) -> list[str]:
-    kernel = checked.kernel
+    kernel = _concrete_document(checked)
     body: list[str] = []
     tensors = [i for i in kernel.inputs if i.shape is not None]
     converted: set[str] = set()
