@@ -13,7 +13,7 @@ from unittest import mock
 import pydantic
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import kernelgen.interpret as interpreter
@@ -228,14 +228,26 @@ def _features(generated: GeneratedKernel) -> set[str]:
 
 @pytest.mark.slow
 def test_generated_kernels_cover_the_language() -> None:
+    """1000 drawn kernels cover every construct; where a rare one (a cast between two rare
+    dtypes) is missing, up to two more seeded batches are drawn. One derandomized batch alone
+    depended on what the process had drawn before (it missed cast:f64->bf16 in one CI worker and
+    not when run alone)."""
     seen: set[str] = set()
+    for batch in range(3):
+        @seed(batch)
+        @settings(GENERATION, max_examples=1000, database=None)
+        @given(kernels())
+        def collect(generated: GeneratedKernel) -> None:
+            seen.update(_features(generated) | generated.constructs())
 
-    @settings(GENERATION, max_examples=1000, derandomize=True, database=None)
-    @given(kernels())
-    def collect(generated: GeneratedKernel) -> None:
-        seen.update(_features(generated) | generated.constructs())
+        collect()
+        if not _missing(seen):
+            break
+    assert _missing(seen) == set()
 
-    collect()
+
+def _missing(seen: set[str]) -> set[str]:
+    """The language's constructs that no drawn kernel in ``seen`` used."""
     expected = set(L.UNARY_OPS) | set(L.BINARY_OPS) | set(L.REDUCE_OPS) | {
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
         "hint", "cache", "loop num_stages", "kernel num_stages", "if", "if results",
@@ -248,7 +260,7 @@ def test_generated_kernels_cover_the_language() -> None:
     expected |= {f"cast:{a}->{b}" for a in L.DTYPES for b in L.DTYPES if a != b}
     expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d",
                                                      "blocks")}
-    assert expected - seen == set()
+    return expected - seen
 
 
 def test_dot_kernels_cover_every_dot_variant() -> None:
