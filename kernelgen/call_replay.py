@@ -45,6 +45,8 @@ def _key(value: Any) -> Any:
 
     kind = type(value)
     if isinstance(value, torch.Tensor):
+        if value.layout is not torch.strided:  # sparse and the like have no strides: bound afresh
+            raise _NotKeyed(value.layout)
         return kind, value.shape, value.stride(), value.dtype, value.device
     if kind is float:
         return kind, value.hex()  # as values, -0.0 == 0.0 and NaN != NaN

@@ -193,6 +193,9 @@ def _as_tensor(inp: L.Input, index: int, value: Any, dtypes: Mapping[str, str]):
 
     dtype = dtypes.get(inp.dtype, inp.dtype)
     refuse_complex(inp.name, index, value)
+    if isinstance(value, torch.Tensor) and value.layout is not torch.strided:
+        raise _error(index, f"{inp.name} is a {value.layout} tensor; the kernel takes dense (strided) tensors: "
+                            "pass .to_dense()", "unsupported_argument")
     if isinstance(value, torch.Tensor):
         if inp.dtype in dtypes:
             return value if dtype_name(value.dtype) == dtype else value.to(torch_dtype(dtype))

@@ -171,6 +171,7 @@ def test_signatures_tell_apart_what_binding_reads():
     assert call_signature((x,), {"dim": [0, 1]}) != call_signature((x,), {"dim": (0, 1)})
     assert call_signature((x,), {"dim": 1}) != call_signature((x,), {"dim": 0})
     assert call_signature((x, object()), {}) is None  # not keyed: bound afresh
+    assert call_signature((x.to_sparse(),), {}) is None  # no strides to key
 
 
 def test_a_wrapper_called_again_computes_on_the_new_call():
@@ -226,3 +227,10 @@ def test_a_configuration_set_later_reaches_repeated_calls():
     function.force = None
     function(x)
     assert [dict(r.checked.meta)["BLOCK"] for r in function._repeats.values()] == [1024]
+
+
+def test_a_sparse_tensor_is_one_clear_error():
+    relu = wrapper(golden_answer("relu"), "relu")
+    with pytest.raises(HostError, match="sparse_coo tensor; the kernel takes dense") as raised:
+        relu(torch.randn(4).to_sparse())
+    assert raised.value.diagnostics[0].path == "/inputs/0"
