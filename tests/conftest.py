@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Every run draws the same examples (derandomized): a CI run is reproducible, and a failure is a
+# drawn kernel to fix, not a coin toss between runs. HYPOTHESIS_PROFILE=explore draws new
+# examples each run (what found the faults the closing notes list).
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # The sample lives beside the project (../shared), never inside it; $KERNELGEN_TRITONBENCH_ROOT
 # points elsewhere (a copy on a GPU machine), as it does for the benchmark's own track.
