@@ -254,12 +254,24 @@ def test_a_compiler_that_exits_fails_the_job_not_the_caller() -> None:
     assert caught.value.code == "compiler_error" and "SystemExit" in str(caught.value)
 
 
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_killed_worker_is_replaced_before_the_next_job() -> None:
     compile_kernel(vadd(), "sm_90", cache=False)
     pid = compiler_process().pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    # dead once the kernel has run its exit (a zombie, or reaped): under load that took more
+    # than the 0.2 s this test once slept, and the next job met a process still dying
+    deadline = time.monotonic() + 30
+    while _running(pid):
+        assert time.monotonic() < deadline, "the killed compiler process did not die within 30 s"
+        time.sleep(0.05)
     assert compile_kernel(vadd(), "sm_90", cache=False).cubin[:4] == ELF_MAGIC
     assert compiler_process().pid not in (None, pid)
 
