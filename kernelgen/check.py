@@ -441,6 +441,8 @@ class _Checker(HostChecks, StatementChecks):
             raise self.fail(path, "dot_shape", f"dot needs M, N, K >= 16, got M={m} N={n} K={k}")
         if lhs.dtype in FP8_DTYPES or rhs.dtype in FP8_DTYPES:
             return self.fp8_dot(e, lhs, rhs, (m, n, k), path, scope)
+        if e.dtype == "i32":
+            return self.int8_dot(e, lhs, rhs, (m, n, k), path, scope)
         if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in DOT_DTYPES:
             raise self.fail(path, "dot_dtype", f"dot needs both operands f16, bf16 or f32 (not f64), "
                             f"got {lhs} and {rhs}")
@@ -461,21 +463,36 @@ class _Checker(HostChecks, StatementChecks):
                 scope) -> ValueType:
         """fp8 x fp8 (e4m3 and e5m2 mix) on tensor cores, f32 results; Triton's fp8 MMA takes
         K in steps of 32."""
-        m, n, k = mnk
         if lhs.pointer or rhs.pointer or lhs.dtype not in FP8_DTYPES or rhs.dtype not in FP8_DTYPES:
             raise self.fail(path, "dot_dtype", f"an fp8 dot needs both operands fp8, got {lhs} and {rhs}")
-        if k < 32:
-            raise self.fail(path, "dot_shape", f"an fp8 dot needs K >= 32, got K={k}")
         if e.dtype != "f32":
             raise self.fail(child(path, "dtype"), "dot_dtype", "an fp8 dot accumulates in f32")
+        self.fp8_nodes.append(path)
+        return self.byte_dot_result(e, "fp8", "f32", mnk, path, scope)
+
+    def byte_dot_result(self, e: L.Dot, kind: str, dtype: str, mnk: tuple[int, int, int], path: str,
+                        scope) -> ValueType:
+        """What fp8 and int8 dots share: 8-bit MMAs take K in steps of 32; acc in the dot's dtype."""
+        m, n, k = mnk
+        if k < 32:
+            raise self.fail(path, "dot_shape", f"an {kind} dot needs K >= 32, got K={k}")
         if e.precision != "ieee":
             raise self.fail(child(path, "precision"), "dot_dtype", "tf32 precision applies to f32 operands only")
         if e.acc is not None:
             acc = self.expr(e.acc, child(path, "acc"), scope)
-            if acc.shape != (m, n) or acc.dtype != "f32" or acc.pointer:
-                raise self.fail(child(path, "acc"), "dot_dtype", f"acc must be f32[{m},{n}], got {acc}")
-        self.fp8_nodes.append(path)
-        return ValueType("f32", (m, n))
+            if acc.shape != (m, n) or acc.dtype != dtype or acc.pointer:
+                raise self.fail(child(path, "acc"), "dot_dtype", f"acc must be {dtype}[{m},{n}], got {acc}")
+        return ValueType(dtype, (m, n))
+
+    def int8_dot(self, e: L.Dot, lhs: ValueType, rhs: ValueType, mnk: tuple[int, int, int], path: str,
+                 scope) -> ValueType:
+        """The low bytes of i32 operands as int8, on the integer tensor cores (mma/wgmma .s8,
+        K in steps of 32), i32 sums. The language has no 8-bit integer tensors: int8 data
+        comes packed in i32 words, and a shift brings each byte down."""
+        if lhs.pointer or rhs.pointer or lhs.dtype != "i32" or rhs.dtype != "i32":
+            raise self.fail(path, "dot_dtype", f"an int8 dot (dtype i32) takes i32 operands (their low bytes), "
+                            f"got {lhs} and {rhs}")
+        return self.byte_dot_result(e, "int8", "i32", mnk, path, scope)
 
     def _expanddims(self, e: L.ExpandDims, path: str, scope) -> ValueType:
         x = self.expr(e.x, child(path, "x"), scope)

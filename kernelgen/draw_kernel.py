@@ -73,6 +73,8 @@ class GeneratedKernel:
         found |= {f"{t.dtype} tensor" for t in (*self.kernel.inputs, *self.kernel.outputs) if t.dtype in FP8_DTYPES}
         if self.template == "dot" and self.kernel.inputs[0].dtype in FP8_DTYPES:
             found.add("fp8 dot")
+        if self.template == "dot" and self.kernel.inputs[0].dtype == "i32":
+            found.add("int8 dot")
 
         def walk(node: Any) -> None:
             if isinstance(node, dict):

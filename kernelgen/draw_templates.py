@@ -487,15 +487,18 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
 
 # (operand dtype, precision, accumulator dtype)
 DOT_VARIANTS = [("f16", "ieee", "f32"), ("bf16", "ieee", "f32"), ("f32", "ieee", "f32"), ("f32", "tf32", "f32"),
-                ("f16", "ieee", "f16"), ("f8e4m3", "ieee", "f32"), ("f8e5m2", "ieee", "f32")]
+                ("f16", "ieee", "f16"), ("f8e4m3", "ieee", "f32"), ("f8e5m2", "ieee", "f32"), ("i32", "ieee", "i32")]
 # The share of K the tensor cores sum in their narrower fp8 accumulator before the f32 one
-# takes it (kernelgen.lower: 32 at a time) keeps about 14 bits (measured on Hopper by others).
+# takes it (kernelgen.lower: each dot's K, 32 or 64 here) keeps about 14 bits (measured on Hopper by others).
 FP8_ACCUMULATION_EPS = 2.0**-13
 
 
 def _dot_bounds(k: int, block_k: int, precision: str, acc_dtype: str, fp8: bool = False) -> tuple[float, float]:
-    """Magnitude and error bounds of a K-loop of dots over inputs in [-8, 8]."""
+    """Magnitude and error bounds of a K-loop of dots over inputs in [-8, 8] (int8 dots: the
+    operands' low bytes, summed exactly)."""
     terms = -(-k // block_k) * block_k
+    if acc_dtype == "i32":
+        return terms * 128.0**2, 0.0
     mag = terms * INPUT_FLOAT_BOUND**2
     err = rounding("f32", mag, 2 * math.sqrt(terms))
     if precision == "tf32":
@@ -516,8 +519,8 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     bm, bn, bk = (g.choose([16, 32]) for _ in range(3))
     g.dims = (bm, bn)
     dtype, precision, acc_dtype = g.choose(DOT_VARIANTS)
-    if dtype in FP8_DTYPES:
-        bk = g.choose([32, 64])  # fp8 MMA takes K in steps of 32
+    if dtype in FP8_DTYPES or acc_dtype == "i32":
+        bk = g.choose([32, 64])  # 8-bit MMA takes K in steps of 32
     b_transposed = g.chance(40)
     spec = _Spec("dot", {"M": m, "N": n, "K": k}, num_stages=g.choose((1, 2, 3, 4)))
     spec.tensor("a", dtype, ["M", "K"])
@@ -549,10 +552,10 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
                                      mask=op("and", lhs=column("k_ok"), rhs="col_ok"))))
     fused = g.choose((True, False))
     dot = op("dot", lhs="a_tile", rhs="b_tile", **({"acc": "acc"} if fused else {}),
-             **({"dtype": "f16"} if acc_dtype == "f16" else {}),
+             **({"dtype": acc_dtype} if acc_dtype != "f32" else {}),
              **({"precision": "tf32"} if precision == "tf32" else {}))
     g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, **g.stages(), carry=[
-        {"name": "acc", "init": op("full", shape=["BM", "BN"], value=0.0, dtype=acc_dtype),
+        {"name": "acc", "init": op("full", shape=["BM", "BN"], value=0 if acc_dtype == "i32" else 0.0, dtype=acc_dtype),
          "next": dot if fused else op("add", lhs="acc", rhs=dot)}]))
     mag, err = _dot_bounds(k, bk, precision, acc_dtype, dtype in FP8_DTYPES)
     acc = Val("acc", acc_dtype, (bm, bn), mag, err)
@@ -561,7 +564,9 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         spec.tensor("bias", "f32", ["N"])
         bias = op("load", ptr=op("add", lhs="bias", rhs="cols"), mask=op("lt", lhs="cols", rhs="N"))
         g.bind(_loaded(bias, "f32", (bn,)), "bias_")
-    out, out_dtype = spec.output("c", g.choose(("f32", "f16", "bf16")) if g.chance(40) else acc_dtype, ["M", "N"])
+    # i32 sums reach 2**20: f16 would overflow them
+    widened = ("f32", "i64") if acc_dtype == "i32" else ("f32", "f16", "bf16")
+    out, out_dtype = spec.output("c", g.choose(widened) if g.chance(40) else acc_dtype, ["M", "N"])
     ptr = op("add", lhs=out, rhs=_matrix_index("rows", "N", "cols"))
     mask = op("and", lhs="row_ok", rhs="col_ok")
     if g.chance(30):

@@ -53,7 +53,7 @@ NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
   ``_shr``, ``_lshr`` helpers); ``umulhi`` works on the unsigned bits; ``randint`` is Triton's
   uint32 bitcast to int32; ``word`` k is element k of ``tl.randint4x``/``rand4x``/``randn4x``.
 * **fp8** casts go through f16 (``x.to(tl.float16).to(tl.float8e4nv)``), as the lowering does on
-  every target; fp8 values convert out through f32; fp8 dots pass ``max_num_imprecise_acc=32``.
+  every target; fp8 values convert out through f32; fp8 dots pass ``max_num_imprecise_acc`` = their K.
 
 Names from the AST that are Python keywords or builtins, or that would shadow ``tl``,
 ``triton``, ``torch``, a helper or the kernel, get a trailing underscore; the launcher is named
@@ -442,14 +442,18 @@ class _KernelEmitter:
     def _dot(self, e: L.Dot, path: str, env) -> _Code:
         a_dtype = self.types[child(path, "lhs")].dtype
         args = [self.expr(e.lhs, child(path, "lhs"), env).text, self.expr(e.rhs, child(path, "rhs"), env).text]
+        if e.dtype == "i32":  # the low bytes of i32 operands
+            args = [f"({text}).to(tl.int8)" for text in args]
         if e.acc is not None:
             args.append(f"acc={self.operand(e.acc, child(path, 'acc'), env, e.dtype).text}")
         if a_dtype == "f32":
             args.append(f'input_precision="{e.precision}"')
         if e.dtype == "f16":
             args.append("out_dtype=tl.float16")
-        if a_dtype in FP8_DTYPES:
-            args.append("max_num_imprecise_acc=32")  # as the lowering: f32 sums per 32 of K
+        if e.dtype == "i32":
+            args.append("out_dtype=tl.int32")
+        if a_dtype in FP8_DTYPES:  # as the lowering: the dot's K in the narrow accumulator, then f32
+            args.append(f"max_num_imprecise_acc={self.types[child(path, 'lhs')].shape[1]}")
         return _Code(f"tl.dot({', '.join(args)})", POSTFIX, e.dtype)
 
     def _hint(self, e: L.Hint, path: str, env) -> _Code:

@@ -289,7 +289,9 @@ class Histogram(Node):
 class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
     (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64), or both fp8 (any mix;
-    K >= 32, f32 result; sm_89+ as fp8 casts: fp8_target); ``dtype`` f16 needs f16
+    K >= 32; f32 result: the dot's K summed at ~2**-14 precision, then added to acc;
+    sm_89+: fp8_target), or both i32 with ``dtype`` i32: int8 tensor cores on their low
+    bytes (``x & 255`` as -128..127; K >= 32), i32 sums, saturating; ``dtype`` f16 needs f16
     operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
     rounded to 10-bit mantissas (tensor cores)."""
 
@@ -297,7 +299,7 @@ class Dot(Node):
     lhs: Expr
     rhs: Expr
     acc: Expr | None = None
-    dtype: Literal["f32", "f16"] = "f32"
+    dtype: Literal["f32", "f16", "i32"] = "f32"
     precision: Literal["ieee", "tf32"] = "ieee"
 
 
@@ -451,7 +453,8 @@ class For(Node):
     scalars (needs_scalar, needs_int) evaluated once; it runs ``max(0, cdiv(stop - start,
     step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
-    no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth."""
+    no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth
+    (a loop without a dot prefetches its loads only when given it)."""
 
     op: Literal["for"]
     var: Name

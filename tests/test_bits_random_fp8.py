@@ -325,6 +325,18 @@ def test_fp8_nodes_run_on_fp8_tensor_cores(target: str, instruction: str) -> Non
     assert instruction in compile_kernel(checked_case("dot_f8e4m3_f8e4m3"), target, in_process=True, cache=False).ptx
 
 
+def test_an_fp8_dot_adds_its_own_k_to_the_f32_accumulator_once() -> None:
+    """max_num_imprecise_acc = the dot's K (64 here), in the lowering and the emitted Triton:
+    a K loop of 128-deep dots promotes once per dot, not per 32-wide wgmma (which waited on
+    each) nor never (Triton's default, out of tolerance at K ~ 3000)."""
+    from kernelgen.emit import emit_triton
+    from kernelgen.lower import lower
+
+    checked = checked_case("dot_f8e4m3_f8e4m3")
+    assert "maxNumImpreciseAcc = 64" in str(lower(checked).module)
+    assert "max_num_imprecise_acc=64" in emit_triton(checked)
+
+
 def test_mixed_fp8_dot_and_fp8_conversions_in_ptx() -> None:
     mixed = compile_kernel(checked_case("dot_f8e5m2_f8e4m3"), "sm_90", in_process=True, cache=False).ptx
     assert "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3" in mixed

@@ -247,7 +247,7 @@ def reduce_cases() -> list[Case]:
 
 
 def dot_case(dtype: str, precision: str = "ieee", result: str = "f32", with_acc: bool = False) -> Case:
-    m, n, k = 32, 64, 16
+    m, n, k = 32, 64, 32 if result == "i32" else 16  # an int8 dot (the low bytes of i32s): K >= 32
     body = grid_offsets(m, k, "a_offs") + [
         let("kr", op("arange", size=k)), let("nc", op("arange", size=n)),
         let("b_offs", bin_("add", bin_("mul", op("expand_dims", x="kr", axis=1), n), op("expand_dims", x="nc", axis=0))),
@@ -261,7 +261,7 @@ def dot_case(dtype: str, precision: str = "ieee", result: str = "f32", with_acc:
         inputs["acc"] = (result, [m, n])
     body.append(store(bin_("add", "c", "c_offs"), dot))
     name = f"dot_{dtype}_{precision}_{result}" + ("_acc" if with_acc else "")
-    tolerance = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (1e-2, 1e-2)}[dtype]
+    tolerance = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (1e-2, 1e-2), "i32": (0.0, 0.0)}[dtype]
     if precision == "tf32" or result == "f16":
         tolerance = (1e-2, 1e-2)
     return tile_kernel(name, inputs, {"c": (result, [m, n])}, body, tolerance)
@@ -272,7 +272,7 @@ def dot_cases() -> list[Case]:
     for with_acc in (False, True):
         cases += [dot_case("f16", with_acc=with_acc), dot_case("f16", result="f16", with_acc=with_acc),
                   dot_case("bf16", with_acc=with_acc), dot_case("f32", with_acc=with_acc),
-                  dot_case("f32", "tf32", with_acc=with_acc)]
+                  dot_case("f32", "tf32", with_acc=with_acc), dot_case("i32", result="i32", with_acc=with_acc)]
     return cases
 
 
@@ -734,6 +734,9 @@ def test_dot_precision_and_accumulator() -> None:
     assert re.search(r"tt.dot %\w+, %\w+, %\w+ :", ieee)
     assert re.search(r"arith.constant dense<0.000000e\+00> : tensor<32x64xf32>", ieee)
     assert "tensor<32x64xf16>" in ttir_of("dot_f16_ieee_f16_acc")
+    int8 = ttir_of("dot_i32_ieee_i32_acc")  # the low bytes of i32 operands, i32 sums
+    assert re.search(r"arith.trunci %\w+ : tensor<32x32xi32> to tensor<32x32xi8>", int8)
+    assert re.search(r"tt.dot %\w+, %\w+, %\w+ : tensor<32x32xi8> \* tensor<32x64xi8> -> tensor<32x64xi32>", int8)
 
 
 def test_loops_carry_values_and_pointers() -> None:
