@@ -166,6 +166,10 @@ def pack_pointer(name: str, value: Any) -> ctypes.c_uint64:
                                          f"param {name} must be a CUDA tensor, got {type(value).__name__}"
                                          + (f" on {device}" if device is not None else "")))
         address = value.data_ptr()
+    return _aligned(name, address)
+
+
+def _aligned(name: str, address: int) -> ctypes.c_uint64:
     if address % DIVISIBILITY:
         raise LaunchError(Diagnostic("", "misaligned_pointer",
                                      f"param {name} points to {address:#x}, which is not {DIVISIBILITY}-byte aligned"))
@@ -327,12 +331,7 @@ class PreparedLaunch:
             tensor = tensors.get(name)
             if tensor is None:
                 raise LaunchError(Diagnostic("/params", "bad_argument", f"no tensor {name!r} was given for this launch"))
-            address = tensor.data_ptr()
-            if address % DIVISIBILITY:
-                raise LaunchError(Diagnostic("", "misaligned_pointer",
-                                             f"param {param} points to {address:#x}, which is not "
-                                             f"{DIVISIBILITY}-byte aligned"))
-            packed[position] = ctypes.c_uint64(address)
+            packed[position] = _aligned(param, tensor.data_ptr())
         self.kernel.launch_packed(self.grid, packed)
 
 
