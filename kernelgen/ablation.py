@@ -147,18 +147,24 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             # every size assignment, in one sandboxed process; the first call is timed.
             concrete = [t for t in task.variant_tasks() if settings.gpu or _bf16_limitation(t) is None]
             calls = [(t, make_inputs(t, sizes, settings.seed), sizes) for t in concrete for sizes in sizes_checked]
-            timed = (list(make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True).values())
-                     if settings.gpu and settings.time_kernels else None)
+            timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
+                          if settings.gpu and settings.time_kernels else None)
+            timed = list(timed_args.values()) if timed_args is not None else None
+            # After them (and the timing), the timed call's tensors (else the last call's) are
+            # refilled in place with new values and called again: a result kept from an earlier
+            # call is stale there.
+            again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
+                     if timed is not None else _refilled(*calls[-1], settings.seed, False))
             run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                                        timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                                        device="cuda" if settings.gpu else "interpreter",
-                                       timed_inputs=timed)
+                                       timed_inputs=timed, refill=list(again[1].values()))
             artifacts["sandbox"] = run.stderr_tail
             if not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
                 stage = "verify"
-                problems = _compare(calls, run)
+                problems = _compare(calls, run) or _compare_again(again, run)
                 if problems:
                     fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
                 elif run.times_ms:
@@ -187,6 +193,24 @@ def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> l
         if problems:
             return [Diagnostic(d.path, d.code, call + d.message) for d in problems]
     return []
+
+
+def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: int,
+              bench: bool) -> tuple[Task, dict[str, Any], dict[str, int]]:
+    """A call's arguments with new tensor values (another seed's draw, same shapes), its other
+    arguments as they were: what its tensors are refilled with for the call made again."""
+    import torch
+
+    fresh = make_inputs(task, sizes, seed + 1, bench=bench)
+    return task, {name: fresh[name] if isinstance(value, torch.Tensor) else value
+                  for name, value in inputs.items()}, sizes
+
+
+def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> list[Diagnostic]:
+    """What is wrong with the call made again on the refilled tensors."""
+    problems = _compare([again], dataclasses.replace(run, calls=(run.again,), modified=(run.again_modified,)))
+    return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (a result kept "
+                       f"from an earlier call is stale): {d.message}") for d in problems]
 
 
 def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:

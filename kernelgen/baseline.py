@@ -80,7 +80,12 @@ ALLOWED_TRITON_CALLS = frozenset({"triton.jit", "triton.autotune", "triton.heuri
 ALLOWED_TRITON_PREFIXES = ("triton.language.", "triton.runtime.driver.")
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars",
                                 "getattr", "setattr", "delattr", "breakpoint", "input", "exit", "quit", "help",
-                                "memoryview", "__builtins__", "__loader__", "__spec__"})
+                                "memoryview", "__builtins__", "__loader__", "__spec__", "type"})
+# Members of torch a launcher may hold as values (annotations, isinstance, dtypes): classes and
+# descriptions, never functions that compute.
+ALLOWED_TORCH_VALUES = frozenset({"torch.Tensor", "torch.dtype", "torch.device", "torch.Size", "torch.Generator",
+                                  "torch.inf", "torch.nan", "torch.pi", "torch.e", "torch.strided",
+                                  "torch.contiguous_format", "torch.preserve_format"})
 # Builtins that reduce or transform a tensor when given one.
 _COMPUTING_BUILTINS = frozenset({"sum", "max", "min", "abs", "pow", "round", "sorted", "any", "all", "divmod",
                                  "map", "filter"})
@@ -100,6 +105,10 @@ RULES: dict[str, str] = {
     "dunder_access": "an attribute or name with double underscores (x.__class__, __builtins__)",
     "forbidden_call": "a triton call outside triton.language and the launch helpers",
     "torch_compute": "PyTorch computes outside the kernel (torch.matmul, F.*, tensor arithmetic, x.sum(), ...)",
+    "module_as_value": "a module, or a torch or triton function the rules do not allow, used as a value "
+                       "([torch.matmul], f(x, op=torch.sum), m = torch): the rules could not follow its calls",
+    "module_assignment": "an assignment to an attribute of a module or of what it holds (torch.save = ..., "
+                         "torch.Tensor.exp = ...): replacing library functions",
 }
 _OUTCOME_OF_RULE = {
     "syntax_error": Outcome.SYNTAX_ERROR,
@@ -360,6 +369,48 @@ class _Rules:
                 name = self.resolve(node.func)
                 if name is not None and name.startswith("triton") and not self.triton_call_allowed(name):
                     self.report(node, "forbidden_call", f"{name} is not part of writing and launching a kernel")
+        self.check_values_and_assignments()
+
+    def check_values_and_assignments(self) -> None:
+        """Modules and library functions are called or read where they are named, never held as
+        values (the calls of a value are out of the rules' sight), and nothing of theirs is
+        replaced."""
+        called = {id(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call)}
+        inner = {id(n.value) for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)}
+        for node in ast.walk(self.tree):
+            if id(node) in self.main_guard_nodes:
+                continue
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for target in targets:
+                    for part in ast.walk(target):
+                        if isinstance(part, ast.Attribute) and self.resolve(part) is not None:
+                            self.report(part, "module_assignment", f"assigning {self.resolve(part)} replaces a "
+                                        "library's member; an answer only calls them")
+            if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in called or id(node) in inner \
+                    or not isinstance(getattr(node, "ctx", None), ast.Load):
+                continue
+            name = self.resolve(node)
+            if name is None or not self.value_allowed(name):
+                if name is not None:
+                    self.report(node, "module_as_value", f"{name} used as a value: call library functions "
+                                "where you name them")
+
+    def value_allowed(self, name: str) -> bool:
+        """Whether a module member may be held as a value: a number or dtype of a module (math.pi,
+        torch.float16, tl.float32, tl.constexpr), a class of :data:`ALLOWED_TORCH_VALUES`, an
+        allowed call (``alloc = torch.empty``), triton's allowed calls and its language's members."""
+        module, _, member = name.rpartition(".")
+        if not module:
+            return False  # a module itself
+        if module == "math" or module == "typing" or module == "functools":
+            return True
+        if name.startswith("torch"):
+            return member in _TORCH_DTYPE_NAMES or name in ALLOWED_TORCH_VALUES or name in ALLOWED_TORCH_CALLS \
+                or name.startswith("torch.cuda.")
+        if name.startswith("triton"):
+            return self.triton_call_allowed(name) or name in ("triton.Config",)
+        return True
 
     @staticmethod
     def triton_call_allowed(name: str) -> bool:
@@ -579,8 +630,11 @@ def system_prompt() -> str:
         + " to allocate, and the tensor methods " + methods + " (.to() only to move between devices), and read "
         ".shape, .dtype and .device; no other torch function (torch.matmul, torch.softmax, F.*), no tensor "
         "arithmetic, comparison or indexing with tensors, no dtype conversion;",
-        "- eval, exec, compile, open, getattr and similar builtins, attributes with double underscores, and "
-        "any use of os, sys, subprocess or the network.",
+        "- eval, exec, compile, open, getattr, type and similar builtins, attributes with double underscores, and "
+        "any use of os, sys, subprocess or the network;",
+        "- a module, or a torch or triton function, held as a value (in a list, a default argument, a variable) "
+        "instead of called where it is named, and assigning to a library's members.",
+        "The same limits on PyTorch hold while the code runs: a torch call outside them stops the run.",
         "",
         "Write no tests, no example usage and no prints.",
     ])

@@ -24,6 +24,15 @@ process (``python -m kernelgen.sandbox JOB_DIR``) with these walls, each tested:
 * **No processes.** The hook refuses ``os.system``, ``exec``, ``fork``, ``spawn``, signals to
   other processes and ``subprocess``; on a GPU, only the compilers Triton runs (``ptxas``,
   ``cc``, ...) may be started.
+* **PyTorch does not do the work.** The static rules refuse torch computing in the launcher
+  where they can see it; names are resolved at run time, so the child also runs the answer
+  (its import and every call) under a torch function mode (:class:`TorchGuard`) that refuses any
+  torch function or tensor method the answer's own code calls other than those the rules allow
+  (allocation, shapes, views that keep the element order), a copy to another dtype or device,
+  and reading a tensor on the host (``.numpy()``, ``.tolist()``). Torch calls that Triton makes
+  (its launcher, autotuner and interpreter) are allowed: the innermost frame outside torch and
+  the standard library decides whose call it is. A refusal is ``forbidden_construct``, even
+  when the answer catches the exception.
 * **No secrets.** The environment is built from an allowlist (``PATH``, CUDA and Triton
   locations, the locale), with anything that looks like a credential dropped even from that;
   ``HOME`` and ``TMPDIR`` are the job's directory.
@@ -44,6 +53,7 @@ with the exception and the tail of the child's output.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -95,7 +105,8 @@ class SandboxResult:
     ``outcome`` is ok, else ``error`` (the exception, one line) and the child's output tail
     (stdout and stderr together). With several calls, ``calls`` holds each call's outputs and
     ``modified`` the positions of the inputs each call wrote into; ``times_ms`` holds the
-    CUDA-event times of the timed call's repetitions."""
+    CUDA-event times of the timed call's repetitions. With a ``refill``, ``again`` holds the
+    outputs of the call made on refilled tensors and ``again_modified`` the inputs it wrote."""
 
     outcome: Outcome
     outputs: tuple[Any, ...] = ()
@@ -106,6 +117,8 @@ class SandboxResult:
     calls: tuple[tuple[Any, ...], ...] = ()
     modified: tuple[tuple[int, ...], ...] = ()
     times_ms: tuple[float, ...] = ()
+    again: tuple[Any, ...] = ()
+    again_modified: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -192,13 +205,18 @@ def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: floa
 
 def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], timeout_s: float = 60.0,
                          device: Device | None = None, *, timed_inputs: Sequence[Any] | None = None,
+                         refill: Sequence[Any] | None = None,
                          repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
                          file_size_limit_bytes: int = DEFAULT_FILE_SIZE_LIMIT_BYTES,
                          startup_timeout_s: float = 300.0, triton_cache: Path | None = None) -> SandboxResult:
     """Call ``entry`` once per input list of ``calls`` in one sandboxed process (starting one
     costs seconds), noting which inputs each call modified; with ``timed_inputs`` on a GPU,
     then time ``entry(*timed_inputs)``: ``warmup`` calls, then ``repetitions`` calls each
-    between CUDA events with the L2 cache flushed before it.
+    between CUDA events with the L2 cache flushed before it. With ``refill`` (values for each
+    argument of the timed call where there is one, else of the last call), the tensors of that
+    call are then refilled in place with those values and ``entry`` called once more on them
+    (``again``): an answer that keeps its results between calls, keyed by the tensors or their
+    addresses, returns stale ones there (a timing cheat: the repetitions would do no work).
 
     ``memory_limit_bytes`` defaults to 8 GiB of address space in interpreter mode and to no
     limit on a GPU (see the module docstring).
@@ -218,9 +236,11 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
         timed = timed_inputs is not None and device == "cuda"
         if timed:
             torch.save(list(timed_inputs), job_dir / "timed_inputs.pt")
+        if refill is not None:
+            torch.save(list(refill), job_dir / "refill.pt")
         ready_read, ready_write = os.pipe()
         job = {"entry": entry, "device": device, "ready_fd": ready_write,
-               "repetitions": repetitions if timed else 0, "warmup": warmup,
+               "repetitions": repetitions if timed else 0, "warmup": warmup, "refill": refill is not None,
                "write_roots": [str(job_dir.resolve()), str(cache.resolve()), os.devnull],
                "compiler_tools": device == "cuda",
                "memory_limit_bytes": memory_limit_bytes, "file_size_limit_bytes": file_size_limit_bytes,
@@ -236,8 +256,12 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
             finally:
                 os.close(ready_write)
             try:
-                return _supervise(process, ready_read, job_dir, timeout_s, startup_timeout_s,
-                                  "network namespace" if isolation else "audit hook")
+                result = _supervise(process, ready_read, job_dir, timeout_s, startup_timeout_s,
+                                    "network namespace" if isolation else "audit hook")
+                if refill is not None and result.ok:  # the refilled call is the last
+                    return dataclasses.replace(result, calls=result.calls[:-1], modified=result.modified[:-1],
+                                               again=result.calls[-1], again_modified=result.modified[-1])
+                return result
             finally:
                 os.close(ready_read)
                 if process.poll() is None:
@@ -323,7 +347,8 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-_CHILD_OUTCOMES = (Outcome.OK, Outcome.RUNTIME_ERROR, Outcome.COMPILE_ERROR, Outcome.SYNTAX_ERROR, Outcome.NO_KERNEL)
+_CHILD_OUTCOMES = (Outcome.OK, Outcome.RUNTIME_ERROR, Outcome.COMPILE_ERROR, Outcome.SYNTAX_ERROR, Outcome.NO_KERNEL,
+                   Outcome.FORBIDDEN_CONSTRUCT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,6 +535,129 @@ class _Guard:
             raise PermissionError(f"the sandbox does not allow starting {name or 'a process'}")
 
 
+class TorchComputeRefused(RuntimeError):
+    """Raised in the child where the answer's own code calls torch to compute."""
+
+
+# Tensor attributes that reorder the elements (the static rules' reordering attributes).
+_REORDERING_GETTERS = frozenset({"T", "mT", "H", "mH"})
+# Calls whose value argument must be a number, not a tensor (filling from an input's element).
+_VALUE_CALLS = frozenset({"fill_", "full", "full_like", "new_full", "tensor"})
+
+
+def _torch_function_name(func: Any) -> str:
+    """``exp`` for torch.exp and Tensor.exp; ``get:shape`` for the getter of ``.shape``."""
+    name = getattr(func, "__name__", "") or ""
+    if name == "__get__":
+        return "get:" + str(getattr(getattr(func, "__self__", None), "__name__", ""))
+    return name
+
+
+class TorchGuard:
+    """PyTorch at run time: which torch calls of the answer's own code are allowed (see the
+    module docstring). ``refused`` holds the first refusal, kept even where the answer catches
+    the exception; :meth:`mode` is the torch function mode that applies it."""
+
+    def __init__(self, answer_file: str, allowed: frozenset[str]) -> None:
+        import torch
+        import triton
+
+        self.answer_file = os.path.realpath(answer_file)
+        self.allowed = allowed
+        self.torch_dir = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+        self.triton_dir = os.path.dirname(os.path.realpath(triton.__file__)) + os.sep
+        self.stdlib_dir = os.path.dirname(os.path.realpath(os.__file__)) + os.sep
+        self.refused: str | None = None
+        self._files: dict[str, str] = {}
+
+    def _kind(self, filename: str) -> str:
+        kind = self._files.get(filename)
+        if kind is None:
+            path = os.path.realpath(filename) if not filename.startswith("<") else filename
+            if path.startswith(self.triton_dir):
+                kind = "triton"
+            elif path.startswith(self.torch_dir) or path == os.path.realpath(__file__):
+                kind = "skip"
+            elif path.startswith(self.stdlib_dir) and os.sep + "site-packages" + os.sep not in path \
+                    and os.sep + "dist-packages" + os.sep not in path:
+                kind = "skip"
+            else:
+                kind = "answer"  # the answer's module, and any other code it reaches
+            self._files[filename] = kind
+        return kind
+
+    def from_answer(self) -> bool:
+        """Whether the torch call being made comes from the answer's code: the innermost frame
+        outside torch, the standard library and this module is not Triton's."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            kind = self._kind(frame.f_code.co_filename)
+            if kind != "skip":
+                return kind == "answer"
+            frame = frame.f_back
+        return False
+
+    def refusal(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
+        import torch
+
+        name = _torch_function_name(func)
+        if name.startswith("get:"):
+            attribute = name[4:]
+            return f".{attribute} reorders a tensor" if attribute in _REORDERING_GETTERS else None
+        if name not in self.allowed:
+            return f"{name}() computes with PyTorch"
+        values = [*args[1:], *kwargs.values()] if name != "tensor" else [*args, *kwargs.values()]
+        if name in _VALUE_CALLS and any(isinstance(v, torch.Tensor) for v in values):
+            return f"{name}() takes its value from a tensor"
+        return None
+
+    def check_result(self, func: Any, args: tuple[Any, ...], result: Any) -> str | None:
+        import torch
+
+        name = _torch_function_name(func)
+        if name in ("to", "cuda", "type") and args and isinstance(args[0], torch.Tensor) \
+                and isinstance(result, torch.Tensor) and result is not args[0] \
+                and (result.dtype != args[0].dtype or result.device != args[0].device):
+            return f".{name}() converts a tensor to {result.dtype} on {result.device}"
+        return None
+
+    def refuse(self, why: str) -> TorchComputeRefused:
+        message = (f"{why} in the answer's code while it runs: the kernel must do the work (the launcher "
+                   "only allocates, reshapes and launches)")
+        self.refused = self.refused or message
+        return TorchComputeRefused(message)
+
+    def mode(self):
+        from torch.overrides import TorchFunctionMode
+
+        guard = self
+
+        class Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                checked = guard.from_answer()
+                if checked:
+                    why = guard.refusal(func, args, kwargs)
+                    if why is not None:
+                        raise guard.refuse(why)
+                result = func(*args, **kwargs)
+                if checked:
+                    why = guard.check_result(func, args, result)
+                    if why is not None:
+                        raise guard.refuse(why)
+                return result
+
+        return Mode()
+
+
+def runtime_allowed_torch_names() -> frozenset[str]:
+    """The torch functions and tensor methods the answer's code may call while it runs: those
+    the static rules allow (:mod:`kernelgen.baseline`), by their last name."""
+    from kernelgen.baseline import ALLOWED_TENSOR_METHODS, ALLOWED_TORCH_CALLS
+
+    return frozenset({c.rsplit(".", 1)[1] for c in ALLOWED_TORCH_CALLS} | ALLOWED_TENSOR_METHODS)
+
+
 def install_guard(write_roots: Sequence[str], compiler_tools: bool) -> None:
     """Install the audit hook in this process, for good: no network, no processes (but
     Triton's compilers if ``compiler_tools``), no writes outside ``write_roots``."""
@@ -529,12 +677,25 @@ def _apply_limits(job: Mapping[str, Any]) -> None:
         resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
 
 
+def _same_bytes(before: Any, after: Any) -> bool:
+    """Whether an input came back bit for bit (NaN payloads and -0.0 included); with functions
+    taken before the answer was imported (it could replace torch's)."""
+    return _EQUAL(_VIEW(_RESHAPE(before, (-1,)), _UINT8), _VIEW(_RESHAPE(after, (-1,)), _UINT8))
+
+
 def _child_main(job_dir: Path) -> int:
+    global _EQUAL, _VIEW, _RESHAPE, _UINT8
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
     import torch
     import triton  # imported before the guard: its import is trusted
 
+    # What the child itself uses after the answer is imported, taken before: the answer runs
+    # in this process and could replace torch's functions.
+    _EQUAL, _VIEW, _RESHAPE, _UINT8 = torch.equal, torch.Tensor.view, torch.reshape, torch.uint8
+    clone, detach, to_cpu, save, synchronize = (torch.Tensor.clone, torch.Tensor.detach, torch.Tensor.cpu,
+                                                torch.save, torch.cuda.synchronize)
+    is_tensor, copy = torch.is_tensor, torch.Tensor.copy_
     cuda = job["device"] == "cuda"
     if cuda:
         # Start CUDA and Triton's driver (which builds its helpers) before the guard.
@@ -548,13 +709,37 @@ def _child_main(job_dir: Path) -> int:
 
     calls = [placed(inputs) for inputs in torch.load(job_dir / "inputs.pt", weights_only=True)]
     timed = placed(torch.load(job_dir / "timed_inputs.pt", weights_only=True)) if job["repetitions"] else None
+    refill = placed(torch.load(job_dir / "refill.pt", weights_only=True)) if job.get("refill") else None
+    torch_guard = TorchGuard(str(job_dir / "answer.py"), runtime_allowed_torch_names())
+    from torch.overrides import _get_current_function_mode_stack
+
     install_guard(job["write_roots"], job["compiler_tools"])
     os.write(job["ready_fd"], b"ready\n")
     os.close(job["ready_fd"])
 
+    def guarded(function, *args):
+        """``function(*args)`` under the torch guard, which must still be in place after it."""
+        mode = torch_guard.mode()
+        with mode:
+            value = function(*args)
+            if not _get_current_function_mode_stack() or _get_current_function_mode_stack()[-1] is not mode:
+                torch_guard.refuse("changing PyTorch's function modes")
+        if torch_guard.refused:
+            raise TorchComputeRefused(torch_guard.refused)
+        return value
+
+    def checked_call(inputs: list[Any]) -> tuple[list[Any], list[int]]:
+        """One call: its outputs on the CPU, and the positions of the inputs it modified."""
+        before = [clone(x) if is_tensor(x) else x for x in inputs]
+        outputs = returned_tensors(guarded(entry, *inputs))
+        if cuda:
+            synchronize()
+        modified = [i for i, (old, new) in enumerate(zip(before, inputs)) if is_tensor(old) and not _same_bytes(old, new)]
+        return [to_cpu(detach(t)) for t in outputs], modified
+
     status = job_dir / "status.json"
     try:
-        module = load_module(job_dir / "answer.py")
+        module = guarded(load_module, job_dir / "answer.py")
         entry = getattr(module, job["entry"], None)
         if not callable(entry):
             status.write_text(json.dumps({"outcome": Outcome.NO_KERNEL.value,
@@ -562,26 +747,40 @@ def _child_main(job_dir: Path) -> int:
             return 0
         results, modified = [], []
         for inputs in calls:
-            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            outputs = returned_tensors(entry(*inputs))
-            if cuda:
-                torch.cuda.synchronize()
-            modified.append([i for i, (old, new) in enumerate(zip(before, inputs))
-                             if isinstance(old, torch.Tensor) and not torch.equal(old.nan_to_num(), new.nan_to_num())])
-            results.append([t.detach().cpu() for t in outputs])
+            outputs, changed = checked_call(inputs)
+            results.append(outputs)
+            modified.append(changed)
         times = (event_times(lambda: entry(*timed), flush_buffer(), job["repetitions"], job["warmup"])
                  if timed is not None else [])
-        torch.save(results, job_dir / "outputs.pt")
+        if refill is not None:
+            # The same tensors as before (the timed call's, else the last call's), their values
+            # replaced in place: an answer that keeps results between calls (keyed by data_ptr)
+            # returns stale ones.
+            again = timed if timed is not None else calls[-1]
+            for old, new in zip(again, refill):
+                if is_tensor(old):
+                    copy(old, new)
+            outputs, changed = checked_call(again)
+            results.append(outputs)
+            modified.append(changed)
+        save(results, job_dir / "outputs.pt")
         status.write_text(json.dumps({"outcome": Outcome.OK.value, "modified": modified, "times_ms": times}))
     except BaseException as exc:  # the answer's failure, whatever it is, is its outcome
         import traceback
 
         traceback.print_exc()
         sys.stderr.flush()
+        if torch_guard.refused:  # refused, whatever the answer made of it
+            status.write_text(json.dumps({"outcome": Outcome.FORBIDDEN_CONSTRUCT.value,
+                                          "error": torch_guard.refused}))
+            return 0
         shown = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ else exc
         message = " ".join(f"{type(shown).__name__}: {shown}".splitlines())[:2000]
         status.write_text(json.dumps({"outcome": classify(exc).value, "error": message}))
     return 0
+
+
+_EQUAL = _VIEW = _RESHAPE = _UINT8 = None
 
 
 if __name__ == "__main__":

@@ -66,10 +66,13 @@ class Domain(_Model):
     nondecreasing along the last axis from low up to a last element equal to high (the ends of
     ragged groups, as torch's grouped matmul takes them). For integers and ends, ``low`` and
     ``high`` may be integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index
-    tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows)."""
+    tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows).
+    ``zeros``: a float input drawn from a normal domain has exact zeros (+0.0 and -0.0) in the
+    extreme draws (:func:`kernelgen.verify.with_zeros`); false where the prompt promises none."""
 
     kind: Literal["normal", "uniform", "integers", "starts", "ends"] = "normal"
     scale: float = 1.0
+    zeros: bool = True
     low: Union[float, L.Expr] = -1.0
     high: Union[float, L.Expr] = 1.0
     total: str | None = None

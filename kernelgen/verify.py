@@ -109,9 +109,34 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if shapes_only:
                 args[spec.name] = torch.empty(shape, dtype=torch_dtype(spec.dtype), device="meta")
                 continue
-            domain = task.extreme_domains.get(spec.name) if extreme else None
-            args[spec.name] = draw_tensor(spec, shape, domain or task.domains.get(spec.name), generator, sizes)
+            domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
+            args[spec.name] = draw_tensor(spec, shape, domain, generator, sizes)
+            if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
+                args[spec.name] = with_zeros(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
     return args
+
+
+ZERO_SHARE = 8  # one element in ZERO_SHARE of a generic float input is a zero in extreme draws
+
+
+def hash_name(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:7], "little")
+
+
+def with_zeros(values: torch.Tensor, seed: int) -> torch.Tensor:
+    """A float input drawn from a normal domain, in an extreme draw: one element in ZERO_SHARE
+    set to +0.0 or -0.0. Normal draws never hit an exact zero, so a kernel wrong at zero (sign
+    as ``x > 0 ? 1 : -1``, sinc as sin(pi x) / (pi x), copysign blind to -0.0) would pass;
+    real data is full of zeros (padding, ReLU outputs). Drawn from a generator of its own, so
+    the other inputs' values do not change; a task whose prompt promises no zeros says
+    ``zeros: false`` in the input's domain."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.numel() == 0:
+        return values
+    generator = torch.Generator().manual_seed(seed)
+    pick = torch.randint(0, 2 * ZERO_SHARE, values.shape, generator=generator)
+    zeros = torch.zeros((), dtype=values.dtype)
+    values = torch.where(pick == 0, zeros, values)
+    return torch.where(pick == 1, -zeros, values)
 
 
 def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:

@@ -202,6 +202,13 @@ def test_extra_launcher_arguments_with_defaults_and_jit_imported_by_name() -> No
     ("__name__ = '__main__'", "dunder_access"),
     ("triton.compile(None)", "forbidden_call"),
     ("triton.runtime.build._build('m', 'src.c', '.')", "forbidden_call"),
+    # Library functions held as values: the rules cannot follow their calls (the sandbox's
+    # torch guard refuses them as they run too).
+    ("ops = [torch.matmul]", "module_as_value"),
+    ("m = torch", "module_as_value"),
+    ("torch.save = print", "module_assignment"),
+    ("torch.Tensor.add = torch.Tensor.sub", "module_assignment"),
+    ("t = type(x)", "forbidden_builtin"),
 ])
 def test_escapes_are_forbidden(line: str, code: str) -> None:
     verdict = check_answer(fenced(with_launcher_line(line)), ENTRY)

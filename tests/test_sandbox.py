@@ -43,6 +43,7 @@ VECTOR_ADD = emit_triton(check(parse_kernel((ROOT / "examples" / "vector_add.jso
 ENTRY = EntryPoint("vector_add", (L.Input(name="x", dtype="f32", shape=["N"]), L.Input(name="y", dtype="f32", shape=["N"])),
                    (L.Input(name="out", dtype="f32", shape=["N"]),))
 X, Y = torch.randn(300, generator=torch.Generator().manual_seed(0)), torch.randn(300)
+X2, Y2 = torch.randn(300), torch.randn(300)  # what a refilled call's tensors hold
 SECRETS = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf_test", "WANDB_API_KEY": "w", "AWS_SECRET_ACCESS_KEY": "a",
            "KERNELGEN_SERVER_TOKEN": "t"}
 
@@ -161,6 +162,17 @@ def catalogue(targets: list[Path], port: int) -> dict[str, tuple[str, bool, dict
         "no_entry_in_sandbox": (answer(change=("def vector_add(", "def other(")), False, {}),
         "write_in_sandbox": (answer(f"open({str(targets[8])!r}, 'w').write('escaped')"), False, {}),
         "escapes": (f"```python\n{escapes_code(targets, port)}```", False, {}),
+        # PyTorch doing the work where the static rules lose track (a tuple, a bound method)
+        # and host NumPy through a bound method: the guard refuses them as they run, even
+        # where the answer catches the refusal and lets its kernel compute.
+        "torch_via_tuple": (answer("result = (x,)[0].add(y)", ("    return out\n", "    return result\n")), True, {}),
+        "numpy_via_bound_method": (answer("to_host = x.numpy\nhost = to_host()"), True, {}),
+        "refusal_caught": (answer("try:\n    (x,)[0].add(y)\nexcept Exception:\n    pass"), True, {}),
+        # Results kept by data_ptr: the call made again on refilled tensors returns stale ones.
+        "cache_by_data_ptr": (answer("if x.data_ptr() in SEEN:\n    return SEEN[x.data_ptr()]",
+                                     ("    return out\n", "    SEEN[x.data_ptr()] = out\n    return out\n"))
+                              .replace("def vector_add", "SEEN = {}\n\n\ndef vector_add"), True,
+                              {"refill": [X2, Y2]}),
     }
 
 
@@ -281,6 +293,36 @@ def test_a_syntax_error_and_a_missing_entry_point_in_the_sandbox(results: dict[s
 ])
 def test_the_static_rules_stop_the_rest_of_the_catalogue(text: str, outcome: Outcome) -> None:
     assert check_answer(text, ENTRY).outcome is outcome
+
+
+@pytest.mark.parametrize("name, refused", [("torch_via_tuple", "add()"), ("numpy_via_bound_method", "numpy()"),
+                                           ("refusal_caught", "add()")])
+def test_pytorch_computing_is_refused_as_it_runs(results: dict[str, Any], name: str, refused: str) -> None:
+    run = result(results, name)
+    assert run.outcome is Outcome.FORBIDDEN_CONSTRUCT and run.error.startswith(refused), (run.error, run.stderr_tail)
+
+
+def test_a_refilled_call_shows_results_kept_between_calls(results: dict[str, Any]) -> None:
+    run = result(results, "cache_by_data_ptr")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    assert len(run.calls) == 1 and torch.equal(run.outputs[0], X + Y) and torch.equal(run.again[0], X + Y)
+    assert run.again_modified == ()  # the refill itself is not the answer's modification
+
+
+def test_the_baseline_judges_results_kept_between_calls_wrong() -> None:
+    """Through the harness: the last call's tensors refilled and called again (on a GPU, the
+    timed call's, after the repetitions a cache would have made free)."""
+    from kernelgen.ablation import evaluate_baseline, reference_answer
+    from kernelgen.pipeline import Settings
+    from kernelgen.tasks import get_task
+
+    task = get_task("relu")
+    code = reference_answer(task).replace("def relu(x):\n", "SEEN = {}\n\n\ndef relu(x):\n    if x.data_ptr() in SEEN:\n"
+                                          "        return SEEN[x.data_ptr()]\n", 1)
+    code = code.replace("    return y\n", "    SEEN[x.data_ptr()] = y\n    return y\n")
+    result = evaluate_baseline(task, code, Settings(gpu=False, shapes=1))
+    assert result.outcome is Outcome.WRONG_RESULT and "called again on the same tensors" in \
+        result.diagnostics[0]["message"], result.diagnostics
 
 
 # -- nothing escapes -------------------------------------------------------------------------
