@@ -242,6 +242,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
         job = {"entry": entry, "device": device, "ready_fd": ready_write,
                "repetitions": repetitions if timed else 0, "warmup": warmup, "refill": refill is not None,
                "write_roots": [str(job_dir.resolve()), str(cache.resolve()), os.devnull],
+               "torch_allowed": sorted(runtime_allowed_torch_names()),
                "compiler_tools": device == "cuda",
                "memory_limit_bytes": memory_limit_bytes, "file_size_limit_bytes": file_size_limit_bytes,
                "cpu_seconds": int(2 * (timeout_s + startup_timeout_s)) + 10}
@@ -710,7 +711,9 @@ def _child_main(job_dir: Path) -> int:
     calls = [placed(inputs) for inputs in torch.load(job_dir / "inputs.pt", weights_only=True)]
     timed = placed(torch.load(job_dir / "timed_inputs.pt", weights_only=True)) if job["repetitions"] else None
     refill = placed(torch.load(job_dir / "refill.pt", weights_only=True)) if job.get("refill") else None
-    torch_guard = TorchGuard(str(job_dir / "answer.py"), runtime_allowed_torch_names())
+    # named by the parent: the child imports no more of kernelgen than this module (the rules
+    # need the language, and pydantic with it, which a GPU runner's sandbox may not reach)
+    torch_guard = TorchGuard(str(job_dir / "answer.py"), frozenset(job["torch_allowed"]))
     from torch.overrides import _get_current_function_mode_stack
 
     install_guard(job["write_roots"], job["compiler_tools"])

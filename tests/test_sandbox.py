@@ -419,6 +419,25 @@ def test_only_triton_compilers_may_be_spawned_and_only_on_a_gpu() -> None:
             guard("os.posix_spawn", (program, [program], {}))
 
 
+def test_the_child_needs_no_more_than_its_import_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child finds kernelgen, torch, Triton and NumPy only (its PYTHONPATH): the torch
+    guard's allowed names come in the job, not from kernelgen.baseline, whose language models
+    need pydantic (on the H200 runner pydantic sat outside those roots, and every GPU baseline
+    failed to start). Here the child runs with pydantic made unimportable."""
+    wrapper = tmp_path / "python-without-pydantic"
+    wrapper.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        # called as: WRAPPER -s -B -m kernelgen.sandbox JOB_DIR
+        exec {sys.executable} -s -B -c "import runpy, sys; sys.modules['pydantic'] = None; \\
+        sys.argv = ['kernelgen.sandbox', '$6']; runpy.run_module('kernelgen.sandbox', run_name='__main__')"
+        """))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(wrapper))
+    run = run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="interpreter")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    torch.testing.assert_close(run.outputs[0], X + Y)
+
+
 def test_exceptions_are_classified() -> None:
     from triton.compiler.errors import CompilationError
 
