@@ -75,6 +75,7 @@ from kernelgen.emit_code import (_BINARY_OPERATORS, ADD, ATOM, COMPARE, F32_TINY
                                  Namer, _Code, _literal, _number, round_to)
 from kernelgen.emit_helpers import HELPERS, HOST_HELPERS
 from kernelgen.emit_launcher import LAUNCHER_BUILTINS, _host_names, _HostExpressions, _param_code, _wrapper_lines
+from kernelgen.lower_blocks import walls_off_scans
 
 _TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
              "sqrt": "tl.sqrt_rn", "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos",
@@ -139,6 +140,7 @@ class _KernelEmitter:
         self.types = checked.types
         self.names = names
         self.helpers: set[str] = set()
+        self.walled_scans = walls_off_scans(checked)
         self.lines: list[str] = []
         self.assigned: set[str] = set()
 
@@ -412,7 +414,7 @@ class _KernelEmitter:
     def _scan(self, e: L.Scan, path: str, env) -> _Code:
         t = self.types[path]
         x = self.operand(e.x, child(path, "x"), env, t.dtype, tensor=True)
-        return _Code(emit_blocks.scan_call(e, x.text, t.dtype, self.helpers), POSTFIX, t.dtype)
+        return _Code(emit_blocks.scan_call(e, x.text, t.dtype, self.helpers, self.walled_scans), POSTFIX, t.dtype)
 
     def _sort(self, e: Union[L.Sort, L.TopK], path: str, env) -> _Code:
         t, xt = self.types[path], self.types[child(path, "x")]
