@@ -47,7 +47,9 @@ ignored (full f32); conversions to fp8 round half up without carrying into the e
 without saturating, and e4m3's NaN reads as 480 (fp8 loads, stores, widening and dots are
 right); ``tl.umulhi`` of negative int32 sign-extends (the emitter passes uint32 bits); and with
 NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
-:func:`kernelgen.sandbox.patch_triton_interpreter_index` is applied.
+:func:`kernelgen.sandbox.patch_triton_interpreter_index` is applied; an atomic whose value is
+a broadcast (a [1, 1] block for a [2, 1] pointer) reads garbage for all lanes but the first
+unless :func:`kernelgen.sandbox.patch_triton_interpreter_atomics` is.
 
 * **Bits and random numbers.** Shifts clamp their amount as the interpreter says (``_shl``,
   ``_shr``, ``_lshr`` helpers); ``umulhi`` works on the unsigned bits; ``randint`` is Triton's
