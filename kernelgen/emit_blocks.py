@@ -6,7 +6,9 @@ written; the text returned, and the jitted helpers it names (in :data:`HELPERS`)
 
 * ``tl.cumsum``/``tl.cumprod`` as they are (f32, f64, i32, i64: Triton casts none of them);
   ``cummax``/``cummin`` are ``tl.associative_scan`` with the NaN-propagating maximum/minimum the
-  max/min reductions use (Triton has no ``tl.cummax``).
+  max/min reductions use (Triton has no ``tl.cummax``). In a kernel with a gather, each scan
+  runs on ``tl.expand_dims(x, 0)`` and ``tl.reduce(..., 0, _first_operand)`` takes that axis
+  off, as the lowering does (:func:`kernelgen.lower_blocks.walls_off_scans`).
 * ``tl.sort`` and ``tl.topk`` compare with ``>``, which orders neither NaN nor -0.0 against 0.0:
   floats are sorted as their integer order key (``_order_key``, ``_from_order_key``), as the
   lowering does. argsort and argtopk sort ``key << 32 | index`` (``_argsort``); ``tl.topk``
