@@ -47,7 +47,9 @@ ignored (full f32); conversions to fp8 round half up without carrying into the e
 without saturating, and e4m3's NaN reads as 480 (fp8 loads, stores, widening and dots are
 right); ``tl.umulhi`` of negative int32 sign-extends (the emitter passes uint32 bits); and with
 NumPy >= 2.4 loops whose bounds are kernel arguments fail unless
-:func:`kernelgen.sandbox.patch_triton_interpreter_index` is applied.
+:func:`kernelgen.sandbox.patch_triton_interpreter_index` is applied; an atomic whose value is
+a broadcast (a [1, 1] block for a [2, 1] pointer) reads garbage for all lanes but the first
+unless :func:`kernelgen.sandbox.patch_triton_interpreter_atomics` is.
 
 * **Bits and random numbers.** Shifts clamp their amount as the interpreter says (``_shl``,
   ``_shr``, ``_lshr`` helpers); ``umulhi`` works on the unsigned bits; ``randint`` is Triton's
@@ -75,6 +77,7 @@ from kernelgen.emit_code import (_BINARY_OPERATORS, ADD, ATOM, COMPARE, F32_TINY
                                  Namer, _Code, _literal, _number, round_to)
 from kernelgen.emit_helpers import HELPERS, HOST_HELPERS
 from kernelgen.emit_launcher import LAUNCHER_BUILTINS, _host_names, _HostExpressions, _param_code, _wrapper_lines
+from kernelgen.lower_blocks import walls_off_scans
 
 _TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
              "sqrt": "tl.sqrt_rn", "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos",
@@ -139,6 +142,7 @@ class _KernelEmitter:
         self.types = checked.types
         self.names = names
         self.helpers: set[str] = set()
+        self.walled_scans = walls_off_scans(checked)
         self.lines: list[str] = []
         self.assigned: set[str] = set()
 
@@ -412,7 +416,7 @@ class _KernelEmitter:
     def _scan(self, e: L.Scan, path: str, env) -> _Code:
         t = self.types[path]
         x = self.operand(e.x, child(path, "x"), env, t.dtype, tensor=True)
-        return _Code(emit_blocks.scan_call(e, x.text, t.dtype, self.helpers), POSTFIX, t.dtype)
+        return _Code(emit_blocks.scan_call(e, x.text, t.dtype, self.helpers, self.walled_scans), POSTFIX, t.dtype)
 
     def _sort(self, e: Union[L.Sort, L.TopK], path: str, env) -> _Code:
         t, xt = self.types[path], self.types[child(path, "x")]

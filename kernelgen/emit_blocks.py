@@ -6,7 +6,9 @@ written; the text returned, and the jitted helpers it names (in :data:`HELPERS`)
 
 * ``tl.cumsum``/``tl.cumprod`` as they are (f32, f64, i32, i64: Triton casts none of them);
   ``cummax``/``cummin`` are ``tl.associative_scan`` with the NaN-propagating maximum/minimum the
-  max/min reductions use (Triton has no ``tl.cummax``).
+  max/min reductions use (Triton has no ``tl.cummax``). In a kernel with a gather, each scan
+  runs on ``tl.expand_dims(x, 0)`` and ``tl.reduce(..., 0, _first_operand)`` takes that axis
+  off, as the lowering does (:func:`kernelgen.lower_blocks.walls_off_scans`).
 * ``tl.sort`` and ``tl.topk`` compare with ``>``, which orders neither NaN nor -0.0 against 0.0:
   floats are sorted as their integer order key (``_order_key``, ``_from_order_key``), as the
   lowering does. argsort and argtopk sort ``key << 32 | index`` (``_argsort``); ``tl.topk``
@@ -27,6 +29,11 @@ _KEYS = {"f32": ("tl.int32", 0x7FC00000, 32), "f64": ("tl.int64", 0x7FF800000000
 _FLOATS = {"f32": "tl.float32", "f64": "tl.float64", "f16": "tl.float16", "bf16": "tl.bfloat16"}
 
 HELPERS: dict[str, str] = {
+    "_first_operand": '''
+@triton.jit
+def _first_operand(a, b):
+    return a
+''',
     "_order_key": '''
 @triton.jit
 def _order_key(x, FLOAT: tl.constexpr, INT: tl.constexpr, NAN: tl.constexpr, WIDTH: tl.constexpr):
@@ -87,13 +94,25 @@ def _from_key(key: str, dtype: str, helpers: set[str]) -> str:
     return f"_from_order_key({key}, {int_dtype}, {_FLOATS[dtype]}, {width})"
 
 
-def scan_call(e: L.Scan, x: str, dtype: str, helpers: set[str]) -> str:
+def scan_call(e: L.Scan, x: str, dtype: str, helpers: set[str], walled: bool = False) -> str:
+    """The scan of ``x``; ``walled``: on ``x`` with a leading axis of 1, taken off by a
+    reduction keeping the first operand, as the lowering does in a kernel with a gather
+    (:func:`kernelgen.lower_blocks.walls_off_scans`: Triton 3.6 fails to lower a scan that
+    takes on a gather's layout)."""
     reverse = ", reverse=True" if e.reverse else ""
+    axis = e.axis + 1 if walled else e.axis
+    if walled:
+        x = f"tl.expand_dims({x}, 0)"
     if e.op in ("cumsum", "cumprod"):
-        return f"tl.{e.op}({x}, axis={e.axis}{reverse})"
-    combine = "_maximum_propagating_nan" if e.op == "cummax" else "_minimum_propagating_nan"
-    helpers.add(combine)
-    return f"tl.associative_scan({x}, {e.axis}, {combine}{reverse})"
+        scanned = f"tl.{e.op}({x}, axis={axis}{reverse})"
+    else:
+        combine = "_maximum_propagating_nan" if e.op == "cummax" else "_minimum_propagating_nan"
+        helpers.add(combine)
+        scanned = f"tl.associative_scan({x}, {axis}, {combine}{reverse})"
+    if not walled:
+        return scanned
+    helpers.add("_first_operand")
+    return f"tl.reduce({scanned}, 0, _first_operand)"
 
 
 def sort_call(op: str, x: str, dtype: str, shape: tuple[int, ...], descending: bool, k: int | None,

@@ -117,6 +117,7 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         self.context = context
         self.builder = ir.builder(context)
         self._locs: dict[str, Any] = {}
+        self.walled_scans = lower_blocks.walls_off_scans(checked)
 
     # -- locations and errors ---------------------------------------------------------------
 
@@ -484,7 +485,7 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         t = self.types[path]
         x = self.operand(e.x, child(path, "x"), env, t.dtype, t.shape)
         self.at(path)
-        return lower_blocks.scan(self, e, x, t)
+        return lower_blocks.scan(self, e, x, t, self.walled_scans)
 
     def _sort(self, e: L.Sort, path: str, env) -> Any:
         xt = self.types[child(path, "x")].concrete()

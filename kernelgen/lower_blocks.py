@@ -5,7 +5,9 @@ combine regions); this module does not import it back. What each becomes:
 
 * Scans are ``tt.scan`` with a combine region (``arith.addf``/``addi``, ``mulf``/``muli``, the
   NaN-propagating ``maximumf``/``minimumf`` or ``maxsi``/``minsi``), as ``tl.cumsum`` and
-  ``tl.associative_scan`` build it; f16/bf16 maxima run in f32 (exact), as reductions do.
+  ``tl.associative_scan`` build it; f16/bf16 maxima run in f32 (exact), as reductions do. In a
+  kernel with a gather, a scan runs on its operand with a leading axis of 1 added and taken
+  off again by a reduction (:func:`walls_off_scans` says why).
 * Gather is ``tt.gather``, histogram ``tt.histogram`` (with its mask), as ``tl.gather`` and
   ``tl.histogram`` build them.
 * Triton has no sort op: ``tl.sort``/``tl.topk`` are Python in ``triton.language.standard``, a
@@ -23,7 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelgen import language as L
-from kernelgen.checked import FLOAT_DTYPES, ValueType
+from kernelgen.checked import FLOAT_DTYPES, CheckedKernel, ValueType
+from kernelgen.sequence import nodes
 
 _KEY = {"f32": (32, 0x7FC00000, 0x7FFFFFFF), "f64": (64, 0x7FF8000000000000, 0x7FFFFFFFFFFFFFFF),
         "f16": (16, 0x7E00, 0x7FFF), "bf16": (16, 0x7FC0, 0x7FFF)}
@@ -46,8 +49,31 @@ def _int_constant(lw: Any, value: int, width: int, shape: tuple[int, ...]) -> An
     return b.create_splat(_int_type(lw, width, shape), scalar) if shape else scalar
 
 
-def scan(lw: Any, e: L.Scan, x: Any, t: ValueType) -> Any:
-    """``x`` (of ``t``, the result's type) scanned along ``e.axis``."""
+# Triton 3.6 gives a tt.gather's source, index and result a layout of its own
+# (OptimizeThreadLocality, setOptimizedGatherLayout: sizePerThread along the gather axis is the
+# SOURCE's extent there over its threads, 16 for a [1, 512] source), and RemoveLayoutConversions
+# carries that layout to the ops around the gather's result. A tt.scan that ends up with it on a
+# smaller block (index [1, 1]..[4, 4], say: fewer elements along a dimension than one thread's
+# share) fails ConvertTritonGPUToLLVM ("Assertion `numScanBlocks * numParallelBlocks *
+# parallelElementsPerThread * scanElementsPerThreads == srcValues.size()' failed" in
+# ScanOpToLLVM.cpp): a random kernel scanned a value that was also added to a gather's result.
+# Reductions, sorts and elementwise ops take the layout fine. So in a kernel with a gather, a
+# scan is walled off from the layouts around it: its operand gets a leading axis of 1
+# (tt.expand_dims takes a slice of its result's layout, so no blocked layout flows in) and
+# the result loses it through a tt.reduce over that axis whose combine keeps its first operand
+# (exact for every dtype; a reduce's result is a slice layout, so none flows back either).
+# Kernels without a gather keep the plain tt.scan. The emitted Triton does the same
+# (:func:`kernelgen.emit_blocks.scan_call`).
+
+
+def walls_off_scans(checked: CheckedKernel) -> bool:
+    """Whether ``checked``'s scans are walled off from a gather's layout (the comment above)."""
+    return any(isinstance(node, L.Gather) for node, _ in nodes(checked.kernel.body or [], "/body"))
+
+
+def scan(lw: Any, e: L.Scan, x: Any, t: ValueType, walled: bool = False) -> Any:
+    """``x`` (of ``t``, the result's type) scanned along ``e.axis``; ``walled``: with a leading
+    axis of 1 around the scan (:func:`walls_off_scans`)."""
     b = lw.builder
     values = t
     if t.dtype in ("f16", "bf16"):  # only cummax/cummin take them: exact in f32
@@ -63,9 +89,15 @@ def scan(lw: Any, e: L.Scan, x: Any, t: ValueType) -> Any:
             return [b.create_fmul(a, c) if dtype in FLOAT_DTYPES else b.create_mul(a, c)]
         return [lw.extremum("maximum" if e.op == "cummax" else "minimum", a, c, ValueType(dtype))]
 
-    op = b.create_scan([x], e.axis, e.reverse)
+    if walled:
+        x = b.create_expand_dims(x, 0)
+    op = b.create_scan([x], e.axis + 1 if walled else e.axis, e.reverse)
     lw.combine_region(op, [element, element], combine, returns=b.create_scan_ret)
     result = op.get_result(0)
+    if walled:
+        first = b.create_reduce([result], 0)
+        lw.combine_region(first, [element, element], lambda args: [args[0]])
+        result = first.get_result(0)
     return lw.narrow_float(result, t.shape, t.dtype) if values.dtype != t.dtype else result
 
 

@@ -43,7 +43,9 @@ builtins that would. A harness running as root should run as an unprivileged use
 operating system's own file permissions to apply.
 
 Without a GPU, the answer runs in Triton's interpreter (``TRITON_INTERPRET=1``) on CPU
-tensors; with one, on the GPU. Inputs go in and outputs come back through ``torch.save``
+tensors, patched where Triton 3.6's interpreter is wrong (loop bounds with NumPy >= 2.4, fp8
+rounding, atomics of broadcast values: the ``patch_triton_interpreter_*`` functions); with
+one, on the GPU. Inputs go in and outputs come back through ``torch.save``
 files loaded with ``weights_only=True``. Errors are classified: a ``SyntaxError`` is
 ``syntax_error``, a Triton ``CompilationError`` (or, in the interpreter, an exception raised
 by Triton's language frontend, which is where a GPU compile would have failed) is
@@ -418,6 +420,45 @@ def patch_triton_interpreter_fp8() -> None:
     interpreter._convert_float = convert_fp8
 
 
+def patch_triton_interpreter_atomics() -> None:
+    """Make Triton 3.6's interpreter apply an atomic with each lane's own value where the value
+    (or the pointers, mask or compared values) is a broadcast view.
+
+    Its C++ ``atomic_rmw`` and ``atomic_cas`` (python/src/interpreter.cc) reshape each operand to
+    one dimension and then read ``reshaped.data()`` as a dense buffer, lane ``i`` at element
+    ``i``. NumPy reshapes without a copy where it can, so a block that is a broadcast of fewer
+    elements (``np.broadcast_to`` is how the interpreter broadcasts: a [1, 1] value made [2, 1],
+    a [1] one made [4]) keeps stride 0, and the lanes after the first read the memory past its
+    element: garbage, so a kernel correct on the GPU fails (a random tile kernel xor-ing one
+    value per column into ``col_acc0`` from two rows of each block; ``tl.load`` and ``tl.store``
+    index by strides and are right). These two builder methods pass dense copies instead.
+    """
+    import dataclasses
+
+    import numpy as np
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder.create_atomic_rmw, "kernelgen_atomics_fix", False):
+        return
+    rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+
+    def dense(handle):
+        return dataclasses.replace(handle, data=np.ascontiguousarray(handle.data))
+
+    def create_atomic_rmw(self, rmw_op, ptr, val, mask, sem, scope):
+        return rmw(self, rmw_op, dense(ptr), dense(val), dense(mask), sem, scope)
+
+    def create_atomic_cas(self, ptr, cmp, val, sem, scope):
+        return cas(self, dense(ptr), dense(cmp), dense(val), sem, scope)
+
+    for patched, original in ((create_atomic_rmw, rmw), (create_atomic_cas, cas)):
+        patched.kernelgen_atomics_fix = True
+        patched.original = original
+    builder.create_atomic_rmw = create_atomic_rmw
+    builder.create_atomic_cas = create_atomic_cas
+
+
 def load_module(path: Path, name: str = "answer"):
     """Import a Python file as a module (Triton reads a kernel's source from its file)."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -705,6 +746,7 @@ def _child_main(job_dir: Path) -> int:
     else:
         patch_triton_interpreter_index()
         patch_triton_interpreter_fp8()
+        patch_triton_interpreter_atomics()
     def placed(inputs: list[Any]) -> list[Any]:
         return [x.cuda() if cuda and isinstance(x, torch.Tensor) else x for x in inputs]
 

@@ -126,3 +126,22 @@ def small_source_gather() -> dict[str, Any]:
         "body": [let("t", o("load", ptr=o("add", lhs="table", rhs=table))),
                  let("i", o("load", ptr=o("add", lhs="idx", rhs=tile))),
                  o("store", ptr=o("add", lhs="out", rhs=tile), value=o("gather", src="t", index="i", axis=0))]}
+
+
+
+def gather_beside_cumsum(block: int = 4) -> dict[str, Any]:
+    """out[r, c] = cumsum(x[r, :])[c] + x[r, (c + 1) % BLOCK]: a row's running sum added to the
+    row rotated by a gather, on [1, BLOCK] blocks. Triton 3.6's gather layout (made for the
+    source repeated to 512 elements) reaches the scan of the small row, which failed to lower
+    to LLVM until scans in a kernel with a gather were walled off (see
+    kernelgen.lower_blocks.walls_off_scans)."""
+    kernel = _row_kernel("gather_beside_cumsum", "f32", [{"name": "out", "dtype": "f32", "shape": ["M", "N"]}], [
+        let("v", o("expand_dims", x=o("load", ptr=o("add", lhs="x_row", rhs="cols"), mask="in_row", other=0.0),
+                   axis=0)),
+        let("next", o("expand_dims", x=o("rem", lhs=o("add", lhs="cols", rhs=1), rhs="BLOCK"), axis=0)),
+        _store_row("out", o("add", lhs=o("cumsum", x="v", axis=1), rhs=o("gather", src="v", index="next", axis=1))),
+    ], block=block)
+    store = kernel["body"][-1]  # the stored value is [1, BLOCK]: store it through a [1, BLOCK] pointer
+    store["ptr"] = o("expand_dims", x=store["ptr"], axis=0)
+    store["mask"] = o("expand_dims", x="in_row", axis=0)
+    return kernel

@@ -139,7 +139,7 @@ KERNELS = {"row_cumsum": B.row_cumsum(), "row_cumsum_i64": B.row_cumsum("i64", r
            "row_sort": B.row_sort(), "row_sort_bf16_down": B.row_sort("bf16", descending=True),
            "row_sort_i32": B.row_sort("i32"), "row_topk": B.row_topk(), "row_topk_f16": B.row_topk("f16", k=8),
            "block_histogram": B.block_histogram(), "row_gather": B.row_gather(),
-           "small_source_gather": B.small_source_gather()}
+           "small_source_gather": B.small_source_gather(), "gather_beside_cumsum": B.gather_beside_cumsum()}
 TTIR = {"row_cumsum": ['"tt.scan"', "reverse = false", "arith.addf", "arith.maximumf", "tt.scan.return"],
         "row_cumsum_i64": ["reverse = true", "arith.addi", "arith.maxsi"],
         "row_sort": ["tt.bitcast", "tt.reshape", '"tt.reduce"', "arith.xori", "arith.cmpi sgt", "arith.shli"],
@@ -149,7 +149,8 @@ TTIR = {"row_cumsum": ['"tt.scan"', "reverse = false", "arith.addf", "arith.maxi
         "row_topk_f16": ["i16"],
         "block_histogram": ["tt.histogram"],
         "row_gather": ["tt.gather", "axis = 1"],
-        "small_source_gather": ["tt.broadcast", "tt.reshape", "tt.gather", "axis = 0"]}
+        "small_source_gather": ["tt.broadcast", "tt.reshape", "tt.gather", "axis = 0"],
+        "gather_beside_cumsum": ["tt.gather", "tt.expand_dims", '"tt.scan"', "axis = 2", '"tt.reduce"']}
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
@@ -173,6 +174,24 @@ def test_a_block_of_one_element_sorts_and_a_full_topk_is_a_descending_sort() -> 
     assert ".visible .entry" in compile_kernel(full, "sm_90", in_process=True, cache=False).ptx
 
 
+def test_a_scan_in_a_kernel_with_a_gather_compiles_walled_off_from_its_layout() -> None:
+    """Triton 3.6 gives a gather's result a layout sized for its source (repeated to 512
+    elements); on a smaller block a tt.scan that takes it on fails ConvertTritonGPUToLLVM (a
+    random tile kernel, cummax of a [1, 1] block added to a gather's result). The lowering puts
+    such a scan between a leading axis of 1 and a reduction over it; a kernel without a gather
+    keeps the plain scan."""
+    for block in (1, 4):
+        for warps in (1, 4):
+            kernel = B.gather_beside_cumsum(block)
+            kernel["num_warps"] = warps
+            ptx = compile_kernel(checked(kernel), "sm_90", in_process=True, cache=False).ptx
+            assert ".visible .entry" in ptx, (block, warps)
+    assert '"tt.reduce"' not in lower(checked(B.row_cumsum())).ttir
+    x = torch.tensor([[1.0, 2.0, 4.0], [8.0, -1.0, 0.5]])
+    out = interpret(checked(B.gather_beside_cumsum()), [x])["out"]
+    assert torch.equal(out, x.cumsum(1) + torch.cat([x[:, 1:], torch.zeros(2, 1)], 1))
+
+
 # ---------------------------------------------------------------------------------------------
 # The emitted Triton
 
@@ -184,6 +203,7 @@ INPUTS = {
     "row_topk": lambda: [torch.tensor([[5.0, 1.0, 5.0, -2.0, 7.0, 0.0], [1.0, 2.0, 3.0, 4.0, NAN, 3.0]])],
     "row_topk_f16": lambda: [torch.tensor([[5.0, 1.0, 5.0, -0.0, 7.0, 0.0, 0.0, 1.5, 2.0, NAN]], dtype=torch.float16)],
     "block_histogram": lambda: [torch.tensor([1, 2, 2, 7, 0, 3] * 7, dtype=torch.int32)],
+    "gather_beside_cumsum": lambda: [torch.tensor([[1.0, 2.0, 4.0], [8.0, -1.0, 0.5], [NAN, 3.0, -0.0]])],
     "row_gather": lambda: [torch.randn(3, 10, generator=torch.Generator().manual_seed(2)),
                            torch.stack([torch.randperm(10, generator=torch.Generator().manual_seed(r))
                                         for r in range(3)]).int()],

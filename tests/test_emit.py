@@ -54,11 +54,12 @@ TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f6
 def serve_interpreter_jobs() -> None:
     """The worker (run with TRITON_INTERPRET=1): for each job directory named on stdin, import
     its module, call the entry point on its inputs and save the outputs (or the traceback)."""
-    from kernelgen.sandbox import (load_module, patch_triton_interpreter_fp8, patch_triton_interpreter_index,
-                                   returned_tensors)
+    from kernelgen.sandbox import (load_module, patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
+                                   patch_triton_interpreter_index, returned_tensors)
 
     patch_triton_interpreter_index()
     patch_triton_interpreter_fp8()  # as the baseline's sandbox: Triton's interpreter rounds fp8 casts wrongly
+    patch_triton_interpreter_atomics()  # and misreads an atomic's broadcast value (garbage for all but one lane)
     for line in sys.stdin:
         job = Path(line.strip())
         spec = json.loads((job / "job.json").read_text())
@@ -581,6 +582,38 @@ F64 = {
              o("store", ptr="o_sum", value=o("sum", x=o("where", cond="m", x="a", y=0.0), axis=0))]}
 
 # name -> (AST, sizes, per-output tolerance overrides)
+# Every row of [2, 1] tiles xors its column index into acc[col] (from 5), the value a [1, 1]
+# block broadcast to the tile: Triton's interpreter broadcasts it as a stride-0 view, which its
+# C++ atomics read past (kernelgen.sandbox.patch_triton_interpreter_atomics); a random tile
+# kernel's col_acc0 came out as garbage there.
+BROADCAST_XOR = {
+    "name": "broadcast_xor", "inputs": [{"name": "x", "dtype": "i32", "shape": ["M", "N"]}],
+    "outputs": [{"name": "acc", "dtype": "i32", "shape": ["N"], "init": 5},
+                {"name": "copy", "dtype": "i32", "shape": ["M", "N"]}],
+    "params": [{"name": "x"}, {"name": "acc"}, {"name": "copy"}, {"name": "M"}, {"name": "N"}],
+    "meta": [{"name": "BM", "value": 2}, {"name": "BN", "value": 1}],
+    "grid": [o("cdiv", lhs="M", rhs="BM"), o("cdiv", lhs="N", rhs="BN")],
+    "body": [let("rows", o("add", lhs=o("mul", lhs=o("program_id", axis=0), rhs="BM"), rhs=o("arange", size="BM"))),
+             let("cols", o("add", lhs=o("mul", lhs=o("program_id", axis=1), rhs="BN"), rhs=o("arange", size="BN"))),
+             let("ok", o("and", lhs=o("expand_dims", x=o("lt", lhs="rows", rhs="M"), axis=1),
+                         rhs=o("expand_dims", x=o("lt", lhs="cols", rhs="N"), axis=0))),
+             let("tile", o("add", lhs=o("mul", lhs=o("expand_dims", x="rows", axis=1), rhs="N"),
+                           rhs=o("expand_dims", x="cols", axis=0))),
+             o("store", ptr=o("add", lhs="copy", rhs="tile"), value=o("load", ptr=o("add", lhs="x", rhs="tile"), mask="ok"),
+               mask="ok"),
+             o("atomic_xor", ptr=o("add", lhs="acc", rhs=o("broadcast", x=o("expand_dims", x="cols", axis=0),
+                                                                 shape=["BM", "BN"])),
+               val=o("broadcast", x=o("expand_dims", x="cols", axis=0), shape=["BM", "BN"]), mask="ok")]}
+
+
+def test_atomics_of_a_broadcast_value_apply_it_in_every_lane() -> None:
+    """An odd number of rows (the last tile's second row masked off) xors each column index
+    into acc an odd number of times."""
+    x = torch.arange(35, dtype=torch.int32).reshape(5, 7)
+    out = interpret(check(kernel_from_obj(BROADCAST_XOR)), {"x": x})
+    assert out["acc"].tolist() == [5 ^ c for c in range(7)]
+
+
 WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, float]]]] = {
     "vadd": (VADD, {"N": 3000}, {}),
     "carries": (CARRIES, {"M": 5, "N": 37}, {}),
@@ -606,6 +639,7 @@ WRITTEN: dict[str, tuple[dict[str, Any], dict[str, int], dict[str, tuple[float, 
     "distinct_cas": (CASES["distinct_cas"].kernel, {"N": 300}, {}),
     "distinct_xchg": (CASES["distinct_xchg"].kernel, {"N": 300}, {}),
     "rmw_xor_i64": (CASES["rmw_xor_i64"].kernel, {"N": 100}, {}),
+    "broadcast_xor": (BROADCAST_XOR, {"M": 5, "N": 7}, {}),
     "rmw_min_i32": (CASES["rmw_min_i32"].kernel, {"N": 100}, {}),
     "cas2d": (CASES["cas2d"].kernel, {}, {}),
     "bits_i32": (CASES["bits_i32"].kernel, {"N": 300}, {}),
