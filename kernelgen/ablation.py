@@ -150,15 +150,17 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
                           if settings.gpu and settings.time_kernels else None)
             timed = list(timed_args.values()) if timed_args is not None else None
-            # After them (and the timing), the timed call's tensors (else the last call's) are
-            # refilled in place with new values and called again: a result kept from an earlier
-            # call is stale there.
+            # After them (and the timing), the timed call's tensors (else the smallest call's:
+            # in Triton's interpreter a call of the largest sizes costs seconds) are refilled in
+            # place with new values and called again: a result kept from an earlier call is
+            # stale there.
+            smallest = min(range(len(calls)), key=lambda i: _elements(calls[i][1]))
             again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
-                     if timed is not None else _refilled(*calls[-1], settings.seed, False))
+                     if timed is not None else _refilled(*calls[smallest], settings.seed, False))
             run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                                        timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                                        device="cuda" if settings.gpu else "interpreter",
-                                       timed_inputs=timed, refill=list(again[1].values()))
+                                       timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest)
             artifacts["sandbox"] = run.stderr_tail
             if not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
@@ -193,6 +195,12 @@ def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> l
         if problems:
             return [Diagnostic(d.path, d.code, call + d.message) for d in problems]
     return []
+
+
+def _elements(inputs: dict[str, Any]) -> int:
+    import torch
+
+    return sum(v.numel() for v in inputs.values() if isinstance(v, torch.Tensor))
 
 
 def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: int,

@@ -207,7 +207,7 @@ def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: floa
 
 def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], timeout_s: float = 60.0,
                          device: Device | None = None, *, timed_inputs: Sequence[Any] | None = None,
-                         refill: Sequence[Any] | None = None,
+                         refill: Sequence[Any] | None = None, refill_call: int = -1,
                          repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
                          file_size_limit_bytes: int = DEFAULT_FILE_SIZE_LIMIT_BYTES,
                          startup_timeout_s: float = 300.0, triton_cache: Path | None = None) -> SandboxResult:
@@ -215,7 +215,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     costs seconds), noting which inputs each call modified; with ``timed_inputs`` on a GPU,
     then time ``entry(*timed_inputs)``: ``warmup`` calls, then ``repetitions`` calls each
     between CUDA events with the L2 cache flushed before it. With ``refill`` (values for each
-    argument of the timed call where there is one, else of the last call), the tensors of that
+    argument of the timed call where there is one, else of call ``refill_call``), the tensors of that
     call are then refilled in place with those values and ``entry`` called once more on them
     (``again``): an answer that keeps its results between calls, keyed by the tensors or their
     addresses, returns stale ones there (a timing cheat: the repetitions would do no work).
@@ -243,6 +243,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
         ready_read, ready_write = os.pipe()
         job = {"entry": entry, "device": device, "ready_fd": ready_write,
                "repetitions": repetitions if timed else 0, "warmup": warmup, "refill": refill is not None,
+               "refill_call": refill_call,
                "write_roots": [str(job_dir.resolve()), str(cache.resolve()), os.devnull],
                "torch_allowed": sorted(runtime_allowed_torch_names()),
                "compiler_tools": device == "cuda",
@@ -798,10 +799,10 @@ def _child_main(job_dir: Path) -> int:
         times = (event_times(lambda: entry(*timed), flush_buffer(), job["repetitions"], job["warmup"])
                  if timed is not None else [])
         if refill is not None:
-            # The same tensors as before (the timed call's, else the last call's), their values
-            # replaced in place: an answer that keeps results between calls (keyed by data_ptr)
-            # returns stale ones.
-            again = timed if timed is not None else calls[-1]
+            # The same tensors as before (the timed call's, else call refill_call's), their
+            # values replaced in place: an answer that keeps results between calls (keyed by
+            # data_ptr) returns stale ones.
+            again = timed if timed is not None else calls[job["refill_call"]]
             for old, new in zip(again, refill):
                 if is_tensor(old):
                     copy(old, new)

@@ -310,7 +310,7 @@ def test_a_refilled_call_shows_results_kept_between_calls(results: dict[str, Any
 
 
 def test_the_baseline_judges_results_kept_between_calls_wrong() -> None:
-    """Through the harness: the last call's tensors refilled and called again (on a GPU, the
+    """Through the harness: the smallest call's tensors refilled and called again (on a GPU, the
     timed call's, after the repetitions a cache would have made free)."""
     from kernelgen.ablation import evaluate_baseline, reference_answer
     from kernelgen.pipeline import Settings
