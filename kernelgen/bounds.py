@@ -279,6 +279,8 @@ class _Analysis:
                     self.access(s.op, s.ptr, spath, env)
                 if s.name is not None:
                     env[s.name] = TOP  # the old values: loaded from memory
+            elif isinstance(s, L.TileStore):  # masked by its shape: judged when run
+                self.visit_loads(s, spath, env)
             else:
                 self.loop(s, spath, env)
 
@@ -425,6 +427,9 @@ class _Analysis:
             value = getattr(e, name)
             if isinstance(value, L.Node):
                 self.visit_loads(value, child(path, name), env)
+            elif isinstance(value, list):  # a tile's offsets
+                for i, item in enumerate(value):
+                    self.visit_loads(item, child(path, name, i), env)
 
 
 def _solve(atom: Atom, k: int, rest: Interval, rel: str, bound: Interval) -> list[tuple[Atom, Interval]]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from kernelgen import check_blocks
+from kernelgen import check_blocks, check_tiles
 from kernelgen import language as L
 from kernelgen import sequence
 from kernelgen.bounds import unproven_accesses
@@ -201,6 +201,9 @@ class _Checker(HostChecks, StatementChecks):
             other = self.expr(e.other, child(path, "other"), scope)
             self.fits(other, ValueType(ptr.dtype, ptr.shape), child(path, "other"), "other")
         return ValueType(ptr.dtype, ptr.shape)
+
+    def _tileload(self, e: L.TileLoad, path: str, scope) -> ValueType:
+        return check_tiles.tile_load(self, e, path, scope)
 
     def mask(self, expr: L.Expr, path: str, shape: tuple[int, ...], scope) -> None:
         mask = self.expr(expr, path, scope)

@@ -8,6 +8,7 @@ both sides of an if agree on) read in one place. It calls the checker's own meth
 
 from __future__ import annotations
 
+from kernelgen import check_tiles
 from kernelgen import language as L
 from kernelgen.checked import ATOMIC_DTYPES, ERROR_DTYPE, FLOAT_DTYPES, INT_DTYPES, ValueType, _Invalid, child
 
@@ -33,6 +34,8 @@ class StatementChecks:
                     self.lets[stmt.name] = stmt.value  # for the hints' refuter
                 elif isinstance(stmt, L.Store):
                     self.store(stmt, spath, scope)
+                elif isinstance(stmt, L.TileStore):
+                    check_tiles.tile_store(self, stmt, spath, scope)
                 elif isinstance(stmt, L.If):
                     self.branch(stmt, spath, scope)
                 elif isinstance(stmt, L.Atomic):

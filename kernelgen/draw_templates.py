@@ -91,6 +91,11 @@ def _store(g: _Gen, spec: _Spec, out: str, dtype: str, shape: tuple[int, ...], p
                       **g.modifiers(store=True)))
 
 
+def _tile(base: str, shape: list[Any], block: list[Any], offsets: list[Any]) -> dict[str, Any]:
+    """A tile of a row-major tensor (kernelgen.tiles)."""
+    return op("tile_load", base=base, shape=shape, strides=[shape[1], 1], block=block, offsets=offsets)
+
+
 def _scalar_inputs(g: _Gen, spec: _Spec) -> None:
     if g.chance(40):
         spec.scalar("alpha", "f32")
@@ -522,6 +527,11 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     if dtype in FP8_DTYPES or acc_dtype == "i32":
         bk = g.choose([32, 64])  # 8-bit MMA takes K in steps of 32
     b_transposed = g.chance(40)
+    # Tiles (kernelgen.tiles) are TMA copies where the row strides are multiples of 16 bytes: sizes
+    # rounded up to 16 take that path, others the pointer form.
+    tiled = g.chance(40)
+    if tiled and g.chance(50):
+        n, k = -(-n // 16) * 16, -(-k // 16) * 16
     spec = _Spec("dot", {"M": m, "N": n, "K": k}, num_stages=g.choose((1, 2, 3, 4)))
     spec.tensor("a", dtype, ["M", "K"])
     spec.tensor("b", dtype, ["N", "K"] if b_transposed else ["K", "N"])
@@ -543,7 +553,16 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
             let("k_ok", op("lt", lhs="ks", rhs="K")),
             let("a_tile", op("load", ptr=op("add", lhs="a", rhs=_matrix_index("rows", "K", "ks")),
                              mask=op("and", lhs="row_ok", rhs=row("k_ok"))))]
-    if b_transposed:
+    first_row, first_col = (op("mul", lhs=op("program_id", axis=axis), rhs=size)
+                            for axis, size in ((0, "BM"), (1, "BN")))
+    if tiled:
+        body = [let("a_tile", _tile("a", ["M", "K"], ["BM", "BK"], [first_row, "k0"]))]
+        b_view = (["N", "K"], ["BN", "BK"], [first_col, "k0"]) if b_transposed else (["K", "N"], ["BK", "BN"],
+                                                                                      ["k0", first_col])
+        body.append(let("b_tile", _tile("b", *b_view)))
+        if b_transposed:
+            body[-1]["value"] = op("trans", x=body[-1]["value"])
+    elif b_transposed:
         b_load = op("load", ptr=op("add", lhs="b", rhs=_matrix_index("cols", "K", "ks")),
                     mask=op("and", lhs=op("trans", x="col_ok"), rhs=row("k_ok")))
         body.append(let("b_tile", op("trans", x=b_load)))
@@ -573,6 +592,11 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         val = acc if out_dtype == acc_dtype else g.cast(acc, out_dtype)
         spec.stored(out, val)
         g.stmts.append(op("store", ptr=ptr, value=val.expr, mask=mask))
+    elif tiled and g.chance(50):
+        val = g.exactly(g.value(out_dtype, (bm, bn), draw(st.integers(1, 4))), (bm, bn))
+        spec.stored(out, val)
+        g.stmts.append(op("tile_store", base=out, shape=["M", "N"], strides=["N", 1], offsets=[first_row, first_col],
+                          value=val.expr))
     else:
         _store(g, spec, out, out_dtype, (bm, bn), ptr, mask)
     grid = [op("cdiv", lhs="M", rhs="BM"), op("cdiv", lhs="N", rhs="BN")]

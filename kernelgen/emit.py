@@ -68,7 +68,7 @@ import keyword
 from dataclasses import replace
 from typing import Collection, Union
 
-from kernelgen import emit_blocks
+from kernelgen import emit_blocks, tiles
 from kernelgen import language as L
 from kernelgen.check import CheckedKernel, child, is_literal, literal_value
 from kernelgen.checked import Checked, launches_of
@@ -130,8 +130,11 @@ def _referenced_names(expr: L.Expr) -> set[str]:
         found: set[str] = set()
         for field in type(expr).model_fields:
             value = getattr(expr, field)
-            if isinstance(value, (L.Node, str)) and field not in ("op", "dtype", "precision"):
-                found |= _referenced_names(value)
+            if field in ("op", "dtype", "precision"):
+                continue
+            for item in value if isinstance(value, list) else [value]:  # a tile's offsets
+                if isinstance(item, (L.Node, str)):
+                    found |= _referenced_names(item)
         return found
     return set()
 
@@ -236,6 +239,11 @@ class _KernelEmitter:
             args.append(f"other={other}")
         args += _modifiers(e)
         return _Code(f"tl.load({', '.join(args)})", POSTFIX, t.dtype)
+
+    def _tileload(self, e: L.TileLoad, path: str, env) -> _Code:
+        """A tile as its masked load (:mod:`kernelgen.tiles`): valid for any strides, where a
+        ``tl.make_tensor_descriptor`` needs 16-byte multiples the launcher would have to check."""
+        return self._load(tiles.as_load(e), child(path, tiles.AS_LOAD), env)
 
     def _unary(self, e: L.Unary, path: str, env) -> _Code:
         t = self.types[path]
@@ -519,6 +527,9 @@ class _KernelEmitter:
                 env[s.name] = replace(value, text=name, prec=ATOM)
             elif isinstance(s, L.Store):
                 self.store(s, spath, env, depth)
+            elif isinstance(s, L.TileStore):
+                block = self.types[child(spath, "value")].shape
+                self.store(tiles.as_store(s, block), child(spath, tiles.AS_STORE), env, depth)
             elif isinstance(s, L.If):
                 self.branch(s, spath, env, depth)
             elif isinstance(s, L.Atomic):

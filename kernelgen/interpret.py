@@ -57,7 +57,7 @@ from kernelgen import language as L
 from kernelgen.accesses import AccessLog
 from kernelgen.atomics import AtomicMemory, apply_atomic
 from kernelgen.budget import check_budget
-from kernelgen import philox
+from kernelgen import philox, tiles
 from kernelgen.check import FLOAT_DTYPES, CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit, KernelgenError
@@ -434,7 +434,11 @@ class _Run:
             lanes = lanes & self.expand(active, shape)
         return lanes
 
-    def _load(self, e: L.Load, path: str, env) -> Value:
+    def _tileload(self, e: L.TileLoad, path: str, env) -> Value:
+        return self._load(tiles.as_load(e), child(path, tiles.AS_LOAD), env, where=path)
+
+    def _load(self, e: L.Load, path: str, env, where: str | None = None) -> Value:
+        """``where``: the path faults and races are reported at (a tile's, for its pointer form)."""
         t = self.types[path]
         ptr = self.eval(e.ptr, child(path, "ptr"), env)
         ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
@@ -443,10 +447,11 @@ class _Run:
             out = self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape).clone()
         else:
             out = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
-        for index, sel in self.lanes(path, "load", ptr, lanes):
+        where = path if where is None else where
+        for index, sel in self.lanes(where, "load", ptr, lanes):
             offsets = ptr.offset[sel]
             if self.accesses is not None and not self.read_only[index]:
-                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), path)
+                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), where)
             _bits(out)[sel] = _bits(self.flat[index][offsets].to(out.dtype))
         return out
 
@@ -454,19 +459,21 @@ class _Run:
         """The linear program id of each selected lane (in ``tensor[sel]`` order)."""
         return self.programs.view((self.count,) + (1,) * (sel.dim() - 1)).expand(sel.shape)[sel]
 
-    def store(self, s: L.Store, path: str, env) -> None:
+    def store(self, s: L.Store, path: str, env, where: str | None = None) -> None:
+        """``where``: as :meth:`_load`'s."""
         ptr = self.eval(s.ptr, child(path, "ptr"), env)
         t = self.types[child(path, "ptr")]
         ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
         value = self.eval_as(s.value, child(path, "value"), env, t.dtype, t.shape)
         lanes = self.active_mask(t.shape, s.mask, path, env, env.get(_ACTIVE))
-        for index, sel in self.lanes(path, "store", ptr, lanes):
+        where = path if where is None else where
+        for index, sel in self.lanes(where, "store", ptr, lanes):
             if self.read_only[index]:
-                raise InterpreterError(Diagnostic(path, "store_to_input",
+                raise InterpreterError(Diagnostic(where, "store_to_input",
                                                   f"store into input {self.names[index]!r}"))
             offsets = ptr.offset[sel]
             if self.accesses is not None:
-                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), path)
+                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where)
             _bits(self.flat[index])[offsets] = _bits(value.to(self.flat[index].dtype))[sel]
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
@@ -502,6 +509,9 @@ class _Run:
                 env[s.name] = self.eval(s.value, child(spath, "value"), env)
             elif isinstance(s, L.Store):
                 self.store(s, spath, env)
+            elif isinstance(s, L.TileStore):
+                block = self.types[child(spath, "value")].shape
+                self.store(tiles.as_store(s, block), child(spath, tiles.AS_STORE), env, where=spath)
             elif isinstance(s, L.If):
                 self.branch(s, spath, env)
             elif isinstance(s, L.Atomic):

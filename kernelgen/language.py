@@ -122,6 +122,21 @@ class Load(Node):
     cache: Literal["ca", "cg", "cv", "evict_first", "evict_last"] | None = None
 
 
+class TileLoad(Node):
+    """The block at ``offsets`` (one per dim; may be negative or past the end) of tensor
+    ``base`` (an input or output name) viewed as ``shape`` with ``strides`` (elements; last 1):
+    elements outside [0, shape) read 0. ``block`` dims: powers of two <= 256, the last >= 16
+    bytes. ``shape``/``strides`` use params, meta and literals only (tile_view). sm_90: one
+    TMA copy where strides are multiples of 16 bytes (e.g. divisible-by-16 params)."""
+
+    op: Literal["tile_load"]
+    base: Name
+    shape: list[Expr]
+    strides: list[Expr]
+    block: list[Dim]
+    offsets: list[Expr]
+
+
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
     ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
@@ -353,8 +368,8 @@ class TensorInfo(Node):
 
 
 OpNode = Annotated[
-    Union[ProgramId, Arange, Full, Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
-          TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo],
+    Union[ProgramId, Arange, Full, Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce,
+          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo],
     Field(discriminator="op"),
 ]
 
@@ -415,6 +430,18 @@ class Store(Node):
     value: Expr
     mask: Expr | None = None
     cache: Literal["wb", "cg", "cs", "wt", "evict_first", "evict_last"] | None = None
+
+
+class TileStore(Node):
+    """Write ``value`` (the pointee's dtype) as the block at ``offsets`` of output ``base``
+    viewed as TileLoad's; elements outside [0, shape) are not written. Store's rules hold."""
+
+    op: Literal["tile_store"]
+    base: Name
+    shape: list[Expr]
+    strides: list[Expr]
+    offsets: list[Expr]
+    value: Expr
 
 
 class Atomic(Node):
@@ -494,7 +521,7 @@ class If(Node):
     results: list[IfResult] = []
 
 
-Stmt = Annotated[Union[Let, Store, Atomic, For, If], Field(discriminator="op")]
+Stmt = Annotated[Union[Let, Store, TileStore, Atomic, For, If], Field(discriminator="op")]
 
 
 def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
@@ -653,7 +680,7 @@ class Kernel(Node):
         return bool(self.launches)
 
 
-for _model in (Load, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort, TopK, Gather,
-               Histogram, Dot, ExpandDims, Reshape, Trans, Hint, Let, Store, Atomic, Carry, For, IfResult, If, Output,
-               Param, Scratch, Launch, Kernel):
+for _model in (Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
+               TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
+               IfResult, If, Output, Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

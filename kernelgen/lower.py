@@ -616,6 +616,7 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
                 for j, item in enumerate(inp.items or ()):
                     self.at(f"/inputs/{i}/items/{j}")
                     env[item] = b.get_int32(self.checked.meta[item])
+        self.tile_descriptors(kernel.body, env)
         self.block(kernel.body, "/body", env)
         self.at("/body")
         b.ret([])

@@ -32,6 +32,8 @@ class ControlLowering:
                 env[stmt.name] = self.expr(stmt.value, child(spath, "value"), env)
             elif isinstance(stmt, L.Store):
                 self.guarded(spath, lambda: self.store(stmt, spath, env))
+            elif isinstance(stmt, L.TileStore):
+                self.guarded(spath, lambda: self.tile_store(stmt, spath, env))
             elif isinstance(stmt, L.If):
                 self.guarded(spath, lambda: self.branch(stmt, spath, env))
             elif isinstance(stmt, L.Atomic):

@@ -14,6 +14,7 @@ from typing import Any
 from triton._C.libtriton import ir
 
 from kernelgen import language as L
+from kernelgen import tiles
 from kernelgen.checked import FLOAT_DTYPES, ValueType, child
 from kernelgen.lower_control import Lowered
 
@@ -58,6 +59,45 @@ class MemoryLowering:
                 zero_byte = b.create_splat(self.memory_type(t), zero_byte)
             value = b.create_icmpNE(value, zero_byte)
         return value
+
+    def tile_descriptors(self, body: list[L.Stmt], env: dict[str, Lowered]) -> None:
+        """At the kernel's entry, one TMA descriptor per distinct view of the tiles whose
+        strides are provably 16-byte multiples in this variant (:mod:`kernelgen.tiles`);
+        ``self.descriptors`` maps each such tile's path to its descriptor."""
+        self.descriptors: dict[str, Any] = {}
+        made: dict[str, Any] = {}
+        b = self.builder
+        for tile, path, block in tiles.tile_nodes(body, "/body", self.types):
+            dtype = next(p.type.dtype for p in self.checked.params if p.name == tile.base)
+            if not tiles.strides_aligned(tile, dtype, self.divisible_by_16, self.checked.meta):
+                continue
+            key = tiles.view_key(tile, block)
+            if key not in made:
+                shape = [self.operand(x, child(path, "shape", i), env, "i32") for i, x in enumerate(tile.shape)]
+                strides = [self.operand(x, child(path, "strides", i), env, "i64") for i, x in enumerate(tile.strides)]
+                self.at(path)
+                made[key] = b.create_make_tensor_descriptor(env[tile.base], shape, strides, list(block),
+                                                            dtype in ("i32", "i64"), ir.PADDING_OPTION.PAD_ZERO)
+            self.descriptors[path] = made[key]
+
+    def _tileload(self, e: L.TileLoad, path: str, env) -> Any:
+        if path not in self.descriptors:
+            return self._load(tiles.as_load(e), child(path, tiles.AS_LOAD), env)
+        offsets = [self.operand(x, child(path, "offsets", i), env, "i32") for i, x in enumerate(e.offsets)]
+        self.at(path)
+        return self.builder.create_descriptor_load(self.descriptors[path], offsets, ir.CACHE_MODIFIER.NONE,
+                                                   ir.EVICTION_POLICY.NORMAL)
+
+    def tile_store(self, s: L.TileStore, path: str, env: dict[str, Lowered]) -> None:
+        t = self.types[child(path, "value")]
+        if path not in self.descriptors:
+            self.store(tiles.as_store(s, t.shape), child(path, tiles.AS_STORE), env)
+            return
+        pointee = next(p.type.dtype for p in self.checked.params if p.name == s.base)
+        value = self.operand(s.value, child(path, "value"), env, pointee, t.shape)
+        offsets = [self.operand(x, child(path, "offsets", i), env, "i32") for i, x in enumerate(s.offsets)]
+        self.at(path)
+        self.builder.create_descriptor_store(self.descriptors[path], value, offsets)
 
     def memory_type(self, t: ValueType) -> Any:
         """The in-memory type of values of ``t`` (bytes for bool)."""

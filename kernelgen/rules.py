@@ -1,7 +1,7 @@
 """The stable diagnostic codes a kernel can earn, each with the condition that raises it.
 
 This is the one registry of codes for the stages that judge a kernel: parsing
-(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`,
+(:mod:`kernelgen.parse`), checking (:mod:`kernelgen.check`, :mod:`kernelgen.check_tiles`, :mod:`kernelgen.generic`, :mod:`kernelgen.limits`,
 :mod:`kernelgen.sequence`, :mod:`kernelgen.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host`, :mod:`kernelgen.wrapper`, :mod:`kernelgen.polymorphism`,
 :mod:`kernelgen.interpret`, :mod:`kernelgen.budget`). The checker refuses to raise a code that is not here, the prompt's
@@ -40,6 +40,8 @@ RULES: dict[str, str] = {
     "loop_carry_type": "a carry's next has another type than its init",
     "if_result_type": "an if result whose then and else values differ in shape or dtype",
     "store_to_input": "a store through a pointer that may point into an input",
+    "tile_view": "a tile's base, rank, shape, strides or offsets break its rules (see TileLoad)",
+    "tile_block": "a tile's block dims or dtype that TMA cannot copy (see TileLoad)",
     "not_a_pointer": "load or store through a non-pointer",
     "bad_operand": "an operation on operands it does not take (bool arithmetic, float and/or/xor, ptr * int)",
     "needs_float": "div, fma, floor or ceil of integers (div: use idiv)",

@@ -33,6 +33,7 @@ from typing import Iterator
 
 from kernelgen import language as L
 from kernelgen.checked import CheckedKernel, CheckedProgram, child
+from kernelgen.tiles import AS_LOAD, AS_STORE
 from kernelgen.errors import Diagnostic, KernelgenError
 
 # The document-level fields a launch carries for itself.
@@ -124,8 +125,12 @@ def accesses(checked: CheckedKernel) -> tuple[set[str], set[str], set[str]]:
     for node, path in nodes(checked.kernel.body, "/body"):
         if isinstance(node, L.Load):
             loaded |= checked.types[child(path, "ptr")].bases
+        elif isinstance(node, L.TileLoad):
+            loaded |= checked.types[child(path, AS_LOAD, "ptr")].bases
         elif isinstance(node, L.Store):
             stored |= checked.types[child(path, "ptr")].bases
+        elif isinstance(node, L.TileStore):
+            stored |= checked.types[child(path, AS_STORE, "ptr")].bases
         elif isinstance(node, L.Atomic):
             updated |= checked.types[child(path, "ptr")].bases
     return loaded, stored, updated

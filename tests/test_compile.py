@@ -255,8 +255,11 @@ def test_a_compiler_that_exits_fails_the_job_not_the_caller() -> None:
 
 
 def _running(pid: int) -> bool:
+    """Whether any thread of ``pid`` has yet to exit: a killed process's main thread turns
+    zombie before its other threads are gone, and until they are its parent cannot reap it."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return any((t / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X") for t in tasks)
     except FileNotFoundError:
         return False
 

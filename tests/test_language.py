@@ -256,7 +256,8 @@ def _missing(seen: set[str]) -> set[str]:
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",
         "grid3", "load:mask:other", "load:mask:zero", "load:unmasked:zero", "store:mask", "store:unmasked",
         "carry:pointer", "carry:f32[]", "carry:i32[]", "rem:float",
-        "bitcast", *L.RANDOM_OPS, "rand 4x word", "fp8 dot", "int8 dot", "f8e4m3 tensor", "f8e5m2 tensor"} | set(L.ATOMIC_OPS)
+        "bitcast", *L.RANDOM_OPS, "rand 4x word", "fp8 dot", "int8 dot", "f8e4m3 tensor", "f8e5m2 tensor", "tile_load",
+        "tile_store"} | set(L.ATOMIC_OPS)
     expected |= {f"cast:{a}->{b}" for a in L.DTYPES for b in L.DTYPES if a != b}
     expected |= {f"template:{name}" for name in ("elementwise", "grid_stride", "tile", "rows", "rows_ragged", "dot", "grid3d",
                                                      "blocks")}

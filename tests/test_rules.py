@@ -22,7 +22,7 @@ import kernelgen
 from kernelgen.prompt import language_reference
 from kernelgen.rules import RULES
 
-JUDGING_MODULES = ("parse", "check", "check_host", "check_statements", "check_blocks", "generic", "limits", "bounds",
+JUDGING_MODULES = ("parse", "check", "check_host", "check_statements", "check_blocks", "check_tiles", "generic", "limits", "bounds",
                    "host", "wrapper", "polymorphism", "interpret", "interpret_blocks", "budget", "sequence")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
