@@ -476,9 +476,14 @@ def bench_root() -> Path:
     return Path(__file__).resolve().parent.parent / "bench"
 
 
+# libyaml's parser where PyYAML was built with it: the pure-Python one takes about 3.5 s over
+# the benchmark's task files, which every pytest process and every command that lists tasks reads.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_task_file(path: Path) -> Task:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise TaskError(Diagnostic(str(path), "task_syntax", f"not valid YAML: {exc}")) from None
     if not isinstance(data, dict):

@@ -55,11 +55,13 @@ def serve_interpreter_jobs() -> None:
     """The worker (run with TRITON_INTERPRET=1): for each job directory named on stdin, import
     its module, call the entry point on its inputs and save the outputs (or the traceback)."""
     from kernelgen.sandbox import (load_module, patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
-                                   patch_triton_interpreter_index, returned_tensors)
+                                   patch_triton_interpreter_index, patch_triton_interpreter_reduce,
+                                   returned_tensors)
 
     patch_triton_interpreter_index()
     patch_triton_interpreter_fp8()  # as the baseline's sandbox: Triton's interpreter rounds fp8 casts wrongly
     patch_triton_interpreter_atomics()  # and misreads an atomic's broadcast value (garbage for all but one lane)
+    patch_triton_interpreter_reduce()  # and reduces the sandbox's way (blocks, not one call per element)
     for line in sys.stdin:
         job = Path(line.strip())
         spec = json.loads((job / "job.json").read_text())
