@@ -50,9 +50,13 @@ def test_quick_varies_one_coordinate_at_a_time_around_the_matmul_as_written() ->
     kernel = golden("matmul_f16")
     space = search_space(kernel, "quick")
     base = Config.as_written(kernel)
-    assert space[0] == base == Config((("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8)), 8, 3)
+    assert space[0] == base == Config((("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8),
+                                       ("PROGRAMS", 132)), 8, 3)
     assert len(space) == len(set(space)) <= QUICK_MAX
     for name, value in base.meta:
+        if name == "PROGRAMS":  # not a power of two (one program per SM): not a block dim, kept as written
+            assert {dict(c.meta)[name] for c in space} == {value}
+            continue
         assert with_meta(base, **{name: value // 2}) in space and with_meta(base, **{name: value * 2}) in space
     assert {c.num_warps for c in space} == {2, 4, 8, 16} and {c.num_stages for c in space} == {1, 2, 3, 4, 5}
     for config in space[1:]:  # each differs from the as-written one in exactly one coordinate
