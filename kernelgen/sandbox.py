@@ -485,6 +485,7 @@ def patch_triton_interpreter_reduce() -> None:
     sequential = operations.generic_reduce
 
     def combine_pairs(self, data: list, dtypes: list) -> list:
+        """Each operand's data, reduced along its first axis to one element there."""
         while data[0].shape[0] > 1:
             even = 2 * (data[0].shape[0] // 2)
             combined = self.combine_fn.fn(*[self.to_tensor(d[0:even:2], t) for d, t in zip(data, dtypes)],
@@ -508,9 +509,11 @@ def patch_triton_interpreter_reduce() -> None:
         try:
             data = combine_pairs(self, [np.moveaxis(block.handle.data, axis, 0) for block in blocks], dtypes)
         except Exception:  # noqa: BLE001 - the sequential reduction raises what is really wrong
-            return sequential(self, input)
+            data = None
         finally:
             tl.core.tensor.__bool__ = truth
+        if data is None:
+            return sequential(self, input)
         results = []
         for d, t in zip(data, dtypes):
             d = d[0]
