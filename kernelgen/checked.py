@@ -9,7 +9,7 @@ checker's results without importing the checker back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Collection, Union
 
 from kernelgen import language as L
 
@@ -205,3 +205,25 @@ def literal_value(expr: Union[bool, int, float, str]) -> Union[bool, int, float]
 
 def child(path: str, *parts: Union[str, int]) -> str:
     return path + "".join(f"/{p}" for p in parts)
+
+
+def nonnegative_host(expr: L.Expr, scalars: Collection[str]) -> bool:
+    """Whether a host expression is never negative: sizes, meta, tensor strides and numels,
+    literals >= 0, and their sums, products, divisions and maxima (a scalar input may be
+    anything, a difference anything)."""
+    if isinstance(expr, bool):
+        return True
+    if isinstance(expr, (int, float)):
+        return expr >= 0
+    if isinstance(expr, str):
+        return not is_literal(expr) and expr not in scalars
+    if isinstance(expr, L.TensorInfo):
+        return True
+    if isinstance(expr, L.Binary):
+        lhs, rhs = nonnegative_host(expr.lhs, scalars), nonnegative_host(expr.rhs, scalars)
+        if expr.op == "maximum":
+            return lhs or rhs
+        if expr.op == "sub":
+            return False
+        return lhs and rhs
+    return False

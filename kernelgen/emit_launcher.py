@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Collection
 
 from kernelgen import language as L
-from kernelgen.checked import Checked, CheckedKernel, ParamBinding, is_literal, launches_of, literal_value
+from kernelgen.checked import (Checked, CheckedKernel, ParamBinding, is_literal, launches_of, literal_value,
+                              nonnegative_host)
 from kernelgen.emit_batch import batch_lines, unbatch_lines
 from kernelgen.emit_code import (_BINARY_OPERATORS, ADD, ATOM, FLOAT_DTYPES, INT_DTYPES, MUL, POSTFIX, TORCH_DTYPES,
                                  Namer, _Code, _number, _wrap)
@@ -52,22 +53,7 @@ class _HostExpressions:
         return "int"
 
     def nonnegative(self, expr: L.Expr) -> bool:
-        if isinstance(expr, bool):
-            return True
-        if isinstance(expr, (int, float)):
-            return expr >= 0
-        if isinstance(expr, str):
-            return not is_literal(expr) and expr not in self.scalars
-        if isinstance(expr, L.TensorInfo):
-            return True
-        if isinstance(expr, L.Binary):
-            lhs, rhs = self.nonnegative(expr.lhs), self.nonnegative(expr.rhs)
-            if expr.op == "maximum":
-                return lhs or rhs
-            if expr.op == "sub":
-                return False
-            return lhs and rhs
-        return False
+        return nonnegative_host(expr, self.scalars)
 
     def emit(self, expr: L.Expr) -> tuple[str, int]:
         if is_literal(expr):

@@ -67,9 +67,10 @@ class MemoryLowering:
         self.descriptors: dict[str, Any] = {}
         made: dict[str, Any] = {}
         b = self.builder
+        aligned = tiles.tma_params(self.checked, self.divisible_by_16)
         for tile, path, block in tiles.tile_nodes(body, "/body", self.types):
             dtype = next(p.type.dtype for p in self.checked.params if p.name == tile.base)
-            if not tiles.strides_aligned(tile, dtype, self.divisible_by_16, self.checked.meta):
+            if not tiles.strides_aligned(tile, dtype, aligned, self.checked.meta):
                 continue
             key = tiles.view_key(tile, block)
             if key not in made:

@@ -21,7 +21,7 @@ import json
 from typing import Collection, Iterator, Union
 
 from kernelgen import language as L
-from kernelgen.checked import DTYPE_BITS, is_literal, literal_value
+from kernelgen.checked import DTYPE_BITS, CheckedKernel, is_literal, literal_value, nonnegative_host
 
 AS_LOAD = "as_load"
 AS_STORE = "as_store"
@@ -140,12 +140,14 @@ def view_names(e: L.Expr) -> set[str]:
 
 
 def _multiple(e: L.Expr, of: int, divisible_by_16: Collection[str], meta: dict[str, int]) -> bool:
-    """Whether integer expression ``e`` is provably a multiple of ``of`` (a power of two <= 16)."""
+    """Whether integer expression ``e`` is provably a positive multiple of ``of`` (a power of two
+    <= 16), or a param of such a multiple that a launch found divisible by 16 (those are the
+    never-negative ones: a TMA stride of 0 or below is a device fault, not a slow access)."""
     if is_literal(e):
         value = literal_value(e)
-        return isinstance(value, int) and not isinstance(value, bool) and value % of == 0
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0 and value % of == 0
     if isinstance(e, str):
-        return e in divisible_by_16 or (e in meta and meta[e] % of == 0)
+        return e in divisible_by_16 or (e in meta and meta[e] > 0 and meta[e] % of == 0)
     if isinstance(e, L.Binary) and e.op == "mul":
         return any(_multiple(x, of, divisible_by_16, meta) for x in (e.lhs, e.rhs))
     if isinstance(e, L.Binary) and e.op in ("add", "sub"):
@@ -155,8 +157,18 @@ def _multiple(e: L.Expr, of: int, divisible_by_16: Collection[str], meta: dict[s
     return False
 
 
+def tma_params(checked: CheckedKernel, divisible_by_16: Collection[str]) -> frozenset[str]:
+    """The integer params a TMA stride may rest on: found divisible by 16 in this variant, and
+    bound to a host value that is never negative (a scalar input found divisible by 16 may be
+    -16; 0 is divisible too, and a size of 0 leaves no lanes to copy)."""
+    scalars = {inp.name for inp in checked.kernel.inputs if inp.shape is None}
+    return frozenset(b.name for b in checked.params if b.name in divisible_by_16 and b.value is not None
+                     and nonnegative_host(b.value, scalars))
+
+
 def strides_aligned(tile: Union[L.TileLoad, L.TileStore], dtype: str, divisible_by_16: Collection[str],
                     meta: dict[str, int]) -> bool:
-    """Whether every stride but the last is provably a multiple of 16 bytes (TMA's rule)."""
+    """Whether every stride but the last is provably a positive multiple of 16 bytes (TMA's rule),
+    given the params of :func:`tma_params`."""
     elements = max(1, 128 // DTYPE_BITS[dtype])  # 16 bytes in elements
     return all(_multiple(s, elements, divisible_by_16, meta) for s in tile.strides[:-1])

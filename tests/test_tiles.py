@@ -141,6 +141,20 @@ def test_literal_strides_are_judged_by_their_bytes() -> None:
         assert ("tt.descriptor_load" in lower(check(kernel_from_obj(kernel))).ttir) is tma
 
 
+def test_a_stride_that_may_be_negative_or_zero_is_never_a_tma_stride() -> None:
+    """TMA faults on a stride of 0 or below: a scalar input (which a call may pass as -32, also
+    divisible by 16) and a literal 0 take the pointer form, a size the TMA copy."""
+    kernel = shifted()
+    kernel["inputs"].append({"name": "pitch", "dtype": "i32"})
+    kernel["params"].append({"name": "pitch"})
+    kernel["body"][0]["value"]["strides"][0] = "pitch"
+    checked = check(kernel_from_obj(kernel))
+    assert "tt.descriptor_load" not in lower(checked, ("N", "pitch")).ttir
+    assert "tt.descriptor_store" in lower(checked, ("N", "pitch")).ttir  # y's view: the size N
+    kernel["body"][0]["value"]["strides"][0] = 0
+    assert "tt.descriptor_load" not in lower(check(kernel_from_obj(kernel)), ("N",)).ttir
+
+
 def test_sm_90_copies_with_tma_and_sm_80_without() -> None:
     checked = check(kernel_from_obj(shifted()))
     hopper = compile_kernel(checked, "sm_90", divisible_by_16=("N",), in_process=True, cache=False)
