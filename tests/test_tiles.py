@@ -123,6 +123,17 @@ def test_a_view_larger_than_its_tensor_is_a_fault_at_the_tile() -> None:
     assert (diagnostic.code, diagnostic.path) == ("out_of_bounds", "/body/0/value")
 
 
+def test_tiles_that_overlap_across_programs_race() -> None:
+    """The careless tiling: each program stores 16 rows but steps by 8, so neighbours write
+    the same rows; the race is named at the tile_store."""
+    kernel = shifted(shift=0)
+    kernel["body"][1]["offsets"][0] = o("mul", lhs=o("program_id", axis=0), rhs=8)
+    with pytest.raises(InterpreterError) as raised:
+        interpret(check(kernel_from_obj(kernel)), {"x": torch.randn(40, 32).half()})
+    [diagnostic] = raised.value.diagnostics
+    assert (diagnostic.code, diagnostic.path) == ("race", "/body/1"), diagnostic
+
+
 def test_strides_proven_16_byte_multiples_lower_to_descriptors() -> None:
     checked = check(kernel_from_obj(shifted()))
     aligned, unknown = lower(checked, ("N",)).ttir, lower(checked, ()).ttir
