@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernelgen import language as L
 from kernelgen.errors import Diagnostic, KernelgenError
+from kernelgen.metrics import TIERS
 
-TIERS = ("easy", "med", "hard", "expert")
 Tier = Literal["easy", "med", "hard", "expert"]
 
 DEFAULT_TOLERANCE = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2), "f64": (1e-9, 1e-12),

@@ -1,7 +1,9 @@
 """What a new user meets first, in pytest subprocesses as users run them (CPU mode): a wrong
 option is one usage line before any case runs, an unreachable model server stops the run after
 its first case, ``-m TIER`` runs the pipeline without the baseline, and a run writes nothing
-into the project (caches under ``$XDG_CACHE_HOME/kernelgen``, W&B off unless asked for)."""
+into the project (caches under ``$XDG_CACHE_HOME/kernelgen``, W&B off unless asked for). The
+many option and selection checks run pytest in this process (a subprocess costs seconds of
+imports each); a usage line from a subprocess is still checked by the ini and --kg-mode tests."""
 
 from __future__ import annotations
 
@@ -74,7 +76,9 @@ def usage_line(result: pytest.RunResult) -> str:
 ])
 def test_a_wrong_option_is_one_usage_line_before_any_case(project: pytest.Pytester, args: list[str],
                                                             message: str) -> None:
-    assert usage_line(project.runpytest_subprocess("-m", "easy", *args)).startswith(message)
+    """In this process: the options are checked before any case, and a subprocess costs seconds
+    of imports per option; the ini and --kg-mode tests below run theirs as a user does."""
+    assert usage_line(project.runpytest_inprocess("-m", "easy", *args)).startswith(message)
 
 
 def test_ini_values_are_checked_the_same_way(project: pytest.Pytester) -> None:
@@ -136,7 +140,8 @@ def test_the_breaker_trips_on_a_server_down_not_on_one_bad_request() -> None:
 ])
 def test_a_tier_runs_the_pipeline_and_the_baseline_when_named(project: pytest.Pytester, args: list[str],
                                                              selected: set[str]) -> None:
-    result = project.runpytest_subprocess("--collect-only", "-q", "-k", "relu", *args)
+    """In this process: the selection is collection's alone, which a subprocess would only slow."""
+    result = project.runpytest_inprocess("--collect-only", "-q", "-k", "relu", *args)
     assert {line.split("::")[1].split("[")[0] for line in result.stdout.lines if "::" in line} == selected
 
 

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from kernelgen.check import check
 from kernelgen.commands import UsageError
 from kernelgen.errors import Diagnostic, KernelgenError
-from kernelgen.parse import parse_kernel
 
 if TYPE_CHECKING:
     from kernelgen.language import Kernel
@@ -60,6 +58,9 @@ def read_source(file: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kernelgen.check import check
+    from kernelgen.parse import parse_kernel
+
     meta = parse_assignments(args.meta, "meta")
     diagnostics: list[Diagnostic] = []
     stage = "check"

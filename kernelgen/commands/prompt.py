@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from kernelgen.prompt import (SYSTEM_PROMPT_TOKEN_BUDGET, bytes_estimate, count_tokens, language_reference,
-                              task_messages)
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", action="store_true",
@@ -14,6 +11,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kernelgen.prompt import (SYSTEM_PROMPT_TOKEN_BUDGET, bytes_estimate, count_tokens, language_reference,
+                                  task_messages)
+
     system = task_messages("")[0].content
     if not args.tokens:
         print(system)

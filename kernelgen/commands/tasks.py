@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kernelgen.tasks import TIERS
+from kernelgen.metrics import TIERS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
