@@ -78,7 +78,7 @@ def test_a_wrong_option_is_one_usage_line_before_any_case(project: pytest.Pytest
                                                             message: str) -> None:
     """In this process: the options are checked before any case, and a subprocess costs seconds
     of imports per option; the ini and --kg-mode tests below run theirs as a user does."""
-    assert usage_line(project.runpytest_inprocess("-m", "easy", *args)).startswith(message)
+    assert usage_line(project.runpytest_inprocess("-m", "easy", "--import-mode=importlib", *args)).startswith(message)
 
 
 def test_ini_values_are_checked_the_same_way(project: pytest.Pytester) -> None:
@@ -141,7 +141,7 @@ def test_the_breaker_trips_on_a_server_down_not_on_one_bad_request() -> None:
 def test_a_tier_runs_the_pipeline_and_the_baseline_when_named(project: pytest.Pytester, args: list[str],
                                                              selected: set[str]) -> None:
     """In this process: the selection is collection's alone, which a subprocess would only slow."""
-    result = project.runpytest_inprocess("--collect-only", "-q", "-k", "relu", *args)
+    result = project.runpytest_inprocess("--collect-only", "-q", "-k", "relu", "--import-mode=importlib", *args)
     assert {line.split("::")[1].split("[")[0] for line in result.stdout.lines if "::" in line} == selected
 
 
