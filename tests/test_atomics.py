@@ -250,12 +250,13 @@ def test_an_output_without_init_written_only_by_atomics_counts_the_touched_eleme
 def test_a_plain_read_modify_write_across_programs_is_a_race() -> None:
     """The cheating column sum: load out, add, store, as if the programs ran one at a time."""
     k = cheating(column_kernel("sum"), "add")
-    x = torch.randn(40, 8)
+    x = torch.randn(40, 8, generator=torch.Generator().manual_seed(0))
     with pytest.raises(InterpreterError) as info:
         interpret(checked(k), [x])
     assert info.value.diagnostics[0].code == "race"
-    # With one row block there is one program per column: no race, and the sum is right.
-    assert torch.allclose(interpret(checked(k), [x[:16]])["out"], x[:16].sum(0))
+    # With one row block there is one program per column: no race, and the sum is right (up to
+    # the order of its 16 f32 adds, which differs from torch's: a CI run once met 2e-5 relative).
+    torch.testing.assert_close(interpret(checked(k), [x[:16]])["out"], x[:16].sum(0), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("plain", ["store", "load"])
