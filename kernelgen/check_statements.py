@@ -105,6 +105,9 @@ class StatementChecks:
             bounds.append(t)
         if isinstance(f.step, int) and f.step <= 0:
             raise self.fail(child(path, "step"), "bad_value", f"loop step must be positive, got {f.step}")
+        if f.flatten and not any(isinstance(s, L.For) for s in f.body):
+            raise self.fail(child(path, "flatten"), "flatten_without_loop",
+                            "flatten pipelines a loop with the fors directly in its body, and this body has none")
         var_dtype = "i64" if any(b.dtype == "i64" and not b.weak for b in bounds) else "i32"
         for name, t in zip(("start", "stop", "step"), bounds):
             self.adopt(t, var_dtype, child(path, name))

@@ -600,7 +600,30 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     else:
         _store(g, spec, out, out_dtype, (bm, bn), ptr, mask)
     grid = [op("cdiv", lhs="M", rhs="BM"), op("cdiv", lhs="N", rhs="BN")]
+    if g.chance(30):
+        grid, g.stmts = _persistent(g, spec, g.stmts)
     return spec.build(grid, g.stmts, g.choose([4, 8]), "dot")
+
+
+def _persistent(g: _Gen, spec: _Spec, body: list[dict[str, Any]]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The tile kernel ``body`` made persistent: PROGRAMS programs (fewer or more than the tiles) walk the
+    tiles in a loop, flattened with the K loop in it most of the time; the tile's program ids become the
+    loop's tile coordinates."""
+    spec.meta.append({"name": "PROGRAMS", "value": g.choose([1, 2, 4])})
+    tiles_n = op("cdiv", lhs="N", rhs="BN")
+
+    def substitute(node: Any) -> Any:
+        if isinstance(node, dict):
+            if node.get("op") == "program_id":
+                return "tile_n" if node.get("axis", 0) == 1 else "tile_m"
+            return {key: substitute(value) for key, value in node.items()}
+        return [substitute(value) for value in node] if isinstance(node, list) else node
+
+    walk = op("for", var="tile", start=op("program_id"), stop=op("mul", lhs=op("cdiv", lhs="M", rhs="BM"), rhs=tiles_n),
+              step="PROGRAMS", body=[let("tile_m", op("idiv", lhs="tile", rhs=tiles_n)),
+                                     let("tile_n", op("rem", lhs="tile", rhs=tiles_n))] + substitute(body),
+              **({"flatten": True} if g.chance(70) else {}))
+    return ["PROGRAMS"], [walk]
 
 
 @st.composite

@@ -594,8 +594,9 @@ class _KernelEmitter:
             if bounds[0] == "0":
                 bounds.pop(0)
         var = self.target(f.var)
-        if f.num_stages is not None:
-            self.line(depth, f"for {var} in tl.range({', '.join(bounds)}, num_stages={f.num_stages}):")
+        options = ([f"num_stages={f.num_stages}"] if f.num_stages is not None else []) + (["flatten=True"] if f.flatten else [])
+        if options:
+            self.line(depth, f"for {var} in tl.range({', '.join(bounds + options)}):")
         else:
             self.line(depth, f"for {var} in range({', '.join(bounds)}):")
         inner = dict(env)

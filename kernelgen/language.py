@@ -481,7 +481,10 @@ class For(Node):
     step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
     no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth
-    (a loop without a dot prefetches its loads only when given it)."""
+    (a loop without a dot prefetches its loads only when given it). ``flatten`` (speed only):
+    pipeline this loop and the fors directly in its body as one loop, so a persistent kernel
+    loads its next tile's first blocks during this tile's epilogue (a body without a for:
+    flatten_without_loop)."""
 
     op: Literal["for"]
     var: Name
@@ -490,6 +493,7 @@ class For(Node):
     step: Expr = 1
     carry: list[Carry] = []
     num_stages: Stages | None = None
+    flatten: bool = False
     body: list[Stmt]
 
 

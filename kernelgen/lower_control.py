@@ -58,6 +58,8 @@ class ControlLowering:
         for_op = b.create_for_op(lower, upper, step, inits)
         if f.num_stages is not None:  # as Triton's code generator lowers tl.range(..., num_stages=)
             for_op.set_attr("tt.num_stages", b.get_int32_attr(f.num_stages))
+        if f.flatten:  # as tl.range(..., flatten=True): Triton's fuse-nested-loops pass reads it on sm_80+
+            for_op.set_attr("tt.flatten", b.get_unit_attr())
         saved = b.get_insertion_point()
         body = for_op.get_body(0)
         b.set_insertion_point_to_start(body)

@@ -1,0 +1,122 @@
+"""``flatten`` on a ``for``: Triton pipelines the loop and the fors directly in its body as one
+loop (``tl.range(flatten=True)``, its fuse-nested-loops pass), so a persistent kernel loads its
+next tile's first K blocks during this tile's epilogue. Speed only: the checker, interpreter,
+lowering (``tt.flatten``), emitter and prompt have it; the meaning of the loop does not change."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+from test_emit import TritonInterpreter, check_in_triton_interpreter, let, o, triton_interpreter  # noqa: F401
+
+from kernelgen.check import check
+from kernelgen.cli import main as cli_main
+from kernelgen.compile import compile_kernel
+from kernelgen.emit import emit_triton
+from kernelgen.errors import SemanticError
+from kernelgen.interpret import interpret
+from kernelgen.lower import lower
+from kernelgen.parse import kernel_from_obj
+from kernelgen.prompt import system_prompt
+
+
+def persistent_matmul(flatten: bool = True, programs: int = 3, out: str = "f32") -> dict:
+    """c = a @ b (f16 in, f32 or f16 out) by ``programs`` programs that walk the [BM, BN] tiles,
+    each tile's K loop inside the walk."""
+    tiles_n = o("cdiv", lhs="N", rhs="BN")
+    rows = o("add", lhs=o("mul", lhs="tile_m", rhs="BM"), rhs=o("arange", size="BM"))
+    cols = o("add", lhs=o("mul", lhs="tile_n", rhs="BN"), rhs=o("arange", size="BN"))
+    ks = o("add", lhs="k0", rhs=o("arange", size="BK"))
+    a = o("load", ptr=o("add", lhs="a", rhs=o("add", lhs=o("mul", lhs=o("expand_dims", x="rows", axis=1), rhs="K"),
+                                               rhs=o("expand_dims", x="ks", axis=0))),
+          mask=o("and", lhs=o("expand_dims", x=o("lt", lhs="rows", rhs="M"), axis=1),
+                 rhs=o("expand_dims", x=o("lt", lhs="ks", rhs="K"), axis=0)))
+    b = o("load", ptr=o("add", lhs="b", rhs=o("add", lhs=o("mul", lhs=o("expand_dims", x="ks", axis=1), rhs="N"),
+                                               rhs=o("expand_dims", x="cols", axis=0))),
+          mask=o("and", lhs=o("expand_dims", x=o("lt", lhs="ks", rhs="K"), axis=1),
+                 rhs=o("expand_dims", x=o("lt", lhs="cols", rhs="N"), axis=0)))
+    k_loop = o("for", var="k0", stop="K", step="BK", num_stages=3,
+               carry=[{"name": "acc", "init": o("full", shape=["BM", "BN"], value=0.0, dtype="f32"),
+                       "next": o("dot", lhs="a_tile", rhs="b_tile", acc="acc")}],
+               body=[let("ks", ks), let("a_tile", a), let("b_tile", b)])
+    store = o("store", ptr=o("add", lhs="c", rhs=o("add", lhs=o("mul", lhs=o("expand_dims", x="rows", axis=1), rhs="N"),
+                                                  rhs=o("expand_dims", x="cols", axis=0))),
+              value="acc" if out == "f32" else o("cast", x="acc", dtype=out), mask=o("and", lhs=o("expand_dims", x=o("lt", lhs="rows", rhs="M"), axis=1),
+                                  rhs=o("expand_dims", x=o("lt", lhs="cols", rhs="N"), axis=0)))
+    walk = o("for", var="tile", start=o("program_id"), stop=o("mul", lhs=o("cdiv", lhs="M", rhs="BM"), rhs=tiles_n),
+             step="PROGRAMS", flatten=flatten,
+             body=[let("tile_m", o("idiv", lhs="tile", rhs=tiles_n)), let("tile_n", o("rem", lhs="tile", rhs=tiles_n)),
+                   let("rows", rows), let("cols", cols), k_loop, store])
+    return {
+        "name": "persistent_matmul",
+        "inputs": [{"name": "a", "dtype": "f16", "shape": ["M", "K"]}, {"name": "b", "dtype": "f16", "shape": ["K", "N"]}],
+        "outputs": [{"name": "c", "dtype": out, "shape": ["M", "N"]}],
+        "params": [{"name": p} for p in ("a", "b", "c", "M", "N", "K")],
+        "meta": [{"name": "BM", "value": 16}, {"name": "BN", "value": 32}, {"name": "BK", "value": 16},
+                 {"name": "PROGRAMS", "value": programs}],
+        "grid": ["PROGRAMS"],
+        "body": [walk]}
+
+
+def test_a_flattened_walk_computes_what_the_plain_one_does() -> None:
+    a, b = torch.randn(37, 50).half(), torch.randn(50, 70).half()
+    for flatten in (True, False):
+        out = interpret(check(kernel_from_obj(persistent_matmul(flatten))), {"a": a, "b": b})["c"]
+        torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-4, atol=1e-4)
+
+
+def test_flatten_needs_a_for_directly_in_the_body() -> None:
+    kernel = persistent_matmul()
+    walk = kernel["body"][0]
+    walk["body"] = walk["body"][:4]  # no K loop, no store
+    with pytest.raises(SemanticError) as raised:
+        check(kernel_from_obj(kernel))
+    (d,) = raised.value.diagnostics
+    assert (d.code, d.path) == ("flatten_without_loop", "/body/0/flatten")
+    nested = persistent_matmul()  # a for inside an if is not directly in the body
+    nested["body"][0]["body"][4] = o("if", cond=o("gt", lhs="K", rhs=0), then=[nested["body"][0]["body"][4]])
+    with pytest.raises(SemanticError, match="flatten"):
+        check(kernel_from_obj(nested))
+
+
+def test_the_lowering_marks_the_loop_and_triton_fuses_the_nest() -> None:
+    checked = check(kernel_from_obj(persistent_matmul()))
+    ttir = lower(checked, ("K", "N")).ttir
+    assert ttir.count("tt.flatten") == 1
+    assert "tt.flatten" not in lower(check(kernel_from_obj(persistent_matmul(flatten=False))), ("K", "N")).ttir
+    k_loop = re.compile(r"scf\.for .* step %c16_i32")  # the K loop, BK = 16 at a time
+    for flatten in (True, False):
+        compiled = compile_kernel(check(kernel_from_obj(persistent_matmul(flatten))), "sm_90",
+                                  divisible_by_16=("K", "N"), in_process=True, cache=False)
+        # Fused: one loop over every (tile, K block), a step of 1, in place of the nest.
+        assert bool(k_loop.search(compiled.ttgir)) is not flatten
+
+
+def test_the_emitter_writes_tl_range_flatten(triton_interpreter: TritonInterpreter) -> None:  # noqa: F811
+    checked = check(kernel_from_obj(persistent_matmul()))
+    assert "flatten=True" in emit_triton(checked)
+    check_in_triton_interpreter(triton_interpreter, checked, {"a": torch.randn(37, 50).half(), "b": torch.randn(50, 70).half()},
+                                {"c": (1e-3, 1e-3)})
+
+
+def test_the_prompt_tells_the_model() -> None:
+    prompt = system_prompt()
+    assert "flatten" in prompt and "flatten_without_loop" in prompt
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", [["M=1000", "N=512", "K=768"], ["M=33", "N=70", "K=50"]], ids=["aligned", "ragged"])
+@pytest.mark.parametrize("flatten", [True, False], ids=["flat", "nested"])
+def test_the_gpu_matches_the_interpreter(sizes: list[str], flatten: bool, tmp_path, monkeypatch, capsys) -> None:
+    """f16 out: an f32 sum of 768 f16 products cancels below f32's default tolerance in the
+    order the GPU sums them, nested or flat."""
+    monkeypatch.setenv("KERNELGEN_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "kernel.json"
+    path.write_text(json.dumps(persistent_matmul(flatten, programs=132, out="f16")))
+    status = cli_main(["run", str(path)] + [a for s in sizes for a in ("--size", s)])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert all(line.split(": ")[1] == "ok" for line in printed.strip().splitlines())
