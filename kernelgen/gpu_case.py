@@ -29,7 +29,7 @@ from kernelgen.host import plan_for_sizes, sequence_for_sizes
 from kernelgen.sequence import nodes
 from kernelgen.results import Timing
 from kernelgen.tasks import Task
-from kernelgen.timing import event_times, flush_buffer, gpu_turn
+from kernelgen.timing import event_times, flush_buffer, gpu_turn, inductor_takes_turns
 from kernelgen.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
 
@@ -279,6 +279,7 @@ def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int)
 
     import torch
 
+    inductor_takes_turns()  # its autotuning runs kernels on the GPU while it compiles
     errors = []
     for mode in COMPILE_MODES:
         torch._dynamo.reset()

@@ -9,7 +9,8 @@ verification's launches, hold an exclusive lock on a file named for the GPU
 (:func:`gpu_turn`, the path in ``KERNELGEN_GPU_LOCK``). Compiling, tuning's compiles and
 torch.compile's own compile still overlap; only GPU work is serialized, so one worker's
 launches never land inside another's timed window. Without the variable (one process, or a
-GPU of its own) nothing is locked.
+GPU of its own) nothing is locked. torch.compile's autotuning benchmarks take turns too
+(:func:`inductor_takes_turns`).
 """
 
 from __future__ import annotations
@@ -96,6 +97,36 @@ def gpu_turn() -> Iterator[None]:
         if descriptor is not None:
             _held = None
             os.close(descriptor)  # closing releases the lock
+
+
+def inductor_takes_turns() -> str:
+    """Make torch.compile's GPU benchmarks take this process's turn (:func:`gpu_turn`).
+
+    ``max-autotune`` times candidate kernels on the GPU while it compiles, outside any timed window
+    of this process; on a GPU shared by workers those runs would land in another worker's timed
+    window. Only the benchmarks hold the turn, not the compile, so compiling still overlaps. torch
+    2.13 has a hook for this (``set_gpu_benchmark_lock_context``). Older versions get the turn
+    around the benchmarker's ``benchmark_gpu``, which Inductor's autotuners call. Returns how the
+    turn was installed: ``hook``, ``wrapped``, or ``none`` where this torch offers neither."""
+    from torch._inductor.runtime import benchmarking
+
+    install = getattr(benchmarking, "set_gpu_benchmark_lock_context", None)
+    if install is not None:
+        install(gpu_turn)
+        return "hook"
+    instance = getattr(benchmarking, "benchmarker", None)
+    if instance is None or not hasattr(instance, "benchmark_gpu"):
+        return "none"
+    if not getattr(instance, "_kernelgen_turns", False):
+        unlocked = instance.benchmark_gpu
+
+        def benchmark_gpu(*args: Any, **kwargs: Any) -> Any:
+            with gpu_turn():
+                return unlocked(*args, **kwargs)
+
+        instance.benchmark_gpu = benchmark_gpu
+        instance._kernelgen_turns = True
+    return "wrapped"
 
 
 def flush_buffer() -> Any:

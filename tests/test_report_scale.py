@@ -195,6 +195,52 @@ def test_processes_sharing_a_gpu_take_turns(tmp_path: Path) -> None:
         alone.kill()
 
 
+def test_torch_compiles_autotuning_benchmarks_take_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """max-autotune times its candidates on the GPU while compiling: those runs wait for
+    another worker's turn (a timed window) to end, through torch's own hook."""
+    from torch._inductor.runtime import benchmarking
+
+    from kernelgen import timing
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    env = {**os.environ, "KERNELGEN_GPU_LOCK": str(lock), "PYTHONPATH": str(REPO)}
+    monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    assert timing.inductor_takes_turns() == "hook"
+    try:
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "a"), "1.5"], env=env)
+        while not (tmp_path / "a").exists() or not (tmp_path / "a").read_text():
+            assert holder.poll() is None, "the holder died before its turn"
+        with benchmarking.maybe_gpu_benchmark_lock():
+            entered = time.monotonic()
+            assert timing._held is not None
+        assert holder.wait(timeout=60) == 0
+        assert entered - float((tmp_path / "a").read_text()) >= 1.4
+    finally:
+        benchmarking.set_gpu_benchmark_lock_context(None)
+
+
+def test_without_torchs_hook_the_benchmarker_is_wrapped_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._inductor.runtime import benchmarking
+
+    from kernelgen import timing
+
+    class Benchmarker:
+        def benchmark_gpu(self, fn, **kwargs):  # noqa: ANN001, ANN201 - as Inductor's
+            return fn(), timing._held is not None
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    monkeypatch.delattr(benchmarking, "set_gpu_benchmark_lock_context")
+    monkeypatch.setattr(benchmarking, "benchmarker", Benchmarker())
+    assert timing.inductor_takes_turns() == timing.inductor_takes_turns() == "wrapped"
+    assert benchmarking.benchmarker.benchmark_gpu(lambda: 0.5, rep=40) == (0.5, True)
+    assert timing._held is None
+    monkeypatch.setattr(benchmarking, "benchmarker", object())
+    assert timing.inductor_takes_turns() == "none"
+
+
 def test_a_case_records_its_worker_and_gpu() -> None:
     assert gpu_record(H200S[1], {"PYTEST_XDIST_WORKER": "gw3"}) == \
         {"worker": "gw3", "index": 1, "name": "NVIDIA H200", "uuid": H200S[1].uuid}
