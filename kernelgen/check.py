@@ -66,6 +66,7 @@ class _Checker(HostChecks, StatementChecks):
         self.operand_dtypes: dict[str, str] = {}
         self.lets: dict[str, L.Expr] = {}
         self.fp8_nodes: list[str] = []
+        self.loop_depth = 0  # the fors around the statement being checked (a flattened nest is outermost)
 
     # -- reporting --------------------------------------------------------------------------
 

@@ -8,9 +8,22 @@ both sides of an if agree on) read in one place. It calls the checker's own meth
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from kernelgen import check_tiles
 from kernelgen import language as L
 from kernelgen.checked import ATOMIC_DTYPES, ERROR_DTYPE, FLOAT_DTYPES, INT_DTYPES, ValueType, _Invalid, child
+
+
+def loops_in(stmts: list[L.Stmt]) -> Iterator[L.For]:
+    """Every for in ``stmts``, at any depth (in ifs and loops too)."""
+    for s in stmts:
+        if isinstance(s, L.For):
+            yield s
+            yield from loops_in(s.body)
+        elif isinstance(s, L.If):
+            yield from loops_in(s.then)
+            yield from loops_in(s.else_)
 
 
 class StatementChecks:
@@ -105,9 +118,8 @@ class StatementChecks:
             bounds.append(t)
         if isinstance(f.step, int) and f.step <= 0:
             raise self.fail(child(path, "step"), "bad_value", f"loop step must be positive, got {f.step}")
-        if f.flatten and not any(isinstance(s, L.For) for s in f.body):
-            raise self.fail(child(path, "flatten"), "flatten_without_loop",
-                            "flatten pipelines a loop with the fors directly in its body, and this body has none")
+        if f.flatten:
+            self.flattened_nest(f, path)
         var_dtype = "i64" if any(b.dtype == "i64" and not b.weak for b in bounds) else "i32"
         for name, t in zip(("start", "stop", "step"), bounds):
             self.adopt(t, var_dtype, child(path, name))
@@ -123,7 +135,11 @@ class StatementChecks:
             self.bind(c.name, t, child(cpath, "name"), inner)
             self.types[child(cpath, "name")] = t
             carried.append((c.name, t))
-        self.block(f.body, child(path, "body"), inner)
+        self.loop_depth += 1
+        try:
+            self.block(f.body, child(path, "body"), inner)
+        finally:
+            self.loop_depth -= 1
         for i, (c, (name, t)) in enumerate(zip(f.carry, carried)):
             npath = child(path, "carry", i, "next")
             try:
@@ -143,6 +159,21 @@ class StatementChecks:
         for i, (name, t) in enumerate(carried):
             self.bind(name, ValueType(t.dtype, t.shape, t.pointer, False, t.bases),
                       child(path, "carry", i, "name"), scope)
+
+    def flattened_nest(self, f: L.For, path: str) -> None:
+        """A flattened for heads a nest of exactly two loops, the only shape Triton's
+        fuse-nested-loops pass fuses (any other, it leaves as it is, silently)."""
+        where = child(path, "flatten")
+        if self.loop_depth:
+            raise self.fail(where, "flatten_nest", "a flattened for is the outermost loop of its nest; "
+                            "this one is inside another for")
+        direct = [s for s in f.body if isinstance(s, L.For)]
+        if len(direct) != 1:
+            raise self.fail(where, "flatten_nest", "flatten fuses this for with the one for directly in its body; "
+                            f"this body has {len(direct)} (a for inside an if is not directly in it)")
+        if next(loops_in(direct[0].body), None) is not None:
+            raise self.fail(where, "flatten_nest", "flatten fuses two levels of loops; the for in this body "
+                            "holds another for")
 
     def branch(self, s: L.If, path: str, scope: dict[str, ValueType]) -> None:
         """An if: a bool scalar condition, each branch in its own scope, and results of one

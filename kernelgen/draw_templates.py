@@ -614,6 +614,8 @@ def _persistent(g: _Gen, spec: _Spec, body: list[dict[str, Any]]) -> tuple[list[
 
     def substitute(node: Any) -> Any:
         if isinstance(node, dict):
+            # A 2-D tile grid becomes the walk: no third axis, and no grid size read, to remap.
+            assert node.get("op") != "num_programs" and (node.get("op") != "program_id" or node.get("axis", 0) in (0, 1))
             if node.get("op") == "program_id":
                 return "tile_n" if node.get("axis", 0) == 1 else "tile_m"
             return {key: substitute(value) for key, value in node.items()}

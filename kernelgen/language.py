@@ -482,9 +482,10 @@ class For(Node):
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
     no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth
     (a loop without a dot prefetches its loads only when given it). ``flatten`` (speed only):
-    pipeline this loop and the fors directly in its body as one loop, so a persistent kernel
-    loads its next tile's first blocks during this tile's epilogue (a body without a for:
-    flatten_without_loop)."""
+    pipeline this loop and the one for directly in its body as one loop (pipelined as the
+    outer's num_stages, else the inner's), so a persistent kernel loads its next tile's first
+    blocks during this tile's epilogue. Only for the outer loop of a nest of exactly two loops
+    (flatten_nest); Triton leaves a nest whose inner bounds read the outer var unfused."""
 
     op: Literal["for"]
     var: Name

@@ -38,7 +38,7 @@ RULES: dict[str, str] = {
     "dot_shape": "dot shapes that do not fit (see Dot)",
     "dot_dtype": "dot operand or acc dtypes that do not fit (see Dot)",
     "loop_carry_type": "a carry's next has another type than its init",
-    "flatten_without_loop": "a for with flatten has no for directly in its body",
+    "flatten_nest": "a flattened for that is not the outer loop of a two-loop nest (see For)",
     "if_result_type": "an if result whose then and else values differ in shape or dtype",
     "store_to_input": "a store through a pointer that may point into an input",
     "tile_view": "a tile's base, rank, shape, strides or offsets break its rules (see TileLoad)",

@@ -7,16 +7,17 @@ in a report is measured the same way.
 Workers that share a GPU (``pytest -n 4`` on fewer GPUs) take turns: a timed window, and a
 verification's launches, hold an exclusive lock on a file named for the GPU
 (:func:`gpu_turn`, the path in ``KERNELGEN_GPU_LOCK``). Compiling, tuning's compiles and
-torch.compile's own compile still overlap; only GPU work is serialized, so one worker's
-launches never land inside another's timed window. Without the variable (one process, or a
-GPU of its own) nothing is locked. torch.compile's autotuning benchmarks take turns too
-(:func:`inductor_takes_turns`).
+torch.compile's own compile still overlap; only GPU work is serialized, so one worker's timed
+launches never share the GPU with another's. torch.compile's autotuning benchmarks take turns
+too (:func:`inductor_takes_turns`); its first call also runs the compiled code once, outside a
+turn. Without the variable (one process, or a GPU of its own) nothing is locked.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 import warnings
 from typing import Any, Callable, Iterator
@@ -33,6 +34,10 @@ LOCK_WAIT_S = 20.0
 _LOCK_POLL_S = 0.002
 _turns_held = 0  # nesting depth in this process: the lock is taken once, at the outermost turn
 _held: int | None = None  # the descriptor holding the lock, while a turn holds it
+# Threads of one process take turns too (Inductor may benchmark from a worker thread): the
+# turn's state above belongs to the thread holding this re-entrant lock.
+_threads = threading.RLock()
+_waited_s = 0.0  # the seconds this process has spent waiting for turns (see waited_seconds)
 _warned: set[str] = set()
 
 
@@ -45,10 +50,10 @@ def _warn_once(what: str) -> None:
 def _forget_turn_in_child() -> None:
     """A forked child does not own its parent's turn: it drops the shared descriptor (closing
     it there leaves the parent's lock in place) and starts with no turn."""
-    global _turns_held, _held
+    global _turns_held, _held, _threads
     if _held is not None:
         os.close(_held)
-    _turns_held, _held = 0, None
+    _turns_held, _held, _threads = 0, None, threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -65,13 +70,17 @@ def _take_lock(path: str) -> int | None:
     except OSError as error:
         _warn_once(f"the GPU lock {path} cannot be opened ({error}): timing without turns")
         return None
-    deadline = time.monotonic() + LOCK_WAIT_S
+    global _waited_s
+    start = time.monotonic()
+    deadline = start + LOCK_WAIT_S
     while True:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _waited_s += time.monotonic() - start
             return descriptor
         except BlockingIOError:
             if time.monotonic() > deadline:
+                _waited_s += time.monotonic() - start
                 os.close(descriptor)
                 _warn_once(f"another process held the GPU lock {path} for over {LOCK_WAIT_S:.0f} s: "
                            "this turn runs without it, and its times may be contended")
@@ -82,21 +91,29 @@ def _take_lock(path: str) -> int | None:
 @contextlib.contextmanager
 def gpu_turn() -> Iterator[None]:
     """This process's exclusive turn on its GPU among the processes sharing the lock file named
-    by ``KERNELGEN_GPU_LOCK`` (none named: no lock). Re-entrant within a process; the lock
-    goes with the process if it dies (``flock``); a wait is bounded (:data:`LOCK_WAIT_S`)."""
+    by ``KERNELGEN_GPU_LOCK`` (none named: no lock). Re-entrant within a thread, and the
+    process's threads take turns; the lock goes with the process if it dies (``flock``); a
+    wait for another process is bounded (:data:`LOCK_WAIT_S`)."""
     global _turns_held, _held
-    path = os.environ.get(LOCK_VARIABLE)
-    descriptor = _take_lock(path) if path and not _turns_held else None
-    if descriptor is not None:
-        _held = descriptor
-    _turns_held += 1
-    try:
-        yield
-    finally:
-        _turns_held -= 1
+    with _threads:
+        path = os.environ.get(LOCK_VARIABLE)
+        descriptor = _take_lock(path) if path and not _turns_held else None
         if descriptor is not None:
-            _held = None
-            os.close(descriptor)  # closing releases the lock
+            _held = descriptor
+        _turns_held += 1
+        try:
+            yield
+        finally:
+            _turns_held -= 1
+            if descriptor is not None:
+                _held = None
+                os.close(descriptor)  # closing releases the lock
+
+
+def waited_seconds() -> float:
+    """The seconds this process has spent waiting for its turns so far: a duration measured
+    around work that took turns (torch.compile's first call) subtracts what it waited."""
+    return _waited_s
 
 
 def inductor_takes_turns() -> str:
@@ -108,7 +125,10 @@ def inductor_takes_turns() -> str:
     2.13 has a hook for this (``set_gpu_benchmark_lock_context``). Older versions get the turn
     around the benchmarker's ``benchmark_gpu``, which Inductor's autotuners call. Returns how the
     turn was installed: ``hook``, ``wrapped``, or ``none`` where this torch offers neither."""
-    from torch._inductor.runtime import benchmarking
+    try:
+        from torch._inductor.runtime import benchmarking
+    except ImportError:  # torch before 2.5 has no benchmarking module: its benchmarks run unlocked
+        return "none"
 
     install = getattr(benchmarking, "set_gpu_benchmark_lock_context", None)
     if install is not None:

@@ -226,7 +226,7 @@ SEMANTIC_CASES = [
     case("loop-stop-is-a-block", SOFTMAX, {"/body/4/stop": "lanes"}, "needs_scalar", "/body/4/stop"),
     case("loop-stop-is-a-float", SOFTMAX, {"/body/4/stop": 2.5}, "needs_int", "/body/4/stop"),
     case("loop-step-zero", SOFTMAX, {"/body/4/step": 0}, "bad_value", "/body/4/step"),
-    case("flatten-without-inner-loop", SOFTMAX, {"/body/4/flatten": True}, "flatten_without_loop", "/body/4/flatten"),
+    case("flatten-without-inner-loop", SOFTMAX, {"/body/4/flatten": True}, "flatten_nest", "/body/4/flatten"),
     # memory
     case("store-into-input", VADD, {"/body/5/ptr/lhs": "x"}, "store_to_input", "/body/5/ptr"),
     case("store-through-where-of-input", VADD,

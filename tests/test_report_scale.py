@@ -206,18 +206,53 @@ def test_torch_compiles_autotuning_benchmarks_take_turns(tmp_path: Path, monkeyp
     lock.touch()
     env = {**os.environ, "KERNELGEN_GPU_LOCK": str(lock), "PYTHONPATH": str(REPO)}
     monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    previous = benchmarking._gpu_benchmark_lock_context
     assert timing.inductor_takes_turns() == "hook"
     try:
         holder = subprocess.Popen([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "a"), "1.5"], env=env)
         while not (tmp_path / "a").exists() or not (tmp_path / "a").read_text():
             assert holder.poll() is None, "the holder died before its turn"
+            time.sleep(0.01)
+        waited = timing.waited_seconds()
         with benchmarking.maybe_gpu_benchmark_lock():
             entered = time.monotonic()
             assert timing._held is not None
         assert holder.wait(timeout=60) == 0
         assert entered - float((tmp_path / "a").read_text()) >= 1.4
+        assert timing.waited_seconds() - waited >= 1.0  # what compile_s leaves out
     finally:
-        benchmarking.set_gpu_benchmark_lock_context(None)
+        benchmarking.set_gpu_benchmark_lock_context(previous)
+
+
+def test_threads_of_one_process_take_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second thread's turn starts when the first's ends, and nesting in a thread does not
+    wait for itself (Inductor may benchmark from a worker thread)."""
+    import threading
+
+    from kernelgen import timing
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    spans: dict[str, tuple[float, float]] = {}
+    inside = threading.Event()
+
+    def turn(name: str, hold: float) -> None:
+        with timing.gpu_turn(), timing.gpu_turn():
+            start = time.monotonic()
+            inside.set()
+            time.sleep(hold)
+            spans[name] = (start, time.monotonic())
+
+    first = threading.Thread(target=turn, args=("first", 0.5))
+    first.start()
+    inside.wait(timeout=10)
+    second = threading.Thread(target=turn, args=("second", 0.0))
+    second.start()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert spans["second"][0] >= spans["first"][1]
+    assert timing._held is None and timing._turns_held == 0
 
 
 def test_without_torchs_hook_the_benchmarker_is_wrapped_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
