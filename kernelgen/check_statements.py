@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from kernelgen import check_tiles
+from kernelgen import check_tiles, tiles
 from kernelgen import language as L
 from kernelgen.checked import ATOMIC_DTYPES, ERROR_DTYPE, FLOAT_DTYPES, INT_DTYPES, ValueType, _Invalid, child
 
@@ -174,6 +174,14 @@ class StatementChecks:
         if next(loops_in(direct[0].body), None) is not None:
             raise self.fail(where, "flatten_nest", "flatten fuses two levels of loops; the for in this body "
                             "holds another for")
+        varying = {f.var, *(c.name for c in f.carry)} | {
+            name for s in f.body for name in (
+                [s.name] if isinstance(s, (L.Let, L.Atomic)) and s.name is not None else
+                [r.name for r in s.results] if isinstance(s, L.If) else [])}
+        read = sorted(set().union(*(tiles.names_read(getattr(direct[0], b)) for b in ("start", "stop", "step"))) & varying)
+        if read:
+            raise self.fail(where, "flatten_nest", f"the inner for's bounds read {', '.join(map(repr, read))}, "
+                            "which this loop binds; Triton fuses only inner bounds fixed outside the nest")
 
     def branch(self, s: L.If, path: str, scope: dict[str, ValueType]) -> None:
         """An if: a bool scalar condition, each branch in its own scope, and results of one

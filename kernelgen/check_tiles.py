@@ -35,7 +35,7 @@ def _view(checker: Any, e: Union[L.TileLoad, L.TileStore], path: str, rank: int,
     for field, wide in (("shape", False), ("strides", True)):
         for i, x in enumerate(getattr(e, field)):
             p = child(path, field, i)
-            others = sorted(tiles.view_names(x) - kernel_scalars)
+            others = sorted(tiles.names_read(x) - kernel_scalars)
             if others:
                 raise checker.fail(p, "tile_view", f"a tile's {field} reads scalar params, meta and literals "
                                    f"only (it is made once per kernel), not {others[0]!r}")

@@ -485,7 +485,7 @@ class For(Node):
     pipeline this loop and the one for directly in its body as one loop (pipelined as the
     outer's num_stages, else the inner's), so a persistent kernel loads its next tile's first
     blocks during this tile's epilogue. Only for the outer loop of a nest of exactly two loops
-    (flatten_nest); Triton leaves a nest whose inner bounds read the outer var unfused."""
+    whose inner bounds are fixed outside the nest (flatten_nest)."""
 
     op: Literal["for"]
     var: Name

@@ -123,8 +123,8 @@ def view_key(tile: Union[L.TileLoad, L.TileStore], block: tuple[int, ...]) -> st
     return json.dumps([tile.base, [_dumped(x) for x in tile.shape], [_dumped(x) for x in tile.strides], block])
 
 
-def view_names(e: L.Expr) -> set[str]:
-    """The names an expression of a tile's shape or strides reads."""
+def names_read(e: L.Expr) -> set[str]:
+    """The names an expression reads (a tile's shape or strides, a loop's bounds)."""
     if isinstance(e, str):
         return set() if is_literal(e) else {e}
     if not isinstance(e, L.Node):
@@ -135,7 +135,7 @@ def view_names(e: L.Expr) -> set[str]:
             continue
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, (str, L.Node)) and not isinstance(item, bool):
-                found |= view_names(item)
+                found |= names_read(item)
     return found
 
 

@@ -88,13 +88,18 @@ def _inside_another_for(kernel: dict) -> None:
     kernel["body"] = [o("for", var="rep", stop=1, body=kernel["body"])]
 
 
+def _bound_read_from_the_walk(walk: dict) -> None:
+    walk["body"][4]["stop"] = o("minimum", lhs="K", rhs=o("mul", lhs=o("add", lhs="tile_m", rhs=1), rhs=1000))
+
+
 @pytest.mark.parametrize("change, path", [
     (lambda k: _no_inner_loop(k["body"][0]), "/body/0/flatten"),
     (lambda k: _loop_in_an_if(k["body"][0]), "/body/0/flatten"),  # not directly in the body
     (lambda k: _two_inner_loops(k["body"][0]), "/body/0/flatten"),
     (lambda k: _three_levels(k["body"][0]), "/body/0/flatten"),
     (_inside_another_for, "/body/0/body/0/flatten"),
-], ids=["no-inner-loop", "loop-in-an-if", "two-inner-loops", "three-levels", "inside-another-for"])
+    (lambda k: _bound_read_from_the_walk(k["body"][0]), "/body/0/flatten"),  # Triton compiled it unfused
+], ids=["no-inner-loop", "loop-in-an-if", "two-inner-loops", "three-levels", "inside-another-for", "varying-bound"])
 def test_flatten_takes_the_outer_loop_of_a_two_loop_nest(change, path: str) -> None:
     """The one nest Triton 3.6's fuse-nested-loops pass fuses; any other it leaves as it is,
     silently, so the checker says so at the flatten."""
