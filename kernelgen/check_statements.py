@@ -8,22 +8,10 @@ both sides of an if agree on) read in one place. It calls the checker's own meth
 
 from __future__ import annotations
 
-from typing import Iterator
-
 from kernelgen import check_tiles, tiles
 from kernelgen import language as L
 from kernelgen.checked import ATOMIC_DTYPES, ERROR_DTYPE, FLOAT_DTYPES, INT_DTYPES, ValueType, _Invalid, child
-
-
-def loops_in(stmts: list[L.Stmt]) -> Iterator[L.For]:
-    """Every for in ``stmts``, at any depth (in ifs and loops too)."""
-    for s in stmts:
-        if isinstance(s, L.For):
-            yield s
-            yield from loops_in(s.body)
-        elif isinstance(s, L.If):
-            yield from loops_in(s.then)
-            yield from loops_in(s.else_)
+from kernelgen.sequence import nodes
 
 
 class StatementChecks:
@@ -171,14 +159,17 @@ class StatementChecks:
         if len(direct) != 1:
             raise self.fail(where, "flatten_nest", "flatten fuses this for with the one for directly in its body; "
                             f"this body has {len(direct)} (a for inside an if is not directly in it)")
-        if next(loops_in(direct[0].body), None) is not None:
+        if any(isinstance(node, L.For) for node, _ in nodes(direct[0].body, path)):
             raise self.fail(where, "flatten_nest", "flatten fuses two levels of loops; the for in this body "
                             "holds another for")
-        varying = {f.var, *(c.name for c in f.carry)} | {
-            name for s in f.body for name in (
-                [s.name] if isinstance(s, (L.Let, L.Atomic)) and s.name is not None else
-                [r.name for r in s.results] if isinstance(s, L.If) else [])}
-        read = sorted(set().union(*(tiles.names_read(getattr(direct[0], b)) for b in ("start", "stop", "step"))) & varying)
+        varying = {f.var, *(c.name for c in f.carry)}  # and what the body binds before the inner for
+        for s in f.body:
+            if isinstance(s, (L.Let, L.Atomic)) and s.name is not None:
+                varying.add(s.name)
+            elif isinstance(s, L.If):
+                varying.update(r.name for r in s.results)
+        bounds = set().union(*(tiles.names_read(getattr(direct[0], b)) for b in ("start", "stop", "step")))
+        read = sorted(bounds & varying)
         if read:
             raise self.fail(where, "flatten_nest", f"the inner for's bounds read {', '.join(map(repr, read))}, "
                             "which this loop binds; Triton fuses only inner bounds fixed outside the nest")

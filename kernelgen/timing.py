@@ -72,20 +72,20 @@ def _take_lock(path: str) -> int | None:
         return None
     global _waited_s
     start = time.monotonic()
-    deadline = start + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _waited_s += time.monotonic() - start
-            return descriptor
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                _waited_s += time.monotonic() - start
-                os.close(descriptor)
-                _warn_once(f"another process held the GPU lock {path} for over {LOCK_WAIT_S:.0f} s: "
-                           "this turn runs without it, and its times may be contended")
-                return None
-            time.sleep(_LOCK_POLL_S)
+    try:
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return descriptor
+            except BlockingIOError:
+                if time.monotonic() > start + LOCK_WAIT_S:
+                    os.close(descriptor)
+                    _warn_once(f"another process held the GPU lock {path} for over {LOCK_WAIT_S:.0f} s: "
+                               "this turn runs without it, and its times may be contended")
+                    return None
+                time.sleep(_LOCK_POLL_S)
+    finally:
+        _waited_s += time.monotonic() - start  # taken or given up: the time waited
 
 
 @contextlib.contextmanager
