@@ -24,6 +24,14 @@ from typing import Any, Callable, Iterator
 
 # Larger than any GPU's L2 (60 MB on an H200): writing it evicts the previous repetition's data.
 L2_FLUSH_BYTES = 256 << 20
+# event_times queues its repetitions behind a spin of the GPU: its length in cycles per second
+# of wait (at or above the SM clock of current GPUs, 1.98 GHz on an H200, so the wait lasts at
+# least as long as asked), its longest wait, the host time a call is assumed to take at least,
+# and how many times the repetitions are taken at most when the wait proved too short.
+_SPIN_HZ = 2.0e9
+_MAX_WAIT_S = 5.0
+_HOST_FLOOR_S = 50e-6
+QUEUE_ATTEMPTS = 3
 
 
 LOCK_VARIABLE = "KERNELGEN_GPU_LOCK"
@@ -158,19 +166,47 @@ def flush_buffer() -> Any:
 def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int) -> list[float]:
     """Times (ms) of ``repetitions`` calls of ``fn`` after ``warmup`` untimed ones, each between
     CUDA events on the current stream with ``flush`` zeroed just before it, in this process's
-    turn on the GPU (:func:`gpu_turn`)."""
+    turn on the GPU (:func:`gpu_turn`).
+
+    The GPU time of each call, not the host's: the repetitions are queued behind a spin kernel
+    (``torch.cuda._sleep``) that lasts longer than the host takes to queue them all, so a
+    window never waits for the host to launch its work. Without it, a short kernel's window
+    measured the host too wherever the host fell behind (a busy CPU: other workers compiling;
+    a program launching several kernels from Python): 0.07-0.21 ms for a 0.07 ms kernel in a
+    ``pytest -n 2`` run. A repetition whose window the GPU reached before the host had queued
+    its call is the evidence that the wait was too short: the repetitions are then taken again
+    behind a longer one (:data:`QUEUE_ATTEMPTS` in all), unless the first was late already (a
+    call that synchronizes with the GPU)."""
     import torch
 
     with gpu_turn():
         torch.cuda.synchronize()  # work queued before the turn is not timed
+        host_s = []
         for _ in range(warmup):
+            started = time.perf_counter()
             fn()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
-        for start, end in zip(starts, ends):
-            flush.zero_()
-            start.record()
-            fn()
-            end.record()
+            host_s.append(time.perf_counter() - started)
         torch.cuda.synchronize()
+        # How long the host takes to queue the repetitions, going by the warmup's median call
+        # (its first may compile or autotune), at least _HOST_FLOOR_S a call (the flush and the
+        # events are queued too), with a margin.
+        typical_s = sorted(host_s)[len(host_s) // 2] if host_s else 0.0
+        wait_s = 2 * repetitions * (typical_s + _HOST_FLOOR_S)
+        for _ in range(QUEUE_ATTEMPTS):
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+            torch.cuda._sleep(int(min(wait_s, _MAX_WAIT_S) * _SPIN_HZ))
+            late = []
+            for start, end in zip(starts, ends):
+                flush.zero_()
+                start.record()
+                fn()
+                end.record()
+                late.append(start.query())  # the GPU is already in this window: it may wait for the host
+            torch.cuda.synchronize()
+            # Late from the first call on: the call waits for the GPU itself (a host sync), so no
+            # wait queues it ahead, and its windows rightly hold that wait.
+            if not any(late) or late[0]:
+                break
+            wait_s *= 4
     return [start.elapsed_time(end) for start, end in zip(starts, ends)]

@@ -1,0 +1,63 @@
+"""The timer measures the GPU's time for a call, not the host's (kernelgen.timing.event_times).
+
+A call whose host part is slow (a busy CPU, Python launching several kernels) used to put that
+host time into its window: the GPU had reached the start event and waited for the launch. These
+run on a GPU only; the margins are several times the effect, so they pass or fail on what the
+timer measures, not on how fast the GPU is."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+import torch
+
+from kernelgen.timing import event_times, flush_buffer
+
+HOST_S = 0.005  # the host part of each call: far longer than the kernel it launches
+
+
+@pytest.mark.gpu
+def test_a_slow_host_does_not_count() -> None:
+    x = torch.zeros(1024, device="cuda")
+
+    def call() -> None:
+        time.sleep(HOST_S)
+        x.add_(1.0)  # a few microseconds on the GPU
+
+    flush = flush_buffer()
+    # Events around each call as queued by the host, the way they were taken before: each window
+    # holds the host's sleep.
+    naive = []
+    for _ in range(5):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        torch.cuda.synchronize()
+        naive.append(start.elapsed_time(end))
+    assert statistics.median(naive) > HOST_S * 1e3 * 0.9
+    times = event_times(call, flush, 20, 3)
+    assert len(times) == 20
+    assert statistics.median(times) < HOST_S * 1e3 / 5, times
+    assert x[0].item() == 5 + 3 + 20  # every call ran once: none dropped, none repeated
+
+
+@pytest.mark.gpu
+def test_a_call_that_waits_for_the_gpu_is_timed_with_its_wait() -> None:
+    """A host sync inside the call cannot be queued ahead: its windows hold the host's part, and
+    the timer gives up queueing at once instead of retrying behind longer waits."""
+    x = torch.zeros(1024, device="cuda")
+
+    def call() -> None:
+        x.add_(1.0)
+        torch.cuda.synchronize()
+        time.sleep(HOST_S)
+        x.add_(1.0)
+
+    started = time.perf_counter()
+    times = event_times(call, flush_buffer(), 10, 2)
+    assert time.perf_counter() - started < 2.0  # 12 calls of 5 ms, one wait of 2 * 10 * 5 ms
+    assert statistics.median(times) > HOST_S * 1e3 * 0.9
