@@ -37,6 +37,7 @@ from typing import Iterator, Optional, Union
 from kernelgen import language as L
 from kernelgen.checked import CheckedKernel, child, is_literal, literal_value
 from kernelgen.errors import Diagnostic
+from kernelgen.sequence import nodes
 
 INF = math.inf
 # 720720 is a multiple of every integer up to 16: an offset rounded down to a multiple of a
@@ -132,20 +133,11 @@ def _loading(node: object, found: set[int]) -> bool:
     if not isinstance(node, L.Node):
         return False
     hit = isinstance(node, L.Load) and node.mask is None
-    for name in type(node).model_fields:
-        hit = _loading(getattr(node, name), found) or hit
+    for _, value in L.node_fields(node):
+        hit = _loading(value, found) or hit
     if hit:
         found.add(id(node))
     return hit
-
-
-def _unmasked(node: object) -> bool:
-    """Whether a statement list holds an unmasked store or atomic anywhere."""
-    if isinstance(node, list):
-        return any(_unmasked(item) for item in node)
-    if isinstance(node, (L.Store, L.Atomic)) and node.mask is None:
-        return True
-    return isinstance(node, L.Node) and any(_unmasked(getattr(node, name)) for name in type(node).model_fields)
 
 
 class _Analysis:
@@ -516,7 +508,9 @@ def unproven_accesses(checked: CheckedKernel) -> list[Diagnostic]:
     """Every unmasked load or store whose offsets cannot be shown inside its tensor."""
     reported: dict[str, Diagnostic] = {}
     loading: set[int] = set()
-    if not _loading(checked.kernel.body, loading) and not _unmasked(checked.kernel.body):
+    unmasked_writes = any(isinstance(node, (L.Store, L.Atomic)) and node.mask is None
+                          for node, _ in nodes(checked.kernel.body, "/body"))
+    if not _loading(checked.kernel.body, loading) and not unmasked_writes:
         return []  # every access is masked: nothing to prove
     for sizes in _assignments(checked.sizes):
         analysis = _Analysis(checked, sizes, loading)
