@@ -10,7 +10,7 @@ Bounds: what the checker proves about an unmasked load, store or atomic:
 * its offsets lie in ``[0, numel)`` of every tensor the pointer may point into, for each size
   in 1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720, equal and mixed
   (unproven_bounds otherwise);
-* known intervals: literals, meta, int params bound to host expressions,
+* known intervals: literals, meta, ``num_sms`` (1 to 1024), int params bound to host expressions,
   ``program_id`` over the grid, ``arange``, loop vars over ``[start, stop - 1]``, and
   ``+ - * idiv cdiv rem maximum minimum clamp where``, integer casts, ``max``/``min`` of
   these; anything loaded, carried, a scalar input or another op is unknown: mask it;
@@ -43,6 +43,8 @@ INF = math.inf
 # 720720 is a multiple of every integer up to 16: an offset rounded down to a multiple of a
 # block (``(N idiv 6) * 6``) reaches its largest value there.
 SAMPLE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720)
+# ``num_sms`` is any GPU's, so it stands for every count up to this.
+MAX_NUM_SMS = 1024
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,8 @@ class _Analysis:
             if expr in self.meta:
                 return point(self.meta[expr])
             return TOP
+        if isinstance(expr, L.DeviceInfo):  # any GPU's: a proof holds for every SM count
+            return Interval(1, MAX_NUM_SMS)
         if isinstance(expr, L.TensorInfo):
             dims = self.shapes.get(expr.of)
             if dims is None or not all(d.known and d.lo == d.hi for d in dims):

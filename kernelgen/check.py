@@ -539,6 +539,10 @@ class _Checker(HostChecks, StatementChecks):
     def _tensorinfo(self, e: L.TensorInfo, path: str, scope) -> ValueType:
         raise self.fail(path, "host_only", f"{e.op} is a host expression; bind it to a param and use the param")
 
+    def _deviceinfo(self, e: L.DeviceInfo, path: str, scope) -> ValueType:
+        raise self.fail(path, "host_only", f"{e.op} is a host expression; bind it to a param and use the param "
+                        "(a persistent loop steps by num_programs)")
+
     # -- the whole kernel -------------------------------------------------------------------
 
     def run(self) -> CheckedKernel:

@@ -9,7 +9,8 @@ expressions. It calls the checker's own methods through ``self`` and does not im
 from __future__ import annotations
 
 from kernelgen import language as L
-from kernelgen.checked import INT_DTYPES, WIDE_FLOAT_DTYPES, HostTensor, ParamBinding, ValueType, _Invalid, child
+from kernelgen.checked import (INT_DTYPES, WIDE_FLOAT_DTYPES, HostTensor, ParamBinding, ValueType, _Invalid, child,
+                              device_dependent)
 from kernelgen.limits import literal_problem
 from kernelgen.polymorphism import ints_of, signature_problems
 
@@ -88,6 +89,10 @@ class HostChecks:
                 continue
             for j, dim in enumerate(out.shape):
                 self.host_int(dim, child(path, "shape", j))
+                if device_dependent(dim) and (self.scratch is None or out.name not in self.scratch):
+                    self.error(child(path, "shape", j), "device_dependent",
+                               f"output {out.name!r}'s shape reads num_sms: what a call returns may not depend on "
+                               "the GPU (a scratch tensor's shape may)")
             if out.init is not None and out.dtype in L.DTYPES:
                 try:
                     self.fill_value(out.init, out.dtype, child(path, "init"), "output")
@@ -216,6 +221,8 @@ class HostChecks:
                 return f"tensor:{expr}"
             raise self.fail(path, "undefined_name",
                             f"{expr!r} is not an input, output, size, scalar or meta name")
+        if isinstance(expr, L.DeviceInfo):
+            return "int"
         if isinstance(expr, L.TensorInfo):
             if expr.of not in self.tensors:
                 raise self.fail(child(path, "of"), "undefined_name", f"{expr.of!r} is not a tensor")
@@ -234,7 +241,7 @@ class HostChecks:
             return "int"
         raise self.fail(path, "device_only",
                         f"{getattr(expr, 'op', expr)!r} cannot be computed on the host; host "
-                        "expressions use sizes, scalars, meta, stride, numel and + - * idiv cdiv rem maximum minimum")
+                        "expressions use sizes, scalars, meta, stride, numel, num_sms and + - * idiv cdiv rem maximum minimum")
 
     def host_int(self, expr: L.Expr, path: str) -> None:
         try:

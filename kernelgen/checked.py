@@ -207,6 +207,16 @@ def child(path: str, *parts: Union[str, int]) -> str:
     return path + "".join(f"/{p}" for p in parts)
 
 
+def device_dependent(expr: L.Expr) -> bool:
+    """Whether a host expression reads ``num_sms``: its value is known only on the GPU that runs
+    the launch, so no compile-time assumption (divisibility) may rest on it."""
+    if isinstance(expr, L.DeviceInfo):
+        return True
+    if isinstance(expr, L.Binary):
+        return device_dependent(expr.lhs) or device_dependent(expr.rhs)
+    return False
+
+
 def nonnegative_host(expr: L.Expr, scalars: Collection[str]) -> bool:
     """Whether a host expression is never negative: sizes, meta, tensor strides and numels,
     literals >= 0, and their sums, products, divisions and maxima (a scalar input may be
@@ -217,7 +227,7 @@ def nonnegative_host(expr: L.Expr, scalars: Collection[str]) -> bool:
         return expr >= 0
     if isinstance(expr, str):
         return not is_literal(expr) and expr not in scalars
-    if isinstance(expr, L.TensorInfo):
+    if isinstance(expr, (L.TensorInfo, L.DeviceInfo)):
         return True
     if isinstance(expr, L.Binary):
         lhs, rhs = nonnegative_host(expr.lhs, scalars), nonnegative_host(expr.rhs, scalars)

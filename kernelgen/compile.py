@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection, Sequence, Union
 
 from kernelgen.check import CheckedKernel, check_target
-from kernelgen.checked import Checked, launches_of
+from kernelgen.checked import Checked, device_dependent, launches_of
 from kernelgen.errors import CompileError, Diagnostic, KernelgenError, KernelTimeout, LaunchError
 from kernelgen.executor import Executor
 from kernelgen.host import LaunchPlan
@@ -155,7 +155,7 @@ def divisible_params(plan: LaunchPlan) -> tuple[str, ...]:
     with them as ``divisible_by_16`` is valid for this launch and vectorizes masked accesses."""
     return tuple(binding.name for binding, value in zip(plan.checked.params, plan.param_values)
                  if binding.tensor is None and binding.type.dtype in ("i32", "i64")
-                 and isinstance(value, int) and value % 16 == 0)
+                 and isinstance(value, int) and value % 16 == 0 and not device_dependent(binding.value))
 
 
 # ---------------------------------------------------------------------------------------------

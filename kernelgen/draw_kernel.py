@@ -65,7 +65,7 @@ class GeneratedKernel:
         return {m.name: m.value for m in self.kernel.meta}
 
     def constructs(self) -> set[str]:
-        """The optional constructs the kernel uses (hint, cache, the kernel's and a
+        """The optional constructs the kernel uses (hint, cache, num_sms, the kernel's and a
         loop's num_stages, an if with results or without: a store split at the tail, several
         launches, a zero-filled scratch, each atomic op, each operation across a block), so that a
         differential run can say how often each was exercised."""
@@ -80,8 +80,8 @@ class GeneratedKernel:
             if isinstance(node, dict):
                 if "cache" in node:
                     found.add("cache")
-                if node.get("op") == "hint":
-                    found.add("hint")
+                if node.get("op") in ("hint", "num_sms"):
+                    found.add(node["op"])
                 if node.get("op") in BLOCK_OPS:
                     found.add(node["op"])
                 if node.get("op") == "for" and "num_stages" in node:
@@ -100,7 +100,7 @@ class GeneratedKernel:
                     walk(value)
 
         document = self.kernel.model_dump(exclude_none=True)
-        walk([document.get("body", []), document.get("launches", [])])
+        walk([document.get("body", []), document.get("launches", []), document.get("grid", [])])
         if self.kernel.is_program:
             found.add("several launches")
             if any(s.zero for s in self.kernel.scratch):

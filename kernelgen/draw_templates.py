@@ -252,10 +252,18 @@ def _exchanged(g: _Gen, spec: _Spec, block: int, size: str) -> None:
     g.bind(Val(op("where", cond="in_bounds", x=name, y=init), dtype, (block,), float(abs(init))), "old")
 
 
+def _program_ids_as(value: Any, node: Any) -> Any:
+    """``node`` with each program id (a branch's condition may read it) replaced by ``value``."""
+    if isinstance(node, dict):
+        return value if node.get("op") == "program_id" else {key: _program_ids_as(value, v) for key, v in node.items()}
+    return [_program_ids_as(value, v) for v in node] if isinstance(node, list) else node
+
+
 @st.composite
 def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     """1-D kernels over N elements: one block per program, or a grid-stride loop in which the
-    programs run different numbers of iterations and each stores a carried partial result."""
+    programs run different numbers of iterations and each stores a carried partial result (or,
+    over a grid of num_sms programs, only the elementwise outputs)."""
     g = _Gen(draw)
     n = draw(st.integers(1, 600))
     programs = g.choose([1, 2, 3])
@@ -281,23 +289,33 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
         _elementwise(g, spec, inputs, outputs, size, block, op("mul", lhs=op("program_id"), rhs="BLOCK"))
         return spec.build([blocks], g.stmts, g.choose([1, 2, 4, 8]), "elementwise")
 
-    grid = op("minimum", lhs=blocks, rhs=programs)
+    # A persistent grid of the GPU's SMs (num_sms: 3 in the interpreter, 132 on an H200) stores no
+    # per-program partial: their number is the GPU's, and outputs may not depend on it.
+    persistent = g.chance(25)
+    grid = op("minimum", lhs=blocks, rhs=op("num_sms") if persistent else programs)
     block_count = -(-n // block)
     trips = -(-block_count // min(programs, block_count))  # the most iterations a program runs
-    partial, dtype = spec.output("partial", g.choose(("f32", "i32")), [grid])
     g.stmts.append(let("pid", op("program_id")))
-    body = g.nested(Val("pid", "i32", (), n), Val(op("num_programs"), "i32", (), programs), Val("start", "i32", (), n),
-                    Val("offsets", "i32", (block,), n + block), Val("in_bounds", "bool", (block,)))
+    # Which program runs a block, and how many there are, is the GPU's under num_sms: neither is a
+    # value there, and a branch on the program id reads the block's index instead.
+    ids = [] if persistent else [Val("pid", "i32", (), n), Val(op("num_programs"), "i32", (), programs)]
+    body = g.nested(*ids, Val("start", "i32", (), n), Val("offsets", "i32", (block,), n + block),
+                    Val("in_bounds", "bool", (block,)))
     body.stmts += [let("offsets", g.contiguous("start", "BLOCK", block)),
                    let("in_bounds", op("lt", lhs="offsets", rhs=size))]
     _elementwise(body, spec, inputs, outputs, size, block, "start")
+    step = op("mul", lhs="BLOCK", rhs=op("num_programs"))
+    if persistent:
+        g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size, step=step,
+                          body=_program_ids_as(op("idiv", lhs="start", rhs="BLOCK"), body.stmts), **g.stages()))
+        return spec.build([grid], g.stmts, g.choose([1, 2, 4, 8]), "grid_stride")
+    partial, dtype = spec.output("partial", g.choose(("f32", "i32")), [grid])
     term = body.value(dtype, (), 2)
     if _accumulated(Val("total", dtype, (), 0.0), term, trips).mag > INT_LIMIT:
         term = Val(op("full", shape=[], value=1, dtype=dtype), dtype, (), 1.0)
     term = body.bind(term, "term", pool=False)
     zero = op("full", shape=[], value=0 if dtype == "i32" else 0.0, dtype=dtype)
-    g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size,
-                      step=op("mul", lhs="BLOCK", rhs=op("num_programs")),
+    g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size, step=step,
                       carry=[{"name": "total", "init": zero, "next": op("add", lhs="total", rhs=term.expr)}],
                       body=body.stmts, **g.stages()))
     spec.stored(partial, _accumulated(Val("total", dtype, (), 0.0), term, trips))
@@ -606,11 +624,16 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
 
 
 def _persistent(g: _Gen, spec: _Spec, body: list[dict[str, Any]]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The tile kernel ``body`` made persistent: PROGRAMS programs (fewer or more than the tiles) walk the
-    tiles in a loop, flattened with the K loop in it most of the time; the tile's program ids become the
-    loop's tile coordinates."""
-    spec.meta.append({"name": "PROGRAMS", "value": g.choose([1, 2, 4])})
+    """The tile kernel ``body`` made persistent: PROGRAMS programs (fewer or more than the tiles), or
+    ``minimum(tiles, num_sms)``, walk the tiles in a loop, flattened with the K loop in it most of the
+    time; the tile's program ids become the loop's tile coordinates."""
     tiles_n = op("cdiv", lhs="N", rhs="BN")
+    tiles = op("mul", lhs=op("cdiv", lhs="M", rhs="BM"), rhs=tiles_n)
+    if g.chance(40):  # one program per SM of the GPU (3 in the interpreter)
+        grid, step = [op("minimum", lhs=tiles, rhs=op("num_sms"))], op("num_programs")
+    else:
+        spec.meta.append({"name": "PROGRAMS", "value": g.choose([1, 2, 4])})
+        grid, step = ["PROGRAMS"], "PROGRAMS"
 
     def substitute(node: Any) -> Any:
         if isinstance(node, dict):
@@ -621,11 +644,11 @@ def _persistent(g: _Gen, spec: _Spec, body: list[dict[str, Any]]) -> tuple[list[
             return {key: substitute(value) for key, value in node.items()}
         return [substitute(value) for value in node] if isinstance(node, list) else node
 
-    walk = op("for", var="tile", start=op("program_id"), stop=op("mul", lhs=op("cdiv", lhs="M", rhs="BM"), rhs=tiles_n),
-              step="PROGRAMS", body=[let("tile_m", op("idiv", lhs="tile", rhs=tiles_n)),
-                                     let("tile_n", op("rem", lhs="tile", rhs=tiles_n))] + substitute(body),
+    walk = op("for", var="tile", start=op("program_id"), stop=tiles, step=step,
+              body=[let("tile_m", op("idiv", lhs="tile", rhs=tiles_n)),
+                    let("tile_n", op("rem", lhs="tile", rhs=tiles_n))] + substitute(body),
               **({"flatten": True} if g.chance(70) else {}))
-    return ["PROGRAMS"], [walk]
+    return grid, [walk]
 
 
 @st.composite

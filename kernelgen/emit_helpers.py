@@ -1,7 +1,7 @@
 """The source text of the helper functions an emitted module may need: ``@triton.jit`` helpers
 (shifts, umulhi, NaN-propagating extrema, arg-extremum combines, tanh, log1p, pow, and the
 block ops' from :mod:`kernelgen.emit_blocks`) and host helpers of the launcher (integer
-division toward zero).
+division toward zero, the device's SM count).
 
 :func:`kernelgen.emit.emit_triton` writes in only those a kernel uses, in this order. The text
 is Python that runs inside the emitted module, not in kernelgen, so it lives apart from the
@@ -11,6 +11,7 @@ code that emits calls to it; :mod:`kernelgen.emit` re-exports both tables.
 from __future__ import annotations
 
 from kernelgen import emit_blocks
+from kernelgen.host import INTERPRETER_NUM_SMS
 
 # Jitted helpers, written into the module when a kernel uses them (in this order).
 HELPERS: dict[str, str] = {
@@ -128,5 +129,13 @@ def _div_toward_zero(a, b):
     """Integer division rounding toward zero (C), as the kernel language's host expressions do."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
+''',
+    "_num_sms": f'''
+def _num_sms(device):
+    """num_sms: the launch's GPU's multiprocessors; {INTERPRETER_NUM_SMS} off the GPU, as kernelgen's interpreter takes."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return {INTERPRETER_NUM_SMS}
+    return torch.cuda.get_device_properties(device).multi_processor_count
 ''',
 }

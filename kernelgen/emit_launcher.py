@@ -38,6 +38,7 @@ class _HostExpressions:
         self.names = names
         self.scalars = scalars
         self.helpers = helpers
+        self.device = "None"  # the launcher's expression for the call's device (num_sms reads it)
 
     def kind(self, expr: L.Expr) -> str:
         """'int', 'float' or 'bool': the Python type the expression evaluates to."""
@@ -60,6 +61,9 @@ class _HostExpressions:
             return _number(literal_value(expr)) if not isinstance(expr, bool) else (repr(int(expr)), ATOM)
         if isinstance(expr, str):
             return self.names(expr), ATOM
+        if isinstance(expr, L.DeviceInfo):
+            self.helpers.add("_num_sms")
+            return f"_num_sms({self.device})", POSTFIX
         if isinstance(expr, L.TensorInfo):
             of = self.names(expr.of)
             return (f"{of}.numel()" if expr.op == "numel" else f"{of}.stride({expr.dim})"), POSTFIX
@@ -142,6 +146,7 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
     default_device = '"cuda" if torch.cuda.is_available() else "cpu"'
     device = (f"{names(given[0].name)}.device" if given else f"{names(numbers[0].name)}.device" if numbers
               else default_device)
+    host.device = device
     for inp in tensors:
         name = names(inp.name)
         cast = f".to({TORCH_DTYPES[inp.dtype]})" if _converts(inp, converted, converted_inputs) else ""

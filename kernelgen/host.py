@@ -9,8 +9,8 @@ analysis all start from it, so the three agree on what a call means.
 Host expressions (output and scratch shapes, grids, param values), evaluated before the launch:
 
 * integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
-  and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int); anything else is
-  device_only; a tensor name only as a param's whole value;
+  ``num_sms``, and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int);
+  anything else is device_only; a tensor name only as a param's whole value;
 * integers are unbounded; ``idiv`` truncates, ``cdiv`` is ``(a + b - 1) idiv b``,
   a division by zero is division_by_zero.
 """
@@ -29,6 +29,10 @@ from kernelgen.sequence import relocated
 from kernelgen.errors import Diagnostic, HostError
 
 Scalar = Union[int, float, bool]
+
+# ``num_sms`` where no GPU runs the launch (the interpreter, the bounds analysis's plans):
+# small, so that a persistent kernel's loops walk several tiles at the interpreter's sizes.
+INTERPRETER_NUM_SMS = 3
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32",
                 "i64": "int64", "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
@@ -69,6 +73,25 @@ class HostEnv:
     meta: dict[str, int]
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     strides: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    num_sms: int = INTERPRETER_NUM_SMS
+
+
+def device_num_sms(device: Any) -> int:
+    """``num_sms`` for launches on ``device``: its multiprocessor count on a CUDA device,
+    :data:`INTERPRETER_NUM_SMS` elsewhere."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return INTERPRETER_NUM_SMS
+    return _cuda_num_sms(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_num_sms(index: int) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def eval_host(expr: L.Expr, env: HostEnv, path: str = "") -> Union[Scalar, str]:
@@ -82,6 +105,8 @@ def eval_host(expr: L.Expr, env: HostEnv, path: str = "") -> Union[Scalar, str]:
         if expr in env.shapes:
             return expr
         raise HostError(Diagnostic(path, "undefined_name", f"{expr!r} has no value on the host"))
+    if isinstance(expr, L.DeviceInfo):
+        return env.num_sms
     if isinstance(expr, L.TensorInfo):
         if expr.op == "numel":
             return math.prod(env.shapes[expr.of])
@@ -246,8 +271,18 @@ def plan_launch(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, 
         inputs[inp.name] = value.contiguous()
     shapes = {n: tuple(t.shape) for n, t in inputs.items()}
     env = HostEnv(sizes_from_shapes(kernel, shapes), scalars, dict(checked.meta), shapes,
-                  {n: contiguous_strides(s) for n, s in shapes.items()})
+                  {n: contiguous_strides(s) for n, s in shapes.items()}, _launch_num_sms(inputs.values()))
     return _finish_plan(checked, env, inputs)
+
+
+def _launch_num_sms(tensors: Any) -> int:
+    """``num_sms`` for a launch on these tensors: their GPU's, else (no tensor input) that of the
+    current GPU of a process that uses CUDA already; the interpreter's otherwise."""
+    for tensor in tensors:
+        return device_num_sms(tensor.device)
+    import torch
+
+    return _cuda_num_sms(torch.cuda.current_device()) if torch.cuda.is_initialized() else INTERPRETER_NUM_SMS
 
 
 def plan_sequence(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]]) -> list[LaunchPlan]:

@@ -367,9 +367,18 @@ class TensorInfo(Node):
     dim: int = 0
 
 
+class DeviceInfo(Node):
+    """Host only (host_only in the body): the SM count of the GPU running the launch (132 on an
+    H100/H200; 3 in the interpreter, so persistent loops walk several tiles at small sizes). A
+    portable persistent grid: ``minimum(tiles, num_sms)``, or a multiple of num_sms, with loops
+    stepping by num_programs. Not in an output's shape (device_dependent); scratch may use it."""
+
+    op: Literal["num_sms"]
+
+
 OpNode = Annotated[
     Union[ProgramId, Arange, Full, Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce,
-          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo],
+          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo, DeviceInfo],
     Field(discriminator="op"),
 ]
 

@@ -286,6 +286,9 @@ SEMANTIC_CASES = [
     case("size-as-block-dim", VADD, {"/body/1/value/rhs/size": "N"}, "not_constexpr", "/body/1/value/rhs/size"),
     # host and binding
     case("numel-inside-kernel", VADD, {"/body/2/value/rhs": {"op": "numel", "of": "x"}}, "host_only", "/body/2/value/rhs"),
+    case("num-sms-inside-kernel", VADD, {"/body/2/value/rhs": {"op": "num_sms"}}, "host_only", "/body/2/value/rhs"),
+    case("num-sms-in-output-shape", VADD, {"/outputs/0/shape/0": {"op": "num_sms"}}, "device_dependent",
+         "/outputs/0/shape/0"),
     case("program-id-in-grid", VADD, {"/grid/0": {"op": "program_id"}}, "device_only", "/grid/0"),
     case("exp-in-output-shape", VADD, {"/outputs/0/shape/0": {"op": "exp", "x": "N"}}, "device_only", "/outputs/0/shape/0"),
     case("output-never-stored", VADD, {"/outputs/1": {"name": "extra", "dtype": "f32", "shape": ["N"]}},

@@ -1106,3 +1106,16 @@ def test_emit_prints_the_variant_a_dtype_option_binds(tmp_path: Path, capsys) ->
     assert "dtype=torch.float64" in source and "float16" not in source
     assert cli_main(["emit", str(path), "--dtype", "U=f64"]) == 1
     assert "bad_dtype_variable" in capsys.readouterr().err
+
+
+def test_the_emitted_launcher_reads_the_sm_count_of_the_calls_device(triton_interpreter: TritonInterpreter) -> None:
+    """num_sms in the launcher: the device's multiprocessors, the interpreter's 3 off the GPU
+    (so Triton's interpreter runs the persistent loop as kernelgen's does)."""
+    from test_num_sms import PERSISTENT
+
+    checked = check(kernel_from_obj(PERSISTENT))
+    source = emit_triton(checked)
+    assert "grid = (min(triton.cdiv(N, BLOCK), _num_sms(x.device)),)" in source, source
+    x = torch.randn(200)
+    (y,) = triton_interpreter.run(source, wrapper_name(checked.kernel), [x])
+    assert torch.equal(y, 2 * x)
