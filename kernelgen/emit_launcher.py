@@ -19,6 +19,8 @@ from kernelgen.emit_batch import batch_lines, unbatch_lines
 from kernelgen.emit_code import (_BINARY_OPERATORS, ADD, ATOM, FLOAT_DTYPES, INT_DTYPES, MUL, POSTFIX, TORCH_DTYPES,
                                  Namer, _Code, _number, _wrap)
 
+# The launcher's device where no tensor argument gives one.
+DEFAULT_DEVICE = '"cuda" if torch.cuda.is_available() else "cpu"'
 # Builtins the emitted launcher calls: a launcher may not be named after one of them.
 LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
 
@@ -38,7 +40,7 @@ class _HostExpressions:
         self.names = names
         self.scalars = scalars
         self.helpers = helpers
-        self.device = "None"  # the launcher's expression for the call's device (num_sms reads it)
+        self.device = DEFAULT_DEVICE  # the launcher's expression for the call's device (num_sms reads it)
 
     def kind(self, expr: L.Expr) -> str:
         """'int', 'float' or 'bool': the Python type the expression evaluates to."""
@@ -143,7 +145,7 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
     tensors.sort(key=lambda i: (i.present is not None, i.number))
     given = [i for i in tensors if i.present is None and not i.number]
     numbers = [i for i in tensors if i.number]
-    default_device = '"cuda" if torch.cuda.is_available() else "cpu"'
+    default_device = DEFAULT_DEVICE
     device = (f"{names(given[0].name)}.device" if given else f"{names(numbers[0].name)}.device" if numbers
               else default_device)
     host.device = device
