@@ -10,7 +10,8 @@ Bounds: what the checker proves about an unmasked load, store or atomic:
 * its offsets lie in ``[0, numel)`` of every tensor the pointer may point into, for each size
   in 1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720, equal and mixed
   (unproven_bounds otherwise);
-* known intervals: literals, meta, ``num_sms`` (1 to 1024), int params bound to host expressions,
+* ``num_sms`` takes the same values as a size (a grid and a scratch of num_sms agree);
+* known intervals: literals, meta, int params bound to host expressions,
   ``program_id`` over the grid, ``arange``, loop vars over ``[start, stop - 1]``, and
   ``+ - * idiv cdiv rem maximum minimum clamp where``, integer casts, ``max``/``min`` of
   these; anything loaded, carried, a scalar input or another op is unknown: mask it;
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
 from kernelgen import language as L
-from kernelgen.checked import CheckedKernel, child, is_literal, literal_value
+from kernelgen.checked import CheckedKernel, child, device_dependent, is_literal, literal_value
 from kernelgen.errors import Diagnostic
 from kernelgen.sequence import nodes
 
@@ -43,8 +44,8 @@ INF = math.inf
 # 720720 is a multiple of every integer up to 16: an offset rounded down to a multiple of a
 # block (``(N idiv 6) * 6``) reaches its largest value there.
 SAMPLE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1024, 4099, 720720)
-# ``num_sms`` is any GPU's, so it stands for every count up to this.
-MAX_NUM_SMS = 1024
+# num_sms's key among the assigned sizes: not an identifier, so no size of a kernel has it.
+_NUM_SMS = "{num_sms}"
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,8 @@ class _Analysis:
             if expr in self.meta:
                 return point(self.meta[expr])
             return TOP
-        if isinstance(expr, L.DeviceInfo):  # any GPU's: a proof holds for every SM count
-            return Interval(1, MAX_NUM_SMS)
+        if isinstance(expr, L.DeviceInfo):  # assigned like a size where the kernel reads it
+            return point(self.sizes[_NUM_SMS])
         if isinstance(expr, L.TensorInfo):
             dims = self.shapes.get(expr.of)
             if dims is None or not all(d.known and d.lo == d.hi for d in dims):
@@ -516,7 +517,10 @@ def unproven_accesses(checked: CheckedKernel) -> list[Diagnostic]:
                           for node, _ in nodes(checked.kernel.body, "/body"))
     if not _loading(checked.kernel.body, loading) and not unmasked_writes:
         return []  # every access is masked: nothing to prove
-    for sizes in _assignments(checked.sizes):
+    kernel = checked.kernel
+    host = [*kernel.grid, *(b.value for b in checked.params), *(d for out in kernel.outputs for d in out.shape)]
+    names = tuple(checked.sizes) + ((_NUM_SMS,) if any(map(device_dependent, host)) else ())
+    for sizes in _assignments(names):
         analysis = _Analysis(checked, sizes, loading)
         if any(g.known and g.hi < 1 for g in analysis.grid):
             continue  # no program runs at these sizes (a launch gridded to nothing when not needed)
@@ -525,7 +529,7 @@ def unproven_accesses(checked: CheckedKernel) -> list[Diagnostic]:
             if path in reported:
                 continue
             numel = analysis.numel.get(base, INF)
-            size_text = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "any sizes"
+            size_text = ", ".join(f"{k.strip('{}')}={v}" for k, v in sizes.items()) or "any sizes"
             bound = f"{base!r} has {int(numel)} elements" if numel < INF else f"the size of {base!r} is unknown"
             reported[path] = Diagnostic(
                 path, "unproven_bounds",

@@ -1,7 +1,7 @@
 """``num_sms``: the SM count of the GPU a launch runs on, a host expression for portable
 persistent grids. Where it may appear (grid, params, scratch shapes; not the body, not an
 output's shape), what it is off the GPU (the interpreter's 3, so persistent loops iterate at
-small sizes), that bounds proofs hold for every count, that no compiled variant assumes its
+small sizes), that bounds proofs take it like a size, that no compiled variant assumes its
 value, and what the GPU gives (its multiprocessor count)."""
 
 from __future__ import annotations
@@ -88,9 +88,8 @@ def test_a_param_and_a_scratch_shape_may_read_num_sms() -> None:
                        "body": [{"op": "let", "name": "offs", "value": {
                            "op": "add", "lhs": {"op": "mul", "lhs": "b", "rhs": "BLOCK"},
                            "rhs": {"op": "arange", "size": "BLOCK"}}}]},
-                      # intervals forget that the grid and the scratch are both num_sms: masked
-                      {"op": "store", "ptr": {"op": "add", "lhs": "partial", "rhs": {"op": "program_id"}}, "value": "acc",
-                       "mask": {"op": "lt", "lhs": {"op": "program_id"}, "rhs": "programs"}}]},
+                      # unmasked: the grid and the scratch are both num_sms, at each value the proof assigns it
+                      {"op": "store", "ptr": {"op": "add", "lhs": "partial", "rhs": {"op": "program_id"}}, "value": "acc"}]},
             {"name": "combine", "params": [{"name": "partial"}, {"name": "total"}, {"name": "programs", "value": NUM_SMS}],
              "grid": [1],
              "body": [{"op": "store", "ptr": "total", "value": {"op": "sum", "axis": 0, "x": {"op": "load", "ptr": {
@@ -104,8 +103,9 @@ def test_a_param_and_a_scratch_shape_may_read_num_sms() -> None:
 
 
 def test_bounds_are_proven_for_every_sm_count() -> None:
-    """An unmasked store to program_id is in bounds for the interpreter's 3 programs, but not on
-    a GPU of more SMs than the output has elements: refused; capped by the output's size, proven."""
+    """num_sms takes the sizes' sample values in the bounds proof: an unmasked store to program_id
+    is in bounds for the interpreter's 3 programs, but not on a GPU of more SMs than the output has
+    elements (refused, naming the count); capped by the output's size, proven."""
     one_each = {
         "name": "one_each",
         "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}],
@@ -114,7 +114,10 @@ def test_bounds_are_proven_for_every_sm_count() -> None:
         "grid": [NUM_SMS],
         "body": [{"op": "store", "ptr": {"op": "add", "lhs": "y", "rhs": {"op": "program_id"}}, "value": 1.0}],
     }
-    assert [code for code, _ in codes(one_each)] == ["unproven_bounds"]
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(one_each))
+    (diagnostic,) = info.value.diagnostics
+    assert diagnostic.code == "unproven_bounds" and "(with num_sms=7)" in diagnostic.message, diagnostic.message
     capped = copy.deepcopy(one_each)
     capped["grid"] = [{"op": "minimum", "lhs": 4, "rhs": NUM_SMS}]
     check(kernel_from_obj(capped))
