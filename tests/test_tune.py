@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen import language as L
 from kernelgen.cli import main as cli_main
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.parse import kernel_from_obj, kernel_to_json
@@ -48,13 +49,15 @@ def relu_fixed_grid():
 
 def test_quick_varies_one_coordinate_at_a_time_around_the_matmul_as_written() -> None:
     kernel = golden("matmul_f16")
+    # A meta value that is not a power of two (a loop count, a split) is no block dim: kept as written.
+    kernel = kernel.model_copy(update={"meta": [*kernel.meta, L.Meta(name="ROUNDS", value=3)]})
     space = search_space(kernel, "quick")
     base = Config.as_written(kernel)
     assert space[0] == base == Config((("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8),
-                                       ("PROGRAMS", 132)), 8, 3)
+                                       ("ROUNDS", 3)), 8, 3)
     assert len(space) == len(set(space)) <= QUICK_MAX
     for name, value in base.meta:
-        if name == "PROGRAMS":  # not a power of two (one program per SM): not a block dim, kept as written
+        if name == "ROUNDS":
             assert {dict(c.meta)[name] for c in space} == {value}
             continue
         assert with_meta(base, **{name: value // 2}) in space and with_meta(base, **{name: value * 2}) in space
