@@ -512,19 +512,19 @@ def _describe(off: Interval) -> str:
 def unproven_accesses(checked: CheckedKernel) -> list[Diagnostic]:
     """Every unmasked load or store whose offsets cannot be shown inside its tensor."""
     reported: dict[str, Diagnostic] = {}
+    kernel = checked.kernel
     loading: set[int] = set()
     unmasked_writes = any(isinstance(node, (L.Store, L.Atomic)) and node.mask is None
-                          for node, _ in nodes(checked.kernel.body, "/body"))
-    if not _loading(checked.kernel.body, loading) and not unmasked_writes:
+                          for node, _ in nodes(kernel.body, "/body"))
+    if not _loading(kernel.body, loading) and not unmasked_writes:
         return []  # every access is masked: nothing to prove
-    kernel = checked.kernel
     host = [*kernel.grid, *(b.value for b in checked.params), *(d for out in kernel.outputs for d in out.shape)]
     names = tuple(checked.sizes) + ((_NUM_SMS,) if any(map(device_dependent, host)) else ())
     for sizes in _assignments(names):
         analysis = _Analysis(checked, sizes, loading)
         if any(g.known and g.hi < 1 for g in analysis.grid):
             continue  # no program runs at these sizes (a launch gridded to nothing when not needed)
-        analysis.block(checked.kernel.body, "/body", analysis.params())
+        analysis.block(kernel.body, "/body", analysis.params())
         for path, kind, off, base in analysis.findings:
             if path in reported:
                 continue

@@ -252,11 +252,15 @@ def _exchanged(g: _Gen, spec: _Spec, block: int, size: str) -> None:
     g.bind(Val(op("where", cond="in_bounds", x=name, y=init), dtype, (block,), float(abs(init))), "old")
 
 
-def _program_ids_as(value: Any, node: Any) -> Any:
-    """``node`` with each program id (a branch's condition may read it) replaced by ``value``."""
+def _program_ids_as(by_axis: dict[int, Any], node: Any) -> Any:
+    """``node`` with each program id replaced by ``by_axis[its axis]``: a grid's body made the body
+    of a loop that walks its blocks (it reads no grid size, and no other axis, to remap)."""
     if isinstance(node, dict):
-        return value if node.get("op") == "program_id" else {key: _program_ids_as(value, v) for key, v in node.items()}
-    return [_program_ids_as(value, v) for v in node] if isinstance(node, list) else node
+        assert node.get("op") != "num_programs" and (node.get("op") != "program_id" or node.get("axis", 0) in by_axis)
+        if node.get("op") == "program_id":
+            return by_axis[node.get("axis", 0)]
+        return {key: _program_ids_as(by_axis, value) for key, value in node.items()}
+    return [_program_ids_as(by_axis, value) for value in node] if isinstance(node, list) else node
 
 
 @st.composite
@@ -307,7 +311,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     step = op("mul", lhs="BLOCK", rhs=op("num_programs"))
     if persistent:
         g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size, step=step,
-                          body=_program_ids_as(op("idiv", lhs="start", rhs="BLOCK"), body.stmts), **g.stages()))
+                          body=_program_ids_as({0: op("idiv", lhs="start", rhs="BLOCK")}, body.stmts), **g.stages()))
         return spec.build([grid], g.stmts, g.choose([1, 2, 4, 8]), "grid_stride")
     partial, dtype = spec.output("partial", g.choose(("f32", "i32")), [grid])
     term = body.value(dtype, (), 2)
@@ -634,19 +638,10 @@ def _persistent(g: _Gen, spec: _Spec, body: list[dict[str, Any]]) -> tuple[list[
     else:
         spec.meta.append({"name": "PROGRAMS", "value": g.choose([1, 2, 4])})
         grid, step = ["PROGRAMS"], "PROGRAMS"
-
-    def substitute(node: Any) -> Any:
-        if isinstance(node, dict):
-            # A 2-D tile grid becomes the walk: no third axis, and no grid size read, to remap.
-            assert node.get("op") != "num_programs" and (node.get("op") != "program_id" or node.get("axis", 0) in (0, 1))
-            if node.get("op") == "program_id":
-                return "tile_n" if node.get("axis", 0) == 1 else "tile_m"
-            return {key: substitute(value) for key, value in node.items()}
-        return [substitute(value) for value in node] if isinstance(node, list) else node
-
     walk = op("for", var="tile", start=op("program_id"), stop=tiles, step=step,
               body=[let("tile_m", op("idiv", lhs="tile", rhs=tiles_n)),
-                    let("tile_n", op("rem", lhs="tile", rhs=tiles_n))] + substitute(body),
+                    let("tile_n", op("rem", lhs="tile", rhs=tiles_n)),
+                    *_program_ids_as({0: "tile_m", 1: "tile_n"}, body)],
               **({"flatten": True} if g.chance(70) else {}))
     return grid, [walk]
 

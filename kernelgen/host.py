@@ -282,7 +282,7 @@ def _launch_num_sms(tensors: Any) -> int:
         return device_num_sms(tensor.device)
     import torch
 
-    return _cuda_num_sms(torch.cuda.current_device()) if torch.cuda.is_initialized() else INTERPRETER_NUM_SMS
+    return device_num_sms("cuda") if torch.cuda.is_initialized() else INTERPRETER_NUM_SMS
 
 
 def plan_sequence(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]]) -> list[LaunchPlan]:

@@ -21,8 +21,7 @@ from kernelgen.parse import kernel_from_obj
 NUM_SMS = {"op": "num_sms"}
 BLOCKS = {"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}
 
-# Persistent y = 2 x: min(blocks, num_sms) programs walk the blocks, stepping by num_programs,
-# each counting the blocks it ran into a scratch-free per-block output.
+# Persistent y = 2 x: min(blocks, num_sms) programs walk the blocks, stepping by num_programs.
 PERSISTENT = {
     "name": "persistent_double",
     "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
