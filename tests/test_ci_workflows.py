@@ -266,6 +266,30 @@ def finish(process: subprocess.Popen) -> str:
     return output
 
 
+def runner_bin(folder: Path) -> Path:
+    """``folder/bin`` with ``python`` and ``kernelgen`` as scripts that exec this interpreter by
+    its own path. Not a symlink: a venv's interpreter reached through a link outside the venv
+    does not find its ``pyvenv.cfg`` and runs as the base Python, without this venv's packages
+    (pytest-xdist, allure-pytest), so the steps would pass or fail by what the machine's base
+    Python happens to have."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    for name, args in {"python": "", "kernelgen": " -m kernelgen.cli"}.items():
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}"{args} "$@"\n')
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def test_the_runner_python_is_this_interpreter(tmp_path: Path) -> None:
+    """The steps' ``python`` is this venv's interpreter with this venv's packages: the failure
+    mode of a symlinked interpreter (the base Python, no xdist or allure) cannot come back."""
+    probe = "import sys, xdist, allure_pytest; print(sys.prefix)"
+    output = subprocess.run([runner_bin(tmp_path) / "python", "-c", probe], capture_output=True, text=True,
+                            env=runner_env(tmp_path, tmp_path / "summary.md"), timeout=TIMEOUT_S)
+    assert output.returncode == 0, output.stderr
+    assert output.stdout.strip() == sys.prefix
+
+
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shard step three times (``--shard i/3``) and once unsharded (``--shard 1/1``), side by
@@ -273,11 +297,7 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     interpreter's, the kernelgen package this checkout's."""
     assert set(DRY_RUN) <= set(github_step("benchmark shard").env)
     folder = tmp_path_factory.mktemp("ci-dry-run")
-    bin_dir = folder / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
-    (bin_dir / "kernelgen").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kernelgen.cli "$@"\n')
-    (bin_dir / "kernelgen").chmod(0o755)
+    runner_bin(folder)
     env = runner_env(folder, folder / "summary.md")
     runs = {"sharded": ("parts", SHARDS), "whole": ("whole-parts", 1)}
     shards = [run_step("benchmark shard", env, KG_RUNS=str(folder / parts), KG_SHARD=str(index),
