@@ -1,4 +1,4 @@
 """Loads kernelgen's pytest plugin when pytest runs from a checkout (it is also a pytest11
 entry point once installed; pytest registers it once either way)."""
 
-pytest_plugins = ["kernelgen.pytest_plugin"]
+pytest_plugins = ["kernelgen.harness.plugin"]

@@ -131,9 +131,9 @@ FIRST_COMPILE = {
     "kernelgen": """
 import time
 start = time.perf_counter()
-from kernelgen.check import check
-from kernelgen.compile import compile_kernel
-from kernelgen.parse import parse_kernel
+from kernelgen.check.checker import check
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.lang.parse import parse_kernel
 checked = check(parse_kernel(open({example!r}).read()))
 compile_kernel(checked, {target!r}, cache=False, in_process=True)
 print(time.perf_counter() - start)
@@ -174,9 +174,9 @@ def main() -> int:
 
     from triton import knobs
 
-    from kernelgen.check import check
-    from kernelgen.compile import TARGETS, compile_kernel, compiler_process
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.gpu.compile import TARGETS, compile_kernel, compiler_process
+    from kernelgen.lang.parse import parse_kernel
 
     knobs.compilation.always_compile = True
     capability = TARGETS[args.target]

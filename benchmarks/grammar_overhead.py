@@ -2,7 +2,7 @@
 
     python benchmarks/grammar_overhead.py [--tokenizer PATH] [--vocab 128000] [--tokens 256]
 
-The grammar is the one ``kernelgen serve`` decodes with (:func:`kernelgen.grammar.compile_grammar`
+The grammar is the one ``kernelgen serve`` decodes with (:func:`kernelgen.model.grammar.compile_grammar`
 over kernelgen's schema). The vocabulary is a real Hugging Face tokenizer: ``--tokenizer PATH``
 (a model folder, e.g. Llama 3's 128k vocabulary), or by default a byte-level BPE trained here with
 ``tokenizers`` on this Python's standard library sources (nothing is downloaded; cached in the
@@ -13,7 +13,7 @@ The trace is teacher-forced: the example kernels (``examples/*.json``, re-serial
 grammar generates them) are tokenized, and each token is fed to a fresh ``GrammarMatcher``, timing
 
 - the mask (``fill_next_token_bitmask``: what xgrammar computes per token),
-- the whole grammar step as ``kernelgen.decoding`` runs it (mask + ``apply_token_bitmask_inplace``
+- the whole grammar step as ``kernelgen.model.decoding`` runs it (mask + ``apply_token_bitmask_inplace``
   on the logits + ``accept_token``),
 
 and the same tokens are run through random-weight models of that vocabulary, one decode step
@@ -42,10 +42,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kernelgen.decoding import cache_keyword  # noqa: E402
-from kernelgen.grammar import compile_grammar  # noqa: E402
-from kernelgen.parse import kernel_to_json, parse_kernel  # noqa: E402
-from kernelgen.schema import schema_hash, schema_text  # noqa: E402
+from kernelgen.model.decoding import cache_keyword  # noqa: E402
+from kernelgen.model.grammar import compile_grammar  # noqa: E402
+from kernelgen.lang.parse import kernel_to_json, parse_kernel  # noqa: E402
+from kernelgen.lang.schema import schema_hash, schema_text  # noqa: E402
 
 EOS = "<|endoftext|>"
 TARGET_OVERHEAD = 0.05
@@ -139,7 +139,7 @@ class GrammarTimings:
 
 
 def time_grammar(grammar: Any, traces: list[list[int]], vocab_size: int) -> GrammarTimings:
-    """Per token, each part of the grammar step that kernelgen.decoding runs: the mask, its
+    """Per token, each part of the grammar step that kernelgen.model.decoding runs: the mask, its
     application to the logits, the sampled token's acceptance; and their sum."""
     import torch
     import xgrammar as xgr

@@ -5,9 +5,9 @@ At TritonBench-T's small perf sizes a kernel runs for a few microseconds, so wha
 costs on the host decides the speedup the track reports. Three ways to run one operator:
 
 * ``torch``: the operator's PyTorch function;
-* ``kernelgen``: the golden AST's wrapper (:func:`kernelgen.tritonbench.runtime.wrapper`:
+* ``kernelgen``: the golden AST's wrapper (:func:`kernelgen.gpu.function.wrapper`:
   a call repeating a signature replays its binding and its prepared launch, through CuPy);
-* ``triton``: the same AST as ``@triton.jit`` Python (:func:`kernelgen.emit.emit_triton`),
+* ``triton``: the same AST as ``@triton.jit`` Python (:func:`kernelgen.emit.module.emit_triton`),
   launched by Triton's JIT with the emitted launcher (plain arguments, no operator semantics).
 
 Each is called back to back on small CUDA tensors and synchronized once at the end; the
@@ -27,11 +27,11 @@ import sys
 import time
 from typing import Any, Callable
 
-from kernelgen.check import check
-from kernelgen.emit import emit_triton
-from kernelgen.parse import parse_kernel
+from kernelgen.check.checker import check
+from kernelgen.emit.module import emit_triton
+from kernelgen.lang.parse import parse_kernel
 from kernelgen.tritonbench.goldens import golden_answer
-from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
+from kernelgen.gpu.function import unfilled_outputs, wrapper
 
 def _operators() -> dict[str, tuple[Callable[..., Any], int]]:
     """Operator id -> (its PyTorch function, how many size-N f32 tensors it takes)."""

@@ -113,7 +113,7 @@ def row_gather() -> dict[str, Any]:
 def small_source_gather() -> dict[str, Any]:
     """out[r, c] = table[idx[r, c], c]: a 2-row table read through a [32, 32] index at 4 warps,
     the shape that aborts Triton 3.6's gather layout pass unless the source is repeated (see
-    kernelgen.lower_blocks.GATHER_MIN_SOURCE)."""
+    kernelgen.lower.blocks.GATHER_MIN_SOURCE)."""
     tile = o("add", lhs=o("mul", lhs=o("expand_dims", x=o("arange", size=32), axis=1), rhs=32),
              rhs=o("expand_dims", x=o("arange", size=32), axis=0))
     table = o("add", lhs=o("mul", lhs=o("expand_dims", x=o("arange", size=2), axis=1), rhs=32),
@@ -134,7 +134,7 @@ def gather_beside_cumsum(block: int = 4) -> dict[str, Any]:
     row rotated by a gather, on [1, BLOCK] blocks. Triton 3.6's gather layout (made for the
     source repeated to 512 elements) reaches the scan of the small row, which failed to lower
     to LLVM until scans in a kernel with a gather were walled off (see
-    kernelgen.lower_blocks.walls_off_scans)."""
+    kernelgen.lower.blocks.walls_off_scans)."""
     kernel = _row_kernel("gather_beside_cumsum", "f32", [{"name": "out", "dtype": "f32", "shape": ["M", "N"]}], [
         let("v", o("expand_dims", x=o("load", ptr=o("add", lhs="x_row", rhs="cols"), mask="in_row", other=0.0),
                    axis=0)),

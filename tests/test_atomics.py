@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 import torch
 
-from kernelgen.atomics import AtomicMemory, apply_atomic
-from kernelgen.bounds import unproven_accesses
-from kernelgen.gpu_case import same_bits
-from kernelgen.check import check
+from kernelgen.interp.atomics import AtomicMemory, apply_atomic
+from kernelgen.check.bounds import unproven_accesses
+from kernelgen.gpu.case import same_bits
+from kernelgen.check.checker import check
 from kernelgen.errors import InterpreterError, SemanticError
-from kernelgen.host import plan_launch
-from kernelgen.interpret import execute, interpret
-from kernelgen.parse import kernel_from_obj
+from kernelgen.host.plan import plan_launch
+from kernelgen.interp.execute import execute, interpret
+from kernelgen.lang.parse import kernel_from_obj
 
 
 def op(kind: str, /, **fields: Any) -> dict[str, Any]:
@@ -374,7 +374,7 @@ def test_random_kernels_draw_atomics_that_check_and_run() -> None:
     check, run in the interpreter without a race, and are counted per op."""
     from hypothesis import HealthCheck, given, settings
 
-    from kernelgen.ast_strategies import elementwise_kernels, tile_kernels
+    from kernelgen.draw.strategies import elementwise_kernels, tile_kernels
 
     counts: dict[str, int] = {}
 
@@ -412,8 +412,8 @@ def st_one_of(*strategies):
     ("distinct_xchg", distinct_kernel("xchg"), lambda: [torch.randint(0, 64, (5000,), dtype=torch.int32)], None),
 ])
 def test_compiled_atomics_agree_with_the_interpreter(name: str, kernel: dict[str, Any], args, tolerance) -> None:
-    from kernelgen.compile import compile_kernel
-    from kernelgen.launch import run_on_gpu
+    from kernelgen.gpu.compile import compile_kernel
+    from kernelgen.gpu.launch import run_on_gpu
 
     c = checked(kernel)
     values = args()
@@ -471,8 +471,8 @@ def test_atomic_answers_pass_the_tasks_and_a_plain_read_modify_write_fails(task:
     import json
 
     from kernelgen.errors import Outcome
-    from kernelgen.pipeline import Settings, evaluate_answer
-    from kernelgen.tasks import get_task
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.task.spec import get_task
 
     settings = Settings(compile=False, shapes=4)
     result = evaluate_answer(get_task(task), json.dumps(answer()), settings)
@@ -494,10 +494,10 @@ def test_atomic_answers_pass_on_the_gpu_with_init_outputs_refilled() -> None:
     would accumulate into NaN), and the plain read-modify-write's lost updates are mismatches."""
     import json
 
-    from kernelgen.executor import Executor
-    from kernelgen.launch import prepare_gpu
-    from kernelgen.pipeline import Settings, evaluate_answer
-    from kernelgen.tasks import get_task
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.launch import prepare_gpu
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.task.spec import get_task
 
     with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
         settings = Settings(gpu=True, executor=executor, time_kernels=False)
@@ -508,7 +508,7 @@ def test_atomic_answers_pass_on_the_gpu_with_init_outputs_refilled() -> None:
 
 def test_a_float_exchange_of_a_literal_emits_and_runs_in_tritons_interpreter() -> None:
     """Triton's interpreter exchanges integers only: the emitter exchanges a float's bits."""
-    from kernelgen.emit import emit_triton
+    from kernelgen.emit.module import emit_triton
 
     k = distinct_kernel("xchg")
     k["outputs"][0].update(dtype="f32", init=0.0)
@@ -530,9 +530,9 @@ def test_a_float_exchange_of_a_literal_emits_and_runs_in_tritons_interpreter() -
 
 def test_the_emitted_atomic_kernel_passes_the_baseline_rules() -> None:
     """What TritonBench predictions and the raw-LLM baseline accept: atomics, a -inf fill."""
-    from kernelgen import language as L
-    from kernelgen.baseline import EntryPoint, check_answer
-    from kernelgen.emit import emit_triton
+    from kernelgen.lang import nodes as L
+    from kernelgen.baseline.answer import EntryPoint, check_answer
+    from kernelgen.emit.module import emit_triton
 
     c = checked(column_kernel("max"))
     source = emit_triton(c)
@@ -545,8 +545,8 @@ def test_the_emitted_atomic_kernel_passes_the_baseline_rules() -> None:
 
 def test_cas_operands_of_lower_rank_are_broadcast_to_the_pointer() -> None:
     """tl.atomic_cas broadcasts nothing: a [BN] cmp and a scalar val against [BM, BN] pointers."""
-    from kernelgen.emit import emit_triton
-    from kernelgen.lower import lower
+    from kernelgen.emit.module import emit_triton
+    from kernelgen.lower.lowering import lower
 
     c = checked(cas2d_kernel())
     assert "tt.atomic_cas" in lower(c).ttir

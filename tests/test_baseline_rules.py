@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelgen import language as L
-from kernelgen.baseline import (ALLOWED_TENSOR_METHODS, ALLOWED_TORCH_CALLS, RULES, EntryPoint, baseline_messages,
+from kernelgen.lang import nodes as L
+from kernelgen.baseline.answer import (ALLOWED_TENSOR_METHODS, ALLOWED_TORCH_CALLS, RULES, EntryPoint, baseline_messages,
                                 check_answer, extract_code, system_prompt, task_prompt)
-from kernelgen.check import check
-from kernelgen.emit import emit_triton, wrapper_name
+from kernelgen.check.checker import check
+from kernelgen.emit.module import emit_triton, wrapper_name
 from kernelgen.errors import Outcome
 
 ENTRY = EntryPoint("scaled_add", (L.Input(name="x", dtype="f32", shape=["N"]), L.Input(name="y", dtype="f32", shape=["N"]),
@@ -298,7 +298,7 @@ def test_every_violation_is_reported_with_its_line() -> None:
 
 def task_goldens() -> list:
     from kernelgen.errors import KernelgenError
-    from kernelgen.tasks import load_tasks
+    from kernelgen.task.spec import load_tasks
 
     try:
         return [pytest.param(task, id=task.id) for task in load_tasks()]
@@ -331,7 +331,7 @@ def test_the_system_prompt_states_the_rules_from_their_tables() -> None:
 
 
 def test_the_task_prompt_gives_the_exact_signature() -> None:
-    tasks = pytest.importorskip("kernelgen.tasks")
+    tasks = pytest.importorskip("kernelgen.task.spec")
     try:
         task = next(t for t in tasks.load_tasks() if any(i.shape is None for i in t.signature.inputs))
     except tasks.TaskError as exc:

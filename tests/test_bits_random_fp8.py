@@ -17,15 +17,15 @@ from test_emit import TritonInterpreter, triton_interpreter  # noqa: F401  (the 
 from test_interpret import op, run_elementwise
 from test_lower import CASES, checked_case
 
-from kernelgen import philox
-from kernelgen.check import check
-from kernelgen.compare import compare_tensors
-from kernelgen.compile import compile_kernel
+from kernelgen.lang import philox
+from kernelgen.check.checker import check
+from kernelgen.task.compare import compare_tensors
+from kernelgen.gpu.compile import compile_kernel
 from kernelgen.errors import SchemaError, SemanticError
-from kernelgen.inputs import random_inputs
-from kernelgen.interpret import interpret, poison
-from kernelgen.parse import kernel_from_obj
-from kernelgen.verify import guard_fill, guarded, guards_intact
+from kernelgen.host.inputs import random_inputs
+from kernelgen.interp.execute import interpret, poison
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.task.verify import guard_fill, guarded, guards_intact
 
 I32 = torch.int32
 
@@ -329,8 +329,8 @@ def test_an_fp8_dot_adds_its_own_k_to_the_f32_accumulator_once() -> None:
     """max_num_imprecise_acc = the dot's K (64 here), in the lowering and the emitted Triton:
     a K loop of 128-deep dots promotes once per dot, not per 32-wide wgmma (which waited on
     each) nor never (Triton's default, out of tolerance at K ~ 3000)."""
-    from kernelgen.emit import emit_triton
-    from kernelgen.lower import lower
+    from kernelgen.emit.module import emit_triton
+    from kernelgen.lower.lowering import lower
 
     checked = checked_case("dot_f8e4m3_f8e4m3")
     assert "maxNumImpreciseAcc = 64" in str(lower(checked).module)
@@ -364,7 +364,7 @@ def test_philox_and_shifts_compile_to_integer_instructions() -> None:
 def test_gpu_fp8_rounding_and_saturation_agree_with_the_interpreter(name: str) -> None:
     """Ties, subnormals, the largest finite values and past them, infinities and NaN: the GPU's
     cvt.rn.satfinite after f16 gives the interpreter's bytes (inf saturates, as PTX documents)."""
-    from kernelgen.launch import run_on_gpu
+    from kernelgen.gpu.launch import run_on_gpu
 
     checked = checked_case(name)
     generator = torch.Generator().manual_seed(3)

@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 from test_emit import (TritonInterpreter, compile_for_sm90, computes_in_bf16, needs_real_triton, rounds_to_bf16,
                        triton_interpreter)  # noqa: F401 (a fixture)
 
-from kernelgen.ast_strategies import block_op_kernels
+from kernelgen.draw.strategies import block_op_kernels
 
-from kernelgen.check import check
-from kernelgen.compile import compile_kernel
-from kernelgen.emit import emit_triton, wrapper_name
+from kernelgen.check.checker import check
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.emit.module import emit_triton, wrapper_name
 from kernelgen.errors import InterpreterError
-from kernelgen.interpret import interpret
-from kernelgen.lower import lower
-from kernelgen.parse import kernel_from_obj
+from kernelgen.interp.execute import interpret
+from kernelgen.lower.lowering import lower
+from kernelgen.lang.parse import kernel_from_obj
 
 NAN, INF = float("nan"), float("inf")
 
@@ -233,8 +233,8 @@ GPU_INPUTS = {**INPUTS, "row_sort_bf16_down": lambda: [torch.tensor(
 def test_the_gpu_agrees_with_the_interpreter_bit_for_bit(name: str) -> None:
     """The compiled TTIR on the GPU: the same bits (zero signs, NaN places, tie order) as the
     interpreter, but the f32 cumsum (a tree of additions)."""
-    from kernelgen.compile import default_target
-    from kernelgen.launch import run_on_gpu
+    from kernelgen.gpu.compile import default_target
+    from kernelgen.gpu.launch import run_on_gpu
 
     kernel = checked(KERNELS[name])
     args = dict(zip((i.name for i in kernel.kernel.inputs), GPU_INPUTS[name]()))

@@ -1,4 +1,4 @@
-"""The bounds analysis of unmasked loads and stores (kernelgen.bounds): what it proves, what it
+"""The bounds analysis of unmasked loads and stores (kernelgen.check.bounds): what it proves, what it
 refuses and how it says so, and that what it proves holds when the kernel runs."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.errors import SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj
 
 PID = {"op": "program_id"}
 

@@ -1,4 +1,4 @@
-"""A wrapper called again with the same signature replays its binding (kernelgen.call_replay):
+"""A wrapper called again with the same signature replays its binding (kernelgen.host.call_replay):
 the replay must bind exactly as a fresh binding would, and never carry one call's data into
 another's result."""
 
@@ -12,14 +12,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelgen.check import check
-from kernelgen.call_replay import call_signature, replay_of
+from kernelgen.check.checker import check
+from kernelgen.host.call_replay import call_signature, replay_of
 from kernelgen.errors import HostError
-from kernelgen.interpret import interpret
-from kernelgen.parse import parse_kernel
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import parse_kernel
 from kernelgen.tritonbench.goldens import golden_answer
-from kernelgen.tritonbench.runtime import wrapper
-from kernelgen.wrapper import bind_call
+from kernelgen.gpu.function import wrapper
+from kernelgen.host.wrapper import bind_call
 
 KERNELS = {name: parse_kernel(golden_answer(name)) for name in
            ("sub", "add_mean", "softmax", "sum", "log_softmax_linear", "mul_sub", "std", "leaky_relu", "matmul")}
@@ -211,8 +211,8 @@ def test_a_replayed_call_keeps_no_tensor_of_the_first_call():
 def test_a_configuration_set_later_reaches_repeated_calls():
     """A tuner times candidates through one function, setting ``force`` between them: a call
     repeating an earlier signature must run with the configuration set now."""
-    from kernelgen.tritonbench.runtime import KernelFunction
-    from kernelgen.tune import Config
+    from kernelgen.gpu.function import KernelFunction
+    from kernelgen.gpu.tune import Config
 
     function = KernelFunction(parse_kernel(golden_answer("relu")))
     x = torch.randn(100)

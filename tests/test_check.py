@@ -16,10 +16,10 @@ import pytest
 from test_rules import codes_raised
 
 import kernelgen
-from kernelgen.check import check
-from kernelgen.rules import RULES
+from kernelgen.check.checker import check
+from kernelgen.lang.rules import RULES
 from kernelgen.errors import KernelgenError, SchemaError, SemanticError
-from kernelgen.parse import kernel_from_obj
+from kernelgen.lang.parse import kernel_from_obj
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 REMOVE = object()
@@ -385,7 +385,8 @@ def test_every_checker_rule_has_a_case() -> None:
     the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES + TARGET_CASES}
     raised = set()
-    for module in ("check", "check_host", "check_statements", "check_blocks", "generic", "limits", "bounds"):
+    for module in ("check/checker", "check/host", "check/statements", "check/blocks", "lang/generic", "lang/limits",
+                   "check/bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)
 

@@ -19,7 +19,7 @@ import yaml
 
 from kernelgen.cli import build_parser, main
 from kernelgen.report.store import read_run
-from kernelgen.sharding import parse_shard
+from kernelgen.harness.sharding import parse_shard
 
 pytest_plugins = ["pytester"]
 

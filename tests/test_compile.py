@@ -21,16 +21,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_lower import CASES, VADD, checked_case, wrapped_copy
 
-from kernelgen.check import ValueType, check
+from kernelgen.check.checker import ValueType, check
 from kernelgen.cli import main as cli_main
-from kernelgen.compile import (CompiledKernel, CompilerProcess, cache_directory, cache_key, cache_load,
+from kernelgen.gpu.compile import (CompiledKernel, CompilerProcess, cache_directory, cache_key, cache_load,
                                cache_store, compile_in_process, compile_kernel, compiler_process, divisible_params,
                                resolve_options)
 from kernelgen.errors import CompileError, LoweringError
 from kernelgen.env import CACHE_DIR_VARIABLE
-from kernelgen.host import plan_for_sizes
-from kernelgen.language import Kernel
-from kernelgen.parse import parse_kernel
+from kernelgen.host.plan import plan_for_sizes
+from kernelgen.lang.nodes import Kernel
+from kernelgen.lang.parse import parse_kernel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ELF_MAGIC = b"\x7fELF"
@@ -161,7 +161,7 @@ def test_a_cache_hit_returns_the_stored_kernel_without_compiling(tmp_path: Path,
     def no_compiling(*args: Any) -> CompiledKernel:
         raise AssertionError("a cache hit must not compile")
 
-    monkeypatch.setattr("kernelgen.compile.compile_in_process", no_compiling)
+    monkeypatch.setattr("kernelgen.gpu.compile.compile_in_process", no_compiling)
     again = compile_kernel(vadd(), "sm_90", cache_dir=tmp_path, in_process=True)
     assert again == first
     assert again.params == first.params
@@ -308,14 +308,14 @@ def test_a_ptxas_failure_is_a_compile_error_with_what_ptxas_said(monkeypatch) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Random well-typed kernels (kernelgen.ast_strategies)
+# Random well-typed kernels (kernelgen.draw.strategies)
 
 
 GENERATED = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_generated_kernels_lower_verify_and_compile() -> None:
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
 
     @GENERATED
     @given(st.data())
@@ -328,9 +328,9 @@ def test_generated_kernels_lower_verify_and_compile() -> None:
 
 @pytest.mark.gpu
 def test_generated_kernels_agree_with_the_interpreter_on_the_gpu() -> None:
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
-    from kernelgen.interpret import interpret
-    from kernelgen.launch import run_on_gpu
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
+    from kernelgen.interp.execute import interpret
+    from kernelgen.gpu.launch import run_on_gpu
 
     @GENERATED
     @given(st.data())
@@ -350,7 +350,7 @@ def with_ifs(generated: Any) -> bool:
 
 def test_generated_kernels_with_ifs_lower_verify_and_compile() -> None:
     """scf.if with results of every dtype and shape, nested, inside loops, stores under ifs."""
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
 
     @GENERATED
     @given(st.data())
@@ -364,9 +364,9 @@ def test_generated_kernels_with_ifs_lower_verify_and_compile() -> None:
 @pytest.mark.gpu
 def test_generated_kernels_with_ifs_agree_with_the_interpreter_on_the_gpu() -> None:
     """Per-program branches on the GPU mean what the interpreter's per-program selection says."""
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
-    from kernelgen.interpret import interpret
-    from kernelgen.launch import run_on_gpu
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
+    from kernelgen.interp.execute import interpret
+    from kernelgen.gpu.launch import run_on_gpu
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.data())
@@ -447,9 +447,9 @@ def assert_agrees(actual, expected, tolerance: tuple[float, float], what: str) -
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", list(CASES))
 def test_gpu_agrees_with_the_interpreter(name: str) -> None:
-    from kernelgen.inputs import random_inputs
-    from kernelgen.interpret import interpret
-    from kernelgen.launch import run_on_gpu
+    from kernelgen.host.inputs import random_inputs
+    from kernelgen.interp.execute import interpret
+    from kernelgen.gpu.launch import run_on_gpu
 
     case = CASES[name]
     checked = checked_case(name)
@@ -466,9 +466,9 @@ def test_gpu_agrees_with_the_interpreter(name: str) -> None:
 @pytest.mark.parametrize("name, sizes", [("vector_add", {"N": 4096}), ("matmul", {"M": 128, "N": 256, "K": 64}),
                                          ("softmax", {"M": 8, "N": 2048})])
 def test_gpu_specialized_kernels_agree_with_the_interpreter(name: str, sizes: dict[str, int]) -> None:
-    from kernelgen.inputs import random_inputs
-    from kernelgen.interpret import interpret
-    from kernelgen.launch import run_on_gpu
+    from kernelgen.host.inputs import random_inputs
+    from kernelgen.interp.execute import interpret
+    from kernelgen.gpu.launch import run_on_gpu
 
     checked = example(name)
     args = random_inputs(checked.kernel, sizes, seed=0)

@@ -1,7 +1,7 @@
 """Differential test of the compiler: random well-typed kernels, interpreter vs GPU.
 
-Each kernel from :func:`kernelgen.program_strategies.documents` (the random kernels of
-:mod:`kernelgen.ast_strategies`, and two-launch programs about one draw in five) is checked,
+Each kernel from :func:`kernelgen.draw.programs.documents` (the random kernels of
+:mod:`kernelgen.draw.strategies`, and two-launch programs about one draw in five) is checked,
 compiled for the GPU present (all of them first, in a process pool: the compile cache then
 serves the loop), run in an executor process and compared with the reference interpreter on the same
 inputs, output by output, within the tolerance the generator derived for it (exact outputs bit
@@ -19,13 +19,13 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, seed, settings
 
-from kernelgen.ast_strategies import GeneratedKernel
-from kernelgen.check import check
+from kernelgen.draw.strategies import GeneratedKernel
+from kernelgen.check.checker import check
 from kernelgen.errors import KernelgenError
-from kernelgen.interpret import interpret
-from kernelgen.language import ATOMIC_OPS
-from kernelgen.parse import kernel_to_json
-from kernelgen.program_strategies import documents
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.nodes import ATOMIC_OPS
+from kernelgen.lang.parse import kernel_to_json
+from kernelgen.draw.programs import documents
 
 KERNELS = int(os.environ.get("KERNELGEN_DIFFERENTIAL_KERNELS", "500"))
 
@@ -33,11 +33,11 @@ KERNELS = int(os.environ.get("KERNELGEN_DIFFERENTIAL_KERNELS", "500"))
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_interpreter_and_gpu_agree_on_random_kernels() -> None:
-    from kernelgen.checked import launches_of
-    from kernelgen.compile import compile_document, default_target
-    from kernelgen.executor import Executor
-    from kernelgen.launch import run_on_gpu
-    from kernelgen.tune import precompile
+    from kernelgen.check.checked import launches_of
+    from kernelgen.gpu.compile import compile_document, default_target
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.launch import run_on_gpu
+    from kernelgen.gpu.tune import precompile
 
     target = default_target()
     drawn: list[GeneratedKernel] = []

@@ -1,4 +1,4 @@
-"""What a case is checked on (kernelgen.draws, kernelgen.verify.make_inputs): sizes past the
+"""What a case is checked on (kernelgen.task.draws, kernelgen.task.verify.make_inputs): sizes past the
 kernel's own blocks, the ranges' maxima on the GPU, budgets, reproducibility, scalars drawn from
 their ranges, extreme-value domains; and what the record and the summary say of it."""
 
@@ -8,13 +8,13 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from kernelgen import language as L
-from kernelgen.check import check
-from kernelgen.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws
-from kernelgen.pytest_plugin import summarize
-from kernelgen.results import CaseResult
-from kernelgen.tasks import ScalarRange, Task, get_task
-from kernelgen.verify import make_inputs
+from kernelgen.lang import nodes as L
+from kernelgen.check.checker import check
+from kernelgen.task.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws
+from kernelgen.harness.plugin import summarize
+from kernelgen.task.results import CaseResult
+from kernelgen.task.spec import ScalarRange, Task, get_task
+from kernelgen.task.verify import make_inputs
 
 
 def with_block(task_id: str, block: int):

@@ -2,9 +2,9 @@
 
 Each kernel (the examples, every task's golden AST, kernels written here for loops with
 carries, reductions with NaN and ties, dot, casts, integer division, literals, shapes, names
-that collide with Python, and random kernels from :mod:`kernelgen.ast_strategies`) is emitted,
+that collide with Python, and random kernels from :mod:`kernelgen.draw.strategies`) is emitted,
 run in Triton's own interpreter (``TRITON_INTERPRET=1``, in one long-lived subprocess: the
-variable must be set before Triton is imported) and compared with :func:`kernelgen.interpret`
+variable must be set before Triton is imported) and compared with :func:`kernelgen.interp.execute`
 on the same inputs; and it is compiled for sm_90 by Triton's real frontend, also with every
 integer parameter specialized to the constant 1 as Triton does at launch when it equals 1.
 
@@ -30,16 +30,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_lower import CASES, wrapped_copy
 
-from kernelgen import language as L
-from kernelgen.check import CheckedKernel, check, child
-from kernelgen.checked import Checked, launches_of
+from kernelgen.lang import nodes as L
+from kernelgen.check.checker import CheckedKernel, check, child
+from kernelgen.check.checked import Checked, launches_of
 from kernelgen.cli import main as cli_main
-from kernelgen.emit import emit_triton, kernel_function_name, wrapper_name
+from kernelgen.emit.module import emit_triton, kernel_function_name, wrapper_name
 from kernelgen.errors import SemanticError
-from kernelgen.inputs import random_inputs
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj, parse_kernel
-from kernelgen.verify import make_inputs
+from kernelgen.host.inputs import random_inputs
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj, parse_kernel
+from kernelgen.task.verify import make_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -54,9 +54,9 @@ TOLERANCE = {"f32": (1e-5, 1e-6), "f16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "f6
 def serve_interpreter_jobs() -> None:
     """The worker (run with TRITON_INTERPRET=1): for each job directory named on stdin, import
     its module, call the entry point on its inputs and save the outputs (or the traceback)."""
-    from kernelgen.sandbox import (load_module, patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
-                                   patch_triton_interpreter_index, patch_triton_interpreter_reduce,
-                                   returned_tensors)
+    from kernelgen.baseline.child import load_module, returned_tensors
+    from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
+                                                      patch_triton_interpreter_index, patch_triton_interpreter_reduce)
 
     patch_triton_interpreter_index()
     patch_triton_interpreter_fp8()  # as the baseline's sandbox: Triton's interpreter rounds fp8 casts wrongly
@@ -226,7 +226,7 @@ def compile_for_sm90(checked: Checked, directory: Path, integers_as_one: bool = 
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from kernelgen.sandbox import load_module
+    from kernelgen.baseline.child import load_module
 
     path = directory / f"{checked.kernel.name}_{'ones' if integers_as_one else 'typed'}.py"
     path.write_text(emit_triton(checked))
@@ -586,7 +586,7 @@ F64 = {
 # name -> (AST, sizes, per-output tolerance overrides)
 # Every row of [2, 1] tiles xors its column index into acc[col] (from 5), the value a [1, 1]
 # block broadcast to the tile: Triton's interpreter broadcasts it as a stride-0 view, which its
-# C++ atomics read past (kernelgen.sandbox.patch_triton_interpreter_atomics); a random tile
+# C++ atomics read past (kernelgen.baseline.interpreter_fixes.patch_triton_interpreter_atomics); a random tile
 # kernel's col_acc0 came out as garbage there.
 BROADCAST_XOR = {
     "name": "broadcast_xor", "inputs": [{"name": "x", "dtype": "i32", "shape": ["M", "N"]}],
@@ -666,7 +666,7 @@ def task_cases() -> list[Any]:
     """Every task, or one skipped case saying why the task files do not load (their own tests
     report that)."""
     from kernelgen.errors import KernelgenError
-    from kernelgen.tasks import load_tasks
+    from kernelgen.task.spec import load_tasks
 
     try:
         return [pytest.param(task, id=task.id) for task in load_tasks()]
@@ -735,8 +735,8 @@ def test_task_calls_run_the_baseline_answer(task: Any, triton_interpreter: Trito
     """A task with calls: its reference answer for the baseline (each call's emitted variant
     under a launcher that dispatches on dtypes) gives the reference's result for every call
     Triton's interpreter can run (bf16 it cannot), dtype= arguments and omitted tensors included."""
-    from kernelgen.ablation import reference_answer
-    from kernelgen.verify import compare_outputs, make_inputs, run_reference
+    from kernelgen.baseline.ablation import reference_answer
+    from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
 
     source = reference_answer(task).removeprefix("```python\n").removesuffix("```\n")
     ran = 0
@@ -934,7 +934,7 @@ def test_carries_that_read_each_other_update_together() -> None:
 
 def test_emitted_source_is_python_that_passes_the_baseline_rules() -> None:
     """The emitted vector add is a correct baseline answer by the baseline's own rules."""
-    from kernelgen.baseline import EntryPoint, check_answer
+    from kernelgen.baseline.answer import EntryPoint, check_answer
 
     checked = written("vadd")
     entry = EntryPoint("vadd", tuple(checked.kernel.inputs),
@@ -1019,7 +1019,7 @@ def test_literals_mean_what_the_interpreter_says(case: tuple[CheckedKernel, dict
                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_random_kernels_match_interpreter(data: st.DataObject, triton_interpreter: TritonInterpreter) -> None:
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
     check_generated(data.draw(strategies.kernels()), triton_interpreter, seed=5)
 
 
@@ -1042,7 +1042,7 @@ def test_random_kernels_with_atomics_match_interpreter(data: st.DataObject, trit
                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
     """The generator's atomics (tile and elementwise templates), in Triton's interpreter, whose
     order of programs is its own, and compiled by Triton's frontend."""
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
     generated = data.draw(st.one_of(strategies.tile_kernels(), strategies.elementwise_kernels()))
     assume(any(c.startswith("atomic_") for c in generated.constructs()))
     checked = check(generated.kernel)
@@ -1062,13 +1062,13 @@ def test_random_kernels_with_atomics_match_interpreter(data: st.DataObject, trit
                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_random_kernels_compile_for_sm90(data: st.DataObject, tmp_path: Path) -> None:
-    strategies = pytest.importorskip("kernelgen.ast_strategies")
+    strategies = pytest.importorskip("kernelgen.draw.strategies")
     checked = check(data.draw(strategies.kernels()).kernel)
     assert ".visible .entry" in compile_for_sm90(checked, tmp_path)
 
 
 def kernels_with_ifs() -> st.SearchStrategy[Any]:
-    from kernelgen.ast_strategies import kernels
+    from kernelgen.draw.strategies import kernels
 
     return kernels().filter(lambda generated: bool({"if", "if results"} & generated.constructs()))
 

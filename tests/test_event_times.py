@@ -1,4 +1,4 @@
-"""The timer measures the GPU's time for a call, not the host's (kernelgen.timing.event_times).
+"""The timer measures the GPU's time for a call, not the host's (kernelgen.gpu.timing.event_times).
 
 A call whose host part is slow (a busy CPU, Python launching several kernels) used to put that
 host time into its window: the GPU had reached the start event and waited for the launch. These
@@ -13,7 +13,7 @@ import time
 import pytest
 import torch
 
-from kernelgen.timing import event_times, flush_buffer
+from kernelgen.gpu.timing import event_times, flush_buffer
 
 HOST_S = 0.02  # the host part of each call: far longer than the kernel it launches
 

@@ -12,12 +12,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.cli import main as cli_main
-from kernelgen.inputs import random_inputs
-from kernelgen.interpret import interpret
-from kernelgen.language import Kernel
-from kernelgen.parse import parse_kernel
+from kernelgen.host.inputs import random_inputs
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.nodes import Kernel
+from kernelgen.lang.parse import parse_kernel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.json"))

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 from kernelgen.errors import KernelTimeout, LaunchError, MissingDependency, Outcome, SchemaError, require
-from kernelgen.executor import Executor, RemoteTraceback
-from kernelgen.parse import parse_kernel
+from kernelgen.gpu.executor import Executor, RemoteTraceback
+from kernelgen.lang.parse import parse_kernel
 
 GRACE_S = 0.5
 
@@ -229,7 +229,7 @@ def compile_for_this_gpu(fn, signature: dict[str, str], constexprs: dict[str, in
 
 def run_cubin(kernel, grid: tuple[int, int, int], tensors: list[torch.Tensor], scalars: list) -> list[torch.Tensor]:
     """Launch a cubin in the child on copies of CPU tensors; the tensors back on the CPU."""
-    from kernelgen.launch import cuda_errors, load_kernel
+    from kernelgen.gpu.launch import cuda_errors, load_kernel
 
     with cuda_errors("test kernel"):
         on_gpu = [t.cuda() for t in tensors]
@@ -271,7 +271,7 @@ def gpu_kernels():
 
 @pytest.fixture
 def gpu_executor():
-    from kernelgen.launch import prepare_gpu
+    from kernelgen.gpu.launch import prepare_gpu
 
     with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as ex:
         yield ex

@@ -9,12 +9,12 @@ import pytest
 import torch
 from test_emit import f32, lanes, let, o
 
-from kernelgen.check import check
-from kernelgen.compile import compile_kernel
-from kernelgen.emit import emit_triton
+from kernelgen.check.checker import check
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.emit.module import emit_triton
 from kernelgen.errors import SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj
 
 
 def exp2_kernel(op: str, cast: str | None = None) -> dict:

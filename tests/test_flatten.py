@@ -12,15 +12,15 @@ import pytest
 import torch
 from test_emit import TritonInterpreter, check_in_triton_interpreter, let, o, triton_interpreter  # noqa: F401
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.cli import main as cli_main
-from kernelgen.compile import compile_kernel
-from kernelgen.emit import emit_triton
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.emit.module import emit_triton
 from kernelgen.errors import SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.lower import lower
-from kernelgen.parse import kernel_from_obj
-from kernelgen.prompt import system_prompt
+from kernelgen.interp.execute import interpret
+from kernelgen.lower.lowering import lower
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.model.prompt import system_prompt
 
 
 def persistent_matmul(flatten: bool = True, programs: int = 3, out: str = "f32") -> dict:

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from test_harness import model_server  # noqa: F401 - the fixture: an OpenAI-compatible model on loopback
 
-from kernelgen.breaker import CircuitBreaker, is_unreachable
+from kernelgen.model.breaker import CircuitBreaker, is_unreachable
 from kernelgen.report.wandb_run import resolve_mode
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = "from kernelgen.pytest_plugin import run_pipeline_case as test_pipeline  # noqa: F401\n"
-BASELINE = "from kernelgen.pytest_plugin import run_baseline_case as test_baseline  # noqa: F401\n"
+CASES = "from kernelgen.harness.plugin import run_pipeline_case as test_pipeline  # noqa: F401\n"
+BASELINE = "from kernelgen.harness.plugin import run_baseline_case as test_baseline  # noqa: F401\n"
 MARKERS = "".join(f"    {name}: m\n" for name in ("easy", "med", "hard", "expert", "tritonbench", "ablation",
                                                       "pipeline", "baseline", "gpu", "slow"))
 
@@ -37,7 +37,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path
                  "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
-    pytester.makeconftest('pytest_plugins = ["kernelgen.pytest_plugin"]\n')
+    pytester.makeconftest('pytest_plugins = ["kernelgen.harness.plugin"]\n')
     pytester.makeini(f"[pytest]\naddopts = --strict-markers -p no:cacheprovider\nmarkers =\n{MARKERS}")
     (pytester.path / "easy").mkdir()
     (pytester.path / "easy" / "test_easy.py").write_text(CASES)
@@ -87,7 +87,7 @@ def test_ini_values_are_checked_the_same_way(project: pytest.Pytester) -> None:
 
 
 def test_kg_mode_gpu_without_a_gpu_is_a_usage_line(project: pytest.Pytester) -> None:
-    from kernelgen.devices import gpu_unavailable_reason
+    from kernelgen.gpu.devices import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("this machine has a GPU")
@@ -176,7 +176,7 @@ def test_wandb_is_off_unless_asked_for(requested: str | None, environment: dict[
 
 
 def test_the_caches_live_under_the_users_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from kernelgen.compile import cache_directory
+    from kernelgen.gpu.compile import cache_directory
     from kernelgen.env import generation_cache_dir
 
     monkeypatch.delenv("KERNELGEN_CACHE_DIR", raising=False)
@@ -189,8 +189,8 @@ def test_the_caches_live_under_the_users_cache_folder(monkeypatch: pytest.Monkey
 
 
 TIMED_CASE = """
-from kernelgen.pytest_plugin import report_case
-from kernelgen.results import CaseResult, Timing
+from kernelgen.harness.plugin import report_case
+from kernelgen.task.results import CaseResult, Timing
 
 
 def test_timed(request):

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernelgen.cli import main
-from kernelgen.generation import (CacheError, GenerationCache, content_key, generate, generate_samples,
+from kernelgen.model.generation import (CacheError, GenerationCache, content_key, generate, generate_samples,
                                   generation_key, make_record, read_record)
-from kernelgen.prompt import Message
-from kernelgen.providers import make_provider
-from kernelgen.providers.base import Completion, ProviderError, Sampling
-from kernelgen.providers.replay import ReplayProvider
+from kernelgen.model.prompt import Message
+from kernelgen.model.providers import make_provider
+from kernelgen.model.providers.base import Completion, ProviderError, Sampling
+from kernelgen.model.providers.replay import ReplayProvider
 from test_providers import Answer, ScriptedServer, Seen, chat_completion, example_text, make_request, openai_at
 
 
@@ -97,8 +97,8 @@ def test_second_generation_comes_from_the_cache(tmp_path: Path) -> None:
 
 
 def generate_in_a_process(url: str, directory: str) -> str:
-    from kernelgen.providers.base import RetryPolicy
-    from kernelgen.providers.openai import OpenAICompatibleProvider
+    from kernelgen.model.providers.base import RetryPolicy
+    from kernelgen.model.providers.openai import OpenAICompatibleProvider
 
     provider = OpenAICompatibleProvider(base_url=url + "/v1", model="test-model", retry=RetryPolicy(max_attempts=1))
     return generate(provider, make_request(), GenerationCache(directory)).text
@@ -163,8 +163,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[s
 
 
 def test_generate_reference_prints_the_golden_ast(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from kernelgen.parse import kernel_to_obj
-    from kernelgen.tasks import get_task
+    from kernelgen.lang.parse import kernel_to_obj
+    from kernelgen.task.spec import get_task
 
     status, lines, err = run_cli(capsys, "--llm", "reference", "--task", "relu", "-n", "2",
                                  "--cache-dir", str(tmp_path))

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelgen.errors import SchemaError
-from kernelgen.grammar import compile_grammar, match_prefix, pointer_at, validate_answer
-from kernelgen.parse import kernel_to_json, parse_kernel
+from kernelgen.model.grammar import compile_grammar, match_prefix, pointer_at, validate_answer
+from kernelgen.lang.parse import kernel_to_json, parse_kernel
 
 xgr = pytest.importorskip("xgrammar")
 

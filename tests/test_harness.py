@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelgen.parse import kernel_to_json
-from kernelgen.tasks import get_task
+from kernelgen.lang.parse import kernel_to_json
+from kernelgen.task.spec import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
 

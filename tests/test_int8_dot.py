@@ -8,13 +8,13 @@ import pytest
 import torch
 from test_emit import TritonInterpreter, check_in_triton_interpreter, let, o, triton_interpreter  # noqa: F401
 
-from kernelgen.check import check
-from kernelgen.compile import compile_kernel
-from kernelgen.emit import emit_triton
+from kernelgen.check.checker import check
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.emit.module import emit_triton
 from kernelgen.errors import SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj
-from kernelgen.prompt import system_prompt
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.model.prompt import system_prompt
 
 
 def packed_gemm(k_block: int = 32, operand: str = "i32", acc: dict | None = None, dtype: str = "i32",

@@ -1,6 +1,6 @@
 """The interpreter's meaning of the constructs where Triton, C, PyTorch and IEEE leave room for
 doubt, each against values worked out by hand (see the module docstring of
-:mod:`kernelgen.interpret`)."""
+:mod:`kernelgen.interp.execute`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import torch
 
 from test_lower import checked_case, wrapped_copy
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.errors import InterpreterError
-from kernelgen.interpret import interpret
-from kernelgen.language import Kernel
-from kernelgen.parse import kernel_from_obj
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.nodes import Kernel
+from kernelgen.lang.parse import kernel_from_obj
 
 BLOCK = 16
 

@@ -4,7 +4,7 @@ interpret (refused before running, or stopped by the wall clock) and integer lit
 their dtype's range (computed, not a crash).
 
 The red-team kernels in tests/redteam/ (each passed CPU mode before these checks) run here
-through :func:`kernelgen.pipeline.evaluate_answer` in CPU mode, without the compile stage: the
+through :func:`kernelgen.harness.pipeline.evaluate_answer` in CPU mode, without the compile stage: the
 verdict under test is the interpreter's, and a 2**20-element block takes ptxas minutes.
 """
 
@@ -17,14 +17,15 @@ from typing import Any
 import pytest
 import torch
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.errors import InterpreterError, InterpreterLimit, Outcome, SemanticError
-from kernelgen.host import plan_launch
-from kernelgen.interpret import constant_as, execute, interpret
-from kernelgen.language import Kernel
-from kernelgen.parse import kernel_from_obj
-from kernelgen.pipeline import Settings, evaluate_answer
-from kernelgen.tasks import get_task
+from kernelgen.host.plan import plan_launch
+from kernelgen.interp.execute import execute, interpret
+from kernelgen.interp.program import constant_as
+from kernelgen.lang.nodes import Kernel
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.harness.pipeline import Settings, evaluate_answer
+from kernelgen.task.spec import get_task
 
 REDTEAM = Path(__file__).parent / "redteam"
 
@@ -52,8 +53,8 @@ NAN_RELU = json.dumps({
 
 @pytest.fixture
 def gpu_settings():
-    from kernelgen.executor import Executor
-    from kernelgen.launch import prepare_gpu
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.launch import prepare_gpu
 
     with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
         yield Settings(gpu=True, executor=executor, time_kernels=False)
@@ -133,7 +134,7 @@ def test_writing_what_another_program_read_races_whatever_ran_first() -> None:
 
 def test_races_across_chunks_of_programs_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
     """Programs run in chunks; the record spans the whole launch."""
-    import kernelgen.interpret as interpreter
+    import kernelgen.interp.execute as interpreter
 
     monkeypatch.setattr(interpreter, "CHUNK_ELEMENTS", 1)
     error = race(scatter_kernel([store(op("rem", lhs=op("program_id"), rhs=3))], [5]))
@@ -251,7 +252,7 @@ def test_the_minimum_integer_divided_by_minus_one_wraps_instead_of_trapping() ->
 def test_an_f16_literal_past_its_range_is_refused_and_would_be_infinite() -> None:
     """The checker refuses 1e10 where it becomes f16 (literal_out_of_range); the interpreter's
     constant, reached without the checker, is infinite as on the GPU rather than a torch error."""
-    from kernelgen.interpret import constant_as
+    from kernelgen.interp.program import constant_as
 
     value = op("add", lhs=op("load", ptr=op("add", lhs="x", rhs=op("program_id"))), rhs=1e10)
     kernel = scatter_kernel([store(op("program_id"), value)], [2], dtype="f16", n=2)

@@ -1,7 +1,7 @@
 """The baseline's CPU mode (and the tests that run emitted Triton) use Triton's interpreter,
 whose C++ atomics read an operand that is a broadcast view as a dense buffer: every lane after
 the first reads the memory past the broadcast element.
-:func:`kernelgen.sandbox.patch_triton_interpreter_atomics` hands them dense copies. The views
+:func:`kernelgen.baseline.interpreter_fixes.patch_triton_interpreter_atomics` hands them dense copies. The views
 here broadcast the first element of a two-element buffer, so the unpatched interpreter reads
 the second one (100) deterministically, not garbage."""
 
@@ -12,7 +12,7 @@ import triton.language as tl
 from triton._C.libtriton import ir
 from triton.runtime import interpreter
 
-from kernelgen.sandbox import patch_triton_interpreter_atomics
+from kernelgen.baseline.interpreter_fixes import patch_triton_interpreter_atomics
 
 
 def _handle(data: np.ndarray, dtype) -> interpreter.TensorHandle:

@@ -1,6 +1,6 @@
 """The baseline's CPU mode runs answers in Triton's interpreter, whose own f16/bf16/f32 -> fp8
 rounding is wrong where the rounding carries into the exponent (f16 124.0 -> e4m3 64.0) and
-at ties; :func:`kernelgen.sandbox.patch_triton_interpreter_fp8` rounds those casts as the
+at ties; :func:`kernelgen.baseline.interpreter_fixes.patch_triton_interpreter_fp8` rounds those casts as the
 GPU does. Every f16 value is checked against torch's conversion, saturated as cvt.satfinite."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import triton.language as tl
 from triton._C.libtriton import ir
 from triton.runtime import interpreter
 
-from kernelgen.sandbox import patch_triton_interpreter_fp8
+from kernelgen.baseline.interpreter_fixes import patch_triton_interpreter_fp8
 
 CASES = [(tl.float8e4nv, torch.float8_e4m3fn, 448.0), (tl.float8e5, torch.float8_e5m2, 57344.0)]
 

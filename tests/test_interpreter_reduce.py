@@ -1,7 +1,7 @@
 """Triton 3.6's interpreter reduces with a custom combine function (kernelgen's NaN-propagating
 maximum, its argmax with torch's tie order) one element at a time, a Python call each: the
 baseline's CPU mode spent most of its time there (row_top2: 55 s, 1.4 s a program of 1024
-lanes). :func:`kernelgen.sandbox.patch_triton_interpreter_reduce` combines neighbouring pairs
+lanes). :func:`kernelgen.baseline.interpreter_fixes.patch_triton_interpreter_reduce` combines neighbouring pairs
 as blocks; these kernels check it gives what the interpreter's own reduction gives."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 import torch
 from triton.runtime import interpreter
 
-from kernelgen.emit_helpers import HELPERS
-from kernelgen.sandbox import load_module, patch_triton_interpreter_reduce
+from kernelgen.emit.helpers import HELPERS
+from kernelgen.baseline.child import load_module
+from kernelgen.baseline.interpreter_fixes import patch_triton_interpreter_reduce
 
 SOURCE = '''
 import triton

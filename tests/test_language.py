@@ -1,4 +1,4 @@
-"""The kernel language's AST, and the random kernels of :mod:`kernelgen.ast_strategies`: every
+"""The kernel language's AST, and the random kernels of :mod:`kernelgen.draw.strategies`: every
 generated kernel checks, runs, writes each output element exactly once, survives a JSON
 round trip, and its tolerances absorb the rounding differences a compiled kernel may have."""
 
@@ -16,13 +16,14 @@ import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-import kernelgen.interpret as interpreter
-from kernelgen import language as L
-from kernelgen.ast_strategies import (DOT_VARIANTS, GeneratedKernel, Tolerance, comparison_tolerance, dot_kernels,
+import kernelgen.interp.program as program
+from kernelgen.lang import nodes as L
+from kernelgen.draw.strategies import (DOT_VARIANTS, GeneratedKernel, Tolerance, comparison_tolerance, dot_kernels,
                                       kernels)
-from kernelgen.check import check
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj, kernel_to_json, kernel_to_obj, parse_kernel
+from kernelgen.check.checker import check
+from kernelgen.host.plan import plan_launch, torch_dtype
+from kernelgen.interp.execute import interpret, run_plan
+from kernelgen.lang.parse import kernel_from_obj, kernel_to_json, kernel_to_obj, parse_kernel
 
 GENERATION = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -72,7 +73,7 @@ def test_json_keeps_what_the_author_wrote() -> None:
 @contextlib.contextmanager
 def counting_stores(counts: dict[str, torch.Tensor]) -> Iterator[None]:
     """Count, per buffer element, the stores the interpreter performs."""
-    lanes = interpreter._Run.lanes
+    lanes = program._Run.lanes
 
     def counted(run, path, what, ptr, active):
         groups = lanes(run, path, what, ptr, active)
@@ -83,7 +84,7 @@ def counting_stores(counts: dict[str, torch.Tensor]) -> Iterator[None]:
                 counts[name].index_add_(0, offsets, torch.ones_like(offsets))
         return groups
 
-    with mock.patch.object(interpreter._Run, "lanes", counted):
+    with mock.patch.object(program._Run, "lanes", counted):
         yield
 
 
@@ -93,14 +94,14 @@ def test_generated_kernels_check_run_and_write_every_element_once(generated: Gen
     checked = check(generated.kernel)
     outputs_meta = {o.name: o for o in generated.kernel.outputs}
     counts: dict[str, torch.Tensor] = {}
-    plan = interpreter.plan_launch(checked, generated.arguments(seed=0))
+    plan = plan_launch(checked, generated.arguments(seed=0))
     for name, shape in plan.output_shapes.items():
         counts[name] = torch.zeros(math.prod(shape), dtype=torch.int64)
     with counting_stores(counts):
-        outputs = interpreter.run_plan(plan)
+        outputs = run_plan(plan)
     assert set(outputs) == set(outputs_meta) == set(generated.tolerances)
     for name, tensor in outputs.items():
-        assert tensor.dtype == interpreter.torch_dtype(outputs_meta[name].dtype)
+        assert tensor.dtype == torch_dtype(outputs_meta[name].dtype)
         if outputs_meta[name].init is not None:
             continue  # written by atomics, onto a defined fill (tests/test_atomics.py)
         assert counts[name].eq(1).all(), f"{name}: elements written {counts[name].unique().tolist()} times"
@@ -131,9 +132,9 @@ def gpu_like_rounding(seed: int) -> Iterator[None]:
         size = t.double().abs() if scale is None else scale
         return (t.double() + noise * ulps * EPS[t.dtype] * size).to(t.dtype)
 
-    unary = {name: interpreter._UNARY[name] for name in APPROXIMATE_UNARY}
-    binary = {name: interpreter._BINARY[name] for name in ("mul", "div", "pow")}
-    fma, reduce, dot = interpreter._Run._fma, interpreter._Run._reduce, interpreter._Run._dot
+    unary = {name: program._UNARY[name] for name in APPROXIMATE_UNARY}
+    binary = {name: program._BINARY[name] for name in ("mul", "div", "pow")}
+    fma, reduce, dot = program._Run._fma, program._Run._reduce, program._Run._dot
 
     def summed(run, e, path, env):
         out = reduce(run, e, path, env)
@@ -152,13 +153,13 @@ def gpu_like_rounding(seed: int) -> Iterator[None]:
 
     patches = {**{name: (lambda *a, f=f: off(f(*a), 4.0)) for name, f in unary.items()}}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.dict(interpreter._UNARY, patches))
-        stack.enter_context(mock.patch.dict(interpreter._BINARY, {n: (lambda a, b, f=f: off(f(a, b), 2.0))
+        stack.enter_context(mock.patch.dict(program._UNARY, patches))
+        stack.enter_context(mock.patch.dict(program._BINARY, {n: (lambda a, b, f=f: off(f(a, b), 2.0))
                                                                   for n, f in binary.items()}))
-        stack.enter_context(mock.patch.object(interpreter._Run, "_fma", lambda run, e, p, env: off(fma(run, e, p, env), 2.0)))
-        stack.enter_context(mock.patch.object(interpreter._Run, "_reduce", summed))
-        stack.enter_context(mock.patch.object(interpreter._Run, "_dot", dotted))
-        stack.enter_context(mock.patch.object(interpreter, "_round_tf32", truncated_tf32))
+        stack.enter_context(mock.patch.object(program._Run, "_fma", lambda run, e, p, env: off(fma(run, e, p, env), 2.0)))
+        stack.enter_context(mock.patch.object(program._Run, "_reduce", summed))
+        stack.enter_context(mock.patch.object(program._Run, "_dot", dotted))
+        stack.enter_context(mock.patch.object(program, "_round_tf32", truncated_tf32))
         yield
 
 

@@ -21,15 +21,15 @@ import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.cli import main as cli_main
-from kernelgen.compare import TOLERANCES, compare_tensors
+from kernelgen.task.compare import TOLERANCES, compare_tensors
 from kernelgen.errors import LaunchError
-from kernelgen.host import plan_launch
-from kernelgen.inputs import random_inputs
-from kernelgen.compile import compile_kernel
-from kernelgen.interpret import interpret
-from kernelgen.launch import (
+from kernelgen.host.plan import plan_launch
+from kernelgen.host.inputs import random_inputs
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.interp.execute import interpret
+from kernelgen.gpu.launch import (
     LaunchConfig,
     bf16_bits,
     cuda_errors,
@@ -43,8 +43,8 @@ from kernelgen.launch import (
     run_on_gpu,
     scratch_bytes,
 )
-from kernelgen.lower import KernelParam
-from kernelgen.parse import parse_kernel
+from kernelgen.lower.lowering import KernelParam
+from kernelgen.lang.parse import parse_kernel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TRITON_DTYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64", "i1": "bool"}
@@ -53,7 +53,7 @@ TRITON_DTYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "i32": "i32", "i6
 @dataclass
 class TritonCubin:
     """A cubin compiled by Triton from a @triton.jit function, described as the launcher takes
-    a kernel (what :class:`kernelgen.compile.CompiledKernel` holds for an AST)."""
+    a kernel (what :class:`kernelgen.gpu.compile.CompiledKernel` holds for an AST)."""
 
     cubin: bytes
     ptx: str
@@ -480,7 +480,7 @@ def test_variants_with_one_cubin_are_loaded_apart() -> None:
     """A loaded kernel is reused only for the variant it was loaded for: the cubin of the
     reproducer is the same with and without ``OW`` specialized, and a launch with OW = 157 was
     checked against the specialized variant's assumptions (``specialization_mismatch``)."""
-    from kernelgen.launch import loaded_key
+    from kernelgen.gpu.launch import loaded_key
 
     checked = check(parse_kernel(_maxpool_answer()))
     plain = compile_kernel(checked, target="sm_90")
@@ -495,11 +495,11 @@ def test_variants_with_one_cubin_are_loaded_apart() -> None:
 def test_a_correct_answer_passes_whichever_variant_ran_first() -> None:
     """The reproducer, verified on the GPU over sizes where OW alternates between multiples of
     16 and not (each assignment compiles its own variant; the variants share a cubin)."""
-    from kernelgen.executor import Executor
-    from kernelgen.gpu_case import verify_gpu
-    from kernelgen.launch import prepare_gpu
-    from kernelgen.pipeline import Case, Settings, stage_check, stage_parse
-    from kernelgen.tasks import get_task
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.case import verify_gpu
+    from kernelgen.gpu.launch import prepare_gpu
+    from kernelgen.harness.pipeline import Case, Settings, stage_check, stage_parse
+    from kernelgen.task.spec import get_task
 
     task = get_task("hard/maxpool2x2")
     with Executor(initializer=prepare_gpu) as executor:

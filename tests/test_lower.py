@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from kernelgen import language as L
-from kernelgen.check import ValueType, check
+from kernelgen.lang import nodes as L
+from kernelgen.check.checker import ValueType, check
 from kernelgen.errors import LoweringError
-from kernelgen.language import Kernel
-from kernelgen.lower import KernelParam, LoweredKernel, NativeOutput, lower, parse_mlir_diagnostics
+from kernelgen.lang.nodes import Kernel
+from kernelgen.lower.lowering import KernelParam, LoweredKernel, NativeOutput, lower, parse_mlir_diagnostics
 
 # /tmp/vadd.json: the vector add of the project's brief.
 VADD: dict[str, Any] = {
@@ -836,7 +836,7 @@ def test_a_float_literal_cast_to_f64_is_the_f64_value() -> None:
     """Not 0.1 rounded to f32 first: the literal adopts f64, as it does in f64 arithmetic."""
     import torch
 
-    from kernelgen.interpret import interpret
+    from kernelgen.interp.execute import interpret
 
     checked = check(Kernel.model_validate(CASES["cast_literals"].kernel))
     outputs = interpret(checked, {"a": torch.zeros(1000)})

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.errors import HostError, SemanticError
-from kernelgen.host import plan_for_sizes
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj
-from kernelgen.prompt import EXAMPLES_DIR, language_reference
+from kernelgen.host.plan import plan_for_sizes
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.model.prompt import EXAMPLES_DIR, language_reference
 
 VECTOR_ADD = json.loads((EXAMPLES_DIR / "vector_add.json").read_text())
 
@@ -182,7 +182,7 @@ PTX_OF = [
 
 def ptx_of(value: Any, out_dtype: str = "f32") -> str:
     pytest.importorskip("triton")
-    from kernelgen.compile import compile_kernel
+    from kernelgen.gpu.compile import compile_kernel
 
     document = copy.deepcopy(VECTOR_ADD)
     document["outputs"][0]["dtype"] = out_dtype
@@ -215,7 +215,7 @@ def test_f64_functions_are_libdevices_double_versions() -> None:
 
     def f64_ptx(value: dict[str, Any]) -> str:
         pytest.importorskip("triton")
-        from kernelgen.compile import compile_kernel
+        from kernelgen.gpu.compile import compile_kernel
 
         document = copy.deepcopy(VECTOR_ADD)
         for spec in (*document["inputs"], *document["outputs"]):

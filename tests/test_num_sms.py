@@ -11,12 +11,12 @@ import copy
 import pytest
 import torch
 
-from kernelgen.check import check
-from kernelgen.compile import divisible_params
+from kernelgen.check.checker import check
+from kernelgen.gpu.compile import divisible_params
 from kernelgen.errors import SemanticError
-from kernelgen.host import INTERPRETER_NUM_SMS, plan_for_sizes, plan_launch
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj
+from kernelgen.host.plan import INTERPRETER_NUM_SMS, plan_for_sizes, plan_launch
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj
 
 NUM_SMS = {"op": "num_sms"}
 BLOCKS = {"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}
@@ -134,9 +134,9 @@ def test_no_compiled_variant_assumes_the_sm_count() -> None:
 
 @pytest.mark.gpu
 def test_the_gpu_gives_its_multiprocessor_count() -> None:
-    from kernelgen.compile import compile_document
-    from kernelgen.devices import gpu_unavailable_reason
-    from kernelgen.launch import run_on_gpu
+    from kernelgen.gpu.compile import compile_document
+    from kernelgen.gpu.devices import gpu_unavailable_reason
+    from kernelgen.gpu.launch import run_on_gpu
 
     if gpu_unavailable_reason():
         pytest.skip(gpu_unavailable_reason())

@@ -1,4 +1,4 @@
-"""Optimization rounds (kernelgen.optimize) and the compiler's facts (kernelgen.facts).
+"""Optimization rounds (kernelgen.model.optimize) and the compiler's facts (kernelgen.gpu.facts).
 
 The model is a real HTTP server on loopback that writes a slow ReLU first (each program reads
 a strided column: scalar, uncoalesced loads) and the fast one (contiguous blocks: 128-bit
@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 
 from kernelgen.errors import CompileError, Diagnostic, Outcome
-from kernelgen.facts import estimate_occupancy, format_facts, kernel_facts, ptx_accesses
-from kernelgen.generation import GenerationCache, generate, task_request
-from kernelgen.metrics import fast_p, geomean_speedup, score
-from kernelgen.optimize import CPU_SKIP, answer_facts, optimization_summary, optimize, optimize_messages
-from kernelgen.parse import kernel_to_json
-from kernelgen.pipeline import Settings, evaluate_answer
-from kernelgen.providers import make_provider
-from kernelgen.providers.base import Sampling
-from kernelgen.results import CaseResult, Timing
-from kernelgen.tasks import get_task
+from kernelgen.gpu.facts import estimate_occupancy, format_facts, kernel_facts, ptx_accesses
+from kernelgen.model.generation import GenerationCache, generate, task_request
+from kernelgen.task.metrics import fast_p, geomean_speedup, score
+from kernelgen.model.optimize import CPU_SKIP, answer_facts, optimization_summary, optimize, optimize_messages
+from kernelgen.lang.parse import kernel_to_json
+from kernelgen.harness.pipeline import Settings, evaluate_answer
+from kernelgen.model.providers import make_provider
+from kernelgen.model.providers.base import Sampling
+from kernelgen.task.results import CaseResult, Timing
+from kernelgen.task.spec import get_task
 from test_providers import Answer, ScriptedServer, Seen, chat_completion, openai_at
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,9 +130,9 @@ def test_the_cli_prints_the_same_facts() -> None:
 
 
 def test_matmul_dots_are_on_tensor_cores_and_vectorize_only_when_divisible() -> None:
-    from kernelgen.check import check
-    from kernelgen.compile import compile_kernel
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.gpu.compile import compile_kernel
+    from kernelgen.lang.parse import parse_kernel
 
     checked = check(parse_kernel((ROOT / "examples" / "matmul.json").read_text()))
     plain = kernel_facts(compile_kernel(checked, target="sm_90"))
@@ -186,7 +186,7 @@ def test_the_prompt_shows_times_facts_and_the_rejected_round_but_keys_without_ti
     request = task_request(TASK)
     facts = format_facts(sm90_facts(SLOW))
     shown = timing(1.0).model_copy(update={"compiled_ms": 0.4, "speedup_vs_compiled": 0.4})
-    from kernelgen.results import OptimizationRound
+    from kernelgen.task.results import OptimizationRound
 
     rejected = OptimizationRound(round=2, outcome=Outcome.OK, verdict="slower", kernel_ms=2.0)
     messages = optimize_messages(request.messages, SLOW, shown, facts, rejected)

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.cli import main as cli_main
 from kernelgen.errors import SchemaError, SemanticError
-from kernelgen.parse import MAX_DEPTH, kernel_from_obj, kernel_to_json, parse_kernel
-from kernelgen.schema import kernel_schema, schema_text
+from kernelgen.lang.parse import MAX_DEPTH, kernel_from_obj, kernel_to_json, parse_kernel
+from kernelgen.lang.schema import kernel_schema, schema_text
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.json"))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 
 from kernelgen.errors import Outcome
-from kernelgen.parse import kernel_to_json
-from kernelgen.pipeline import Settings, evaluate_answer
-from kernelgen.pytest_plugin import summarize
-from kernelgen.tasks import get_task
+from kernelgen.lang.parse import kernel_to_json
+from kernelgen.harness.pipeline import Settings, evaluate_answer
+from kernelgen.harness.plugin import summarize
+from kernelgen.task.spec import get_task
 
 SETTINGS = Settings(shapes=2, compile=False)
 
@@ -50,7 +50,7 @@ def test_the_summary_counts_a_crash_as_a_failure() -> None:
 
 
 def test_a_crash_of_kernelgen_in_the_baseline_track_is_a_harness_error_too() -> None:
-    from kernelgen.ablation import evaluate_baseline, reference_answer
+    from kernelgen.baseline.ablation import evaluate_baseline, reference_answer
 
     task = broken_reference_task()
     result = evaluate_baseline(task, reference_answer(task), Settings(shapes=1))

@@ -1,4 +1,4 @@
-"""Calls of many shapes to one kernel (kernelgen.polymorphism): batch dims and rank overloads,
+"""Calls of many shapes to one kernel (kernelgen.check.polymorphism): batch dims and rank overloads,
 numbers for tensors in any view, int tuples, preconditions, all-number calls, complex refused;
 the checker's rules for each and the errors a careless call gets."""
 
@@ -14,11 +14,11 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.errors import HostError, SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj
-from kernelgen.wrapper import bind_call, call_kernel
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.host.wrapper import bind_call, call_kernel
 
 GOLDEN = Path(__file__).resolve().parents[1] / "bench" / "tritonbench" / "golden"
 
@@ -365,7 +365,7 @@ def test_kernelgen_interpret_says_when_a_precondition_fails(capsys):
 
 
 def test_each_ints_value_lowers_to_its_own_kernel():
-    from kernelgen.lower import lower
+    from kernelgen.lower.lowering import lower
 
     kernel = kernel_from_obj(sum_pool2d())
     two, three = (lower(check(kernel, {"KH": k, "KW": 2})).ttir for k in (2, 3))
@@ -382,7 +382,7 @@ def test_every_rank_pattern_of_matmul_is_one_variant():
 
 
 def test_a_precondition_flag_lowers_to_a_bool_store():
-    from kernelgen.lower import lower
+    from kernelgen.lower.lowering import lower
 
     ttir = lower(check(kernel_from_obj(golden("log_tanh")))).ttir
     assert "!tt.ptr<i8>" in ttir and ttir.count("tt.store") == 2  # bool in memory is a byte

@@ -25,18 +25,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_emit import triton_interpreter  # noqa: F401 - the fixture: Triton's interpreter in a subprocess
 
-from kernelgen.ast_strategies import GeneratedKernel
+from kernelgen.draw.strategies import GeneratedKernel
 
-from kernelgen.case import Settings
-from kernelgen.check import check
-from kernelgen.checked import CheckedProgram, launches_of
-from kernelgen.emit import emit_triton, wrapper_name
+from kernelgen.task.case import Settings
+from kernelgen.check.checker import check
+from kernelgen.check.checked import CheckedProgram, launches_of
+from kernelgen.emit.module import emit_triton, wrapper_name
 from kernelgen.errors import InterpreterError, SchemaError, SemanticError
-from kernelgen.interpret import execute_call, interpret
-from kernelgen.parse import kernel_from_obj, kernel_to_json, parse_kernel
-from kernelgen.pipeline import evaluate_answer
-from kernelgen.program_strategies import documents, programs
-from kernelgen.tasks import get_task
+from kernelgen.interp.execute import execute_call, interpret
+from kernelgen.lang.parse import kernel_from_obj, kernel_to_json, parse_kernel
+from kernelgen.harness.pipeline import evaluate_answer
+from kernelgen.draw.programs import documents, programs
+from kernelgen.task.spec import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "tests" / "programs").glob("*.yaml"))
@@ -239,7 +239,7 @@ def test_the_emitted_program_runs_in_tritons_interpreter(stem: str, meta: dict[s
     (tmp_path / "program.py").write_text(emit_triton(checked))
     torch.save(inputs, tmp_path / "inputs.pt")
     script = ("import torch, program\n"
-              "from kernelgen.sandbox import patch_triton_interpreter_index\n"
+              "from kernelgen.baseline.interpreter_fixes import patch_triton_interpreter_index\n"
               "patch_triton_interpreter_index()\n"
               f"out = program.{wrapper_name(checked.kernel)}(*torch.load('inputs.pt'))\n"
               "torch.save(out, 'out.pt')\n")
@@ -285,8 +285,8 @@ def test_the_compilers_facts_are_given_per_launch(tmp_path: Path) -> None:
 
 @pytest.fixture
 def gpu_settings():
-    from kernelgen.executor import Executor
-    from kernelgen.launch import prepare_gpu
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.launch import prepare_gpu
 
     with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
         yield Settings(gpu=True, executor=executor, time_kernels=False)
@@ -309,7 +309,7 @@ def test_a_first_phase_that_misses_elements_fails_on_the_gpu(gpu_settings: Setti
     assert result.outcome.value == "wrong_result", result.diagnostics
 
 
-# -- random programs (kernelgen.program_strategies) -------------------------------------------
+# -- random programs (kernelgen.draw.programs) -------------------------------------------
 
 GENERATED = settings(max_examples=30, deadline=None, database=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -331,7 +331,7 @@ def test_random_programs_check_and_write_every_output_element(generated: Generat
 @settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs_compile_every_launch(generated: GeneratedKernel) -> None:
-    from kernelgen.compile import compile_document
+    from kernelgen.gpu.compile import compile_document
 
     compiled = compile_document(check(generated.kernel), "sm_90", cache=False)
     assert [c.name for c in compiled] == ["produce", "consume"]
@@ -369,9 +369,9 @@ def test_documents_draw_programs_and_kernels() -> None:
 
 
 def test_a_program_is_a_python_function_for_tritonbench() -> None:
-    """The TritonBench track calls an answer like the operator (kernelgen.tritonbench.runtime):
+    """The TritonBench track calls an answer like the operator (kernelgen.gpu.function):
     a program runs there too (interpreted on CPU tensors, launched in order on CUDA ones)."""
-    from kernelgen.tritonbench.runtime import wrapper
+    from kernelgen.gpu.function import wrapper
 
     standardize = wrapper(json.dumps(STANDARDIZE), "standardize")
     x = torch.randn(4, 50) + 3
@@ -381,7 +381,7 @@ def test_a_program_is_a_python_function_for_tritonbench() -> None:
 
 @pytest.mark.gpu
 def test_a_program_runs_for_tritonbench_on_the_gpu() -> None:
-    from kernelgen.tritonbench.runtime import wrapper
+    from kernelgen.gpu.function import wrapper
 
     col_sum = wrapper(json.dumps(COL_SUM), "col_sum")
     x = torch.randn(300, 77, device="cuda").to(torch.bfloat16)

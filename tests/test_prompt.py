@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelgen import language as L
+from kernelgen.lang import nodes as L
 from kernelgen.errors import Diagnostic
-from kernelgen.prompt import (ANSWER_FORMAT, EXAMPLES_DIR, SYSTEM_PROMPT_TOKEN_BUDGET, Example, Message,
+from kernelgen.model.prompt import (ANSWER_FORMAT, EXAMPLES_DIR, SYSTEM_PROMPT_TOKEN_BUDGET, Example, Message,
                               bytes_estimate, count_tokens, language_reference, load_examples, repair_messages,
                               select_examples, system_prompt, task_messages)
-from kernelgen.rules import RULES
-from kernelgen.schema import kernel_schema
+from kernelgen.lang.rules import RULES
+from kernelgen.lang.schema import kernel_schema
 
 
 def test_reference_names_every_node_field_and_op() -> None:

@@ -23,17 +23,17 @@ import httpx
 import pytest
 
 from kernelgen.env import Secret, load_dotenv
-from kernelgen.generation import GenerationCache, generate, generate_samples
-from kernelgen.grammar import match_prefix, validate_answer
-from kernelgen.prompt import Message
-from kernelgen.providers import ProviderOptions, make_provider
-from kernelgen.providers.base import GenerationRequest, ProviderError, RetryPolicy, Sampling
-from kernelgen.providers.gemini import GeminiProvider
-from kernelgen.providers.http import JsonHttpClient, parse_retry_after
-from kernelgen.providers.openai import OpenAICompatibleProvider
-from kernelgen.providers.reference import ReferenceProvider
-from kernelgen.providers.remote import RemoteProvider
-from kernelgen.schema import kernel_schema, schema_text
+from kernelgen.model.generation import GenerationCache, generate, generate_samples
+from kernelgen.model.grammar import match_prefix, validate_answer
+from kernelgen.model.prompt import Message
+from kernelgen.model.providers import ProviderOptions, make_provider
+from kernelgen.model.providers.base import GenerationRequest, ProviderError, RetryPolicy, Sampling
+from kernelgen.model.providers.gemini import GeminiProvider
+from kernelgen.model.providers.http import JsonHttpClient, parse_retry_after
+from kernelgen.model.providers.openai import OpenAICompatibleProvider
+from kernelgen.model.providers.reference import ReferenceProvider
+from kernelgen.model.providers.remote import RemoteProvider
+from kernelgen.lang.schema import kernel_schema, schema_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 KEY = "sk-test-9f8e7d6c5b4a"
@@ -601,7 +601,7 @@ def tiny_model() -> Iterator[tuple[Any, Any]]:
 
 
 def test_hf_constrained_output_follows_the_grammar(tiny_model: tuple[Any, Any]) -> None:
-    from kernelgen.providers.hf import HFProvider
+    from kernelgen.model.providers.hf import HFProvider
 
     model, tokenizer = tiny_model
     provider = HFProvider(model, tokenizer, model_name="tiny-random")

@@ -2,7 +2,7 @@
 or cheating model would, and the outcome each must get. A verdict that such a kernel passes is
 a false pass of the benchmark; every file here is one that passed once.
 
-A file holds ``task`` (as kernelgen.tasks.get_task accepts it), ``outcome`` (an Outcome value),
+A file holds ``task`` (as kernelgen.task.spec.get_task accepts it), ``outcome`` (an Outcome value),
 ``why`` (what the kernel gets wrong), the answer as ``kernel`` (the AST) or as ``answer`` (raw
 text, for what a JSON object cannot hold, such as a repeated key), and optionally ``code`` and
 ``path`` (the first diagnostic's code and JSON path). Cases run as the pytest plugin's CPU mode
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kernelgen.errors import Outcome
-from kernelgen.pipeline import Settings, evaluate_answer
-from kernelgen.tasks import get_task
+from kernelgen.harness.pipeline import Settings, evaluate_answer
+from kernelgen.task.spec import get_task
 
 CATALOGUE = Path(__file__).parent / "redteam"
 FILES = sorted(CATALOGUE.glob("*.json"))

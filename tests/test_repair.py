@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelgen.generation import GenerationCache
-from kernelgen.metrics import pass_at_k
-from kernelgen.repair import check_answer, generate_with_repair
+from kernelgen.model.generation import GenerationCache
+from kernelgen.task.metrics import pass_at_k
+from kernelgen.model.repair import check_answer, generate_with_repair
 from test_providers import Answer, ScriptedServer, Seen, chat_completion, example_text, make_request, openai_at
 
 GOOD = example_text("vector_add")

@@ -10,7 +10,7 @@ import pytest
 from kernelgen.cli import main
 from kernelgen.report.compare import load_runs
 from kernelgen.report.gate import GateError, gate
-from kernelgen.results import CaseResult
+from kernelgen.task.results import CaseResult
 from test_report_results import case, write_run
 
 # Ten easy tasks, nine correct at 2.0x, one wrong: pass rate 90%, geomean 2.0x over 9 timed.

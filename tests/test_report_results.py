@@ -11,12 +11,12 @@ from hypothesis import example, given, settings, strategies as st
 
 from kernelgen.cli import main
 from kernelgen.errors import Outcome
-from kernelgen.metrics import fast_p, geomean_speedup, mean_pass_at_k, pass_at_k, score
+from kernelgen.task.metrics import fast_p, geomean_speedup, mean_pass_at_k, pass_at_k, score
 from kernelgen.report.allure import categories, failure_message_regex, format_properties, parse_properties
 from kernelgen.report.compare import Run, compare_lines, load_runs, score_table, task_changes
 from kernelgen.report.merge import MergeError, merge_allure, merge_results
 from kernelgen.report.store import RunWriter, StoreError, artifacts_dir, load_artifacts, read_run
-from kernelgen.results import CaseResult, Timing
+from kernelgen.task.results import CaseResult, Timing
 
 
 def case(task: str, outcome: str = "ok", speedup: float | None = None, *, tier: str = "easy", sample: int = 0,

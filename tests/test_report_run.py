@@ -24,14 +24,14 @@ import pytest
 from filelock import FileLock
 
 from kernelgen.cli import main
-from kernelgen.generation import GenerationCache, make_record, task_request
-from kernelgen.parse import kernel_to_json
-from kernelgen.providers.base import Completion, Sampling
+from kernelgen.model.generation import GenerationCache, make_record, task_request
+from kernelgen.lang.parse import kernel_to_json
+from kernelgen.model.providers.base import Completion, Sampling
 from kernelgen.report.allure import categories, parse_properties
 from kernelgen.report.merge import merge_results
 from kernelgen.report.store import load_artifacts, read_run
 from kernelgen.report.wandb_run import TABLE_COLUMNS
-from kernelgen.tasks import get_task
+from kernelgen.task.spec import get_task
 
 REPO = Path(__file__).resolve().parents[1]
 SELECTION = ["bench/easy", "-k", "relu or silu"]

@@ -17,13 +17,13 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from kernelgen.devices import (Gpu, assign_gpu, cpu_threads, executor_env, gpu_pool, gpu_record, parse_nvidia_smi,
+from kernelgen.gpu.devices import (Gpu, assign_gpu, cpu_threads, executor_env, gpu_pool, gpu_record, parse_nvidia_smi,
                                share_cpu_threads, worker_gpu, worker_index)
-from kernelgen.executor import Executor
-from kernelgen.progress import progress
+from kernelgen.gpu.executor import Executor
+from kernelgen.harness.progress import progress
 from kernelgen.report.plugin import RunReports, gpu_assignment
-from kernelgen.results import CaseResult
-from kernelgen.sharding import Shard, ShardError, parse_shard, select
+from kernelgen.task.results import CaseResult
+from kernelgen.harness.sharding import Shard, ShardError, parse_shard, select
 
 NVIDIA_SMI = """\
 0, GPU-6f1c2a9e-0000-4000-8000-000000000000, NVIDIA H200, 9.0, 570.124.06
@@ -117,7 +117,7 @@ def test_the_executor_child_sees_its_workers_gpu_and_its_lock(tmp_path: Path, mo
 
 HOLD_A_TURN = """
 import os, sys, time
-from kernelgen.timing import gpu_turn
+from kernelgen.gpu.timing import gpu_turn
 with gpu_turn():
     with gpu_turn():  # re-entrant: a nested turn in the same process does not wait for itself
         open(sys.argv[1], "w").write(str(time.monotonic()))
@@ -129,7 +129,7 @@ def test_a_turn_waits_a_bounded_time_and_a_missing_lock_is_no_crash(tmp_path: Pa
     """Held elsewhere past LOCK_WAIT_S, a turn goes on without the lock and warns (a slow
     kernel timed by another worker must not make this one time out); a lock file that is gone
     warns and locks nothing; a lock directory that cannot hold the file names no lock."""
-    from kernelgen import timing
+    from kernelgen.gpu import timing
 
     lock = tmp_path / "gpu.lock"
     lock.touch()
@@ -158,7 +158,7 @@ def test_a_turn_waits_a_bounded_time_and_a_missing_lock_is_no_crash(tmp_path: Pa
 
 FORK_IN_A_TURN = """
 import os, sys
-from kernelgen import timing
+from kernelgen.gpu import timing
 with timing.gpu_turn():
     child = os.fork()
     if child == 0:
@@ -200,7 +200,7 @@ def test_torch_compiles_autotuning_benchmarks_take_turns(tmp_path: Path, monkeyp
     another worker's turn (a timed window) to end, through torch's own hook."""
     from torch._inductor.runtime import benchmarking
 
-    from kernelgen import timing
+    from kernelgen.gpu import timing
 
     lock = tmp_path / "gpu.lock"
     lock.touch()
@@ -229,7 +229,7 @@ def test_threads_of_one_process_take_turns(tmp_path: Path, monkeypatch: pytest.M
     wait for itself (Inductor may benchmark from a worker thread)."""
     import threading
 
-    from kernelgen import timing
+    from kernelgen.gpu import timing
 
     lock = tmp_path / "gpu.lock"
     lock.touch()
@@ -258,7 +258,7 @@ def test_threads_of_one_process_take_turns(tmp_path: Path, monkeypatch: pytest.M
 def test_without_torchs_hook_the_benchmarker_is_wrapped_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from torch._inductor.runtime import benchmarking
 
-    from kernelgen import timing
+    from kernelgen.gpu import timing
 
     class Benchmarker:
         def benchmark_gpu(self, fn, **kwargs):  # noqa: ANN001, ANN201 - as Inductor's

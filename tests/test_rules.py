@@ -1,4 +1,4 @@
-"""Every diagnostic code the judging stages raise is in the one registry (kernelgen.rules), and
+"""Every diagnostic code the judging stages raise is in the one registry (kernelgen.lang.rules), and
 the prompt states each with its condition.
 
 A code is found in the source, not at run time, so that a rule no test happens to trigger is
@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 
 import kernelgen
-from kernelgen.prompt import language_reference
-from kernelgen.rules import RULES
+from kernelgen.model.prompt import language_reference
+from kernelgen.lang.rules import RULES
 
-JUDGING_MODULES = ("parse", "check", "check_host", "check_statements", "check_blocks", "check_tiles", "generic", "limits", "bounds",
-                   "host", "wrapper", "polymorphism", "interpret", "interpret_blocks", "budget", "sequence")
+# Paths under kernelgen/, without .py.
+JUDGING_MODULES = ("lang/parse", "check/checker", "check/host", "check/statements", "check/blocks", "check/tiles",
+                   "lang/generic", "lang/limits", "check/bounds", "host/plan", "host/wrapper", "check/polymorphism",
+                   "interp/execute", "interp/program", "interp/blocks", "interp/budget", "check/sequence")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
 
@@ -56,7 +58,7 @@ def codes_raised(source: str) -> dict[str, int]:
 def test_every_code_a_stage_raises_is_registered(module: str) -> None:
     path = Path(kernelgen.__file__).parent / f"{module}.py"
     missing = {code: line for code, line in codes_raised(path.read_text()).items() if code not in RULES}
-    assert not missing, (f"kernelgen/{module}.py raises codes not in kernelgen/rules.py RULES "
+    assert not missing, (f"kernelgen/{module}.py raises codes not in kernelgen/lang/rules.py RULES "
                          f"(add one line there each: code -> condition): {missing}")
 
 

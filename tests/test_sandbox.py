@@ -27,14 +27,15 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-from kernelgen import language as L
-from kernelgen.baseline import EntryPoint, check_answer
-from kernelgen.check import check
-from kernelgen.emit import emit_triton
+from kernelgen.lang import nodes as L
+from kernelgen.baseline.answer import EntryPoint, check_answer
+from kernelgen.check.checker import check
+from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Outcome
-from kernelgen.parse import parse_kernel
-from kernelgen.sandbox import (SandboxResult, classify, network_namespace_command, run_in_sandbox,
-                               sandbox_environment)
+from kernelgen.lang.parse import parse_kernel
+from kernelgen.baseline.child import classify
+from kernelgen.baseline.sandbox import (SandboxResult, network_namespace_command, run_in_sandbox,
+                                        sandbox_environment)
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox uses Linux limits")
@@ -312,9 +313,9 @@ def test_a_refilled_call_shows_results_kept_between_calls(results: dict[str, Any
 def test_the_baseline_judges_results_kept_between_calls_wrong() -> None:
     """Through the harness: the smallest call's tensors refilled and called again (on a GPU, the
     timed call's, after the repetitions a cache would have made free)."""
-    from kernelgen.ablation import evaluate_baseline, reference_answer
-    from kernelgen.pipeline import Settings
-    from kernelgen.tasks import get_task
+    from kernelgen.baseline.ablation import evaluate_baseline, reference_answer
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
 
     task = get_task("relu")
     code = reference_answer(task).replace("def relu(x):\n", "SEEN = {}\n\n\ndef relu(x):\n    if x.data_ptr() in SEEN:\n"
@@ -389,7 +390,7 @@ def test_the_audit_hook_alone_refuses_network_and_writes(listener: Listener, tmp
     inside = tmp_path / "inside"
     inside.mkdir()
     script = textwrap.dedent(f'''\
-        from kernelgen.sandbox import install_guard
+        from kernelgen.baseline.child import install_guard
         install_guard([{str(inside)!r}], compiler_tools=False)
         open({str(inside / "ok.txt")!r}, "w").write("fine")
         for attempt in (lambda: open({str(outside)!r}, "w"), lambda: __import__("os").system("true")):
@@ -409,7 +410,7 @@ def test_the_audit_hook_alone_refuses_network_and_writes(listener: Listener, tmp
 
 def test_only_triton_compilers_may_be_spawned_and_only_on_a_gpu() -> None:
     """subprocess starts programs with posix_spawn after its Popen event; both are checked."""
-    from kernelgen.sandbox import _Guard
+    from kernelgen.baseline.child import _Guard
 
     gpu, interpreter = _Guard(["/nowhere"], compiler_tools=True), _Guard(["/nowhere"], compiler_tools=False)
     gpu("os.posix_spawn", ("/usr/local/cuda/bin/ptxas", ["ptxas", "-v"], {}))
@@ -421,15 +422,15 @@ def test_only_triton_compilers_may_be_spawned_and_only_on_a_gpu() -> None:
 
 def test_the_child_needs_no_more_than_its_import_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The child finds kernelgen, torch, Triton and NumPy only (its PYTHONPATH): the torch
-    guard's allowed names come in the job, not from kernelgen.baseline, whose language models
+    guard's allowed names come in the job, not from kernelgen.baseline.answer, whose language models
     need pydantic (on the H200 runner pydantic sat outside those roots, and every GPU baseline
     failed to start). Here the child runs with pydantic made unimportable."""
     wrapper = tmp_path / "python-without-pydantic"
     wrapper.write_text(textwrap.dedent(f"""\
         #!/bin/sh
-        # called as: WRAPPER -s -B -m kernelgen.sandbox JOB_DIR
+        # called as: WRAPPER -s -B -m kernelgen.baseline.child JOB_DIR
         exec {sys.executable} -s -B -c "import runpy, sys; sys.modules['pydantic'] = None; \\
-        sys.argv = ['kernelgen.sandbox', '$6']; runpy.run_module('kernelgen.sandbox', run_name='__main__')"
+        sys.argv = ['kernelgen.baseline.child', '$6']; runpy.run_module('kernelgen.baseline.child', run_name='__main__')"
         """))
     wrapper.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(wrapper))

@@ -30,8 +30,8 @@ import jsonschema  # noqa: E402
 
 from kernelgen.cli import main as cli_main  # noqa: E402
 from kernelgen.errors import KernelgenError  # noqa: E402
-from kernelgen.parse import parse_kernel  # noqa: E402
-from kernelgen.schema import kernel_schema, schema_text  # noqa: E402
+from kernelgen.lang.parse import parse_kernel  # noqa: E402
+from kernelgen.lang.schema import kernel_schema, schema_text  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_model import build_tiny_model  # noqa: E402
@@ -273,8 +273,8 @@ def test_json_object_and_vllm_style_constraints(server: str) -> None:
 
 
 def test_prompts_use_the_chat_template_or_plain_paragraphs(tiny_model: Path) -> None:
-    from kernelgen.decoding import JsonConstraint
-    from kernelgen.serve import TransformersBackend
+    from kernelgen.model.decoding import JsonConstraint
+    from kernelgen.model.serve import TransformersBackend
 
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": PROMPT}]
     backend = TransformersBackend(tiny_model, device="cpu")

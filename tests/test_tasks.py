@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelgen.pipeline import Settings, draw_sizes
-from kernelgen.tasks import TIERS, load_tasks
-from kernelgen.verify import make_inputs, run_reference
+from kernelgen.harness.pipeline import Settings, draw_sizes
+from kernelgen.task.spec import TIERS, load_tasks
+from kernelgen.task.verify import make_inputs, run_reference
 
 TASKS = load_tasks()
 WITH_EAGER = [t for t in TASKS if t.eager is not None]

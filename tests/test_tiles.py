@@ -1,5 +1,5 @@
 """Tiles: ``tile_load`` and ``tile_store`` read and write a block of a tensor view, lanes outside
-the view's shape reading 0 and not written (:mod:`kernelgen.tiles`). Every stage has them:
+the view's shape reading 0 and not written (:mod:`kernelgen.check.tile_access`). Every stage has them:
 checker (``tile_view``, ``tile_block``), interpreter, lowering (a TMA copy where the strides are
 provably 16-byte multiples, the pointer form otherwise), emitter, prompt."""
 
@@ -12,15 +12,15 @@ import pytest
 import torch
 from test_emit import TritonInterpreter, check_in_triton_interpreter, let, o, triton_interpreter  # noqa: F401
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.cli import main as cli_main
-from kernelgen.compile import compile_kernel
-from kernelgen.emit import emit_triton
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.emit.module import emit_triton
 from kernelgen.errors import InterpreterError, SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.lower import lower
-from kernelgen.parse import kernel_from_obj
-from kernelgen.prompt import system_prompt
+from kernelgen.interp.execute import interpret
+from kernelgen.lower.lowering import lower
+from kernelgen.lang.parse import kernel_from_obj
+from kernelgen.model.prompt import system_prompt
 
 PID0 = o("mul", lhs=o("program_id", axis=0), rhs="BM")
 PID1 = o("mul", lhs=o("program_id", axis=1), rhs="BN")

@@ -14,18 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernelgen.errors import Outcome
-from kernelgen.generation import GenerationCache, make_record
-from kernelgen.parse import parse_kernel
-from kernelgen.pipeline import Settings
-from kernelgen.providers import make_provider
-from kernelgen.providers.base import Completion
-from kernelgen.providers.replay import ReplayProvider
-from kernelgen.results import CaseResult
+from kernelgen.model.generation import GenerationCache, make_record
+from kernelgen.lang.parse import parse_kernel
+from kernelgen.harness.pipeline import Settings
+from kernelgen.model.providers import make_provider
+from kernelgen.model.providers.base import Completion
+from kernelgen.model.providers.replay import ReplayProvider
+from kernelgen.task.results import CaseResult
 from kernelgen.tritonbench.compare import compare_results
 from kernelgen.tritonbench.evaluate import check_accuracy, evaluate_operator, track_summary
 from kernelgen.tritonbench.generate import request_for
 from kernelgen.tritonbench.goldens import golden_answer
-from kernelgen.tritonbench.runtime import wrapper
+from kernelgen.gpu.function import wrapper
 from kernelgen.tritonbench.speedup import describe_case, perf_arguments
 
 CPU = Settings(target="sm_90", gpu=False)
@@ -118,7 +118,7 @@ def test_unseeded_tests_see_the_same_draws_on_both_sides(sample):
 
 
 def test_the_accuracy_job_crosses_the_executors_process_boundary(sample):
-    from kernelgen.executor import Executor
+    from kernelgen.gpu.executor import Executor
     from kernelgen.tritonbench.evaluate import accuracy_job
 
     with Executor() as executor:

@@ -536,8 +536,8 @@ def test_an_upstream_like_checkout_lists_every_operator(sample, tmp_path, capsys
 
 
 def test_an_operator_without_perf_results_is_evaluated_and_says_why_it_has_no_speedup(sample, tmp_path):
-    from kernelgen.pipeline import Settings
-    from kernelgen.providers import make_provider
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.model.providers import make_provider
     from kernelgen.tritonbench.evaluate import evaluate_operator
     from kernelgen.tritonbench.speedup import measure_speedup
     from kernelgen.tritonbench.goldens import golden_answer

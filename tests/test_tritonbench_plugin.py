@@ -20,7 +20,7 @@ CASE = "from kernelgen.tritonbench.pytest_plugin import run_tritonbench_case as 
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     monkeypatch.delenv("KERNELGEN_TRITONBENCH_ROOT", raising=False)
-    pytester.makeconftest('pytest_plugins = ["kernelgen.pytest_plugin"]\n')
+    pytester.makeconftest('pytest_plugins = ["kernelgen.harness.plugin"]\n')
     pytester.makeini("[pytest]\naddopts = --strict-markers\nmarkers =\n    tritonbench: t\n    pipeline: p\n")
     pytester.makepyfile(test_track=CASE)
     return pytester

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from kernelgen.errors import HostError, SchemaError
 from kernelgen.tritonbench.generate import module_source
 from kernelgen.tritonbench.goldens import golden_answer
-from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
+from kernelgen.gpu.function import unfilled_outputs, wrapper
 
 
 
@@ -84,7 +84,7 @@ def test_a_bad_ast_fails_when_the_module_is_imported():
 
 
 def test_unfilled_outputs_is_scoped():
-    from kernelgen.tritonbench.runtime import _fill_outputs
+    from kernelgen.gpu.function import _fill_outputs
 
     with unfilled_outputs():
         assert _fill_outputs.get() is False
@@ -116,7 +116,7 @@ def test_repeated_gpu_calls_reuse_the_launch_with_their_own_tensors(imported):
 
 @pytest.mark.gpu
 def test_a_repeated_signature_replays_its_prepared_launch_on_each_calls_data():
-    """Calls that repeat a signature run through the prepared launch (kernelgen.call_replay):
+    """Calls that repeat a signature run through the prepared launch (kernelgen.host.call_replay):
     each result is its own call's, and what binding reads of a tensor's value, an ``out=``,
     or a misaligned tensor is handled as the first call of the signature handles it."""
     sub = wrapper(golden_answer("sub"), "sub")

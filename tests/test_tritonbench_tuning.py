@@ -15,18 +15,18 @@ import torch
 from golden_edits import pinned
 
 from kernelgen.errors import Diagnostic, WrongResult
-from kernelgen.parse import parse_kernel
-from kernelgen.pipeline import Settings
-from kernelgen.providers import make_provider
-from kernelgen.results import CaseResult
+from kernelgen.lang.parse import parse_kernel
+from kernelgen.harness.pipeline import Settings
+from kernelgen.model.providers import make_provider
+from kernelgen.task.results import CaseResult
 from kernelgen.tritonbench.evaluate import evaluate_operator, track_summary
 from kernelgen.tritonbench.goldens import golden_answer
 from kernelgen.tritonbench.perf_script import PerfCase, PerfTensor
-from kernelgen.tritonbench.runtime import KernelFunction, wrapper
+from kernelgen.gpu.function import KernelFunction, wrapper
 from kernelgen.tritonbench.speedup import PerfPoint, SpeedupResult
 from kernelgen.tritonbench.tuning import (OperatorTuning, PerfBucket, cpu_verify, make_verify, perf_buckets,
                                           tune_operator)
-from kernelgen.tune import (NO_VARIANT, Candidate, Choice, Config, Timed, TuneCache, Variant, bucket_label,
+from kernelgen.gpu.tune import (NO_VARIANT, Candidate, Choice, Config, Timed, TuneCache, Variant, bucket_label,
                             cached_tune, kernel_hash, search_space, size_bucket)
 
 
@@ -333,8 +333,8 @@ def test_kg_tune_in_cpu_mode_leaves_the_case_untuned(sample):
 def test_a_sample_operator_tunes_per_bucket_end_to_end(sample, tmp_path, monkeypatch):
     """relu on the GPU: every perf size its own bucket, tuned (cold cache), verified, cached; the
     speedup stage times each size as tuned and as written."""
-    from kernelgen.devices import executor_env, worker_gpu
-    from kernelgen.executor import Executor
+    from kernelgen.gpu.devices import executor_env, worker_gpu
+    from kernelgen.gpu.executor import Executor
 
     monkeypatch.setenv("KERNELGEN_CACHE_DIR", str(tmp_path))
     operator = sample.operator("relu")

@@ -1,4 +1,4 @@
-"""Autotuning (kernelgen.tune): the search space from golden kernels, pruning by the checker,
+"""Autotuning (kernelgen.gpu.tune): the search space from golden kernels, pruning by the checker,
 by threads and by the shared-memory limit (compiled for sm_90: no GPU needed), the fallback when
 the fastest configuration fails verification (verified by the CPU interpreter through the
 selection's verify parameter), the choice cache, ``kernelgen tune`` and the options; on a GPU,
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from kernelgen import language as L
+from kernelgen.lang import nodes as L
 from kernelgen.cli import main as cli_main
 from kernelgen.errors import Diagnostic, WrongResult
-from kernelgen.parse import kernel_from_obj, kernel_to_json
-from kernelgen.pipeline import verify_cpu
-from kernelgen.results import CaseResult, Timing, Tuning
-from kernelgen.tasks import get_task
-from kernelgen.tune import (FULL_MAX, QUICK_MAX, Candidate, Choice, Config, Timed, TuneCache, prune, search,
+from kernelgen.lang.parse import kernel_from_obj, kernel_to_json
+from kernelgen.harness.pipeline import verify_cpu
+from kernelgen.task.results import CaseResult, Timing, Tuning
+from kernelgen.task.spec import get_task
+from kernelgen.gpu.tune import (FULL_MAX, QUICK_MAX, Candidate, Choice, Config, Timed, TuneCache, prune, search,
                             search_space, select, shared_memory_problem, size_bucket, tune)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -262,7 +262,7 @@ def timed_case(task: str, eager: float, kernel: float, as_written: float | None,
 
 
 def test_the_summary_shows_as_written_tuned_compiled_and_tuning_time() -> None:
-    from kernelgen.pytest_plugin import summarize
+    from kernelgen.harness.plugin import summarize
 
     cases = [timed_case("a", 1.0, 0.5, 1.0, 1.0), timed_case("b", 1.0, 2.0, None, None)]
     lines = summarize(cases)
@@ -302,7 +302,7 @@ def test_the_choice_and_both_times_reach_the_results_file_allure_and_wandb() -> 
 
 
 def test_the_torch_compile_baseline_records_its_mode_and_compile_time_or_why_it_failed() -> None:
-    from kernelgen.gpu_case import record_compiled_baseline
+    from kernelgen.gpu.case import record_compiled_baseline
 
     extra: dict = {}
     record_compiled_baseline(extra, {"compiled_ms": [0.1], "compiled_mode": "max-autotune-no-cudagraphs",
@@ -322,9 +322,9 @@ def test_the_torch_compile_baseline_records_its_mode_and_compile_time_or_why_it_
 @pytest.mark.gpu
 @pytest.mark.parametrize("task_id", ["matmul_f16", "softmax_f16"])
 def test_golden_kernels_tune_and_time_against_torch_compile(task_id: str, tmp_path, monkeypatch) -> None:
-    from kernelgen.devices import executor_env, worker_gpu
-    from kernelgen.executor import Executor
-    from kernelgen.pipeline import Settings, evaluate_answer
+    from kernelgen.gpu.devices import executor_env, worker_gpu
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
 
     monkeypatch.setenv("KERNELGEN_CACHE_DIR", str(tmp_path))  # a cold tuning cache, as the budget assumes
     task = get_task(task_id)

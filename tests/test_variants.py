@@ -12,10 +12,10 @@ import torch
 import yaml
 
 from kernelgen.errors import Outcome
-from kernelgen.parse import kernel_to_json
-from kernelgen.pipeline import Settings, evaluate_answer
-from kernelgen.tasks import Task, TaskError, get_task, load_task_file, load_tasks
-from kernelgen.verify import make_inputs
+from kernelgen.lang.parse import kernel_to_json
+from kernelgen.harness.pipeline import Settings, evaluate_answer
+from kernelgen.task.spec import Task, TaskError, get_task, load_task_file, load_tasks
+from kernelgen.task.verify import make_inputs
 
 NEW_TASKS = {"hardswish_generic": "easy", "remainder_int": "easy", "maximum_generic": "easy",
              "sum_dtype": "med", "softmax_dtype": "med", "layer_norm_optional": "med",
@@ -229,7 +229,7 @@ def test_a_kernel_whose_output_dtype_ignores_dtype_is_refused() -> None:
 
 
 def test_the_baseline_answer_of_a_task_with_calls_passes_every_call(tmp_path: Path) -> None:
-    from kernelgen.ablation import evaluate_baseline, interpreter_limitation, reference_answer
+    from kernelgen.baseline.ablation import evaluate_baseline, interpreter_limitation, reference_answer
 
     task = load_task_file(write_task(tmp_path, shift_task()))
     answer = reference_answer(task)
@@ -243,8 +243,8 @@ def test_the_baseline_answer_of_a_task_with_calls_passes_every_call(tmp_path: Pa
 @pytest.mark.gpu
 @pytest.mark.parametrize("task_id", ["softmax_dtype", "linear_optional_bias"])
 def test_every_call_is_verified_and_timed_on_the_gpu(task_id: str) -> None:
-    from kernelgen.compile import default_target
-    from kernelgen.executor import Executor
+    from kernelgen.gpu.compile import default_target
+    from kernelgen.gpu.executor import Executor
 
     task = get_task(task_id)
     with Executor() as executor:
@@ -257,7 +257,7 @@ def test_every_call_is_verified_and_timed_on_the_gpu(task_id: str) -> None:
 
 def test_the_report_names_each_call_and_its_speedup() -> None:
     from kernelgen.report.allure import describe
-    from kernelgen.results import CaseResult, Timing
+    from kernelgen.task.results import CaseResult, Timing
 
     def timing(variant: str, kernel_ms: float) -> Timing:
         return Timing(variant=variant, sizes={"N": 8}, kernel_ms=kernel_ms, eager_ms=2.0, speedup=2.0 / kernel_ms,

@@ -1,4 +1,4 @@
-"""The comparison a case's outputs go through (kernelgen.verify.compare_outputs): each way a
+"""The comparison a case's outputs go through (kernelgen.task.verify.compare_outputs): each way a
 result can be wrong, or game the check, gets its own diagnostic, path and message."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from kernelgen.host import TORCH_DTYPES, torch_dtype
-from kernelgen.tasks import load_tasks
-from kernelgen.verify import compare_outputs
+from kernelgen.host.plan import TORCH_DTYPES, torch_dtype
+from kernelgen.task.spec import load_tasks
+from kernelgen.task.verify import compare_outputs
 
 TASKS = {t.id: t for t in load_tasks()}
 
@@ -74,7 +74,7 @@ def test_a_copy_of_an_input_is_named() -> None:
 def test_the_costly_copy_evidence_is_weighed_only_for_an_output_equal_to_an_input(monkeypatch) -> None:
     """_telling sorts the whole input (torch.unique: 44 s for 1 GB on two CPU threads, which
     timed a correct group_norm out on the H200): an output unlike every input never needs it."""
-    import kernelgen.verify as verify
+    import kernelgen.task.verify as verify
 
     def refuse(value):
         raise AssertionError("_telling ran for an output that equals no input")
@@ -115,9 +115,9 @@ def test_integer_outputs_compare_exactly_even_past_two_to_the_53() -> None:
 def test_domain_bounds_that_are_host_expressions_of_the_sizes() -> None:
     """An index table drawn for a cache of P pages points inside it at every P; offsets are
     nondecreasing ends of ragged groups whose last one is the row count."""
-    from kernelgen import language as L
-    from kernelgen.tasks import Domain
-    from kernelgen.verify import draw_tensor
+    from kernelgen.lang import nodes as L
+    from kernelgen.task.spec import Domain
+    from kernelgen.task.verify import draw_tensor
 
     pages = Domain.model_validate({"kind": "integers", "low": 0, "high": {"op": "sub", "lhs": "P", "rhs": 1}})
     table = L.Input(name="table", dtype="i32", shape=["B", 8])
@@ -135,7 +135,7 @@ def test_guard_bands_are_intact_until_written_in_every_dtype(dtype: str) -> None
     """The band is compared bit for bit with its fill as the dtype holds it: f16 holds -7777 as
     -7776, so a comparison with the Python number (the GPU verdict of every f16 kernel on the
     H200 once) calls an untouched band written."""
-    from kernelgen.verify import guard_fill, guarded, guards_intact
+    from kernelgen.task.verify import guard_fill, guarded, guards_intact
 
     values = torch.arange(6).reshape(2, 3).to(torch_dtype(dtype))
     buffer, view = guarded(values, guard_fill(values.dtype))
@@ -152,7 +152,7 @@ def test_guard_bands_are_intact_until_written_in_every_dtype(dtype: str) -> None
 def test_a_comparison_in_chunks_counts_and_places_mismatches_as_a_whole_one(monkeypatch, chunk: int) -> None:
     """Large outputs compare a chunk at a time (bounded temporaries on the GPU); the count,
     the first mismatch's index and the largest error are those of the whole tensor."""
-    from kernelgen import compare
+    from kernelgen.task import compare
 
     monkeypatch.setattr(compare, "CHUNK_ELEMENTS", chunk)
     want = torch.arange(60.0).reshape(3, 4, 5)

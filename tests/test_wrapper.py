@@ -10,11 +10,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelgen.check import check
+from kernelgen.check.checker import check
 from kernelgen.errors import HostError, SemanticError
-from kernelgen.interpret import interpret
-from kernelgen.parse import kernel_from_obj, kernel_to_obj
-from kernelgen.wrapper import bind_arguments, bind_call, broadcast_shape, call_kernel
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj, kernel_to_obj
+from kernelgen.host.wrapper import bind_arguments, bind_call, broadcast_shape, call_kernel
 
 
 def elementwise_sub() -> dict:
@@ -229,7 +229,7 @@ ARGUMENT_KINDS = [torch.randn(3, dtype=F16), torch.randn(3, dtype=F32), torch.ra
 def test_a_remembered_binding_is_the_one_promotion_gives_each_time(calls):
     """bind_dtypes remembers each call signature's binding: any sequence of calls on one kernel
     binds every call as a fresh promotion does, and a call it refuses is refused every time."""
-    from kernelgen.wrapper import _bind_dtypes, bind_dtypes
+    from kernelgen.host.wrapper import _bind_dtypes, bind_dtypes
 
     kernel = kernel_from_obj(generic_add(["f32", "f64", "bf16"]))
     for x, y in calls:
@@ -395,7 +395,7 @@ def test_an_optional_tensor_is_a_compile_time_presence_flag(bias):
 
 
 def test_each_presence_pattern_lowers_to_its_own_kernel():
-    from kernelgen.lower import lower
+    from kernelgen.lower.lowering import lower
 
     kernel = kernel_from_obj(optional_bias())
     absent, present = (lower(check(kernel, {"HAS_BIAS": flag}, {"T": "f32"})).ttir for flag in (0, 1))

@@ -2,4 +2,4 @@
 backward passes, decode-time attention: tasks where speed needs the whole language) through
 the constrained AST pipeline: one case per task file in this folder and sample."""
 
-from kernelgen.pytest_plugin import run_pipeline_case as test_pipeline  # noqa: F401
+from kernelgen.harness.plugin import run_pipeline_case as test_pipeline  # noqa: F401

@@ -13,7 +13,7 @@ from kernelgen.commands import UsageError
 from kernelgen.errors import Diagnostic, KernelgenError
 
 if TYPE_CHECKING:
-    from kernelgen.language import Kernel
+    from kernelgen.lang.nodes import Kernel
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,8 +58,8 @@ def read_source(file: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.check import check
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.lang.parse import parse_kernel
 
     meta = parse_assignments(args.meta, "meta")
     diagnostics: list[Diagnostic] = []

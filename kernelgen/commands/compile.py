@@ -1,7 +1,7 @@
 """``kernelgen compile FILE --target sm_90 --emit ptx``: compile a kernel AST and print one stage's
 output (TTIR, TTGIR, LLVM IR, PTX) or write its cubin; ``--facts`` prints what the compiler made
 of it instead (registers, spills, shared memory, vectorized accesses, tensor cores, occupancy:
-:mod:`kernelgen.facts`), the facts the optimization rounds show a model."""
+:mod:`kernelgen.gpu.facts`), the facts the optimization rounds show a model."""
 
 from __future__ import annotations
 
@@ -39,10 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.check import check
-    from kernelgen.checked import launches_of
-    from kernelgen.compile import compile_kernel
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.check.checked import launches_of
+    from kernelgen.gpu.compile import compile_kernel
+    from kernelgen.lang.parse import parse_kernel
 
     meta = parse_assignments(args.meta, "meta")
     if args.emit == "cubin" and args.output is None and sys.stdout.isatty():
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     compiled = [compile_kernel(each, target=args.target, num_warps=args.num_warps, num_stages=args.num_stages,
                                divisible_by_16=args.divisible_by_16, cache=not args.no_cache) for each in launches]
     if args.facts:
-        from kernelgen.facts import document_facts, format_facts
+        from kernelgen.gpu.facts import document_facts, format_facts
 
         result: str | bytes = "\n".join(format_facts(document_facts(compiled if len(compiled) > 1 else compiled[0])))
         result += "\n"

@@ -22,9 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.check import check
-    from kernelgen.emit import emit_triton
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.emit.module import emit_triton
+    from kernelgen.lang.parse import parse_kernel
 
     kernel = parse_kernel(read_source(args.file))
     dtypes: dict[str, str] = {}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from kernelgen.errors import KernelgenError
 
 if TYPE_CHECKING:
-    from kernelgen.providers.base import GenerationRequest
+    from kernelgen.model.providers.base import GenerationRequest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +51,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _request(args: argparse.Namespace) -> GenerationRequest:
-    from kernelgen.generation import prompt_request, task_request
-    from kernelgen.providers.base import Sampling
-    from kernelgen.tasks import get_task
+    from kernelgen.model.generation import prompt_request, task_request
+    from kernelgen.model.providers.base import Sampling
+    from kernelgen.task.spec import get_task
 
     if (args.task is None) == (args.prompt is None):
         raise KernelgenError("give either --task ID or a prompt, not both or neither", code="bad_argument")
@@ -67,10 +67,10 @@ def _request(args: argparse.Namespace) -> GenerationRequest:
 
 def run(args: argparse.Namespace) -> int:
     from kernelgen.env import generation_cache_dir
-    from kernelgen.generation import GenerationCache, generate_samples
-    from kernelgen.grammar import validate_answer
-    from kernelgen.providers import ProviderOptions, make_provider
-    from kernelgen.providers.base import RetryPolicy
+    from kernelgen.model.generation import GenerationCache, generate_samples
+    from kernelgen.model.grammar import validate_answer
+    from kernelgen.model.providers import ProviderOptions, make_provider
+    from kernelgen.model.providers.base import RetryPolicy
 
     request = _request(args)
     options = ProviderOptions(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,

@@ -17,10 +17,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.check import check
-    from kernelgen.inputs import random_inputs
-    from kernelgen.interpret import interpret
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.host.inputs import random_inputs
+    from kernelgen.interp.execute import interpret
+    from kernelgen.lang.parse import parse_kernel
 
     checked = check(parse_kernel(read_source(args.file)), parse_assignments(args.meta, "meta"))
     inputs = random_inputs(checked.kernel, parse_sizes(args.size, checked.kernel), seed=args.seed)

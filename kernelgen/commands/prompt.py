@@ -11,7 +11,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.prompt import (SYSTEM_PROMPT_TOKEN_BUDGET, bytes_estimate, count_tokens, language_reference,
+    from kernelgen.model.prompt import (SYSTEM_PROMPT_TOKEN_BUDGET, bytes_estimate, count_tokens, language_reference,
                                   task_messages)
 
     system = task_messages("")[0].content

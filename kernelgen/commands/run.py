@@ -35,15 +35,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from kernelgen.check import check
-    from kernelgen.compare import TOLERANCES, Tolerance, compare_tensors
-    from kernelgen.compile import DEFAULT_TARGET, compile_document
-    from kernelgen.executor import Executor
-    from kernelgen.host import plan_sequence
-    from kernelgen.inputs import random_inputs
-    from kernelgen.interpret import interpret
-    from kernelgen.launch import device_target, prepare_gpu, run_on_gpu
-    from kernelgen.parse import parse_kernel
+    from kernelgen.check.checker import check
+    from kernelgen.task.compare import TOLERANCES, Tolerance, compare_tensors
+    from kernelgen.gpu.compile import DEFAULT_TARGET, compile_document
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.host.plan import plan_sequence
+    from kernelgen.host.inputs import random_inputs
+    from kernelgen.interp.execute import interpret
+    from kernelgen.gpu.launch import device_target, prepare_gpu, run_on_gpu
+    from kernelgen.lang.parse import parse_kernel
 
     checked = check(parse_kernel(read_source(args.file)), parse_assignments(args.meta, "meta"))
     inputs = random_inputs(checked.kernel, parse_sizes(args.size, checked.kernel), seed=args.seed)

@@ -11,7 +11,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.schema import kernel_schema, schema_text
+    from kernelgen.lang.schema import kernel_schema, schema_text
 
     print(json.dumps(kernel_schema(), indent=2) if args.pretty else schema_text())
     return 0

@@ -1,5 +1,5 @@
 """``kernelgen serve --model PATH``: an OpenAI-compatible server with JSON-schema constrained
-decoding (and the ``/generate`` + ``/status`` protocol), see :mod:`kernelgen.serve`."""
+decoding (and the ``/generate`` + ``/status`` protocol), see :mod:`kernelgen.model.serve`."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kernelgen.errors import require
-    from kernelgen.serve import create_app, load_backend
+    from kernelgen.model.serve import create_app, load_backend
 
     uvicorn = require("uvicorn", "kernelgen serve", "serve")
     model_path = args.model.expanduser().resolve()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kernelgen.metrics import TIERS
+from kernelgen.task.metrics import TIERS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.tasks import load_tasks
+    from kernelgen.task.spec import load_tasks
 
     tasks = load_tasks(args.tier)
     if args.json:

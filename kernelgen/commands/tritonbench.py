@@ -85,11 +85,11 @@ def configure_generate(parser: argparse.ArgumentParser) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from kernelgen.compile import default_target
+    from kernelgen.gpu.compile import default_target
     from kernelgen.env import generation_cache_dir
     from kernelgen.errors import KernelgenError
-    from kernelgen.generation import GenerationCache
-    from kernelgen.providers import ProviderOptions, make_provider
+    from kernelgen.model.generation import GenerationCache
+    from kernelgen.model.providers import ProviderOptions, make_provider
     from kernelgen.tritonbench import load_tritonbench
     from kernelgen.tritonbench.generate import Generation, generate_all
 

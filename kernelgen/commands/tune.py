@@ -1,5 +1,5 @@
 """``kernelgen tune FILE --size N=4096 [--task ID] [--target sm_90] [--mode quick|full]``: the
-autotuning of :mod:`kernelgen.tune` for one kernel AST.
+autotuning of :mod:`kernelgen.gpu.tune` for one kernel AST.
 
 Everywhere it prints the search space and what pruning drops (the checker, fewer elements than
 threads, compile failures and the target's shared-memory limit: compiling needs no GPU). On a
@@ -31,19 +31,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelgen.compile import divisible_params, resolve_options
-    from kernelgen.check import check
-    from kernelgen.host import plan_for_sizes
-    from kernelgen.parse import parse_kernel
-    from kernelgen.devices import gpu_unavailable_reason
-    from kernelgen.tune import describe, prune, search, search_space
+    from kernelgen.gpu.compile import divisible_params, resolve_options
+    from kernelgen.check.checker import check
+    from kernelgen.host.plan import plan_for_sizes
+    from kernelgen.lang.parse import parse_kernel
+    from kernelgen.gpu.devices import gpu_unavailable_reason
+    from kernelgen.gpu.tune import describe, prune, search, search_space
 
     answer = read_source(args.file)
     kernel = parse_kernel(answer)
     checked = check(kernel)
     if kernel.is_program:
         print(f"{args.file}: a program of {len(kernel.launches)} launches is not tuned (it runs as written; "
-              "see kernelgen.tune)")
+              "see kernelgen.gpu.tune)")
         return 0
     target = resolve_options(checked, args.target, None, 3).target
     sizes = parse_assignments(args.size, "size")
@@ -68,10 +68,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _tune_on_gpu(task_id: str, answer: str, sizes: dict[str, int], target: str, mode: str) -> int:
     """The benchmark's own path for one answer: verify as written, tune, time; print the choice."""
-    from kernelgen.devices import executor_env, worker_gpu
-    from kernelgen.executor import Executor
-    from kernelgen.pipeline import Settings, evaluate_answer
-    from kernelgen.tasks import get_task
+    from kernelgen.gpu.devices import executor_env, worker_gpu
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.task.spec import get_task
 
     task = get_task(task_id)
     if sizes:

@@ -26,9 +26,9 @@ import platform
 from pathlib import Path
 from typing import Any, Sequence
 
-from kernelgen.devices import Gpu
+from kernelgen.gpu.devices import Gpu
 from kernelgen.errors import Outcome, require
-from kernelgen.results import CaseResult
+from kernelgen.task.results import CaseResult
 
 CATEGORY_NAMES: dict[Outcome, str] = {
     Outcome.SCHEMA_ERROR: "Schema errors: the answer is not a kernel AST",

@@ -1,9 +1,9 @@
 """Comparing benchmark runs: their scores side by side, and the tasks that changed.
 
-For each run, the terminal summary of the plugin (:func:`kernelgen.pytest_plugin.summarize`:
+For each run, the terminal summary of the plugin (:func:`kernelgen.harness.plugin.summarize`:
 outcomes per tier, pass@k, fast_1, geometric mean); then one table of the scores of every run
 per tier and track (pass rate, pass@1 and pass@k, fast_0, fast_1 and fast_1.5 with failures in
-the denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.metrics`); then
+the denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.task.metrics`); then
 the tasks whose outcome or speedup differs between the runs that all have them, and the tasks
 missing from a run. A task is scored per (track, task, sample): the pipeline's and the
 baseline's cases of one task are two tasks, never two samples. A merged run compares like any
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Sequence
 
 from kernelgen.errors import KernelgenError
-from kernelgen.metrics import FAST_P_THRESHOLDS, by_tier, geomean_speedup, max_samples, score, tier_key
-from kernelgen.results import TRACKS
-from kernelgen.progress import progress
+from kernelgen.task.metrics import FAST_P_THRESHOLDS, by_tier, geomean_speedup, max_samples, score, tier_key
+from kernelgen.task.results import TRACKS
+from kernelgen.harness.progress import progress
 from kernelgen.report.store import StoredCase, read_run
 
 DEFAULT_SPEEDUP_CHANGE = 0.10
@@ -209,7 +209,7 @@ def task_changes(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_CH
 
 def compare_lines(runs: Sequence[Run], speedup_change: float = DEFAULT_SPEEDUP_CHANGE) -> list[str]:
     """The whole comparison, as the lines ``kernelgen report compare`` prints."""
-    from kernelgen.pytest_plugin import summarize
+    from kernelgen.harness.plugin import summarize
 
     lines: list[str] = []
     for run in runs:

@@ -5,7 +5,7 @@ files over all of their cases and exits 0 (within the limits), 1 (the gate faile
 usage or input), so that any CI system can stop on a regression without parsing text.
 
 What it compares, each over all cases of a run (the ``all`` row of ``kernelgen report
-compare``; the scores are :mod:`kernelgen.metrics`'s):
+compare``; the scores are :mod:`kernelgen.task.metrics`'s):
 
 * **pass-rate drop**, in *percentage points* (absolute): ``100 x (base pass rate - new pass
   rate)``. A baseline at 82% and a run at 80% dropped 2 points. Absolute, because a pass rate
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from kernelgen.errors import KernelgenError
-from kernelgen.metrics import geomean_speedup, score, tier_key
+from kernelgen.task.metrics import geomean_speedup, score, tier_key
 from kernelgen.report.compare import ABSENT, Run, format_table, score_table
 from kernelgen.report.store import StoredCase
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Sequence
 
 from kernelgen.errors import KernelgenError
-from kernelgen.metrics import tier_key
-from kernelgen.progress import progress
+from kernelgen.task.metrics import tier_key
+from kernelgen.harness.progress import progress
 from kernelgen.report.allure import format_properties, parse_properties
 from kernelgen.report.store import StoredCase, artifacts_dir, case_key, read_run, write_atomically
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from kernelgen.errors import require
-from kernelgen.metrics import by_tier, score, tier_key
+from kernelgen.task.metrics import by_tier, score, tier_key
 
 if TYPE_CHECKING:
     from kernelgen.report.compare import Run

@@ -1,4 +1,4 @@
-"""The pytest side of reports and scale, loaded by :mod:`kernelgen.pytest_plugin`.
+"""The pytest side of reports and scale, loaded by :mod:`kernelgen.harness.plugin`.
 
 Options: ``--kg-results PATH`` (the results store), ``--wandb off|offline|online``, ``--shard
 i/n``; Allure comes with allure-pytest's ``--alluredir``.
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kernelgen.errors import KernelgenError
-from kernelgen.results import CaseResult
+from kernelgen.task.results import CaseResult
 
 if TYPE_CHECKING:
-    from kernelgen.sharding import Shard
+    from kernelgen.harness.sharding import Shard
 
 ARTIFACTS_ATTRIBUTE = "kernelgen_artifacts"
 _ARTIFACTS = pytest.StashKey[dict]()
@@ -70,7 +70,7 @@ def _alluredir(config: pytest.Config) -> Path | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from kernelgen.report.wandb_run import resolve_mode
-    from kernelgen.sharding import parse_shard
+    from kernelgen.harness.sharding import parse_shard
 
     try:
         shard = parse_shard(config.getoption("kg_shard")) if config.getoption("kg_shard") else None
@@ -99,7 +99,7 @@ class CaseReporting:
 
     @pytest.hookimpl
     def pytest_kernelgen_case_result(self, config: pytest.Config, item: pytest.Item, result: CaseResult) -> None:
-        from kernelgen.devices import gpu_record, worker_gpu
+        from kernelgen.gpu.devices import gpu_record, worker_gpu
 
         if result.mode == "gpu":
             result.extra["gpu"] = gpu_record(worker_gpu())
@@ -133,7 +133,7 @@ class ShardFilter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        from kernelgen.sharding import select
+        from kernelgen.harness.sharding import select
 
         kept, dropped = select(items, self.key, self.shard)
         if dropped:
@@ -145,7 +145,7 @@ class RunReports:
     """In the controller: the results store and W&B per case; Allure's session files at the end."""
 
     def __init__(self, config: pytest.Config, wandb_mode: str, wandb_note: str | None) -> None:
-        from kernelgen.pytest_plugin import run_options
+        from kernelgen.harness.plugin import run_options
 
         self.config = config
         self.results: list[CaseResult] = []
@@ -168,7 +168,7 @@ class RunReports:
                 "base_url": options.base_url, "shard": config.getoption("kg_shard")})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from kernelgen.pytest_plugin import RESULT_KEY
+        from kernelgen.harness.plugin import RESULT_KEY
 
         if report.when != "call":
             return
@@ -207,7 +207,7 @@ class RunReports:
                 self.notes.append(f"W&B: {mode} run in {folder}{sync}")
         alluredir = _alluredir(self.config)
         if alluredir is not None and self.results:
-            from kernelgen.devices import list_gpus
+            from kernelgen.gpu.devices import list_gpus
             from kernelgen.report.allure import write_session_files
 
             write_session_files(alluredir, self.results, list_gpus())
@@ -222,7 +222,7 @@ class RunReports:
 
 def gpu_assignment(results: list[CaseResult]) -> list[str]:
     """Which GPU each worker ran its cases on (GPU runs only): one line per worker."""
-    from kernelgen.devices import worker_index
+    from kernelgen.gpu.devices import worker_index
 
     counts: dict[tuple[str, Any, Any], int] = {}
     for result in results:

@@ -8,7 +8,7 @@ Layout for ``--kg-results runs/a.jsonl``::
 Why JSON Lines and not SQLite: a run is written once, case by case, and then only read. JSON
 Lines is append-only (a run that dies midway keeps every finished case, each line flushed as it
 is written), streamable, diffable and greppable; the shards of a run merge by concatenation;
-its schema is the :class:`~kernelgen.results.CaseResult` model, so there is no migration step
+its schema is the :class:`~kernelgen.task.results.CaseResult` model, so there is no migration step
 (older lines read with the model's defaults). What SQLite adds, queries, ``kernelgen report
 compare`` does in Python over a few thousand cases in milliseconds.
 
@@ -33,7 +33,7 @@ from typing import IO, Iterator
 from pydantic import Field, ValidationError
 
 from kernelgen.errors import Diagnostic, KernelgenError
-from kernelgen.results import CaseResult
+from kernelgen.task.results import CaseResult
 
 ARTIFACT_SUFFIXES = {"prompt": ".txt", "answer": ".txt", "ast": ".json", "ttir": ".ttir", "ptx": ".ptx",
                      "times": ".txt"}

@@ -28,8 +28,8 @@ from typing import Any, Sequence
 
 from kernelgen.env import getenv
 from kernelgen.errors import KernelgenError, require
-from kernelgen.metrics import FAST_P_THRESHOLDS, by_tier, max_samples, score
-from kernelgen.results import CaseResult
+from kernelgen.task.metrics import FAST_P_THRESHOLDS, by_tier, max_samples, score
+from kernelgen.task.results import CaseResult
 
 MODES = ("off", "offline", "online")
 # WANDB_MODE's values (wandb's own, old ones included) as our modes.

@@ -17,7 +17,7 @@ from kernelgen.tritonbench.compare import compare_results
 from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
 
 if TYPE_CHECKING:
-    from kernelgen.tune import Config
+    from kernelgen.gpu.tune import Config
 
 
 def seed_everything(seed: int) -> None:
@@ -81,8 +81,8 @@ def check_accuracy(operator: Operator, candidate: Callable[..., Any], device: st
     not returned: the process that saw it cannot run anything else."""
     import torch
 
-    from kernelgen.executor import poisons_process
-    from kernelgen.launch import cuda_errors
+    from kernelgen.gpu.executor import poisons_process
+    from kernelgen.gpu.launch import cuda_errors
 
     reference_namespace = load_reference_namespace(operator, device)
     try:
@@ -116,7 +116,7 @@ def accuracy_job(operator: Operator, ast_json: str, seed: int, device: str = "cu
                  force: Config | None = None) -> Accuracy:
     """In the executor's child: the accuracy of the kernel's wrapper (on the GPU: ``cuda``;
     ``force``: a tuning candidate's configuration on every call)."""
-    from kernelgen.tritonbench.runtime import wrapper
+    from kernelgen.gpu.function import wrapper
 
     return check_accuracy(operator, wrapper(ast_json, operator.wrapper, force=force), device, seed)
 

@@ -14,7 +14,7 @@ from typing import Any
 from kernelgen.errors import Diagnostic
 
 # float64 results (a reference called with dtype=torch.float64); the project's table of
-# tolerances (kernelgen.tasks.DEFAULT_TOLERANCE) covers the language's dtypes only.
+# tolerances (kernelgen.task.spec.DEFAULT_TOLERANCE) covers the language's dtypes only.
 F64_TOLERANCE = (1e-7, 1e-7)
 
 
@@ -23,8 +23,8 @@ def _tolerance(dtype: Any) -> tuple[float, float] | None:
     """(rtol, atol) for a floating or complex torch dtype; None for exact comparison."""
     import torch
 
-    from kernelgen.host import dtype_name
-    from kernelgen.tasks import DEFAULT_TOLERANCE
+    from kernelgen.host.plan import dtype_name
+    from kernelgen.task.spec import DEFAULT_TOLERANCE
 
     if dtype.is_complex:
         dtype = dtype.to_real()
@@ -87,7 +87,7 @@ def _as_accurate(want: Any, got: Any, truth: Any, rtol: float, atol: float) -> A
 
 
 def _compare_numbers(expected: Any, actual: Any, path: str) -> list[Diagnostic]:
-    from kernelgen.tasks import DEFAULT_TOLERANCE
+    from kernelgen.task.spec import DEFAULT_TOLERANCE
 
     if isinstance(expected, float):
         # A Python float among a test's results is almost always .item() of a float32 tensor.

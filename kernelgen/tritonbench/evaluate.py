@@ -5,7 +5,7 @@
 * **Execution accuracy**: every test case's result (tensors, tuples, numbers, strings) equals the
   reference's, the two runs seeded identically just before the test function (the dataset's
   tests draw unseeded random inputs). Tensors are compared with ``allclose`` and the project's
-  dtype tolerances (:data:`kernelgen.tasks.DEFAULT_TOLERANCE`), after checking that kind, shape
+  dtype tolerances (:data:`kernelgen.task.spec.DEFAULT_TOLERANCE`), after checking that kind, shape
   and dtype agree; a Python number must come back as a Python number of the same type. Never
   as printed text: TritonBench's own ``1_exe_acc.py`` compares stdout, where ``tensor([...])``
   rounds to 4 digits (too loose and too strict at once), and where a test part that prints
@@ -17,7 +17,7 @@
   wrapper that refuses the perf calls' dtypes or shapes is named without a GPU.
 
 :func:`evaluate_operator` runs the whole case (answer, parse, check, compile, both accuracies,
-speedup) into a :class:`~kernelgen.results.CaseResult` of track ``tritonbench``; on a GPU the
+speedup) into a :class:`~kernelgen.task.results.CaseResult` of track ``tritonbench``; on a GPU the
 runs happen in the executor's child, so a faulting kernel fails this operator only.
 :func:`track_summary` aggregates the results.
 """
@@ -28,15 +28,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kernelgen.errors import KernelgenError, Outcome
-from kernelgen.metrics import geometric_mean
-from kernelgen.results import CaseResult, GenerationInfo
+from kernelgen.task.metrics import geometric_mean
+from kernelgen.task.results import CaseResult, GenerationInfo
 from kernelgen.tritonbench.accuracy import Accuracy, CallFailure, accuracy_job, check_accuracy  # noqa: F401
 from kernelgen.tritonbench.loader import Operator
 
 if TYPE_CHECKING:
-    from kernelgen.generation import GenerationCache
-    from kernelgen.pipeline import Settings
-    from kernelgen.providers.base import Provider, Sampling
+    from kernelgen.model.generation import GenerationCache
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.model.providers.base import Provider, Sampling
     from kernelgen.tritonbench.generate import PromptKind
 
 TRACK = "tritonbench"
@@ -55,7 +55,7 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
     operator or a crash of kernelgen itself (see :class:`CaseResult`'s outcome, stage and
     diagnostics)."""
     from kernelgen.tritonbench.generate import answer_for, build_kernel, generation_info, instruction
-    from kernelgen.tritonbench.runtime import wrapper
+    from kernelgen.gpu.function import wrapper
 
     start = time.perf_counter()
     artifacts = {"prompt": instruction(operator, prompt_kind)}

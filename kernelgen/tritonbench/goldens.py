@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelgen.errors import Diagnostic, KernelgenError, Outcome
-from kernelgen.tasks import bench_root
+from kernelgen.task.spec import bench_root
 
 
 class UnsupportedOperator(KernelgenError):

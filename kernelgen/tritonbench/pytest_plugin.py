@@ -1,6 +1,6 @@
 """The TritonBench-T track as pytest cases: one per operator of a checkout, and a summary.
 
-kernelgen's main plugin (:mod:`kernelgen.pytest_plugin`) registers this module, so it also runs
+kernelgen's main plugin (:mod:`kernelgen.harness.plugin`) registers this module, so it also runs
 on an xdist controller (which collects nothing); the module adds its options to the main
 plugin's option group itself, so the main plugin never imports it (this module imports the
 main one, for its session and reporting). The
@@ -13,7 +13,7 @@ provider (``--llm``; ``reference``: the golden ASTs), sampling and generation ca
 :func:`~kernelgen.tritonbench.evaluate.evaluate_operator` with the main plugin's settings
 (``--kg-mode``, ``--target``, ``--kg-seed``, ``--kg-timeout``) and its executor. It passes
 when the operator has call and execution accuracy; an unsupported operator fails with outcome
-``unsupported`` and the reason. Its :class:`~kernelgen.results.CaseResult` (track
+``unsupported`` and the reason. Its :class:`~kernelgen.task.results.CaseResult` (track
 ``tritonbench``) goes into the report's user properties under the main plugin's key, for the
 results store, Allure and the summaries.
 """
@@ -79,7 +79,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def run_tritonbench_case(tritonbench_operator: str, request: pytest.FixtureRequest) -> None:
     """One operator, scored (re-exported by ``bench/tritonbench/test_tritonbench.py``)."""
-    from kernelgen.pytest_plugin import asking_the_model, report_case
+    from kernelgen.harness.plugin import asking_the_model, report_case
     from kernelgen.tritonbench.evaluate import evaluate_operator
 
     config = request.config
@@ -109,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    from kernelgen.pytest_plugin import RESULT_KEY
+    from kernelgen.harness.plugin import RESULT_KEY
 
     if report.when != "call":
         return
@@ -117,7 +117,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from kernelgen.results import CaseResult
+    from kernelgen.task.results import CaseResult
     from kernelgen.tritonbench.evaluate import track_summary
 
     lines = track_summary([CaseResult.model_validate_json(value) for value in _results])

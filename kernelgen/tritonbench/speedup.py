@@ -12,8 +12,8 @@ operator (:attr:`Perf.call`: ``logsumexp(case[0], dim=0)``). Per size, in the ex
    truth as the reference is (large reductions with cancellation, which no fixed tolerance
    judges fairly at perf sizes);
 2. both are timed with CUDA events, the L2 cache flushed before each repetition, after a
-   warm-up, as :mod:`kernelgen.gpu_case` times tasks; the median counts. Our outputs are not
-   pre-filled with NaN while timed (:func:`~kernelgen.tritonbench.runtime.unfilled_outputs`):
+   warm-up, as :mod:`kernelgen.gpu.case` times tasks; the median counts. Our outputs are not
+   pre-filled with NaN while timed (:func:`~kernelgen.gpu.function.unfilled_outputs`):
    the reference does not pay for a fill either. Host overhead (binding, planning the launch)
    is part of the time, as the reference's Python is part of its.
 
@@ -34,17 +34,17 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
-from kernelgen.metrics import geometric_mean
+from kernelgen.task.metrics import geometric_mean
 from kernelgen.tritonbench.compare import compare_results
 from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
 from kernelgen.tritonbench.perf_script import PerfCase, PerfInput, PerfObject, PerfScalar, PerfTensor
-from kernelgen.tune import Config
+from kernelgen.gpu.tune import Config
 
 if TYPE_CHECKING:
-    from kernelgen.pipeline import Settings
+    from kernelgen.harness.pipeline import Settings
 
 # Each function is timed for about this long per size (at least MIN_REPETITIONS repetitions,
-# at most kernelgen.gpu_case.REPETITIONS): the perf sizes run from microseconds to seconds.
+# at most kernelgen.gpu.case.REPETITIONS): the perf sizes run from microseconds to seconds.
 TIME_BUDGET_MS = 500.0
 MIN_REPETITIONS = 5
 WARMUP = 3
@@ -87,7 +87,7 @@ class SpeedupResult:
         return geometric_mean(values)
 
     def to_extra(self) -> dict[str, Any]:
-        """The fields a :class:`~kernelgen.results.CaseResult`'s ``extra`` carries."""
+        """The fields a :class:`~kernelgen.task.results.CaseResult`'s ``extra`` carries."""
         extra = {"speedup": self.speedup,
                  "perf": [{**asdict(p), "speedup": p.speedup} for p in self.points],
                  "perf_problems": [d.to_dict() for d in self.problems]}
@@ -170,8 +170,8 @@ def _copies(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[st
 
 
 def _median_ms(function: Any, flush: Any) -> float:
-    from kernelgen.gpu_case import REPETITIONS
-    from kernelgen.timing import event_times
+    from kernelgen.gpu.case import REPETITIONS
+    from kernelgen.gpu.timing import event_times
 
     probe = event_times(function, flush, 1, WARMUP)[0]
     repetitions = max(MIN_REPETITIONS, min(REPETITIONS, int(TIME_BUDGET_MS / max(probe, 1e-3))))
@@ -227,10 +227,10 @@ def perf_job(operator: Operator, ast_json: str, index: int, seed: int,
     module doc) and the reference on one perf case."""
     import torch
 
-    from kernelgen.timing import flush_buffer
-    from kernelgen.launch import cuda_errors
-    from kernelgen.tritonbench.runtime import unfilled_outputs, wrapper
-    from kernelgen.wrapper import bind_call
+    from kernelgen.gpu.timing import flush_buffer
+    from kernelgen.gpu.launch import cuda_errors
+    from kernelgen.gpu.function import unfilled_outputs, wrapper
+    from kernelgen.host.wrapper import bind_call
 
     reference = getattr(load_reference_namespace(operator, "cuda"), operator.wrapper)
     candidate = wrapper(ast_json, operator.wrapper, configs)

@@ -4,11 +4,11 @@ perf-size bucket, as the main track tunes a task's kernel at its bench sizes.
 1. **Buckets.** Each timed call of the perf script is bound as the wrapper binds it, on
    ``meta`` tensors (shapes and dtypes, no memory). Its bucket is the sizes the kernel sees
    (after the wrapper's view), rounded up to powers of two as the tuning cache buckets sizes
-   (:func:`kernelgen.tune.size_bucket`), with the call's variant (choices, presence flags,
-   dtype binding): :func:`kernelgen.tritonbench.runtime.call_bucket`, the one function the
+   (:func:`kernelgen.gpu.tune.size_bucket`), with the call's variant (choices, presence flags,
+   dtype binding): :func:`kernelgen.gpu.function.call_bucket`, the one function the
    wrapper also asks at each call. Perf calls in one bucket share a configuration.
-2. **Search.** Per bucket, :func:`kernelgen.tune.cached_tune`: the kernel's own search space
-   (:func:`kernelgen.tune.search_space`: meta values, ``num_warps``, ``num_stages``), pruned
+2. **Search.** Per bucket, :func:`kernelgen.gpu.tune.cached_tune`: the kernel's own search space
+   (:func:`kernelgen.gpu.tune.search_space`: meta values, ``num_warps``, ``num_stages``), pruned
    and compiled in parallel, each candidate timed as the wrapper (binding and planning
    included, as TritonBench times calls) at the bucket's first perf call.
 3. **Verification.** The fastest is verified like any answer: the operator's own test run with
@@ -34,24 +34,24 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernelgen import language as L
+from kernelgen.lang import nodes as L
 from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
-from kernelgen.parse import parse_kernel
-from kernelgen.results import Tuning
+from kernelgen.lang.parse import parse_kernel
+from kernelgen.task.results import Tuning
 from kernelgen.tritonbench.accuracy import Accuracy, accuracy_job, check_accuracy
 from kernelgen.tritonbench.loader import Operator, load_reference_namespace
-from kernelgen.tritonbench.runtime import KernelFunction, call_bucket, wrapper
+from kernelgen.gpu.function import KernelFunction, call_bucket, wrapper
 from kernelgen.tritonbench.speedup import PERF_TIMEOUT_S, describe_case, disagreement, perf_arguments
-from kernelgen.tune import Candidate, Choice, Config, TuneCache, Variant, bucket_label, cached_tune, choice_lines
+from kernelgen.gpu.tune import Candidate, Choice, Config, TuneCache, Variant, bucket_label, cached_tune, choice_lines
 
 if TYPE_CHECKING:
-    from kernelgen.pipeline import Settings
+    from kernelgen.harness.pipeline import Settings
 
 
 @dataclass(frozen=True)
 class PerfBucket:
     """The perf calls (``cases``, indices into the perf script's cases) that share a tuned
-    configuration: their ``label`` (:func:`kernelgen.tune.bucket_label`), sizes as the first of
+    configuration: their ``label`` (:func:`kernelgen.gpu.tune.bucket_label`), sizes as the first of
     them gives them, variant, and the integer params that first call specializes."""
 
     label: str
@@ -69,9 +69,9 @@ def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket]
     """The operator's perf calls grouped by bucket, in the order of their first call; and the
     calls the kernel cannot take (they run as written, and fail there, in the speedup stage).
     A program of several launches has no buckets: its calls are bound and planned only."""
-    from kernelgen.compile import divisible_params
-    from kernelgen.host import plan_launch, plan_sequence
-    from kernelgen.wrapper import bind_call
+    from kernelgen.gpu.compile import divisible_params
+    from kernelgen.host.plan import plan_launch, plan_sequence
+    from kernelgen.host.wrapper import bind_call
 
     perf = operator.perf
     if perf.problems or perf.cases is None or perf.call is None:
@@ -88,7 +88,7 @@ def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket]
             if variant not in checked_for:
                 checked_for[variant] = variant.check(kernel, Config.as_written(kernel))
             checked = checked_for[variant]
-            if checked.kernel.is_program:  # bound and planned, never tuned (kernelgen.tune's doc)
+            if checked.kernel.is_program:  # bound and planned, never tuned (kernelgen.gpu.tune's doc)
                 plan_sequence(checked, call.args)
                 continue
             divisible = divisible_params(plan_launch(checked, call.args))
@@ -128,7 +128,7 @@ class OperatorTuning:
         return {bucket.label: choice.config for bucket, choice in self.choices if choice.config != choice.as_written}
 
     def record(self) -> dict[str, Any]:
-        """A result's ``extra["tuning"]``: each bucket's :class:`~kernelgen.results.Tuning` fields."""
+        """A result's ``extra["tuning"]``: each bucket's :class:`~kernelgen.task.results.Tuning` fields."""
         return {"mode": self.mode, "seconds": self.seconds,
                 "buckets": [{"bucket": bucket.label, "perf_cases": list(bucket.cases),
                              **Tuning(**choice.record(self.mode)).model_dump()} for bucket, choice in self.choices],
@@ -204,7 +204,7 @@ def agreement_job(operator: Operator, ast_json: str, index: int, seed: int, conf
                   device: str = "cuda") -> list[Diagnostic]:
     """In the executor's child (or in process on the CPU): how the wrapper with ``config`` forced
     differs from the reference on perf call ``index``."""
-    from kernelgen.launch import cuda_errors
+    from kernelgen.gpu.launch import cuda_errors
 
     reference = getattr(load_reference_namespace(operator, device), operator.wrapper)
     args, kwargs = perf_arguments(operator, index, device, seed)
@@ -233,10 +233,10 @@ def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int,
     perf call ``index`` (outputs not NaN-filled, as the speedup stage times it)."""
     import torch
 
-    from kernelgen.gpu_case import TUNE_REPETITIONS, TUNE_WARMUP
-    from kernelgen.launch import cuda_errors
-    from kernelgen.timing import event_times, flush_buffer
-    from kernelgen.tritonbench.runtime import unfilled_outputs
+    from kernelgen.gpu.case import TUNE_REPETITIONS, TUNE_WARMUP
+    from kernelgen.gpu.launch import cuda_errors
+    from kernelgen.gpu.timing import event_times, flush_buffer
+    from kernelgen.gpu.function import unfilled_outputs
 
     key = (operator.name, index, seed)
     if key not in _INPUTS:
@@ -255,7 +255,7 @@ def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int,
 
 def tune_on_gpu(operator: Operator, ast_json: str, settings: Settings) -> OperatorTuning:
     """:func:`tune_operator` with the executor's jobs (a faulting candidate costs its process)."""
-    from kernelgen.tune import gpu_name
+    from kernelgen.gpu.tune import gpu_name
 
     executor, seed = settings.executor, settings.seed
     timeout = max(settings.timeout_s, 120.0)

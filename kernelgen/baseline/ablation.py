@@ -1,0 +1,241 @@
+"""The raw-LLM baseline, judged like the pipeline: same tasks, same shapes, same checks.
+
+The ablation asks a model for Triton Python instead of a kernel AST and measures what the
+constrained pipeline buys. To be fair it differs from the pipeline only where it must: the
+answer goes through :mod:`kernelgen.baseline.answer`'s extraction and static rules instead of the
+parser and checker, and runs in :mod:`kernelgen.baseline.sandbox` (Triton's interpreter without a GPU,
+the GPU with one) instead of the compiler and executor. Sizes are drawn by the same hypothesis
+strategy from the same seed, inputs are made by :func:`kernelgen.task.verify.make_inputs` (both
+signs, the task's domains), outputs are compared by :func:`kernelgen.task.verify.compare_outputs`
+with the same tolerances and anti-gaming rules, inputs must come back unchanged, and timings
+use CUDA events with the L2 flushed, against the same PyTorch eager reference.
+
+The ``reference`` answer is the task's golden AST emitted as Triton Python
+(:func:`kernelgen.emit.module.emit_triton`), so the baseline runs without a model too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+from kernelgen.baseline.answer import EntryPoint, check_answer
+from kernelgen.lang import nodes as L
+from kernelgen.check.checker import check
+from kernelgen.emit.module import emit_triton
+from kernelgen.errors import Diagnostic, Outcome
+from kernelgen.host.plan import TORCH_DTYPES
+from kernelgen.task.case import Settings
+from kernelgen.task.draws import draw_sizes
+from kernelgen.task.results import CaseResult, GenerationInfo, Timing
+from kernelgen.task.spec import Task
+from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
+
+# Triton's interpreter runs each program of the grid in Python, hundreds of times slower than
+# the GPU: CPU mode checks fewer and smaller shapes, with more time.
+INTERPRETER_SHAPES = 3
+INTERPRETER_MAX_SIZE = 128
+INTERPRETER_TIME_FACTOR = 3
+
+
+def reference_answer(task: Task) -> str:
+    """The golden AST as a model's baseline answer: Triton Python in a fenced block, its
+    launcher named after the task. A generic golden is emitted once per dtype binding its calls
+    select (kernels and launchers named after the binding) under a launcher that picks one by
+    the call's dtypes (:func:`dispatching_launcher`)."""
+    golden = task.golden
+    if not golden.dtypes:
+        return f"```python\n{emit_triton(check(golden), entry=task.id)}```\n"
+    from kernelgen.lang.generic import instantiate
+    from kernelgen.task.variants import call_bindings
+
+    # Inputs of a variable a dtype= argument binds are cast to it by the launcher (as torch casts).
+    bound = {i.binds for i in golden.inputs if i.role == "dtype"}
+    converted = [i.name for i in golden.inputs if i.shape is not None and i.dtype in bound]
+    parts: list[str] = []
+    branches: list[tuple[dict[str, str], str]] = []
+    for binding in call_bindings(task, golden):
+        suffix = "_".join(binding.values())
+        variant = instantiate(golden, binding).model_copy(update={"name": f"{golden.name}_{suffix}"})
+        entry = f"{task.id}_{suffix}"
+        parts.append(emit_triton(check(variant), entry=entry, converted_inputs=converted))
+        branches.append((binding, entry))
+    return f"```python\n{''.join(parts)}\n{dispatching_launcher(task.id, golden, branches)}```\n"
+
+
+def dispatching_launcher(entry: str, kernel: L.Kernel, branches: list[tuple[dict[str, str], str]]) -> str:
+    """A launcher taking the kernel's inputs that calls the launcher of the call's binding: a
+    variable a ``dtype=`` argument binds takes that dtype where the call passes one, else the
+    dtype of the first required tensor of that variable, else its first dtype (the calls give
+    the tensors of one variable one dtype; PyTorch's promotion of several is the kernelgen
+    wrapper's)."""
+    names = [i.name for i in kernel.inputs]
+    lines = [f"def {entry}({', '.join(names)}):"]
+    for variable in kernel.dtypes:
+        source = next((i.name for i in kernel.inputs if i.dtype == variable.name and i.is_plain
+                       and i.shape is not None and not i.optional), None)
+        fallback = f"{source}.dtype" if source else f"torch.{TORCH_DTYPES[variable.of[0]]}"
+        chooser = next((i.name for i in kernel.inputs if i.role == "dtype" and i.binds == variable.name), None)
+        value = f"{chooser} if {chooser} is not None else {fallback}" if chooser else fallback
+        lines.append(f"    {variable.name}_ = {value}")
+    for binding, launcher in branches:
+        test = " and ".join(f"{name}_ == torch.{TORCH_DTYPES[dtype]}" for name, dtype in binding.items())
+        lines += [f"    if {test}:", f"        return {launcher}({', '.join(names)})"]
+    listed = ", ".join(f"{name}_" for name in binding)
+    lines.append(f'    raise ValueError(f"no variant of {entry} for the dtypes {{({listed},)}}")')
+    return "\n".join(lines) + "\n"
+
+
+def interpreter_limitation(task: Task) -> str | None:
+    """Why a task's baseline cannot be judged in Triton's interpreter, or None (a task with
+    calls: when none of them can; :func:`evaluate_baseline` leaves out those that cannot).
+
+    Triton 3.6's interpreter computes bf16 arithmetic, dots and casts on the raw bits, so a
+    correct bf16 kernel gives wrong numbers there; those cases need a GPU.
+    """
+    reasons = [_bf16_limitation(concrete) for concrete in task.variant_tasks()]
+    return reasons[0] if all(reasons) else None
+
+
+def _bf16_limitation(task: Task) -> str | None:
+    specs = task.signature.inputs + task.signature.outputs
+    if any(spec.dtype == "bf16" for spec in specs):
+        return "bf16 baseline cases need a GPU: Triton's interpreter computes bf16 on the raw bits"
+    return None
+
+
+def rule_diagnostics(task: Task, answer: str) -> list[Diagnostic] | None:
+    """What the static rules find wrong with a baseline answer, for a repair round."""
+    verdict = check_answer(answer, EntryPoint.for_task(task))
+    return None if verdict.ok else [Diagnostic(f"line {d.line}:{d.col}", d.code, d.message)
+                                    for d in verdict.diagnostics]
+
+
+def _failure(outcome: Outcome, stage: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    return {"outcome": outcome, "stage": stage, "diagnostics": [d.to_dict() for d in diagnostics]}
+
+
+def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
+                      model: str = "golden", sample: int = 0, generation: GenerationInfo | None = None,
+                      prompt: str | None = None) -> CaseResult:
+    """Judge one baseline answer; never raises for a bad answer, nor for a crash of kernelgen
+    itself on it (``harness_error``)."""
+    from kernelgen.baseline.sandbox import run_calls_in_sandbox
+
+    start = time.perf_counter()
+    artifacts = {"answer": answer, **({"prompt": prompt} if prompt is not None else {})}
+    fields: dict[str, Any] = {"outcome": Outcome.OK}
+    timing = None
+    extra: dict[str, Any] = {}
+    sizes_checked: list[dict[str, int]] = []
+    stage = "rules"
+    try:
+        verdict = check_answer(answer, EntryPoint.for_task(task))
+        artifacts["code"] = verdict.code
+        if not verdict.ok:
+            fields = _failure(verdict.outcome, "rules", rule_diagnostics(task, answer) or [])
+        else:
+            if settings.gpu:
+                sizes_checked = draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
+            else:
+                small = task.model_copy(update={"sizes": {name: r.model_copy(update={"cpu_max": min(
+                    r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
+                sizes_checked = draw_sizes(small, min(settings.shapes, INTERPRETER_SHAPES), settings.seed, False)
+            # Every call of the task (those Triton's interpreter can judge, without a GPU) on
+            # every size assignment, in one sandboxed process; the first call is timed.
+            concrete = [t for t in task.variant_tasks() if settings.gpu or _bf16_limitation(t) is None]
+            calls = [(t, make_inputs(t, sizes, settings.seed), sizes) for t in concrete for sizes in sizes_checked]
+            timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
+                          if settings.gpu and settings.time_kernels else None)
+            timed = list(timed_args.values()) if timed_args is not None else None
+            # After them (and the timing), the timed call's tensors (else the smallest call's:
+            # in Triton's interpreter a call of the largest sizes costs seconds) are refilled in
+            # place with new values and called again: a result kept from an earlier call is
+            # stale there.
+            smallest = min(range(len(calls)), key=lambda i: _elements(calls[i][1]))
+            again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
+                     if timed is not None else _refilled(*calls[smallest], settings.seed, False))
+            run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
+                                       timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
+                                       device="cuda" if settings.gpu else "interpreter",
+                                       timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest)
+            artifacts["sandbox"] = run.stderr_tail
+            if not run.ok:
+                fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
+            else:
+                stage = "verify"
+                problems = _compare(calls, run) or _compare_again(again, run)
+                if problems:
+                    fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
+                elif run.times_ms:
+                    stage = "time"
+                    timing = _timing(concrete[0], settings, run.times_ms)
+                    extra["kernel_times_ms"] = list(run.times_ms)
+    except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
+        fields = CaseResult.crash_fields(exc, stage)
+    return CaseResult(task=task.id, tier=task.tier, track="baseline", provider=provider, model=model,
+                      sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
+                      sizes_checked=sizes_checked, generation=generation or GenerationInfo(), timing=timing,
+                      artifacts=artifacts, extra=extra, duration_s=time.perf_counter() - start, **fields)
+
+
+def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:
+    """What is wrong with the first call whose outputs are wrong, named by its variant."""
+    for (task, inputs, sizes), outputs, modified in zip(calls, run.calls, run.modified):
+        names = [o.name for o in task.signature.outputs]
+        call = f"call {task.variant.name}: " if task.variant is not None else ""
+        if len(outputs) != len(names):
+            return [Diagnostic("/outputs", "wrong_arity", f"{call}the launcher returned {len(outputs)} tensors, "
+                               f"the task has {len(names)} outputs {names}")]
+        problems = [Diagnostic(f"/inputs/{i}", "input_modified", f"the answer modified input "
+                               f"{task.signature.inputs[i].name}") for i in modified]
+        problems += compare_outputs(task, dict(zip(names, outputs)), run_reference(task, inputs), inputs, sizes)
+        if problems:
+            return [Diagnostic(d.path, d.code, call + d.message) for d in problems]
+    return []
+
+
+def _elements(inputs: dict[str, Any]) -> int:
+    import torch
+
+    return sum(v.numel() for v in inputs.values() if isinstance(v, torch.Tensor))
+
+
+def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: int,
+              bench: bool) -> tuple[Task, dict[str, Any], dict[str, int]]:
+    """A call's arguments with new tensor values (another seed's draw, same shapes), its other
+    arguments as they were: what its tensors are refilled with for the call made again."""
+    import torch
+
+    fresh = make_inputs(task, sizes, seed + 1, bench=bench)
+    return task, {name: fresh[name] if isinstance(value, torch.Tensor) else value
+                  for name, value in inputs.items()}, sizes
+
+
+def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> list[Diagnostic]:
+    """What is wrong with the call made again on the refilled tensors."""
+    problems = _compare([again], dataclasses.replace(run, calls=(run.again,), modified=(run.again_modified,)))
+    return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (a result kept "
+                       f"from an earlier call is stale): {d.message}") for d in problems]
+
+
+def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:
+    """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's."""
+    from kernelgen.gpu.case import COMPILED_TIMEOUT_S, eager_job, roofline_fraction
+
+    sizes = dict(task.bench_sizes)
+    timeout = max(settings.timeout_s, COMPILED_TIMEOUT_S if settings.torch_compile else 120.0)
+    measured = settings.executor.call(eager_job, task, sizes, settings.seed, torch_compile=settings.torch_compile,
+                                      timeout=timeout)
+    kernel_ms = statistics.median(kernel_times)
+    eager_ms = statistics.median(measured["eager_ms"])
+    compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
+    seconds = kernel_ms / 1e3
+    moved, flops = task.bytes_moved(sizes), task.flop_count(sizes)
+    return Timing(variant=task.variant.name if task.variant is not None else None, sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=eager_ms / kernel_ms,
+                  compiled_ms=compiled_ms, speedup_vs_compiled=compiled_ms / kernel_ms if compiled_ms else None,
+                  gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
+                  roofline_fraction=roofline_fraction(task, sizes, seconds, measured["bandwidth"], settings.target),
+                  flagged=eager_ms / kernel_ms > 10.0)

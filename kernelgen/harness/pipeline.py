@@ -1,0 +1,256 @@
+"""One benchmark case, from a model's answer to a result: a table of stages.
+
+Like Triton's compiler, the pipeline is a list of ``(name, function)`` stages over one
+:class:`Case`; each stage reads what earlier ones left and adds its artifact. The first stage
+that raises a :class:`~kernelgen.errors.KernelgenError` decides the outcome; the artifacts made
+before it are kept in the result (a failing compile still reports its AST and TTIR).
+
+The CLI, the pytest plugin and the TritonBench track all call :func:`evaluate_answer`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping
+
+from kernelgen.task import draws
+from kernelgen.lang import nodes as L
+from kernelgen.task.case import Case, Settings
+from kernelgen.check.checker import CheckedKernel, check
+from kernelgen.check.checked import Checked
+from kernelgen.task.draws import Draw
+from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
+from kernelgen.lang.generic import binding_for, instantiate
+from kernelgen.lang.parse import kernel_to_json, parse_kernel
+from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
+from kernelgen.task.spec import Task
+from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
+
+
+
+# -- the signature -------------------------------------------------------------------------
+
+
+def signature_diagnostics(task: Task, kernel: L.Kernel) -> list[Diagnostic]:
+    """Where a kernel's declared inputs and outputs differ from what the task asks for."""
+    found: list[Diagnostic] = []
+
+    def compare(kind: str, wanted: list[L.Input], declared: list, rank_of: Callable) -> None:
+        if [w.name for w in wanted] != [d.name for d in declared]:
+            found.append(Diagnostic(f"/{kind}", "signature_mismatch",
+                                    f"{kind} must be {[w.name for w in wanted]} in this order, "
+                                    f"got {[d.name for d in declared]}"))
+            return
+        for i, (w, d) in enumerate(zip(wanted, declared)):
+            if w.dtype != d.dtype:
+                found.append(Diagnostic(f"/{kind}/{i}/dtype", "signature_mismatch",
+                                        f"{w.name} is {w.dtype}, not {d.dtype}"))
+            want_rank = None if w.shape is None else len(w.shape)
+            if rank_of(d) != want_rank:
+                what = "a scalar" if want_rank is None else f"a tensor of rank {want_rank}"
+                found.append(Diagnostic(f"/{kind}/{i}/shape", "signature_mismatch", f"{w.name} is {what}"))
+            elif kind == "inputs" and w.shape is not None:
+                for j, (wd, dd) in enumerate(zip(w.shape, d.shape)):
+                    if isinstance(wd, int) and wd != dd:
+                        found.append(Diagnostic(f"/inputs/{i}/shape/{j}", "signature_mismatch",
+                                                f"{w.name}.shape[{j}] is fixed at {wd}"))
+
+    compare("inputs", task.signature.inputs, kernel.inputs, lambda d: None if d.shape is None else len(d.shape))
+    compare("outputs", task.signature.outputs, kernel.outputs, lambda d: len(d.shape))
+    return found
+
+
+# -- sizes ---------------------------------------------------------------------------------
+
+
+def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
+    """``settings.shapes`` distinct size assignments drawn by hypothesis from the task's ranges,
+    reproducible from ``settings.seed`` (the kernel-independent part of :func:`case_draws`)."""
+    return draws.draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
+
+
+def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings,
+                  check_one: Callable[[Draw], None]) -> list[dict[str, int]]:
+    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in order;
+    the first failure ends the case and is raised as is (no shrinking or replay: a failing
+    kernel may hang or fault, and every rerun would cost a timeout). Returns the size
+    assignments checked."""
+    checked_sizes: list[dict[str, int]] = []
+    for draw in draws.case_draws(task, checked, settings.shapes, settings.seed, settings.gpu):
+        check_one(draw)
+        checked_sizes.append(draw.sizes)
+    return checked_sizes
+
+
+# -- stages --------------------------------------------------------------------------------
+
+
+def stage_parse(case: Case) -> None:
+    case.kernel = parse_kernel(case.answer)
+    case.artifacts["ast"] = kernel_to_json(case.kernel, indent=2)
+
+
+def stage_check(case: Case) -> None:
+    """A generic kernel is checked in the variant the task's signature binds (the signature is
+    compared with that variant), after every variant has been checked. A task with calls
+    (variants) binds each and checks the kernel's variant for it (:mod:`kernelgen.task.variants`)."""
+    if case.task.variants:
+        from kernelgen.task import variants
+
+        mismatches = variants.signature_diagnostics(case.task, case.kernel)
+        if mismatches:
+            raise SemanticError(mismatches)
+        if case.kernel.dtypes:
+            check(case.kernel)  # every dtype binding, not only the calls'
+        case.calls_checked = variants.check_calls(case.task, case.kernel)
+        case.checked = case.calls_checked[0]
+        return
+    signature = case.task.signature
+    binding = binding_for(case.kernel, {spec.name: spec.dtype for spec in (*signature.inputs, *signature.outputs)
+                                        if spec.dtype is not None})
+    if binding:
+        check(case.kernel)
+    mismatches = signature_diagnostics(case.task, instantiate(case.kernel, binding) if binding else case.kernel)
+    if mismatches:
+        raise SemanticError(mismatches)
+    case.checked = check(case.kernel, dtypes=binding or None)
+
+
+def stage_compile(case: Case) -> None:
+    """Each launch compiled (a program's ``case.compiled`` is their list, in launch order)."""
+    if not case.settings.compile:
+        return
+    from kernelgen.gpu.compile import compile_document, document_text
+
+    try:
+        case.compiled = compile_document(case.checked, target=case.settings.target)
+    finally:
+        if case.compiled is not None:
+            for key in ("ttir", "ptx"):
+                case.artifacts[key] = document_text(case.compiled, key)
+    for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
+        try:  # every call's variant compiles; the first's artifacts are the case's
+            compile_document(checked, target=case.settings.target)
+        except KernelgenError as error:
+            from kernelgen.task.variants import named
+
+            raise named(task, error) from None
+
+
+def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
+               extreme: bool = False, timeout_s: float | None = None) -> None:
+    """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
+    against the reference on one assignment (its inputs extreme where the draw says so)."""
+    from kernelgen.interp.execute import execute_call
+
+    inputs = make_inputs(task, sizes, seed, extreme=extreme)
+    expected = run_reference(task, inputs)
+    run = execute_call(checked, inputs, timeout_s=timeout_s)
+    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
+    if problems:
+        raise WrongResult(problems)
+
+
+def stage_verify(case: Case) -> None:
+    if case.task.variants:
+        case.sizes_checked = verify_calls(case)
+        return
+    if case.settings.gpu:
+        from kernelgen.gpu.case import verify_gpu
+
+        check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme)  # noqa: E731
+    else:
+        check_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
+                                            draw.extreme, case.settings.timeout_s)
+    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
+
+
+def verify_calls(case: Case) -> list[dict[str, int]]:
+    """Every call (variant) of the task on every size assignment, in order; the first failure
+    ends the case, its diagnostics naming the call."""
+    from kernelgen.task.variants import verify_call_cpu
+
+    for concrete in case.task.variant_tasks():
+        if case.settings.gpu:
+            from kernelgen.gpu.calls import verify_call_gpu
+
+            check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme)  # noqa: E731
+        else:
+            check_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
+                                                     case.settings.seed, draw.extreme, case.settings.timeout_s)
+        checked = for_each_draw(concrete, case.checked, case.settings, check_one)
+    return checked
+
+
+def stage_tune(case: Case) -> None:
+    # A task with calls is timed as written: the tuner times one launch at the bench sizes.
+    if case.settings.gpu and case.settings.time_kernels and case.settings.tune != "off" and not case.task.variants:
+        from kernelgen.gpu.case import tune_case
+
+        tune_case(case)
+
+
+def stage_time(case: Case) -> None:
+    if case.settings.gpu and case.settings.time_kernels:
+        if case.task.variants:
+            from kernelgen.gpu.calls import time_calls
+
+            case.timing = time_calls(case)
+            return
+        from kernelgen.gpu.case import time_case
+
+        case.timing = time_case(case)
+
+
+STAGES: list[tuple[str, Callable[[Case], None]]] = [
+    ("parse", stage_parse),
+    ("check", stage_check),
+    ("compile", stage_compile),
+    ("verify", stage_verify),
+    ("tune", stage_tune),
+    ("time", stage_time),
+]
+
+
+def static_diagnostics(task: Task, answer: str, settings: Settings) -> list[Diagnostic] | None:
+    """What the stages before the launch find wrong with an answer (parse, signature, check,
+    lower and compile), for a repair round; None when they pass."""
+    case = Case(task, answer, settings)
+    for name, stage in STAGES:
+        if name in ("verify", "tune", "time"):
+            break
+        try:
+            stage(case)
+        except KernelgenError as error:
+            return list(error.diagnostics)
+        except Exception:  # noqa: BLE001 - a crash of kernelgen is nothing to repair; the judged
+            return None    # run of the same answer records it (evaluate_answer: harness_error)
+    return None
+
+
+def evaluate_answer(task: Task, answer: str, settings: Settings, *, provider: str = "reference",
+                    model: str = "golden", sample: int = 0, track: str = "pipeline",
+                    generation: GenerationInfo | None = None, prompt: str | None = None) -> CaseResult:
+    """Run one answer through every stage; never raises for a bad answer, nor for a crash of
+    kernelgen itself on it (that case ends in ``harness_error``, a failure the summary counts)."""
+    start = time.perf_counter()
+    case = Case(task, answer, settings)
+    case.artifacts["answer"] = answer
+    if prompt is not None:
+        case.artifacts["prompt"] = prompt
+    outcome: dict[str, Any] = {"outcome": Outcome.OK}
+    for name, stage in STAGES:
+        try:
+            stage(case)
+        except KernelgenError as error:
+            outcome = CaseResult.failure_fields(error)
+            break
+        except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
+            outcome = CaseResult.crash_fields(exc, name)
+            break
+    return CaseResult(task=task.id, tier=task.tier, track=track, provider=provider, model=model,
+                      sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
+                      sizes_checked=case.sizes_checked, generation=generation or GenerationInfo(),
+                      timing=case.timing, artifacts=case.artifacts, extra=case.extra,
+                      tuning=Tuning(**case.tuning) if case.tuning else None,
+                      duration_s=time.perf_counter() - start, **outcome)

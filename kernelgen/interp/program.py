@@ -1,0 +1,594 @@
+"""A chunk of a launch's programs, run statement by statement: the interpreter's evaluation.
+
+:class:`_Run` evaluates one chunk of programs (:mod:`kernelgen.interp.execute` cuts a launch into
+chunks, runs them and says what each construct means): values are torch tensors with a
+leading program axis, pointers are :class:`Pointer` blocks into named buffers, and every access
+goes through the chunk's access log and atomic memory.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import torch
+
+from kernelgen.interp import blocks as interpret_blocks
+from kernelgen.lang import nodes as L
+from kernelgen.interp.accesses import AccessLog
+from kernelgen.interp.atomics import AtomicMemory, apply_atomic
+from kernelgen.lang import philox
+from kernelgen.check import tile_access as tiles
+from kernelgen.check.checker import CheckedKernel, ValueType, child, is_literal, literal_value
+from kernelgen.check.checked import FP8_DTYPES
+from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
+from kernelgen.check.hints import claim_of, violation
+from kernelgen.host.plan import LaunchPlan, torch_dtype
+
+# A loop may run at most this many iterations (``bad_loop`` past it), as the checker states.
+MAX_LOOP_ITERATIONS = 1 << 20
+
+
+@dataclass
+class Pointer:
+    """A block of pointers: which buffer each lane points into, and the element offset."""
+
+    base: torch.Tensor
+    offset: torch.Tensor
+
+
+Value = Union[torch.Tensor, Pointer, bool, int, float]
+
+
+def _round_tf32(x: torch.Tensor) -> torch.Tensor:
+    bits = x.contiguous().view(torch.int32)
+    rounded = (bits + 0x1000) & ~0x1FFF
+    return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
+
+
+def constant_as(value: Union[bool, int, float], dtype: str) -> Union[bool, int, float]:
+    """A Python number as ``dtype`` holds it: integers wrap around (two's complement), floats
+    out of a narrow dtype's range round to infinity (as a constant does on the GPU); torch
+    would refuse both."""
+    if dtype == "bool":
+        return bool(value)
+    if dtype in ("i32", "i64"):
+        if isinstance(value, float):
+            return value
+        bits = 32 if dtype == "i32" else 64
+        return (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**1024:
+        return math.inf if value > 0 else -math.inf
+    return float(torch.tensor(float(value), dtype=torch.float64).to(torch_dtype(dtype)))
+
+
+class _Run:
+    """One chunk of programs (``programs``: their linear ids), run statement by statement.
+
+    ``accesses`` records the chunk's output accesses for the race detector (None while the
+    budget estimate evaluates loop bounds); ``deadline`` is a ``time.monotonic()`` value."""
+
+    def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], programs: torch.Tensor,
+                 accesses: AccessLog | None = None, deadline: float | None = None,
+                 memory: AtomicMemory | None = None) -> None:
+        self.plan = plan
+        self.checked: CheckedKernel = plan.checked
+        self.types = self.checked.types
+        self.names = list(buffers)
+        self.flat = [buffers[n].view(-1) for n in self.names]
+        self.read_only = [n in plan.inputs for n in self.names]
+        self.count = programs.numel()
+        g0, g1, _ = plan.grid
+        self.programs = programs
+        self.pid = (programs % g0, (programs // g0) % g1, programs // (g0 * g1))
+        self.accesses = accesses
+        self.deadline = deadline
+        self.memory = memory if memory is not None else AtomicMemory()
+
+    # -- values -----------------------------------------------------------------------------
+
+    def typed(self, value: Value, dtype: str, shape: Sequence[int] | None = None) -> torch.Tensor:
+        """A value as a tensor of ``dtype`` with the program axis, broadcast to ``shape``."""
+        if isinstance(value, torch.Tensor):
+            out = value.to(torch_dtype(dtype))
+        else:
+            out = torch.full((self.count,), constant_as(value, dtype), dtype=torch_dtype(dtype))
+        if shape is not None:
+            out = self.expand(out, shape)
+        return out
+
+    def expand(self, value: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+        """Broadcast a per-program value to ``[programs, *shape]`` (NumPy rules on the block)."""
+        block = value.shape[1:]
+        missing = len(shape) - len(block)
+        if missing:
+            value = value.reshape((value.shape[0],) + (1,) * missing + tuple(block))
+        return value.expand((self.count,) + tuple(shape))
+
+    def eval(self, e: L.Expr, path: str, env: dict[str, Value]) -> Value:
+        if is_literal(e):
+            return literal_value(e)
+        if isinstance(e, str):
+            return env[e]
+        return getattr(self, f"_{type(e).__name__.lower()}")(e, path, env)
+
+    def eval_as(self, e: L.Expr, path: str, env: dict[str, Value], dtype: str,
+                shape: Sequence[int] | None = None) -> torch.Tensor:
+        return self.typed(self.eval(e, path, env), dtype, shape)
+
+    def _programid(self, e: L.ProgramId, path: str, env) -> Value:
+        if e.op == "program_id":
+            return self.pid[e.axis].to(torch.int32)
+        return torch.full((self.count,), self.plan.grid[e.axis], dtype=torch.int32)
+
+    def _arange(self, e: L.Arange, path: str, env) -> Value:
+        n = self.types[path].shape[0]
+        return torch.arange(n, dtype=torch.int32).expand(self.count, n)
+
+    def _full(self, e: L.Full, path: str, env) -> Value:
+        t = self.types[path]
+        return torch.full((self.count,) + t.shape, constant_as(literal_value(e.value), t.dtype),
+                          dtype=torch_dtype(t.dtype))
+
+    def _unary(self, e: L.Unary, path: str, env) -> Value:
+        t = self.types[path]
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype if e.op != "not" else "bool")
+        return _UNARY[e.op](x)
+
+    def _binary(self, e: L.Binary, path: str, env) -> Value:
+        t = self.types[path]
+        if t.pointer:
+            return self.pointer_arith(e, path, env)
+        dtype = self.checked.operand_dtypes[path]
+        a = self.eval_as(e.lhs, child(path, "lhs"), env, dtype)
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, dtype)
+        a, b = self.expand(a, t.shape), self.expand(b, t.shape)
+        if e.op in ("idiv", "cdiv", "rem") and dtype in ("i32", "i64"):
+            # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
+            # of the minimum integer by -1 traps and kills the process).
+            zero, minus_one = b == 0, b == -1
+            safe = torch.where(zero | minus_one, torch.ones_like(b), b)
+            if e.op == "rem":
+                out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
+            else:
+                if e.op == "cdiv":
+                    a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
+                out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
+            return torch.where(zero, torch.zeros_like(out), out)
+        if e.op == "umulhi":
+            return philox.umulhi(a, b)
+        if e.op in L.BIT_OPS:
+            return philox.shift(e.op, a, b)
+        return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
+
+    def pointer_arith(self, e: L.Binary, path: str, env) -> Pointer:
+        t = self.types[path]
+        lhs = self.eval(e.lhs, child(path, "lhs"), env)
+        rhs = self.eval(e.rhs, child(path, "rhs"), env)
+        ptr, off = (lhs, rhs) if isinstance(lhs, Pointer) else (rhs, lhs)
+        offset = self.typed(off, "i64")
+        if e.op == "sub":
+            offset = -offset
+        return Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape) + self.expand(offset, t.shape))
+
+    def _where(self, e: L.Where, path: str, env) -> Value:
+        t = self.types[path]
+        cond = self.eval_as(e.cond, child(path, "cond"), env, "bool", t.shape)
+        if t.pointer:
+            x, y = self.eval(e.x, child(path, "x"), env), self.eval(e.y, child(path, "y"), env)
+            return Pointer(torch.where(cond, self.expand(x.base, t.shape), self.expand(y.base, t.shape)),
+                           torch.where(cond, self.expand(x.offset, t.shape), self.expand(y.offset, t.shape)))
+        dtype = self.checked.operand_dtypes[path]
+        x = self.eval_as(e.x, child(path, "x"), env, dtype, t.shape)
+        y = self.eval_as(e.y, child(path, "y"), env, dtype, t.shape)
+        return torch.where(cond, x, y)
+
+    def _fma(self, e: L.Fma, path: str, env) -> Value:
+        t = self.types[path]
+        x, y, z = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape).double() for f in "xyz")
+        if t.dtype == "f64":
+            return _fma_f64(x, y, z)
+        return (x * y + z).to(torch_dtype(t.dtype))
+
+    def _clamp(self, e: L.Clamp, path: str, env) -> Value:
+        t = self.types[path]
+        x, lo, hi = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in ("x", "lo", "hi"))
+        return torch.minimum(torch.maximum(x, lo), hi)
+
+    def _cast(self, e: L.Cast, path: str, env) -> Value:
+        x = self.eval(e.x, child(path, "x"), env)
+        src = self.types[child(path, "x")]
+        if not isinstance(x, torch.Tensor):
+            # A float literal is f32, except that cast to f64 it is the f64 value (as it adopts f64).
+            x = self.typed(x, ("f64" if e.dtype == "f64" else "f32") if isinstance(x, float) else src.dtype)
+        if e.dtype == "bool":
+            return x != 0
+        if e.dtype in FP8_DTYPES:
+            return philox.to_fp8(x, e.dtype)
+        if x.is_floating_point() and e.dtype in ("i32", "i64"):
+            # The GPU's conversion (cvt.rzi) saturates and sends NaN to 0; so does the language.
+            info = torch.iinfo(torch_dtype(e.dtype))
+            x = torch.nan_to_num(x.double(), nan=0.0).clamp(info.min, info.max).trunc()
+        return x.to(torch_dtype(e.dtype))
+
+    def _bitcast(self, e: L.Bitcast, path: str, env) -> Value:
+        src = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, src.dtype, src.shape)
+        return x.contiguous().view(torch_dtype(e.dtype))
+
+    def _random(self, e: L.Random, path: str, env) -> Value:
+        t = self.types[path]
+        seed = self.eval_as(e.seed, child(path, "seed"), env, self.types[child(path, "seed")].dtype)
+        offset = self.eval_as(e.offset, child(path, "offset"), env, self.types[child(path, "offset")].dtype, t.shape)
+        seed = seed.reshape((self.count,) + (1,) * len(t.shape))
+        return philox.random(e.op, seed, offset, e.word)
+
+    def _reduce(self, e: L.Reduce, path: str, env) -> Value:
+        t = self.types[path]
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype if e.op not in ("argmax", "argmin") else xt.dtype,
+                         xt.shape)
+        axis = e.axis + 1
+        if e.op == "sum":
+            out = x.sum(dim=axis, keepdim=e.keepdims, dtype=x.dtype)
+        elif e.op == "max":
+            out = x.amax(dim=axis, keepdim=e.keepdims)
+        elif e.op == "min":
+            out = x.amin(dim=axis, keepdim=e.keepdims)
+        else:
+            fn = torch.argmax if e.op == "argmax" else torch.argmin
+            out = fn(x, dim=axis, keepdim=e.keepdims).to(torch.int32)
+        return out
+
+    def _scan(self, e: L.Scan, path: str, env) -> Value:
+        t = self.types[path]
+        return interpret_blocks.scan(e.op, self.eval_as(e.x, child(path, "x"), env, t.dtype, t.shape), e.axis, e.reverse)
+
+    def _sort(self, e: L.Sort, path: str, env) -> Value:
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        return interpret_blocks.sort(e.op, x, xt.dtype, e.descending)
+
+    def _topk(self, e: L.TopK, path: str, env) -> Value:
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        return interpret_blocks.sort(e.op, x, xt.dtype, True, self.types[path].shape[-1])
+
+    def _gather(self, e: L.Gather, path: str, env) -> Value:
+        t, st, it = self.types[path], self.types[child(path, "src")], self.types[child(path, "index")]
+        src = self.eval_as(e.src, child(path, "src"), env, t.dtype, st.shape)
+        index = self.eval_as(e.index, child(path, "index"), env, it.dtype, it.shape)
+        return interpret_blocks.gather(src, index, e.axis, path, self.programs, env.get(_ACTIVE))
+
+    def _histogram(self, e: L.Histogram, path: str, env) -> Value:
+        xt = self.types[child(path, "x")]
+        x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
+        counted = self.active_mask(xt.shape, e.mask, path, env, env.get(_ACTIVE))
+        return interpret_blocks.histogram(x, self.types[path].shape[0], counted, path, self.programs)
+
+    def _dot(self, e: L.Dot, path: str, env) -> Value:
+        if e.dtype == "i32":
+            return self._int_dot(e, path, env)
+        a_t = self.types[child(path, "lhs")]
+        a = self.eval_as(e.lhs, child(path, "lhs"), env, a_t.dtype, a_t.shape).float()
+        b_t = self.types[child(path, "rhs")]  # of lhs's dtype, or another fp8
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, b_t.dtype, b_t.shape).float()
+        if e.precision == "tf32":
+            a, b = _round_tf32(a), _round_tf32(b)
+        out = torch.bmm(a, b)
+        if e.acc is not None:
+            out = out + self.eval_as(e.acc, child(path, "acc"), env, e.dtype, self.types[path].shape).float()
+        return out.to(torch_dtype(e.dtype))
+
+    def _int_dot(self, e: L.Dot, path: str, env) -> Value:
+        """The operands' low bytes as int8, summed exactly in i64 (|sums| <= 2**14 * K), then
+        saturated to i32 as the tensor cores' ``.satfinite`` adds do (exact where no partial sum
+        leaves i32, which the language asks of a kernel)."""
+        shape = self.types[path].shape
+        a = self.eval_as(e.lhs, child(path, "lhs"), env, "i32", self.types[child(path, "lhs")].shape)
+        b = self.eval_as(e.rhs, child(path, "rhs"), env, "i32", self.types[child(path, "rhs")].shape)
+        a, b = a.to(torch.int8).long(), b.to(torch.int8).long()
+        out = torch.bmm(a, b)
+        if e.acc is not None:
+            out = out + self.eval_as(e.acc, child(path, "acc"), env, "i32", shape).long()
+        return out.clamp(-2**31, 2**31 - 1).to(torch.int32)
+
+    def _block(self, e, path: str, env) -> Value:
+        t = self.types[child(path, "x")]
+        x = self.eval(e.x, child(path, "x"), env)
+        if isinstance(x, Pointer):
+            return Pointer(self._reshape_one(e, path, self.expand(x.base, t.shape)),
+                           self._reshape_one(e, path, self.expand(x.offset, t.shape)))
+        return self._reshape_one(e, path, self.typed(x, t.dtype, t.shape))
+
+    def _reshape_one(self, e, path: str, x: torch.Tensor) -> torch.Tensor:
+        out = self.types[path]
+        if isinstance(e, L.ExpandDims):
+            return x.unsqueeze(e.axis + 1)
+        if isinstance(e, L.Trans):
+            dims = list(reversed(range(x.dim() - 1))) if e.dims is None else e.dims
+            return x.permute(0, *[d + 1 for d in dims])
+        if e.op == "reshape":
+            return x.reshape((self.count,) + out.shape)
+        return self.expand(x, out.shape)
+
+    _expanddims = _block
+    _reshape = _block
+    _trans = _block
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def _hint(self, e: L.Hint, path: str, env) -> Value:
+        """The identity, once the claim the compiler will trust holds on these values."""
+        t = self.types[path]
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype, t.shape)
+        active = env.get(_ACTIVE)  # programs whose loop has ended do not run this on a GPU
+        problem = violation(claim_of(e, t.shape), x if active is None else x[active])
+        if problem is not None:
+            raise InterpreterError(Diagnostic(path, "hint_violated", f"the hint is false: {problem}"))
+        return x
+
+    def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+        """The (buffer, lane mask) pairs of an access, after checking every active lane."""
+        groups = []
+        if not active.any():
+            return groups
+        first = ptr.base.reshape(-1)[0]
+        # Most pointer blocks point into one tensor: skip the sort torch.unique would do.
+        indices = [int(first)] if bool((ptr.base == first).all()) else torch.unique(ptr.base[active]).tolist()
+        for index in indices:
+            lanes = active & (ptr.base == index)
+            numel = self.flat[index].numel()
+            bad = lanes & ((ptr.offset < 0) | (ptr.offset >= numel))
+            if bad.any():
+                where = bad.nonzero()[0].tolist()
+                program = int(self.programs[where[0]])
+                offset = int(ptr.offset[tuple(where)])
+                raise InterpreterError(Diagnostic(
+                    path, "out_of_bounds",
+                    f"{what} at offset {offset} of {self.names[index]!r}, which has {numel} elements "
+                    f"(program {program}, lane {where[1:]})"))
+            groups.append((index, lanes))
+        return groups
+
+    def active_mask(self, shape: Sequence[int], mask: L.Expr | None, path: str, env, active) -> torch.Tensor:
+        lanes = torch.ones((self.count,) + tuple(shape), dtype=torch.bool)
+        if mask is not None:
+            lanes = lanes & self.eval_as(mask, child(path, "mask"), env, "bool", shape)
+        if active is not None:
+            lanes = lanes & self.expand(active, shape)
+        return lanes
+
+    def _tileload(self, e: L.TileLoad, path: str, env) -> Value:
+        return self._load(tiles.as_load(e), child(path, tiles.AS_LOAD), env, where=path)
+
+    def _load(self, e: L.Load, path: str, env, where: str | None = None) -> Value:
+        """``where``: the path faults and races are reported at (a tile's, for its pointer form)."""
+        t = self.types[path]
+        ptr = self.eval(e.ptr, child(path, "ptr"), env)
+        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        lanes = self.active_mask(t.shape, e.mask, path, env, env.get(_ACTIVE))
+        if e.other is not None:
+            out = self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape).clone()
+        else:
+            out = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
+        where = path if where is None else where
+        for index, sel in self.lanes(where, "load", ptr, lanes):
+            offsets = ptr.offset[sel]
+            if self.accesses is not None and not self.read_only[index]:
+                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), where)
+            _bits(out)[sel] = _bits(self.flat[index][offsets].to(out.dtype))
+        return out
+
+    def lane_programs(self, sel: torch.Tensor) -> torch.Tensor:
+        """The linear program id of each selected lane (in ``tensor[sel]`` order)."""
+        return self.programs.view((self.count,) + (1,) * (sel.dim() - 1)).expand(sel.shape)[sel]
+
+    def store(self, s: L.Store, path: str, env, where: str | None = None) -> None:
+        """``where``: as :meth:`_load`'s."""
+        ptr = self.eval(s.ptr, child(path, "ptr"), env)
+        t = self.types[child(path, "ptr")]
+        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        value = self.eval_as(s.value, child(path, "value"), env, t.dtype, t.shape)
+        lanes = self.active_mask(t.shape, s.mask, path, env, env.get(_ACTIVE))
+        where = path if where is None else where
+        for index, sel in self.lanes(where, "store", ptr, lanes):
+            if self.read_only[index]:
+                raise InterpreterError(Diagnostic(where, "store_to_input",
+                                                  f"store into input {self.names[index]!r}"))
+            offsets = ptr.offset[sel]
+            if self.accesses is not None:
+                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where)
+            _bits(self.flat[index])[offsets] = _bits(value.to(self.flat[index].dtype))[sel]
+
+    def atomic(self, a: L.Atomic, path: str, env) -> None:
+        """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.interp.atomics`)."""
+        t = self.types[child(path, "ptr")]
+        ptr = self.eval(a.ptr, child(path, "ptr"), env)
+        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        val = self.eval_as(a.val, child(path, "val"), env, t.dtype, t.shape)
+        cmp = None if a.cmp is None else self.eval_as(a.cmp, child(path, "cmp"), env, t.dtype, t.shape)
+        lanes = self.active_mask(t.shape, a.mask, path, env, env.get(_ACTIVE))
+        old = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
+        for index, sel in self.lanes(path, a.op, ptr, lanes):
+            if self.read_only[index]:
+                raise InterpreterError(Diagnostic(path, "store_to_input", f"{a.op} into input {self.names[index]!r}"))
+            offsets = ptr.offset[sel]
+            if self.accesses is not None:
+                self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path,
+                                     within_program=a.scope == "cta")
+            old[sel] = apply_atomic(a.op, self.flat[index], offsets, val[sel], None if cmp is None else cmp[sel],
+                                    self.memory, index, t.dtype)
+        if a.name is not None:
+            env[a.name] = old
+
+    # -- statements -------------------------------------------------------------------------
+
+    def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Value]) -> None:
+        for i, s in enumerate(stmts):
+            spath = child(path, i)
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise InterpreterLimit(Diagnostic(spath, "timeout", "the interpreter's wall-clock limit ran out "
+                                                  "here; the kernel does too much work for its sizes"))
+            if isinstance(s, L.Let):
+                env[s.name] = self.eval(s.value, child(spath, "value"), env)
+            elif isinstance(s, L.Store):
+                self.store(s, spath, env)
+            elif isinstance(s, L.TileStore):
+                block = self.types[child(spath, "value")].shape
+                self.store(tiles.as_store(s, block), child(spath, tiles.AS_STORE), env, where=spath)
+            elif isinstance(s, L.If):
+                self.branch(s, spath, env)
+            elif isinstance(s, L.Atomic):
+                self.atomic(s, spath, env)
+            else:
+                self.loop(s, spath, env)
+
+    def loop(self, f: L.For, path: str, env: dict[str, Value]) -> None:
+        var_dtype = self.types[child(path, "var")].dtype
+        start, stop, step = (self.eval_as(getattr(f, n), child(path, n), env, "i64") for n in ("start", "stop", "step"))
+        if (step <= 0).any():
+            raise InterpreterError(Diagnostic(child(path, "step"), "bad_loop",
+                                              f"loop step must be positive, got {int(step.min())}"))
+        trips = torch.clamp(torch.div(stop - start + step - 1, step, rounding_mode="floor"), min=0)
+        outer_active = env.get(_ACTIVE)
+        if outer_active is not None:
+            trips = torch.where(outer_active, trips, torch.zeros_like(trips))
+        most = int(trips.max()) if trips.numel() else 0
+        if most > MAX_LOOP_ITERATIONS:
+            raise InterpreterError(Diagnostic(child(path, "stop"), "bad_loop",
+                                              f"a loop of {most} iterations is beyond the interpreter's limit"))
+        uniform = bool((trips == most).all())
+        carry_types = {c.name: self.types[child(path, "carry", i, "name")] for i, c in enumerate(f.carry)}
+        carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
+                                             carry_types[c.name])
+                   for i, c in enumerate(f.carry)}
+        for i in range(most):
+            inner = dict(env)
+            inner.update(carries)
+            inner[f.var] = (start + i * step).to(torch_dtype(var_dtype))
+            active = None if uniform else trips > i
+            if active is not None:
+                inner[_ACTIVE] = active if outer_active is None else active & outer_active
+            self.block(f.body, child(path, "body"), inner)
+            for j, c in enumerate(f.carry):
+                t = carry_types[c.name]
+                nxt = self._materialize(self.eval(c.next, child(path, "carry", j, "next"), inner), t)
+                carries[c.name] = nxt if active is None else self._select(active, nxt, carries[c.name], t)
+        env.update(carries)
+
+    def branch(self, s: L.If, path: str, env: dict[str, Value]) -> None:
+        """Each program takes one branch: a branch runs for the programs (of those active)
+        whose condition selects it, as a loop runs for those still iterating, and is skipped
+        when none does; each result is then selected per program."""
+        cond = self.eval_as(s.cond, child(path, "cond"), env, "bool")
+        outer = env.get(_ACTIVE)
+        types = [self.types[child(path, "results", i, "name")] for i in range(len(s.results))]
+        taken: dict[str, list[Value]] = {}
+        for side, stmts, chosen in (("then", s.then, cond), ("else", s.else_, ~cond)):
+            active = chosen if outer is None else chosen & outer
+            if not active.any():
+                continue
+            inner = dict(env)
+            if outer is not None or not active.all():
+                inner[_ACTIVE] = active
+            self.block(stmts, child(path, side), inner)
+            taken[side] = [self._materialize(self.eval(r.then if side == "then" else r.else_,
+                                                       child(path, "results", i, side), inner), t)
+                           for i, (r, t) in enumerate(zip(s.results, types))]
+        for i, (r, t) in enumerate(zip(s.results, types)):
+            if len(taken) == 2:
+                env[r.name] = self._select(cond, taken["then"][i], taken["else"][i], t)
+            elif taken:
+                env[r.name] = next(iter(taken.values()))[i]
+            else:  # no program is active here: the value is never observed
+                env[r.name] = self._materialize(0, t) if not t.pointer else Pointer(
+                    torch.zeros((self.count,) + t.shape, dtype=torch.int64),
+                    torch.zeros((self.count,) + t.shape, dtype=torch.int64))
+
+    def _materialize(self, value: Value, t: ValueType) -> Value:
+        if isinstance(value, Pointer):
+            return Pointer(self.expand(value.base, t.shape), self.expand(value.offset, t.shape))
+        return self.typed(value, t.dtype, t.shape)
+
+    def _select(self, active: torch.Tensor, new: Value, old: Value, t: ValueType) -> Value:
+        mask = self.expand(active, t.shape)
+        if isinstance(new, Pointer):
+            return Pointer(torch.where(mask, new.base, old.base), torch.where(mask, new.offset, old.offset))
+        return torch.where(mask, new, old)
+
+    def initial_env(self) -> dict[str, Value]:
+        """The values every program starts with: its params and the meta-parameters."""
+        env: dict[str, Value] = {}
+        for binding, value in zip(self.checked.params, self.plan.param_values):
+            if binding.tensor is not None:
+                index = self.names.index(binding.tensor)
+                env[binding.name] = Pointer(torch.full((self.count,), index, dtype=torch.int64),
+                                            torch.zeros(self.count, dtype=torch.int64))
+            else:
+                env[binding.name] = self.typed(value, binding.type.dtype)
+        for name, value in self.checked.meta.items():
+            env[name] = self.typed(value, "i32")
+        return env
+
+    def run(self) -> None:
+        self.block(self.checked.kernel.body, "/body", self.initial_env())
+
+
+_ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """fp8 tensors as their bytes, where torch lacks fp8 kernels (masked_fill); others as they are."""
+    return x.view(torch.uint8) if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else x
+
+
+def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """``x * y + z`` of f64 tensors nearly rounded once (f64 has no wider type to compute in):
+    the product as the exact sum ``p + e`` (Dekker), ``p + z`` as the exact sum ``s + t``
+    (Knuth), then ``s + (t + e)``: within an ulp of the fma, and exact where ``p + z`` cancels."""
+    p = x * y
+    split = 134217729.0  # 2**27 + 1
+
+    def halves(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        c = split * a
+        high = c - (c - a)
+        return high, a - high
+
+    (xh, xl), (yh, yl) = halves(x), halves(y)
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    s = p + z
+    b = s - p
+    t = (p - (s - b)) + (z - b)
+    compensated = s + (t + e)
+    return torch.where(torch.isfinite(compensated), compensated, s)
+
+
+def _sigmoid(x: torch.Tensor) -> torch.Tensor:
+    return 1.0 / (1.0 + torch.exp(-x))
+
+
+def _exp2_ftz(x: torch.Tensor) -> torch.Tensor:
+    """exp2 with results below the smallest normal f32 (2**-126) flushed to 0, as
+    ex2.approx.ftz.f32 gives them (NaN stays NaN: it compares false)."""
+    result = torch.exp2(x)
+    return result.masked_fill(result < 2.0**-126, 0.0)
+
+
+_UNARY = {
+    "exp": torch.exp, "exp2": torch.exp2, "exp2_ftz": _exp2_ftz, "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
+    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": _sigmoid, "erf": torch.erf,
+    "sin": torch.sin, "cos": torch.cos, "abs": torch.abs, "neg": torch.neg, "floor": torch.floor,
+    "ceil": torch.ceil, "not": torch.logical_not,
+}
+
+_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "rem": torch.fmod,
+    "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+    "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
+}
+
+

@@ -1,0 +1,700 @@
+"""The kernel language: a JSON AST at tile level with Triton's semantics.
+
+A kernel is one program instance of a launch grid working on blocks (tensors of static
+power-of-two shape). It is written as expression trees with ``let`` bindings: a bare JSON
+string names a value, a JSON number or boolean is a literal, an object with an ``op`` is an
+operation. The host side (the call's inputs, the outputs, the grid, what the kernel's
+parameters are bound to) is part of the AST, so the harness runs a kernel from its AST alone.
+
+The meaning of every construct is written once, in :mod:`kernelgen.interp.execute`; the rules a
+valid kernel obeys are checked by :mod:`kernelgen.check.checker`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic_core import PydanticCustomError
+
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2")
+Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2"]
+
+FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
+# A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
+DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
+DtypeRef = Union[Dtype, Annotated[str, Field(pattern=DTYPE_VARIABLE)]]
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def _not_a_literal(name: str) -> str:
+    """A bound name spelled like a float literal would never be read: its uses are the literal."""
+    if name in FLOAT_LITERAL_NAMES:
+        raise PydanticCustomError("reserved_name", "'{name}' is a float literal, not a name; choose another name",
+                                  {"name": name})
+    return name
+
+
+def _exact_int(value: Any) -> Any:
+    """Pydantic's strict mode still lets ``true`` and ``4.0`` through a Literal of ints (they
+    compare equal); an integer field of the language takes JSON integers only."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+Name = Annotated[str, Field(pattern=IDENTIFIER), AfterValidator(_not_a_literal)]
+# Software-pipelining depth of loops (Triton's num_stages).
+Stages = Annotated[Literal[1, 2, 3, 4, 5, 6, 7, 8], BeforeValidator(_exact_int)]
+# A block dimension: a power of two, or the name of a meta-parameter.
+Dim = Union[int, Name]
+
+UNARY_OPS = ("exp", "exp2", "exp2_ftz", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
+             "sin", "cos", "abs", "neg", "floor", "ceil", "not")
+BINARY_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum",
+              "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shl", "shr", "lshr", "umulhi")
+REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
+SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin")
+ARITHMETIC_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum")
+COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGICAL_OPS = ("and", "or", "xor")
+ATOMIC_OPS = ("atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+              "atomic_cas")
+BIT_OPS = ("shl", "shr", "lshr", "umulhi")
+RANDOM_OPS = ("rand", "randn", "randint")
+
+
+class Node(BaseModel):
+    """Strict: no coercion, so ``true`` or ``1500.0`` where an int goes, ``1`` where a bool
+    goes, are schema errors rather than silently read as another value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions
+
+
+class ProgramId(Node):
+    """This program's index on a grid axis (program_id), or the grid's size there: an i32
+    scalar; ``axis`` < the grid's length (bad_axis)."""
+
+    op: Literal["program_id", "num_programs"]
+    axis: Annotated[Literal[0, 1, 2], BeforeValidator(_exact_int)] = 0
+
+
+class Arange(Node):
+    """The i32 block [0, 1, ..., size-1]."""
+
+    op: Literal["arange"]
+    size: Dim
+
+
+class DtypeVariable(Node):
+    """``name`` (capitalized: ``T``) may stand for a dtype in inputs, outputs, full, cast. A call
+    binds it to PyTorch's promotion of its inputs' values, one of ``of`` (bad_arguments); every
+    variant must check. Undeclared: bad_dtype_variable."""
+
+    name: Annotated[str, Field(pattern=DTYPE_VARIABLE)]
+    of: Annotated[list[Dtype], Field(min_length=1)]
+
+
+class Full(Node):
+    """A block of ``shape`` (``[]``: a scalar) filled with ``value`` of exactly ``dtype``: bool
+    takes true/false, i32/i64 an integer in range, floats a number or "inf"/"nan" (bad_value).
+    Use it for a concrete-typed constant (literals are weak)."""
+
+    op: Literal["full"]
+    shape: list[Dim]
+    value: Union[bool, int, float, Literal["inf", "-inf", "nan"]]
+    dtype: DtypeRef
+
+
+class Load(Node):
+    """Read through pointers (not_a_pointer): the pointee's dtype, the pointer's shape. Lanes
+    where ``mask`` is false are not read and give ``other`` (default 0/false). ``cache``:
+    Triton's cache_modifier (.ca/.cg/.cv) or eviction_policy; speed only."""
+
+    op: Literal["load"]
+    ptr: Expr
+    mask: Expr | None = None
+    other: Expr | None = None
+    cache: Literal["ca", "cg", "cv", "evict_first", "evict_last"] | None = None
+
+
+class TileLoad(Node):
+    """The block at ``offsets`` (one per dim; may be negative or past the end) of tensor
+    ``base`` (an input or output name) viewed as ``shape`` with ``strides`` (elements; last 1):
+    elements outside [0, shape) read 0. ``block`` dims: powers of two <= 256, the last >= 16
+    bytes. ``shape``/``strides`` use params, meta and literals only (tile_view). sm_90: one
+    TMA copy where strides are 16-byte multiples (sizes or literals), else pointer loads."""
+
+    op: Literal["tile_load"]
+    base: Name
+    shape: list[Expr]
+    strides: list[Expr]
+    block: list[Dim]
+    offsets: list[Expr]
+
+
+class Unary(Node):
+    """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
+    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
+    f16/bf16 first), same dtype (f64: libdevice's double versions, rsqrt 1/sqrt); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
+    ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
+    88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
+    within 2.5 ulp (measured), not correctly rounded; ``sigmoid`` is ``1/(1+exp(-x))`` with that
+    ``exp``. ``exp2_ftz``: f32 only, ``exp2`` with results below 2**-126 flushed to 0
+    (ex2.approx.ftz.f32: one instruction where ``exp2`` takes four; for softmax exponents, where
+    it made flash attention 12% faster on an H200). NaN in, NaN out."""
+
+    op: Literal[UNARY_OPS]  # type: ignore[valid-type]
+    x: Expr
+
+
+class Binary(Node):
+    """Elementwise ``lhs op rhs`` of one dtype (dtype_mismatch).
+    Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
+    ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32);
+    ``rem`` is C fmod (exact); ``pow`` (f32/f64: needs_f32) is libdevice powf/pow (2.5 ulp).
+    Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
+    ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
+    take integers only (needs_int).
+    ``shl``, ``shr`` (arithmetic) and ``lshr`` (logical) shift integers by ``rhs`` bits
+    (needs_int); an amount outside 0..width-1 gives 0 (shr: the sign's fill). ``umulhi``: the
+    high half of the unsigned double-width product of integers.
+    ``maximum``/``minimum`` propagate NaN. Comparisons give bool (bools: eq/ne only), false with
+    NaN except ``ne``; ``and``/
+    ``or``/``xor`` take bools or integers (bad_operand). Pointers: ``ptr + int``, ``int + ptr``,
+    ``ptr - int`` (offsets in elements) only."""
+
+    op: Literal[BINARY_OPS]  # type: ignore[valid-type]
+    lhs: Expr
+    rhs: Expr
+
+
+class Where(Node):
+    """``cond ? x : y``: ``cond`` bool (needs_bool); ``x``, ``y`` unify like a
+    binary op's operands, or are two pointers of one dtype. ``where(c, 1.0, 0.0)`` is a weak
+    f32 block, ``where(c, 1, 0)`` a weak i32 one."""
+
+    op: Literal["where"]
+    cond: Expr
+    x: Expr
+    y: Expr
+
+
+class Fma(Node):
+    """``x * y + z`` of floats (needs_float), rounded once."""
+
+    op: Literal["fma"]
+    x: Expr
+    y: Expr
+    z: Expr
+
+
+class Clamp(Node):
+    """``minimum(maximum(x, lo), hi)`` of numbers: NaN in any operand gives NaN; ``lo > hi``
+    gives ``hi``."""
+
+    op: Literal["clamp"]
+    x: Expr
+    lo: Expr
+    hi: Expr
+
+
+class Cast(Node):
+    """Any dtype to any (not pointers): float to narrower float rounds to nearest even
+    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer and
+    f64 to f16/bf16 round through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
+    bool is 0 or 1. To f8e4m3/f8e5m2: rounded to f16, then to nearest even, saturating at
+    +-448/+-57344 (inf too), NaN stays NaN. fp8 values are storage only: load, store, cast,
+    bitcast, dot, reshape/trans, carry (fp8_storage elsewhere)."""
+
+    op: Literal["cast"]
+    x: Expr
+    dtype: DtypeRef
+
+
+class Bitcast(Node):
+    """``x``'s bits as ``dtype`` of the same width: i32/f32, i64/f64, f16/bf16, f8e4m3/f8e5m2
+    (bad_bitcast)."""
+
+    op: Literal["bitcast"]
+    x: Expr
+    dtype: DtypeRef
+
+
+class Random(Node):
+    """Triton's Philox (10 rounds) at each lane of integer ``offset`` for integer scalar
+    ``seed``: ``randint`` i32 (the uint32's bits), ``rand`` f32 in [0, 1), ``randn`` f32 normal
+    (Box-Muller: its log/sqrt/cos/sin within ulps); ``word`` k: the k-th of Triton's
+    randint4x/rand4x/randn4x (0: randint/rand/randn). Same seed and offset, same bits."""
+
+    op: Literal["rand", "randn", "randint"]
+    seed: Expr
+    offset: Expr
+    word: Annotated[Literal[0, 1, 2, 3], BeforeValidator(_exact_int)] = 0
+
+
+class Reduce(Node):
+    """Reduce a block along ``axis`` (0..rank-1: bad_axis), dropping it (kept as 1 with
+    ``keepdims``). ``sum`` takes f32, f64, i32, i64 (needs_f32), in a tree order (not sequential);
+    ``max``/``min`` any number, NaN wins; argmax/argmin give the first index of the extremum
+    (i32), NaN counting as it. A weak value reduces as f32."""
+
+    op: Literal[REDUCE_OPS]  # type: ignore[valid-type]
+    x: Expr
+    axis: int
+    keepdims: bool = False
+
+
+class Scan(Node):
+    """Running ``op`` of ``x`` along ``axis`` (bad_axis), same shape; ``reverse``: from the end.
+    ``cumsum``/``cumprod`` take f32, f64, i32, i64 (needs_f32), in a tree order (not sequential),
+    integers wrap; ``cummax``/``cummin`` any number, NaN propagates onward."""
+
+    op: Literal[SCAN_OPS]  # type: ignore[valid-type]
+    x: Expr
+    axis: int
+    reverse: bool = False
+
+
+class Sort(Node):
+    """``x`` (numbers, rank >= 1) sorted along its LAST axis (Triton sorts no other);
+    ``argsort``: i32 indices of that order. Floats: -0.0 before 0.0, NaN above inf; ties keep
+    index order (descending too). argsort takes no i64/f64 (bad_operand)."""
+
+    op: Literal["sort", "argsort"]
+    x: Expr
+    descending: bool = False
+
+
+class TopK(Node):
+    """The ``k`` largest along the last axis, largest first (that axis becomes k), as a
+    descending sort's first k; ``argtopk``: their i32 indices. k: a power of two <= the axis
+    (bad_value)."""
+
+    op: Literal["topk", "argtopk"]
+    x: Expr
+    k: Dim
+
+
+class Gather(Node):
+    """``out[..i..] = src[..index[..i..]..]`` along ``axis``: ``index`` integers of src's rank,
+    dims equal except at axis (shape_mismatch); index's shape, src's dtype. An index outside
+    0..src's axis-1 fails when run (index_out_of_range)."""
+
+    op: Literal["gather"]
+    src: Expr
+    index: Expr
+    axis: int
+
+
+class Histogram(Node):
+    """i32 counts ``[bins]``: ``out[b]`` = lanes of 1-D integer ``x`` equal to b where ``mask``.
+    A counted value outside 0..bins-1 fails when run (index_out_of_range)."""
+
+    op: Literal["histogram"]
+    x: Expr
+    bins: Dim
+    mask: Expr | None = None
+
+
+class Dot(Node):
+    """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
+    (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64), or both fp8 (any mix;
+    K >= 32; f32 result: the dot's K summed at ~2**-14 precision, then added to acc;
+    sm_89+: fp8_target), or both i32 with ``dtype`` i32: int8 tensor cores on their low
+    bytes (``x & 255`` as -128..127; K >= 32), i32 sums, saturating; ``dtype`` f16 needs f16
+    operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
+    rounded to 10-bit mantissas (tensor cores)."""
+
+    op: Literal["dot"]
+    lhs: Expr
+    rhs: Expr
+    acc: Expr | None = None
+    dtype: Literal["f32", "f16", "i32"] = "f32"
+    precision: Literal["ieee", "tf32"] = "ieee"
+
+
+class ExpandDims(Node):
+    """Insert a dim of size 1 at ``axis`` (0..rank)."""
+
+    op: Literal["expand_dims"]
+    x: Expr
+    axis: int
+
+
+class Reshape(Node):
+    """``reshape`` keeps row-major order and the element count; ``broadcast`` stretches dims
+    of size 1 (and adds leading ones) (shape_mismatch)."""
+
+    op: Literal["reshape", "broadcast"]
+    x: Expr
+    shape: list[Dim]
+
+
+class Trans(Node):
+    """Permute axes (default: reverse); ``dims`` is a permutation (bad_axis)."""
+
+    op: Literal["trans"]
+    x: Expr
+    dims: list[int] | None = None
+
+
+class Hint(Node):
+    """``x`` (integers) unchanged, promising as tl.multiple_of/tl.max_contiguous, so accesses
+    at ``ptr + x`` vectorize (e.g. offsets wrapped with ``rem``): ``max_contiguous[d]`` c: each
+    aligned run of c lanes on dim d counts up by 1; ``multiple_of[d]`` m: each run's first lane
+    (each lane without c) is a multiple of m. Powers of two, one per dim (scalar: multiple_of
+    only), c <= dim (bad_hint). Refuted where the checker sees x (arange, literals, meta,
+    scalars with + - *: bad_hint), else trusted when compiled (false: wrong results), checked
+    when run (hint_violated)."""
+
+    op: Literal["hint"]
+    x: Expr
+    multiple_of: list[int] | None = None
+    max_contiguous: list[int] | None = None
+
+
+class TensorInfo(Node):
+    """Host only (host_only in the body): tensor ``of``'s stride along ``dim`` (elements;
+    tensors are contiguous), or its element count (``dim`` unused)."""
+
+    op: Literal["stride", "numel"]
+    of: Name
+    dim: int = 0
+
+
+class DeviceInfo(Node):
+    """Host only (host_only in the body): the SM count of the GPU running the launch (132 on an
+    H100/H200; 3 in the interpreter, so persistent loops walk several tiles at small sizes). A
+    portable persistent grid: ``minimum(tiles, num_sms)``, or a multiple of num_sms, with loops
+    stepping by num_programs. Not in an output's shape (device_dependent); scratch may use it."""
+
+    op: Literal["num_sms"]
+
+
+OpNode = Annotated[
+    Union[ProgramId, Arange, Full, Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce,
+          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo, DeviceInfo],
+    Field(discriminator="op"),
+]
+
+
+def _expr_kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "name"
+    if isinstance(value, dict) or isinstance(value, Node):
+        return "op"
+    return None
+
+
+Ref = Annotated[str, Field(pattern=r"^([A-Za-z_][A-Za-z0-9_]*|-?inf|nan)$")]
+
+# An expression: a name (string), a literal (number or boolean; "inf", "-inf" and "nan" are
+# float literals) or an operation (object with "op").
+Expr = Annotated[
+    Union[
+        Annotated[bool, Tag("bool")],
+        Annotated[int, Tag("int")],
+        Annotated[float, Tag("float")],
+        Annotated[Ref, Tag("name")],
+        Annotated[OpNode, Tag("op")],
+    ],
+    Discriminator(_expr_kind, custom_error_type="expr",
+                  custom_error_message="expected a name, a number, a boolean or an object with 'op'"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Statements
+
+
+class Let(Node):
+    """Bind a new name; names are never rebound, nor shadowed in a loop body (duplicate_name).
+    A loop body's lets are gone after the loop."""
+
+    op: Literal["let"]
+    name: Name
+    value: Expr
+
+
+class Store(Node):
+    """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
+    Only outputs are written: a pointer that may point into an input is store_to_input. In one
+    launch an element a program stores is stored, loaded or atomically updated by no other
+    (race, when run); every output element must be written (unwritten). ``cache``:
+    as Load's (.wb/.cg/.cs/.wt)."""
+
+    op: Literal["store"]
+    ptr: Expr
+    value: Expr
+    mask: Expr | None = None
+    cache: Literal["wb", "cg", "cs", "wt", "evict_first", "evict_last"] | None = None
+
+
+class TileStore(Node):
+    """Write ``value`` (the pointee's dtype) as the block at ``offsets`` of output ``base``
+    viewed as TileLoad's; elements outside [0, shape) are not written. Store's rules hold."""
+
+    op: Literal["tile_store"]
+    base: Name
+    shape: list[Expr]
+    strides: list[Expr]
+    offsets: list[Expr]
+    value: Expr
+
+
+class Atomic(Node):
+    """tl.atomic_*: read-modify-write of ``val`` (cas: if old == ``cmp``, write ``val``) at
+    each pointer where ``mask`` is true (cas: no mask), as Store's; ``name`` (optional) binds
+    the old values (undefined where masked off). Atomics of different programs on one element do not
+    race. dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64
+    (float max/min order bits as Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64.
+    Float add: the sum may come in any order (within tolerance); its old value is one order's.
+    ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race)."""
+
+    op: Literal[ATOMIC_OPS]  # type: ignore[valid-type]
+    ptr: Expr
+    val: Expr
+    cmp: Expr | None = None
+    mask: Expr | None = None
+    name: Name | None = None
+    sem: Literal["relaxed", "acquire", "release", "acq_rel"] = "acq_rel"
+    scope: Literal["gpu", "cta", "sys"] = "gpu"
+
+
+class Carry(Node):
+    """Loop-carried value: ``init`` (a weak literal becomes concrete: ``0.0`` f32, ``0`` i32)
+    before the loop, ``next`` after each iteration (in the body's
+    scope, seeing the iteration's old carries); after the loop ``name`` holds
+    the last value, or ``init`` when the loop ran zero times. ``next`` keeps ``init``'s dtype
+    and shape (loop_carry_type)."""
+
+    name: Name
+    init: Expr
+    next: Expr
+
+
+class For(Node):
+    """``for var in range(start, stop, step)``: bounds are integer
+    scalars (needs_scalar, needs_int) evaluated once; it runs ``max(0, cdiv(stop - start,
+    step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
+    ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
+    no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth
+    (a loop without a dot prefetches its loads only when given it). ``flatten`` (speed only):
+    pipeline this loop and the one for directly in its body as one loop (pipelined as the
+    outer's num_stages, else the inner's), so a persistent kernel loads its next tile's first
+    blocks during this tile's epilogue. Only for the outer loop of a nest of exactly two loops
+    whose inner bounds are fixed outside the nest (flatten_nest)."""
+
+    op: Literal["for"]
+    var: Name
+    start: Expr = 0
+    stop: Expr
+    step: Expr = 1
+    carry: list[Carry] = []
+    num_stages: Stages | None = None
+    flatten: bool = False
+    body: list[Stmt]
+
+
+class IfResult(Node):
+    """A value out of an if: ``then`` in the then branch's scope, ``else`` in the else
+    branch's (a name bound in one branch only is undefined in the other); after the if
+    ``name`` holds the taken one. Same shape and dtype (a weak literal takes the other's;
+    both weak: concrete) or pointers of one dtype (if_result_type)."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    name: Name
+    then: Expr
+    else_: Expr = Field(alias="else")
+
+
+class If(Node):
+    """``if cond: then else: else``: ``cond`` a bool scalar (needs_scalar, needs_bool), per
+    program (it may depend on program_id, params, loop vars, loads). Only the taken branch
+    runs (stores, loads); lets inside are gone after the if, ``results`` flow out.
+    E.g. full blocks unmasked, the last one masked."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    op: Literal["if"]
+    cond: Expr
+    then: list[Stmt] = []
+    else_: list[Stmt] = Field([], alias="else")
+    results: list[IfResult] = []
+
+
+Stmt = Annotated[Union[Let, Store, TileStore, Atomic, For, If], Field(discriminator="op")]
+
+
+def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
+    """A node's fields as (JSON key, value): an if's ``else`` is ``else_`` in Python."""
+    return [(info.alias or name, getattr(node, name)) for name, info in type(node).model_fields.items()]
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel and its host side
+
+
+JsonValue = Union[bool, int, float, str, None]
+# An input's default: a JSON value, or ints (a role ints argument's).
+DefaultValue = Union[JsonValue, list[int]]
+
+
+class Input(Node):
+    """A call argument, in call order: a tensor if ``shape`` is given (dims: size names, or
+    ints >= 1), else a scalar; either needs ``dtype``. With ``default`` (null included) it is
+    optional. A tensor of default null names ``present``: a meta name, 1 if the call passes
+    it, else 0 and the tensor is zeros (its sizes appear in a required tensor). ``number``: a
+    tensor that may be passed as a Python number (or a tensor broadcasting to it): under the
+    elementwise view it broadcasts with the rest; otherwise it is expanded to its shape, whose
+    sizes appear in a tensor input that is not ``number``. ``batch`` (view null): ``shape[0]``
+    stands for any number of leading dims (0 too), broadcast between batched inputs as
+    torch.matmul does and flattened into it. ``optional_dims``: sizes of ``shape`` a call of
+    lower rank leaves out, all together (matmul's 1-D operands: ``["M"]`` of ``["B","M","K"]``);
+    the kernel sees them as 1. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
+    ``dim`` (int, ints or null for all: the rows view's reduced dims), ``keepdim`` (both with
+    the rows view only), ``out`` (a tensor the first output is copied into: write just
+    ``{"name":"out","role":"out","default":null}``), ``inplace`` (copy it into the first
+    input), ``choice`` (one of ``choices``, default among them; in the kernel a meta name
+    equal to its index), ``fixed`` (needs ``default``; only it is accepted), ``dtype`` (a
+    torch dtype or null, default null; ``binds``: the dtype variable it sets, and the inputs
+    of that dtype are converted to it, as torch's ``dtype=``; null: promotion), ``ints`` (an
+    int or a tuple/list of ints, e.g. ``kernel_size=(3, 3)``: ``items`` names a meta per item,
+    an int fills them all). Breaking these
+    is bad_signature. Inputs, sizes, outputs and meta have distinct names."""
+
+    name: Name
+    dtype: DtypeRef | None = None
+    shape: list[Dim] | None = None
+    default: DefaultValue = None
+    number: bool = False
+    batch: bool = False
+    optional_dims: list[Name] | None = None
+    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype", "ints"] | None = None
+    choices: list[JsonValue] | None = None
+    binds: DtypeRef | None = None
+    present: Name | None = None
+    items: list[Name] | None = None
+
+    @property
+    def optional(self) -> bool:
+        return "default" in self.model_fields_set
+
+    @property
+    def is_plain(self) -> bool:
+        """An argument the kernel sees (a tensor or a scalar), not a host-only one."""
+        return self.role is None
+
+
+class Output(Node):
+    """A returned tensor; ``shape``: integer host expressions. It starts filled with NaN (ints:
+    their minimum; bool: true), so elements no store writes fail verification (output_not_written: none
+    is stored). ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
+    broadcast dims there. A dim named by an ``optional_dims`` size the call left out is dropped.
+    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not returned; any true
+    element makes the call raise it with ``message``. With ``init`` (e.g. 0 or "-inf" for
+    atomics to accumulate into; bad_value) it starts so, and every element counts as written."""
+
+    name: Name
+    dtype: DtypeRef
+    shape: list[Expr]
+    batch: bool = False
+    raises: Literal["ValueError", "RuntimeError", "TypeError", "IndexError", "ZeroDivisionError"] | None = None
+    message: str | None = None
+    init: Union[bool, int, float, Literal["inf", "-inf", "nan"], None] = None
+
+
+class Param(Node):
+    """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor gives its
+    pointer (no ``dtype``); an integer host expression an i32 scalar, or ``dtype`` i64 (needed
+    for values >= 2**31: bad_arguments), or the scalar input's own dtype; a float one an f32
+    (f64: an f64 input's, or ``dtype`` f64; bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
+    only (undefined_name)."""
+
+    name: Name
+    value: Expr | None = None
+    dtype: Literal["i32", "i64", "f32", "f64"] | None = None
+
+
+class Meta(Node):
+    """A compile-time constant (constexpr), e.g. a block size: an i32 scalar in the body, a
+    block dim (a power of two there), a name in host expressions; ``value`` >= 1. The harness
+    may tune it (kept only if still correct)."""
+
+    name: Name
+    value: int
+
+
+class Scratch(Node):
+    """A tensor the launches share, allocated per call, not returned; ``shape``: integer host
+    expressions; ``zero``: zero-filled, else NaN/poison. A launch may load it only after one
+    (or itself) stores it unless ``zero`` (read_before_write); some launch loads it
+    (scratch_unread)."""
+
+    name: Name
+    dtype: DtypeRef
+    shape: list[Expr]
+    zero: bool = False
+
+
+class Launch(Node):
+    """One kernel of a program: launches run in order on one stream, each seeing the document's
+    inputs, outputs, scratch, sizes and meta; params, grid and body as Kernel's (num_warps,
+    num_stages: default the document's). Races are judged per launch."""
+
+    name: Name
+    params: list[Param]
+    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)]
+    num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] | None = None
+    num_stages: Stages | None = None
+    body: list[Stmt]
+
+
+class Kernel(Node):
+    """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
+    too) and shows the kernel each flattened, as 1-D ``[N]`` (each tensor input declared
+    ``[N]``); ``rows`` needs a role ``dim`` input, moves its axes last and
+    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names,
+    broadcast first; other ranks pass as they are). Outputs (rank 1 under elementwise,
+    1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
+    ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
+    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth.
+    Several kernels (split-K, two phases): ``launches`` (and ``scratch``) instead of
+    ``params``, ``grid``, ``body`` (bad_program); ``meta`` is shared."""
+
+    name: Name
+    view: Literal["elementwise", "rows"] | None = None
+    dtypes: list[DtypeVariable] = []
+    inputs: list[Input]
+    outputs: Annotated[list[Output], Field(min_length=1)]
+    params: list[Param] | None = None
+    meta: list[Meta] = []
+    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)] | None = None
+    num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] = 4
+    num_stages: Stages = 3
+    body: list[Stmt] | None = None
+    scratch: list[Scratch] = []
+    launches: list[Launch] = []
+
+    @property
+    def is_program(self) -> bool:
+        """Several launches (the document's own params, grid and body are absent)."""
+        return bool(self.launches)
+
+
+for _model in (Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
+               TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
+               IfResult, If, Output, Param, Scratch, Launch, Kernel):
+    _model.model_rebuild()

@@ -1,0 +1,538 @@
+"""Benchmark tasks: what a model is asked, how its answer is judged.
+
+A task is one YAML file under ``bench/<tier>/``: the semantics in prose, the signature (inputs
+with symbolic shapes, outputs), a PyTorch reference (the correctness oracle, computed in high
+precision where it matters), optionally the idiomatic PyTorch ``eager`` code speedups are
+measured against, the ranges sizes are drawn from, how inputs are drawn, a tolerance, the
+sizes timings use, and a golden AST. The prompt a model
+sees is the prose plus the signature rendered from the same data the harness checks, so the
+two cannot disagree (the original baseline was judged against references that did not match
+its prompts).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import random
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kernelgen.lang import nodes as L
+from kernelgen.errors import Diagnostic, KernelgenError
+from kernelgen.task.metrics import TIERS
+
+Tier = Literal["easy", "med", "hard", "expert"]
+
+DEFAULT_TOLERANCE = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2), "f64": (1e-9, 1e-12),
+                     "i32": (0.0, 0.0), "i64": (0.0, 0.0), "bool": (0.0, 0.0),
+                     "f8e4m3": (0.125, 2.0 ** -6), "f8e5m2": (0.25, 2.0 ** -6)}
+
+
+class TaskError(KernelgenError):
+    stage = "tasks"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SizeRange(_Model):
+    """The values a size name is drawn from. ``cpu_max`` caps it where kernels run in the CPU
+    interpreter (no GPU), which is orders of magnitude slower."""
+
+    min: int = Field(1, ge=0)
+    max: int = Field(ge=1)
+    cpu_max: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SizeRange:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+
+class Domain(_Model):
+    """How an input's values are drawn: normal (both signs, the default) scaled by ``scale``,
+    uniform in [low, high], integers in [low, high], ``starts``: the starts of segments of a 1-D
+    integer input (embedding_bag's offsets; the last segment ends at the size ``total``, a task's
+    size name), sorted in [0, total], the first 0, so ragged inputs are well formed (the cuts are
+    uniform, so lengths vary and equal neighbours make empty ones), or ``ends``: integers
+    nondecreasing along the last axis from low up to a last element equal to high (the ends of
+    ragged groups, as torch's grouped matmul takes them). For integers and ends, ``low`` and
+    ``high`` may be integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index
+    tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows).
+    ``zeros``: a float input drawn from a normal domain has exact zeros (+0.0 and -0.0) in the
+    extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none."""
+
+    kind: Literal["normal", "uniform", "integers", "starts", "ends"] = "normal"
+    scale: float = 1.0
+    zeros: bool = True
+    low: Union[float, L.Expr] = -1.0
+    high: Union[float, L.Expr] = 1.0
+    total: str | None = None
+
+    @model_validator(mode="after")
+    def _total_for_starts(self) -> Domain:
+        if (self.kind == "starts") != (self.total is not None):
+            raise ValueError("total (a size name) is given for, and only for, kind starts")
+        return self
+
+    def describe(self) -> str:
+        if self.kind == "normal":
+            return f"normal of scale {self.scale:g}"
+        if self.kind == "starts":
+            return f"sorted segment starts from 0 to {self.total}"
+        what = {"integers": "integers", "uniform": "uniform", "ends": "nondecreasing integers ending at the high bound"}[self.kind]
+        return f"{what} in [{_show_bound(self.low)}, {_show_bound(self.high)}]"
+
+    def bounds(self, sizes: Mapping[str, int]) -> tuple[float, float]:
+        """``low`` and ``high`` at these sizes (host expressions evaluated)."""
+        from kernelgen.host.plan import HostEnv, eval_host
+
+        env = HostEnv(dict(sizes), {}, {})
+        return tuple(b if isinstance(b, (int, float)) else eval_host(b, env) for b in (self.low, self.high))
+
+
+def _show_bound(bound: Union[float, L.Expr]) -> str:
+    if isinstance(bound, (int, float)):
+        return f"{bound:g}"
+    if isinstance(bound, str):
+        return bound
+    return json.dumps(bound.model_dump(exclude_defaults=True) if isinstance(bound, BaseModel) else bound)
+
+
+class ScalarRange(_Model):
+    """The values a scalar input is drawn from, per size assignment: uniform in [min, max]
+    (log-uniform with ``log``, for eps-like scalars spanning decades; integers for an integer
+    scalar), or one of ``values``. A kernel that hard-codes the bench value, or ignores the
+    scalar, then fails; the range must make the scalar matter beyond the tolerance."""
+
+    min: float | None = None
+    max: float | None = None
+    log: bool = False
+    values: list[Union[float, int, bool]] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ScalarRange:
+        bounded = self.min is not None and self.max is not None
+        if bounded == (self.values is not None) or (self.values is not None and (self.min, self.max) != (None, None)):
+            raise ValueError("give either min and max, or values")
+        if bounded and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        if self.log and not (bounded and self.min > 0):
+            raise ValueError("log needs min and max above 0")
+        return self
+
+    def describe(self) -> str:
+        if self.values is not None:
+            return f"one of {self.values}"
+        return f"any value in [{self.min:g}, {self.max:g}]"
+
+    def draw(self, rng: random.Random, integer: bool) -> Union[float, int, bool]:
+        if self.values is not None:
+            return rng.choice(self.values)
+        if integer:
+            return rng.randint(int(self.min), int(self.max))
+        if self.log:
+            return math.exp(rng.uniform(math.log(self.min), math.log(self.max)))
+        return rng.uniform(self.min, self.max)
+
+
+class Tolerance(_Model):
+    rtol: float = Field(ge=0)
+    atol: float = Field(ge=0)
+
+
+class Signature(_Model):
+    inputs: list[L.Input]
+    outputs: list[L.Input] = Field(min_length=1)
+
+
+ArgValue = Union[L.JsonValue, list[int]]
+
+
+class Variant(_Model):
+    """One way the task is called, as PyTorch users call the operator: a binding of each of the
+    task's dtype variables (``dtypes``), and ``args``: the value of each host-only input
+    (``dtype=`` as a dtype name such as ``f32`` or null, ``dim``, ``keepdim``, a choice) and
+    null for an optional tensor the call omits; ``tolerance``: this call's, where the task's
+    (or its dtypes' default) does not fit it. A task checks and times every variant."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    dtypes: dict[str, L.Dtype] = {}
+    args: dict[str, ArgValue] = {}
+    tolerance: Tolerance | None = None
+
+    def describe(self) -> str:
+        parts = [f"{name}={dtype}" for name, dtype in self.dtypes.items()]
+        parts += [f"{name}={_show_arg(value)}" for name, value in self.args.items()]
+        return ", ".join(parts) or "as declared"
+
+
+def _show_arg(value: ArgValue) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, str) and value in L.DTYPES:
+        from kernelgen.host.plan import TORCH_DTYPES
+
+        return f"torch.{TORCH_DTYPES[value]}"
+    return repr(value)
+
+
+# torch functions that make a tensor from nothing: on the CPU unless told where.
+_FACTORIES = frozenset({"arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randint",
+                        "randn", "randperm", "tensor", "zeros"})
+
+
+def _check_placement(source: str) -> None:
+    """A reference or eager twin runs on the inputs' device (the GPU in GPU mode): a tensor
+    it makes without ``device=`` lands on the CPU, and mixing the two fails only on a GPU,
+    never in CPU mode, where tasks are tested. So every factory call names its device."""
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FACTORIES \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" \
+                and not any(k.arg in ("device", None) for k in node.keywords):
+            raise ValueError(f"line {node.lineno}: torch.{node.func.attr}(...) needs device= (e.g. the device "
+                             "of an input): the function runs on the inputs' device")
+
+
+class Task(_Model):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    tier: Tier
+    prompt: str = Field(min_length=20)
+    # Dtype variables the signature may name (``dtype: T``); each variant binds every one.
+    dtypes: list[L.DtypeVariable] = []
+    signature: Signature
+    # The calls the task checks and times (kernelgen.task.variants); none: the signature as declared.
+    variants: list[Variant] = []
+    # Set by the harness on the concrete task of one variant (Task.variant_tasks), never in a file.
+    variant: Variant | None = None
+    reference: str
+    eager: str | None = None
+    sizes: dict[str, SizeRange] = {}
+    bench_sizes: dict[str, int] = {}
+    # Each scalar input's bench value (timing, FLOP counts) and, optionally, the range it is
+    # drawn from per size assignment when checking (else it keeps the bench value).
+    scalars: dict[str, Union[float, int, bool]] = {}
+    scalar_ranges: dict[str, ScalarRange] = {}
+    domains: dict[str, Domain] = {}
+    # Where ``eager`` draws its random numbers from PyTorch's generator (the same cost, another
+    # mask) while the reference reproduces the kernel's Philox stream: scalar values at which
+    # the two compute one function (dropout's p = 0), so that the eager twin is still checked.
+    eager_scalars: dict[str, Union[float, int, bool]] = {}
+    # Where a task promises numerical stability: the domains of some checks' inputs (large
+    # magnitudes; those checks also have long rows), so unstable formulas fail.
+    extreme_domains: dict[str, Domain] = {}
+    tolerance: Tolerance | None = None
+    flops: L.Expr = 0
+    # The fewest bytes a kernel must move, where it is not every input read once and every
+    # output written once (a gather reads the rows its ids name, which the data decides).
+    min_bytes: L.Expr | None = None
+    golden: L.Kernel
+
+    @field_validator("reference")
+    @classmethod
+    def _defines_reference(cls, source: str) -> str:
+        compile(source, "<reference>", "exec")
+        if "def reference(" not in source:
+            raise ValueError("the reference source must define `def reference(...)`")
+        _check_placement(source)
+        return source
+
+    @field_validator("eager")
+    @classmethod
+    def _defines_eager(cls, source: str | None) -> str | None:
+        if source is not None:
+            compile(source, "<eager>", "exec")
+            if "def eager(" not in source:
+                raise ValueError("the eager source must define `def eager(...)`")
+            _check_placement(source)
+        return source
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Task:
+        names = [i.name for i in self.signature.inputs]
+        symbols = {d for i in self.signature.inputs + self.signature.outputs for d in (i.shape or [])
+                   if isinstance(d, str)}
+        missing = symbols - set(self.sizes)
+        if missing:
+            raise ValueError(f"sizes has no range for {sorted(missing)}")
+        unknown = set(self.sizes) - symbols
+        if unknown:
+            raise ValueError(f"sizes names {sorted(unknown)}, which no input or output uses")
+        if set(self.bench_sizes) - set(self.sizes) or set(self.sizes) - set(self.bench_sizes):
+            raise ValueError("bench_sizes must give a value for exactly the size names")
+        scalar_inputs = {i.name for i in self.signature.inputs if i.shape is None and i.is_plain}
+        if set(self.scalars) != scalar_inputs:
+            raise ValueError(f"scalars must give a value for each scalar input {sorted(scalar_inputs)}")
+        for name, domain in list(self.domains.items()) + list(self.extreme_domains.items()):
+            if name not in names:
+                raise ValueError(f"domains names {name!r}, which is not an input")
+            problem = _starts_problem(name, domain, self)
+            if problem is not None:
+                raise ValueError(problem)
+        for name in self.scalar_ranges:
+            if name not in scalar_inputs:
+                raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
+        for name in self.eager_scalars:
+            if name not in scalar_inputs:
+                raise ValueError(f"eager_scalars names {name!r}, which is not a scalar input")
+        problem = _variant_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    # -- derived views ---------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return f"{self.tier}/{self.id}"
+
+    def variant_tasks(self) -> list[Task]:
+        """The concrete task of each variant (its dtypes bound, ``variant`` set), in order; a
+        task without variants is its own one."""
+        return [self._concrete(v) for v in self.variants] or [self]
+
+    def _concrete(self, variant: Variant) -> Task:
+        def bound(spec: L.Input) -> L.Input:
+            return spec.model_copy(update={"dtype": variant.dtypes.get(spec.dtype, spec.dtype)}) \
+                if spec.dtype is not None else spec
+
+        signature = Signature(inputs=[bound(i) for i in self.signature.inputs],
+                              outputs=[bound(o) for o in self.signature.outputs])
+        return self.model_copy(update={"signature": signature, "dtypes": [], "variants": [], "variant": variant,
+                                       "tolerance": variant.tolerance or self.tolerance})
+
+    def tolerance_for(self, dtype: str) -> Tolerance:
+        if self.tolerance is not None:
+            return self.tolerance
+        rtol, atol = DEFAULT_TOLERANCE[dtype]
+        return Tolerance(rtol=rtol, atol=atol)
+
+    def reference_function(self) -> Callable[..., Any]:
+        return _compiled_source(self.id, self.reference, "reference")
+
+    def eager_function(self) -> Callable[..., Any]:
+        """What speedups are measured against: the idiomatic PyTorch of the task in its own
+        dtypes (``eager``), where the reference computes in higher precision for accuracy (an
+        f16 matmul's reference upcasts to f32, which no one would time as PyTorch's speed)."""
+        if self.eager is None:
+            return self.reference_function()
+        return _compiled_source(self.id, self.eager, "eager")
+
+    def render_signature(self) -> str:
+        def shape(spec: L.Input) -> str:
+            if spec.shape is not None:
+                optional = ", optional (default None)" if spec.optional else ""
+                return f"tensor [{', '.join(map(str, spec.shape))}]{optional}"
+            drawn = self.scalar_ranges.get(spec.name)
+            return "scalar" if drawn is None else f"scalar, {drawn.describe()}"
+
+        def describe(spec: L.Input) -> str:
+            if not spec.is_plain:
+                binds = f", binds {spec.binds}" if spec.binds else ""
+                return f"  {spec.name}: role {spec.role}{binds}" + (f", default {spec.default!r}" if spec.optional else "")
+            return f"  {spec.name}: {spec.dtype} {shape(spec)}"
+
+        lines = []
+        if self.dtypes:
+            lines.append("Dtype variables: " + "; ".join(f"{v.name} in {{{', '.join(v.of)}}}" for v in self.dtypes))
+        lines.append("Inputs, in this order:")
+        lines += [describe(i) for i in self.signature.inputs]
+        lines.append("Outputs (returned, in this order):")
+        lines += [f"  {o.name}: {o.dtype} {shape(o)}" for o in self.signature.outputs]
+        if self.variants:
+            lines.append("Calls checked and timed (one kernel must serve them all):")
+            lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
+        if self.sizes:
+            ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
+            lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
+                         "Tensors are contiguous (row-major).")
+        if self.extreme_domains:
+            drawn = "; ".join(f"{name}: {domain.describe()}" for name, domain in self.extreme_domains.items())
+            lines.append(f"Numerical stability is checked: some checks, at large sizes, draw extreme values ({drawn}).")
+        return "\n".join(lines)
+
+    def render_prompt(self) -> str:
+        """What the model is asked: the semantics and the exact signature."""
+        return f"Task {self.id}: {self.prompt.strip()}\n\n{self.render_signature()}"
+
+    def bytes_moved(self, sizes: dict[str, int]) -> int:
+        """The fewest bytes a kernel must move: ``min_bytes`` where the task gives it, else
+        each input read once and each output written once."""
+        if self.min_bytes is not None:
+            return self._host_value(self.min_bytes, sizes)
+        return self.footprint(sizes)[1]
+
+    def footprint(self, sizes: Mapping[str, int]) -> tuple[int, int]:
+        """(elements, bytes) of all tensor inputs and outputs at these sizes."""
+        widest = {v.name: max(DTYPE_BYTES[d] for d in v.of) for v in self.dtypes}
+        elements = nbytes = 0
+        for spec in self.signature.inputs + self.signature.outputs:
+            if spec.shape is not None:
+                numel = math.prod(d if isinstance(d, int) else sizes[d] for d in spec.shape)
+                elements += numel
+                nbytes += numel * (DTYPE_BYTES.get(spec.dtype) or widest[spec.dtype])
+        return elements, nbytes
+
+    def flop_count(self, sizes: dict[str, int]) -> int:
+        return self._host_value(self.flops, sizes)
+
+    def _host_value(self, expr: L.Expr, sizes: dict[str, int]) -> int:
+        """A host expression of the task's sizes and scalars (``flops``, ``min_bytes``)."""
+        from kernelgen.host.plan import HostEnv, eval_host
+
+        return int(eval_host(expr, HostEnv(dict(sizes), dict(self.scalars), {})))
+
+
+def _starts_problem(name: str, domain: Domain, task: Task) -> str | None:
+    """What is wrong with a ``starts`` domain of input ``name``, or None: it needs a 1-D
+    integer tensor and a total that is a size name."""
+    if domain.kind != "starts":
+        return None
+    spec = next(i for i in task.signature.inputs if i.name == name)
+    if spec.shape is None or len(spec.shape) != 1 or spec.dtype not in ("i32", "i64"):
+        return f"domains/{name}: segment starts are drawn for a 1-D i32 or i64 tensor"
+    if domain.total not in task.sizes:
+        return f"domains/{name}/total: {domain.total!r} is not a size name of the task"
+    return None
+
+
+def _variant_problem(task: Task) -> str | None:
+    """What is wrong with a task's dtype variables and variants (where, and what), or None."""
+    declared = {v.name: v for v in task.dtypes}
+    if len(declared) != len(task.dtypes):
+        return "dtypes: a dtype variable is declared twice"
+    specs = [("inputs", i, s) for i, s in enumerate(task.signature.inputs)]
+    specs += [("outputs", i, s) for i, s in enumerate(task.signature.outputs)]
+    for kind, index, spec in specs:
+        if spec.dtype is not None and spec.dtype not in L.DTYPES and spec.dtype not in declared:
+            return (f"signature/{kind}/{index}/dtype: {spec.dtype} is not a dtype nor a dtype variable "
+                    f"declared in dtypes (declared: {', '.join(declared) or 'none'})")
+    host_only = {s.name: s for s in task.signature.inputs if not s.is_plain}
+    omittable = {s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional}
+    needs_variants = [n for n, s in host_only.items() if not s.optional]
+    if not task.variants and (declared or needs_variants):
+        what = f"dtype variables {list(declared)}" if declared else f"the host-only input {needs_variants[0]!r}"
+        return f"variants: the task has {what}; list the calls it checks in variants"
+    names: set[str] = set()
+    for index, variant in enumerate(task.variants):
+        where = f"variants/{index}"
+        if variant.name in names:
+            return f"{where}/name: {variant.name!r} names another variant too"
+        names.add(variant.name)
+        if set(variant.dtypes) != set(declared):
+            return f"{where}/dtypes: binds {sorted(variant.dtypes)}, the task's dtype variables are {sorted(declared)}"
+        for name, dtype in variant.dtypes.items():
+            if dtype not in declared[name].of:
+                return f"{where}/dtypes/{name}: {dtype} is not among {name}'s dtypes {declared[name].of}"
+        for name, value in variant.args.items():
+            if name not in host_only and name not in omittable:
+                return (f"{where}/args/{name}: not a host-only input nor an optional tensor of the signature "
+                        f"(those are {sorted(host_only) + sorted(omittable)})")
+            if name in omittable and value is not None:
+                return f"{where}/args/{name}: an optional tensor's argument is null (omitted) or left out (drawn)"
+            role = host_only[name].role if name in host_only else None
+            if role == "dtype" and value is not None and value not in L.DTYPES:
+                return f"{where}/args/{name}: a dtype= argument is null or one of {list(L.DTYPES)}, got {value!r}"
+            if role == "dim" and not (value is None or isinstance(value, (int, list)) and not isinstance(value, bool)):
+                return f"{where}/args/{name}: dim is an int, a list of ints or null, got {value!r}"
+            if role == "choice" and value not in (host_only[name].choices or []):
+                return f"{where}/args/{name}: {value!r} is not one of its choices {host_only[name].choices}"
+            if role == "keepdim" and not isinstance(value, bool):
+                return f"{where}/args/{name}: keepdim is true or false, got {value!r}"
+        for name in needs_variants:
+            if name not in variant.args:
+                return f"{where}/args: gives no value for the host-only input {name!r}"
+    return None
+
+
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1, "f8e4m3": 1, "f8e5m2": 1}
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_source(task_id: str, source: str, name: str) -> Callable[..., Any]:
+    import torch
+    import torch.nn.functional as F
+
+    namespace: dict[str, Any] = {"torch": torch, "F": F, "math": math}
+    exec(compile(source, f"<{name} of {task_id}>", "exec"), namespace)
+    return namespace[name]
+
+
+def bench_root() -> Path:
+    """Where the task files are: $KERNELGEN_BENCH_DIR, else the checkout's bench/ folder."""
+    env = os.environ.get("KERNELGEN_BENCH_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "bench"
+
+
+# libyaml's parser where PyYAML was built with it: the pure-Python one takes about 3.5 s over
+# the benchmark's task files, which every pytest process and every command that lists tasks reads.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_task_file(path: Path) -> Task:
+    try:
+        data = yaml.load(path.read_text(), Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        raise TaskError(Diagnostic(str(path), "task_syntax", f"not valid YAML: {exc}")) from None
+    if not isinstance(data, dict):
+        raise TaskError(Diagnostic(str(path), "task_schema", "a task file holds one mapping"))
+    tier = path.parent.name
+    if "variant" in data:
+        raise TaskError(Diagnostic(str(path), "task_schema",
+                                   "variant: set by the harness on one call's task; a file lists its calls in 'variants'"))
+    data.setdefault("tier", tier)
+    data.setdefault("id", path.stem)
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "/".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise TaskError(Diagnostic(str(path), "task_schema", f"{where}: {message}" if where else message)) from None
+    if task.tier != tier or task.id != path.stem:
+        raise TaskError(Diagnostic(str(path), "task_schema",
+                                   f"file {tier}/{path.stem} holds task {task.tier}/{task.id}"))
+    return task
+
+
+@functools.lru_cache(maxsize=4)
+def _load_all(root: str) -> tuple[Task, ...]:
+    tasks: list[Task] = []
+    seen: dict[str, Path] = {}
+    for tier in TIERS:
+        for path in sorted((Path(root) / tier).glob("*.yaml")):
+            task = load_task_file(path)
+            if task.id in seen:
+                raise TaskError(Diagnostic(str(path), "duplicate_task", f"task id {task.id!r} is also in {seen[task.id]}"))
+            seen[task.id] = path
+            tasks.append(task)
+    return tuple(tasks)
+
+
+def load_tasks(tier: str | None = None, root: Path | None = None) -> list[Task]:
+    """Every task (of one tier), in tier then file order."""
+    tasks = _load_all(str(root or bench_root()))
+    if tier is not None and tier not in TIERS:
+        raise TaskError(Diagnostic("", "unknown_tier", f"tier {tier!r} is not one of {TIERS}"))
+    return [t for t in tasks if tier is None or t.tier == tier]
+
+
+def get_task(task_id: str, root: Path | None = None) -> Task:
+    """A task by id (``relu``) or by tier/id (``easy/relu``)."""
+    wanted = task_id.split("/")[-1]
+    for task in load_tasks(root=root):
+        if task.id == wanted:
+            return task
+    raise TaskError(Diagnostic("", "unknown_task", f"no task {task_id!r} under {root or bench_root()}"))

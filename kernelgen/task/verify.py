@@ -1,0 +1,264 @@
+"""Correctness that cannot be gamed: inputs, the reference, and the comparison.
+
+Public benchmarks of this kind were fooled by kernels that return zeros where outputs are
+small, reuse the reference's output memory, or pass because the check compared printed text.
+So: inputs of both signs (unless a task's domain says otherwise), drawn per size assignment
+from a seed; the reference runs on its own copies of the inputs; every output element must be
+written, whatever its dtype (the interpreter records each store; on the GPU two launches with
+opposite poisons show which elements no store wrote), and an element written as NaN is a
+mismatch, not an unwritten one; ``allclose`` with dtype-based tolerances; a result
+that is all zeros, or a copy of an input, while the reference is not, is rejected; inputs must
+come back unchanged; and guard bands around every buffer catch writes out of bounds (on the
+GPU; the interpreter checks every access itself).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any, Mapping
+
+import torch
+
+from kernelgen.lang import nodes as L
+from kernelgen.task.compare import Tolerance as CompareTolerance
+from kernelgen.task.compare import compare_tensors
+from kernelgen.errors import Diagnostic
+from kernelgen.host.plan import is_fp8, torch_dtype
+from kernelgen.task.spec import Task
+
+GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
+COPY_MIN_DISTINCT = 4  # distinct values an input needs before an output equal to it is a copy
+
+
+def size_seed(task: Task, sizes: Mapping[str, int], seed: int) -> int:
+    text = f"{task.id}:{seed}:{sorted(sizes.items())}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+def draw_offsets(count: int, total: int, dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    """``count`` sorted segment starts in [0, ``total``], the first 0: uniform cut points."""
+    cuts = torch.randint(0, total + 1, (count - 1,), generator=generator).sort().values
+    return torch.cat([torch.zeros(1, dtype=torch.int64), cuts]).to(dtype)
+
+
+def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator,
+                sizes: Mapping[str, int] | None = None) -> torch.Tensor:
+    """One input's values; ``sizes`` evaluate a domain's bounds that are host expressions."""
+    dtype = torch_dtype(spec.dtype)
+    if domain is not None and domain.kind == "starts":
+        return draw_offsets(shape[0], int(sizes[domain.total]), dtype, generator)
+    if spec.dtype == "bool":
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    low, high = domain.bounds(sizes or {}) if domain is not None else (-100, 100)
+    if domain is not None and domain.kind == "ends":
+        return _ends(shape, int(low), int(high), generator).to(dtype)
+    if (domain is not None and domain.kind == "integers") or (domain is None and spec.dtype in ("i32", "i64")):
+        return torch.randint(int(low), int(high) + 1, shape, generator=generator).to(dtype)
+    if domain is not None and domain.kind == "uniform":
+        values = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+        return values.to(dtype)
+    scale = domain.scale if domain is not None else 1.0
+    return (torch.randn(shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generator) -> torch.Tensor:
+    """Integers in [low, high], nondecreasing along the last axis, the last one high: ragged
+    groups' ends (repeated values: empty groups)."""
+    values = torch.randint(low, high + 1, shape, generator=generator).sort(dim=-1).values
+    if values.numel():
+        values[..., -1] = high
+    return values
+
+
+def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+    """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
+    (reproducible from task, sizes and seed), the bench value where a scalar has no range."""
+    rng = random.Random(size_seed(task, sizes, seed))
+    values: dict[str, Any] = {}
+    for spec in task.signature.inputs:
+        if spec.shape is None and spec.is_plain:
+            drawn = task.scalar_ranges.get(spec.name)
+            values[spec.name] = (task.scalars[spec.name] if drawn is None
+                                 else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
+    return values
+
+
+def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme: bool = False,
+                bench: bool = False, shapes_only: bool = False) -> dict[str, Any]:
+    """The call's arguments for one size assignment, reproducible from (task, sizes, seed);
+    a variant's host-only arguments as it gives them (``dtype=`` as a torch dtype), None for
+    the optional tensors it omits. ``extreme``: inputs with an extreme-value domain use it;
+    ``bench``: scalars take their bench values (timing), else they are drawn (checking);
+    ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
+    shapes without their memory)."""
+    generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
+    scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed)
+    args: dict[str, Any] = {}
+    given = task.variant.args if task.variant is not None else {}
+    for spec in task.signature.inputs:
+        if not spec.is_plain:
+            value = given.get(spec.name, spec.default)
+            args[spec.name] = torch_dtype(value) if spec.role == "dtype" and value is not None else value
+        elif spec.name in given:  # an optional tensor the variant omits
+            args[spec.name] = None
+        elif spec.shape is None:
+            args[spec.name] = scalars[spec.name]
+        else:
+            shape = tuple(d if isinstance(d, int) else int(sizes[d]) for d in spec.shape)
+            if shapes_only:
+                args[spec.name] = torch.empty(shape, dtype=torch_dtype(spec.dtype), device="meta")
+                continue
+            domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
+            args[spec.name] = draw_tensor(spec, shape, domain, generator, sizes)
+            if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
+                args[spec.name] = with_zeros(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
+    return args
+
+
+ZERO_SHARE = 8  # one element in ZERO_SHARE of a generic float input is a zero in extreme draws
+
+
+def hash_name(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:7], "little")
+
+
+def with_zeros(values: torch.Tensor, seed: int) -> torch.Tensor:
+    """A float input drawn from a normal domain, in an extreme draw: one element in ZERO_SHARE
+    set to +0.0 or -0.0. Normal draws never hit an exact zero, so a kernel wrong at zero (sign
+    as ``x > 0 ? 1 : -1``, sinc as sin(pi x) / (pi x), copysign blind to -0.0) would pass;
+    real data is full of zeros (padding, ReLU outputs). Drawn from a generator of its own, so
+    the other inputs' values do not change; a task whose prompt promises no zeros says
+    ``zeros: false`` in the input's domain."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.numel() == 0:
+        return values
+    generator = torch.Generator().manual_seed(seed)
+    pick = torch.randint(0, 2 * ZERO_SHARE, values.shape, generator=generator)
+    zeros = torch.zeros((), dtype=values.dtype)
+    values = torch.where(pick == 0, zeros, values)
+    return torch.where(pick == 1, -zeros, values)
+
+
+def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """The reference's outputs, computed on private copies of the inputs."""
+    copies = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs.values()]
+    with torch.no_grad():
+        result = task.reference_function()(*copies)
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = task.signature.outputs
+    if len(results) != len(outputs):
+        raise ValueError(f"the reference of {task.id} returned {len(results)} values for {len(outputs)} outputs")
+    return {spec.name: torch.as_tensor(value).to(torch_dtype(spec.dtype))
+            for spec, value in zip(outputs, results)}
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(torch.equal(a.float().nan_to_num(12345.0), b.float().nan_to_num(12345.0)))
+
+
+def _telling(value: torch.Tensor) -> bool:
+    """Whether an output equal to this input is evidence of copying: the input holds at least
+    COPY_MIN_DISTINCT distinct values (one element, or a few repeated values, can equal the
+    output by coincidence of a wrong formula, and then ``mismatch`` says enough)."""
+    value = value.detach()
+    if is_fp8(value.dtype):
+        value = value.float()  # torch has no unique of fp8
+    return int(torch.unique(value).numel()) >= COPY_MIN_DISTINCT
+
+
+def _number(element: torch.Tensor) -> str:
+    """One element for a message: integers exactly, floats to 6 significant digits."""
+    value = element.item()
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
+                    inputs: Mapping[str, Any], sizes: Mapping[str, int],
+                    written: Mapping[str, torch.Tensor] | None = None) -> list[Diagnostic]:
+    """Every way ``actual`` fails to be the reference's result (empty when it matches).
+
+    ``written`` says, per output, which elements the kernel stored (None where the caller
+    cannot know, as for the baseline's own allocations): any other element is ``unwritten``.
+    All zeros is trivial when the reference is not zero within the tolerance (a reference
+    computed in f64 may give 1e-13 where the true value is 0)."""
+    found: list[Diagnostic] = []
+    where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    for index, spec in enumerate(task.signature.outputs):
+        path = f"/outputs/{index}"
+        # On the reference's device: the GPU in GPU mode, where a CPU comparison of a large
+        # draw outlasted the launch timeout.
+        want = expected[spec.name].detach()
+        got = actual[spec.name].detach().to(want.device)
+        if tuple(got.shape) != tuple(want.shape):
+            found.append(Diagnostic(path, "wrong_shape",
+                                    f"{spec.name} has shape {list(got.shape)}, the reference {list(want.shape)} ({where})"))
+            continue
+        if got.dtype != want.dtype:
+            found.append(Diagnostic(path, "wrong_dtype", f"{spec.name} is {got.dtype}, expected {want.dtype}"))
+            continue
+        if got.numel() == 0:
+            continue
+        tol = task.tolerance_for(spec.dtype)
+        unwritten = ~written[spec.name].detach().to(want.device) if written is not None else None
+        comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
+        if unwritten is not None and unwritten.any():
+            first = unwritten.nonzero()[0].tolist()
+            found.append(Diagnostic(path, "unwritten",
+                                    f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
+                                    f"written (first at {first}) ({where})"))
+        elif not comparison.ok:
+            first = comparison.first_mismatch
+            found.append(Diagnostic(path, "mismatch",
+                                    f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
+                                    f"rtol={tol.rtol} atol={tol.atol}; max abs error {comparison.max_abs_error:.4g}; "
+                                    f"first at {list(first)}: got {_number(got[first])}, expected "
+                                    f"{_number(want[first])} ({where})"))
+        # fp8 compares through f32 (not every device has fp8 comparison kernels).
+        wide = got.float() if is_fp8(got.dtype) else got
+        if bool((wide == 0).all()) and not bool((want.double().abs() <= tol.atol).all()):
+            found.append(Diagnostic(path, "trivial_zeros", f"{spec.name} is all zeros and the reference is not ({where})"))
+        for name, value in inputs.items():
+            # The equality tests first: _telling's unique sorts the whole input (44 s for a
+            # 1 GB one on two CPU threads).
+            if isinstance(value, torch.Tensor) and value.shape == got.shape and value.dtype == got.dtype \
+                    and _same(value.to(got.device), got) and not _same(value.to(got.device), want) and _telling(value):
+                found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
+    return found
+
+
+def inputs_unchanged(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Diagnostic]:
+    found = []
+    for index, (name, value) in enumerate(before.items()):
+        if isinstance(value, torch.Tensor) and not _same(value, after[name].to(value.device)):
+            found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
+    return found
+
+
+def guarded(tensor: torch.Tensor, fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """A copy of ``tensor`` inside a larger buffer with guard bands of ``fill``; returns the
+    buffer and the view the kernel sees."""
+    flat = tensor.reshape(-1)
+    buffer = torch.full((flat.numel() + 2 * GUARD_ELEMENTS,), fill, dtype=tensor.dtype, device=tensor.device)
+    view = buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + flat.numel()]
+    view.copy_(flat)
+    return buffer, view.view(tensor.shape)
+
+
+def guard_fill(dtype: torch.dtype) -> Any:
+    if is_fp8(dtype):
+        return -96.0  # fp8 (e4m3 and e5m2 hold it exactly; -7777 would be NaN or saturate)
+    if dtype.is_floating_point:
+        return -7777.0
+    if dtype == torch.bool:
+        return True
+    return -7777
+
+
+def guards_intact(name: str, buffer: torch.Tensor) -> list[Diagnostic]:
+    bands = torch.cat([buffer[:GUARD_ELEMENTS], buffer[-GUARD_ELEMENTS:]])
+    # Bit for bit: the fill as the dtype holds it (f16 rounds -7777 to -7776), and fp8 has no
+    # comparison kernels.
+    if torch.equal(bands.view(torch.uint8), torch.full_like(bands, guard_fill(buffer.dtype)).view(torch.uint8)):
+        return []
+    return [Diagnostic("", "out_of_bounds_write",
+                       f"the kernel wrote outside {name} (into the {GUARD_ELEMENTS}-element guard band)")]
