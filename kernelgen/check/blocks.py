@@ -6,6 +6,7 @@ not import it back). The limits are Triton 3.6's, stated where a model can act o
 top-k run along the last axis only (``tl.sort`` asserts "only minor dimension is currently
 supported"), a histogram counts a 1-D block ("histogram only supports 1D input"), a gather's
 index has its source's rank and dims ("index dim ... must match the corresponding source dim").
+fp8 values are storage only here as elsewhere (``fp8_storage``: cast them to f16 or f32 first).
 argsort and argtopk sort a 32-bit key packed with its index into an i64, so their values are 32
 bits at most.
 """
@@ -29,6 +30,8 @@ def _numbers(checker: Any, e: Any, field: str, path: str, scope: dict[str, Value
         raise checker.fail(fpath, "bad_operand", f"{e.op} takes numbers, got {x}")
     if not x.shape:
         raise checker.fail(fpath, "bad_axis", f"{e.op} works along an axis of a block, got a scalar")
+    # fp8 is storage only here too: Triton's sort, scans and gather of fp8 do not lower.
+    checker.storage_only([(x, fpath)], e.op)
     if x.weak:
         checker.adopt(x, x.dtype, fpath)
         x = x.concrete()

@@ -118,7 +118,8 @@ def accesses(checked: CheckedKernel) -> tuple[set[str], set[str], set[str]]:
     """The tensors a checked kernel may load from, may store into, and may update atomically
     (pointer bases). An atomic reads what is there: it needs a value stored by an earlier launch
     or a fill (zero scratch, an output's init), and it writes its tensor (a program whose only
-    writes are atomic adds into an output that starts at 0 writes that output)."""
+    writes are atomic adds into an output that starts at 0 writes that output). An
+    ``atomic_xchg`` whose old values are not bound (no ``name``) reads nothing: it is a store."""
     loaded: set[str] = set()
     stored: set[str] = set()
     updated: set[str] = set()
@@ -131,6 +132,8 @@ def accesses(checked: CheckedKernel) -> tuple[set[str], set[str], set[str]]:
             stored |= checked.types[child(path, "ptr")].bases
         elif isinstance(node, L.TileStore):
             stored |= checked.types[child(path, AS_STORE, "ptr")].bases
+        elif isinstance(node, L.Atomic) and node.op == "atomic_xchg" and node.name is None:
+            stored |= checked.types[child(path, "ptr")].bases
         elif isinstance(node, L.Atomic):
             updated |= checked.types[child(path, "ptr")].bases
     return loaded, stored, updated
@@ -162,8 +165,9 @@ def sequence_diagnostics(kernel: L.Kernel, launches: list[CheckedKernel]) -> lis
         written |= stored | updated
         unfilled = ((loaded - written) | (updated - before)) & set(kinds)
         for name in sorted(unfilled - zeroed):
+            reads = "loads" if name in loaded - written else "updates atomically"
             found.append(Diagnostic(f"/launches/{i}", "read_before_write",
-                                    f"launch {i} ({checked.kernel.name}) loads {kinds[name]} {name!r} before any "
+                                    f"launch {i} ({checked.kernel.name}) {reads} {kinds[name]} {name!r} before any "
                                     f"launch stores into it ({'order the launches so one writes it first' if kinds[name] == 'output' else 'reorder the launches, or declare it zero'})"))
         read |= loaded | updated
     for i, s in enumerate(kernel.scratch):

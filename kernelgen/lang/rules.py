@@ -66,7 +66,7 @@ RULES: dict[str, str] = {
     "read_before_write": "a launch loads a scratch (not zero) or output no launch up to it stores (see Scratch)",
     "scratch_unread": "a scratch tensor no launch loads (see Scratch)",
     "bad_bitcast": "a bitcast between dtypes of different widths, or of bool or a pointer",
-    "fp8_storage": "fp8 values in arithmetic, comparisons, reductions, where or full (cast to f16/f32 first)",
+    "fp8_storage": "fp8 values in arithmetic, comparisons, reductions, scans, sort, top-k, gather, where or full (cast to f16/f32 first)",
     "fp8_target": "an fp8 dot compiled for a target below sm_89",
     "unproven_bounds": "an unmasked load or store not proven inside its tensor (see Bounds)",
     # Running: the host's evaluation of a call, and the interpreter.

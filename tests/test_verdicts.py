@@ -1,0 +1,88 @@
+"""Verdicts against the new power (issue 31): the interpreter must not hide program order,
+rounding or unwritten memory, and the checker and compiler must not crash on what they
+should refuse or compile.
+
+One section per mechanism; each builds small kernels and asks the interpreter, the checker or
+the comparison directly (fast). The red-team catalogue (tests/redteam/, run by
+tests/test_redteam.py) holds the full-size wrong kernels and their correct controls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kernelgen.check.checker import check
+from kernelgen.errors import SemanticError
+from kernelgen.lang.parse import kernel_from_obj
+
+
+def op(kind: str, /, **fields: Any) -> dict[str, Any]:
+    return {"op": kind, **fields}
+
+
+def let(name: str, value: Any) -> dict[str, Any]:
+    return op("let", name=name, value=value)
+
+
+def codes(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(SemanticError) as info:
+        check(kernel_from_obj(obj))
+    return [(d.path, d.code) for d in info.value.diagnostics]
+
+
+# -- the checker: fp8 is storage only in block operations too --------------------------------
+
+
+def fp8_block_kernel(expr: dict[str, Any]) -> dict[str, Any]:
+    """Loads a [16, 32] e4m3 block ``q``, applies ``expr`` to it and stores the result as f32."""
+    offs = op("add", lhs=op("mul", lhs=op("expand_dims", x=op("arange", size=16), axis=1), rhs=32),
+              rhs=op("expand_dims", x=op("arange", size=32), axis=0))
+    return {"name": "fp8_block", "inputs": [{"name": "x", "dtype": "f8e4m3", "shape": [16, 32]}],
+            "outputs": [{"name": "y", "dtype": "f32", "shape": [16, 32]}],
+            "params": [{"name": "x"}, {"name": "y"}], "grid": [1],
+            "body": [let("offs", offs), let("q", op("load", ptr=op("add", lhs="x", rhs="offs"))),
+                     op("store", ptr=op("add", lhs="y", rhs="offs"), value=op("cast", x=expr, dtype="f32"))]}
+
+
+@pytest.mark.parametrize("expr", [
+    op("sort", x="q"), op("argsort", x="q"), op("topk", x="q", k=32), op("cummax", x="q", axis=1),
+    op("cummin", x="q", axis=0), op("gather", src="q", index=op("broadcast", x=op("arange", size=32), shape=[16, 32]),
+                                    axis=1)], ids=lambda e: e["op"])
+def test_block_operations_refuse_fp8_values(expr: dict[str, Any]) -> None:
+    found = codes(fp8_block_kernel(expr))
+    assert found[0][1] == "fp8_storage", found
+    assert found[0][0].endswith("/x") or found[0][0].endswith("/src"), found
+
+
+def test_block_operations_take_fp8_cast_first() -> None:
+    check(kernel_from_obj(fp8_block_kernel(op("sort", x=op("cast", x="q", dtype="f32")))))
+
+
+# -- the checker: an unnamed exchange is a store ---------------------------------------------
+
+
+def xchg_program(named: bool) -> dict[str, Any]:
+    """Launch 0 writes scratch ``s`` by atomic_xchg (its old values bound or not); launch 1
+    copies it to the output."""
+    offs = op("add", lhs=op("mul", lhs=op("program_id"), rhs=16), rhs=op("arange", size=16))
+    ok = op("lt", lhs="offs", rhs="N")
+    xchg = op("atomic_xchg", ptr=op("add", lhs="s", rhs="offs"),
+              val=op("load", ptr=op("add", lhs="x", rhs="offs"), mask=ok), mask=ok, **({"name": "old"} if named else {}))
+    return {"name": "xchg_copy", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+            "outputs": [{"name": "y", "dtype": "f32", "shape": ["N"]}],
+            "scratch": [{"name": "s", "dtype": "f32", "shape": ["N"]}],
+            "launches": [
+                {"name": "fill", "params": [{"name": "x"}, {"name": "s"}, {"name": "N"}],
+                 "grid": [op("cdiv", lhs="N", rhs=16)], "body": [let("offs", offs), xchg]},
+                {"name": "copy", "params": [{"name": "s"}, {"name": "y"}, {"name": "N"}],
+                 "grid": [op("cdiv", lhs="N", rhs=16)],
+                 "body": [let("offs", offs), op("store", ptr=op("add", lhs="y", rhs="offs"),
+                                                value=op("load", ptr=op("add", lhs="s", rhs="offs"), mask=ok),
+                                                mask=ok)]}]}
+
+
+def test_an_unnamed_exchange_is_a_store_and_a_named_one_reads() -> None:
+    check(kernel_from_obj(xchg_program(named=False)))
+    assert codes(xchg_program(named=True)) == [("/launches/0", "read_before_write")]
