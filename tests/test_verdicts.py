@@ -86,3 +86,39 @@ def xchg_program(named: bool) -> dict[str, Any]:
 def test_an_unnamed_exchange_is_a_store_and_a_named_one_reads() -> None:
     check(kernel_from_obj(xchg_program(named=False)))
     assert codes(xchg_program(named=True)) == [("/launches/0", "read_before_write")]
+
+
+# -- the host: outputs and scratch within a stated memory budget ------------------------------
+
+
+def sized_output_kernel(extent: Any) -> dict[str, Any]:
+    """Copies x ([N] f32) into the first N elements of an output of ``extent`` elements."""
+    offs = op("add", lhs=op("mul", lhs=op("program_id"), rhs=16), rhs=op("arange", size=16))
+    ok = op("lt", lhs="offs", rhs="N")
+    return {"name": "sized", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+            "outputs": [{"name": "y", "dtype": "f32", "shape": [extent]}],
+            "params": [{"name": "x"}, {"name": "y"}, {"name": "N"}], "grid": [op("cdiv", lhs="N", rhs=16)],
+            "body": [let("offs", offs), op("store", ptr=op("add", lhs="y", rhs="offs"),
+                                           value=op("load", ptr=op("add", lhs="x", rhs="offs"), mask=ok), mask=ok)]}
+
+
+def test_an_output_past_the_memory_budget_is_refused_before_allocation() -> None:
+    import torch
+
+    from kernelgen.errors import HostError
+    from kernelgen.host.plan import MEMORY_BUDGET, plan_launch
+    from kernelgen.lang.rules import RULES
+
+    huge = check(kernel_from_obj(sized_output_kernel(op("mul", lhs="N", rhs=10**12))))
+    with pytest.raises(HostError) as info:
+        plan_launch(huge, [torch.ones(3)])
+    assert info.value.code == "too_large" and "2 GiB" in info.value.diagnostics[0].message
+    assert info.value.path == "/outputs/0/shape"
+    # Just under the CPU budget passes on the CPU; meta tensors (a GPU call's shapes) get the GPU's.
+    limit = MEMORY_BUDGET["cpu"] // 4
+    plan_launch(check(kernel_from_obj(sized_output_kernel(limit))), [torch.ones(3)])
+    with pytest.raises(HostError):
+        plan_launch(check(kernel_from_obj(sized_output_kernel(limit + 1))), [torch.ones(3)])
+    plan_launch(check(kernel_from_obj(sized_output_kernel(limit + 1))), [torch.ones(3, device="meta")])
+    assert "2 GiB" in RULES["too_large"] and "32 GiB" in RULES["too_large"]
+    assert MEMORY_BUDGET == {"cpu": 2 << 30, "gpu": 32 << 30}

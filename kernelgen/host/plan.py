@@ -30,6 +30,12 @@ from kernelgen.errors import Diagnostic, HostError
 
 Scalar = Union[int, float, bool]
 
+# What one call's outputs and scratch may take together, checked before anything is allocated:
+# past it a call is refused (too_large) instead of being left to the allocator (a harness crash
+# on the CPU, an out-of-memory failure on a GPU). The interpreter keeps about as much again in
+# its access records, and a GPU's verification holds the scratch of its two runs at once.
+MEMORY_BUDGET = {"cpu": 2 << 30, "gpu": 32 << 30}
+
 # ``num_sms`` where no GPU runs the launch (the interpreter, the bounds analysis's plans):
 # small, so that a persistent kernel's loops walk several tiles at the interpreter's sizes.
 INTERPRETER_NUM_SMS = 3
@@ -272,7 +278,34 @@ def plan_launch(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, 
     shapes = {n: tuple(t.shape) for n, t in inputs.items()}
     env = HostEnv(sizes_from_shapes(kernel, shapes), scalars, dict(checked.meta), shapes,
                   {n: contiguous_strides(s) for n, s in shapes.items()}, _launch_num_sms(inputs.values()))
-    return _finish_plan(checked, env, inputs)
+    plan = _finish_plan(checked, env, inputs)
+    _within_memory(plan, "cpu" if _on_cpu(inputs.values()) else "gpu")
+    return plan
+
+
+def _on_cpu(tensors: Any) -> bool:
+    """Whether a call on these tensors runs in the interpreter (CPU tensors; none at all in a
+    process that has not started CUDA), not on a GPU (CUDA tensors, or meta ones: shapes of a
+    GPU call)."""
+    import torch
+
+    devices = {t.device.type for t in tensors}
+    return devices == {"cpu"} or (not devices and not torch.cuda.is_initialized())
+
+
+def _within_memory(plan: LaunchPlan, where: str) -> None:
+    """Refuse a call whose outputs and scratch (a launch's outputs) exceed :data:`MEMORY_BUDGET`."""
+    sizes = {out.name: math.prod(plan.output_shapes[out.name]) * torch_dtype(out.dtype).itemsize
+             for out in plan.kernel.outputs}
+    total, budget = sum(sizes.values()), MEMORY_BUDGET[where]
+    if total <= budget:
+        return
+    index, out = max(enumerate(plan.kernel.outputs), key=lambda item: sizes[item[1].name])
+    raise HostError(Diagnostic(f"/outputs/{index}/shape", "too_large",
+                               f"the outputs and scratch of this call take {total:.3g} bytes ({out.name} "
+                               f"{list(plan.output_shapes[out.name])}: {sizes[out.name]:.3g}), more than the "
+                               f"{budget / 2**30:g} GiB a call may allocate {'in the interpreter' if where == 'cpu' else 'on a GPU'}; "
+                               f"size them from the inputs"))
 
 
 def _launch_num_sms(tensors: Any) -> int:

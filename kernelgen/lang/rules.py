@@ -73,6 +73,7 @@ RULES: dict[str, str] = {
     "bad_arguments": "a call's arguments do not fit the inputs, or a host value does not fit",
     "unsupported_argument": "a call's choice or fixed argument the kernel does not take",
     "bad_grid": "a grid size a GPU cannot launch (see Kernel)",
+    "too_large": "a call's outputs and scratch together past 2 GiB in the interpreter, 32 GiB on a GPU (refused before allocating)",
     "division_by_zero": "idiv, cdiv or rem by zero in a host expression",
     "out_of_bounds": "an active lane of a load or store outside its tensor, when run",
     "bad_loop": "a loop step <= 0 or more than 2**20 iterations, when the interpreter runs it",
