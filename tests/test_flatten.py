@@ -123,6 +123,36 @@ def test_the_lowering_marks_the_loop_and_triton_fuses_the_nest() -> None:
         assert bool(k_loop.search(compiled.ttgir)) is not flatten
 
 
+def two_trip_scalar_nest() -> dict:
+    """A persistent copy whose flattened walk holds a 2-trip loop that carries a scalar computed
+    from constants and touches no memory: Triton 3.6's fuse-nested-loops pass fails on it."""
+    inner = o("for", var="it", stop=2, carry=[{"name": "r", "init": 0.5, "next": o("mul", lhs="r", rhs=1.5)}], body=[])
+    offs = o("add", lhs=o("mul", lhs="t", rhs=16), rhs=o("arange", size=16))
+    walk = o("for", var="t", start=o("program_id"), stop="T", step=o("num_programs"), flatten=True,
+             body=[inner, let("offs", offs),
+                   o("store", ptr=o("add", lhs="y", rhs="offs"),
+                     value=o("mul", lhs=o("load", ptr=o("add", lhs="x", rhs="offs")), rhs="r"))])
+    return {"name": "two_trip", "inputs": [{"name": "x", "dtype": "f32", "shape": ["T", 16]}],
+            "outputs": [{"name": "y", "dtype": "f32", "shape": ["T", 16]}],
+            "params": [{"name": "x"}, {"name": "y"}, {"name": "T"}], "grid": [o("minimum", lhs="T", rhs=o("num_sms"))],
+            "body": [walk]}
+
+
+def test_a_flatten_triton_cannot_compile_is_dropped_and_recorded() -> None:
+    """flatten is a speed hint: where Triton's pass fails on the nest, the kernel compiles without
+    it (the same loops) and the compiled kernel says so; the pipeline records it in the result."""
+    from kernelgen.gpu.compile import has_flatten, without_flatten
+
+    checked = check(kernel_from_obj(two_trip_scalar_nest()))
+    plain = without_flatten(checked)
+    assert has_flatten(checked) and not has_flatten(plain) and plain.types is checked.types
+    compiled = compile_kernel(checked, "sm_90", cache=False)
+    assert "TritonGPUFuseNestedLoops" in compiled.metadata["flatten_dropped"]
+    assert "tt.flatten" not in compiled.ttir
+    assert "flatten_dropped" not in compile_kernel(check(kernel_from_obj(persistent_matmul())), "sm_90",
+                                                   divisible_by_16=("K", "N"), cache=False).metadata
+
+
 def test_the_emitter_writes_tl_range_flatten(triton_interpreter: TritonInterpreter) -> None:  # noqa: F811
     checked = check(kernel_from_obj(persistent_matmul()))
     assert "flatten=True" in emit_triton(checked)

@@ -7,7 +7,8 @@ A file holds ``task`` (as kernelgen.task.spec.get_task accepts it), ``outcome`` 
 text, for what a JSON object cannot hold, such as a repeated key), and optionally ``code`` and
 ``path`` (the first diagnostic's code and JSON path). Cases run as the pytest plugin's CPU mode
 runs them (the interpreter, its default shapes and seed); the compile stage runs only where the
-expected outcome needs it.
+expected outcome needs it, or where the file says ``"compile": true`` (a verdict that depends on
+Triton compiling the kernel: a correct control that once failed to compile).
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ def test_the_catalogue_is_there() -> None:
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
     entry = json.loads(path.read_text())
-    assert set(entry) <= {"task", "outcome", "why", "kernel", "answer", "code", "path"} and entry["why"], path.name
+    assert set(entry) <= {"task", "outcome", "why", "kernel", "answer", "code", "path", "compile"} and entry["why"], \
+        path.name
     assert ("kernel" in entry) != ("answer" in entry), f"{path.name}: give the answer once, as kernel or as answer"
     answer = entry["answer"] if "answer" in entry else json.dumps(entry["kernel"])
-    settings = Settings(gpu=False, compile=entry["outcome"] in NEEDS_COMPILE)
+    settings = Settings(gpu=False, compile=entry["outcome"] in NEEDS_COMPILE or entry.get("compile", False))
     result = evaluate_answer(get_task(entry["task"]), answer, settings)
     first = result.first_diagnostic()
     assert result.outcome.value == entry["outcome"], f"{path.stem}: {entry['why']}; got {result.outcome.value}: {first}"

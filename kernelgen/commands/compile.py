@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         launches = [launches[args.launch]]
     compiled = [compile_kernel(each, target=args.target, num_warps=args.num_warps, num_stages=args.num_stages,
                                divisible_by_16=args.divisible_by_16, cache=not args.no_cache) for each in launches]
+    for each in compiled:
+        if "flatten_dropped" in each.metadata:
+            print(f"note: {each.name}: {each.metadata['flatten_dropped']}", file=sys.stderr)
     if args.facts:
         from kernelgen.gpu.facts import document_facts, format_facts
 

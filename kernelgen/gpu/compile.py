@@ -447,9 +447,46 @@ def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps:
 
 
 def _compile(checked: CheckedKernel, options: CompileOptions, in_process: bool) -> CompiledKernel:
-    if in_process:
-        return compile_in_process(checked, options)
-    return _WORKER.call(compile_in_process, checked, options)
+    """Lower and compile; a kernel whose ``flatten`` loops make Triton fail is compiled again
+    without them (:func:`without_flatten`), and its metadata says so (``flatten_dropped``)."""
+    run = compile_in_process if in_process else functools.partial(_WORKER.call, compile_in_process)
+    try:
+        return run(checked, options)
+    except CompileError as error:
+        # flatten is a speed hint: Triton 3.6's fuse-nested-loops pass crashes on some nests the
+        # language allows (an inner loop of two or more trips carrying a scalar it computes from
+        # constants, touching no memory), and a correct kernel must not fail for asking.
+        if not has_flatten(checked):
+            raise
+        compiled = run(without_flatten(checked), options)
+        why = " ".join(error.diagnostics[0].message.split())[:200]
+        compiled.metadata["flatten_dropped"] = f"compiled without flatten: with it Triton failed ({error.code}: {why})"
+        return compiled
+
+
+def has_flatten(checked: CheckedKernel) -> bool:
+    from kernelgen.check.sequence import nodes
+    from kernelgen.lang import nodes as L
+
+    return any(isinstance(node, L.For) and node.flatten for node, _ in nodes(checked.kernel.body, "/body"))
+
+
+def without_flatten(checked: CheckedKernel) -> CheckedKernel:
+    """The checked kernel with every ``flatten`` off: the same loops, pipelined one by one (paths,
+    and so the checker's types, do not change)."""
+    import dataclasses
+
+    from kernelgen.lang.parse import kernel_from_obj
+
+    def plain(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: (False if k == "flatten" and node.get("op") == "for" else plain(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [plain(v) for v in node]
+        return node
+
+    document = checked.kernel.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return dataclasses.replace(checked, kernel=kernel_from_obj(plain(document)))
 
 
 def document_text(compiled: Union[CompiledKernel, Sequence[CompiledKernel]], key: str) -> str:

@@ -128,6 +128,10 @@ def stage_compile(case: Case) -> None:
         if case.compiled is not None:
             for key in ("ttir", "ptx"):
                 case.artifacts[key] = document_text(case.compiled, key)
+    dropped = [f"{each.name}: {each.metadata['flatten_dropped']}" for each in
+               (case.compiled if isinstance(case.compiled, list) else [case.compiled]) if "flatten_dropped" in each.metadata]
+    if dropped:  # a speed hint Triton could not compile, recorded (kernelgen.gpu.compile._compile)
+        case.extra["flatten_dropped"] = dropped
     for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
         try:  # every call's variant compiles; the first's artifacts are the case's
             compile_document(checked, target=case.settings.target)

@@ -493,8 +493,8 @@ class For(Node):
     (a loop without a dot prefetches its loads only when given it). ``flatten`` (speed only):
     pipeline this loop and the one for directly in its body as one loop (pipelined as the
     outer's num_stages, else the inner's), so a persistent kernel loads its next tile's first
-    blocks during this tile's epilogue. Only for the outer loop of a nest of exactly two loops
-    whose inner bounds are fixed outside the nest (flatten_nest)."""
+    blocks during this tile's epilogue (a nest Triton cannot fuse is compiled unfused). Only for
+    the outer loop of a nest of exactly two loops whose inner bounds are fixed outside the nest (flatten_nest)."""
 
     op: Literal["for"]
     var: Name
