@@ -122,3 +122,37 @@ def test_an_output_past_the_memory_budget_is_refused_before_allocation() -> None
     plan_launch(check(kernel_from_obj(sized_output_kernel(limit + 1))), [torch.ones(3, device="meta")])
     assert "2 GiB" in RULES["too_large"] and "32 GiB" in RULES["too_large"]
     assert MEMORY_BUDGET == {"cpu": 2 << 30, "gpu": 32 << 30}
+
+
+# -- the comparison: fp8 outputs in representable steps --------------------------------------
+
+
+def test_fp8_outputs_compare_in_steps_near_ties_only() -> None:
+    """Rounded to nearest even passes; truncated (toward zero) or rounded away is one step off on
+    most elements and fails, although a tolerance of 0.125 (one step) passed them; two steps off
+    anywhere fails; one step on a few elements (ties rounded another way) passes."""
+    import torch
+
+    from kernelgen.task.compare import FP8_ONE_STEP_SHARE, compare_tensors, fp8_steps
+
+    values = torch.randn(4096, generator=torch.Generator().manual_seed(7), dtype=torch.float64) * 40
+    for dtype, torch_dtype, mantissa in (("f8e4m3", torch.float8_e4m3fn, 3), ("f8e5m2", torch.float8_e5m2, 2)):
+        want = values.to(torch_dtype)
+        bits = values.float().view(torch.int32)
+        truncated = (bits & ~((1 << (23 - mantissa)) - 1)).view(torch.float32).to(torch_dtype)
+        assert compare_tensors(want.clone(), want, dtype).ok
+        truncation = compare_tensors(truncated, want, dtype)
+        assert not truncation.ok and truncation.one_step > 1000 and int(fp8_steps(truncated, want).max()) == 1
+        assert torch.allclose(truncated.double(), want.double(), rtol=0.25, atol=2.0 ** -6)  # what passed before
+        nudged = want.clone().view(torch.uint8)
+        few = int(4096 * FP8_ONE_STEP_SHARE)
+        nudged[:few] += 1  # one step further from zero (no value here is the largest finite)
+        assert compare_tensors(nudged.view(torch_dtype), want, dtype).ok
+        nudged[few:few + 1] += 1
+        nudged[0] += 1  # two steps off: fails whatever the count
+        far = compare_tensors(nudged.view(torch_dtype), want, dtype)
+        assert not far.ok and far.first_mismatch == (0,) and "one step" in str(far)
+    nan = torch.tensor([float("nan"), 1.0, -0.0]).to(torch.float8_e4m3fn)
+    same = torch.tensor([float("nan"), 1.0, 0.0]).to(torch.float8_e4m3fn)
+    assert fp8_steps(nan, same).tolist() == [0.0, 0.0, 0.0]
+    assert fp8_steps(nan, torch.tensor([0.0, 1.0, 0.0]).to(torch.float8_e4m3fn)).tolist()[0] == float("inf")

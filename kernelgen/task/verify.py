@@ -210,7 +210,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             first = comparison.first_mismatch
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
-                                    f"rtol={tol.rtol} atol={tol.atol}; max abs error {comparison.max_abs_error:.4g}; "
+                                    f"{comparison.criterion}; max abs error {comparison.max_abs_error:.4g}; "
                                     f"first at {list(first)}: got {_number(got[first])}, expected "
                                     f"{_number(want[first])} ({where})"))
         # fp8 compares through f32 (not every device has fp8 comparison kernels).
