@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import torch
 
-from kernelgen.interp.atomics import AtomicMemory, apply_atomic
+from kernelgen.interp.atomics import apply_atomic
 from kernelgen.check.bounds import unproven_accesses
 from kernelgen.gpu.case import same_bits
 from kernelgen.check.checker import check
@@ -148,21 +148,31 @@ def codes(obj: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (37, 45), (200, 70)])
-def test_column_sum_by_atomic_add_is_the_f64_sum_rounded(shape: tuple[int, int]) -> None:
-    """One row per program (BM = 1): the atomic adds are the only sums, and their result is
-    the f64 sum rounded once, what every order approximates, whatever the order."""
+def test_column_sum_by_atomic_add_rounds_after_each_add_in_program_order(shape: tuple[int, int]) -> None:
+    """One row per program (BM = 1): the atomic adds are the only sums, each rounded to f32 as
+    the GPU's atom.add.f32 rounds, in the order run (rows in increasing program order), not the
+    f64 sum rounded once."""
     x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
     out = interpret(check(kernel_from_obj(column_kernel("sum")), {"BM": 1}), [x])["out"]
-    assert torch.equal(out, x.double().sum(0).float())
-    assert not torch.equal(out, x.sum(0)) or shape[0] == 1 or shape == (1, 1)
+    running = torch.zeros(shape[1])
+    for row in x:
+        running = running + row
+    assert torch.equal(out, running)
+    assert not torch.equal(out, x.double().sum(0).float()) or shape[0] < 100
 
 
-def test_column_sum_in_f16_and_bf16_accumulate_in_f64() -> None:
+def test_column_sum_in_f16_and_bf16_rounds_to_the_dtype_after_each_add() -> None:
+    """Each row block's f32 partial sum, rounded to the dtype, is added into the f16/bf16 output
+    and the sum rounded again, block after block (atom.add.f16/.bf16), not summed in f64."""
     for dtype, tdtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
         x = torch.randn(300, 40, generator=torch.Generator().manual_seed(2)).to(tdtype)
         out = interpret(checked(column_kernel("sum", dtype)), [x])["out"]
         assert out.dtype == tdtype
-        assert torch.allclose(out.double(), x.double().sum(0), rtol=1e-2, atol=5e-2)
+        running = torch.zeros(40, dtype=tdtype)
+        for block in x.split(16):
+            running = (running.double() + block.float().sum(0).to(tdtype).double()).to(tdtype)
+        assert torch.allclose(out.double(), running.double(), rtol=0, atol=0)
+        assert not torch.equal(out, x.double().sum(0).to(tdtype))  # what the f64 sum gave
 
 
 def test_column_max_by_atomic_max_from_minus_infinity() -> None:
@@ -182,7 +192,7 @@ def test_float_atomic_max_and_min_order_bits_as_triton_does() -> None:
     for op_name, want in (("atomic_max", [0.0, -1.0, "+nan", "+nan", 5.0]),
                           ("atomic_min", [-0.0, -2.0, 1.0, -1.0, "-nan"])):
         buffer = start.clone()
-        old = apply_atomic(op_name, buffer, torch.arange(5), values.clone(), None, AtomicMemory(), 0, "f32")
+        old = apply_atomic(op_name, buffer, torch.arange(5), values.clone(), None, "f32")
         assert same_bits(old, start).all()
         for got, expected in zip(buffer, want):
             if isinstance(expected, str):
@@ -204,7 +214,8 @@ def test_distinct_count_uses_the_old_values(how: str) -> None:
 
 def test_integer_atomics_are_exact_and_old_values_follow_lane_order() -> None:
     """Every op of one launch on a few elements, many lanes each: the final values are the
-    sequential ones, and the old values are the prefixes in program, then lane, order."""
+    sequential ones, and the old values are the prefixes in program, then lane, order. (Programs
+    exchanging different values into one element race: the exchange is applied directly.)"""
     n = 200
     vals = torch.randint(-2**31, 2**31 - 1, (n,), generator=torch.Generator().manual_seed(5), dtype=torch.int64)
     slots = torch.randint(0, 3, (n,), generator=torch.Generator().manual_seed(6), dtype=torch.int32)
@@ -212,7 +223,15 @@ def test_integer_atomics_are_exact_and_old_values_follow_lane_order() -> None:
         for dtype, tdtype in (("i32", torch.int32), ("i64", torch.int64)):
             v = vals.to(tdtype)
             kernel = rmw_kernel(kind, dtype)
-            run = interpret(checked(kernel), [v, slots])
+            if kind == "xchg":
+                with pytest.raises(InterpreterError) as error:
+                    interpret(checked(kernel), [v, slots])
+                assert error.value.code == "race"
+                acc_buffer = torch.full((3,), 7, dtype=tdtype)
+                prev = apply_atomic("atomic_xchg", acc_buffer, slots.long().clamp(max=2), v, None, dtype)
+                run = {"acc": acc_buffer, "old": prev}
+            else:
+                run = interpret(checked(kernel), [v, slots])
             acc = [7, 7, 7]
             old = []
             for value, slot in zip(v.tolist(), slots.tolist()):
@@ -236,9 +255,16 @@ def test_masked_off_lanes_neither_update_nor_count_as_written() -> None:
 
 
 def test_an_output_without_init_written_only_by_atomics_counts_the_touched_elements() -> None:
+    """seen starts as poison: an exchange whose old values are unbound is a store, and the
+    elements it did not reach are unwritten; one whose old values are bound reads the poison."""
     k = distinct_kernel("xchg")
-    del k["outputs"][0]["init"]  # seen starts as poison: untouched values are unwritten
+    del k["outputs"][0]["init"]
     idx = torch.tensor([1, 2, 2, 5], dtype=torch.int32)
+    with pytest.raises(InterpreterError) as error:
+        execute(plan_launch(checked(k), [idx]))
+    assert error.value.code == "read_before_write" and "seen[1]" in error.value.diagnostics[0].message
+    del k["body"][3]["name"]
+    k["body"][4:] = [op("atomic_add", ptr="count", val=1)]
     run = execute(plan_launch(checked(k), [idx]))
     assert run.written["seen"].nonzero().flatten().tolist() == [1, 2, 5]
     assert bool(run.written["count"].all())

@@ -172,8 +172,8 @@ def test_a_first_phase_that_misses_elements_fails_when_run() -> None:
     with pytest.raises(InterpreterError) as error:
         execute_call(checked, [torch.randn(40, 10).to(torch.bfloat16)])
     (found,) = error.value.diagnostics
-    assert (found.path, found.code) == ("/launches/1", "read_before_write")
-    assert "partial[16, 0]" in found.message and "declare the scratch zero" in found.message
+    assert (found.path, found.code) == ("/launches/1/body/3/value", "read_before_write")  # the load
+    assert "partial[16, 0]" in found.message and "the scratch zero" in found.message
     result = evaluate_answer(get_task("col_sum_bf16"), json.dumps(short), Settings(shapes=2, compile=False))
     assert (result.outcome.value, result.diagnostics[0]["code"]) == ("wrong_result", "read_before_write")
 

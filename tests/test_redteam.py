@@ -1,6 +1,8 @@
 """The red-team catalogue: wrong kernels (tests/redteam/*.json), each written the way a careless
 or cheating model would, and the outcome each must get. A verdict that such a kernel passes is
-a false pass of the benchmark; every file here is one that passed once.
+a false pass of the benchmark; every file here is one that passed once. Files whose name ends in
+``_control`` are correct kernels written next to wrong ones (outcome ``ok``): a fix that stops
+the wrong one must not stop them.
 
 A file holds ``task`` (as kernelgen.task.spec.get_task accepts it), ``outcome`` (an Outcome value),
 ``why`` (what the kernel gets wrong), the answer as ``kernel`` (the AST) or as ``answer`` (raw
@@ -9,6 +11,7 @@ text, for what a JSON object cannot hold, such as a repeated key), and optionall
 runs them (the interpreter, its default shapes and seed); the compile stage runs only where the
 expected outcome needs it, or where the file says ``"compile": true`` (a verdict that depends on
 Triton compiling the kernel: a correct control that once failed to compile).
+
 """
 
 from __future__ import annotations
@@ -29,18 +32,25 @@ NEEDS_COMPILE = {Outcome.COMPILE_ERROR.value, Outcome.LOWERING_ERROR.value}
 
 
 def test_the_catalogue_is_there() -> None:
-    """At least 30 wrong kernels, across every tier."""
-    assert len(FILES) >= 30
-    assert {get_task(json.loads(p.read_text())["task"]).tier for p in FILES} >= {"easy", "med", "hard"}
+    """At least 30 wrong kernels, across every tier; the controls are correct ones, and a
+    control's name says so."""
+    entries = [json.loads(p.read_text()) for p in FILES]
+    assert sum(e["outcome"] != "ok" for e in entries) >= 30
+    assert {get_task(e["task"]).tier for e in entries} >= {"easy", "med", "hard", "expert"}
+    assert all((e["outcome"] == "ok") == p.stem.endswith("_control") for p, e in zip(FILES, entries))
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
+def _entry(path: Path) -> tuple[dict, str]:
     entry = json.loads(path.read_text())
     assert set(entry) <= {"task", "outcome", "why", "kernel", "answer", "code", "path", "compile"} and entry["why"], \
         path.name
     assert ("kernel" in entry) != ("answer" in entry), f"{path.name}: give the answer once, as kernel or as answer"
-    answer = entry["answer"] if "answer" in entry else json.dumps(entry["kernel"])
+    return entry, entry["answer"] if "answer" in entry else json.dumps(entry["kernel"])
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
+    entry, answer = _entry(path)
     settings = Settings(gpu=False, compile=entry["outcome"] in NEEDS_COMPILE or entry.get("compile", False))
     result = evaluate_answer(get_task(entry["task"]), answer, settings)
     first = result.first_diagnostic()
@@ -50,3 +60,4 @@ def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
     if "path" in entry:
         assert first.path == entry["path"], f"{path.stem}: got {first}"
     assert first is None or len(first.message) < 400, "a message quotes what it refuses only in part"
+

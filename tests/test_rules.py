@@ -25,7 +25,8 @@ from kernelgen.lang.rules import RULES
 # Paths under kernelgen/, without .py.
 JUDGING_MODULES = ("lang/parse", "check/checker", "check/host", "check/statements", "check/blocks", "check/tiles",
                    "lang/generic", "lang/limits", "check/bounds", "host/plan", "host/wrapper", "check/polymorphism",
-                   "interp/execute", "interp/program", "interp/blocks", "interp/budget", "check/sequence")
+                   "interp/execute", "interp/program", "interp/blocks", "interp/budget", "check/sequence",
+                   "interp/accesses", "task/verify")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
 

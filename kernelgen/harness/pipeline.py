@@ -24,7 +24,7 @@ from kernelgen.lang.generic import binding_for, instantiate
 from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.task.spec import Task
-from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
+from kernelgen.task.verify import compare_outputs, make_inputs, order_problems, run_reference
 
 
 
@@ -149,8 +149,11 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
-    run = execute_call(checked, inputs, timeout_s=timeout_s)
+    run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
+    if problems:
+        raise WrongResult(problems)
+    problems = order_problems(task, run.outputs, run.orders, sizes)  # the other program orders agree
     if problems:
         raise WrongResult(problems)
 

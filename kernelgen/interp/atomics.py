@@ -1,29 +1,26 @@
 """The meaning of an atomic statement in the reference interpreter (:mod:`kernelgen.interp.execute`).
 
 The interpreter runs a chunk of programs statement by statement; an atomic statement of the
-chunk is applied lane after lane, programs in linear order and a program's lanes in row-major
-order: one of the orders a GPU may choose. Lanes that hit one element form a *segment* of
-that order, and the result is a segmented scan over it (log steps of whole-tensor operations,
-so a column sum whose thousand programs all add into one row of the output costs ten steps,
-not a thousand), except for ``cas``, whose updates do not compose: it runs in rounds, one per
-lane hitting the same element.
+chunk is applied lane after lane, programs in the chunk's order (increasing, or another of
+:mod:`kernelgen.interp.orders`) and a program's lanes in row-major order: one of the orders a
+GPU may choose. Lanes that hit one element form a *segment* of that order, and the result is a
+segmented scan over it (log steps of whole-tensor operations, so a column max whose thousand
+programs all update one row of the output costs ten steps, not a thousand), except for
+``cas`` and float ``add``, whose updates do not compose (a compare, a rounding after each
+add): they run in rounds, one per lane hitting the same element.
 
 What is exact and what is not:
 
 * integer atomics are exact: the final values do not depend on the order, and neither do the
   old values of an element a single lane touches (a counter's tickets do: they are this
-  order's, and a kernel whose output depends on them is judged against the reference, where
-  it fails as it would on a GPU);
-* a float ``add`` is summed in f64 (a shadow copy of the element, kept across statements and
-  chunks while no plain store changes the element) and rounded to the element's dtype after
-  each update, so the final value is the correctly rounded sum up to f64's rounding: the
-  order-independent answer. A GPU's sum, rounded after every addition in an order it picks,
-  differs from it by the summation error that the task's tolerance (the differential test's
-  derived one) must allow; the verifier compares with the reference within that tolerance,
-  never with this interpreter's bits. The old value a float add returns is this order's
-  rounded prefix sum: on a GPU it depends on the schedule, so a kernel should not let it reach
-  an output (it is judged against the reference if it does, and the random-kernel generator
-  never does so);
+  order's; :mod:`kernelgen.interp.orders` runs a launch that binds old values under other
+  orders too, and its result must not change);
+* a float ``add`` rounds to the element's dtype after every single add, in the order run, as
+  the GPU's ``atom.add`` does (f16 and bf16 sums are computed exactly in f64 and rounded once
+  per add; f32 and f64 add in their own precision): a bf16 accumulation that loses its small
+  terms once the sum is large loses them here too. Lanes adding into one element run in
+  rounds (one lane per element per round), so an element that thousands of lanes add into
+  costs thousands of small steps; the interpreter's wall-clock limit applies between rounds;
 * float ``max``/``min`` order bit patterns as Triton's lowering does (a signed maximum of the
   bits of non-negative values, an unsigned minimum of negative ones): -0.0 < 0.0, a NaN above
   +inf when its sign bit is clear and below -inf when it is set. A NaN value is taken as the
@@ -37,6 +34,7 @@ Masked-off lanes are not accesses; their old value is undefined on a GPU and 0 h
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
@@ -62,31 +60,11 @@ def _from_key(keys: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.where(keys < 0, keys ^ mask, keys).view(dtype)
 
 
-class AtomicMemory:
-    """The f64 shadows of elements that float atomic adds accumulate into, for one launch."""
-
-    def __init__(self) -> None:
-        self.shadows: dict[int, torch.Tensor] = {}
-
-    def shadow(self, index: int, buffer: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        """The f64 values of ``buffer[offsets]``: the shadow where it still rounds to the
-        element (no plain store changed it since), else the element itself."""
-        if index not in self.shadows:
-            self.shadows[index] = buffer.double()
-        current = buffer[offsets]
-        kept = self.shadows[index][offsets]
-        same = kept.to(buffer.dtype) == current
-        same |= torch.isnan(current) & torch.isnan(kept)
-        return torch.where(same, kept, current.double())
-
-    def update(self, index: int, offsets: torch.Tensor, values: torch.Tensor) -> None:
-        self.shadows[index][offsets] = values
-
-
 def apply_atomic(op: str, buffer: torch.Tensor, offsets: torch.Tensor, val: torch.Tensor,
-                 cmp: torch.Tensor | None, memory: AtomicMemory, index: int, dtype: str) -> torch.Tensor:
+                 cmp: torch.Tensor | None, dtype: str, deadline: Callable[[], None] | None = None) -> torch.Tensor:
     """Apply atomic ``op`` of lanes ``offsets``/``val`` (lane order) to the flat ``buffer`` of
-    ``dtype``; return each lane's old value."""
+    ``dtype``; return each lane's old value. ``deadline`` is called between rounds of a float
+    add (it raises when the interpreter's time is up)."""
     if offsets.numel() == 0:
         return torch.empty(0, dtype=buffer.dtype)
     order = torch.sort(offsets, stable=True).indices
@@ -100,18 +78,48 @@ def apply_atomic(op: str, buffer: torch.Tensor, offsets: torch.Tensor, val: torc
     rank = torch.arange(offs.numel()) - start[segment]
     if op == "atomic_cas":
         old_sorted = _cas_rounds(buffer, offs, rank, val[order], cmp[order])
+    elif op == "atomic_add" and dtype in FLOAT_DTYPES:
+        old_sorted = _float_adds(buffer, offs[first], segment, rank, val[order], deadline)
     else:
-        old_sorted = _scanned(op, buffer, offs, first, last, segment, start, rank, val[order], memory, index, dtype)
+        old_sorted = _scanned(op, buffer, offs, first, last, segment, start, rank, val[order])
     old = torch.empty_like(old_sorted)
     old[order] = old_sorted
     return old
 
 
+# Rounds of float adds between two looks at the interpreter's deadline.
+_ROUNDS_PER_CHECK = 256
+
+
+def _float_adds(buffer: torch.Tensor, unique: torch.Tensor, segment: torch.Tensor, rank: torch.Tensor,
+                vals: torch.Tensor, deadline: Callable[[], None] | None) -> torch.Tensor:
+    """Old values, in sorted lane order, of float adds rounded after each add: round ``r`` adds
+    the ``r``-th lane of every element's segment (lanes grouped by rank, so a round is a slice)."""
+    narrow = buffer.dtype in (torch.float16, torch.bfloat16)  # exact in f64, then rounded once
+    current = buffer[unique]
+    by_rank = torch.argsort(rank, stable=True)
+    bounds = torch.bincount(rank).cumsum(0).tolist()
+    seg_sorted, vals_sorted = segment[by_rank], vals[by_rank]
+    old_by_rank = torch.empty_like(vals)
+    begin = 0
+    for r, end in enumerate(bounds):
+        if deadline is not None and r % _ROUNDS_PER_CHECK == _ROUNDS_PER_CHECK - 1:
+            deadline()
+        seg = seg_sorted[begin:end]
+        before = current[seg]
+        old_by_rank[begin:end] = before
+        added = vals_sorted[begin:end]
+        current[seg] = (before.double() + added.double()).to(buffer.dtype) if narrow else before + added
+        begin = end
+    buffer[unique] = current
+    old = torch.empty_like(vals)
+    old[by_rank] = old_by_rank
+    return old
+
+
 def _scanned(op: str, buffer: torch.Tensor, offs: torch.Tensor, first: torch.Tensor, last: torch.Tensor,
-             segment: torch.Tensor, start: torch.Tensor, rank: torch.Tensor, vals: torch.Tensor,
-             memory: AtomicMemory, index: int, dtype: str) -> torch.Tensor:
+             segment: torch.Tensor, start: torch.Tensor, rank: torch.Tensor, vals: torch.Tensor) -> torch.Tensor:
     """Old values, in sorted lane order, of an op whose updates compose (a segmented scan)."""
-    float_add = op == "atomic_add" and dtype in FLOAT_DTYPES
     unique = offs[first]
     if op == "atomic_xchg":
         base = buffer[unique]
@@ -121,9 +129,7 @@ def _scanned(op: str, buffer: torch.Tensor, offs: torch.Tensor, first: torch.Ten
         buffer[unique] = vals[last]
         return old
     keyed = op in ("atomic_max", "atomic_min") and buffer.dtype in _TORCH_FLOATS
-    if float_add:
-        base, vals = memory.shadow(index, buffer, unique), vals.double()
-    elif keyed:
+    if keyed:
         # A computed NaN is the GPU's canonical one (sign bit clear); the CPU's may be negative.
         vals = torch.where(torch.isnan(vals), torch.full_like(vals, math.nan), vals)
         base, vals = _order_key(buffer[unique]), _order_key(vals)
@@ -144,10 +150,6 @@ def _scanned(op: str, buffer: torch.Tensor, offs: torch.Tensor, first: torch.Ten
     before[1:] = inclusive[:-1]
     old = torch.where(first, seg_base, combine(seg_base, before))
     final = combine(base, inclusive[last])
-    if float_add:
-        memory.update(index, unique, final)
-        buffer[unique] = final.to(buffer.dtype)
-        return old.to(buffer.dtype)
     if keyed:
         buffer[unique] = _from_key(final, buffer.dtype)
         return _from_key(old, buffer.dtype)

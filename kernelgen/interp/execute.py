@@ -2,13 +2,17 @@
 
 It runs a kernel's whole grid at once: every value carries a leading *program* axis (one row
 per program instance), so an elementwise kernel over a million elements is a handful of torch
-operations, not a Python loop over a thousand programs. Programs run in chunks to bound memory;
-stores happen in program order within a chunk, which is one of the orders a GPU may choose.
-Kernels whose programs race on one element have no single meaning, so the interpreter records
-which program wrote and read each output element (:mod:`kernelgen.interp.accesses`) and fails a race;
-the same record says which elements no store wrote. Before running, the work a launch needs is
-estimated and refused past a budget (:mod:`kernelgen.interp.budget`); while running, a wall-clock
-limit applies. Both end in ``timeout``, as a launch past its time limit does on a GPU.
+operations, not a Python loop over a thousand programs. Programs run in chunks to bound memory,
+statement by statement within a chunk: one of the orders a GPU may choose
+(:mod:`kernelgen.interp.orders`). Kernels whose programs race on one element have no single
+meaning, so the interpreter records which program wrote and read each output element
+(:mod:`kernelgen.interp.accesses`) and fails a race; the same record says which elements no
+store wrote, and which were read before anything wrote them. A launch the record cannot clear
+(it binds atomics' old values) runs again under other orders, whose results the verifier
+compares. Before running, the work a launch needs is estimated and refused past a budget
+(:mod:`kernelgen.interp.budget`; the memory a call's outputs and scratch take is refused
+earlier, by the host: ``too_large``); while running, a wall-clock limit applies. Both end in
+``timeout``, as a launch past its time limit does on a GPU.
 
 Semantics, where Triton leaves a choice or a subtlety:
 
@@ -18,11 +22,14 @@ Semantics, where Triton leaves a choice or a subtlety:
   dtype's range wraps the same way (2**31 as an i32 is -2**31);
 * within one launch an output element may be stored by one program only (which may store it
   again), and an element one program stores may not be loaded or atomically updated by
-  another program, nor one programs update atomically stored or loaded by another (``race``,
+  another program, nor one programs update atomically stored or loaded by another, nor one
+  that programs update with different atomic ops, or exchange different values into (``race``,
   naming both programs and the element; :mod:`kernelgen.interp.accesses`); masked-off lanes do not
-  count;
-* atomics run lane after lane in program order (:mod:`kernelgen.interp.atomics`): integer results are
-  exact, a float add is summed in f64 and rounded, the order-independent answer;
+  count; lanes of one store that write different values to one element are ``duplicate_store``;
+* a load or atomic of an output or scratch element that nothing wrote before (no store up to
+  it, no earlier launch, no ``init`` or ``zero`` fill) is ``read_before_write``;
+* atomics run lane after lane in the chunk's program order (:mod:`kernelgen.interp.atomics`):
+  integer results are exact, a float add rounds to the element's dtype after every add;
 * every output element must be written (stored or atomically updated) by some program
   (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill;
 * an ``if`` runs each branch for the programs whose condition takes it (as a loop runs for
@@ -54,8 +61,8 @@ import torch
 
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
-from kernelgen.interp.atomics import AtomicMemory
 from kernelgen.interp.budget import check_budget
+from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, needs_orders
 from kernelgen.check.checker import FLOAT_DTYPES, CheckedKernel, literal_value
 from kernelgen.check.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, KernelgenError
@@ -90,15 +97,40 @@ def allocate_outputs(plan: LaunchPlan, device: Union[str, torch.device] = "cpu")
             for out in plan.kernel.outputs}
 
 
-def allocate_scratch(checked: Checked, plan: LaunchPlan,
-                     device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
+def second_poison(dtype: str, shape: Sequence[int], device: Union[str, torch.device] = "cpu") -> torch.Tensor:
+    """The other fill of memory nothing wrote, for a second run: floats alternate between their
+    largest finite value and its negative (NaN, the first poison, acts as the identity of
+    ``where(old > new, old, new)`` and of ``where(old < new, ...)``; +max is no identity of a
+    maximum, -max none of a minimum), integers their maximum (the first is max's identity, this
+    one min's), bool false. No element equals both poisons."""
+    if dtype == "bool":
+        return torch.zeros(tuple(shape), dtype=torch.bool, device=device)
+    target = torch_dtype(dtype)
+    if dtype not in FLOAT_DTYPES and dtype not in FP8_DTYPES:
+        return torch.full(tuple(shape), torch.iinfo(target).max, dtype=target, device=device)
+    big = float(torch.finfo(target).max)
+    flat = torch.full((math.prod(shape),), big, dtype=target, device=device)
+    flat[1::2] = -big
+    return flat.view(tuple(shape))
+
+
+def allocate_scratch(checked: Checked, plan: LaunchPlan, device: Union[str, torch.device] = "cpu",
+                     second: bool = False) -> dict[str, torch.Tensor]:
     """A program's scratch tensors for one call (``plan``: any launch's; they share the host
     values, and its kernel has the scratch's concrete dtypes): zeros where declared ``zero``,
-    else poison-filled as outputs are."""
+    else poison-filled as outputs are (``second``: with :func:`second_poison`)."""
     declared = {s.name: s.zero for s in checked.kernel.scratch}
-    return {out.name: torch.full(plan.output_shapes[out.name], 0 if declared[out.name] else poison(out.dtype),
-                                 dtype=torch_dtype(out.dtype), device=device)
-            for out in plan.kernel.outputs if out.name in declared}
+    found = {}
+    for out in plan.kernel.outputs:
+        if out.name not in declared:
+            continue
+        shape = plan.output_shapes[out.name]
+        if second and not declared[out.name]:
+            found[out.name] = second_poison(out.dtype, shape, device)
+        else:
+            found[out.name] = torch.full(shape, 0 if declared[out.name] else poison(out.dtype),
+                                         dtype=torch_dtype(out.dtype), device=device)
+    return found
 
 
 def _max_block_numel(checked: CheckedKernel) -> int:
@@ -107,19 +139,25 @@ def _max_block_numel(checked: CheckedKernel) -> int:
 
 @dataclass
 class Execution:
-    """A launch's outputs and, per output, where some program stored (a bool tensor)."""
+    """A call's outputs and, per output, where some program stored (a bool tensor); ``orders``:
+    by the description of another program order it ran under (:mod:`kernelgen.interp.orders`),
+    the outputs that order gave."""
 
     outputs: dict[str, torch.Tensor]
     written: dict[str, torch.Tensor]
-    # Per output some program loaded from: where one did (a bool tensor of its shape).
-    read: dict[str, torch.Tensor] = field(default_factory=dict)
+    orders: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
 
 
 def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
-            timeout_s: float | None = None) -> Execution:
-    """Run every program of the grid on the CPU, after the budget check and under a wall-clock
-    limit of ``timeout_s`` (none when None); the outputs are poison-filled first."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            timeout_s: float | None = None, *, order: Order = LOCKSTEP,
+            defined: Mapping[str, torch.Tensor] | None = None, deadline: float | None = None) -> Execution:
+    """Run every program of the grid on the CPU in ``order``, after the budget check (lockstep
+    only: the others run a launch that passed it) and under a wall-clock limit of ``timeout_s``
+    (or until ``deadline``, a ``time.monotonic()`` value; none when both are None). The outputs
+    are poison-filled first unless given; ``defined`` says, per given output, where an element
+    holds a value before the launch (read_before_write elsewhere)."""
+    if deadline is None and timeout_s is not None:
+        deadline = time.monotonic() + timeout_s
     outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
     buffers: dict[str, torch.Tensor] = {}
     for inp in plan.kernel.inputs:
@@ -130,57 +168,89 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
             raise InterpreterError(Diagnostic("/outputs", "bad_arguments", f"output {name} is not contiguous"))
         buffers[name] = tensor
     total = plan.num_programs
-    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None})
-    memory = AtomicMemory()  # float atomic adds' f64 sums, across chunks
+    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None},
+                         defined=defined)
     chunk = max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
     with torch.no_grad():
-        if total:
+        if total and order == LOCKSTEP:
             ends = torch.tensor([0, total - 1], dtype=torch.int64).unique()
             check_budget(plan, _Run(plan, buffers, ends), -(-total // chunk))
-        for first in range(0, total, chunk):
-            programs = torch.arange(first, min(first + chunk, total), dtype=torch.int64)
-            _Run(plan, buffers, programs, accesses, deadline, memory).run()
-    return Execution(outs, accesses.written(), accesses.read())
+        for programs in order.chunks(total, chunk):
+            _Run(plan, buffers, programs, accesses, deadline).run()
+    accesses.finish()
+    return Execution(outs, accesses.written())
 
 
-def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: float | None = None) -> Execution:
-    """Run a document's launches in order on shared tensors (:mod:`kernelgen.check.sequence`):
-    outputs and scratch are allocated once, poison-filled (a ``zero`` scratch with zeros); each
-    launch is judged for races and bounds alone; across the sequence, a launch that loads an
-    element no launch up to it wrote (nor zero-filled) fails with ``read_before_write``, and an
-    output element is written when any launch wrote it. ``timeout_s`` covers the whole sequence."""
+def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: float | None = None,
+                     orders: bool = False) -> Execution:
+    """Run a document's launches (one for a single kernel) in order on shared tensors
+    (:mod:`kernelgen.check.sequence`): outputs and scratch are allocated once, poison-filled (a
+    ``zero`` scratch with zeros); each launch is judged for races and bounds alone; across the
+    sequence, a launch that loads an element no launch up to it wrote (nor zero-filled) fails
+    with ``read_before_write``, and an output element is written when any launch wrote it.
+
+    With ``orders``, the launches from the first that binds an atomic's old values on run again
+    under each other order of :mod:`kernelgen.interp.orders`, from the state before it, memory
+    nothing wrote holding :func:`second_poison`; ``Execution.orders`` has what each gave (a
+    fault in one is raised, naming the order). ``timeout_s`` covers every run."""
     kernel = checked.kernel
-    if not kernel.is_program:
-        return execute(plans[0], timeout_s=timeout_s)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     outputs = [o.name for o in kernel.outputs]
     buffers = {n: t for n, t in allocate_outputs(plans[0]).items() if n in outputs}
     buffers |= allocate_scratch(checked, plans[0])
-    zero = {s.name for s in kernel.scratch if s.zero}
-    written = {n: torch.full(t.shape, n in zero, dtype=torch.bool) for n, t in buffers.items()}
+    filled = {s.name for s in kernel.scratch if s.zero} | {o.name for o in kernel.outputs if o.init is not None}
+    defined = {n: torch.full(t.shape, n in filled, dtype=torch.bool) for n, t in buffers.items()}
+    ordered = [i for i, plan in enumerate(plans) if needs_orders(plan.checked)] if orders else []
+    before = None
     for i, plan in enumerate(plans):
-        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        try:
-            run = execute(plan, buffers, left)
-        except KernelgenError as error:
-            raise relocated(kernel, i, error) from None
-        for name, read in run.read.items():
-            unwritten = read & ~(written[name] | run.written[name])
-            if bool(unwritten.any()):
-                element = unwritten.nonzero()[0].tolist()
-                raise InterpreterError(Diagnostic(
-                    f"/launches/{i}", "read_before_write",
-                    f"launch {i} ({plan.kernel.name}) loads {name}{element}, which no launch up to it wrote"
-                    + ("" if name in outputs else " (declare the scratch zero, or write it first)")))
-        for name, mask in run.written.items():
-            written[name] |= mask
-    return Execution({n: buffers[n] for n in outputs}, {n: written[n] for n in outputs})
+        if ordered and i == ordered[0]:
+            before = ({n: t.clone() for n, t in buffers.items()}, {n: d.clone() for n, d in defined.items()})
+        _launch(kernel, i, plan, buffers, defined, deadline, LOCKSTEP)
+    result = Execution({n: buffers[n] for n in outputs}, {n: defined[n] for n in outputs})
+    if before is not None:
+        kept, was_defined = before
+        for order in ALTERNATIVES:
+            again = {n: _fill_undefined(t, was_defined[n], plans[0].kernel, n) for n, t in kept.items()}
+            seen = {n: d.clone() for n, d in was_defined.items()}
+            for i in range(ordered[0], len(plans)):
+                _launch(kernel, i, plans[i], again, seen, deadline, order)
+            result.orders[order.describe(plans[ordered[0]].num_programs)] = {n: again[n] for n in outputs}
+    return result
+
+
+def _launch(kernel: L.Kernel, index: int, plan: LaunchPlan, buffers: dict[str, torch.Tensor],
+            defined: dict[str, torch.Tensor], deadline: float | None, order: Order) -> None:
+    """Launch ``index`` of the document on ``buffers`` in ``order``; ``defined`` grows by what
+    it wrote. Its errors carry document paths (and the order, when not lockstep)."""
+    try:
+        run = execute(plan, buffers, order=order, defined=defined, deadline=deadline)
+    except KernelgenError as error:
+        moved = relocated(kernel, index, error)
+        if order != LOCKSTEP:
+            moved.diagnostics = [Diagnostic(d.path, d.code, f"under the program order "
+                                            f"{order.describe(plan.num_programs)}: {d.message}")
+                                 for d in moved.diagnostics]
+            moved.args = ("\n".join(str(d) for d in moved.diagnostics),)
+        raise moved from None
+    for name, mask in run.written.items():
+        defined[name] |= mask
+
+
+def _fill_undefined(tensor: torch.Tensor, defined: torch.Tensor, kernel: L.Kernel, name: str) -> torch.Tensor:
+    """``tensor`` with the elements nothing wrote holding the second poison."""
+    dtype = next(out.dtype for out in kernel.outputs if out.name == name)
+    other = second_poison(dtype, tuple(tensor.shape))
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.dtype.itemsize]
+    if tensor.dtype == torch.bool:
+        return torch.where(defined, tensor, other)
+    return torch.where(defined, tensor.view(width), other.view(width)).view(tensor.dtype)
 
 
 def execute_call(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]],
-                 timeout_s: float | None = None) -> Execution:
-    """A checked document (one kernel or a program) run on a call's arguments."""
-    return execute_sequence(checked, plan_sequence(checked, args), timeout_s)
+                 timeout_s: float | None = None, orders: bool = False) -> Execution:
+    """A checked document (one kernel or a program) run on a call's arguments (``orders``: also
+    under other program orders, where a launch needs them)."""
+    return execute_sequence(checked, plan_sequence(checked, args), timeout_s, orders)
 
 
 def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:

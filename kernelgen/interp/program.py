@@ -3,11 +3,12 @@
 :class:`_Run` evaluates one chunk of programs (:mod:`kernelgen.interp.execute` cuts a launch into
 chunks, runs them and says what each construct means): values are torch tensors with a
 leading program axis, pointers are :class:`Pointer` blocks into named buffers, and every access
-goes through the chunk's access log and atomic memory.
+goes through the launch's access log.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import torch
 from kernelgen.interp import blocks as interpret_blocks
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
-from kernelgen.interp.atomics import AtomicMemory, apply_atomic
+from kernelgen.interp.atomics import apply_atomic
 from kernelgen.lang import philox
 from kernelgen.check import tile_access as tiles
 from kernelgen.check.checker import CheckedKernel, ValueType, child, is_literal, literal_value
@@ -68,11 +69,11 @@ class _Run:
     """One chunk of programs (``programs``: their linear ids), run statement by statement.
 
     ``accesses`` records the chunk's output accesses for the race detector (None while the
-    budget estimate evaluates loop bounds); ``deadline`` is a ``time.monotonic()`` value."""
+    budget estimate evaluates loop bounds); ``deadline`` is a ``time.monotonic()`` value.
+    ``programs`` may come in any order: atomics apply lanes in that order."""
 
     def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], programs: torch.Tensor,
-                 accesses: AccessLog | None = None, deadline: float | None = None,
-                 memory: AtomicMemory | None = None) -> None:
+                 accesses: AccessLog | None = None, deadline: float | None = None) -> None:
         self.plan = plan
         self.checked: CheckedKernel = plan.checked
         self.types = self.checked.types
@@ -85,7 +86,6 @@ class _Run:
         self.pid = (programs % g0, (programs // g0) % g1, programs // (g0 * g1))
         self.accesses = accesses
         self.deadline = deadline
-        self.memory = memory if memory is not None else AtomicMemory()
 
     # -- values -----------------------------------------------------------------------------
 
@@ -399,9 +399,10 @@ class _Run:
                 raise InterpreterError(Diagnostic(where, "store_to_input",
                                                   f"store into input {self.names[index]!r}"))
             offsets = ptr.offset[sel]
+            values = _bits(value.to(self.flat[index].dtype))[sel]  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
-                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where)
-            _bits(self.flat[index])[offsets] = _bits(value.to(self.flat[index].dtype))[sel]
+                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where, values)
+            _bits(self.flat[index])[offsets] = values
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
         """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.interp.atomics`)."""
@@ -417,21 +418,28 @@ class _Run:
                 raise InterpreterError(Diagnostic(path, "store_to_input", f"{a.op} into input {self.names[index]!r}"))
             offsets = ptr.offset[sel]
             if self.accesses is not None:
+                # An exchange whose old values are not bound is a store: it reads nothing.
                 self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path,
-                                     within_program=a.scope == "cta")
+                                     within_program=a.scope == "cta", op=a.op, values=val[sel],
+                                     reads=a.op != "atomic_xchg" or a.name is not None,
+                                     compare=None if cmp is None else cmp[sel])
             old[sel] = apply_atomic(a.op, self.flat[index], offsets, val[sel], None if cmp is None else cmp[sel],
-                                    self.memory, index, t.dtype)
+                                    t.dtype, lambda: self.out_of_time(path))
         if a.name is not None:
             env[a.name] = old
 
     # -- statements -------------------------------------------------------------------------
 
+    def out_of_time(self, path: str) -> None:
+        """Stop when the wall-clock limit has run out (``timeout`` at ``path``)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise InterpreterLimit(Diagnostic(path, "timeout", "the interpreter's wall-clock limit ran out "
+                                              "here; the kernel does too much work for its sizes"))
+
     def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Value]) -> None:
         for i, s in enumerate(stmts):
             spath = child(path, i)
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                raise InterpreterLimit(Diagnostic(spath, "timeout", "the interpreter's wall-clock limit ran out "
-                                                  "here; the kernel does too much work for its sizes"))
+            self.out_of_time(spath)
             if isinstance(s, L.Let):
                 env[s.name] = self.eval(s.value, child(spath, "value"), env)
             elif isinstance(s, L.Store):
@@ -491,6 +499,9 @@ class _Run:
             active = chosen if outer is None else chosen & outer
             if not active.any():
                 continue
+            if int(active.sum()) * _FEW <= self.count:
+                taken[side] = self._run_alone(active, s, side, stmts, types, path, env)
+                continue
             inner = dict(env)
             if outer is not None or not active.all():
                 inner[_ACTIVE] = active
@@ -507,6 +518,40 @@ class _Run:
                 env[r.name] = self._materialize(0, t) if not t.pointer else Pointer(
                     torch.zeros((self.count,) + t.shape, dtype=torch.int64),
                     torch.zeros((self.count,) + t.shape, dtype=torch.int64))
+
+    def _run_alone(self, active: torch.Tensor, s: L.If, side: str, stmts: list[L.Stmt], types: list[ValueType],
+                   path: str, env: dict[str, Value]) -> list[Value]:
+        """A branch few programs of the chunk take (the last program to arrive finishing a
+        reduction), run by those programs alone, in the chunk's order: the same accesses and
+        atomics as when run masked over every program, without computing every program's rows.
+        Its results come back at those programs' rows (zeros elsewhere, never selected)."""
+        rows = active.nonzero().flatten()
+        sub = copy.copy(self)
+        sub.programs, sub.count = self.programs[rows], int(rows.numel())
+        g0, g1, _ = self.plan.grid
+        sub.pid = (sub.programs % g0, (sub.programs // g0) % g1, sub.programs // (g0 * g1))
+
+        def mine(value: Value) -> Value:
+            if isinstance(value, Pointer):
+                return Pointer(mine(value.base), mine(value.offset))
+            return value[rows] if isinstance(value, torch.Tensor) and value.dim() and value.shape[0] == self.count \
+                else value
+
+        inner = {name: mine(value) for name, value in env.items() if name != _ACTIVE}
+        sub.block(stmts, child(path, side), inner)
+        results = []
+        for i, (r, t) in enumerate(zip(s.results, types)):
+            value = sub._materialize(sub.eval(r.then if side == "then" else r.else_,
+                                              child(path, "results", i, side), inner), t)
+            results.append(self._at_rows(rows, value, t))
+        return results
+
+    def _at_rows(self, rows: torch.Tensor, value: Value, t: ValueType) -> Value:
+        if isinstance(value, Pointer):
+            return Pointer(self._at_rows(rows, value.base, t), self._at_rows(rows, value.offset, t))
+        full = torch.zeros((self.count,) + t.shape, dtype=value.dtype)
+        full[rows] = value
+        return full
 
     def _materialize(self, value: Value, t: ValueType) -> Value:
         if isinstance(value, Pointer):
@@ -536,6 +581,9 @@ class _Run:
     def run(self) -> None:
         self.block(self.checked.kernel.body, "/body", self.initial_env())
 
+
+# A branch taken by at most one program in this many of a chunk runs by those programs alone.
+_FEW = 4
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
 

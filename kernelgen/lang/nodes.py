@@ -431,8 +431,8 @@ class Store(Node):
     """Write ``value`` (of the pointee's dtype) through pointers where ``mask`` is true.
     Only outputs are written: a pointer that may point into an input is store_to_input. In one
     launch an element a program stores is stored, loaded or atomically updated by no other
-    (race, when run); every output element must be written (unwritten). ``cache``:
-    as Load's (.wb/.cg/.cs/.wt)."""
+    (race, when run); lanes of one store write one value to an element (duplicate_store); every
+    output element must be written (unwritten). ``cache``: as Load's (.wb/.cg/.cs/.wt)."""
 
     op: Literal["store"]
     ptr: Expr
@@ -455,11 +455,11 @@ class TileStore(Node):
 
 class Atomic(Node):
     """tl.atomic_*: read-modify-write of ``val`` (cas: if old == ``cmp``, write ``val``) at
-    each pointer where ``mask`` is true (cas: no mask), as Store's; ``name`` (optional) binds
-    the old values (undefined where masked off). Atomics of different programs on one element do not
-    race. dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64
-    (float max/min order bits as Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64.
-    Float add: the sum may come in any order (within tolerance); its old value is one order's.
+    each pointer where ``mask`` is true (cas: no mask), as Store's; ``name`` (optional) binds the old values (undefined where masked off;
+    the launch then also runs in other program orders, which must give the same result: order_dependent). Programs may
+    update one element with one op only, xchg/cas of one value (race). An atomic reads its element (not an unnamed xchg).
+    dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64 (float max/min order bits as
+    Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64. Float add rounds to the dtype after each add, in any order.
     ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race)."""
 
     op: Literal[ATOMIC_OPS]  # type: ignore[valid-type]
@@ -599,9 +599,8 @@ class Input(Node):
 
 
 class Output(Node):
-    """A returned tensor; ``shape``: integer host expressions. It starts filled with NaN (ints:
-    their minimum; bool: true), so elements no store writes fail verification (output_not_written: none
-    is stored). ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
+    """A returned tensor; ``shape``: integer host expressions. It starts as garbage: an element no
+    store writes fails (output_not_written: none is), one loaded or atomically updated before a write is read_before_write. ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
     broadcast dims there. A dim named by an ``optional_dims`` size the call left out is dropped.
     ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not returned; any true
     element makes the call raise it with ``message``. With ``init`` (e.g. 0 or "-inf" for
@@ -639,9 +638,8 @@ class Meta(Node):
 
 class Scratch(Node):
     """A tensor the launches share, allocated per call, not returned; ``shape``: integer host
-    expressions; ``zero``: zero-filled, else NaN/poison. A launch may load it only after one
-    (or itself) stores it unless ``zero`` (read_before_write); some launch loads it
-    (scratch_unread)."""
+    expressions; ``zero``: zero-filled, else garbage: an element is loaded (or atomically
+    updated) only after a store unless ``zero`` (read_before_write); some launch loads it (scratch_unread)."""
 
     name: Name
     dtype: DtypeRef

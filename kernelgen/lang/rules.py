@@ -4,7 +4,8 @@ This is the one registry of codes for the stages that judge a kernel: parsing
 (:mod:`kernelgen.lang.parse`), checking (:mod:`kernelgen.check.checker`, :mod:`kernelgen.check.tiles`, :mod:`kernelgen.lang.generic`, :mod:`kernelgen.lang.limits`,
 :mod:`kernelgen.check.sequence`, :mod:`kernelgen.check.bounds`) and
 running it on the host and in the interpreter (:mod:`kernelgen.host.plan`, :mod:`kernelgen.host.wrapper`, :mod:`kernelgen.check.polymorphism`,
-:mod:`kernelgen.interp.execute`, :mod:`kernelgen.interp.budget`). The checker refuses to raise a code that is not here, the prompt's
+:mod:`kernelgen.interp.execute`, :mod:`kernelgen.interp.accesses`, :mod:`kernelgen.interp.budget`) and verifying its results
+(:mod:`kernelgen.task.verify`). The checker refuses to raise a code that is not here, the prompt's
 language reference lists every entry, and ``tests/test_rules.py`` scans those modules' sources
 for the codes they raise and fails on one that is missing here. A code is ``snake_case`` of two
 words or more (the scan tells codes from one-word messages so). A new code is one line below;
@@ -63,7 +64,7 @@ RULES: dict[str, str] = {
     "bad_signature": "inputs, roles and views that do not fit (see Input, Kernel)",
     "bad_hint": "a hint that does not fit its value, or false on a constant (see Hint)",
     "bad_program": "a document with both launches and its own params/grid/body, or neither (see Kernel)",
-    "read_before_write": "a launch loads a scratch (not zero) or output no launch up to it stores (see Scratch)",
+    "read_before_write": "a load or atomic of an output or scratch element nothing wrote before (no init, not zero)",
     "scratch_unread": "a scratch tensor no launch loads (see Scratch)",
     "bad_bitcast": "a bitcast between dtypes of different widths, or of bool or a pointer",
     "fp8_storage": "fp8 values in arithmetic, comparisons, reductions, scans, sort, top-k, gather, where or full (cast to f16/f32 first)",
@@ -80,4 +81,13 @@ RULES: dict[str, str] = {
     "index_out_of_range": "a gather index or counted histogram value outside its range, when run",
     "hint_violated": "a hint false on the values, when run (see Hint)",
     "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget",
+    "duplicate_store": "lanes of one store writing different values to one element, when run",
+    # Verifying: the results against the reference's, and the launch under other orders.
+    "order_dependent": "another program order gives another result (see Atomic)",
+    "wrong_shape": "an output's shape is not the reference's",
+    "wrong_dtype": "an output's dtype is not the reference's",
+    "trivial_zeros": "an output all zeros where the reference is not",
+    "copies_input": "an output that copies an input where the reference does not",
+    "input_modified": "the kernel changed an input",
+    "out_of_bounds_write": "a write past an output's end (a GPU's guard band)",
 }

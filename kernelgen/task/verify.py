@@ -5,7 +5,7 @@ small, reuse the reference's output memory, or pass because the check compared p
 So: inputs of both signs (unless a task's domain says otherwise), drawn per size assignment
 from a seed; the reference runs on its own copies of the inputs; every output element must be
 written, whatever its dtype (the interpreter records each store; on the GPU two launches with
-opposite poisons show which elements no store wrote), and an element written as NaN is a
+two poisons show which elements no store wrote), and an element written as NaN is a
 mismatch, not an unwritten one; ``allclose`` with dtype-based tolerances; a result
 that is all zeros, or a copy of an input, while the reference is not, is rejected; inputs must
 come back unchanged; and guard bands around every buffer catch writes out of bounds (on the
@@ -224,6 +224,33 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
                     and _same(value.to(got.device), got) and not _same(value.to(got.device), want) and _telling(value):
                 found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
     return found
+
+
+def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
+                   orders: Mapping[str, Mapping[str, torch.Tensor]], sizes: Mapping[str, int],
+                   kernel_outputs: list[L.Output] | None = None) -> list[Diagnostic]:
+    """Where another program order (:mod:`kernelgen.interp.orders`) gave the interpreter another
+    result than lockstep's beyond the task's tolerance (``order_dependent``): a GPU may run the
+    programs in that order. The first such output of the first such order. Outputs by the
+    task's names, or (``kernel_outputs``) by the kernel's, as the interpreter returns them."""
+    where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    specs = kernel_outputs if kernel_outputs is not None else task.signature.outputs
+    for description, other in orders.items():
+        for index, spec in enumerate(specs):
+            if spec.name not in outputs:
+                continue
+            base, moved = outputs[spec.name].detach(), other[spec.name].detach()
+            tol = task.tolerance_for(spec.dtype)
+            comparison = compare_tensors(moved, base, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
+            if comparison.ok:
+                continue
+            first = comparison.first_mismatch
+            return [Diagnostic(f"/outputs/{index}", "order_dependent",
+                               f"{spec.name} depends on the order programs run in: under {description} "
+                               f"{comparison.mismatches} of {base.numel()} elements differ from lockstep's; first at "
+                               f"{list(first)}: {_number(moved[first])}, not {_number(base[first])} ({where}). A GPU "
+                               f"may run either order: an atomic's old value must not decide the result")]
+    return []
 
 
 def inputs_unchanged(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Diagnostic]:

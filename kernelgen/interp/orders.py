@@ -1,0 +1,89 @@
+"""Program orders: the schedules the interpreter runs a launch under.
+
+A GPU runs a launch's programs in any order and interleaving. The interpreter runs them in
+*chunks*: a chunk's programs in lockstep (statement by statement, every program of the chunk
+before the next statement; an ``if`` runs its then side for them all before its else side),
+chunks one after another, each to completion. An order is a list of chunks:
+
+* ``lockstep``: every program in increasing order (cut into chunks only to bound memory). This
+  run's accesses are what the race detector judges and its result is what is compared with
+  the reference;
+* ``reversed``: the last program alone to completion, then the others in lockstep from the
+  end: atomics' old values (tickets, a running total, the first compare-and-swap) come in the
+  opposite order, and a program that reads back a total in the launch that adds to it sees
+  only its own share;
+* ``shuffled``: a seeded permutation, its first :data:`ALONE` programs each alone to completion
+  (every program, one at a time, when the grid has at most :data:`ALL_ALONE` programs), the
+  rest in lockstep in the permutation's order.
+
+The race detector (:mod:`kernelgen.interp.accesses`) clears a launch that binds no atomic's old
+values: every element is then written by one program, or updated by several with one
+commuting atomic op (exchanges of one value), and read only where no other program of the
+launch writes it, so its result does not depend on the order but for float rounding. A launch
+that binds old values (an atomic with a ``name``) may be right in any order (a ticket that only
+picks a free slot, the last program to arrive finishing a reduction) or not (tickets that must
+come in index order, a total read back before the other programs added to it): it runs under
+every order above, from the same state, with the second poison in memory nothing wrote, and
+what the call returns must agree within the task's tolerance (``order_dependent``, judged by
+:mod:`kernelgen.task.verify`). Two alternatives, not every order: a few orders cost a few runs
+of such launches, and these two are the ones that reverse every pair of programs and run
+programs alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kernelgen.check.checked import CheckedKernel
+from kernelgen.check.sequence import nodes
+from kernelgen.lang import nodes as L
+
+SEED = 31  # the shuffle's seed: the same order in every run
+ALONE = 4  # programs of a shuffle that run alone, one after another, before the rest
+ALL_ALONE = 16  # grids up to this size run every program alone in the shuffled order
+
+
+@dataclass(frozen=True)
+class Order:
+    """A schedule of a launch's programs (the module's docstring): ``lockstep``, ``reversed`` or
+    ``shuffled``."""
+
+    kind: str
+
+    def chunks(self, total: int, size: int) -> list[torch.Tensor]:
+        """The programs (linear ids) of each chunk, in order; lockstep chunks hold at most ``size``."""
+        if self.kind == "lockstep":
+            return _split(torch.arange(total, dtype=torch.int64), size)
+        if self.kind == "reversed":
+            everyone = torch.arange(total - 1, -1, -1, dtype=torch.int64)
+            return [everyone[:1], *_split(everyone[1:], size)] if total else []
+        permutation = torch.randperm(total, generator=torch.Generator().manual_seed(SEED))
+        alone = total if total <= ALL_ALONE else ALONE
+        return [permutation[i:i + 1] for i in range(alone)] + _split(permutation[alone:], size)
+
+    def describe(self, total: int) -> str:
+        """The order in a message."""
+        if self.kind == "lockstep":
+            return "lockstep (all programs in step, in increasing order)"
+        if self.kind == "reversed":
+            return f"reversed (program {total - 1} alone first, then the others in step from the end)"
+        alone = self.chunks(total, 1)[:total if total <= ALL_ALONE else ALONE]
+        ids = ", ".join(str(int(c)) for c in alone)
+        rest = "" if total <= ALL_ALONE else ", then the rest in step"
+        return f"shuffled (seed {SEED}: programs {ids} alone, one after another{rest})"
+
+
+LOCKSTEP = Order("lockstep")
+ALTERNATIVES = (Order("reversed"), Order("shuffled"))
+
+
+def _split(programs: torch.Tensor, size: int) -> list[torch.Tensor]:
+    return [programs[i:i + size] for i in range(0, programs.numel(), size)]
+
+
+def needs_orders(checked: CheckedKernel) -> bool:
+    """Whether the race detector cannot clear a launch of this kernel by itself: it binds an
+    atomic's old values."""
+    return any(isinstance(node, L.Atomic) and node.name is not None for node, _ in nodes(checked.kernel.body, "/body"))
