@@ -12,6 +12,10 @@ runs them (the interpreter, its default shapes and seed); the compile stage runs
 expected outcome needs it, or where the file says ``"compile": true`` (a verdict that depends on
 Triton compiling the kernel: a correct control that once failed to compile).
 
+On a GPU (``pytest tests/test_redteam.py -m gpu``) every file runs through GPU mode as the
+plugin runs it (compiled, launched on the GPU's draws, then refereed by the interpreter) and
+must get the same outcome; its code may differ (the GPU may see a race as a mismatch first).
+
 """
 
 from __future__ import annotations
@@ -61,3 +65,22 @@ def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
         assert first.path == entry["path"], f"{path.stem}: got {first}"
     assert first is None or len(first.message) < 400, "a message quotes what it refuses only in part"
 
+
+@pytest.fixture(scope="module")
+def gpu_settings():
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.launch import prepare_gpu
+
+    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
+        yield Settings(gpu=True, executor=executor, time_kernels=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_a_wrong_kernel_gets_its_outcome_on_the_gpu(path: Path, gpu_settings: Settings) -> None:
+    """GPU mode: compiled, launched on the GPU's draws (its largest sizes too) with guard bands
+    and both poisons, then refereed by the interpreter; the outcome is CPU mode's."""
+    entry, answer = _entry(path)
+    result = evaluate_answer(get_task(entry["task"]), answer, gpu_settings)
+    first = result.first_diagnostic()
+    assert result.outcome.value == entry["outcome"], f"{path.stem}: {entry['why']}; got {result.outcome.value}: {first}"

@@ -82,14 +82,6 @@ def _to_device(inputs: Mapping[str, Any], device: Any) -> dict[str, Any]:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
-def opposite(tensor: Any) -> Any:
-    """``tensor`` with every bit of every element inverted (a bool negated): the second
-    launch's poison, which no element can equal when the first launch's poison is kept."""
-    if tensor.dtype.is_floating_point or tensor.dtype.itemsize > 1:
-        return (~tensor.view(_bits_dtype(tensor))).view(tensor.dtype)
-    return ~tensor
-
-
 def same_bits(a: Any, b: Any) -> Any:
     """Elementwise bit equality (NaN equals a NaN of the same payload, -0.0 differs from 0.0)."""
     return a.view(_bits_dtype(a)) == b.view(_bits_dtype(b))
@@ -122,18 +114,23 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
     """The kernel run on guard-banded copies of its own arguments ``inputs``: its outputs,
     which of their elements it wrote, and what it broke (guard bands, inputs).
 
-    The kernel runs twice, its outputs pre-filled with a poison and then with the opposite
-    poison: an element that holds the first poison after the first launch and the second after
-    the second was written by neither (a poison can equal the right value, as ``True`` can for
-    a bool output, but not both poisons can; a written value may differ between the launches,
-    as float atomics make it, and still counts as written). An
-    output declared with an ``init`` fill starts as that fill in both launches (atomics
-    accumulate onto it) and counts as written everywhere: its value is defined from the start,
-    and the comparison with the reference judges it; the second launch's result is compared."""
+    The kernel runs twice, its outputs and scratch pre-filled with a poison (NaN, the integer
+    minimum, true) and then with the second poison (:func:`kernelgen.interp.execute.second_poison`:
+    floats alternating between +max and -max, the integer maximum, false): an element that holds
+    the first poison after the first launch and the second after the second was written by
+    neither (a poison can equal the right value, as ``True`` can for a bool output, but not both
+    poisons can; a written value may differ between the launches, as float atomics make it, and
+    still counts as written). The first poison is the identity of ``where(old > new, old, new)``
+    and of an integer maximum, the second is neither: a kernel that merges into memory it never
+    initialized (an output, or a scratch) is wrong in the second launch, whose result is
+    compared. An output declared with an ``init`` fill starts as that fill in both launches
+    (atomics accumulate onto it) and counts as written everywhere: its value is defined from the
+    start, and the comparison with the reference judges it. (The interpreter, which GPU mode
+    runs as well, tracks every read of memory nothing wrote exactly: read_before_write.)"""
     import torch
 
     from kernelgen.host.plan import plan_sequence, torch_dtype
-    from kernelgen.interp.execute import allocate_scratch, initial_fill, poison
+    from kernelgen.interp.execute import allocate_scratch, initial_fill, second_poison
     from kernelgen.gpu.launch import cuda_errors, sequence_runner
 
     buffers: dict[str, Any] = {}
@@ -153,9 +150,10 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         calls = iter(range(1, 3))
 
         def scratch() -> dict[str, Any]:
-            """Fresh per call, in guard bands that are checked after both runs."""
+            """Fresh per call (the second with the second poison), in guard bands that are
+            checked after both runs."""
             fresh, call = {}, next(calls)
-            for name, tensor in allocate_scratch(checked, plans[0], device).items():
+            for name, tensor in allocate_scratch(checked, plans[0], device, second=call == 2).items():
                 buffers[f"scratch {name} (run {call})"], fresh[name] = guarded(tensor, guard_fill(tensor.dtype))
             return fresh
 
@@ -166,8 +164,7 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
             one = torch.full((), initial_fill(out), dtype=tensor.dtype, device=tensor.device)
-            two = opposite(torch.full((), poison(out.dtype), dtype=tensor.dtype, device=tensor.device))
-            fills[out.name] = (one.expand(tensor.shape), two.expand(tensor.shape))  # no copies
+            fills[out.name] = (one.expand(tensor.shape), second_poison(out.dtype, tuple(tensor.shape), tensor.device))
             tensor.copy_(fills[out.name][1] if out.init is None else fills[out.name][0])
         run()
         torch.cuda.synchronize(device)

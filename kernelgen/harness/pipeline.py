@@ -10,6 +10,7 @@ The CLI, the pytest plugin and the TritonBench track all call :func:`evaluate_an
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable, Mapping
 
@@ -159,33 +160,43 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
 
 
 def stage_verify(case: Case) -> None:
+    """Every draw against the reference: in CPU mode by the interpreter; in GPU mode on the GPU,
+    then by the interpreter on CPU mode's draws too. A GPU shows a race, a result that depends on
+    the programs' order, a read of memory nothing wrote or lanes of one store that disagree only
+    when its schedule or its memory happen to; the interpreter finds them every time, so GPU
+    mode's verdict includes CPU mode's (a kernel must pass both)."""
     if case.task.variants:
         case.sizes_checked = verify_calls(case)
         return
+    cpu_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
+                                      draw.extreme, case.settings.timeout_s)
     if case.settings.gpu:
         from kernelgen.gpu.case import verify_gpu
 
         check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme)  # noqa: E731
-    else:
-        check_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
-                                            draw.extreme, case.settings.timeout_s)
-    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
+        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
+        for_each_draw(case.task, case.checked, dataclasses.replace(case.settings, gpu=False), cpu_one)
+        return
+    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, cpu_one)
 
 
 def verify_calls(case: Case) -> list[dict[str, int]]:
     """Every call (variant) of the task on every size assignment, in order; the first failure
-    ends the case, its diagnostics naming the call."""
+    ends the case, its diagnostics naming the call. GPU mode checks each call on the GPU, then by
+    the interpreter (:func:`stage_verify`)."""
     from kernelgen.task.variants import verify_call_cpu
 
     for concrete in case.task.variant_tasks():
+        cpu_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
+                                               case.settings.seed, draw.extreme, case.settings.timeout_s)
         if case.settings.gpu:
             from kernelgen.gpu.calls import verify_call_gpu
 
             check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme)  # noqa: E731
+            checked = for_each_draw(concrete, case.checked, case.settings, check_one)
+            for_each_draw(concrete, case.checked, dataclasses.replace(case.settings, gpu=False), cpu_one)
         else:
-            check_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
-                                                     case.settings.seed, draw.extreme, case.settings.timeout_s)
-        checked = for_each_draw(concrete, case.checked, case.settings, check_one)
+            checked = for_each_draw(concrete, case.checked, case.settings, cpu_one)
     return checked
 
 
