@@ -1,4 +1,5 @@
-"""What several of kernelgen's own tests share: the TritonBench-T sample beside the checkout."""
+"""What several of kernelgen's own tests share: the TritonBench-T sample beside the checkout, and
+GPU mode's settings for tests marked ``gpu``."""
 
 from __future__ import annotations
 
@@ -29,3 +30,14 @@ def sample():
     if not (TRITONBENCH_SAMPLE / "data").is_dir():
         pytest.skip(f"the TritonBench-T sample is not at {TRITONBENCH_SAMPLE.resolve()}")
     return load_tritonbench(TRITONBENCH_SAMPLE)
+
+
+@pytest.fixture(scope="module")
+def gpu_settings():
+    """GPU mode as the plugin runs it (no timing), with an executor shared by a module's tests."""
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.gpu.launch import prepare_gpu
+    from kernelgen.harness.pipeline import Settings
+
+    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
+        yield Settings(gpu=True, executor=executor, time_kernels=False)

@@ -51,15 +51,6 @@ NAN_RELU = json.dumps({
 # -- the same verdicts on the GPU ------------------------------------------------------------
 
 
-@pytest.fixture
-def gpu_settings():
-    from kernelgen.gpu.executor import Executor
-    from kernelgen.gpu.launch import prepare_gpu
-
-    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
-        yield Settings(gpu=True, executor=executor, time_kernels=False)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["majority3_stores_only_false", "top1_mask_stores_only_false"])
 def test_the_gpu_finds_unwritten_bool_elements_by_a_second_poison(name: str, gpu_settings: Settings) -> None:

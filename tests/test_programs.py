@@ -283,15 +283,6 @@ def test_the_compilers_facts_are_given_per_launch(tmp_path: Path) -> None:
 # -- on the GPU: verification only (timing these is for the benchmark) -----------------------
 
 
-@pytest.fixture
-def gpu_settings():
-    from kernelgen.gpu.executor import Executor
-    from kernelgen.gpu.launch import prepare_gpu
-
-    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
-        yield Settings(gpu=True, executor=executor, time_kernels=False)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_a_program_golden_passes_its_task_on_the_gpu(path: Path, gpu_settings: Settings) -> None:

@@ -66,15 +66,6 @@ def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
     assert first is None or len(first.message) < 400, "a message quotes what it refuses only in part"
 
 
-@pytest.fixture(scope="module")
-def gpu_settings():
-    from kernelgen.gpu.executor import Executor
-    from kernelgen.gpu.launch import prepare_gpu
-
-    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
-        yield Settings(gpu=True, executor=executor, time_kernels=False)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_a_wrong_kernel_gets_its_outcome_on_the_gpu(path: Path, gpu_settings: Settings) -> None:
