@@ -308,6 +308,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def report_case(request: pytest.FixtureRequest, result) -> None:
     """Hand a case's result to the reports, the summary and pytest-benchmark; fail the test
     with the outcome, the stage and the first diagnostic when it is not ok."""
+    result = result.scrubbed()  # no secret reaches a report, a file or the terminal
     request.config.hook.pytest_kernelgen_case_result(config=request.config, item=request.node, result=result)
     request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
     if result.timing is not None and request.config.pluginmanager.has_plugin("benchmark"):
