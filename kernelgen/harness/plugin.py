@@ -132,7 +132,7 @@ class Session:
         """One sample of the raw-LLM baseline: the model answers with Triton Python (free text,
         no schema); the repair rounds send back the static rules' findings."""
         from kernelgen.baseline.ablation import evaluate_baseline, reference_answer, rule_diagnostics
-        from kernelgen.baseline.answer import baseline_messages
+        from kernelgen.baseline.prompt import baseline_messages
         from kernelgen.model.providers import GenerationRequest
         from kernelgen.model.repair import generate_with_repair
 
