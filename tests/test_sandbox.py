@@ -34,8 +34,8 @@ from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Outcome
 from kernelgen.lang.parse import parse_kernel
 from kernelgen.baseline.child import classify
-from kernelgen.baseline.sandbox import (SandboxResult, network_namespace_command, run_in_sandbox,
-                                        sandbox_environment)
+from kernelgen.baseline.sandbox import SandboxResult, run_in_sandbox, sandbox_environment
+from kernelgen.baseline.wall import JOB_MOUNT, Wall, find_wall, seccomp_file, user_options, wall_command
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox uses Linux limits")
@@ -236,7 +236,7 @@ def test_a_correct_answer_runs_in_the_interpreter(results: dict[str, Any]) -> No
     assert run.outcome is Outcome.OK, run.stderr_tail
     (out,) = run.outputs
     torch.testing.assert_close(out, X + Y)
-    assert run.network_isolation in ("network namespace", "audit hook")
+    assert run.isolation.startswith("bubblewrap"), run.isolation
 
 
 def test_several_outputs_come_back_in_order(results: dict[str, Any]) -> None:
@@ -346,8 +346,8 @@ def test_nothing_escapes(results: dict[str, Any], targets: list[Path], listener:
     assert set(facts["environment"]) <= {"PATH", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONNOUSERSITE",
                                          "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "TRITON_CACHE_DIR",
                                          "TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG",
-                                         "LC_ALL", "TZ", "LD_LIBRARY_PATH", "LC_CTYPE"}
-    assert not Path(facts["cwd"]).exists(), "the sandbox's directory is deleted afterwards"
+                                         "LC_ALL", "TZ", "LD_LIBRARY_PATH", "LC_CTYPE", "PWD"}
+    assert facts["cwd"] == JOB_MOUNT, "the child sees its job folder at /job, not where it is"
 
 
 # -- the walls one at a time -----------------------------------------------------------------
@@ -374,13 +374,24 @@ CONNECT = "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', 
           "    print('connected')\nexcept OSError as exc:\n    print(type(exc).__name__)\n"
 
 
-def test_the_network_namespace_alone_has_no_route_to_the_host(listener: Listener) -> None:
-    prefix = network_namespace_command()
-    if not prefix:
-        pytest.skip("no network namespace here: the audit hook is the network guard")
-    before = listener.connections
-    run = subprocess.run([*prefix, sys.executable, "-c", CONNECT.format(port=listener.port)],
-                         capture_output=True, text=True, timeout=60)
+def test_the_wall_alone_has_no_route_to_the_host(listener: Listener, tmp_path: Path) -> None:
+    """A plain Python (no audit hook) inside bubblewrap's network namespace reaches nothing."""
+    wall = find_wall()
+    assert isinstance(wall, Wall), wall
+    seccomp = seccomp_file(processes=False)
+    info_read, info_write = os.pipe()
+    command, mounts = wall_command(wall, job_dir=tmp_path, device="interpreter", environ={}, seccomp_fd=seccomp,
+                                   info_fd=info_write,
+                                   command=[sys.executable, "-c", CONNECT.format(port=listener.port)])
+    try:
+        os.chown(tmp_path, *(2 * [wall.as_user])) if wall.as_user is not None else None
+        before = listener.connections
+        run = subprocess.run(command, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"},
+                             pass_fds=(seccomp, info_write, *mounts.fds), **user_options(wall))
+    finally:
+        mounts.close()
+        for fd in (seccomp, info_read, info_write):
+            os.close(fd)
     assert run.stdout.strip() not in ("", "connected"), run.stderr
     assert listener.connections == before
 
@@ -415,6 +426,8 @@ def test_only_triton_compilers_may_be_spawned_and_only_on_a_gpu() -> None:
     gpu, interpreter = _Guard(["/nowhere"], compiler_tools=True), _Guard(["/nowhere"], compiler_tools=False)
     gpu("os.posix_spawn", ("/usr/local/cuda/bin/ptxas", ["ptxas", "-v"], {}))
     gpu("subprocess.Popen", ("/usr/local/cuda/bin/ptxas", ["ptxas"], None, None))
+    with pytest.raises(PermissionError):  # a compiler told to run something else (gcc -wrapper)
+        gpu("subprocess.Popen", ("gcc", ["gcc", "-wrapper", "/bin/sh,-c,id", "-x", "c", "/dev/null"], None, None))
     for guard, program in ((gpu, "/bin/sh"), (interpreter, "/usr/local/cuda/bin/ptxas")):
         with pytest.raises(PermissionError):
             guard("os.posix_spawn", (program, [program], {}))
@@ -430,7 +443,7 @@ def test_the_child_needs_no_more_than_its_import_roots(tmp_path: Path, monkeypat
         #!/bin/sh
         # called as: WRAPPER -s -B -m kernelgen.baseline.child JOB_DIR
         exec {sys.executable} -s -B -c "import runpy, sys; sys.modules['pydantic'] = None; \\
-        sys.argv = ['kernelgen.baseline.child', '$6']; runpy.run_module('kernelgen.baseline.child', run_name='__main__')"
+        sys.argv = ['kernelgen.baseline.child', '$5']; runpy.run_module('kernelgen.baseline.child', run_name='__main__')"
         """))
     wrapper.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(wrapper))

@@ -46,7 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kernelgen", "kernelgen benchmark")
     for option in OPTIONS:
         default = "" if option.default is None else f"; default: {option.default}"
-        group.addoption(option.flag, dest=option.ini, default=None, help=f"{option.help} (ini: {option.ini}{default})")
+        given = {"action": "store_const", "const": "on"} if option.switch else {}
+        group.addoption(option.flag, dest=option.ini, default=None, help=f"{option.help} (ini: {option.ini}{default})",
+                        **given)
         parser.addini(option.ini, option.help, default=None)
 
 
@@ -75,7 +77,7 @@ class Session:
         self.settings = Settings(target=options.target or self._default_target(), shapes=options.shapes,
                                  seed=options.seed, gpu=self.gpu, timeout_s=options.timeout_s,
                                  tune=options.tune if self.gpu else "off",
-                                 torch_compile=options.compiled and self.gpu)
+                                 torch_compile=options.compiled and self.gpu, unsafe_sandbox=options.unsafe_sandbox)
         self.breaker = CircuitBreaker()
         self._executor = None
         if self.gpu:
@@ -267,6 +269,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             kg_session(session.config)
         except KernelgenError as error:
             raise usage_error(error) from None
+    if any("kg_baseline_case" in getattr(item, "fixturenames", ()) for item in session.items):
+        _check_baseline_sandbox(run_options(session.config))
+
+
+def _check_baseline_sandbox(options: RunOptions) -> None:
+    """The baseline runs model code: without its operating-system sandbox (bubblewrap), the run
+    stops here with one line, unless it said --unsafe-sandbox."""
+    from kernelgen.baseline.wall import SandboxUnavailable, require_wall
+
+    try:
+        require_wall(options.unsafe_sandbox)
+    except SandboxUnavailable as error:
+        raise usage_error(error) from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -567,6 +582,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or hasattr(config, "workerinput"):
         return
+    if options.unsafe_sandbox:
+        from kernelgen.baseline.wall import find_wall
+
+        wall = find_wall()
+        reporter.write_line("kernelgen: --unsafe-sandbox: " + (
+            f"WARNING: the raw-LLM baseline runs model code WITHOUT its operating-system sandbox ({wall}): "
+            "only the audit hook stands between it and this machine's files, keys and network"
+            if isinstance(wall, str) else "bubblewrap runs here, so the baseline's sandbox is used all the same"))
     cpu = options.mode == "cpu" or gpu_unavailable_reason() is not None
     if rounds and cpu:
         from kernelgen.model.optimize import CPU_SKIP
