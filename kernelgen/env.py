@@ -155,7 +155,8 @@ _SECRET_VALUE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|AUTH
 KEY_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_])(?:sk-[A-Za-z0-9_\-]{16,}|nvapi-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}"
     r"|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}"
-    r"|xox[abposr]-[A-Za-z0-9\-]{10,}|A[KS]IA[0-9A-Z]{16}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})")
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}|A[KS]IA[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})")
 # A long token assigned to a name that says it is a credential: API_KEY=..., "token": "..."
 # (but a sha256 digest, kernelgen's own content addresses: "key": "<64 hex>").
 ASSIGNED_SECRET = re.compile(
@@ -172,7 +173,8 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
         load_dotenv_quietly()
         environ = os.environ
     values = {value.strip() for name, value in environ.items()
-              if (name in SECRET_VARIABLES or _SECRET_VALUE_NAME.search(name)) and len(value.strip()) >= MIN_SECRET_LENGTH}
+              if (name in SECRET_VARIABLES or _SECRET_VALUE_NAME.search(name))
+              and len(value.strip()) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 
 

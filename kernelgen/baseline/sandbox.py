@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable, Wall, require_wall, seccomp_file,
-                                     user_options, wall_command)
+                                     unnamed_file, user_options, wall_command)
 from kernelgen.env import SECRET_NAME, scrub
 from kernelgen.errors import KernelgenError, Outcome
 
@@ -245,7 +245,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
             torch.save(list(timed_inputs), job_dir / "timed_inputs.pt")
         if refill is not None:
             torch.save(list(refill), job_dir / "refill.pt")
-        status_fd, outputs_fd, log_fd = _unnamed_file(), _unnamed_file(), _unnamed_file()
+        status_fd, outputs_fd, log_fd = unnamed_file(), unnamed_file(), unnamed_file()
         ready_read, ready_write = os.pipe()
         info_read, info_write = os.pipe()
         fds += [status_fd, outputs_fd, log_fd, ready_read, ready_write, info_read, info_write]
@@ -530,17 +530,6 @@ def _tail(log_fd: int) -> str:
     except OSError:
         return ""
     return scrub(data.decode("utf-8", errors="replace"))
-
-
-def _unnamed_file() -> int:
-    """A descriptor of a new regular file with no name (the child can write it, never swap it)."""
-    directory = tempfile.gettempdir()
-    try:
-        return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    except (OSError, AttributeError):  # a file system without O_TMPFILE
-        fd, path = tempfile.mkstemp(dir=directory)
-        os.unlink(path)
-        return fd
 
 
 def _copy_tree(source: Path, target: Path) -> None:

@@ -23,7 +23,8 @@ The sandbox (:mod:`kernelgen.baseline.sandbox`) starts the child through ``bwrap
   prefixes, the import roots of torch, Triton and NumPy, and kernelgen's package folder (not
   the checkout: no ``.env``, no results, no ``~/.cache/kernelgen``); ``/proc`` of its own PID
   namespace, a minimal ``/dev`` (plus the NVIDIA device nodes on a GPU), ``/sys`` read-only,
-  an empty ``/tmp``; the **job folder is the only thing it can write**, mounted at ``/job``;
+  an empty ``/tmp`` of 64 MiB, the rest of its root read-only; the **job folder is the only
+  thing on disk it can write**, mounted at ``/job``;
 * **every descendant killed when the case ends**: the PID namespace's init (bwrap's reaper)
   takes every process of the namespace with it; the parent kills it at the end of every case
   (``--info-fd`` gives its pid), and ``--die-with-parent`` does the same if the harness dies.
@@ -59,6 +60,7 @@ from kernelgen.errors import KernelgenError
 
 SANDBOX_UID = 65534  # nobody
 JOB_MOUNT = "/job"  # where the child sees its job folder
+TMP_BYTES = 64 << 20  # /tmp is a tmpfs of this size (memory: a file there is not on disk)
 INSTALL_HINT = "apt-get install -y bubblewrap"
 UNSAFE_FLAG = "--unsafe-sandbox"
 
@@ -291,19 +293,32 @@ def wall_command(wall: Wall, *, job_dir: Path, device: str, command: Sequence[st
     args = [wall.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", *mounts.args]
+            "--size", str(TMP_BYTES), "--tmpfs", "/tmp", *mounts.args]
     if os.path.isdir("/sys"):
         args += ["--ro-bind", "/sys", "/sys"]
     if device == "cuda":
         for node in gpu_device_nodes():
             args += ["--dev-bind", node, node]
-    args += ["--chdir", JOB_MOUNT, "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd), "--", *command]
+    args += ["--remount-ro", "/", "--chdir", JOB_MOUNT, "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd),
+             "--", *command]
     return args, mounts
+
+
+def unnamed_file() -> int:
+    """A descriptor of a new regular file with no name in the temporary folder (what it holds
+    can be written through the descriptor, never swapped for a link or a FIFO)."""
+    directory = tempfile.gettempdir()
+    try:
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except (OSError, AttributeError):  # a file system without O_TMPFILE
+        fd, path = tempfile.mkstemp(dir=directory)
+        os.unlink(path)
+        return fd
 
 
 def seccomp_file(processes: bool) -> int:
     """A descriptor of an unnamed file holding the seccomp program, at its start."""
-    fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fd = unnamed_file()
     os.write(fd, seccomp_filter(processes))
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
