@@ -468,3 +468,100 @@ def test_a_correct_answer_runs_on_the_gpu() -> None:
     run = run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="cuda")
     assert run.outcome is Outcome.OK, run.stderr_tail
     torch.testing.assert_close(run.outputs[0], X + Y)
+
+
+# -- where the wall cannot stand ---------------------------------------------------------------
+
+
+def test_without_bubblewrap_the_baseline_refuses_unless_told_it_may_run_unsafe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line saying why; --unsafe-sandbox (``unsafe=True``) runs the child as a plain process,
+    audit hook only, and says so in the result."""
+    from kernelgen.baseline import wall
+    from kernelgen.baseline.wall import SandboxUnavailable
+
+    monkeypatch.setattr(wall, "find_wall", lambda: "bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
+    with pytest.raises(SandboxUnavailable) as refused:
+        run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="interpreter")
+    assert str(refused.value) == (
+        "/: sandbox_unavailable: the baseline runs model code only inside its sandbox, and bubblewrap (bwrap) is "
+        "not installed: apt-get install -y bubblewrap (on your own machine, --unsafe-sandbox runs it without one)")
+    run = run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="interpreter", unsafe=True)
+    assert run.outcome is Outcome.OK and run.isolation.startswith("none (--unsafe-sandbox"), run.stderr_tail
+    torch.testing.assert_close(run.outputs[0], X + Y)
+
+
+def test_the_seccomp_program_is_well_formed() -> None:
+    """Every jump lands inside the program, which ends in returns; both architectures build."""
+    import struct
+
+    from kernelgen.baseline.wall import SandboxUnavailable, seccomp_filter
+
+    for machine in ("x86_64", "aarch64"):
+        for processes in (False, True):
+            program = seccomp_filter(processes, machine)
+            instructions = [struct.unpack("<HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+            for at, (code, true, false, _) in enumerate(instructions):
+                if code & 0x07 == 0x05:  # a jump
+                    assert at + 1 + max(true, false) < len(instructions)
+            assert all(code == 0x06 for code, *_ in instructions[-3:])
+    with pytest.raises(SandboxUnavailable):
+        seccomp_filter(False, "riscv64")
+
+
+def test_results_are_read_within_their_bounds(tmp_path: Path) -> None:
+    """A record declaring a tensor of 2**40 elements is refused before anything is allocated;
+    records round-trip bit for bit (bf16, bool, empty)."""
+    from kernelgen.baseline.child import TensorWriter
+    from kernelgen.baseline.sandbox import AnswerFault, read_tensors
+
+    fd = os.open(tmp_path / "results", os.O_RDWR | os.O_CREAT)
+    try:
+        writer = TensorWriter(fd)
+        values = [torch.randn(3, 5).to(torch.bfloat16), torch.tensor([True, False]), torch.empty(0, 4)]
+        for position, value in enumerate(values):
+            writer.write(0, "output", position, value)
+        writer.close()
+        back = read_tensors(fd, 1 << 20)
+        for position, value in enumerate(values):
+            assert back[(0, "output", position)].dtype == value.dtype and torch.equal(back[(0, "output", position)],
+                                                                                     value)
+        with pytest.raises(AnswerFault, match="larger than"):
+            read_tensors(fd, 40)
+        header = json.dumps({"call": 0, "role": "output", "position": 9, "dtype": "float32",
+                             "shape": [1 << 40]}).encode()
+        os.pwrite(fd, len(header).to_bytes(4, "little") + header, os.fstat(fd).st_size)
+        with pytest.raises(AnswerFault, match="larger than"):
+            read_tensors(fd, 1 << 62)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("roofline, outcome", [(0.8, Outcome.OK), (2.5, Outcome.OK), (40.0, Outcome.IMPLAUSIBLE_TIME)])
+def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.MonkeyPatch, roofline: float,
+                                                      outcome: Outcome) -> None:
+    """The baseline's kernel times come from the answer's own process: one below a third of the
+    roofline's floor is no measurement (``implausible_time``), whatever the outputs. The sandbox
+    and the eager timing are stood in for: correct outputs, forged times."""
+    from kernelgen.baseline import ablation, sandbox
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.results import Timing
+    from kernelgen.task.spec import get_task
+    from kernelgen.task.verify import run_reference
+
+    task = get_task("relu")
+
+    def sandboxed(code, entry, calls, *args, refill=None, **options) -> SandboxResult:
+        outputs = tuple(tuple(run_reference(task, dict(zip(["x"], call))).values()) for call in [*calls, refill])
+        return SandboxResult(Outcome.OK, outputs[0], calls=outputs[:-1], modified=((),) * len(calls),
+                             again=outputs[-1], times_ms=(1e-4,) * 100)
+
+    monkeypatch.setattr(sandbox, "run_calls_in_sandbox", sandboxed)
+    monkeypatch.setattr(ablation, "_timing", lambda task, settings, times: Timing(
+        sizes={"N": 1 << 24}, kernel_ms=1e-4, eager_ms=0.1, speedup=1000.0, gbps=1e6, tflops=1.0,
+        roofline_fraction=roofline))
+    result = ablation.evaluate_baseline(task, ablation.reference_answer(task), Settings(gpu=False, shapes=1))
+    assert result.outcome is outcome, result.diagnostics
+    if outcome is Outcome.IMPLAUSIBLE_TIME:
+        assert (result.stage, result.first_diagnostic().code) == ("time", "implausible_time")
+        assert "cannot be true" in result.first_diagnostic().message
