@@ -184,10 +184,14 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                     fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
                 elif run.times_ms:
                     stage = "time"
-                    timing = _timing(concrete[0], settings, run.times_ms)
                     extra["kernel_times_ms"] = list(run.times_ms)
-                    if timing.roofline_fraction > IMPLAUSIBLE_ROOFLINE:
-                        fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [_implausible(timing)])
+                    if statistics.median(run.times_ms) <= 0:
+                        fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [Diagnostic(
+                            "", "implausible_time", "the kernel's median time is 0 ms: no GPU is that fast")])
+                    else:
+                        timing = _timing(concrete[0], settings, run.times_ms)
+                        if timing.roofline_fraction > IMPLAUSIBLE_ROOFLINE:
+                            fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [_implausible(timing)])
     except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
         fields = CaseResult.crash_fields(exc, stage)
     return CaseResult(task=task.id, tier=task.tier, track="baseline", provider=provider, model=model,

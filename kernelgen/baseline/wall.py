@@ -340,7 +340,10 @@ def find_wall() -> Wall | str:
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.split()[-1]
     except (OSError, subprocess.TimeoutExpired, IndexError) as error:
         return f"{bwrap} --version failed: {error}"
-    candidates = [SANDBOX_UID, None] if os.geteuid() == 0 else [None]
+    # nobody outside only where it may open the GPU's device nodes (they are often 0666, not always)
+    nobody = os.geteuid() == 0 and all(os.stat(node).st_mode & 0o006 == 0o006 for node in gpu_device_nodes()
+                                       if not os.path.isdir(node))
+    candidates = [SANDBOX_UID, None] if nobody else [None]
     why = ""
     for as_user in candidates:
         wall = Wall(bwrap, version, as_user)

@@ -589,7 +589,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line("kernelgen: --unsafe-sandbox: " + (
             f"WARNING: the raw-LLM baseline runs model code WITHOUT its operating-system sandbox ({wall}): "
             "only the audit hook stands between it and this machine's files, keys and network"
-            if isinstance(wall, str) else "bubblewrap runs here, so the baseline's sandbox is used all the same"))
+            if isinstance(wall, str) else "bubblewrap runs here, so the baseline's sandbox is used all the same"),
+            red=isinstance(wall, str), bold=isinstance(wall, str))
     cpu = options.mode == "cpu" or gpu_unavailable_reason() is not None
     if rounds and cpu:
         from kernelgen.model.optimize import CPU_SKIP
