@@ -34,7 +34,7 @@ from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Outcome
 from kernelgen.lang.parse import parse_kernel
 from kernelgen.baseline.child import classify
-from kernelgen.baseline.sandbox import SandboxResult, run_in_sandbox, sandbox_environment
+from kernelgen.baseline.sandbox import SEED_KERNEL, SandboxResult, run_in_sandbox, sandbox_environment
 from kernelgen.baseline.wall import JOB_MOUNT, Wall, find_wall, seccomp_file, user_options, wall_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,25 +48,9 @@ X2, Y2 = torch.randn(300), torch.randn(300)  # what a refilled call's tensors ho
 SECRETS = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf_test", "WANDB_API_KEY": "w", "AWS_SECRET_ACCESS_KEY": "a",
            "KERNELGEN_SERVER_TOKEN": "t"}
 
-# A kernel and its launch; each answer below opens the launcher with its own lines.
-KERNEL = """\
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-def vector_add(x, y):
-{body}    out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)
-    return out
-"""
+# A kernel and its launch (the sandbox's own seed answer); each answer below opens the launcher
+# with its own lines.
+KERNEL = SEED_KERNEL.replace("def vector_add(x, y):\n", "def vector_add(x, y):\n{body}", 1)
 
 
 def answer(body: str = "", change: tuple[str, str] | None = None) -> str:

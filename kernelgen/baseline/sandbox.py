@@ -538,22 +538,23 @@ def _copy_tree(source: Path, target: Path) -> None:
         shutil.copytree(source, target, dirs_exist_ok=True, symlinks=True)
 
 
-_SEED_KERNEL = """\
+# kernelgen's own correct answer (a vector add): what builds the GPU children's Triton cache seed.
+SEED_KERNEL = """\
 import torch
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def seed_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-def seed(x, y):
+def vector_add(x, y):
     out = torch.empty_like(x)
-    seed_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)
+    add_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)
     return out
 """
 
@@ -572,7 +573,7 @@ def seed_triton_cache(unsafe: bool = False) -> Path:
     with FileLock(str(seed) + ".lock"):
         if not (seed / "complete").exists():
             x = torch.arange(256, dtype=torch.float32)
-            run = run_calls_in_sandbox(_SEED_KERNEL, "seed", [[x, x]], device="cuda", unsafe=unsafe,
+            run = run_calls_in_sandbox(SEED_KERNEL, "vector_add", [[x, x]], device="cuda", unsafe=unsafe,
                                        keep_triton_cache=seed / "triton")
             if run.ok:
                 (seed / "complete").write_text("built by kernelgen's own seed kernel\n")
