@@ -506,17 +506,17 @@ def test_results_are_read_within_their_bounds(tmp_path: Path) -> None:
         for position, value in enumerate(values):
             writer.write(0, "output", position, value)
         writer.close()
-        back = read_tensors(fd, 1 << 20)
+        back = dict(read_tensors(fd, 1 << 20))
         for position, value in enumerate(values):
             assert back[(0, "output", position)].dtype == value.dtype and torch.equal(back[(0, "output", position)],
                                                                                      value)
         with pytest.raises(AnswerFault, match="larger than"):
-            read_tensors(fd, 40)
+            dict(read_tensors(fd, 40))
         header = json.dumps({"call": 0, "role": "output", "position": 9, "dtype": "float32",
                              "shape": [1 << 40]}).encode()
         os.pwrite(fd, len(header).to_bytes(4, "little") + header, os.fstat(fd).st_size)
         with pytest.raises(AnswerFault, match="larger than"):
-            read_tensors(fd, 1 << 62)
+            dict(read_tensors(fd, 1 << 62))
     finally:
         os.close(fd)
 

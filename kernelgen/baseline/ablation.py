@@ -38,7 +38,7 @@ from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
 INTERPRETER_SHAPES = 3
 INTERPRETER_MAX_SIZE = 128
 INTERPRETER_TIME_FACTOR = 3
-# The most bytes an answer's outputs may take, as a multiple of the references' outputs.
+# The most bytes an answer's outputs may take, as a multiple of what its calls' tensors take.
 OUTPUT_BYTES_FACTOR = 4
 # A kernel time below the roofline's floor divided by this is no measurement (outputs still in
 # L2 after the timed window can make an honest small kernel look up to ~2x faster than the floor).
@@ -162,24 +162,19 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             smallest = min(range(len(calls)), key=lambda i: _elements(calls[i][1]))
             again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
                      if timed is not None else _refilled(*calls[smallest], settings.seed, False))
-            # The references first: what they take bounds what the answer's outputs may take.
-            stage = "verify"
-            expected = [run_reference(t, inputs) for t, inputs, _ in [*calls, again]]
             stage = "sandbox"
             run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                                        timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                                        device="cuda" if settings.gpu else "interpreter",
                                        timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest,
-                                       output_bytes_limit=OUTPUT_BYTES_FACTOR * sum(
-                                           _elements(e, nbytes=True) for e in expected) + (1 << 20),
+                                       output_bytes_limit=_output_bytes_limit([*calls, again]),
                                        unsafe=settings.unsafe_sandbox)
             artifacts["sandbox"] = run.stderr_tail
             if not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
                 stage = "verify"
-                problems = _answer_compare(lambda: _compare(calls, expected, run) or _compare_again(again, expected[-1],
-                                                                                                   run))
+                problems = _compare(calls, run) or _compare_again(again, run)
                 if problems:
                     fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
                 elif run.times_ms:
@@ -200,11 +195,10 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                       artifacts=artifacts, extra=extra, duration_s=time.perf_counter() - start, **fields)
 
 
-def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], expected: list[dict[str, Any]],
-             run) -> list[Diagnostic]:
+def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:
     """What is wrong with the first call whose outputs are wrong, named by its variant; which
     inputs a call modified was found by the sandbox's parent, not by the answer's process."""
-    for (task, inputs, sizes), reference, outputs, modified in zip(calls, expected, run.calls, run.modified):
+    for (task, inputs, sizes), outputs, modified in zip(calls, run.calls, run.modified):
         names = [o.name for o in task.signature.outputs]
         call = f"call {task.variant.name}: " if task.variant is not None else ""
         if len(outputs) != len(names):
@@ -212,7 +206,8 @@ def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], expected:
                                f"the task has {len(names)} outputs {names}")]
         problems = [Diagnostic(f"/inputs/{i}", "input_modified", f"the answer modified input "
                                f"{task.signature.inputs[i].name}") for i in modified]
-        problems += compare_outputs(task, dict(zip(names, outputs)), reference, inputs, sizes)
+        reference = run_reference(task, inputs)  # kernelgen's own: a crash here is harness_error
+        problems += _answer_compare(lambda: compare_outputs(task, dict(zip(names, outputs)), reference, inputs, sizes))
         if problems:
             return [Diagnostic(d.path, d.code, call + d.message) for d in problems]
     return []
@@ -226,6 +221,13 @@ def _answer_compare(compare) -> list[Diagnostic]:
     except (RuntimeError, ValueError, TypeError, IndexError) as error:
         return [Diagnostic("/outputs", "uncomparable_output", f"the outputs could not be compared with the "
                            f"reference's: {type(error).__name__}: {error}")]
+
+
+def _output_bytes_limit(calls: list[tuple[Task, dict[str, Any], dict[str, int]]]) -> int:
+    """The most bytes the answer's outputs of these calls may take: a few times what the
+    calls' tensors take (inputs as sent, inputs and outputs at their sizes, widest dtypes)."""
+    return OUTPUT_BYTES_FACTOR * sum(task.footprint(sizes)[1] + _elements(inputs, nbytes=True)
+                                     for task, inputs, sizes in calls) + (1 << 20)
 
 
 def _elements(inputs: dict[str, Any], nbytes: bool = False) -> int:
@@ -245,11 +247,9 @@ def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: i
                   for name, value in inputs.items()}, sizes
 
 
-def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], expected: dict[str, Any],
-                   run) -> list[Diagnostic]:
+def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> list[Diagnostic]:
     """What is wrong with the call made again on the refilled tensors."""
-    problems = _compare([again], [expected], dataclasses.replace(run, calls=(run.again,),
-                                                                 modified=(run.again_modified,)))
+    problems = _compare([again], dataclasses.replace(run, calls=(run.again,), modified=(run.again_modified,)))
     return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (a result kept "
                        f"from an earlier call is stale): {d.message}") for d in problems]
 

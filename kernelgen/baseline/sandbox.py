@@ -65,7 +65,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Iterator, Literal, Mapping, Sequence
 
 from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable, Wall, require_wall, seccomp_file,
                                      unnamed_file, user_options, wall_command)
@@ -429,38 +429,37 @@ def _results(fd: int, expected: list[list[Any]], outputs_limit: int,
              stream_limit: int) -> tuple[tuple[tuple[Any, ...], ...], tuple[tuple[int, ...], ...]]:
     """Each call's outputs, and which of its inputs changed (compared here with what was sent),
     from the child's results."""
-    records = read_tensors(fd, stream_limit)
     outputs: list[dict[int, Any]] = [{} for _ in expected]
-    inputs: list[dict[int, Any]] = [{} for _ in expected]
+    unchanged: list[set[int]] = [set() for _ in expected]  # inputs compared as they are read, then dropped
     total = 0
-    for (call, role, position), tensor in records.items():
-        if not 0 <= call < len(expected) or (role == "input" and not 0 <= position < len(expected[call])):
+    for (call, role, position), tensor in read_tensors(fd, stream_limit):
+        if not 0 <= call < len(expected) or not 0 <= position < (len(expected[call]) if role == "input" else 1 << 16):
             raise AnswerFault(f"the results name call {call}, argument {position}: there were {len(expected)} calls")
         if role == "output":
             outputs[call][position] = tensor
             total += _nbytes(tensor)
-        else:
-            inputs[call][position] = tensor
-    if total > outputs_limit:
-        raise AnswerFault(f"the outputs take {total} bytes, more than the {outputs_limit} allowed")
+            if total > outputs_limit:
+                raise AnswerFault(f"the outputs take more than the {outputs_limit} bytes allowed")
+        elif _is_tensor(expected[call][position]) and _same(expected[call][position], tensor):
+            unchanged[call].add(position)
     calls, modified = [], []
     for i, sent in enumerate(expected):
         if sorted(outputs[i]) != list(range(len(outputs[i]))) or not outputs[i]:
             raise AnswerFault(f"call {i} came back without its outputs")
         calls.append(tuple(outputs[i][j] for j in range(len(outputs[i]))))
-        modified.append(tuple(j for j, old in enumerate(sent) if _is_tensor(old) and not _same(old, inputs[i].get(j))))
+        modified.append(tuple(j for j, old in enumerate(sent) if _is_tensor(old) and j not in unchanged[i]))
     return tuple(calls), tuple(modified)
 
 
-def read_tensors(fd: int, limit: int) -> dict[tuple[int, str, int], Any]:
-    """The tensors of a results file the child wrote (:func:`kernelgen.baseline.child.write_tensor`):
-    records of a 4-byte little-endian header length, a JSON header (``call``, ``role``
-    ``output`` or ``input``, ``position``, ``dtype``, ``shape``) and the raw bytes. Every size is
-    checked against ``limit`` (and the file's size) before its bytes are read."""
+def read_tensors(fd: int, limit: int) -> Iterator[tuple[tuple[int, str, int], Any]]:
+    """The tensors of a results file the child wrote (:class:`kernelgen.baseline.child.TensorWriter`),
+    one at a time: records of a 4-byte little-endian header length, a JSON header (``call``,
+    ``role`` ``output`` or ``input``, ``position``, ``dtype``, ``shape``) and the raw bytes.
+    Every size is checked against ``limit`` (and the file's size) before its bytes are read."""
     import torch
 
     size = os.fstat(fd).st_size
-    offset, total, records = 0, 0, {}
+    offset, total, seen = 0, 0, set()
     while offset < size:
         header_length = int.from_bytes(_pread_exact(fd, 4, offset), "little")
         if not 0 < header_length <= RECORD_HEADER_BYTES:
@@ -472,7 +471,7 @@ def read_tensors(fd: int, limit: int) -> dict[tuple[int, str, int], Any]:
         except (ValueError, KeyError, TypeError, RecursionError) as error:
             raise AnswerFault(f"the results hold a malformed record header: {error}") from None
         if dtype not in DTYPES or key[1] not in ("output", "input") or len(shape) > 8 or any(n < 0 for n in shape) \
-                or key in records:
+                or key in seen:
             raise AnswerFault(f"the results hold a record of dtype {dtype!r}, shape {shape}, role {key[1]!r}")
         element = getattr(torch, dtype).itemsize
         nbytes = math.prod(shape) * element
@@ -482,9 +481,9 @@ def read_tensors(fd: int, limit: int) -> dict[tuple[int, str, int], Any]:
         buffer = bytearray(nbytes)
         _preadinto(fd, buffer, offset + 4 + header_length)
         tensor = torch.frombuffer(buffer, dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
-        records[key] = tensor.view(getattr(torch, dtype)).reshape(shape)
+        seen.add(key)
         offset += 4 + header_length + nbytes
-    return records
+        yield key, tensor.view(getattr(torch, dtype)).reshape(shape)
 
 
 def _pread_exact(fd: int, n: int, offset: int) -> bytes:
