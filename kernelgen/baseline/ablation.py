@@ -170,6 +170,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                                        output_bytes_limit=_output_bytes_limit([*calls, again]),
                                        unsafe=settings.unsafe_sandbox)
             artifacts["sandbox"] = run.stderr_tail
+            extra["sandbox"] = run.isolation  # what walled the answer in (bubblewrap, or --unsafe-sandbox's none)
             if not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
