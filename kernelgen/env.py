@@ -9,6 +9,11 @@ provider), ``LLM_API_URL`` (its base URL), ``NVIDIA_API_KEY``, ``GEMINI_API_KEY`
 API keys are handed around as :class:`Secret`, whose ``str`` and ``repr`` hide the value, so a
 key that reaches an f-string, a log line or a provider's repr shows as ``***``; only the code
 that builds an HTTP header calls :meth:`Secret.reveal`.
+
+Everything kernelgen stores or prints about a case (the results file and its artifacts,
+Allure, W&B, the pytest failure text and the summary) goes through :func:`scrub` first: the
+values of the environment's secret variables and anything shaped like a key are replaced by
+``***``, whatever put them there (a model's answer, a sandboxed child's output, an exception).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from kernelgen.errors import require
 
@@ -137,6 +142,74 @@ def redact(text: str, secrets: Iterable[Secret]) -> str:
         if len(value) >= MIN_SECRET_LENGTH:
             text = text.replace(value, "***")
     return text
+
+
+# Names of variables that hold credentials: their values are scrubbed from what is stored, and
+# the baseline's sandbox never passes them on.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|AUTH|COOKIE|SESSION|^WANDB_|^HF_|^AWS_"
+                         r"|^OPENAI|^ANTHROPIC|^GEMINI|^GOOGLE_|^AZURE_", re.IGNORECASE)
+# Of those, the ones whose values are secret wherever they appear (a WANDB_PROJECT is not).
+_SECRET_VALUE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|AUTH|COOKIE", re.IGNORECASE)
+# Keys by their shape: OpenAI/Anthropic (sk-...), NVIDIA (nvapi-...), Google (AIza...), Hugging
+# Face (hf_...), GitHub, GitLab, Slack, AWS access key ids, JWTs.
+KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_])(?:sk-[A-Za-z0-9_\-]{16,}|nvapi-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}"
+    r"|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_\-]{20,}"
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}|A[KS]IA[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})")
+# A long token assigned to a name that says it is a credential: API_KEY=..., "token": "..."
+# (but a sha256 digest, kernelgen's own content addresses: "key": "<64 hex>").
+ASSIGNED_SECRET = re.compile(
+    r"(?i)([A-Za-z0-9_.\-]*(?:key|token|secret|passw(?:or)?d|credential|auth)[A-Za-z0-9_]*[\"']?\s*[=:]\s*"
+    r"(?:bearer\s+)?[\"']?)(?![0-9a-f]{64}(?![A-Za-z0-9+/_.~\-]))([A-Za-z0-9+/_.~\-]{16,})")
+REDACTED = "***"
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the environment's secret variables (:data:`SECRET_VARIABLES` and any whose
+    name says it holds a credential) of at least :data:`MIN_SECRET_LENGTH` characters, longest
+    first; ``.env`` is loaded first (its keys count)."""
+    if environ is None:
+        load_dotenv_quietly()
+        environ = os.environ
+    values = {value.strip() for name, value in environ.items()
+              if (name in SECRET_VARIABLES or _SECRET_VALUE_NAME.search(name))
+              and len(value.strip()) >= MIN_SECRET_LENGTH}
+    return sorted(values, key=len, reverse=True)
+
+
+def load_dotenv_quietly() -> None:
+    """:func:`load_dotenv`, where python-dotenv is installed (the scrubber must never fail)."""
+    try:
+        load_dotenv()
+    except Exception:  # noqa: BLE001 - MissingDependency or an unreadable file: nothing to load
+        pass
+
+
+def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` without secrets: the values of :func:`secret_values` and anything shaped like a
+    key (:data:`KEY_SHAPES`, a long token after ``KEY=``/``token:``) replaced by ``***``."""
+    if not text:
+        return text
+    for value in secret_values(environ):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    text = KEY_SHAPES.sub(REDACTED, text)
+    return ASSIGNED_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def scrub_value(value: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """Every string in a JSON-like value (dicts, lists, tuples) scrubbed, keys included."""
+    if environ is None:
+        load_dotenv_quietly()
+        environ = dict(os.environ)
+    if isinstance(value, str):
+        return scrub(value, environ)
+    if isinstance(value, dict):
+        return {scrub_value(k, environ): scrub_value(v, environ) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(scrub_value(v, environ) for v in value)
+    return value
 
 
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@")

@@ -27,6 +27,9 @@ class Outcome(str, enum.Enum):
     NO_KERNEL = "no_kernel"
     FORBIDDEN_CONSTRUCT = "forbidden_construct"
     RUNTIME_ERROR = "runtime_error"
+    # A time the GPU cannot have taken (below what its bandwidth and peak FLOP/s allow): the
+    # baseline's times are measured in the answer's own process, which could forge them.
+    IMPLAUSIBLE_TIME = "implausible_time"
     # An operator the kernel language cannot express (TritonBench-T).
     UNSUPPORTED = "unsupported"
     # kernelgen itself failed on the case (an exception that is not a KernelgenError): a

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernelgen.lang import nodes as L
-from kernelgen.baseline.answer import (ALLOWED_TENSOR_METHODS, ALLOWED_TORCH_CALLS, RULES, EntryPoint, baseline_messages,
-                                check_answer, extract_code, system_prompt, task_prompt)
+from kernelgen.baseline.answer import (ALLOWED_TENSOR_METHODS, ALLOWED_TORCH_CALLS, RULES, EntryPoint, check_answer,
+                                       extract_code)
+from kernelgen.baseline.prompt import baseline_messages, system_prompt, task_prompt
 from kernelgen.check.checker import check
 from kernelgen.emit.module import emit_triton, wrapper_name
 from kernelgen.errors import Outcome
@@ -215,6 +216,34 @@ def test_escapes_are_forbidden(line: str, code: str) -> None:
     assert verdict.outcome is Outcome.FORBIDDEN_CONSTRUCT
     assert code in [d.code for d in verdict.diagnostics]
     assert any(d.line == 19 for d in verdict.diagnostics if d.code == code)
+
+
+@pytest.mark.parametrize("line, code", [
+    # Modules re-exported under allowed names: the rules look the path up in the library.
+    ("from typing import sys", "module_path"),
+    ("from triton.language.core import builtins", "module_path"),
+    ("from triton.language.core import inspect as ins", "module_path"),
+    ("tl.core.inspect.getfile(triton)", "module_path"),
+    ("z = torch.os.getcwd()", "module_path"),
+    ("z = torch.cuda.os", "module_path"),
+    # The interpreter's machinery by name, and builtins as attributes.
+    ("z = typing_alias.sys.modules", "module_path"),
+    ("run = tl.core.builtins.exec", "forbidden_builtin"),
+    ("z = x.getattr", "forbidden_builtin"),
+    ("import typing\n    typing.get_type_hints(scaled_add)", "module_path"),
+    ("import functools\n    functools._lru_cache_wrapper(len, 1, False, dict)", "module_path"),
+    ("with torch._C.DisableTorchFunction():\n        pass", "torch_compute"),
+])
+def test_modules_reached_through_allowed_ones_are_forbidden(line: str, code: str) -> None:
+    """The routes the sandbox catalogue's answers took to os, exec and ctypes (#36)."""
+    verdict = check_answer(fenced(with_launcher_line(line)), ENTRY)
+    assert verdict.outcome is Outcome.FORBIDDEN_CONSTRUCT, verdict.diagnostics
+    assert code in [d.code for d in verdict.diagnostics], verdict.diagnostics
+
+
+def test_modules_of_the_allowed_libraries_themselves_stay_allowed() -> None:
+    line = "from triton.language.extra import libdevice\n    from torch import nn\n    import triton.language.core"
+    assert check_answer(fenced(with_launcher_line(line)), ENTRY).ok
 
 
 @pytest.mark.parametrize("line", [

@@ -209,3 +209,21 @@ def test_a_timed_case_passes_with_or_without_pytest_benchmark(project: pytest.Py
     (project.path / "easy" / "test_timed.py").write_text(TIMED_CASE)
     result = project.runpytest_subprocess("easy/test_timed.py", *args)
     result.assert_outcomes(passed=1)
+
+
+def test_the_baseline_without_its_sandbox_is_one_usage_line(project: pytest.Pytester,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where bubblewrap cannot run, a run that selects baseline cases stops before any case;
+    the pipeline alone does not need it."""
+    from kernelgen.baseline import wall
+
+    monkeypatch.setattr(wall, "find_wall", lambda: "bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
+    line = usage_line(project.runpytest_inprocess("-m", "easy and ablation", "--import-mode=importlib"))
+    assert line.startswith("the baseline runs model code only inside its sandbox, and bubblewrap (bwrap) is not "
+                           "installed") and line.endswith("--unsafe-sandbox runs it without one)")
+    collected = project.runpytest_inprocess("-m", "easy", "--collect-only", "-q", "--import-mode=importlib")
+    assert collected.ret == pytest.ExitCode.OK
+    unsafe = project.runpytest_inprocess("-m", "easy and ablation", "--collect-only", "-q", "--unsafe-sandbox",
+                                         "--import-mode=importlib")
+    assert unsafe.ret == pytest.ExitCode.OK
+    assert "WARNING: the raw-LLM baseline runs model code WITHOUT its operating-system sandbox" in unsafe.stdout.str()

@@ -75,6 +75,25 @@ def test_records_round_trip_bit_for_bit(tmp_path_factory: pytest.TempPathFactory
     assert [p.name for p in cache.directory.iterdir() if p.name != ".locks"] == [path.name]
 
 
+def test_a_record_answers_only_the_request_it_holds(tmp_path: Path) -> None:
+    """A record planted under another request's key (another task's answer replayed as this
+    one's), or edited to hold other messages than it was keyed on, is refused when read (#36)."""
+    cache = GenerationCache(tmp_path)
+    mine, other = make_request(), make_request().model_copy(update={"sample_index": 3})
+    planted = make_record(mine, completion("the answer to another request"))
+    cache.directory.mkdir(exist_ok=True)
+    wanted = generation_key("openai", "test-model", other)
+    cache.path(wanted).write_text(json.dumps(planted.model_dump(mode="json")))  # copied under other's key
+    with pytest.raises(CacheError, match="another request"):
+        cache.load(wanted)
+    forged = dict(planted.model_dump(mode="json"), key=wanted, content_key=content_key(other))
+    cache.path(wanted).write_text(json.dumps(forged))  # its keys claim other, its messages do not
+    with pytest.raises(CacheError, match="not the record of the request it holds"):
+        cache.load(wanted)
+    stored = cache.store(make_record(other, completion("the real answer")))
+    assert cache.load(wanted).text == "the real answer" and stored == cache.path(wanted)
+
+
 def test_a_damaged_record_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "abc.json").write_text('{"key": "abc"')
     with pytest.raises(CacheError) as info:

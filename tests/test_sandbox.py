@@ -34,8 +34,8 @@ from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Outcome
 from kernelgen.lang.parse import parse_kernel
 from kernelgen.baseline.child import classify
-from kernelgen.baseline.sandbox import (SandboxResult, network_namespace_command, run_in_sandbox,
-                                        sandbox_environment)
+from kernelgen.baseline.sandbox import SEED_KERNEL, SandboxResult, run_in_sandbox, sandbox_environment
+from kernelgen.baseline.wall import JOB_MOUNT, Wall, find_wall, seccomp_file, user_options, wall_command
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox uses Linux limits")
@@ -48,25 +48,9 @@ X2, Y2 = torch.randn(300), torch.randn(300)  # what a refilled call's tensors ho
 SECRETS = {"OPENAI_API_KEY": "sk-test", "HF_TOKEN": "hf_test", "WANDB_API_KEY": "w", "AWS_SECRET_ACCESS_KEY": "a",
            "KERNELGEN_SERVER_TOKEN": "t"}
 
-# A kernel and its launch; each answer below opens the launcher with its own lines.
-KERNEL = """\
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-def vector_add(x, y):
-{body}    out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)
-    return out
-"""
+# A kernel and its launch (the sandbox's own seed answer); each answer below opens the launcher
+# with its own lines.
+KERNEL = SEED_KERNEL.replace("def vector_add(x, y):\n", "def vector_add(x, y):\n{body}", 1)
 
 
 def answer(body: str = "", change: tuple[str, str] | None = None) -> str:
@@ -236,7 +220,7 @@ def test_a_correct_answer_runs_in_the_interpreter(results: dict[str, Any]) -> No
     assert run.outcome is Outcome.OK, run.stderr_tail
     (out,) = run.outputs
     torch.testing.assert_close(out, X + Y)
-    assert run.network_isolation in ("network namespace", "audit hook")
+    assert run.isolation.startswith("bubblewrap"), run.isolation
 
 
 def test_several_outputs_come_back_in_order(results: dict[str, Any]) -> None:
@@ -346,8 +330,8 @@ def test_nothing_escapes(results: dict[str, Any], targets: list[Path], listener:
     assert set(facts["environment"]) <= {"PATH", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONNOUSERSITE",
                                          "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "TRITON_CACHE_DIR",
                                          "TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG",
-                                         "LC_ALL", "TZ", "LD_LIBRARY_PATH", "LC_CTYPE"}
-    assert not Path(facts["cwd"]).exists(), "the sandbox's directory is deleted afterwards"
+                                         "LC_ALL", "TZ", "LD_LIBRARY_PATH", "LC_CTYPE", "PWD"}
+    assert facts["cwd"] == JOB_MOUNT, "the child sees its job folder at /job, not where it is"
 
 
 # -- the walls one at a time -----------------------------------------------------------------
@@ -374,13 +358,24 @@ CONNECT = "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', 
           "    print('connected')\nexcept OSError as exc:\n    print(type(exc).__name__)\n"
 
 
-def test_the_network_namespace_alone_has_no_route_to_the_host(listener: Listener) -> None:
-    prefix = network_namespace_command()
-    if not prefix:
-        pytest.skip("no network namespace here: the audit hook is the network guard")
-    before = listener.connections
-    run = subprocess.run([*prefix, sys.executable, "-c", CONNECT.format(port=listener.port)],
-                         capture_output=True, text=True, timeout=60)
+def test_the_wall_alone_has_no_route_to_the_host(listener: Listener, tmp_path: Path) -> None:
+    """A plain Python (no audit hook) inside bubblewrap's network namespace reaches nothing."""
+    wall = find_wall()
+    assert isinstance(wall, Wall), wall
+    seccomp = seccomp_file(processes=False)
+    info_read, info_write = os.pipe()
+    command, mounts = wall_command(wall, job_dir=tmp_path, device="interpreter", environ={}, seccomp_fd=seccomp,
+                                   info_fd=info_write,
+                                   command=[sys.executable, "-c", CONNECT.format(port=listener.port)])
+    try:
+        os.chown(tmp_path, *(2 * [wall.as_user])) if wall.as_user is not None else None
+        before = listener.connections
+        run = subprocess.run(command, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"},
+                             pass_fds=(seccomp, info_write, *mounts.fds), **user_options(wall))
+    finally:
+        mounts.close()
+        for fd in (seccomp, info_read, info_write):
+            os.close(fd)
     assert run.stdout.strip() not in ("", "connected"), run.stderr
     assert listener.connections == before
 
@@ -415,6 +410,8 @@ def test_only_triton_compilers_may_be_spawned_and_only_on_a_gpu() -> None:
     gpu, interpreter = _Guard(["/nowhere"], compiler_tools=True), _Guard(["/nowhere"], compiler_tools=False)
     gpu("os.posix_spawn", ("/usr/local/cuda/bin/ptxas", ["ptxas", "-v"], {}))
     gpu("subprocess.Popen", ("/usr/local/cuda/bin/ptxas", ["ptxas"], None, None))
+    with pytest.raises(PermissionError):  # a compiler told to run something else (gcc -wrapper)
+        gpu("subprocess.Popen", ("gcc", ["gcc", "-wrapper", "/bin/sh,-c,id", "-x", "c", "/dev/null"], None, None))
     for guard, program in ((gpu, "/bin/sh"), (interpreter, "/usr/local/cuda/bin/ptxas")):
         with pytest.raises(PermissionError):
             guard("os.posix_spawn", (program, [program], {}))
@@ -430,7 +427,7 @@ def test_the_child_needs_no_more_than_its_import_roots(tmp_path: Path, monkeypat
         #!/bin/sh
         # called as: WRAPPER -s -B -m kernelgen.baseline.child JOB_DIR
         exec {sys.executable} -s -B -c "import runpy, sys; sys.modules['pydantic'] = None; \\
-        sys.argv = ['kernelgen.baseline.child', '$6']; runpy.run_module('kernelgen.baseline.child', run_name='__main__')"
+        sys.argv = ['kernelgen.baseline.child', '$5']; runpy.run_module('kernelgen.baseline.child', run_name='__main__')"
         """))
     wrapper.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(wrapper))
@@ -455,3 +452,100 @@ def test_a_correct_answer_runs_on_the_gpu() -> None:
     run = run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="cuda")
     assert run.outcome is Outcome.OK, run.stderr_tail
     torch.testing.assert_close(run.outputs[0], X + Y)
+
+
+# -- where the wall cannot stand ---------------------------------------------------------------
+
+
+def test_without_bubblewrap_the_baseline_refuses_unless_told_it_may_run_unsafe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line saying why; --unsafe-sandbox (``unsafe=True``) runs the child as a plain process,
+    audit hook only, and says so in the result."""
+    from kernelgen.baseline import wall
+    from kernelgen.baseline.wall import SandboxUnavailable
+
+    monkeypatch.setattr(wall, "find_wall", lambda: "bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
+    with pytest.raises(SandboxUnavailable) as refused:
+        run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="interpreter")
+    assert str(refused.value) == (
+        "/: sandbox_unavailable: the baseline runs model code only inside its sandbox, and bubblewrap (bwrap) is "
+        "not installed: apt-get install -y bubblewrap (on your own machine, --unsafe-sandbox runs it without one)")
+    run = run_in_sandbox(VECTOR_ADD, "vector_add", [X, Y], device="interpreter", unsafe=True)
+    assert run.outcome is Outcome.OK and run.isolation.startswith("none (--unsafe-sandbox"), run.stderr_tail
+    torch.testing.assert_close(run.outputs[0], X + Y)
+
+
+def test_the_seccomp_program_is_well_formed() -> None:
+    """Every jump lands inside the program, which ends in returns; both architectures build."""
+    import struct
+
+    from kernelgen.baseline.wall import SandboxUnavailable, seccomp_filter
+
+    for machine in ("x86_64", "aarch64"):
+        for processes in (False, True):
+            program = seccomp_filter(processes, machine)
+            instructions = [struct.unpack("<HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+            for at, (code, true, false, _) in enumerate(instructions):
+                if code & 0x07 == 0x05:  # a jump
+                    assert at + 1 + max(true, false) < len(instructions)
+            assert all(code == 0x06 for code, *_ in instructions[-3:])
+    with pytest.raises(SandboxUnavailable):
+        seccomp_filter(False, "riscv64")
+
+
+def test_results_are_read_within_their_bounds(tmp_path: Path) -> None:
+    """A record declaring a tensor of 2**40 elements is refused before anything is allocated;
+    records round-trip bit for bit (bf16, bool, empty)."""
+    from kernelgen.baseline.child import TensorWriter
+    from kernelgen.baseline.sandbox import AnswerFault, read_tensors
+
+    fd = os.open(tmp_path / "results", os.O_RDWR | os.O_CREAT)
+    try:
+        writer = TensorWriter(fd)
+        values = [torch.randn(3, 5).to(torch.bfloat16), torch.tensor([True, False]), torch.empty(0, 4)]
+        for position, value in enumerate(values):
+            writer.write(0, "output", position, value)
+        writer.close()
+        back = dict(read_tensors(fd, 1 << 20))
+        for position, value in enumerate(values):
+            assert back[(0, "output", position)].dtype == value.dtype and torch.equal(back[(0, "output", position)],
+                                                                                     value)
+        with pytest.raises(AnswerFault, match="larger than"):
+            dict(read_tensors(fd, 40))
+        header = json.dumps({"call": 0, "role": "output", "position": 9, "dtype": "float32",
+                             "shape": [1 << 40]}).encode()
+        os.pwrite(fd, len(header).to_bytes(4, "little") + header, os.fstat(fd).st_size)
+        with pytest.raises(AnswerFault, match="larger than"):
+            dict(read_tensors(fd, 1 << 62))
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("roofline, outcome", [(0.8, Outcome.OK), (2.5, Outcome.OK), (40.0, Outcome.IMPLAUSIBLE_TIME)])
+def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.MonkeyPatch, roofline: float,
+                                                      outcome: Outcome) -> None:
+    """The baseline's kernel times come from the answer's own process: one below a third of the
+    roofline's floor is no measurement (``implausible_time``), whatever the outputs. The sandbox
+    and the eager timing are stood in for: correct outputs, forged times."""
+    from kernelgen.baseline import ablation, sandbox
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.results import Timing
+    from kernelgen.task.spec import get_task
+    from kernelgen.task.verify import run_reference
+
+    task = get_task("relu")
+
+    def sandboxed(code, entry, calls, *args, refill=None, **options) -> SandboxResult:
+        outputs = tuple(tuple(run_reference(task, dict(zip(["x"], call))).values()) for call in [*calls, refill])
+        return SandboxResult(Outcome.OK, outputs[0], calls=outputs[:-1], modified=((),) * len(calls),
+                             again=outputs[-1], times_ms=(1e-4,) * 100)
+
+    monkeypatch.setattr(sandbox, "run_calls_in_sandbox", sandboxed)
+    monkeypatch.setattr(ablation, "_timing", lambda task, settings, times: Timing(
+        sizes={"N": 1 << 24}, kernel_ms=1e-4, eager_ms=0.1, speedup=1000.0, gbps=1e6, tflops=1.0,
+        roofline_fraction=roofline))
+    result = ablation.evaluate_baseline(task, ablation.reference_answer(task), Settings(gpu=False, shapes=1))
+    assert result.outcome is outcome, result.diagnostics
+    if outcome is Outcome.IMPLAUSIBLE_TIME:
+        assert (result.stage, result.first_diagnostic().code) == ("time", "implausible_time")
+        assert "cannot be true" in result.first_diagnostic().message

@@ -38,6 +38,11 @@ from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
 INTERPRETER_SHAPES = 3
 INTERPRETER_MAX_SIZE = 128
 INTERPRETER_TIME_FACTOR = 3
+# The most bytes an answer's outputs may take, as a multiple of what its calls' tensors take.
+OUTPUT_BYTES_FACTOR = 4
+# A kernel time below the roofline's floor divided by this is no measurement (outputs still in
+# L2 after the timed window can make an honest small kernel look up to ~2x faster than the floor).
+IMPLAUSIBLE_ROOFLINE = 3.0
 
 
 def reference_answer(task: Task) -> str:
@@ -157,11 +162,15 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             smallest = min(range(len(calls)), key=lambda i: _elements(calls[i][1]))
             again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
                      if timed is not None else _refilled(*calls[smallest], settings.seed, False))
+            stage = "sandbox"
             run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                                        timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                                        device="cuda" if settings.gpu else "interpreter",
-                                       timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest)
+                                       timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest,
+                                       output_bytes_limit=_output_bytes_limit([*calls, again]),
+                                       unsafe=settings.unsafe_sandbox)
             artifacts["sandbox"] = run.stderr_tail
+            extra["sandbox"] = run.isolation  # what walled the answer in (bubblewrap, or --unsafe-sandbox's none)
             if not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
@@ -171,8 +180,14 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                     fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
                 elif run.times_ms:
                     stage = "time"
-                    timing = _timing(concrete[0], settings, run.times_ms)
                     extra["kernel_times_ms"] = list(run.times_ms)
+                    if statistics.median(run.times_ms) <= 0:
+                        fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [Diagnostic(
+                            "", "implausible_time", "the kernel's median time is 0 ms: no GPU is that fast")])
+                    else:
+                        timing = _timing(concrete[0], settings, run.times_ms)
+                        if timing.roofline_fraction > IMPLAUSIBLE_ROOFLINE:
+                            fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [_implausible(timing)])
     except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
         fields = CaseResult.crash_fields(exc, stage)
     return CaseResult(task=task.id, tier=task.tier, track="baseline", provider=provider, model=model,
@@ -182,7 +197,8 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
 
 
 def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:
-    """What is wrong with the first call whose outputs are wrong, named by its variant."""
+    """What is wrong with the first call whose outputs are wrong, named by its variant; which
+    inputs a call modified was found by the sandbox's parent, not by the answer's process."""
     for (task, inputs, sizes), outputs, modified in zip(calls, run.calls, run.modified):
         names = [o.name for o in task.signature.outputs]
         call = f"call {task.variant.name}: " if task.variant is not None else ""
@@ -191,16 +207,34 @@ def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> l
                                f"the task has {len(names)} outputs {names}")]
         problems = [Diagnostic(f"/inputs/{i}", "input_modified", f"the answer modified input "
                                f"{task.signature.inputs[i].name}") for i in modified]
-        problems += compare_outputs(task, dict(zip(names, outputs)), run_reference(task, inputs), inputs, sizes)
+        reference = run_reference(task, inputs)  # kernelgen's own: a crash here is harness_error
+        problems += _answer_compare(lambda: compare_outputs(task, dict(zip(names, outputs)), reference, inputs, sizes))
         if problems:
             return [Diagnostic(d.path, d.code, call + d.message) for d in problems]
     return []
 
 
-def _elements(inputs: dict[str, Any]) -> int:
+def _answer_compare(compare) -> list[Diagnostic]:
+    """``compare()``, where an output that cannot even be compared (a dtype or shape the
+    comparison cannot take) is the answer's wrong result, not kernelgen's crash."""
+    try:
+        return compare()
+    except (RuntimeError, ValueError, TypeError, IndexError) as error:
+        return [Diagnostic("/outputs", "uncomparable_output", f"the outputs could not be compared with the "
+                           f"reference's: {type(error).__name__}: {error}")]
+
+
+def _output_bytes_limit(calls: list[tuple[Task, dict[str, Any], dict[str, int]]]) -> int:
+    """The most bytes the answer's outputs of these calls may take: a few times what the
+    calls' tensors take (inputs as sent, inputs and outputs at their sizes, widest dtypes)."""
+    return OUTPUT_BYTES_FACTOR * sum(task.footprint(sizes)[1] + _elements(inputs, nbytes=True)
+                                     for task, inputs, sizes in calls) + (1 << 20)
+
+
+def _elements(inputs: dict[str, Any], nbytes: bool = False) -> int:
     import torch
 
-    return sum(v.numel() for v in inputs.values() if isinstance(v, torch.Tensor))
+    return sum(v.numel() * (v.element_size() if nbytes else 1) for v in inputs.values() if isinstance(v, torch.Tensor))
 
 
 def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: int,
@@ -221,8 +255,19 @@ def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> l
                        f"from an earlier call is stale): {d.message}") for d in problems]
 
 
+def _implausible(timing: Timing) -> Diagnostic:
+    floor_ms = timing.kernel_ms * timing.roofline_fraction
+    return Diagnostic("", "implausible_time", f"the kernel's median time {timing.kernel_ms:.6f} ms is below "
+                      f"1/{IMPLAUSIBLE_ROOFLINE:g} of the least time the GPU's bandwidth and peak FLOP/s allow for "
+                      f"the task at its bench sizes ({floor_ms:.6f} ms): the baseline's times are measured in the "
+                      "answer's own process, and this one cannot be true")
+
+
 def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:
-    """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's."""
+    """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's.
+
+    The kernel's times come from the answer's own process (its launcher must run there), so
+    they are a claim: the caller rejects one the roofline cannot allow (``implausible_time``)."""
     from kernelgen.gpu.case import COMPILED_TIMEOUT_S, eager_job, roofline_fraction
 
     sizes = dict(task.bench_sizes)

@@ -1,4 +1,5 @@
-"""The raw-LLM baseline's answer: its prompt, the code extracted from it and the static rules.
+"""The raw-LLM baseline's answer: the code extracted from it and the static rules (the prompt that
+states them: :mod:`kernelgen.baseline.prompt`).
 
 In the baseline a model writes Triton Python directly. Before anything runs (in
 :mod:`kernelgen.baseline.sandbox`), :func:`check_answer` takes the model's text through three steps:
@@ -15,8 +16,12 @@ In the baseline a model writes Triton Python directly. Before anything runs (in
      calls) never launches a jitted kernel as ``kernel[grid](...)``.
    * ``forbidden_construct`` for an import outside :data:`ALLOWED_IMPORTS`; a builtin that
      escapes the sandbox's rules or reads the machine (``eval``, ``exec``, ``open``,
-     ``__import__``, ``getattr``, ...); a dunder attribute (``x.__class__``: the road to every
-     escape); a ``triton`` call outside the language and the launch helpers (``triton.compile``,
+     ``__import__``, ``getattr``, ...), by its name or as an attribute (``builtins.exec``); a
+     dunder attribute (``x.__class__``: the road to every escape); a module reached through an
+     allowed one (``from typing import sys``, ``tl.core.builtins``, ``torch.os``: an imported
+     name or an attribute path whose object is a module of another library, found by looking
+     at the libraries themselves), a name of the interpreter's machinery (``sys``, ``modules``,
+     ``ctypes``, ``gc``, ...) and the functions that evaluate strings (``typing.get_type_hints``); a ``triton`` call outside the language and the launch helpers (``triton.compile``,
      ``triton.runtime.build``); and **PyTorch doing the work**: outside the kernel, torch may
      allocate (:data:`ALLOWED_TORCH_CALLS`), reshape and describe tensors
      (:data:`ALLOWED_TENSOR_METHODS`, ``.shape``, ``.dtype``, ...) and move them to a device,
@@ -27,6 +32,10 @@ In the baseline a model writes Triton Python directly. Before anything runs (in
    Code under ``if __name__ == "__main__":`` never runs in the harness (the answer is imported
    under another name, and ``__name__`` may appear nowhere else), so the import, triton and
    PyTorch rules do not apply there; the builtin and dunder rules do.
+
+These rules keep PyTorch from doing the work and keep answers from reaching the machine;
+they are not the sandbox's wall (:mod:`kernelgen.baseline.wall` is), and the sandbox's run-time
+torch guard only backs them up.
 
 Why these imports: ``torch`` (tensors, allocation), ``triton`` and ``triton.language`` (and
 its ``extra.libdevice``), ``math`` (host-side constants such as ``1 / math.sqrt(d)``),
@@ -39,9 +48,13 @@ task's signature, so ``scale * 2`` on a float argument is fine and ``x * 2`` on 
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
+import inspect
 import re
+import types
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from kernelgen.lang import nodes as L
 from kernelgen.errors import Outcome
@@ -81,6 +94,17 @@ ALLOWED_TRITON_PREFIXES = ("triton.language.", "triton.runtime.driver.")
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars",
                                 "getattr", "setattr", "delattr", "breakpoint", "input", "exit", "quit", "help",
                                 "memoryview", "__builtins__", "__loader__", "__spec__", "type"})
+# Of those, the ones refused as attributes too (builtins.exec): Triton's own values have a .type.
+ATTRIBUTE_BUILTINS = frozenset({"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr",
+                                "setattr", "delattr", "breakpoint"})
+# Names of the interpreter's machinery: no answer needs them, every escape does.
+ESCAPE_NAMES = frozenset({"sys", "modules", "builtins", "os", "posix", "subprocess", "_posixsubprocess", "ctypes",
+                          "gc", "inspect", "importlib", "threading", "_thread", "multiprocessing", "signal", "socket",
+                          "resource", "mmap", "pickle", "marshal", "shutil", "pathlib", "io", "types", "code",
+                          "codeop", "runpy", "pty", "fcntl"})
+# Functions of the allowed standard modules that evaluate strings as code (annotations).
+EVALUATING_CALLS = frozenset({"typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref",
+                              "functools.singledispatch", "functools.singledispatchmethod"})
 # Members of torch a launcher may hold as values (annotations, isinstance, dtypes): classes and
 # descriptions, never functions that compute.
 ALLOWED_TORCH_VALUES = frozenset({"torch.Tensor", "torch.dtype", "torch.device", "torch.Size", "torch.Generator",
@@ -109,6 +133,9 @@ RULES: dict[str, str] = {
                        "([torch.matmul], f(x, op=torch.sum), m = torch): the rules could not follow its calls",
     "module_assignment": "an assignment to an attribute of a module or of what it holds (torch.save = ..., "
                          "torch.Tensor.exp = ...): replacing library functions",
+    "module_path": "a module reached through an allowed import (from typing import sys, tl.core.builtins, "
+                   "torch.os), a name of the interpreter's machinery (sys, modules, ctypes, gc) or a function that "
+                   "evaluates strings (typing.get_type_hints)",
 }
 _OUTCOME_OF_RULE = {
     "syntax_error": Outcome.SYNTAX_ERROR,
@@ -117,8 +144,6 @@ _OUTCOME_OF_RULE = {
 }
 _PYTHON_TYPES = {"f32": "float", "f16": "float", "bf16": "float", "f64": "float", "i32": "int", "i64": "int",
                  "bool": "bool"}
-_TORCH_DTYPE_OF = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
-                   "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
 
 
 _ROLE_TYPES = {"dtype": "torch.dtype | None", "choice": "int", "dim": "int", "keepdim": "bool", "fixed": "object"}
@@ -253,6 +278,33 @@ def _verdict(code: str, fenced: bool, diagnostics: list[CodeDiagnostic]) -> Answ
     return AnswerCheck(Outcome.OK, code, (), fenced)
 
 
+_ROOTS = ("torch", "triton", "typing", "functools", "math")
+
+
+@functools.lru_cache(maxsize=4096)
+def _foreign_module(name: str) -> str | None:
+    """Why the dotted ``name`` reaches a module of another library than the one it starts at
+    (``typing.sys``, ``torch.os``, ``triton.language.core.inspect``), or None. The objects are
+    looked up statically (a module's own ``__dict__``, ``inspect.getattr_static``), importing
+    only the allowed libraries; a name that cannot be looked up is left to the other rules."""
+    parts = name.split(".")
+    if parts[0] not in _ROOTS:
+        return None
+    try:
+        value: Any = importlib.import_module(parts[0])
+    except ImportError:
+        return None
+    for i, part in enumerate(parts[1:], 2):
+        try:
+            value = vars(value)[part] if isinstance(value, types.ModuleType) and part in vars(value) \
+                else inspect.getattr_static(value, part)
+        except (AttributeError, TypeError):
+            return None
+        if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] != parts[0]:
+            return f"{'.'.join(parts[:i])} is the module {value.__name__}, not part of {parts[0]}"
+    return None
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """``a.b.c`` as ['a', 'b', 'c'], or None for anything else."""
     parts = []
@@ -353,6 +405,13 @@ class _Rules:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and node.id in FORBIDDEN_BUILTINS:
                 self.report(node, "forbidden_builtin", f"{node.id} is not allowed in an answer")
+            elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_BUILTINS:
+                self.report(node, "forbidden_builtin", f"the attribute {node.attr} is not allowed in an answer "
+                            "(the builtin reached through a module)")
+            elif isinstance(node, (ast.Name, ast.Attribute)) and \
+                    (node.id if isinstance(node, ast.Name) else node.attr) in ESCAPE_NAMES:
+                name = node.id if isinstance(node, ast.Name) else node.attr
+                self.report(node, "module_path", f"{name} is the interpreter's machinery, not allowed in an answer")
             elif isinstance(node, ast.Name) and node.id.startswith("__") and node.id.endswith("__") \
                     and id(node) not in self.guard_tests:
                 self.report(node, "dunder_access", f"{node.id} is not allowed in an answer")
@@ -369,7 +428,27 @@ class _Rules:
                 name = self.resolve(node.func)
                 if name is not None and name.startswith("triton") and not self.triton_call_allowed(name):
                     self.report(node, "forbidden_call", f"{name} is not part of writing and launching a kernel")
+        self.check_module_paths()
         self.check_values_and_assignments()
+
+    def check_module_paths(self) -> None:
+        """Every imported name and attribute path, looked up in the library it names: a module
+        of another library on the way (``typing.sys``, ``triton.language.core.builtins``) is
+        refused, as is a standard function that evaluates strings."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                module = getattr(node, "module", None) or ""
+                names = [alias.name if isinstance(node, ast.Import) else f"{module}.{alias.name}"
+                         for alias in node.names if alias.name != "*" and not getattr(node, "level", 0)]
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                names = [self.resolve(node)] if self.resolve(node) is not None else []
+            else:
+                continue
+            for name in names:
+                why = "evaluates strings as code" if name in EVALUATING_CALLS or any(
+                    name.startswith(f"{m}._") for m in ("typing", "functools", "math")) else _foreign_module(name)
+                if why:
+                    self.report(node, "module_path", f"{name}: {why}")
 
     def check_values_and_assignments(self) -> None:
         """Modules and library functions are called or read where they are named, never held as
@@ -603,62 +682,3 @@ class _Rules:
                     and self.launches(node.func.id, seen):
                 return True
         return False
-
-
-# ---------------------------------------------------------------------------------------------
-# The prompt
-
-
-def system_prompt() -> str:
-    """What every baseline prompt says: the answer's form and the rules it is checked by."""
-    allowed_calls = ", ".join(sorted(c.removeprefix("torch.") for c in ALLOWED_TORCH_CALLS
-                                     if not c.startswith("torch.cuda.")))
-    methods = ", ".join(f".{m}()" for m in sorted(ALLOWED_TENSOR_METHODS))
-    return "\n".join([
-        "You write GPU kernels in Triton (triton 3.x, Python) for PyTorch tensors.",
-        "",
-        "Answer with one Markdown code block, ```python ... ```, holding a complete Python module:",
-        "- one or more @triton.jit kernels that do all of the computation;",
-        "- a launcher: a Python function with exactly the name, the arguments (names and order) and the "
-        "return value the task gives. It receives contiguous CUDA tensors, allocates the outputs, computes "
-        "the grid and launches the kernel as kernel[grid](...), then returns the outputs.",
-        "",
-        "The answer is checked before it runs, and fails on any of:",
-        f"- an import other than {', '.join(m for m in ALLOWED_IMPORTS if m != '__future__')} "
-        "(and triton.language.extra.libdevice, and driver from triton.runtime);",
-        "- PyTorch computing outside the kernel: the launcher may call torch." + allowed_calls.replace(", ", ", torch.")
-        + " to allocate, and the tensor methods " + methods + " (.to() only to move between devices), and read "
-        ".shape, .dtype and .device; no other torch function (torch.matmul, torch.softmax, F.*), no tensor "
-        "arithmetic, comparison or indexing with tensors, no dtype conversion;",
-        "- eval, exec, compile, open, getattr, type and similar builtins, attributes with double underscores, and "
-        "any use of os, sys, subprocess or the network;",
-        "- a module, or a torch or triton function, held as a value (in a list, a default argument, a variable) "
-        "instead of called where it is named, and assigning to a library's members.",
-        "The same limits on PyTorch hold while the code runs: a torch call outside them stops the run.",
-        "",
-        "Write no tests, no example usage and no prints.",
-    ])
-
-
-def task_prompt(task) -> str:
-    """The user message for a :class:`kernelgen.task.spec.Task`: its semantics and exact signature."""
-    entry = EntryPoint.for_task(task)
-    outputs = [o.name for o in entry.outputs]
-    returns = outputs[0] if len(outputs) == 1 else f"({', '.join(outputs)}) as a tuple"
-    # A dtype variable's name stands for the dtypes the calls give it (the task's prompt lists them).
-    dtypes = ", ".join(f"{spec.name}: {_TORCH_DTYPE_OF.get(spec.dtype, spec.dtype)}"
-                       for spec in (*entry.inputs, *entry.outputs) if spec.shape is not None)
-    return "\n".join([
-        task.render_prompt(),
-        "",
-        f"Write the launcher as `{entry.python_signature()}`, returning {returns}.",
-        f"Tensor dtypes: {dtypes}." if dtypes else "",
-    ]).rstrip() + "\n"
-
-
-def baseline_messages(task) -> tuple:
-    """The chat messages of the baseline for a task: the rules (system) and the task (user)."""
-    from kernelgen.model.prompt import Message
-
-    return (Message(role="system", content=system_prompt()), Message(role="user", content=task_prompt(task)))
-

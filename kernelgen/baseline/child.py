@@ -1,10 +1,12 @@
 """The sandbox's child: ``python -m kernelgen.baseline.child JOB_DIR`` runs a model's answer.
 
-It sets its own resource limits, patches Triton's interpreter where Triton 3.6 is wrong (CPU
-mode), installs the audit hook (:class:`_Guard`) and the torch function mode (:class:`TorchGuard`),
-imports the answer and calls its entry point on each call's inputs, and writes the outputs,
-whether each input changed, the times and its outcome into the job's directory for the parent
-(:mod:`kernelgen.baseline.sandbox`) to read. What each wall is for is said there.
+It sets its own (hard) resource limits, patches Triton's interpreter where Triton 3.6 is wrong
+(CPU mode), installs the audit hook (:class:`_Guard`) and the torch function mode
+(:class:`TorchGuard`), imports the answer and calls its entry point on each call's inputs, and
+writes each call's outputs and inputs (:class:`TensorWriter`), then the times and its outcome,
+to descriptors the parent (:mod:`kernelgen.baseline.sandbox`) passed it. Everything here runs in
+the answer's process: the hook and the guard are advisory, and the parent trusts none of what
+it reads (what each wall is for is said there; the boundary is :mod:`kernelgen.baseline.wall`).
 """
 
 from __future__ import annotations
@@ -16,17 +18,16 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from kernelgen.errors import Outcome
-from kernelgen.gpu.timing import event_times, flush_buffer
-
-
-
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
+from kernelgen.errors import Outcome
+from kernelgen.gpu.timing import event_times, flush_buffer
 
 COMPILER_TOOLS = frozenset({"ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm", "cc", "gcc", "g++", "clang",
                             "clang++", "ldconfig"})
+# Compiler options that run another program or load code: no compile Triton makes uses them.
+COMPILER_RUNS_OTHERS = ("-wrapper", "--wrapper", "-B", "-specs", "--specs", "-fplugin", "-load", "-Xclang")
 
 def load_module(path: Path, name: str = "answer"):
     """Import a Python file as a module (Triton reads a kernel's source from its file)."""
@@ -144,6 +145,9 @@ class _Guard:
         name = os.path.basename(os.fsdecode(program)) if isinstance(program, (str, bytes, os.PathLike)) else ""
         if not (self.compiler_tools and name in COMPILER_TOOLS):
             raise PermissionError(f"the sandbox does not allow starting {name or 'a process'}")
+        if isinstance(argv, (list, tuple)) and any(
+                isinstance(a, (str, bytes)) and os.fsdecode(a).startswith(COMPILER_RUNS_OTHERS) for a in argv[1:]):
+            raise PermissionError(f"the sandbox does not allow {name} to run other programs")
 
 
 class TorchComputeRefused(RuntimeError):
@@ -272,6 +276,8 @@ def install_guard(write_roots: Sequence[str], compiler_tools: bool) -> None:
 
 
 def _apply_limits(job: Mapping[str, Any]) -> None:
+    """Hard limits (soft = hard): lowering a hard limit cannot be undone without
+    CAP_SYS_RESOURCE in the initial user namespace, which the sandbox never has."""
     import resource
 
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, job["file_size_limit_bytes"]),
@@ -279,30 +285,49 @@ def _apply_limits(job: Mapping[str, Any]) -> None:
     if job["memory_limit_bytes"] is not None:
         kind = resource.RLIMIT_AS if job["device"] == "interpreter" else resource.RLIMIT_DATA
         limits.append((kind, job["memory_limit_bytes"]))
+    if job.get("process_limit"):
+        limits.append((resource.RLIMIT_NPROC, job["process_limit"]))
     for kind, value in limits:
         _, hard = resource.getrlimit(kind)
-        resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
 
 
-def _same_bytes(before: Any, after: Any) -> bool:
-    """Whether an input came back bit for bit (NaN payloads and -0.0 included); with functions
-    taken before the answer was imported (it could replace torch's)."""
-    return _EQUAL(_VIEW(_RESHAPE(before, (-1,)), _UINT8), _VIEW(_RESHAPE(after, (-1,)), _UINT8))
+class TensorWriter:
+    """Writes tensors to the results descriptor the parent passed, as records the parent reads
+    with :func:`kernelgen.baseline.sandbox.read_tensors`: a 4-byte little-endian header length,
+    a JSON header (call, role, position, dtype, shape), the raw bytes. Each is written as soon
+    as its call returns (a later call may change the tensors). The torch functions it uses are
+    taken when it is made, before the answer is imported."""
+
+    def __init__(self, fd: int) -> None:
+        import torch
+
+        self.file = open(fd, "wb", closefd=False, buffering=1 << 20)
+        self.uint8, self.is_tensor = torch.uint8, torch.is_tensor
+        self.detach, self.cpu, self.contiguous = torch.Tensor.detach, torch.Tensor.cpu, torch.Tensor.contiguous
+        self.reshape, self.view, self.numpy = torch.Tensor.reshape, torch.Tensor.view, torch.Tensor.numpy
+
+    def write(self, call: int, role: str, position: int, tensor: Any) -> None:
+        tensor = self.contiguous(self.cpu(self.detach(tensor)))
+        header = json.dumps({"call": call, "role": role, "position": position,
+                             "dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}).encode()
+        self.file.write(len(header).to_bytes(4, "little") + header)
+        self.file.write(self.numpy(self.view(self.reshape(tensor, (-1,)), self.uint8)).data)
+
+    def close(self) -> None:
+        self.file.flush()
 
 
 def _child_main(job_dir: Path) -> int:
-    global _EQUAL, _VIEW, _RESHAPE, _UINT8
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
     import torch
     import triton  # imported before the guard: its import is trusted
 
     # What the child itself uses after the answer is imported, taken before: the answer runs
-    # in this process and could replace torch's functions.
-    _EQUAL, _VIEW, _RESHAPE, _UINT8 = torch.equal, torch.Tensor.view, torch.reshape, torch.uint8
-    clone, detach, to_cpu, save, synchronize = (torch.Tensor.clone, torch.Tensor.detach, torch.Tensor.cpu,
-                                                torch.save, torch.cuda.synchronize)
-    is_tensor, copy = torch.is_tensor, torch.Tensor.copy_
+    # in this process and could replace torch's functions (advisory: the parent checks).
+    synchronize, is_tensor, copy = torch.cuda.synchronize, torch.is_tensor, torch.Tensor.copy_
     cuda = job["device"] == "cuda"
     if cuda:
         # Start CUDA and Triton's driver (which builds its helpers) before the guard.
@@ -319,6 +344,8 @@ def _child_main(job_dir: Path) -> int:
     calls = [placed(inputs) for inputs in torch.load(job_dir / "inputs.pt", weights_only=True)]
     timed = placed(torch.load(job_dir / "timed_inputs.pt", weights_only=True)) if job["repetitions"] else None
     refill = placed(torch.load(job_dir / "refill.pt", weights_only=True)) if job.get("refill") else None
+    writer = TensorWriter(job["outputs_fd"])
+    status_fd = job["status_fd"]
     # named by the parent: the child imports no more of kernelgen than this module (the rules
     # need the language, and pydantic with it, which a GPU runner's sandbox may not reach)
     torch_guard = TorchGuard(str(job_dir / "answer.py"), frozenset(job["torch_allowed"]))
@@ -327,6 +354,9 @@ def _child_main(job_dir: Path) -> int:
     install_guard(job["write_roots"], job["compiler_tools"])
     os.write(job["ready_fd"], b"ready\n")
     os.close(job["ready_fd"])
+
+    def report(status: dict[str, Any]) -> None:
+        os.pwrite(status_fd, json.dumps(status).encode(), 0)
 
     def guarded(function, *args):
         """``function(*args)`` under the torch guard, which must still be in place after it."""
@@ -339,28 +369,25 @@ def _child_main(job_dir: Path) -> int:
             raise TorchComputeRefused(torch_guard.refused)
         return value
 
-    def checked_call(inputs: list[Any]) -> tuple[list[Any], list[int]]:
-        """One call: its outputs on the CPU, and the positions of the inputs it modified."""
-        before = [clone(x) if is_tensor(x) else x for x in inputs]
+    def checked_call(number: int, inputs: list[Any]) -> None:
+        """One call: its outputs and then its inputs as they are after it, for the parent."""
         outputs = returned_tensors(guarded(entry, *inputs))
         if cuda:
             synchronize()
-        modified = [i for i, (old, new) in enumerate(zip(before, inputs)) if is_tensor(old) and not _same_bytes(old, new)]
-        return [to_cpu(detach(t)) for t in outputs], modified
+        for position, tensor in enumerate(outputs):
+            writer.write(number, "output", position, tensor)
+        for position, value in enumerate(inputs):
+            if is_tensor(value):
+                writer.write(number, "input", position, value)
 
-    status = job_dir / "status.json"
     try:
         module = guarded(load_module, job_dir / "answer.py")
         entry = getattr(module, job["entry"], None)
         if not callable(entry):
-            status.write_text(json.dumps({"outcome": Outcome.NO_KERNEL.value,
-                                          "error": f"the answer defines no function {job['entry']!r}"}))
+            report({"outcome": Outcome.NO_KERNEL.value, "error": f"the answer defines no function {job['entry']!r}"})
             return 0
-        results, modified = [], []
-        for inputs in calls:
-            outputs, changed = checked_call(inputs)
-            results.append(outputs)
-            modified.append(changed)
+        for number, inputs in enumerate(calls):
+            checked_call(number, inputs)
         times = (event_times(lambda: entry(*timed), flush_buffer(), job["repetitions"], job["warmup"])
                  if timed is not None else [])
         if refill is not None:
@@ -371,27 +398,21 @@ def _child_main(job_dir: Path) -> int:
             for old, new in zip(again, refill):
                 if is_tensor(old):
                     copy(old, new)
-            outputs, changed = checked_call(again)
-            results.append(outputs)
-            modified.append(changed)
-        save(results, job_dir / "outputs.pt")
-        status.write_text(json.dumps({"outcome": Outcome.OK.value, "modified": modified, "times_ms": times}))
+            checked_call(len(calls), again)
+        writer.close()
+        report({"outcome": Outcome.OK.value, "times_ms": times})
     except BaseException as exc:  # the answer's failure, whatever it is, is its outcome
         import traceback
 
         traceback.print_exc()
         sys.stderr.flush()
         if torch_guard.refused:  # refused, whatever the answer made of it
-            status.write_text(json.dumps({"outcome": Outcome.FORBIDDEN_CONSTRUCT.value,
-                                          "error": torch_guard.refused}))
+            report({"outcome": Outcome.FORBIDDEN_CONSTRUCT.value, "error": torch_guard.refused})
             return 0
         shown = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ else exc
         message = " ".join(f"{type(shown).__name__}: {shown}".splitlines())[:2000]
-        status.write_text(json.dumps({"outcome": classify(exc).value, "error": message}))
+        report({"outcome": classify(exc).value, "error": message})
     return 0
-
-
-_EQUAL = _VIEW = _RESHAPE = _UINT8 = None
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ class Option:
     help: str
     default: Any
     parse: Callable[[str], Any]
+    switch: bool = False  # a flag without a value on the command line (``on``/``off`` in the ini)
 
 
 def integer(minimum: int | None = None) -> Callable[[str], int]:
@@ -142,6 +143,9 @@ OPTIONS: tuple[Option, ...] = (
            "quick or full (GPU mode; a no-op without a GPU)", "quick", choice(*TUNE_MODES)),
     Option("--kg-compiled", "kg_compiled", "also time torch.compile of each task's eager code, a second baseline: "
            "on or off (GPU mode)", "on", choice("on", "off")),
+    Option("--unsafe-sandbox", "kg_unsafe_sandbox", "UNSAFE: let the raw-LLM baseline run model code without its "
+           "operating-system sandbox where bubblewrap cannot run (a developer's own machine only; ini: on or off)",
+           "off", choice("on", "off"), switch=True),
 )
 
 
@@ -166,6 +170,7 @@ class RunOptions:
     timeout_s: float
     tune: str
     compiled: bool
+    unsafe_sandbox: bool = False
 
 
 def read_options(command_line: Callable[[str], Any], ini: Callable[[str], Any]) -> RunOptions:
@@ -196,4 +201,4 @@ def read_options(command_line: Callable[[str], Any], ini: Callable[[str], Any]) 
                       cache=Path(cache).expanduser() if cache else None, target=values["kg_target"],
                       shapes=values["kg_shapes"], seed=values["kg_seed"], mode=values["kg_mode"],
                       timeout_s=values["kg_timeout"], tune=values["kg_tune"],
-                      compiled=values["kg_compiled"] == "on")
+                      compiled=values["kg_compiled"] == "on", unsafe_sandbox=values["kg_unsafe_sandbox"] == "on")

@@ -46,7 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kernelgen", "kernelgen benchmark")
     for option in OPTIONS:
         default = "" if option.default is None else f"; default: {option.default}"
-        group.addoption(option.flag, dest=option.ini, default=None, help=f"{option.help} (ini: {option.ini}{default})")
+        given = {"action": "store_const", "const": "on"} if option.switch else {}
+        group.addoption(option.flag, dest=option.ini, default=None, help=f"{option.help} (ini: {option.ini}{default})",
+                        **given)
         parser.addini(option.ini, option.help, default=None)
 
 
@@ -75,7 +77,7 @@ class Session:
         self.settings = Settings(target=options.target or self._default_target(), shapes=options.shapes,
                                  seed=options.seed, gpu=self.gpu, timeout_s=options.timeout_s,
                                  tune=options.tune if self.gpu else "off",
-                                 torch_compile=options.compiled and self.gpu)
+                                 torch_compile=options.compiled and self.gpu, unsafe_sandbox=options.unsafe_sandbox)
         self.breaker = CircuitBreaker()
         self._executor = None
         if self.gpu:
@@ -132,7 +134,7 @@ class Session:
         """One sample of the raw-LLM baseline: the model answers with Triton Python (free text,
         no schema); the repair rounds send back the static rules' findings."""
         from kernelgen.baseline.ablation import evaluate_baseline, reference_answer, rule_diagnostics
-        from kernelgen.baseline.answer import baseline_messages
+        from kernelgen.baseline.prompt import baseline_messages
         from kernelgen.model.providers import GenerationRequest
         from kernelgen.model.repair import generate_with_repair
 
@@ -267,6 +269,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             kg_session(session.config)
         except KernelgenError as error:
             raise usage_error(error) from None
+    if any("kg_baseline_case" in getattr(item, "fixturenames", ()) for item in session.items):
+        _check_baseline_sandbox(run_options(session.config))
+
+
+def _check_baseline_sandbox(options: RunOptions) -> None:
+    """The baseline runs model code: without its operating-system sandbox (bubblewrap), the run
+    stops here with one line, unless it said --unsafe-sandbox."""
+    from kernelgen.baseline.wall import SandboxUnavailable, require_wall
+
+    try:
+        require_wall(options.unsafe_sandbox)
+    except SandboxUnavailable as error:
+        raise usage_error(error) from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -308,6 +323,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def report_case(request: pytest.FixtureRequest, result) -> None:
     """Hand a case's result to the reports, the summary and pytest-benchmark; fail the test
     with the outcome, the stage and the first diagnostic when it is not ok."""
+    result = result.scrubbed()  # no secret reaches a report, a file or the terminal
     request.config.hook.pytest_kernelgen_case_result(config=request.config, item=request.node, result=result)
     request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
     if result.timing is not None and request.config.pluginmanager.has_plugin("benchmark"):
@@ -566,6 +582,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or hasattr(config, "workerinput"):
         return
+    if options.unsafe_sandbox:
+        from kernelgen.baseline.wall import find_wall
+
+        wall = find_wall()
+        reporter.write_line("kernelgen: --unsafe-sandbox: " + (
+            f"WARNING: the raw-LLM baseline runs model code WITHOUT its operating-system sandbox ({wall}): "
+            "only the audit hook stands between it and this machine's files, keys and network"
+            if isinstance(wall, str) else "bubblewrap runs here, so the baseline's sandbox is used all the same"),
+            red=isinstance(wall, str), bold=isinstance(wall, str))
     cpu = options.mode == "cpu" or gpu_unavailable_reason() is not None
     if rounds and cpu:
         from kernelgen.model.optimize import CPU_SKIP

@@ -12,6 +12,12 @@ sees half a record; a per-key file lock (``filelock``) is held from the cache lo
 write, so two processes (pytest-xdist workers) that need the same generation make one call and
 share its answer. A failed call writes nothing. Records hold no secrets: the request's fields
 and the completion, never headers or keys.
+
+A record is bound to what asked for it: it holds the request's fields (and the messages it was
+keyed on), and reading one recomputes its content key and key from them and checks the file's
+name, so a record copied or planted under another request's key (another task's answer
+replayed as this one's) is refused (``bad_record``). The baseline's sandboxed children cannot
+reach the cache at all (:mod:`kernelgen.baseline.wall`).
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ class GenerationRecord(BaseModel):
     model: str
     schema_hash: str
     messages: tuple[Message, ...]
+    key_messages: tuple[Message, ...] | None = None
     sampling: Sampling
     sample_index: int
     completion: Completion
@@ -72,9 +79,10 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def content_key(request: GenerationRequest) -> str:
+def content_key(request: GenerationRequest | GenerationRecord) -> str:
     """The hash of what decides an answer besides the provider and model (the request's
-    ``key_messages`` stand for its messages where it has them)."""
+    ``key_messages`` stand for its messages where it has them); of a record, of the request it
+    holds."""
     messages = request.key_messages if request.key_messages is not None else request.messages
     return _digest({"messages": [m.model_dump() for m in messages],
                     "schema": request.schema_hash,
@@ -90,7 +98,8 @@ def make_record(request: GenerationRequest, completion: Completion) -> Generatio
     return GenerationRecord(
         key=generation_key(completion.provider, completion.model, request),
         content_key=content_key(request), provider=completion.provider, model=completion.model,
-        schema_hash=request.schema_hash, messages=request.messages, sampling=request.sampling,
+        schema_hash=request.schema_hash, messages=request.messages, key_messages=request.key_messages,
+        sampling=request.sampling,
         sample_index=request.sample_index, completion=completion,
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
 
@@ -113,7 +122,11 @@ class GenerationCache:
         path = self.path(key)
         if not path.is_file():
             return None
-        return read_record(path)
+        record = read_record(path)
+        if record.key != key:
+            raise CacheError(f"{path} holds the record of another request ({record.key}): refused",
+                             code="bad_record")
+        return record
 
     def store(self, record: GenerationRecord) -> Path:
         """Write a record atomically: a temporary file in the same directory, renamed."""
@@ -138,11 +151,18 @@ class GenerationCache:
 
 
 def read_record(path: Path) -> GenerationRecord:
+    """A record, checked against itself: its content key and key must be those of the request
+    it holds (a record edited or forged to answer another request is refused)."""
     try:
-        return GenerationRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        record = GenerationRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, UnicodeDecodeError, ValidationError) as exc:
         first = str(exc).splitlines()[0]
         raise CacheError(f"{path} is not a generation record: {first}", code="bad_record") from None
+    if record.content_key != content_key(record) or record.key != _digest(
+            {"provider": record.provider, "model": record.model, "content": record.content_key}):
+        raise CacheError(f"{path} is not the record of the request it holds (its keys do not match its "
+                         "messages, sampling and model): refused", code="bad_record")
+    return record
 
 
 def generate(provider: Provider, request: GenerationRequest,

@@ -42,6 +42,7 @@ CATEGORY_NAMES: dict[Outcome, str] = {
     Outcome.NO_KERNEL: "Baseline: no kernel in the answer",
     Outcome.FORBIDDEN_CONSTRUCT: "Baseline: forbidden constructs",
     Outcome.RUNTIME_ERROR: "Runtime errors",
+    Outcome.IMPLAUSIBLE_TIME: "Baseline: times faster than the GPU's roofline allows",
     Outcome.UNSUPPORTED: "Unsupported operators",
     Outcome.HARNESS_ERROR: "Crashes of kernelgen itself (harness_error): not the model's failures",
 }

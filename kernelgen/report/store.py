@@ -98,6 +98,7 @@ class RunWriter:
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._handle = self.path.open("w", encoding="utf-8")
+        result = result.scrubbed()  # as the harness hands it over; again for any other caller
         directory = artifacts_dir(self.path)
         files = {name: store_artifact(directory, name, text) for name, text in result.artifacts.items()}
         stored = StoredCase.model_validate({**result.model_dump(exclude={"artifacts"}), "artifact_files": files})

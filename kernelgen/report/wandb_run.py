@@ -161,6 +161,7 @@ class WandbRun:
         self.kernels_dir = Path(self.run.dir).parent / "kernels"
 
     def add(self, result: CaseResult) -> None:
+        result = result.scrubbed()
         if self.run is None:
             self._start(result)
         self.results.append(result)

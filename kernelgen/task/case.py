@@ -30,6 +30,9 @@ class Settings:
     compile: bool = True
     tune: str = "off"  # off, quick or full (kernelgen.gpu.tune); GPU mode only
     torch_compile: bool = False  # also time torch.compile of the eager code (a second baseline)
+    # The baseline may run model code without its operating-system sandbox where bubblewrap
+    # cannot run (--unsafe-sandbox: a developer's own machine; kernelgen.baseline.wall).
+    unsafe_sandbox: bool = False
 
 
 @dataclass

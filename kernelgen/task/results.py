@@ -166,6 +166,13 @@ class CaseResult(BaseModel):
                 "diagnostics": [Diagnostic("", "uncaught_exception", f"{type(exc).__name__}: {message}\n"
                                            f"innermost frames:\n{frames.rstrip()}").to_dict()]}
 
+    def scrubbed(self) -> CaseResult:
+        """This result with every secret taken out of its text (:func:`kernelgen.env.scrub`):
+        what is stored or printed (results file, artifacts, Allure, W&B, the terminal)."""
+        from kernelgen.env import scrub_value
+
+        return type(self).model_validate(scrub_value(self.model_dump()))
+
     def first_diagnostic(self) -> Diagnostic | None:
         if not self.diagnostics:
             return None
