@@ -11,7 +11,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from kernelgen.cli import main
 from kernelgen.errors import Outcome
-from kernelgen.task.metrics import fast_p, geomean_speedup, mean_pass_at_k, pass_at_k, score
+from kernelgen.task.metrics import (fast_p, fast_vs_best, fast_vs_compiled, geomean_speedup, geomean_vs_best,
+                                    geomean_vs_compiled, mean_pass_at_k, pass_at_k, score)
 from kernelgen.report.allure import categories, failure_message_regex, format_properties, parse_properties
 from kernelgen.report.compare import Run, compare_lines, load_runs, score_table, task_changes
 from kernelgen.report.merge import MergeError, merge_allure, merge_results
@@ -20,11 +21,13 @@ from kernelgen.task.results import CaseResult, Timing
 
 
 def case(task: str, outcome: str = "ok", speedup: float | None = None, *, tier: str = "easy", sample: int = 0,
-         model: str = "m", track: str = "pipeline") -> CaseResult:
+         model: str = "m", track: str = "pipeline", compiled_ms: float | None = None) -> CaseResult:
     timing = None
     if speedup is not None:
-        timing = Timing(sizes={"N": 1024}, kernel_ms=1.0 / speedup, eager_ms=1.0, speedup=speedup, gbps=100.0,
-                        tflops=0.1, roofline_fraction=0.5)
+        kernel_ms = 1.0 / speedup
+        timing = Timing(sizes={"N": 1024}, kernel_ms=kernel_ms, eager_ms=1.0, speedup=speedup, gbps=100.0,
+                        tflops=0.1, roofline_fraction=0.5, compiled_ms=compiled_ms,
+                        speedup_vs_compiled=compiled_ms / kernel_ms if compiled_ms else None)
     diagnostics = [] if outcome == "ok" else [{"path": "/body/0", "code": "x", "message": "wrong"}]
     return CaseResult(task=task, tier=tier, track=track, provider="p", model=model, sample=sample,
                       outcome=Outcome(outcome),
@@ -67,6 +70,20 @@ def test_scores_of_a_known_run() -> None:
     scores = score(RUN_A, ks=(1, 3))
     assert (scores.cases, scores.passed) == (7, 5)
     assert scores.outcomes == {"ok": 5, "wrong_result": 1, "compile_error": 1}
+
+
+def test_scores_against_torch_compile_and_the_faster_baseline() -> None:
+    """Against torch.compile: the cases it was timed for, failures kept; against the faster of
+    eager and torch.compile: eager where torch.compile has no time."""
+    run = [case("a", speedup=2.0, compiled_ms=0.25),  # 0.5 ms kernel: 0.5x torch.compile, 0.5x the best
+           case("b", speedup=4.0, compiled_ms=0.5),   # 0.25 ms: 2x torch.compile, 2x the best
+           case("c", speedup=2.0),                    # torch.compile failed: 2x eager is 2x the best
+           case("d", "wrong_result")]
+    assert fast_vs_compiled(run, 1.0) == 1 / 3  # a, b and d: only b is faster
+    assert geomean_vs_compiled(run) == (pytest.approx(1.0), 2)
+    assert fast_vs_best(run, 1.0) == 2 / 4
+    assert geomean_vs_best(run) == (pytest.approx((0.5 * 2.0 * 2.0) ** (1 / 3)), 3)
+    assert fast_vs_compiled(RUN_A, 1.0) is None and fast_vs_best([case("x")], 1.0) is None
 
 
 def test_fast_p_is_undefined_without_timings() -> None:
@@ -120,12 +137,15 @@ def test_score_table_has_the_known_numbers(tmp_path: Path) -> None:
     table = score_table(runs)
     header = table[0].split()
     assert header == ["tier", "run", "cases", "pass", "pass@1", "pass@3", "fast_0", "fast_1", "fast_1.5", "geomean",
-                      "timed"]
+                      "timed", "fast_1_compiled", "vs_compiled", "fast_1_best", "vs_best"]
     rows = {(cells[0], cells[1]): dict(zip(header, cells)) for cells in (line.split() for line in table[1:])}
     easy_a = rows[("easy", "A")]
     assert (easy_a["cases"], easy_a["pass"], easy_a["fast_0"], easy_a["fast_1"], easy_a["fast_1.5"]) == \
         ("4", "75.0%", "75.0%", "50.0%", "25.0%")
     assert easy_a["geomean"] == f"{(2.0 * 0.5 * 1.2) ** (1 / 3):.2f}x" and easy_a["timed"] == "3"
+    # No torch.compile times: against it, nothing; the faster baseline is then eager.
+    assert (easy_a["fast_1_compiled"], easy_a["vs_compiled"]) == ("-", "-")
+    assert (easy_a["fast_1_best"], easy_a["vs_best"]) == (easy_a["fast_1"], easy_a["geomean"])
     assert rows[("easy", "B")]["pass"] == "100.0%"
     assert rows[("hard", "A")]["pass@1"] == "66.7%" and rows[("hard", "A")]["pass@3"] == "100.0%"
     assert rows[("all", "A")]["pass@1"] == f"{(3 + 2 / 3) / 5:.1%}"

@@ -54,12 +54,12 @@ from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.errors import KernelgenError
 
 MODES = ("off", "quick", "full")
-WARPS = (2, 4, 8, 16)
+WARPS = (2, 4, 8, 16)  # the language's num_warps goes to 16, as Inductor's reduction configs do
 STAGES = (1, 2, 3, 4, 5)
 DEFAULT_STAGES = 3
 QUICK_FACTORS = (0.5, 2.0)
 FULL_FACTORS = (0.5, 1.0, 2.0, 4.0)
-QUICK_MAX = 24
+QUICK_MAX = 32
 FULL_MAX = 256
 # Shared memory one block may use (opt-in maximum, bytes), per target.
 SHARED_LIMIT = {"sm_90": 227 * 1024, "sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024}
@@ -194,6 +194,14 @@ def search_space(kernel: L.Kernel, mode: str) -> list[Config]:
             for scaled in _scaled(value, QUICK_FACTORS):
                 meta = base.meta[:i] + ((name, scaled),) + base.meta[i + 1:]
                 found.append(Config(meta, base.num_warps, base.num_stages))
+        # A block and the warps that run it scaled together (the same elements per thread), as
+        # Inductor's reduction heuristics pair rows or a reduction block with num_warps.
+        for i, (name, value) in enumerate(base.meta):
+            for scaled in _scaled(value, QUICK_FACTORS):
+                warps = base.num_warps * 2 if scaled > value else base.num_warps // 2
+                if scaled != value and warps in WARPS:
+                    meta = base.meta[:i] + ((name, scaled),) + base.meta[i + 1:]
+                    found.append(Config(meta, warps, base.num_stages))
         found += [Config(base.meta, w, base.num_stages) for w in WARPS if w != base.num_warps]
         found += [Config(base.meta, base.num_warps, s) for s in STAGES if s != base.num_stages]
         return list(dict.fromkeys(found))[:QUICK_MAX]

@@ -3,7 +3,9 @@
 For each run, the terminal summary of the plugin (:func:`kernelgen.harness.plugin.summarize`:
 outcomes per tier, pass@k, fast_1, geometric mean); then one table of the scores of every run
 per tier and track (pass rate, pass@1 and pass@k, fast_0, fast_1 and fast_1.5 with failures in
-the denominator, the geometric-mean speedup with its count; see :mod:`kernelgen.task.metrics`); then
+the denominator, the geometric-mean speedup with its count, and fast_1 and the geometric mean
+against torch.compile and against the faster of eager and torch.compile per case; see
+:mod:`kernelgen.task.metrics`); then
 the tasks whose outcome or speedup differs between the runs that all have them, and the tasks
 missing from a run. A task is scored per (track, task, sample): the pipeline's and the
 baseline's cases of one task are two tasks, never two samples. A merged run compares like any
@@ -80,7 +82,8 @@ def score_table(runs: Sequence[Run]) -> list[str]:
     tracks = sorted({case.track for run in runs for case in run.cases}, key=TRACKS.index)
     by_track = len(tracks) > 1
     header = ["tier", *(["track"] if by_track else []), "run", "cases", "pass", *(f"pass@{k}" for k in ks),
-              *(f"fast_{p:g}" for p in FAST_P_THRESHOLDS), "geomean", "timed"]
+              *(f"fast_{p:g}" for p in FAST_P_THRESHOLDS), "geomean", "timed", "fast_1_compiled", "vs_compiled",
+              "fast_1_best", "vs_best"]
     tiers = sorted({case.tier for run in runs for case in run.cases}, key=tier_key)
     rows = []
     for tier in [*tiers, "all"]:
@@ -91,12 +94,14 @@ def score_table(runs: Sequence[Run]) -> list[str]:
                 if not cases:
                     continue
                 scores = score(cases, ks)
-                geomean = f"{scores.geomean[0]:.2f}x" if scores.geomean else ABSENT
+                geomean, compiled, best = (f"{value[0]:.2f}x" if value else ABSENT for value in
+                                           (scores.geomean, scores.geomean_compiled, scores.geomean_best))
                 timed = str(scores.geomean[1]) if scores.geomean else "0"
                 rows.append([tier, *([track] if by_track else []), run.label, str(scores.cases),
                              _percent(scores.pass_rate),
                              *(_percent(scores.pass_at[k][0]) if k in scores.pass_at else ABSENT for k in ks),
-                             *(_percent(scores.fast[p]) for p in FAST_P_THRESHOLDS), geomean, timed])
+                             *(_percent(scores.fast[p]) for p in FAST_P_THRESHOLDS), geomean, timed,
+                             _percent(scores.fast_compiled), compiled, _percent(scores.fast_best), best])
     return format_table(header, rows)
 
 

@@ -11,7 +11,11 @@
   their count: a mean over 3 cases says less than one over 300).
 
 * **speedup vs torch.compile**: the geometric mean of ``compiled_ms / kernel_ms`` over the
-  correct cases where torch.compile of the eager code was timed (``--kg-compiled``).
+  correct cases where torch.compile of the eager code was timed (``--kg-compiled``), and
+  fast_1 against it: the fraction of those cases (failures and all) faster than torch.compile.
+* **speedup vs the best baseline**: against the faster of eager and torch.compile per case
+  (eager where torch.compile was not timed or failed): what a kernel engineer would otherwise
+  run. Its geometric mean and fast_1, over the same cases as fast_p.
 * **as written / tuned** (``--kg-tune``): the geometric-mean speedup over eager with each
   kernel's configuration as written (its time during the tuning) and as tuned (the case's
   timing); a case without tuning counts the same in both.
@@ -100,6 +104,36 @@ def geomean_speedup(cases: Iterable[CaseResult], *, before: bool = False) -> tup
     return geometric_mean(speedups), len(speedups)
 
 
+def speedup_vs_best(timing: Timing) -> float:
+    """A timing's speedup over the faster of PyTorch eager and torch.compile (eager alone where
+    torch.compile was not timed)."""
+    baseline = min(timing.eager_ms, timing.compiled_ms) if timing.compiled_ms else timing.eager_ms
+    return baseline / timing.kernel_ms
+
+
+def fast_vs_compiled(cases: Sequence[CaseResult], p: float) -> float | None:
+    """fast_p against torch.compile: of all cases but the timed ones torch.compile has no time
+    for (it failed, or was not run), the fraction correct and more than ``p`` times faster than
+    torch.compile (failures stay in the denominator); None when no torch.compile was timed."""
+    if not any(case.timing is not None and case.timing.compiled_ms for case in cases):
+        return None
+    pool = [case for case in cases if case.timing is None or case.timing.compiled_ms]
+    return sum(case.ok and case.timing is not None and case.timing.speedup_vs_compiled > p for case in pool) / len(pool)
+
+
+def fast_vs_best(cases: Sequence[CaseResult], p: float) -> float | None:
+    """fast_p against the faster of eager and torch.compile per case (see :func:`speedup_vs_best`)."""
+    if not cases or all(case.timing is None for case in cases):
+        return None
+    return sum(case.ok and case.timing is not None and speedup_vs_best(case.timing) > p for case in cases) / len(cases)
+
+
+def geomean_vs_best(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
+    """The geometric-mean speedup over the faster of eager and torch.compile, over the correct timed cases."""
+    speedups = [speedup_vs_best(case.timing) for case in cases if case.ok and case.timing is not None]
+    return (geometric_mean(speedups), len(speedups)) if speedups else None
+
+
 def geomean_vs_compiled(cases: Iterable[CaseResult]) -> tuple[float, int] | None:
     """The geometric-mean speedup over torch.compile over the correct cases where it was timed."""
     speedups = [case.timing.speedup_vs_compiled for case in cases
@@ -146,6 +180,9 @@ class Scores:
     fast_before: dict[float, float | None] = field(default_factory=dict)
     geomean_before: tuple[float, int] | None = None
     geomean_compiled: tuple[float, int] | None = None
+    fast_compiled: float | None = None  # fast_1 against torch.compile
+    geomean_best: tuple[float, int] | None = None  # against the faster of eager and torch.compile
+    fast_best: float | None = None
     geomean_as_written: tuple[float, int] | None = None
     tuning_s: tuple[float, int] | None = None
     outcomes: Counter = field(default_factory=Counter)
@@ -161,7 +198,9 @@ def score(cases: Sequence[CaseResult], ks: Iterable[int] = (1,)) -> Scores:
                   fast={p: fast_p(cases, p) for p in FAST_P_THRESHOLDS}, geomean=geomean_speedup(cases),
                   fast_before={p: fast_p(cases, p, before=True) for p in FAST_P_THRESHOLDS},
                   geomean_before=geomean_speedup(cases, before=True),
-                  geomean_compiled=geomean_vs_compiled(cases), geomean_as_written=geomean_as_written(cases),
+                  geomean_compiled=geomean_vs_compiled(cases), fast_compiled=fast_vs_compiled(cases, 1.0),
+                  geomean_best=geomean_vs_best(cases), fast_best=fast_vs_best(cases, 1.0),
+                  geomean_as_written=geomean_as_written(cases),
                   tuning_s=tuning_time(cases),
                   outcomes=Counter(case.outcome.value for case in cases))
 
