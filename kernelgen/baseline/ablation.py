@@ -162,7 +162,11 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                                        device="cuda" if settings.gpu else "interpreter",
                                        timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest)
             artifacts["sandbox"] = run.stderr_tail
-            if not run.ok:
+            if not run.ok and run.outcome is Outcome.TIMEOUT and not settings.gpu:
+                # Triton's interpreter ran out of its time: not judged on the CPU (a GPU judges it).
+                fields = _failure(Outcome.NOT_JUDGED, "sandbox", [Diagnostic(
+                    "", "timeout", f"Triton's interpreter: {run.error}; not judged on the CPU")])
+            elif not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
                 stage = "verify"

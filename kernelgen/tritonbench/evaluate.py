@@ -148,6 +148,10 @@ def track_summary(results: list[CaseResult]) -> list[str]:
              f"execution accuracy: {share(executed)}"]
     if unsupported:
         lines.append(f"unsupported by the language ({len(unsupported)}, counted as failures): {', '.join(unsupported)}")
+    unjudged = sorted(c.task for c in cases if c.outcome == Outcome.NOT_JUDGED)
+    if unjudged:
+        lines.append(f"not judged on the CPU ({len(unjudged)}: the interpreter's budget ran out; counted apart, "
+                     f"not as accurate): {', '.join(unjudged)}")
     refused = {}  # the first perf problem of each correct operator that is the answer's own
     for c in cases:
         answers = [p for p in c.extra.get("perf_problems") or [] if p["code"] not in NOT_THE_ANSWERS]
