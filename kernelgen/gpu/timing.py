@@ -212,3 +212,8 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
                 break
             wait_s *= 4
     return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def call_retried_alone(executor: Any, fn: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any) -> Any:
+    """``executor.call(fn, *args, timeout=timeout, **kwargs)``; placeholder."""
+    return executor.call(fn, *args, timeout=timeout, **kwargs)

@@ -70,16 +70,31 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
 
 
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings,
-                  check_one: Callable[[Draw], None]) -> list[dict[str, int]]:
-    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in order;
-    the first failure ends the case and is raised as is (no shrinking or replay: a failing
-    kernel may hang or fault, and every rerun would cost a timeout). Returns the size
-    assignments checked."""
+                  check_one: Callable[[Draw], None], small_only: bool = False) -> list[dict[str, int]]:
+    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws` (with
+    ``small_only``, the hypothesis draws alone), in order; the first failure ends the case and
+    is raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
+    would cost a timeout), its messages naming the num_sms it ran under where the draw set one.
+    Returns the size assignments checked."""
     checked_sizes: list[dict[str, int]] = []
-    for draw in draws.case_draws(task, checked, settings.shapes, settings.seed, settings.gpu):
-        check_one(draw)
-        checked_sizes.append(draw.sizes)
+    for draw in draws.case_draws(task, None if small_only else checked, settings.shapes, settings.seed, settings.gpu):
+        try:
+            check_one(draw)
+        except KernelgenError as error:
+            raise with_num_sms(error, draw.num_sms) from None
+        if draw.sizes not in checked_sizes:
+            checked_sizes.append(draw.sizes)
     return checked_sizes
+
+
+def with_num_sms(error: KernelgenError, num_sms: int | None) -> KernelgenError:
+    """``error`` with each message saying the num_sms the launch ran under (where a draw set one)."""
+    if num_sms is None:
+        return error
+    renamed = type(error).__new__(type(error))
+    KernelgenError.__init__(renamed, [Diagnostic(d.path, d.code, f"with num_sms = {num_sms}: {d.message}")
+                                      for d in error.diagnostics])
+    return renamed
 
 
 # -- stages --------------------------------------------------------------------------------
@@ -138,14 +153,17 @@ def stage_compile(case: Case) -> None:
 
 
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
-               extreme: bool = False, timeout_s: float | None = None) -> None:
+               extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
-    against the reference on one assignment (its inputs extreme where the draw says so)."""
+    against the reference on one assignment (its inputs extreme where the draw says so; its
+    launches under ``num_sms`` where given)."""
+    from kernelgen.host.plan import verified_num_sms
     from kernelgen.interp.execute import execute_call
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
-    run = execute_call(checked, inputs, timeout_s=timeout_s)
+    with verified_num_sms(num_sms):
+        run = execute_call(checked, inputs, timeout_s=timeout_s)
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
     if problems:
         raise WrongResult(problems)
@@ -158,10 +176,10 @@ def stage_verify(case: Case) -> None:
     if case.settings.gpu:
         from kernelgen.gpu.case import verify_gpu
 
-        check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme)  # noqa: E731
+        check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme, draw.num_sms)  # noqa: E731
     else:
         check_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
-                                            draw.extreme, case.settings.timeout_s)
+                                            draw.extreme, case.settings.timeout_s, draw.num_sms)
     case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
 
 
@@ -174,10 +192,12 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
         if case.settings.gpu:
             from kernelgen.gpu.calls import verify_call_gpu
 
-            check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme)  # noqa: E731
+            check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme,  # noqa: E731
+                                                     draw.num_sms)
         else:
             check_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
-                                                     case.settings.seed, draw.extreme, case.settings.timeout_s)
+                                                     case.settings.seed, draw.extreme, case.settings.timeout_s,
+                                                     draw.num_sms)
         checked = for_each_draw(concrete, case.checked, case.settings, check_one)
     return checked
 

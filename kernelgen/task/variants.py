@@ -97,17 +97,19 @@ def outputs_by_name(task: Task, result: Any) -> dict[str, Any]:
 
 
 def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed: int,
-                    extreme: bool = False, timeout_s: float | None = None) -> None:
+                    extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None) -> None:
     """One variant's call, run by the reference interpreter, against the reference on one size
-    assignment; the outputs (and which elements were written) shaped back as the call's."""
-    from kernelgen.host.plan import plan_launch
+    assignment (under ``num_sms`` where given); the outputs (and which elements were written)
+    shaped back as the call's."""
+    from kernelgen.host.plan import plan_launch, verified_num_sms
     from kernelgen.interp.execute import execute
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
     call, checked = bound_call(task, kernel, inputs)
     try:
-        run = execute(plan_launch(checked, call.args), timeout_s=timeout_s)
+        with verified_num_sms(num_sms):
+            run = execute(plan_launch(checked, call.args), timeout_s=timeout_s)
     except KernelgenError as error:
         raise named(task, error) from None
     outputs = outputs_by_name(task, call.finish(run.outputs))
