@@ -123,6 +123,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
     """Judge one baseline answer; never raises for a bad answer, nor for a crash of kernelgen
     itself on it (``harness_error``)."""
     from kernelgen.baseline.sandbox import run_calls_in_sandbox
+    from kernelgen.task.variants import unlisted_calls
 
     start = time.perf_counter()
     artifacts = {"answer": answer, **({"prompt": prompt} if prompt is not None else {})}
@@ -147,6 +148,10 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             # every size assignment, in one sandboxed process; the first call is timed.
             concrete = [t for t in task.variant_tasks() if settings.gpu or _bf16_limitation(t) is None]
             calls = [(t, make_inputs(t, sizes, settings.seed), sizes) for t in concrete for sizes in sizes_checked]
+            # The calls no listed call makes, on the smallest size assignment (they are checked, not timed).
+            smallest_sizes = min(sizes_checked, key=lambda sizes: task.footprint(sizes)[0])
+            calls += [(t, make_inputs(t, smallest_sizes, settings.seed), smallest_sizes) for t in unlisted_calls(task)
+                      if settings.gpu or _bf16_limitation(t) is None]
             timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
                           if settings.gpu and settings.time_kernels else None)
             timed = list(timed_args.values()) if timed_args is not None else None

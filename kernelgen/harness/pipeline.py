@@ -184,11 +184,15 @@ def stage_verify(case: Case) -> None:
 
 
 def verify_calls(case: Case) -> list[dict[str, int]]:
-    """Every call (variant) of the task on every size assignment, in order; the first failure
-    ends the case, its diagnostics naming the call."""
-    from kernelgen.task.variants import verify_call_cpu
+    """Every call (variant) of the task on every size assignment, in order, then every call the
+    task admits that no listed call makes (:func:`kernelgen.task.variants.unlisted_calls`) on
+    the hypothesis draws (small sizes); the first failure ends the case, its diagnostics naming
+    the call."""
+    from kernelgen.task.variants import unlisted_calls, verify_call_cpu
 
-    for concrete in case.task.variant_tasks():
+    checked: list[dict[str, int]] = []
+    listed = case.task.variant_tasks()
+    for concrete in listed + unlisted_calls(case.task):
         if case.settings.gpu:
             from kernelgen.gpu.calls import verify_call_gpu
 
@@ -198,7 +202,8 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
             check_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
                                                      case.settings.seed, draw.extreme, case.settings.timeout_s,
                                                      draw.num_sms)
-        checked = for_each_draw(concrete, case.checked, case.settings, check_one)
+        sizes = for_each_draw(concrete, case.checked, case.settings, check_one, small_only=concrete not in listed)
+        checked += [s for s in sizes if s not in checked]
     return checked
 
 

@@ -352,6 +352,9 @@ class Task(_Model):
         if self.variants:
             lines.append("Calls checked and timed (one kernel must serve them all):")
             lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
+            if self.dtypes or any(i.is_plain and i.shape is not None and i.optional for i in self.signature.inputs):
+                lines.append("Every other call a PyTorch user may make (each binding of the dtype variables with each "
+                             "presence of the optional tensors) is checked too, at small sizes.")
         if self.sizes:
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
