@@ -72,7 +72,7 @@ def _compiled_list(compiled: Any) -> list[Any]:
 def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False, num_sms: int | None = None) -> None:
     """The kernel on one size assignment (under ``num_sms`` where given), in the executor's
     child; a timeout under load is retried once alone (:func:`kernelgen.gpu.timing.call_retried_alone`)."""
-    compiled = compiled_for(case, sizes, scalar_values(case.task, sizes, case.settings.seed))
+    compiled = compiled_for(case, sizes, scalar_values(case.task, sizes, case.settings.seed, extreme))
     problems = call_retried_alone(case.settings.executor, verify_job, case.task, case.checked, compiled, dict(sizes),
                                   case.settings.seed, extreme, num_sms, timeout=case.settings.timeout_s)
     if problems:

@@ -294,11 +294,12 @@ def draw_sizes(task: Task, shapes: int, seed: int, gpu: bool) -> list[dict[str, 
 
 def case_draws(task: Task, checked: Checked | None, shapes: int, seed: int, gpu: bool) -> list[Draw]:
     """Every assignment a kernel is checked on: the hypothesis draws, then the targeted and
-    range-maximum ones (none without a checked kernel or without sizes), then the num_sms
-    draws of a kernel that reads it; duplicates dropped."""
+    range-maximum ones (none without a checked kernel or without sizes), the smallest first,
+    then the num_sms draws of a kernel that reads it; duplicates dropped."""
     draws = [Draw(sizes) for sizes in draw_sizes(task, shapes, seed, gpu)]
     if checked is not None and task.sizes:
-        for draw in targeted_draws(task, checked, seed, gpu):
+        # The smallest first: a wrong kernel fails on the cheapest draw that shows it.
+        for draw in sorted(targeted_draws(task, checked, seed, gpu), key=lambda d: task.footprint(d.sizes)[0]):
             if draw not in draws:
                 draws.append(draw)
     if checked is not None:
