@@ -152,6 +152,13 @@ class CompileError(KernelgenError):
     outcome = Outcome.COMPILE_ERROR
 
 
+class CompileTimeout(KernelgenError):
+    """The compiler ran past its limit (a job like any other: its outcome is ``timeout``)."""
+
+    stage = "compile"
+    outcome = Outcome.TIMEOUT
+
+
 class LaunchError(KernelgenError):
     stage = "launch"
     outcome = Outcome.LAUNCH_ERROR

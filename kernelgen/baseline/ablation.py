@@ -123,6 +123,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
     """Judge one baseline answer; never raises for a bad answer, nor for a crash of kernelgen
     itself on it (``harness_error``)."""
     from kernelgen.baseline.sandbox import run_calls_in_sandbox
+    from kernelgen.gpu.timing import retried_alone
     from kernelgen.task.variants import unlisted_calls
 
     start = time.perf_counter()
@@ -162,10 +163,11 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             smallest = min(range(len(calls)), key=lambda i: _elements(calls[i][1]))
             again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
                      if timed is not None else _refilled(*calls[smallest], settings.seed, False))
-            run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
-                                       timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
-                                       device="cuda" if settings.gpu else "interpreter",
-                                       timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest)
+            run = retried_alone(lambda: run_calls_in_sandbox(
+                verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
+                timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
+                device="cuda" if settings.gpu else "interpreter", timed_inputs=timed, refill=list(again[1].values()),
+                refill_call=smallest), timed_out=lambda result: result.outcome is Outcome.TIMEOUT)
             artifacts["sandbox"] = run.stderr_tail
             if not run.ok and run.outcome is Outcome.TIMEOUT and not settings.gpu:
                 # Triton's interpreter ran out of its time: not judged on the CPU (a GPU judges it).
@@ -233,11 +235,12 @@ def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> l
 def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:
     """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's."""
     from kernelgen.gpu.case import COMPILED_TIMEOUT_S, eager_job, roofline_fraction
+    from kernelgen.gpu.timing import call_retried_alone
 
     sizes = dict(task.bench_sizes)
     timeout = max(settings.timeout_s, COMPILED_TIMEOUT_S if settings.torch_compile else 120.0)
-    measured = settings.executor.call(eager_job, task, sizes, settings.seed, torch_compile=settings.torch_compile,
-                                      timeout=timeout)
+    measured = call_retried_alone(settings.executor, eager_job, task, sizes, settings.seed,
+                                  torch_compile=settings.torch_compile, timeout=timeout)
     kernel_ms = statistics.median(kernel_times)
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from kernelgen.errors import Outcome
-from kernelgen.gpu.timing import event_times, flush_buffer
+from kernelgen.errors import KernelTimeout, Outcome
+from kernelgen.gpu.timing import event_times, flush_buffer, listen_for_waits
 
 
 
@@ -52,6 +52,8 @@ def classify(exc: BaseException) -> Outcome:
     """The outcome of an exception raised while running an answer."""
     if isinstance(exc, SyntaxError):
         return Outcome.SYNTAX_ERROR
+    if isinstance(exc, KernelTimeout):  # too slow to time within a GPU turn (kernelgen.gpu.timing)
+        return Outcome.TIMEOUT
     try:
         from triton.compiler.errors import CompilationError
     except ImportError:
@@ -324,9 +326,12 @@ def _child_main(job_dir: Path) -> int:
     torch_guard = TorchGuard(str(job_dir / "answer.py"), frozenset(job["torch_allowed"]))
     from torch.overrides import _get_current_function_mode_stack
 
+    # The ready pipe stays open: a wait for the GPU turn is reported on it (the parent's clock
+    # stops while another worker holds the turn; the parent checks that one does).
+    ready_fd, write = job["ready_fd"], os.write
+    listen_for_waits(lambda waiting: write(ready_fd, b"wait\n" if waiting else b"turn\n"))
     install_guard(job["write_roots"], job["compiler_tools"])
-    os.write(job["ready_fd"], b"ready\n")
-    os.close(job["ready_fd"])
+    os.write(ready_fd, b"ready\n")
 
     def guarded(function, *args):
         """``function(*args)`` under the torch guard, which must still be in place after it."""

@@ -282,14 +282,13 @@ def runtime_allowed_torch_names() -> frozenset[str]:
 def _supervise(process: subprocess.Popen, ready_fd: int, job_dir: Path, timeout_s: float,
                startup_timeout_s: float, isolation: str) -> SandboxResult:
     readable, _, _ = select.select([ready_fd], [], [], startup_timeout_s)
-    if not readable or os.read(ready_fd, 16) != b"ready\n":
+    if not readable or os.read(ready_fd, len(b"ready\n")) != b"ready\n":
         _kill_group(process)
         why = "did not start in time" if not readable else f"exited with status {process.wait()} before starting"
         raise SandboxError(f"the sandboxed process {why}: {_tail(job_dir)}", code="sandbox_start")
     started = time.monotonic()
-    try:
-        returncode = process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    returncode = _wait_within(process, ready_fd, timeout_s)
+    if returncode is None:
         _kill_group(process)
         return SandboxResult(Outcome.TIMEOUT, error=f"no result after {timeout_s:g} s", stderr_tail=_tail(job_dir),
                              duration_s=time.monotonic() - started, network_isolation=isolation)
@@ -311,6 +310,45 @@ def _supervise(process: subprocess.Popen, ready_fd: int, job_dir: Path, timeout_
             outcome, error = Outcome.RUNTIME_ERROR, f"unreadable outputs: {type(exc).__name__}: {exc}"
     return SandboxResult(outcome, calls[0] if calls else (), error, _tail(job_dir), duration, isolation,
                          calls, modified, times)
+
+
+_POLL_S = 0.1
+
+
+def _wait_within(process: subprocess.Popen, ready_fd: int, timeout_s: float) -> int | None:
+    """The child's exit status, or None past ``timeout_s`` seconds of its work: the time it
+    reports waiting for its GPU turn (``wait`` ... ``turn`` on the ready pipe) does not count
+    while another process really holds the turn (the lock cannot be taken here), so an answer
+    that claims to wait gains nothing."""
+    from kernelgen.gpu.timing import LOCK_WAIT_S, turn_taken_elsewhere
+
+    left, waiting, waited = timeout_s, False, 0.0
+    pending = b""
+    while True:
+        step = min(_POLL_S, max(left, 0.0))
+        started = time.monotonic()
+        readable, _, _ = select.select([ready_fd], [], [], step)
+        if readable:
+            data = os.read(ready_fd, 4096)
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                waiting = {b"wait": True, b"turn": False}.get(line, waiting)
+            if not data:  # the child closed the pipe: it exits
+                try:
+                    return process.wait(timeout=max(left, 0.0) + 1.0)
+                except subprocess.TimeoutExpired:
+                    return None
+        code = process.poll()
+        if code is not None:
+            return code
+        spent = time.monotonic() - started
+        if waiting and waited < LOCK_WAIT_S and turn_taken_elsewhere():
+            waited += spent
+        else:
+            left -= spent
+        if left <= 0:
+            return None
 
 
 def _read_status(path: Path) -> tuple[Outcome, str, tuple[tuple[int, ...], ...], tuple[float, ...]] | None:
@@ -357,4 +395,4 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 _CHILD_OUTCOMES = (Outcome.OK, Outcome.RUNTIME_ERROR, Outcome.COMPILE_ERROR, Outcome.SYNTAX_ERROR, Outcome.NO_KERNEL,
-                   Outcome.FORBIDDEN_CONSTRUCT)
+                   Outcome.FORBIDDEN_CONSTRUCT, Outcome.TIMEOUT)

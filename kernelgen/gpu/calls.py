@@ -95,8 +95,8 @@ def time_calls(case: Case) -> Timing:
     sizes = dict(case.task.bench_sizes)
     timeout = max(case.settings.timeout_s, COMPILED_TIMEOUT_S if case.settings.torch_compile else 120.0)
     for task in case.task.variant_tasks():
-        measured = case.settings.executor.call(time_call_job, task, case.kernel, sizes, case.settings.seed,
-                                               torch_compile=case.settings.torch_compile, timeout=timeout)
+        measured = call_retried_alone(case.settings.executor, time_call_job, task, case.kernel, sizes,
+                                      case.settings.seed, torch_compile=case.settings.torch_compile, timeout=timeout)
         kernel_ms = statistics.median(measured["kernel_ms"])
         eager_ms = statistics.median(measured["eager_ms"])
         compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None

@@ -354,8 +354,8 @@ def time_case(case: Case) -> Timing:
     sizes = dict(case.task.bench_sizes)
     compiled = compiled_for(case, sizes, case.task.scalars)
     timeout = max(case.settings.timeout_s, COMPILED_TIMEOUT_S if case.settings.torch_compile else 120.0)
-    measured = case.settings.executor.call(time_job, case.task, case.checked, compiled, sizes, case.settings.seed,
-                                           torch_compile=case.settings.torch_compile, timeout=timeout)
+    measured = call_retried_alone(case.settings.executor, time_job, case.task, case.checked, compiled, sizes,
+                                  case.settings.seed, torch_compile=case.settings.torch_compile, timeout=timeout)
     kernel_ms = statistics.median(measured["kernel_ms"])
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
