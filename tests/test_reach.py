@@ -39,7 +39,7 @@ def test_a_draw_goes_past_a_tile_product() -> None:
     assert any(d.kind == "past_extent" and d.sizes["N"] > 16384 for d in draws)
 
 
-@pytest.mark.parametrize("task_id, name, others", [("row_cumsum_long", "N", {"M": RANGE_MAX_OTHERS}),
+@pytest.mark.parametrize("task_id, name, others", [("row_cumsum_long", "N", {"M": 1}),  # 16 x 65536 x 2: past the budget
                                                     ("matmul_f16", "K", {"M": 16, "N": 16}),
                                                     ("cross_entropy", "C", {"M": 16})])
 def test_cpu_mode_draws_each_size_at_its_range_maximum(task_id: str, name: str, others: dict[str, int]) -> None:
@@ -50,6 +50,21 @@ def test_cpu_mode_draws_each_size_at_its_range_maximum(task_id: str, name: str, 
     (draw,) = [d for d in draws if d.sizes[name] == task.sizes[name].max]
     assert draw.sizes == {**others, name: task.sizes[name].max} and draw.extreme
     assert task.footprint(draw.sizes)[0] <= CPU_RANGE_MAX_BUDGET
+
+
+def test_in_cpu_mode_a_draw_past_the_extent_near_the_maximum_stands_for_it_except_along_a_loop() -> None:
+    """softmax_temperature: M past the extent reaches 7960 of 8192 (8192 rows cost seconds in the
+    interpreter, per call); N, which the kernel loops over, still gets its range's maximum."""
+    from kernelgen.task.draws import looped_sizes
+
+    task = get_task("softmax_temperature")
+    checked = check(task.golden)
+    assert looped_sizes(checked) & set(task.sizes) == {"N"}
+    cpu = case_draws(task, checked, 5, 0, gpu=False)
+    assert any(d.kind == "past_extent" and d.sizes["M"] * 2 >= 8192 for d in cpu)
+    assert [d.sizes for d in cpu if d.kind == "range_max"] == [{"M": RANGE_MAX_OTHERS, "N": 8192}]
+    assert {"M", "N"} <= {n for d in case_draws(task, checked, 5, 0, gpu=True) if d.kind == "range_max"
+                          for n, v in d.sizes.items() if v == task.sizes[n].max}
 
 
 def test_a_range_maximum_past_the_budget_takes_the_others_at_their_minimum() -> None:

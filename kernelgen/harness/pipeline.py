@@ -69,15 +69,26 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
     return draws.draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
 
 
-def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings,
-                  check_one: Callable[[Draw], None], small_only: bool = False) -> list[dict[str, int]]:
-    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws` (with
-    ``small_only``, the hypothesis draws alone), in order; the first failure ends the case and
-    is raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
+# The hypothesis draws a call no listed call makes is verified on (the smallest): each binding and
+# presence pattern needs checking, not at every size.
+UNLISTED_DRAWS = 2
+
+
+def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
+                  which: str = "all") -> list[dict[str, int]]:
+    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in
+    order (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
+    :data:`UNLISTED_DRAWS` smallest hypothesis draws); the first failure ends the case and is
+    raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
     would cost a timeout), its messages naming the num_sms it ran under where the draw set one.
     Returns the size assignments checked."""
+    every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
+    if which == "small":
+        every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS]
+    elif which == "no_range_max":
+        every = [d for d in every if d.kind != "range_max"]
     checked_sizes: list[dict[str, int]] = []
-    for draw in draws.case_draws(task, None if small_only else checked, settings.shapes, settings.seed, settings.gpu):
+    for draw in every:
         try:
             check_one(draw)
         except KernelgenError as error:
@@ -184,10 +195,10 @@ def stage_verify(case: Case) -> None:
 
 
 def verify_calls(case: Case) -> list[dict[str, int]]:
-    """Every call (variant) of the task on every size assignment, in order, then every call the
-    task admits that no listed call makes (:func:`kernelgen.task.variants.unlisted_calls`) on
-    the hypothesis draws (small sizes); the first failure ends the case, its diagnostics naming
-    the call."""
+    """Every call (variant) of the task on every size assignment, in order (in CPU mode the
+    ranges' maxima for the first call only: the interpreter's time), then every call the task
+    admits that no listed call makes (:func:`kernelgen.task.variants.unlisted_calls`) on the
+    smallest hypothesis draws; the first failure ends the case, its diagnostics naming the call."""
     from kernelgen.task.variants import unlisted_calls, verify_call_cpu
 
     checked: list[dict[str, int]] = []
@@ -202,7 +213,9 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
             check_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
                                                      case.settings.seed, draw.extreme, case.settings.timeout_s,
                                                      draw.num_sms)
-        sizes = for_each_draw(concrete, case.checked, case.settings, check_one, small_only=concrete not in listed)
+        which = ("small" if concrete not in listed else
+                 "all" if case.settings.gpu or concrete is listed[0] else "no_range_max")
+        sizes = for_each_draw(concrete, case.checked, case.settings, check_one, which)
         checked += [s for s in sizes if s not in checked]
     return checked
 

@@ -10,8 +10,10 @@ covers (:func:`block_extent`: its blocks as tiles, the product of their axes, so
 tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
 meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
 times a block; not a multiple of it), the other names small. Every name also gets a draw at its
-range's maximum, in CPU mode too, with the other names at 16 where the budget allows (else at
-their minimum): the sizes the prompt promises are the sizes checked, and a long reduction shows
+range's maximum, in CPU mode too (there, along a size the grid spreads over and no loop runs
+over, a draw past the extent that reached half of it stands for it: thousands of programs cost
+the interpreter seconds), with the other names at 16 where the budget allows (else at their
+minimum): the sizes the prompt promises are the sizes checked, and a long reduction shows
 its accumulated rounding on enough outputs (an f16 matmul accumulating in f16 is off at
 K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the total
 elements (CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a
@@ -56,8 +58,8 @@ SMALL_SIZES = (1, 2, 3, 5, 7, 16, 17)
 CPU_ELEMENT_BUDGET = 1 << 23
 GPU_BYTE_BUDGET = 4 << 30
 # The range-maximum draws in CPU mode: all their inputs and outputs within this many elements
-# (1 x 65536 fits with room; the interpreter takes about a second on it).
-CPU_RANGE_MAX_BUDGET = 1 << 21
+# (1 x 65536 fits with room; the interpreter takes a fraction of a second on it).
+CPU_RANGE_MAX_BUDGET = 1 << 20
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -219,6 +221,8 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     range's maximum (:func:`range_max_draw`). All within the budget, with the extreme domains."""
     rng = random.Random(f"{task.id}:{seed}:targeted")
     extent = block_extent(checked)
+    looped = looped_sizes(checked) & set(task.sizes)
+    gridded = {n for each in launches_of(checked) for n in _names(list(each.kernel.grid))} & set(task.sizes)
     draws: list[Draw] = []
     for name in task.sizes:
         small = {}
@@ -228,8 +232,36 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         cap = _largest_fitting(task, small, name, gpu)
         value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
         draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
-        draws.append(range_max_draw(task, name, gpu))
+        # In CPU mode, along a size the grid spreads over (8192 rows are 8192 programs, seconds
+        # per call in the interpreter), a draw past the extent that reaches half the range's
+        # maximum stands for it, unless a loop runs over that size too (a reduction, whose
+        # rounding shows on the other sizes' 16); on the GPU both run.
+        if gpu or 2 * value < task.sizes[name].max or name not in gridded or name in looped:
+            draws.append(range_max_draw(task, name, gpu))
     return draws
+
+
+def looped_sizes(checked: Checked) -> set[str]:
+    """The size names a loop's bounds read, directly or through a param's host expression
+    (the reductions a kernel walks in blocks: a matmul's K, a long row's N)."""
+    names: set[str] = set()
+    for each in launches_of(checked):
+        hosts = {b.name: b.value for b in each.params if b.value is not None}
+        for loop in _loops(each.kernel.body):
+            for bound in (loop.start, loop.stop):
+                for name in _names(bound):
+                    names |= _names(hosts[name]) if name in hosts else {name}
+    return names
+
+
+def _names(expr: object) -> set[str]:
+    if isinstance(expr, str):
+        return {expr}
+    if isinstance(expr, L.Node):
+        return {n for _, value in L.node_fields(expr) for n in _names(value)}
+    if isinstance(expr, list):
+        return {n for value in expr for n in _names(value)}
+    return set()
 
 
 def num_sms_draws(task: Task, checked: Checked, draws: list[Draw], scalars_of) -> list[Draw]:
