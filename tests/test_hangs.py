@@ -134,6 +134,23 @@ def test_a_timeout_under_load_is_retried_once_alone(tmp_path: Path, monkeypatch:
         other.wait()
 
 
+def test_a_job_run_alone_takes_no_slot_of_its_own_and_holds_off_others(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every executor call holds a slot; within ``alone`` this process's own calls go ahead (no
+    deadlock on its own lock) while another worker's job waits at the gate."""
+    monkeypatch.setenv(timing.ALONE_VARIABLE, str(tmp_path / "jobs.lock"))
+    with Executor() as executor:
+        with timing.alone():
+            assert executor.call(os.getpid, timeout=60) == executor.pid
+            waiting = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; "
+                                        "d = os.open(sys.argv[1] + '.gate', os.O_RDONLY); fcntl.flock(d, fcntl.LOCK_EX)",
+                                        str(tmp_path / "jobs.lock")])
+            time.sleep(0.5)
+            assert waiting.poll() is None  # at the gate
+        assert waiting.wait(timeout=30) == 0  # through it once the job alone is done
+    assert not timing.others_running()
+
+
 def test_a_timeout_with_no_other_job_running_is_the_verdict_at_once(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(timing.ALONE_VARIABLE, str(tmp_path / "jobs.lock"))

@@ -94,3 +94,16 @@ def test_verified_num_sms_sets_what_launches_read() -> None:
         with verified_num_sms(count):
             assert plan_launch(kernel, {"x": x}).num_programs == min(count, -(-100_000 // 1024))
     assert plan_launch(kernel, {"x": x}).num_programs == INTERPRETER_NUM_SMS
+
+
+def test_a_draw_chosen_for_the_kernel_that_the_interpreter_cannot_afford_is_left_out_and_recorded() -> None:
+    """attention_f16's [128, 64] score tile puts S past 8192: quadratic work past the
+    interpreter's budget. That draw is left out (recorded); the case is judged on the others."""
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.lang.parse import kernel_to_json
+
+    task = get_task("attention_f16")
+    result = evaluate_answer(task, kernel_to_json(task.golden), Settings(gpu=False, compile=False))
+    assert result.ok
+    (left_out,) = result.extra["unjudged_draws"]
+    assert left_out["kind"] == "past_extent" and left_out["code"] == "over_budget" and left_out["sizes"]["S"] > 8192

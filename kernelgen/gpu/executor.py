@@ -121,9 +121,11 @@ class Executor:
         ``timeout`` (seconds, default :attr:`default_timeout`) counts from sending the call to
         the first byte of its reply; it is a keyword of the executor, never passed to ``fn``.
         """
+        from kernelgen.gpu.timing import job_slot
+
         timeout = self.default_timeout if timeout is None else timeout
         request = dumps((fn, args, kwargs))
-        with self._lock:
+        with self._lock, job_slot():  # one of the machine's jobs (none while one runs alone)
             conn = self._ensure_child()
             try:
                 conn.send_bytes(request)

@@ -164,14 +164,19 @@ def gpu_turn() -> Iterator[None]:
 def turn_taken_elsewhere() -> bool:
     """Whether another process holds the GPU turn named by ``KERNELGEN_GPU_LOCK`` now (False
     without one): what makes a reported wait for the turn true."""
+    path = os.environ.get(LOCK_VARIABLE)
+    try:
+        descriptor = os.open(path, os.O_RDONLY) if path else None
+    except OSError:
+        return False
+    return _held_elsewhere(descriptor)
+
+
+def _held_elsewhere(descriptor: int | None) -> bool:
+    """Whether another open file holds a lock on ``descriptor``'s file (False for None); closes it."""
     import fcntl
 
-    path = os.environ.get(LOCK_VARIABLE)
-    if not path:
-        return False
-    try:
-        descriptor = os.open(path, os.O_RDONLY)
-    except OSError:
+    if descriptor is None:
         return False
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -292,7 +297,7 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
 # -- a timeout under load is retried once alone ---------------------------------------------
 
 ALONE_VARIABLE = "KERNELGEN_ALONE_LOCK"
-_slots_held = 0  # this process's nesting of job_slot
+_slots = threading.local()  # per thread: how deep in job_slot (or alone) it is
 
 
 def _lock_file(suffix: str = "") -> int | None:
@@ -310,15 +315,15 @@ def job_slot() -> Iterator[None]:
     """One job of this process among the workers sharing ``KERNELGEN_ALONE_LOCK`` (a shared lock
     on it): taken after any job that runs alone (:func:`alone`) has finished, and its waiting
     time is before the job's clock starts. Nothing without the variable; re-entrant."""
-    global _slots_held
     import fcntl
 
-    if _slots_held:
-        _slots_held += 1
+    depth = getattr(_slots, "depth", 0)
+    if depth:
+        _slots.depth = depth + 1
         try:
             yield
         finally:
-            _slots_held -= 1
+            _slots.depth = depth
         return
     gate, slots = _lock_file(".gate"), _lock_file()
     try:
@@ -326,10 +331,10 @@ def job_slot() -> Iterator[None]:
             fcntl.flock(gate, fcntl.LOCK_EX)  # no job starts while one runs alone
             fcntl.flock(slots, fcntl.LOCK_SH)
             fcntl.flock(gate, fcntl.LOCK_UN)
-        _slots_held += 1
+        _slots.depth = 1
         yield
     finally:
-        _slots_held = max(_slots_held - 1, 0)
+        _slots.depth = 0
         for descriptor in (gate, slots):
             if descriptor is not None:
                 os.close(descriptor)
@@ -338,16 +343,19 @@ def job_slot() -> Iterator[None]:
 @contextlib.contextmanager
 def alone() -> Iterator[None]:
     """Run with no other job of the workers sharing ``KERNELGEN_ALONE_LOCK``: new jobs wait at
-    the gate, running ones finish first."""
+    the gate, running ones finish first (this process's own jobs within it take no slot)."""
     import fcntl
 
+    depth = getattr(_slots, "depth", 0)
     gate, slots = _lock_file(".gate"), _lock_file()
     try:
         if gate is not None and slots is not None:
             fcntl.flock(gate, fcntl.LOCK_EX)
             fcntl.flock(slots, fcntl.LOCK_EX)
+        _slots.depth = depth + 1
         yield
     finally:
+        _slots.depth = depth
         for descriptor in (slots, gate):
             if descriptor is not None:
                 os.close(descriptor)
@@ -355,18 +363,7 @@ def alone() -> Iterator[None]:
 
 def others_running() -> bool:
     """Whether another process holds a job slot now (this one holds none)."""
-    import fcntl
-
-    slots = _lock_file()
-    if slots is None:
-        return False
-    try:
-        fcntl.flock(slots, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(slots)
+    return _held_elsewhere(_lock_file())
 
 
 def retried_alone(attempt: Callable[[], Any], timed_out: Callable[[Any], bool] | None = None) -> Any:

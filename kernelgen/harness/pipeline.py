@@ -19,7 +19,7 @@ from kernelgen.task.case import Case, Settings
 from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.check.checked import Checked
 from kernelgen.task.draws import Draw
-from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
+from kernelgen.errors import Diagnostic, InterpreterLimit, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.lang.generic import binding_for, instantiate
 from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
@@ -75,13 +75,16 @@ UNLISTED_DRAWS = 2
 
 
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
-                  which: str = "all") -> list[dict[str, int]]:
+                  which: str = "all", unjudged: list[dict[str, Any]] | None = None) -> list[dict[str, int]]:
     """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in
     order (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
     :data:`UNLISTED_DRAWS` smallest hypothesis draws); the first failure ends the case and is
     raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
     would cost a timeout), its messages naming the num_sms it ran under where the draw set one.
-    Returns the size assignments checked."""
+    A draw the harness chose for the kernel (past its extent, a range's maximum, a num_sms)
+    that the interpreter cannot afford is left out, recorded in ``unjudged`` (a quadratic
+    attention past 4096 keys; the GPU judges it), where the hypothesis draws' own
+    ``not_judged`` ends the case. Returns the size assignments checked."""
     every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
     if which == "small":
         every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS]
@@ -91,6 +94,11 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
     for draw in every:
         try:
             check_one(draw)
+        except InterpreterLimit as error:
+            if draw.kind == "drawn" or unjudged is None:
+                raise with_num_sms(error, draw.num_sms) from None
+            unjudged.append({"sizes": draw.sizes, "num_sms": draw.num_sms, "kind": draw.kind, "code": error.code})
+            continue
         except KernelgenError as error:
             raise with_num_sms(error, draw.num_sms) from None
         if draw.sizes not in checked_sizes:
@@ -191,7 +199,10 @@ def stage_verify(case: Case) -> None:
     else:
         check_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
                                             draw.extreme, case.settings.timeout_s, draw.num_sms)
-    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
+    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one,
+                                       unjudged=case.extra.setdefault("unjudged_draws", []))
+    if not case.extra["unjudged_draws"]:
+        del case.extra["unjudged_draws"]
 
 
 def verify_calls(case: Case) -> list[dict[str, int]]:
@@ -202,6 +213,7 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
     from kernelgen.task.variants import unlisted_calls, verify_call_cpu
 
     checked: list[dict[str, int]] = []
+    unjudged: list[dict[str, Any]] = []
     listed = case.task.variant_tasks()
     for concrete in listed + unlisted_calls(case.task):
         if case.settings.gpu:
@@ -215,8 +227,10 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
                                                      draw.num_sms)
         which = ("small" if concrete not in listed else
                  "all" if case.settings.gpu or concrete is listed[0] else "no_range_max")
-        sizes = for_each_draw(concrete, case.checked, case.settings, check_one, which)
+        sizes = for_each_draw(concrete, case.checked, case.settings, check_one, which, unjudged)
         checked += [s for s in sizes if s not in checked]
+    if unjudged:
+        case.extra["unjudged_draws"] = unjudged
     return checked
 
 

@@ -470,6 +470,11 @@ def summarize(results: list) -> list[str]:
             lines.append(f"{track:<9}{tier:<7}{len(group):>6}{counts['ok'] / len(group):>7.0%} "
                          + "".join(f"{counts[o]:>16}" for o in seen))
     lines.extend(_largest_checked(cases))
+    skipped = [c for c in cases if c.ok and c.extra.get("unjudged_draws")]
+    if skipped:
+        lines.append(f"{len(skipped)} cases left out {sum(len(c.extra['unjudged_draws']) for c in skipped)} draws past "
+                     f"the interpreter's budget (judged on the others; a GPU runs them): "
+                     f"{', '.join(sorted({c.task for c in skipped})[:10])}")
     unjudged = [c for c in cases if c.outcome == Outcome.NOT_JUDGED]
     if unjudged:
         lines.append(f"{len(unjudged)} cases {NOT_JUDGED_REASON}, counted apart (skipped, not failed; not "

@@ -201,10 +201,10 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
 
 
 def call_bindings(task: Task, kernel: L.Kernel) -> list[dict[str, str]]:
-    """The distinct dtype bindings of the kernel that the task's calls select, in call order
-    (one empty binding for a kernel without dtype variables)."""
+    """The distinct dtype bindings of the kernel that the task's calls select, listed and
+    unlisted, in call order (one empty binding for a kernel without dtype variables)."""
     found: list[dict[str, str]] = []
-    for concrete in task.variant_tasks():
+    for concrete in task.variant_tasks() + unlisted_calls(task):
         sizes = {name: max(r.min, 2) for name, r in concrete.sizes.items()}
         call, _ = bound_call(concrete, kernel, make_inputs(concrete, sizes, shapes_only=True))
         if call.dtypes not in found:
