@@ -10,10 +10,9 @@ covers (:func:`block_extent`: its blocks as tiles, the product of their axes, so
 tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
 meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
 times a block; not a multiple of it), the other names small. Every name also gets a draw at its
-range's maximum, in CPU mode too (there, along a size the grid spreads over and no loop runs
-over, a draw past the extent that reached half of it stands for it: thousands of programs cost
-the interpreter seconds), with the other names at 16 where the budget allows (else at their
-minimum): the sizes the prompt promises are the sizes checked, and a long reduction shows
+range's maximum (in CPU mode, where thousands of programs cost the interpreter seconds, every
+name but those the grid spreads over and no loop runs over), with the other names at 16 where
+the budget allows (else at their minimum): the sizes the prompt promises are the sizes checked, and a long reduction shows
 its accumulated rounding on enough outputs (an f16 matmul accumulating in f16 is off at
 K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the total
 elements (CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a
@@ -232,11 +231,11 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         cap = _largest_fitting(task, small, name, gpu)
         value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
         draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
-        # In CPU mode, along a size the grid spreads over (8192 rows are 8192 programs, seconds
-        # per call in the interpreter), a draw past the extent that reaches half the range's
-        # maximum stands for it, unless a loop runs over that size too (a reduction, whose
-        # rounding shows on the other sizes' 16); on the GPU both run.
-        if gpu or 2 * value < task.sizes[name].max or name not in gridded or name in looped:
+        # In CPU mode, along a size the grid spreads over and no loop runs over (8192 rows are
+        # 8192 programs, the interpreter's time), the draw past the extent stands for the range's
+        # maximum: a size a program covers in blocks or a loop walks (a reduction, whose rounding
+        # shows on the other sizes' 16) gets it; on the GPU every size does.
+        if gpu or name not in gridded or name in looped:
             draws.append(range_max_draw(task, name, gpu))
     return draws
 
