@@ -44,7 +44,8 @@ def test_a_slow_host_does_not_count() -> None:
     times = event_times(call, flush, 20, 3)
     assert len(times) == 20
     assert statistics.median(times) < HOST_S * 1e3 / 5, times
-    assert (x[0].item() - 5 - 3) % 20 == 0  # every call of each attempt ran once: none dropped
+    # every call of each attempt ran once, none dropped (5 above, 2 outside the turn, 3 warm-up)
+    assert (x[0].item() - 5 - 2 - 3) % 20 == 0
 
 
 @pytest.mark.gpu

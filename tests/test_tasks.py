@@ -67,8 +67,21 @@ def test_eager_computes_the_reference_function(task) -> None:
         assert len(results) == len(expected)
         for (name, want), got in zip(expected.items(), results):
             assert got.shape == want.shape, name
+            if _tie_order_only(task, inputs, got, want):
+                continue
             torch.testing.assert_close(got.to(want.dtype).double(), want.double(), rtol=3e-2, atol=3e-2,
                                        msg=f"{task.id}.{name} with {small}")
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor):
                 assert torch.equal(value, before[name]), f"eager modified {name}"
+
+
+def _tie_order_only(task, inputs, got, want) -> bool:
+    """Whether indices into the rows of the input x (a top-k's, a sort's) differ only in how
+    equal values are ordered: torch.topk, the eager twin, leaves the tie order open, the
+    reference follows the prompt's rule, and the ordinary draws hold ties (issue 32)."""
+    x = inputs.get("x")
+    if x is None or got.dtype not in (torch.int32, torch.int64) or got.dim() != 2 or x.dim() != 2 \
+            or got.shape[0] != x.shape[0] or not all(0 <= int(t.min()) and int(t.max()) < x.shape[1] for t in (got, want)):
+        return False
+    return bool(torch.equal(x.gather(1, got.long()), x.gather(1, want.long())))

@@ -128,6 +128,8 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
     """Judge one baseline answer; never raises for a bad answer, nor for a crash of kernelgen
     itself on it (``harness_error``)."""
     from kernelgen.baseline.sandbox import run_calls_in_sandbox
+    from kernelgen.gpu.timing import retried_alone
+    from kernelgen.task.variants import unlisted_calls
 
     start = time.perf_counter()
     artifacts = {"answer": answer, **({"prompt": prompt} if prompt is not None else {})}
@@ -152,6 +154,10 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             # every size assignment, in one sandboxed process; the first call is timed.
             concrete = [t for t in task.variant_tasks() if settings.gpu or _bf16_limitation(t) is None]
             calls = [(t, make_inputs(t, sizes, settings.seed), sizes) for t in concrete for sizes in sizes_checked]
+            # The calls no listed call makes, on the smallest size assignment (they are checked, not timed).
+            smallest_sizes = min(sizes_checked, key=lambda sizes: task.footprint(sizes)[0])
+            calls += [(t, make_inputs(t, smallest_sizes, settings.seed), smallest_sizes) for t in unlisted_calls(task)
+                      if settings.gpu or _bf16_limitation(t) is None]
             timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
                           if settings.gpu and settings.time_kernels else None)
             timed = list(timed_args.values()) if timed_args is not None else None
@@ -163,15 +169,19 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
                      if timed is not None else _refilled(*calls[smallest], settings.seed, False))
             stage = "sandbox"
-            run = run_calls_in_sandbox(verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
-                                       timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
-                                       device="cuda" if settings.gpu else "interpreter",
-                                       timed_inputs=timed, refill=list(again[1].values()), refill_call=smallest,
-                                       output_bytes_limit=_output_bytes_limit([*calls, again]),
-                                       unsafe=settings.unsafe_sandbox)
+            run = retried_alone(lambda: run_calls_in_sandbox(
+                verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
+                timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
+                device="cuda" if settings.gpu else "interpreter", timed_inputs=timed, refill=list(again[1].values()),
+                refill_call=smallest, output_bytes_limit=_output_bytes_limit([*calls, again]),
+                unsafe=settings.unsafe_sandbox), timed_out=lambda result: result.outcome is Outcome.TIMEOUT)
             artifacts["sandbox"] = run.stderr_tail
             extra["sandbox"] = run.isolation  # what walled the answer in (bubblewrap, or --unsafe-sandbox's none)
-            if not run.ok:
+            if not run.ok and run.outcome is Outcome.TIMEOUT and not settings.gpu:
+                # Triton's interpreter ran out of its time: not judged on the CPU (a GPU judges it).
+                fields = _failure(Outcome.NOT_JUDGED, "sandbox", [Diagnostic(
+                    "", "timeout", f"Triton's interpreter: {run.error}; not judged on the CPU")])
+            elif not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
                 stage = "verify"
@@ -269,11 +279,12 @@ def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> 
     The kernel's times come from the answer's own process (its launcher must run there), so
     they are a claim: the caller rejects one the roofline cannot allow (``implausible_time``)."""
     from kernelgen.gpu.case import COMPILED_TIMEOUT_S, eager_job, roofline_fraction
+    from kernelgen.gpu.timing import call_retried_alone
 
     sizes = dict(task.bench_sizes)
     timeout = max(settings.timeout_s, COMPILED_TIMEOUT_S if settings.torch_compile else 120.0)
-    measured = settings.executor.call(eager_job, task, sizes, settings.seed, torch_compile=settings.torch_compile,
-                                      timeout=timeout)
+    measured = call_retried_alone(settings.executor, eager_job, task, sizes, settings.seed,
+                                  torch_compile=settings.torch_compile, timeout=timeout)
     kernel_ms = statistics.median(kernel_times)
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None

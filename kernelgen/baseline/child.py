@@ -21,8 +21,8 @@ from typing import Any, Mapping, Sequence
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
-from kernelgen.errors import Outcome
-from kernelgen.gpu.timing import event_times, flush_buffer
+from kernelgen.errors import KernelTimeout, Outcome
+from kernelgen.gpu.timing import event_times, flush_buffer, listen_for_waits
 
 COMPILER_TOOLS = frozenset({"ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm", "cc", "gcc", "g++", "clang",
                             "clang++", "ldconfig"})
@@ -53,6 +53,8 @@ def classify(exc: BaseException) -> Outcome:
     """The outcome of an exception raised while running an answer."""
     if isinstance(exc, SyntaxError):
         return Outcome.SYNTAX_ERROR
+    if isinstance(exc, KernelTimeout):  # too slow to time within a GPU turn (kernelgen.gpu.timing)
+        return Outcome.TIMEOUT
     try:
         from triton.compiler.errors import CompilationError
     except ImportError:
@@ -351,9 +353,12 @@ def _child_main(job_dir: Path) -> int:
     torch_guard = TorchGuard(str(job_dir / "answer.py"), frozenset(job["torch_allowed"]))
     from torch.overrides import _get_current_function_mode_stack
 
+    # The ready pipe stays open: a wait for the GPU turn is reported on it (the parent's clock
+    # stops while another worker holds the turn; the parent checks that one does).
+    ready_fd, write = job["ready_fd"], os.write
+    listen_for_waits(lambda waiting: write(ready_fd, b"wait\n" if waiting else b"turn\n"))
     install_guard(job["write_roots"], job["compiler_tools"])
-    os.write(job["ready_fd"], b"ready\n")
-    os.close(job["ready_fd"])
+    os.write(ready_fd, b"ready\n")
 
     def report(status: dict[str, Any]) -> None:
         os.pwrite(status_fd, json.dumps(status).encode(), 0)

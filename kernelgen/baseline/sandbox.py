@@ -369,9 +369,8 @@ def _supervise(child: _Child, ready_fd: int, timeout_s: float, startup_timeout_s
         raise SandboxError(f"the sandboxed process {why}: {_tail(log_fd)}", code="sandbox_start")
     child.read_info()
     started = time.monotonic()
-    try:
-        returncode = process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    returncode = _wait_within(process, ready_fd, timeout_s)
+    if returncode is None:
         child.kill()
         return SandboxResult(Outcome.TIMEOUT, error=f"no result after {timeout_s:g} s", stderr_tail=_tail(log_fd),
                              duration_s=time.monotonic() - started, isolation=isolation)
@@ -398,6 +397,45 @@ def _supervise(child: _Child, ready_fd: int, timeout_s: float, startup_timeout_s
         times = ()
     return SandboxResult(outcome, calls[0] if calls else (), scrub(error), _tail(log_fd), duration, isolation,
                          calls, modified, times)
+
+
+_POLL_S = 0.1
+
+
+def _wait_within(process: subprocess.Popen, ready_fd: int, timeout_s: float) -> int | None:
+    """The child's exit status, or None past ``timeout_s`` seconds of its work: the time it
+    reports waiting for its GPU turn (``wait`` ... ``turn`` on the ready pipe) does not count
+    while another process really holds the turn (the lock cannot be taken here), so an answer
+    that claims to wait gains nothing."""
+    from kernelgen.gpu.timing import LOCK_WAIT_S, turn_taken_elsewhere
+
+    left, waiting, waited = timeout_s, False, 0.0
+    pending = b""
+    while True:
+        step = min(_POLL_S, max(left, 0.0))
+        started = time.monotonic()
+        readable, _, _ = select.select([ready_fd], [], [], step)
+        if readable:
+            data = os.read(ready_fd, 4096)
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                waiting = {b"wait": True, b"turn": False}.get(line, waiting)
+            if not data:  # the child closed the pipe: it exits
+                try:
+                    return process.wait(timeout=max(left, 0.0) + 1.0)
+                except subprocess.TimeoutExpired:
+                    return None
+        code = process.poll()
+        if code is not None:
+            return code
+        spent = time.monotonic() - started
+        if waiting and waited < LOCK_WAIT_S and turn_taken_elsewhere():
+            waited += spent
+        else:
+            left -= spent
+        if left <= 0:
+            return None
 
 
 def _read_status(fd: int) -> tuple[Outcome, str, Any] | None:
@@ -580,7 +618,7 @@ def seed_triton_cache(unsafe: bool = False) -> Path:
 
 
 _CHILD_OUTCOMES = (Outcome.OK, Outcome.RUNTIME_ERROR, Outcome.COMPILE_ERROR, Outcome.SYNTAX_ERROR, Outcome.NO_KERNEL,
-                   Outcome.FORBIDDEN_CONSTRUCT)
+                   Outcome.FORBIDDEN_CONSTRUCT, Outcome.TIMEOUT)
 
 __all__ = ["SandboxError", "SandboxResult", "SandboxUnavailable", "Wall", "run_in_sandbox", "run_calls_in_sandbox",
            "read_tensors", "sandbox_environment", "seed_triton_cache"]

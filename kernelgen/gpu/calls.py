@@ -25,7 +25,7 @@ from kernelgen.gpu.case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, W
                                 guarded_launches, record_compiled_baseline, roofline_fraction)
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
-from kernelgen.gpu.timing import event_times, flush_buffer, gpu_turn
+from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn
 from kernelgen.task.variants import bound_call, named, outputs_by_name
 from kernelgen.task.verify import compare_outputs, inputs_unchanged, make_inputs, run_reference
 
@@ -40,24 +40,28 @@ def compiled_for_call(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], ta
     return compile_kernel(checked, target=target, divisible_by_16=divisible_params(plan_launch(checked, call.args)))
 
 
-def verify_call_gpu(case: Case, task: Task, sizes: Mapping[str, int], extreme: bool = False) -> None:
-    """One call (variant ``task``) on one size assignment, in the executor's child."""
+def verify_call_gpu(case: Case, task: Task, sizes: Mapping[str, int], extreme: bool = False,
+                    num_sms: int | None = None) -> None:
+    """One call (variant ``task``) on one size assignment (under ``num_sms`` where given), in
+    the executor's child."""
     compiled = compiled_for_call(task, case.kernel, sizes, case.settings.target, case.settings.seed)
-    problems = case.settings.executor.call(verify_call_job, task, case.kernel, compiled, dict(sizes),
-                                           case.settings.seed, extreme, timeout=case.settings.timeout_s)
+    problems = call_retried_alone(case.settings.executor, verify_call_job, task, case.kernel, compiled, dict(sizes),
+                                  case.settings.seed, extreme, num_sms, timeout=case.settings.timeout_s)
     if problems:
         raise named(task, WrongResult(problems))
 
 
 def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str, int], seed: int,
-                    extreme: bool = False) -> list[Diagnostic]:
-    """In the executor's child: the call bound on the device, run with guard bands, its
-    outputs shaped back and compared with the reference."""
+                    extreme: bool = False, num_sms: int | None = None) -> list[Diagnostic]:
+    """In the executor's child: the call bound on the device, run with guard bands (under
+    ``num_sms`` where given), its outputs shaped back and compared with the reference."""
     import torch
+
+    from kernelgen.host.plan import verified_num_sms
 
     device = torch.device("cuda", torch.cuda.current_device())
     drawn = make_inputs(task, sizes, seed, extreme=extreme)  # on the CPU, before the turn
-    with gpu_turn():  # never inside another worker's timed window on this GPU
+    with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         inputs = _to_device(drawn, device)
         before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
         expected = run_reference(task, inputs)
@@ -91,8 +95,8 @@ def time_calls(case: Case) -> Timing:
     sizes = dict(case.task.bench_sizes)
     timeout = max(case.settings.timeout_s, COMPILED_TIMEOUT_S if case.settings.torch_compile else 120.0)
     for task in case.task.variant_tasks():
-        measured = case.settings.executor.call(time_call_job, task, case.kernel, sizes, case.settings.seed,
-                                               torch_compile=case.settings.torch_compile, timeout=timeout)
+        measured = call_retried_alone(case.settings.executor, time_call_job, task, case.kernel, sizes,
+                                      case.settings.seed, torch_compile=case.settings.torch_compile, timeout=timeout)
         kernel_ms = statistics.median(measured["kernel_ms"])
         eager_ms = statistics.median(measured["eager_ms"])
         compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None

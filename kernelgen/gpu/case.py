@@ -29,7 +29,8 @@ from kernelgen.host.plan import plan_for_sizes, sequence_for_sizes
 from kernelgen.check.sequence import nodes
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
-from kernelgen.gpu.timing import event_times, flush_buffer, gpu_turn, inductor_takes_turns, waited_seconds
+from kernelgen.gpu.timing import (call_retried_alone, event_times, flush_buffer, gpu_turn, inductor_takes_turns,
+                                  waited_seconds)
 from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
 
@@ -68,10 +69,12 @@ def _compiled_list(compiled: Any) -> list[Any]:
     return list(compiled) if isinstance(compiled, (list, tuple)) else [compiled]
 
 
-def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False) -> None:
-    compiled = compiled_for(case, sizes, scalar_values(case.task, sizes, case.settings.seed))
-    problems = case.settings.executor.call(verify_job, case.task, case.checked, compiled, dict(sizes),
-                                           case.settings.seed, extreme, timeout=case.settings.timeout_s)
+def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False, num_sms: int | None = None) -> None:
+    """The kernel on one size assignment (under ``num_sms`` where given), in the executor's
+    child; a timeout under load is retried once alone (:func:`kernelgen.gpu.timing.call_retried_alone`)."""
+    compiled = compiled_for(case, sizes, scalar_values(case.task, sizes, case.settings.seed, extreme))
+    problems = call_retried_alone(case.settings.executor, verify_job, case.task, case.checked, compiled, dict(sizes),
+                                  case.settings.seed, extreme, num_sms, timeout=case.settings.timeout_s)
     if problems:
         raise WrongResult(problems)
 
@@ -95,14 +98,16 @@ def _bits_dtype(tensor: Any) -> Any:
 
 
 def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int], seed: int,
-               extreme: bool = False) -> list[Diagnostic]:
+               extreme: bool = False, num_sms: int | None = None) -> list[Diagnostic]:
     """In the executor's child: run the kernel (a program: its launches in order, scratch
-    allocated per call) and the reference, return what is wrong."""
+    allocated per call; under ``num_sms`` where given) and the reference, return what is wrong."""
     import torch
+
+    from kernelgen.host.plan import verified_num_sms
 
     device = torch.device("cuda", torch.cuda.current_device())
     drawn = make_inputs(task, sizes, seed, extreme=extreme)  # on the CPU, before the turn
-    with gpu_turn():  # never inside another worker's timed window on this GPU
+    with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         inputs = _to_device(drawn, device)
         expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
@@ -346,8 +351,8 @@ def time_case(case: Case) -> Timing:
     sizes = dict(case.task.bench_sizes)
     compiled = compiled_for(case, sizes, case.task.scalars)
     timeout = max(case.settings.timeout_s, COMPILED_TIMEOUT_S if case.settings.torch_compile else 120.0)
-    measured = case.settings.executor.call(time_job, case.task, case.checked, compiled, sizes, case.settings.seed,
-                                           torch_compile=case.settings.torch_compile, timeout=timeout)
+    measured = call_retried_alone(case.settings.executor, time_job, case.task, case.checked, compiled, sizes,
+                                  case.settings.seed, torch_compile=case.settings.torch_compile, timeout=timeout)
     kernel_ms = statistics.median(measured["kernel_ms"])
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
@@ -409,7 +414,7 @@ def tune_case(case: Case) -> None:
         trial = dataclasses.replace(case, checked=candidate.checked, num_warps=candidate.config.num_warps,
                                     num_stages=candidate.config.num_stages)
         for draw in case_draws(case.task, candidate.checked, case.settings.shapes, case.settings.seed, True):
-            verify_gpu(trial, draw.sizes, draw.extreme)
+            verify_gpu(trial, draw.sizes, draw.extreme, draw.num_sms)
 
     choice = cached_tune(TuneCache(), kernel, gpu_name(case.settings.target), sizes, mode, case.settings.target,
                          time_candidate, verify, divisible)

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection, Sequence,
 
 from kernelgen.check.checker import CheckedKernel, check_target
 from kernelgen.check.checked import Checked, device_dependent, launches_of
-from kernelgen.errors import CompileError, Diagnostic, KernelgenError, KernelTimeout, LaunchError
+from kernelgen.errors import CompileError, CompileTimeout, Diagnostic, KernelgenError, KernelTimeout, LaunchError
 from kernelgen.gpu.executor import Executor
 from kernelgen.host.plan import LaunchPlan
 
@@ -359,7 +359,7 @@ class CompilerProcess:
     :meth:`call` runs a picklable function there. When the process dies during a job (a
     segfault or abort in C++), the job fails with ``compiler_crashed`` and the next call
     starts a fresh process; a job that runs past its timeout is killed the same way
-    (``compile_timeout``). Either message ends with what the compiler printed last.
+    (``compile_timeout``, outcome ``timeout``). Either message ends with what the compiler printed last.
     """
 
     def __init__(self) -> None:
@@ -388,7 +388,7 @@ class CompilerProcess:
             try:
                 status, value = self._executor.call(compile_job, function, args, timeout=timeout)
             except KernelTimeout:
-                raise CompileError(Diagnostic("", "compile_timeout", self._with_output(
+                raise CompileTimeout(Diagnostic("", "compile_timeout", self._with_output(
                     f"the compiler ran for more than {timeout:g} s and was stopped"))) from None
             except LaunchError as exc:
                 raise CompileError(Diagnostic("", "compiler_crashed", self._with_output(

@@ -125,14 +125,27 @@ def worker_gpu(environ: Mapping[str, str] | None = None, gpus: Sequence[Gpu] | N
 
 def executor_env(gpu: Gpu | None) -> dict[str, str]:
     """The environment that pins an executor child to ``gpu`` and names the lock through which
-    it takes turns on that GPU with other workers' children (nothing when there is no GPU)."""
+    it takes turns on that GPU with other workers' children, and the machine's job-slot lock
+    (a timeout under load is retried alone; nothing when there is no GPU)."""
     if gpu is None:
         return {}
-    from kernelgen.gpu.timing import LOCK_VARIABLE
+    from kernelgen.gpu.timing import ALONE_VARIABLE, LOCK_VARIABLE
 
     env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu.index)}
-    lock = gpu_lock_path(gpu)
-    return env if lock is None else {**env, LOCK_VARIABLE: str(lock)}
+    lock, machine = gpu_lock_path(gpu), alone_lock_path()
+    env = env if lock is None else {**env, LOCK_VARIABLE: str(lock)}
+    return env if machine is None else {**env, ALONE_VARIABLE: str(machine)}
+
+
+def alone_lock_path(directory: str | None = None) -> Path | None:
+    """The machine's job-slot lock (kernelgen.gpu.timing.retried_alone), shared by the workers
+    with the same temporary directory; None where it can be neither made nor read."""
+    path = Path(directory or tempfile.gettempdir()) / "kernelgen-jobs.lock"
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_CREAT, 0o644))
+    except OSError:
+        return None
+    return path
 
 
 def gpu_lock_path(gpu: Gpu, directory: str | None = None) -> Path | None:

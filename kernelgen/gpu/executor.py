@@ -6,7 +6,8 @@ A call whose function raises gets the exception back (its remote traceback attac
 ``__cause__``, as :mod:`concurrent.futures` does). A call whose child dies (a segfault,
 ``os._exit``, an abort) fails with :class:`LaunchError` ``executor_died``; one that outlasts
 its timeout kills the child (SIGTERM, then SIGKILL after a grace period) and fails with
-:class:`KernelTimeout`; one that raises a CUDA error (:class:`LaunchError` ``cuda_error``)
+:class:`KernelTimeout` (the time the child spends waiting for its GPU turn, which it reports,
+does not count: a job's limit is its own work); one that raises a CUDA error (:class:`LaunchError` ``cuda_error``)
 retires the child, whose context is unusable. In each case the next call starts a fresh child.
 
 The child is started with multiprocessing's "spawn" (a fork would inherit the parent's CUDA
@@ -29,6 +30,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 import traceback
 import weakref
 from multiprocessing.connection import Connection
@@ -119,13 +121,15 @@ class Executor:
         ``timeout`` (seconds, default :attr:`default_timeout`) counts from sending the call to
         the first byte of its reply; it is a keyword of the executor, never passed to ``fn``.
         """
+        from kernelgen.gpu.timing import job_slot
+
         timeout = self.default_timeout if timeout is None else timeout
         request = dumps((fn, args, kwargs))
-        with self._lock:
+        with self._lock, job_slot():  # one of the machine's jobs (none while one runs alone)
             conn = self._ensure_child()
             try:
                 conn.send_bytes(request)
-                reply = conn.recv_bytes() if conn.poll(timeout) else None
+                reply = _reply_within(conn, timeout)
             except (EOFError, OSError):
                 exitcode = self._stop(kill=True)
                 raise LaunchError(Diagnostic("", "executor_died",
@@ -191,6 +195,35 @@ class Executor:
             return None
         _, _, (process, conn, grace, _), _ = detached
         return _stop_process(process, conn, grace, kill)
+
+
+# What a child sends while it waits for its GPU turn (kernelgen.gpu.timing.gpu_turn), and when it
+# has it: the parent's clock for the call stops in between.
+WAITING, TURN = b"kernelgen:waiting", b"kernelgen:turn"
+# The longest a child may wait for a turn without the parent giving up on it: past every job's
+# own limit (a turn is held by a job that has one), so only a wait that never ends reaches it.
+TURN_WAIT_LIMIT_S = 3600.0
+
+
+def _reply_within(conn: Connection, timeout: float) -> bytes | None:
+    """The call's reply, or None when the child ran for more than ``timeout`` seconds; the time
+    it spent waiting for its GPU turn (between a WAITING and a TURN message; threads of the
+    child may wait at once) does not count: another worker's timed window is not this call's
+    work."""
+    left, waiting = timeout, 0
+    while True:
+        started = time.monotonic()
+        if not conn.poll(TURN_WAIT_LIMIT_S if waiting else max(left, 0.0)):
+            return None
+        message = conn.recv_bytes()
+        if not waiting:
+            left -= time.monotonic() - started
+        if message == WAITING:
+            waiting += 1
+        elif message == TURN:
+            waiting = max(waiting - 1, 0)
+        else:
+            return message
 
 
 def _stop_process(process: multiprocessing.process.BaseProcess, conn: Connection, grace: float, kill: bool) -> int | None:
@@ -262,6 +295,15 @@ def _serve(conn: Connection, env: Mapping[str, str], initializer: Callable[[], N
     os.environ.update(env)
     # Ctrl-C reaches the whole process group; the parent handles it and stops the child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sending = threading.Lock()  # a turn may be taken on another thread (Inductor's benchmarks)
+
+    def tell(waiting: bool) -> None:
+        with sending:
+            conn.send_bytes(WAITING if waiting else TURN)
+
+    from kernelgen.gpu.timing import listen_for_waits
+
+    listen_for_waits(tell)
     try:
         if initializer is not None:
             initializer()
@@ -281,6 +323,8 @@ def _serve(conn: Connection, env: Mapping[str, str], initializer: Callable[[], N
         except BaseException as exc:
             reply = _failure(exc)
             if poisons_process(exc):
-                conn.send_bytes(reply)
+                with sending:
+                    conn.send_bytes(reply)
                 return
-        conn.send_bytes(reply)
+        with sending:
+            conn.send_bytes(reply)

@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Union
 
 from kernelgen.lang import nodes as L
+from kernelgen.errors import InterpreterLimit
 from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.host.plan import sizes_from_shapes
 from kernelgen.check.checked import Checked
@@ -47,6 +49,33 @@ from kernelgen.gpu.launch import DIVISIBILITY, PreparedLaunch, cuda_errors
 from kernelgen.host.wrapper import BoundCall, bind_call
 
 _fill_outputs = contextvars.ContextVar("kernelgen_tritonbench_fill_outputs", default=True)
+
+
+@contextlib.contextmanager
+def interpreter_limit(seconds: float) -> Iterator[_Limit]:
+    """Within it, the interpreter runs of every KernelFunction share ``seconds`` of wall-clock
+    time (CPU mode: an operator's whole test is one job with one limit, where each launch alone
+    would have its own); the yielded object's ``reached`` holds the
+    :class:`~kernelgen.errors.InterpreterLimit` of the first run past the limit or the budget."""
+    limit = _Limit(time.monotonic() + seconds)
+    token = _INTERPRETER_LIMIT.set(limit)
+    try:
+        yield limit
+    finally:
+        _INTERPRETER_LIMIT.reset(token)
+
+
+@dataclass
+class _Limit:
+    deadline: float
+    reached: Any = None
+
+    def left(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0)
+
+
+_INTERPRETER_LIMIT: contextvars.ContextVar[_Limit | None] = contextvars.ContextVar("kernelgen_interpreter_limit",
+                                                                                   default=None)
 
 
 @contextlib.contextmanager
@@ -234,11 +263,17 @@ class KernelFunction:
     def _run(self, checked: Checked, values: Mapping[str, Any], config: Config | None = None) -> dict[str, Any]:
         """The kernel's outputs for bound arguments: on the GPU of their CUDA tensors, else
         with the interpreter."""
-        from kernelgen.interp.execute import interpret
+        from kernelgen.interp.execute import execute_call
 
         device = _cuda_device(values)
         if device is None:
-            return interpret(checked, values)
+            limit = _INTERPRETER_LIMIT.get()
+            try:
+                return execute_call(checked, values, timeout_s=None if limit is None else limit.left()).outputs
+            except InterpreterLimit as error:
+                if limit is not None:
+                    limit.reached = error  # a caller (a test) may swallow it; the limit is still reached
+                raise
         values = _on_device(values, device)
         with cuda_errors(f"running kernel {checked.kernel.name}"):
             return self._launch_for(checked, values, device, config)(values)

@@ -2,7 +2,9 @@
 
 One function, used wherever something is timed (the pipeline's kernels and PyTorch eager in
 the executor, the baseline's answers in their sandbox, TritonBench's wrappers), so every time
-in a report is measured the same way.
+in a report is measured the same way. Its first two calls run outside any turn (the first may
+compile or never end; the second says how long a call takes), so no turn is held while a
+kernel compiles or runs away, and none for longer than :data:`TURN_LIMIT_S`.
 
 Workers that share a GPU (``pytest -n 4`` on fewer GPUs) take turns: a timed window, and a
 verification's launches, hold an exclusive lock on a file named for the GPU
@@ -10,7 +12,13 @@ verification's launches, hold an exclusive lock on a file named for the GPU
 torch.compile's own compile still overlap; only GPU work is serialized, so one worker's timed
 launches never share the GPU with another's. torch.compile's autotuning benchmarks take turns
 too (:func:`inductor_takes_turns`); its first call also runs the compiled code once, outside a
-turn. Without the variable (one process, or a GPU of its own) nothing is locked.
+turn. Without the variable (one process, or a GPU of its own) nothing is locked. A process
+waiting for its turn tells its executor's parent (:func:`listen_for_waits`), whose clock for
+the job stops meanwhile: waiting is not part of a job's limit.
+
+Jobs also hold a shared slot of the machine (``KERNELGEN_ALONE_LOCK``): a job that timed out
+while others ran is retried once alone (:func:`retried_alone`), every other worker's next job
+waiting at the gate, before its timeout is a verdict.
 """
 
 from __future__ import annotations
@@ -35,10 +43,14 @@ QUEUE_ATTEMPTS = 3
 
 
 LOCK_VARIABLE = "KERNELGEN_GPU_LOCK"
-# The longest a process waits for its turn. Past it, it goes on without the lock (and says so
-# once) rather than spend a caller's time limit waiting: a slow kernel timed by another worker
-# must not turn this worker's correct kernel into a timeout.
-LOCK_WAIT_S = 20.0
+# The longest a process waits for its turn; past it, it goes on without the lock (and says so
+# once). A wait does not count against the job's limit (the executor's child reports it:
+# listen_for_waits), and every turn is held by a job that has a limit of its own, so a wait
+# this long means a turn that never ends.
+LOCK_WAIT_S = 1800.0
+# The longest one turn may last for timing: a function too slow to time within it times fewer
+# repetitions, and one whose single call takes most of it is a timeout (outside the turn).
+TURN_LIMIT_S = 60.0
 _LOCK_POLL_S = 0.002
 _turns_held = 0  # nesting depth in this process: the lock is taken once, at the outermost turn
 _held: int | None = None  # the descriptor holding the lock, while a turn holds it
@@ -80,12 +92,16 @@ def _take_lock(path: str) -> int | None:
         return None
     global _waited_s
     start = time.monotonic()
+    told = False
     try:
         while True:
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return descriptor
             except BlockingIOError:
+                if not told and _listener is not None:
+                    _listener(True)  # the executor's parent stops the job's clock
+                    told = True
                 if time.monotonic() > start + LOCK_WAIT_S:
                     os.close(descriptor)
                     _warn_once(f"another process held the GPU lock {path} for over {LOCK_WAIT_S:.0f} s: "
@@ -94,6 +110,33 @@ def _take_lock(path: str) -> int | None:
                 time.sleep(_LOCK_POLL_S)
     finally:
         _waited_s += time.monotonic() - start  # taken or given up: the time waited
+        if told:
+            _listener(False)
+
+
+# Told when this process starts waiting for a turn (True) and when the wait is over (False):
+# the executor's child reports both to its parent, whose clock for the job stops in between.
+_listener: Callable[[bool], None] | None = None
+
+
+def listen_for_waits(listener: Callable[[bool], None] | None) -> None:
+    """Have ``listener`` told when a turn must be waited for (True) and when the wait ends (False)."""
+    global _listener
+    _listener = listener
+
+
+def fitted_repetitions(call_s: float, repetitions: int, warmup: int) -> tuple[int, int]:
+    """The repetitions and warm-up calls of a function whose call takes ``call_s`` seconds that
+    fit one turn (:data:`TURN_LIMIT_S`): as asked where they fit, else fewer (at least 3 timed,
+    1 warm-up); a call too slow for even that is a :class:`~kernelgen.errors.KernelTimeout`."""
+    from kernelgen.errors import Diagnostic, KernelTimeout
+
+    if call_s * (repetitions + warmup) <= TURN_LIMIT_S:
+        return repetitions, warmup
+    if call_s * 4 > TURN_LIMIT_S:
+        raise KernelTimeout(Diagnostic("", "timeout", f"one call takes {call_s:.1f} s: too slow to time 3 repetitions "
+                                                      f"within a GPU turn's limit of {TURN_LIMIT_S:g} s"))
+    return max(min(repetitions, 3), min(repetitions, int(TURN_LIMIT_S / call_s) - 1)), 1
 
 
 @contextlib.contextmanager
@@ -116,6 +159,32 @@ def gpu_turn() -> Iterator[None]:
             if descriptor is not None:
                 _held = None
                 os.close(descriptor)  # closing releases the lock
+
+
+def turn_taken_elsewhere() -> bool:
+    """Whether another process holds the GPU turn named by ``KERNELGEN_GPU_LOCK`` now (False
+    without one): what makes a reported wait for the turn true."""
+    path = os.environ.get(LOCK_VARIABLE)
+    try:
+        descriptor = os.open(path, os.O_RDONLY) if path else None
+    except OSError:
+        return False
+    return _held_elsewhere(descriptor)
+
+
+def _held_elsewhere(descriptor: int | None) -> bool:
+    """Whether another open file holds a lock on ``descriptor``'s file (False for None); closes it."""
+    import fcntl
+
+    if descriptor is None:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
 
 
 def waited_seconds() -> float:
@@ -179,6 +248,16 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
     call that synchronizes with the GPU)."""
     import torch
 
+    # Outside the turn: the first call (which may compile, or never end) and a second one that
+    # says how long a call takes, so that no turn is held while a kernel compiles or runs away,
+    # and none for longer than TURN_LIMIT_S (a slow function times fewer repetitions).
+    fn()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    call_s = time.perf_counter() - started
+    repetitions, warmup = fitted_repetitions(call_s, repetitions, warmup)
     with gpu_turn():
         torch.cuda.synchronize()  # work queued before the turn is not timed
         host_s = []
@@ -212,3 +291,108 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
                 break
             wait_s *= 4
     return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+
+# -- a timeout under load is retried once alone ---------------------------------------------
+
+ALONE_VARIABLE = "KERNELGEN_ALONE_LOCK"
+_slots = threading.local()  # per thread: how deep in job_slot (or alone) it is
+
+
+def _lock_file(suffix: str = "") -> int | None:
+    path = os.environ.get(ALONE_VARIABLE)
+    if not path:
+        return None
+    try:
+        return os.open(path + suffix, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def job_slot() -> Iterator[None]:
+    """One job of this process among the workers sharing ``KERNELGEN_ALONE_LOCK`` (a shared lock
+    on it): taken after any job that runs alone (:func:`alone`) has finished, and its waiting
+    time is before the job's clock starts. Nothing without the variable; re-entrant."""
+    import fcntl
+
+    depth = getattr(_slots, "depth", 0)
+    if depth:
+        _slots.depth = depth + 1
+        try:
+            yield
+        finally:
+            _slots.depth = depth
+        return
+    gate, slots = _lock_file(".gate"), _lock_file()
+    try:
+        if gate is not None and slots is not None:
+            fcntl.flock(gate, fcntl.LOCK_EX)  # no job starts while one runs alone
+            fcntl.flock(slots, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        _slots.depth = 1
+        yield
+    finally:
+        _slots.depth = 0
+        for descriptor in (gate, slots):
+            if descriptor is not None:
+                os.close(descriptor)
+
+
+@contextlib.contextmanager
+def alone() -> Iterator[None]:
+    """Run with no other job of the workers sharing ``KERNELGEN_ALONE_LOCK``: new jobs wait at
+    the gate, running ones finish first (this process's own jobs within it take no slot)."""
+    import fcntl
+
+    depth = getattr(_slots, "depth", 0)
+    gate, slots = _lock_file(".gate"), _lock_file()
+    try:
+        if gate is not None and slots is not None:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(slots, fcntl.LOCK_EX)
+        _slots.depth = depth + 1
+        yield
+    finally:
+        _slots.depth = depth
+        for descriptor in (slots, gate):
+            if descriptor is not None:
+                os.close(descriptor)
+
+
+def others_running() -> bool:
+    """Whether another process holds a job slot now (this one holds none)."""
+    return _held_elsewhere(_lock_file())
+
+
+def retried_alone(attempt: Callable[[], Any], timed_out: Callable[[Any], bool] | None = None) -> Any:
+    """``attempt()`` in a job slot; where it times out (raises
+    :class:`~kernelgen.errors.KernelTimeout`, or returns a result ``timed_out`` says is one)
+    while other workers' jobs ran, once more alone (:func:`alone`) before that is the verdict:
+    a correct kernel slowed past its limit by a loaded machine is not a timeout. Without
+    ``KERNELGEN_ALONE_LOCK`` (one process) it runs once."""
+    from kernelgen.errors import Diagnostic, KernelTimeout
+
+    loaded = others_running()
+    try:
+        with job_slot():
+            result = attempt()
+    except KernelTimeout:
+        if not (loaded or others_running()):
+            raise
+    else:
+        if timed_out is None or not timed_out(result) or not (loaded or others_running()):
+            return result
+    with alone():
+        try:
+            return attempt()
+        except KernelTimeout as error:
+            raise KernelTimeout([Diagnostic(d.path, d.code, f"{d.message} (also when retried alone)")
+                                 for d in error.diagnostics]) from None
+
+
+def call_retried_alone(executor: Any, fn: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any) -> Any:
+    """``executor.call(fn, *args, timeout=timeout, **kwargs)``, retried once alone after a
+    timeout under load (:func:`retried_alone`)."""
+    return retried_alone(lambda: executor.call(fn, *args, timeout=timeout, **kwargs))

@@ -20,7 +20,7 @@ from kernelgen.task.case import Case, Settings
 from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.check.checked import Checked
 from kernelgen.task.draws import Draw
-from kernelgen.errors import Diagnostic, KernelgenError, Outcome, SemanticError, WrongResult
+from kernelgen.errors import Diagnostic, InterpreterLimit, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.lang.generic import binding_for, instantiate
 from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
@@ -70,17 +70,51 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
     return draws.draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
 
 
-def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings,
-                  check_one: Callable[[Draw], None]) -> list[dict[str, int]]:
-    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in order;
-    the first failure ends the case and is raised as is (no shrinking or replay: a failing
-    kernel may hang or fault, and every rerun would cost a timeout). Returns the size
-    assignments checked."""
+# The hypothesis draws a call no listed call makes is verified on (the smallest): each binding and
+# presence pattern needs checking, not at every size.
+UNLISTED_DRAWS = 2
+
+
+def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
+                  which: str = "all", unjudged: list[dict[str, Any]] | None = None) -> list[dict[str, int]]:
+    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in
+    order (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
+    :data:`UNLISTED_DRAWS` smallest hypothesis draws); the first failure ends the case and is
+    raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
+    would cost a timeout), its messages naming the num_sms it ran under where the draw set one.
+    A draw the harness chose for the kernel (past its extent, a range's maximum, a num_sms)
+    that the interpreter cannot afford is left out, recorded in ``unjudged`` (a quadratic
+    attention past 4096 keys; the GPU judges it), where the hypothesis draws' own
+    ``not_judged`` ends the case. Returns the size assignments checked."""
+    every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
+    if which == "small":
+        every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS]
+    elif which == "no_range_max":
+        every = [d for d in every if d.kind != "range_max"]
     checked_sizes: list[dict[str, int]] = []
-    for draw in draws.case_draws(task, checked, settings.shapes, settings.seed, settings.gpu):
-        check_one(draw)
-        checked_sizes.append(draw.sizes)
+    for draw in every:
+        try:
+            check_one(draw)
+        except InterpreterLimit as error:
+            if draw.kind == "drawn" or unjudged is None:
+                raise with_num_sms(error, draw.num_sms) from None
+            unjudged.append({"sizes": draw.sizes, "num_sms": draw.num_sms, "kind": draw.kind, "code": error.code})
+            continue
+        except KernelgenError as error:
+            raise with_num_sms(error, draw.num_sms) from None
+        if draw.sizes not in checked_sizes:
+            checked_sizes.append(draw.sizes)
     return checked_sizes
+
+
+def with_num_sms(error: KernelgenError, num_sms: int | None) -> KernelgenError:
+    """``error`` with each message saying the num_sms the launch ran under (where a draw set one)."""
+    if num_sms is None:
+        return error
+    renamed = type(error).__new__(type(error))
+    KernelgenError.__init__(renamed, [Diagnostic(d.path, d.code, f"with num_sms = {num_sms}: {d.message}")
+                                      for d in error.diagnostics])
+    return renamed
 
 
 # -- stages --------------------------------------------------------------------------------
@@ -143,14 +177,17 @@ def stage_compile(case: Case) -> None:
 
 
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
-               extreme: bool = False, timeout_s: float | None = None) -> None:
+               extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
-    against the reference on one assignment (its inputs extreme where the draw says so)."""
+    against the reference on one assignment (its inputs extreme where the draw says so; its
+    launches under ``num_sms`` where given)."""
+    from kernelgen.host.plan import verified_num_sms
     from kernelgen.interp.execute import execute_call
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
-    run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
+    with verified_num_sms(num_sms):
+        run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
     if problems:
         raise WrongResult(problems)
@@ -168,35 +205,65 @@ def stage_verify(case: Case) -> None:
     if case.task.variants:
         case.sizes_checked = verify_calls(case)
         return
+    unjudged: list[dict[str, Any]] = []
     cpu_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
-                                      draw.extreme, case.settings.timeout_s)
+                                      draw.extreme, case.settings.timeout_s, draw.num_sms)
     if case.settings.gpu:
         from kernelgen.gpu.case import verify_gpu
 
-        check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme)  # noqa: E731
-        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one)
-        for_each_draw(case.task, case.checked, dataclasses.replace(case.settings, gpu=False), cpu_one)
-        return
-    case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, cpu_one)
+        check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme, draw.num_sms)  # noqa: E731
+        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one, unjudged=unjudged)
+        for_each_draw(case.task, case.checked, dataclasses.replace(case.settings, gpu=False),
+                      interpreter_checks(cpu_one))
+    else:
+        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, cpu_one, unjudged=unjudged)
+    if unjudged:
+        case.extra["unjudged_draws"] = unjudged
+
+
+def interpreter_checks(cpu_one: Callable[[Draw], None]) -> Callable[[Draw], None]:
+    """CPU mode's check of a draw as GPU mode runs it after the GPU's: what the interpreter
+    finds (a race, order dependence, a read of unwritten memory) fails the case, but a draw past
+    the interpreter's budget is left to the GPU, which has judged it."""
+    def check(draw: Draw) -> None:
+        try:
+            cpu_one(draw)
+        except InterpreterLimit:
+            pass
+
+    return check
 
 
 def verify_calls(case: Case) -> list[dict[str, int]]:
-    """Every call (variant) of the task on every size assignment, in order; the first failure
-    ends the case, its diagnostics naming the call. GPU mode checks each call on the GPU, then by
-    the interpreter (:func:`stage_verify`)."""
-    from kernelgen.task.variants import verify_call_cpu
+    """Every call (variant) of the task on every size assignment, in order (in CPU mode the
+    ranges' maxima for the first call only: the interpreter's time), then every call the task
+    admits that no listed call makes (:func:`kernelgen.task.variants.unlisted_calls`) on the
+    smallest hypothesis draws; the first failure ends the case, its diagnostics naming the call.
+    GPU mode checks each call on the GPU, then by the interpreter (:func:`stage_verify`)."""
+    from kernelgen.task.variants import unlisted_calls, verify_call_cpu
 
-    for concrete in case.task.variant_tasks():
+    checked: list[dict[str, int]] = []
+    unjudged: list[dict[str, Any]] = []
+    listed = case.task.variant_tasks()
+    for concrete in listed + unlisted_calls(case.task):
         cpu_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
-                                               case.settings.seed, draw.extreme, case.settings.timeout_s)
+                                               case.settings.seed, draw.extreme, case.settings.timeout_s,
+                                               draw.num_sms)
+        cpu_which = "small" if concrete not in listed else "all" if concrete is listed[0] else "no_range_max"
         if case.settings.gpu:
             from kernelgen.gpu.calls import verify_call_gpu
 
-            check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme)  # noqa: E731
-            checked = for_each_draw(concrete, case.checked, case.settings, check_one)
-            for_each_draw(concrete, case.checked, dataclasses.replace(case.settings, gpu=False), cpu_one)
+            check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme,  # noqa: E731
+                                                     draw.num_sms)
+            sizes = for_each_draw(concrete, case.checked, case.settings, check_one,
+                                  "small" if concrete not in listed else "all", unjudged)
+            for_each_draw(concrete, case.checked, dataclasses.replace(case.settings, gpu=False),
+                          interpreter_checks(cpu_one), cpu_which)
         else:
-            checked = for_each_draw(concrete, case.checked, case.settings, cpu_one)
+            sizes = for_each_draw(concrete, case.checked, case.settings, cpu_one, cpu_which, unjudged)
+        checked += [s for s in sizes if s not in checked]
+    if unjudged:
+        case.extra["unjudged_draws"] = unjudged
     return checked
 
 

@@ -26,6 +26,7 @@ from kernelgen.task.metrics import by_tier, fast_p, geomean_speedup, max_samples
 from kernelgen.harness.options import OptionError, RunOptions
 
 RESULT_KEY = "kernelgen_result"
+NOT_JUDGED_REASON = "not judged on the CPU (the interpreter's budget ran out)"
 STOPPED_KEY = "kernelgen_stopped"
 CASE_FIXTURES = ("kg_case", "kg_baseline_case", "tritonbench_operator")
 
@@ -328,6 +329,9 @@ def report_case(request: pytest.FixtureRequest, result) -> None:
     request.node.user_properties.append((RESULT_KEY, result.model_dump_json(exclude={"artifacts"})))
     if result.timing is not None and request.config.pluginmanager.has_plugin("benchmark"):
         _record_benchmark(request, result)  # not under -p no:benchmark (a timed case failed there)
+    if result.outcome == Outcome.NOT_JUDGED:
+        # The interpreter's budget ran out: no verdict on the kernel either way (a GPU judges it).
+        pytest.skip(f"{result.outcome.value} at {result.stage}: {NOT_JUDGED_REASON}: {result.first_diagnostic()}")
     if not result.ok:
         first = result.first_diagnostic()
         pytest.fail(f"{result.outcome.value} at {result.stage}: {first}", pytrace=False)
@@ -482,6 +486,15 @@ def summarize(results: list) -> list[str]:
             lines.append(f"{track:<9}{tier:<7}{len(group):>6}{counts['ok'] / len(group):>7.0%} "
                          + "".join(f"{counts[o]:>16}" for o in seen))
     lines.extend(_largest_checked(cases))
+    skipped = [c for c in cases if c.ok and c.extra.get("unjudged_draws")]
+    if skipped:
+        lines.append(f"{len(skipped)} cases left out {sum(len(c.extra['unjudged_draws']) for c in skipped)} draws past "
+                     f"the interpreter's budget (judged on the others; a GPU runs them): "
+                     f"{', '.join(sorted({c.task for c in skipped})[:10])}")
+    unjudged = [c for c in cases if c.outcome == Outcome.NOT_JUDGED]
+    if unjudged:
+        lines.append(f"{len(unjudged)} cases {NOT_JUDGED_REASON}, counted apart (skipped, not failed; not "
+                     f"passed in the scores): {', '.join(sorted({c.task for c in unjudged})[:10])}")
     for track in tracks:
         lines.extend(_track_scores(track, [c for c in cases if c.track == track]))
         lines.extend(optimization_summary(track, [c for c in cases if c.track == track]))

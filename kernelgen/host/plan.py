@@ -17,10 +17,12 @@ Host expressions (output and scratch shapes, grids, param values), evaluated bef
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Iterator, Mapping, Sequence, Union
 
 from kernelgen.lang import nodes as L
 from kernelgen.check.checker import CheckedKernel, is_literal, literal_value
@@ -308,9 +310,29 @@ def _within_memory(plan: LaunchPlan, where: str) -> None:
                                f"size them from the inputs"))
 
 
+# The num_sms a verification runs under (kernelgen.task.draws.NUM_SMS_CHECKED), where one sets it.
+_VERIFIED_NUM_SMS: contextvars.ContextVar[int | None] = contextvars.ContextVar("kernelgen_num_sms", default=None)
+
+
+@contextlib.contextmanager
+def verified_num_sms(value: int | None) -> Iterator[None]:
+    """Within it, ``num_sms`` of every launch planned from a call's arguments is ``value``
+    (None: the device's own): a persistent kernel is verified under SM counts of other GPUs. The
+    compiled code never assumes num_sms (``device_dependent``), so one binary serves them all."""
+    token = _VERIFIED_NUM_SMS.set(value)
+    try:
+        yield
+    finally:
+        _VERIFIED_NUM_SMS.reset(token)
+
+
 def _launch_num_sms(tensors: Any) -> int:
-    """``num_sms`` for a launch on these tensors: their GPU's, else (no tensor input) that of the
-    current GPU of a process that uses CUDA already; the interpreter's otherwise."""
+    """``num_sms`` for a launch on these tensors: the verified value where one is set
+    (:func:`verified_num_sms`), else their GPU's, else (no tensor input) that of the current GPU
+    of a process that uses CUDA already; the interpreter's otherwise."""
+    forced = _VERIFIED_NUM_SMS.get()
+    if forced is not None:
+        return forced
     for tensor in tensors:
         return device_num_sms(tensor.device)
     import torch

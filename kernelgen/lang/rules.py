@@ -80,7 +80,7 @@ RULES: dict[str, str] = {
     "bad_loop": "a loop step <= 0 or more than 2**20 iterations, when the interpreter runs it",
     "index_out_of_range": "a gather index or counted histogram value outside its range, when run",
     "hint_violated": "a hint false on the values, when run (see Hint)",
-    "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget",
+    "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget (not judged on the CPU)",
     "duplicate_store": "lanes of one store writing different values to one element, when run",
     # Verifying: the results against the reference's, and the launch under other orders.
     "order_dependent": "another program order gives another result (see Atomic)",

@@ -10,8 +10,9 @@ The test's Allure status follows from how the plugin ends it: ``ok`` passes; eve
 outcome fails through ``pytest.fail("OUTCOME at STAGE: ...")``, so it is ``failed``, a
 failure of the model's kernel (a schema or semantic error in the model's answer is the
 model's failure too), except ``harness_error``, a crash of kernelgen while it judged the case,
-which has a category of its own; an exception outside the judging (a provider, the setup) is
-``broken``.
+which has a category of its own; ``not_judged`` (CPU mode: the interpreter's budget ran out)
+skips through ``pytest.skip("not_judged at ...")`` into a category of skipped cases; an
+exception outside the judging (a provider, the setup) is ``broken``.
 ``categories.json`` sorts the failures by outcome, matching that message.
 
 Per session, on the controller: ``categories.json`` and ``environment.properties`` (GPU,
@@ -45,6 +46,7 @@ CATEGORY_NAMES: dict[Outcome, str] = {
     Outcome.IMPLAUSIBLE_TIME: "Baseline: times faster than the GPU's roofline allows",
     Outcome.UNSUPPORTED: "Unsupported operators",
     Outcome.HARNESS_ERROR: "Crashes of kernelgen itself (harness_error): not the model's failures",
+    Outcome.NOT_JUDGED: "Not judged on the CPU: the interpreter's budget ran out (skipped; a GPU judges them)",
 }
 HARNESS_ERRORS = "Harness errors (broken tests: not the model's failures)"
 
@@ -53,13 +55,14 @@ def failure_message_regex(outcome: Outcome) -> str:
     """The regex of the failure message the plugin gives a case with ``outcome``
     (``OUTCOME at STAGE: ...``, which allure-pytest prefixes with ``Failed: ``). It must match
     in full (Allure 2) and by search (Allure 3), in Java's and JavaScript's regex dialects."""
-    return rf"^(?:Failed: )?{outcome.value} at [\s\S]*$"
+    return rf"^(?:Failed: |Skipped: )?{outcome.value} at [\s\S]*$"
 
 
 def categories() -> list[dict[str, Any]]:
     """Allure's custom categories: one per failing outcome, then the harness's own errors."""
     rules: list[dict[str, Any]] = [
-        {"name": CATEGORY_NAMES[outcome], "messageRegex": failure_message_regex(outcome), "matchedStatuses": ["failed"]}
+        {"name": CATEGORY_NAMES[outcome], "messageRegex": failure_message_regex(outcome),
+         "matchedStatuses": ["skipped" if outcome == Outcome.NOT_JUDGED else "failed"]}
         for outcome in Outcome if outcome != Outcome.OK]
     rules.append({"name": HARNESS_ERRORS, "matchedStatuses": ["broken"]})
     return rules

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernelgen.errors import KernelgenError
+from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.task.metrics import geomean_speedup, score, tier_key
 from kernelgen.report.compare import ABSENT, Run, format_table, score_table
 from kernelgen.report.store import StoredCase
@@ -146,6 +146,11 @@ def gate_lines(result: GateResult) -> list[str]:
                  "FAIL" if result.missing and not result.allow_missing else "ok"])
     lines += format_table(["check", "base", "new", "drop", "limit", "verdict"], rows)
     lines += [f"note: {check.name}: {check.note}" for check in result.checks if check.note]
+    for run in (base, new):
+        unjudged = sum(case.outcome == Outcome.NOT_JUDGED for case in run.cases)
+        if unjudged:
+            lines.append(f"note: {run.label}: {unjudged} cases not judged on the CPU (the interpreter's budget "
+                         "ran out), counted as not passed")
     if result.missing:
         lines += ["", f"tasks of the baseline missing from {new.label} ({len(result.missing)}):",
                   *(f"  {task}" for task in result.missing)]

@@ -1,20 +1,34 @@
-"""What a case is checked on: the size assignments, and which of them use extreme values.
+"""What a case is checked on: the size assignments, which of them use extreme values, and
+the SM counts a persistent kernel is verified under.
 
 Sizes drawn without looking at the kernel let a kernel that handles only its first block pass:
 a grid of one program with a 16384-wide block is right for every N up to 16384, and a matmul
 with one K block and no K loop is right while K fits in it. So besides the hypothesis draws from
 the task's ranges (edge values and uniform draws, capped by ``cpu_max`` in CPU mode), every size
-name gets a *targeted* draw: that name just past the largest extent the kernel's own numbers
-reach (blocks, integer literals, a literal grid times a block; not a multiple of it), the other
-names small. On the GPU every name also gets a draw at its
-range's maximum, so the sizes the prompt promises are the sizes checked. Targeted draws stay
-within a budget of the total elements (CPU: the interpreter's speed) or bytes (GPU: memory) of
-all inputs and outputs; a range that cannot reach past the extent, or not within the budget, is
-drawn at the largest value it can take.
+name gets a *targeted* draw: that name just past the largest extent a program of the kernel
+covers (:func:`block_extent`: its blocks as tiles, the product of their axes, so a [32, 512]
+tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
+meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
+times a block; not a multiple of it), the other names small. Every name also gets a draw at its
+range's maximum (in CPU mode, where thousands of programs cost the interpreter seconds, every
+name but those the grid spreads over and no loop runs over), with the other names at 16 where
+the budget allows (else at their minimum): the sizes the prompt promises are the sizes checked, and a long reduction shows
+its accumulated rounding on enough outputs (an f16 matmul accumulating in f16 is off at
+K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the total
+elements (CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a
+range that cannot reach past the extent, or not within the budget, is drawn at the largest
+value it can take.
 
-Targeted draws use the task's extreme-value domains (:attr:`kernelgen.task.spec.Task.extreme_domains`),
-large magnitudes on long rows, where numerically careless formulas (softmax without the row
-maximum, sums in f16) fail as they would on real data.
+Targeted and range-maximum draws use the task's extreme-value domains
+(:attr:`kernelgen.task.spec.Task.extreme_domains`): large magnitudes, special values (NaN, inf,
+integer extremes, ids over their whole range, out-of-range targets), where numerically careless
+formulas (softmax without the row maximum, sums in f16) fail as they would on real data.
+
+A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
+each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
+drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
+loop stepping by 3 instead of num_programs, fails there (on the GPU the host expression takes
+those values for verification; timing keeps the device's own).
 
 Everything is reproducible from the seed: the hypothesis draws from hypothesis's seed, the
 targeted ones from a :class:`random.Random` seeded by the task and the seed.
@@ -22,10 +36,12 @@ targeted ones from a :class:`random.Random` seeded by the task and the seed.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.task.spec import Task
 
@@ -40,32 +56,94 @@ SMALL_SIZES = (1, 2, 3, 5, 7, 16, 17)
 # several times this).
 CPU_ELEMENT_BUDGET = 1 << 23
 GPU_BYTE_BUDGET = 4 << 30
+# The range-maximum draws in CPU mode: all their inputs and outputs within this many elements
+# (1 x 65536 fits with room; the interpreter takes a fraction of a second on it).
+CPU_RANGE_MAX_BUDGET = 1 << 20
+# The other names' value in a range-maximum draw, where the budget allows: outputs enough for
+# an accumulated rounding error to show on some of them.
+RANGE_MAX_OTHERS = 16
 # A targeted value lies in (extent, TARGET_SPAN * extent): past the first block, within a few.
 TARGET_SPAN = 4
+# The SM counts a kernel that reads num_sms is verified under, besides the interpreter's 3:
+# one SM (a MIG slice), a few, an H100/H200's 132, and one more than that.
+NUM_SMS_CHECKED = (1, 7, 132, 133)
+# num_sms when counting how many programs a size assignment can keep busy.
+_MANY_SMS = 1 << 20
 
 
 @dataclass(frozen=True)
 class Draw:
     """One size assignment a case is checked on; ``extreme``: inputs use the task's
-    extreme-value domains."""
+    extreme-value domains; ``num_sms``: the value of the host expression ``num_sms`` for this
+    verification (None: the device's own, 3 in the interpreter)."""
 
     sizes: dict[str, int] = field(default_factory=dict)
     extreme: bool = False
+    num_sms: int | None = None
+    # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" or "num_sms".
+    kind: str = field(default="drawn", compare=False)
 
 
 def block_extent(checked: Checked) -> int:
-    """How far the kernel's own numbers reach: the largest of its meta values, every axis of
-    every block shape the checker inferred (aranges, loads, reshapes, dots), every integer
-    literal (a loop that stops at 4096 instead of N) and each literal grid size times the
-    largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more); for a
+    """How far one program of the kernel reaches along a size: the largest of its meta values,
+    every block the checker inferred as a tile (the product of its axes: a [32, 512] tile covers
+    16384 elements of a row), every integer literal (a loop that stops at 4096 instead of N),
+    every loop bound its meta values and literals decide (``CHUNKS * BLOCK``) and such a loop's
+    trips times the largest block, and each grid size its meta values and literals decide times
+    the largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more); for a
     program, over all its launches."""
     launches = launches_of(checked)
-    blocks = [m.value for m in checked.kernel.meta]
-    blocks += [d for each in launches for value_type in each.types.values() for d in value_type.shape]
+    metas = {m.name: m.value for m in checked.kernel.meta}
+    blocks = list(metas.values())
+    blocks += [math.prod(value_type.shape) for each in launches for value_type in each.types.values()
+               if value_type.shape]
     block = max([1, *blocks])
     literals = _integer_literals(checked.kernel.model_dump())
-    grid = [g * block for each in launches for g in each.kernel.grid if isinstance(g, int) and not isinstance(g, bool)]
-    return max([block, *literals, *grid])
+    fixed = [_constant(g, metas) for each in launches for g in each.kernel.grid]
+    covered = [g * block for g in fixed if g is not None]
+    for each in launches:
+        for loop in _loops(each.kernel.body):
+            start, stop, step = (_constant(getattr(loop, n), metas) for n in ("start", "stop", "step"))
+            if stop is not None:
+                covered.append(abs(stop))
+                if start is not None and step:
+                    covered.append(max(0, -(-(stop - start) // step)) * block)
+    return max([block, *literals, *covered])
+
+
+def _loops(stmts: list) -> list[L.For]:
+    """Every ``for`` among ``stmts``, nested ones included."""
+    found = []
+    for s in stmts:
+        if isinstance(s, L.For):
+            found += [s, *_loops(s.body)]
+        elif isinstance(s, L.If):
+            found += _loops(s.then) + _loops(s.else_)
+    return found
+
+
+def _constant(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
+    """An integer expression's value where literals and meta values alone decide it, else None."""
+    from kernelgen.host.plan import HostEnv, eval_host
+
+    def fixed(e: L.Expr) -> bool:
+        if isinstance(e, bool):
+            return False
+        if isinstance(e, int):
+            return True
+        if isinstance(e, str):
+            return e in metas
+        return isinstance(e, L.Binary) and e.op in _FOLDED and fixed(e.lhs) and fixed(e.rhs)
+
+    if not fixed(expr):
+        return None
+    try:
+        return int(eval_host(expr, HostEnv({}, {}, dict(metas))))
+    except Exception:  # noqa: BLE001 - a division by zero, say: no extent from it
+        return None
+
+
+_FOLDED = frozenset({"add", "sub", "mul", "idiv", "cdiv", "maximum", "minimum"})
 
 
 def _integer_literals(node: object) -> list[int]:
@@ -80,25 +158,51 @@ def _integer_literals(node: object) -> list[int]:
     return []
 
 
-def _fits(task: Task, sizes: Mapping[str, int], gpu: bool) -> bool:
+def reads_num_sms(checked: Checked) -> bool:
+    """Whether the kernel's host part (grid, params, scratch shapes) reads ``num_sms``."""
+    def found(node: object) -> bool:
+        if isinstance(node, dict):
+            return node.get("op") == "num_sms" or any(found(v) for v in node.values())
+        if isinstance(node, list):
+            return any(found(v) for v in node)
+        return False
+
+    return found(checked.kernel.model_dump())
+
+
+def _fits(task: Task, sizes: Mapping[str, int], gpu: bool, budget: int | None = None) -> bool:
     elements, nbytes = task.footprint(sizes)
-    return nbytes <= GPU_BYTE_BUDGET if gpu else elements <= CPU_ELEMENT_BUDGET
+    return nbytes <= GPU_BYTE_BUDGET if gpu else elements <= (budget or CPU_ELEMENT_BUDGET)
 
 
-def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool) -> int:
+def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool, budget: int | None = None) -> int:
     """The largest value of ``name`` in its range, the others as given, within the budget
     (the range's minimum where even that does not fit)."""
     r = task.sizes[name]
     low, high = r.min, r.max
-    if _fits(task, {**sizes, name: high}, gpu):
+    if _fits(task, {**sizes, name: high}, gpu, budget):
         return high
     while low < high:  # the footprint grows with every size: bisect
         mid = (low + high + 1) // 2
-        if _fits(task, {**sizes, name: mid}, gpu):
+        if _fits(task, {**sizes, name: mid}, gpu, budget):
             low = mid
         else:
             high = mid - 1
     return low
+
+
+def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
+    """``name`` at its range's maximum (or the largest value within the budget), the other
+    names at :data:`RANGE_MAX_OTHERS` where that fits (clamped to their ranges), else at
+    their minimum."""
+    budget = None if gpu else CPU_RANGE_MAX_BUDGET
+    lowest = {o: r.min for o, r in task.sizes.items() if o != name}
+    some = {o: min(max(RANGE_MAX_OTHERS, r.min), r.max) for o, r in task.sizes.items() if o != name}
+    for others in (some, lowest):
+        value = _largest_fitting(task, others, name, gpu, budget)
+        if value == task.sizes[name].max or others is lowest:
+            return Draw({**others, name: value}, extreme=True, kind="range_max")
+    raise AssertionError("unreachable")
 
 
 def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
@@ -112,10 +216,12 @@ def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
 
 
 def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[Draw]:
-    """Per size name: a value past the kernel's largest block extent, the others small; on the
-    GPU also the range's maximum. All within the budget, with the extreme domains."""
+    """Per size name: a value past the kernel's largest extent, the others small; and the
+    range's maximum (:func:`range_max_draw`). All within the budget, with the extreme domains."""
     rng = random.Random(f"{task.id}:{seed}:targeted")
     extent = block_extent(checked)
+    looped = looped_sizes(checked) & set(task.sizes)
+    gridded = {n for each in launches_of(checked) for n in _names(list(each.kernel.grid))} & set(task.sizes)
     draws: list[Draw] = []
     for name in task.sizes:
         small = {}
@@ -124,10 +230,61 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             small[other] = rng.choice(choices)
         cap = _largest_fitting(task, small, name, gpu)
         value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
-        draws.append(Draw({**small, name: value}, extreme=True))
-        if gpu and cap != value:
-            draws.append(Draw({**small, name: cap}, extreme=True))
+        draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
+        # In CPU mode, along a size the grid spreads over and no loop runs over (8192 rows are
+        # 8192 programs, the interpreter's time), the draw past the extent stands for the range's
+        # maximum: a size a program covers in blocks or a loop walks (a reduction, whose rounding
+        # shows on the other sizes' 16) gets it; on the GPU every size does.
+        if gpu or name not in gridded or name in looped:
+            draws.append(range_max_draw(task, name, gpu))
     return draws
+
+
+def looped_sizes(checked: Checked) -> set[str]:
+    """The size names a loop's bounds read, directly or through a param's host expression
+    (the reductions a kernel walks in blocks: a matmul's K, a long row's N)."""
+    names: set[str] = set()
+    for each in launches_of(checked):
+        hosts = {b.name: b.value for b in each.params if b.value is not None}
+        for loop in _loops(each.kernel.body):
+            for bound in (loop.start, loop.stop):
+                for name in _names(bound):
+                    names |= _names(hosts[name]) if name in hosts else {name}
+    return names
+
+
+def _names(expr: object) -> set[str]:
+    if isinstance(expr, str):
+        return {expr}
+    if isinstance(expr, L.Node):
+        return {n for _, value in L.node_fields(expr) for n in _names(value)}
+    if isinstance(expr, list):
+        return {n for value in expr for n in _names(value)}
+    return set()
+
+
+def num_sms_draws(task: Task, checked: Checked, draws: list[Draw], scalars_of) -> list[Draw]:
+    """For a kernel that reads num_sms: the drawn assignment that gives it the most programs
+    (up to the largest value checked; then the one with the most elements, so that each of
+    num_sms programs has work), once per value of :data:`NUM_SMS_CHECKED`."""
+    if not draws or not reads_num_sms(checked):
+        return []
+
+    def programs(draw: Draw) -> int:
+        from kernelgen.host.plan import eval_host, sequence_for_sizes
+
+        try:
+            plans = sequence_for_sizes(checked, draw.sizes, scalars_of(draw.sizes))
+        except Exception:  # noqa: BLE001 - sizes the kernel refuses: the draw itself says so
+            return 0
+        most = 0
+        for plan in plans:
+            plan.env.num_sms = _MANY_SMS
+            most = max(most, math.prod(int(eval_host(g, plan.env)) for g in plan.kernel.grid))
+        return most
+
+    best = max(draws, key=lambda d: (min(programs(d), max(NUM_SMS_CHECKED)), task.footprint(d.sizes)[0]))
+    return [Draw(best.sizes, best.extreme, sms, kind="num_sms") for sms in NUM_SMS_CHECKED]
 
 
 def size_strategy(task: Task, cpu: bool):
@@ -167,11 +324,17 @@ def draw_sizes(task: Task, shapes: int, seed: int, gpu: bool) -> list[dict[str, 
 
 
 def case_draws(task: Task, checked: Checked | None, shapes: int, seed: int, gpu: bool) -> list[Draw]:
-    """Every assignment a kernel is checked on: the hypothesis draws, then the targeted ones
-    (none without a checked kernel or without sizes); duplicates dropped."""
+    """Every assignment a kernel is checked on: the hypothesis draws, then the targeted and
+    range-maximum ones (none without a checked kernel or without sizes), the smallest first,
+    then the num_sms draws of a kernel that reads it; duplicates dropped."""
     draws = [Draw(sizes) for sizes in draw_sizes(task, shapes, seed, gpu)]
     if checked is not None and task.sizes:
-        for draw in targeted_draws(task, checked, seed, gpu):
+        # The smallest first: a wrong kernel fails on the cheapest draw that shows it.
+        for draw in sorted(targeted_draws(task, checked, seed, gpu), key=lambda d: task.footprint(d.sizes)[0]):
             if draw not in draws:
                 draws.append(draw)
+    if checked is not None:
+        from kernelgen.task.verify import scalar_values
+
+        draws += num_sms_draws(task, checked, draws, lambda sizes: scalar_values(task, sizes, seed))
     return draws

@@ -68,14 +68,27 @@ class Domain(_Model):
     ``high`` may be integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index
     tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows).
     ``zeros``: a float input drawn from a normal domain has exact zeros (+0.0 and -0.0) in the
-    extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none."""
+    extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none.
 
-    kind: Literal["normal", "uniform", "integers", "starts", "ends"] = "normal"
+    What a PyTorch user may pass beyond ordinary values (issue 32), mostly in a task's
+    ``extreme_domains``: ``full``, integers over the dtype's whole range, both extremes among
+    them (a float input bound to the same dtype variable is drawn normal); ``specials``, values
+    placed among the drawn ones, each at least once where the tensor has room (``nan``, ``inf``,
+    ``-inf``, integers, host expressions of the sizes: an ignore index, targets past C, i64
+    targets that an i32 truncation would turn into a class; those its dtype cannot hold are
+    left out); ``zero_rows``, some rows along the last axis all zero (a block whose scale needs
+    the stated floor); ``ties``, normal values rounded to quarters of the scale (equal values in
+    every row, for tasks that judge how ties are broken)."""
+
+    kind: Literal["normal", "uniform", "integers", "starts", "ends", "full"] = "normal"
     scale: float = 1.0
     zeros: bool = True
     low: Union[float, L.Expr] = -1.0
     high: Union[float, L.Expr] = 1.0
     total: str | None = None
+    specials: list[L.Expr] = []
+    zero_rows: bool = False
+    ties: bool = False
 
     @model_validator(mode="after")
     def _total_for_starts(self) -> Domain:
@@ -85,11 +98,27 @@ class Domain(_Model):
 
     def describe(self) -> str:
         if self.kind == "normal":
-            return f"normal of scale {self.scale:g}"
-        if self.kind == "starts":
-            return f"sorted segment starts from 0 to {self.total}"
-        what = {"integers": "integers", "uniform": "uniform", "ends": "nondecreasing integers ending at the high bound"}[self.kind]
-        return f"{what} in [{_show_bound(self.low)}, {_show_bound(self.high)}]"
+            text = f"normal of scale {self.scale:g}" + (", rounded to quarters (ties)" if self.ties else "")
+        elif self.kind == "starts":
+            text = f"sorted segment starts from 0 to {self.total}"
+        elif self.kind == "full":
+            text = "integers over the dtype's whole range, its extremes included"
+        else:
+            what = {"integers": "integers", "uniform": "uniform",
+                    "ends": "nondecreasing integers ending at the high bound"}[self.kind]
+            text = f"{what} in [{_show_bound(self.low)}, {_show_bound(self.high)}]"
+        if self.specials:
+            text += ", with " + ", ".join(_show_bound(v) for v in self.specials) + " among them"
+        if self.zero_rows:
+            text += ", some rows all zero"
+        return text
+
+    def special_values(self, sizes: Mapping[str, int]) -> list[Union[int, float]]:
+        """``specials`` at these sizes (host expressions evaluated)."""
+        from kernelgen.host.plan import HostEnv, eval_host
+
+        env = HostEnv(dict(sizes), {}, {})
+        return [eval_host(v, env) for v in self.specials]
 
     def bounds(self, sizes: Mapping[str, int]) -> tuple[float, float]:
         """``low`` and ``high`` at these sizes (host expressions evaluated)."""
@@ -100,7 +129,9 @@ class Domain(_Model):
 
 
 def _show_bound(bound: Union[float, L.Expr]) -> str:
-    if isinstance(bound, (int, float)):
+    if isinstance(bound, int) and not isinstance(bound, bool):
+        return str(bound)
+    if isinstance(bound, float):
         return f"{bound:g}"
     if isinstance(bound, str):
         return bound
@@ -117,6 +148,9 @@ class ScalarRange(_Model):
     max: float | None = None
     log: bool = False
     values: list[Union[float, int, bool]] | None = Field(None, min_length=1)
+    # The value the extreme draws take (the most demanding end: a softmax temperature at its
+    # smallest, where x / temperature overflows exp first); None: drawn as in the other draws.
+    extreme: Union[float, int, bool, None] = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScalarRange:
@@ -352,13 +386,16 @@ class Task(_Model):
         if self.variants:
             lines.append("Calls checked and timed (one kernel must serve them all):")
             lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
+            if self.dtypes or any(i.is_plain and i.shape is not None and i.optional for i in self.signature.inputs):
+                lines.append("Every other call a PyTorch user may make (each binding of the dtype variables with each "
+                             "presence of the optional tensors) is checked too, at small sizes.")
         if self.sizes:
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
                          "Tensors are contiguous (row-major).")
         if self.extreme_domains:
             drawn = "; ".join(f"{name}: {domain.describe()}" for name, domain in self.extreme_domains.items())
-            lines.append(f"Numerical stability is checked: some checks, at large sizes, draw extreme values ({drawn}).")
+            lines.append(f"Extreme values are checked: some checks, at large sizes, draw them ({drawn}).")
         return "\n".join(lines)
 
     def render_prompt(self) -> str:

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongResult
-from kernelgen.task.spec import Task
+from kernelgen.host.plan import dtype_name
+from kernelgen.task.spec import Task, Variant
 from kernelgen.task.verify import compare_outputs, order_problems, make_inputs, run_reference
 from kernelgen.host.wrapper import BoundCall, bind_call
 
@@ -68,11 +69,12 @@ def bound_call(task: Task, kernel: L.Kernel, inputs: Mapping[str, Any],
 
 
 def check_calls(task: Task, kernel: L.Kernel, meta: Mapping[str, int] | None = None) -> list[CheckedKernel]:
-    """Bind every call of the task (small sizes) and check the kernel's variant for it; a call
-    the kernel refuses, or whose outputs would have other dtypes than the task's, is a
-    signature mismatch. Returns each call's checked kernel, in order."""
+    """Bind every call of the task (small sizes), the listed ones and then those no listed call
+    makes (:func:`unlisted_calls`), and check the kernel's variant for it; a call the kernel
+    refuses, or whose outputs would have other dtypes than the task's, is a signature
+    mismatch. Returns each listed call's checked kernel, in order."""
     found: list[CheckedKernel] = []
-    for concrete in task.variant_tasks():
+    for concrete in task.variant_tasks() + unlisted_calls(task):
         sizes = {name: max(r.min, 2) for name, r in concrete.sizes.items()}
         try:
             call, checked = bound_call(concrete, kernel, make_inputs(concrete, sizes), meta)
@@ -87,7 +89,86 @@ def check_calls(task: Task, kernel: L.Kernel, meta: Mapping[str, int] | None = N
         if problems:
             raise named(concrete, SemanticError(problems))
         found.append(checked)
+    return found[:len(task.variant_tasks())]
+
+
+# -- the calls no listed call makes ---------------------------------------------------------
+
+_UNLISTED: dict[str, list[Task]] = {}
+
+
+def unlisted_calls(task: Task) -> list[Task]:
+    """The concrete task of every call the task admits that none of its listed calls makes:
+    each binding of its dtype variables with each presence pattern of its optional tensors
+    (issue 32: a kernel that branches on a binding or a pattern no listed call takes must not
+    pass unseen). Each is made from a listed call (its host-only arguments, a ``dtype=``
+    argument that selected a variable rebound with it), keeps that call's tolerance where the
+    binding is the same (else a listed call's of the same binding, else the task's), and is
+    admitted where the task's golden kernel binds it to the task's output dtypes and the
+    reference returns them. Verified at small sizes (:func:`kernelgen.harness.pipeline.verify_calls`),
+    never timed."""
+    if not task.variants or task.variant is not None:
+        return []
+    if task.name not in _UNLISTED:
+        _UNLISTED[task.name] = _admitted_unlisted(task)
+    return _UNLISTED[task.name]
+
+
+def _omitted(task: Task, variant: Variant) -> frozenset[str]:
+    optional = {s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional}
+    return frozenset(name for name, value in variant.args.items() if name in optional and value is None)
+
+
+def _admitted_unlisted(task: Task) -> list[Task]:
+    import itertools
+
+    optional = [s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional]
+    dtype_args = [s.name for s in task.signature.inputs if not s.is_plain and s.role == "dtype"]
+    listed = {(tuple(sorted(v.dtypes.items())), _omitted(task, v)) for v in task.variants}
+    found: list[Task] = []
+    for dtypes in itertools.product(*(v.of for v in task.dtypes)):
+        binding = {v.name: d for v, d in zip(task.dtypes, dtypes)}
+        for count in range(len(optional) + 1):
+            for omitted in map(frozenset, itertools.combinations(optional, count)):
+                if (tuple(sorted(binding.items())), omitted) in listed:
+                    continue
+                for template in sorted(task.variants, key=lambda v: (_omitted(task, v) != omitted, v.dtypes != binding)):
+                    args = {k: v for k, v in template.args.items() if k not in optional}
+                    args |= {name: None for name in sorted(omitted)}
+                    for name in dtype_args:
+                        chosen = [var for var, dtype in template.dtypes.items() if dtype == args.get(name)]
+                        if chosen:
+                            args[name] = binding[chosen[0]]
+                    same = [v.tolerance for v in task.variants if v.dtypes == binding and v.tolerance is not None]
+                    tolerance = template.tolerance if template.dtypes == binding else (same[0] if same else None)
+                    words = [*dtypes, *(f"no_{name}" for name in sorted(omitted))]
+                    variant = Variant(name="unlisted_" + "_".join(words).lower(), dtypes=binding, args=args,
+                                      tolerance=tolerance)
+                    concrete = task._concrete(variant)
+                    if _admitted(concrete):
+                        found.append(concrete)
+                        break
     return found
+
+
+def _admitted(concrete: Task) -> bool:
+    """Whether a made-up call is one the task admits: the golden binds it to the task's output
+    dtypes and the reference, on small inputs, returns those dtypes."""
+    import torch
+
+    sizes = {name: max(r.min, 2) for name, r in concrete.sizes.items()}
+    try:
+        call, checked = bound_call(concrete, concrete.golden, make_inputs(concrete, sizes, shapes_only=True))
+        inputs = make_inputs(concrete, sizes)
+        with torch.no_grad():
+            result = concrete.reference_function()(*inputs.values())
+    except Exception:  # noqa: BLE001 - a call the golden or the reference refuses is not admitted
+        return False
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    wanted = [o.dtype for o in concrete.signature.outputs]
+    given = [d.dtype for d in checked.kernel.outputs]
+    returned = [dtype_name(torch.as_tensor(r).dtype) for r in results]
+    return given == wanted and returned == wanted
 
 
 def outputs_by_name(task: Task, result: Any) -> dict[str, Any]:
@@ -97,17 +178,19 @@ def outputs_by_name(task: Task, result: Any) -> dict[str, Any]:
 
 
 def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed: int,
-                    extreme: bool = False, timeout_s: float | None = None) -> None:
+                    extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None) -> None:
     """One variant's call, run by the reference interpreter, against the reference on one size
-    assignment; the outputs (and which elements were written) shaped back as the call's."""
-    from kernelgen.host.plan import plan_launch
+    assignment (under ``num_sms`` where given); the outputs (and which elements were written)
+    shaped back as the call's."""
+    from kernelgen.host.plan import plan_launch, verified_num_sms
     from kernelgen.interp.execute import execute_sequence
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     expected = run_reference(task, inputs)
     call, checked = bound_call(task, kernel, inputs)
     try:
-        run = execute_sequence(checked, [plan_launch(checked, call.args)], timeout_s=timeout_s, orders=True)
+        with verified_num_sms(num_sms):
+            run = execute_sequence(checked, [plan_launch(checked, call.args)], timeout_s=timeout_s, orders=True)
     except KernelgenError as error:
         raise named(task, error) from None
     outputs = outputs_by_name(task, call.finish(run.outputs))
@@ -120,10 +203,10 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
 
 
 def call_bindings(task: Task, kernel: L.Kernel) -> list[dict[str, str]]:
-    """The distinct dtype bindings of the kernel that the task's calls select, in call order
-    (one empty binding for a kernel without dtype variables)."""
+    """The distinct dtype bindings of the kernel that the task's calls select, listed and
+    unlisted, in call order (one empty binding for a kernel without dtype variables)."""
     found: list[dict[str, str]] = []
-    for concrete in task.variant_tasks():
+    for concrete in task.variant_tasks() + unlisted_calls(task):
         sizes = {name: max(r.min, 2) for name, r in concrete.sizes.items()}
         call, _ = bound_call(concrete, kernel, make_inputs(concrete, sizes, shapes_only=True))
         if call.dtypes not in found:

@@ -50,16 +50,71 @@ def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.
         return draw_offsets(shape[0], int(sizes[domain.total]), dtype, generator)
     if spec.dtype == "bool":
         return torch.randint(0, 2, shape, generator=generator).bool()
-    low, high = domain.bounds(sizes or {}) if domain is not None else (-100, 100)
+    values = _drawn(spec, shape, domain, generator, sizes or {})
+    if domain is not None and domain.zero_rows:
+        values = _zero_rows(values, generator)
+    if domain is not None and domain.specials:
+        values = _with_specials(values, domain.special_values(sizes or {}), generator)
+    return values
+
+
+def _drawn(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator,
+           sizes: Mapping[str, int]) -> torch.Tensor:
+    dtype = torch_dtype(spec.dtype)
+    integer = spec.dtype in ("i32", "i64")
+    if domain is not None and domain.kind == "full" and integer:
+        info = torch.iinfo(dtype)
+        values = torch.randint(0, 1 << 16, (*shape, info.bits // 16), generator=generator, dtype=torch.int32)
+        words = values.to(torch.int16).view(dtype).reshape(shape)  # uniform bits: every value of the dtype
+        return _with_specials(words, [info.min, info.max, info.min + 1, info.max - 1, -1, 0, 1], generator)
+    low, high = domain.bounds(sizes) if domain is not None and domain.kind != "full" else (-100, 100)
     if domain is not None and domain.kind == "ends":
         return _ends(shape, int(low), int(high), generator).to(dtype)
-    if (domain is not None and domain.kind == "integers") or (domain is None and spec.dtype in ("i32", "i64")):
+    if (domain is not None and domain.kind == "integers") or (integer and domain is None):
         return torch.randint(int(low), int(high) + 1, shape, generator=generator).to(dtype)
     if domain is not None and domain.kind == "uniform":
         values = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
         return values.to(dtype)
     scale = domain.scale if domain is not None else 1.0
-    return (torch.randn(shape, generator=generator, dtype=torch.float64) * scale).to(dtype)
+    values = torch.randn(shape, generator=generator, dtype=torch.float64) * scale
+    if domain is not None and domain.ties:
+        values = (values * 4 / scale).round() * scale / 4 + 0.0  # + 0.0: no -0.0 to tie with +0.0
+    return values.to(dtype)
+
+
+SPECIAL_SHARE = 16  # up to one element in SPECIAL_SHARE is a special value, each at least once
+
+
+def _with_specials(values: torch.Tensor, specials: list, generator: torch.Generator) -> torch.Tensor:
+    """``values`` with ``specials`` (those its dtype holds) placed at random positions: each
+    at least once where there is room (at most half the elements), then repeated up to one
+    element in :data:`SPECIAL_SHARE`."""
+    if values.dtype == torch.bool or values.numel() == 0:
+        return values
+    if values.dtype.is_floating_point:
+        held = [float(v) for v in specials]
+    else:
+        info = torch.iinfo(values.dtype)
+        held = [int(v) for v in specials if isinstance(v, int) and info.min <= v <= info.max]
+    if not held:
+        return values
+    count = min(max(len(held), values.numel() // SPECIAL_SHARE), max(1, values.numel() // 2))
+    places = torch.randperm(values.numel(), generator=generator)[:count]
+    flat = values.clone().reshape(-1)
+    chosen = torch.tensor([held[i % len(held)] for i in range(count)], dtype=torch.float64 if
+                          values.dtype.is_floating_point else torch.int64)
+    flat[places] = chosen.to(values.dtype)
+    return flat.reshape(values.shape)
+
+
+def _zero_rows(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``values`` with about a quarter of its rows (along the last axis), at least one, all zero."""
+    if values.dim() == 0 or values.numel() == 0:
+        return values
+    rows = values.reshape(-1, values.shape[-1]).clone()
+    chosen = torch.randperm(rows.shape[0], generator=generator)[:max(1, rows.shape[0] // 4)]
+    rows[chosen] = 0
+    return rows.reshape(values.shape)
 
 
 def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generator) -> torch.Tensor:
@@ -71,16 +126,18 @@ def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generato
     return values
 
 
-def scalar_values(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool = False) -> dict[str, Any]:
     """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
-    (reproducible from task, sizes and seed), the bench value where a scalar has no range."""
+    (reproducible from task, sizes and seed; in an extreme draw, a range's ``extreme`` value
+    where it has one), the bench value where a scalar has no range."""
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
     for spec in task.signature.inputs:
         if spec.shape is None and spec.is_plain:
             drawn = task.scalar_ranges.get(spec.name)
-            values[spec.name] = (task.scalars[spec.name] if drawn is None
-                                 else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
+            value = (task.scalars[spec.name] if drawn is None
+                     else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
+            values[spec.name] = drawn.extreme if extreme and drawn is not None and drawn.extreme is not None else value
     return values
 
 
@@ -93,7 +150,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
     shapes without their memory)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
-    scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed)
+    scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
     given = task.variant.args if task.variant is not None else {}
     for spec in task.signature.inputs:

@@ -32,9 +32,12 @@ def seed_everything(seed: int) -> None:
 
 def run_test(operator: Operator, namespace: Any, seed: int) -> Any:
     """The test function's results, seeded just before it runs."""
+    from kernelgen.tritonbench.loader import importable_as_itself
+
     test = getattr(namespace, operator.test.function)
     seed_everything(seed)
-    return test()
+    with importable_as_itself(operator, namespace):  # `from <op> import <op>` in the test finds this one
+        return test()
 
 
 @dataclass(frozen=True)
@@ -121,3 +124,16 @@ def accuracy_job(operator: Operator, ast_json: str, seed: int, device: str = "cu
     return check_accuracy(operator, wrapper(ast_json, operator.wrapper, force=force), device, seed)
 
 
+
+
+def accuracy_on_the_cpu(operator: Operator, ast_json: str, settings: Any) -> Accuracy:
+    """The accuracy in CPU mode (the interpreter runs the wrapper's launches): the whole test
+    within ``settings.timeout_s`` of wall-clock time; a test that runs out of it, or a launch
+    past the interpreter's work budget (even one the test catches), is not judged on the CPU."""
+    from kernelgen.gpu.function import interpreter_limit, wrapper
+
+    with interpreter_limit(settings.timeout_s) as limit:
+        accuracy = check_accuracy(operator, wrapper(ast_json, operator.wrapper), "cpu", settings.seed)
+    if limit.reached is not None:
+        return Accuracy(call_failure=failure_of(limit.reached, operator))
+    return accuracy

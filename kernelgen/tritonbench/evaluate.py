@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.task.metrics import geometric_mean
 from kernelgen.task.results import CaseResult, GenerationInfo
-from kernelgen.tritonbench.accuracy import Accuracy, CallFailure, accuracy_job, check_accuracy  # noqa: F401
+from kernelgen.tritonbench.accuracy import (Accuracy, CallFailure, accuracy_job, accuracy_on_the_cpu,  # noqa: F401
+                                             check_accuracy)
 from kernelgen.tritonbench.loader import Operator
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
     operator or a crash of kernelgen itself (see :class:`CaseResult`'s outcome, stage and
     diagnostics)."""
     from kernelgen.tritonbench.generate import answer_for, build_kernel, generation_info, instruction
-    from kernelgen.gpu.function import wrapper
 
     start = time.perf_counter()
     artifacts = {"prompt": instruction(operator, prompt_kind)}
@@ -70,10 +70,12 @@ def evaluate_operator(operator: Operator, provider: Provider, settings: Settings
         if build.error is not None:
             raise build.error
         if settings.gpu:
-            accuracy = settings.executor.call(accuracy_job, operator, build.answer, settings.seed,
-                                              timeout=settings.timeout_s)
+            from kernelgen.gpu.timing import call_retried_alone
+
+            accuracy = call_retried_alone(settings.executor, accuracy_job, operator, build.answer, settings.seed,
+                                          timeout=settings.timeout_s)
         else:
-            accuracy = check_accuracy(operator, wrapper(build.answer, operator.wrapper), "cpu", settings.seed)
+            accuracy = accuracy_on_the_cpu(operator, build.answer, settings)
         extra.update(call_accuracy=accuracy.call_ok, execution_accuracy=accuracy.execution_ok,
                      test_cases=accuracy.test_cases)
         if accuracy.call_failure is not None:
@@ -148,6 +150,10 @@ def track_summary(results: list[CaseResult]) -> list[str]:
              f"execution accuracy: {share(executed)}"]
     if unsupported:
         lines.append(f"unsupported by the language ({len(unsupported)}, counted as failures): {', '.join(unsupported)}")
+    unjudged = sorted(c.task for c in cases if c.outcome == Outcome.NOT_JUDGED)
+    if unjudged:
+        lines.append(f"not judged on the CPU ({len(unjudged)}: the interpreter's budget ran out; counted apart, "
+                     f"not as accurate): {', '.join(unjudged)}")
     refused = {}  # the first perf problem of each correct operator that is the answer's own
     for c in cases:
         answers = [p for p in c.extra.get("perf_problems") or [] if p["code"] not in NOT_THE_ANSWERS]

@@ -33,12 +33,14 @@ Nothing here runs dataset code, except :func:`load_reference_namespace` when ask
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
+import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -589,12 +591,44 @@ def load_reference_namespace(operator: Operator, device: str = "cuda") -> types.
     module.__file__ = str(operator.path)
     parts = ((operator.reference.source, 1, None), (operator.test.source, operator.test.first_line,
                                                     operator.test.function))
-    for source, first_line, test_function in parts:
-        tree = ast.parse(source)
-        if test_function is not None:
-            tree.body = [s for s in tree.body if not _is_driver(s, test_function)]
-        if device != "cuda":
-            tree = ast.fix_missing_locations(_OnDevice(device).visit(tree))
-        ast.increment_lineno(tree, first_line - 1)
-        exec(compile(tree, str(operator.path), "exec"), module.__dict__)  # noqa: S102 - dataset code, on request
+    with importable_as_itself(operator, module):
+        for source, first_line, test_function in parts:
+            tree = ast.parse(source)
+            if test_function is not None:
+                tree.body = [s for s in tree.body if not _is_driver(s, test_function)]
+            if device != "cuda":
+                tree = ast.fix_missing_locations(_OnDevice(device).visit(tree))
+            ast.increment_lineno(tree, first_line - 1)
+            exec(compile(tree, str(operator.path), "exec"), module.__dict__)  # noqa: S102 - dataset code, on request
     return module
+
+
+def self_imports(operator: Operator) -> list[str]:
+    """The modules the operator's test imports that are the operator itself: named after its file
+    (``from <op> import <op>``, as 2 of TritonBench-T's 166 tests do) or its function, where
+    TritonBench's evaluator puts the answer in a module of that name."""
+    own = {operator.name, operator.wrapper}
+    found = []
+    for node in ast.walk(ast.parse(operator.test.source)):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else \
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        found += [name for name in names if name in own and name not in found]
+    return found
+
+
+@contextlib.contextmanager
+def importable_as_itself(operator: Operator, module: types.ModuleType) -> Iterator[None]:
+    """Within it, the modules of :func:`self_imports` are ``module`` (the namespace the test runs
+    in, whose wrapper is the reference's or the answer's): the test imports what it tests. The
+    modules of those names that were there before come back after."""
+    names = self_imports(operator)
+    saved = {name: sys.modules.get(name) for name in names}
+    try:
+        sys.modules.update({name: module for name in names})
+        yield
+    finally:
+        for name, previous in saved.items():
+            if previous is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous

@@ -33,7 +33,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
+from kernelgen.errors import Diagnostic, KernelgenError, KernelTimeout, WrongResult
+from kernelgen.gpu.timing import call_retried_alone
 from kernelgen.task.metrics import geometric_mean
 from kernelgen.tritonbench.compare import compare_results
 from kernelgen.tritonbench.loader import Operator, TritonBenchError, load_reference_namespace
@@ -276,8 +277,12 @@ def measure_speedup(operator: Operator, ast_json: str, settings: Settings,
         return result
     for index, case in enumerate(perf.cases):
         try:
-            result.points.append(settings.executor.call(perf_job, operator, ast_json, index, settings.seed, configs,
-                                                        timeout=max(settings.timeout_s, PERF_TIMEOUT_S)))
+            result.points.append(call_retried_alone(settings.executor, perf_job, operator, ast_json, index,
+                                                    settings.seed, configs, timeout=max(settings.timeout_s, PERF_TIMEOUT_S)))
+        except KernelTimeout as error:
+            # A job past its limit (and, under load, past it again alone) is the case's verdict.
+            raise KernelTimeout([Diagnostic(f"/perf/{index}", d.code, f"{describe_case(case)}: {d.message}")
+                                 for d in error.diagnostics]) from None
         except KernelgenError as error:
             left = len(perf.cases) - index - 1
             result.problems += [Diagnostic(f"/perf/{index}", d.code, f"{describe_case(case)}: {d.message}"

@@ -1,0 +1,74 @@
+"""Inputs a PyTorch user may pass (issue 32, item 4): NaN and infinities where the operator
+defines the result, integers over their whole range, all-zero blocks, ids over the whole
+table, ignore-index, out-of-range and i64-only targets, ties on ordinary draws, extreme
+magnitudes with a scalar at its most demanding end."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelgen.lang import nodes as L
+from kernelgen.task.spec import Domain, get_task
+from kernelgen.task.verify import draw_tensor, make_inputs, scalar_values
+
+
+def test_nan_and_infinities_reach_the_extreme_draws_only() -> None:
+    task = get_task("relu")
+    x = make_inputs(task, {"N": 4000}, seed=0, extreme=True)["x"]
+    assert x.isnan().any() and (x == float("inf")).any() and (x == float("-inf")).any()
+    assert make_inputs(task, {"N": 4000}, seed=0)["x"].isfinite().all()
+    assert "with nan, inf, -inf among them" in task.render_prompt()
+
+
+@pytest.mark.parametrize("dtype", ["i32", "i64"])
+def test_full_integers_span_the_dtype_with_its_extremes(dtype: str) -> None:
+    info = torch.iinfo(torch.int32 if dtype == "i32" else torch.int64)
+    a = draw_tensor(L.Input(name="a", dtype=dtype, shape=["N"]), (5000,), Domain(kind="full"),
+                    torch.Generator().manual_seed(1), {"N": 5000})
+    assert a.min() == info.min and a.max() == info.max
+    assert (a.abs() > 2 ** 24).float().mean() > 0.9  # beyond what an f32 holds exactly
+
+
+def test_a_generic_task_draws_integer_extremes_and_float_nans_from_one_domain() -> None:
+    task = get_task("maximum_generic")
+    calls = {t.variant.name: t for t in task.variant_tasks()}
+    a32 = make_inputs(calls["i32"], {"M": 64, "N": 64}, seed=0, extreme=True)["a"]
+    assert a32.min() == -2 ** 31 and a32.max() == 2 ** 31 - 1
+    assert make_inputs(calls["f16"], {"M": 64, "N": 64}, seed=0, extreme=True)["a"].isnan().any()
+
+
+def test_targets_reach_every_class_the_ignore_index_and_what_i32_would_wrap() -> None:
+    task = get_task("cross_entropy")
+    target = make_inputs(task, {"M": 4096, "C": 1000}, seed=0, extreme=True)["target"]
+    valid = (target >= 0) & (target < 1000)
+    assert target[valid].max() > 900 and {-100, 1000, 1007, 2 ** 32 + 3, -2 ** 32 + 5, 2 ** 63 - 1} <= set(target.tolist())
+    # An i32 target holds only the specials that fit.
+    smoothing = make_inputs(get_task("cross_entropy_label_smoothing"), {"M": 4096, "C": 1000}, seed=0, extreme=True)
+    assert {-100, 1000, 1007, 2 ** 31 - 1} <= set(smoothing["target"].tolist())
+
+
+@pytest.mark.parametrize("task_id, name, sizes", [("embedding_bag_sum", "ids", {"T": 3000, "B": 5, "V": 4000, "D": 3}),
+                                                  ("index_add_rows", "index", {"V": 4000, "D": 3, "T": 3000})])
+def test_ids_reach_the_whole_table(task_id: str, name: str, sizes: dict[str, int]) -> None:
+    ids = make_inputs(get_task(task_id), sizes, seed=0, extreme=True)[name]
+    assert 0 <= ids.min() and ids.max() < 4000 and ids.max() > 3000
+
+
+def test_some_blocks_are_all_zero() -> None:
+    x = make_inputs(get_task("fp8_quantize_blockwise"), {"M": 8, "NB": 4}, seed=0, extreme=True)["x"]
+    blocks = x.reshape(-1, 128).abs().amax(-1)
+    assert int((blocks == 0).sum()) == 8 and int((blocks > 0).sum()) == 24  # a quarter of the 32 blocks
+
+
+def test_ties_on_ordinary_draws_where_ties_are_judged() -> None:
+    x = make_inputs(get_task("row_top2"), {"M": 64, "N": 100}, seed=0)["x"]
+    top = x.sort(dim=1, descending=True).values
+    assert (top[:, 0] == top[:, 1]).any()
+    assert not torch.signbit(x[x == 0]).any()  # no -0.0 beside +0.0
+
+
+def test_an_extreme_draw_takes_a_scalars_most_demanding_value() -> None:
+    task = get_task("softmax_temperature")
+    assert scalar_values(task, {"M": 3, "N": 5}, 0, extreme=True)["temperature"] == 0.1
+    assert scalar_values(task, {"M": 3, "N": 5}, 0)["temperature"] != 0.1

@@ -1,0 +1,110 @@
+"""How far a kernel is verified (issue 32, items 1 and 2): sizes past what a program covers
+along each size (tile products, loop bounds and grids its meta values decide), each size at its
+range's maximum in CPU mode too, and the SM counts a persistent kernel may meet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelgen.check.checker import check
+from kernelgen.host.plan import INTERPRETER_NUM_SMS, plan_launch, verified_num_sms
+from kernelgen.lang.parse import parse_kernel
+from kernelgen.task.draws import (CPU_RANGE_MAX_BUDGET, NUM_SMS_CHECKED, RANGE_MAX_OTHERS, block_extent, case_draws,
+                                  reads_num_sms)
+from kernelgen.task.spec import get_task
+
+CATALOGUE = Path(__file__).parent / "redteam"
+
+
+def catalogued(name: str):
+    """A catalogue kernel, checked."""
+    return check(parse_kernel(json.dumps(json.loads((CATALOGUE / f"{name}.json").read_text())["kernel"])))
+
+
+@pytest.mark.parametrize("name", ["row_cumsum_long_one_32x512_tile", "cross_entropy_loop_stops_at_chunks_times_block",
+                                  "splitk_gemm_f32out_eight_splits_of_2048"])
+def test_what_a_program_covers_is_the_extent(name: str) -> None:
+    """A [32, 512] tile covers 16384 elements of a row; a loop to CHUNKS * BLOCK (16 x 1024)
+    and a grid of SPLIT = 8 programs of a 2048-wide span each cover 16384 too."""
+    assert block_extent(catalogued(name)) >= 16384
+
+
+def test_a_draw_goes_past_a_tile_product() -> None:
+    task = get_task("row_cumsum_long")
+    draws = case_draws(task, catalogued("row_cumsum_long_one_32x512_tile"), 5, 0, gpu=False)
+    assert any(d.kind == "past_extent" and d.sizes["N"] > 16384 for d in draws)
+
+
+@pytest.mark.parametrize("task_id, name, others", [("row_cumsum_long", "N", {"M": 1}),  # 16 x 65536 x 2: past the budget
+                                                    ("matmul_f16", "K", {"M": 16, "N": 16}),
+                                                    ("cross_entropy", "C", {"M": 16})])
+def test_cpu_mode_draws_each_size_at_its_range_maximum(task_id: str, name: str, others: dict[str, int]) -> None:
+    """Beyond cpu_max, within the range-maximum budget; the other sizes at 16 where it fits (a
+    long reduction then shows its rounding on 256 outputs of a matmul, not on one)."""
+    task = get_task(task_id)
+    draws = [d for d in case_draws(task, check(task.golden), 5, 0, gpu=False) if d.kind == "range_max"]
+    (draw,) = [d for d in draws if d.sizes[name] == task.sizes[name].max]
+    assert draw.sizes == {**others, name: task.sizes[name].max} and draw.extreme
+    assert task.footprint(draw.sizes)[0] <= CPU_RANGE_MAX_BUDGET
+
+
+def test_in_cpu_mode_a_size_the_grid_spreads_over_gets_no_range_maximum_unless_a_loop_runs_over_it() -> None:
+    """softmax_temperature: M is the grid's (8192 rows cost the interpreter seconds per call) and
+    no loop runs over it: the draw past the extent stands for its maximum; N, which the kernel
+    loops over, still gets its range's maximum. On the GPU both do."""
+    from kernelgen.task.draws import looped_sizes
+
+    task = get_task("softmax_temperature")
+    checked = check(task.golden)
+    assert looped_sizes(checked) & set(task.sizes) == {"N"}
+    cpu = case_draws(task, checked, 5, 0, gpu=False)
+    assert [d.sizes for d in cpu if d.kind == "range_max"] == [{"M": RANGE_MAX_OTHERS, "N": 8192}]
+    assert {"M", "N"} <= {n for d in case_draws(task, checked, 5, 0, gpu=True) if d.kind == "range_max"
+                          for n, v in d.sizes.items() if v == task.sizes[n].max}
+
+
+def test_a_range_maximum_past_the_budget_takes_the_others_at_their_minimum() -> None:
+    task = get_task("row_sum")  # N at 8192 with M at 16 fits; the budget decides in the test above
+    (draw,) = [d for d in case_draws(task, check(task.golden), 5, 0, gpu=False)
+               if d.kind == "range_max" and d.sizes["N"] == 8192]
+    assert draw.sizes["M"] == RANGE_MAX_OTHERS and task.footprint(draw.sizes)[0] <= CPU_RANGE_MAX_BUDGET
+
+
+def test_a_kernel_that_reads_num_sms_is_verified_under_each_count() -> None:
+    task = get_task("bincount_bytes")
+    persistent = catalogued("bincount_bytes_persistent_all_partials_control")
+    assert reads_num_sms(persistent) and not reads_num_sms(check(task.golden))
+    draws = case_draws(task, persistent, 5, 0, gpu=False)
+    counted = [d for d in draws if d.num_sms is not None]
+    assert [d.num_sms for d in counted] == list(NUM_SMS_CHECKED)
+    # On the assignment with the most elements among those that keep 133 programs busy.
+    assert len({tuple(d.sizes.items()) for d in counted}) == 1
+    assert counted[0].sizes["N"] == max(d.sizes["N"] for d in draws)
+    assert not [d for d in case_draws(task, check(task.golden), 5, 0, gpu=False) if d.num_sms is not None]
+
+
+def test_verified_num_sms_sets_what_launches_read() -> None:
+    kernel = catalogued("relu_persistent_num_programs_step_control")
+    x = torch.randn(100_000)
+    assert plan_launch(kernel, {"x": x}).num_programs == INTERPRETER_NUM_SMS
+    for count in NUM_SMS_CHECKED:
+        with verified_num_sms(count):
+            assert plan_launch(kernel, {"x": x}).num_programs == min(count, -(-100_000 // 1024))
+    assert plan_launch(kernel, {"x": x}).num_programs == INTERPRETER_NUM_SMS
+
+
+def test_a_draw_chosen_for_the_kernel_that_the_interpreter_cannot_afford_is_left_out_and_recorded() -> None:
+    """attention_f16's [128, 64] score tile puts S past 8192: quadratic work past the
+    interpreter's budget. That draw is left out (recorded); the case is judged on the others."""
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.lang.parse import kernel_to_json
+
+    task = get_task("attention_f16")
+    result = evaluate_answer(task, kernel_to_json(task.golden), Settings(gpu=False, compile=False))
+    assert result.ok
+    (left_out,) = result.extra["unjudged_draws"]
+    assert left_out["kind"] == "past_extent" and left_out["code"] == "over_budget" and left_out["sizes"]["S"] > 8192
