@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The verdict suites in GPU mode, on a GPU machine without a package index (the H200 runner):
+# the red-team catalogue, the baseline sandbox's hostile catalogue, the never-ending answers and
+# the GPU tests of the verification code; each log and a JUnit file per suite go to $OUT.
+#   usage, from the repository root: OUT=/some/dir tools/gpu_verdicts.sh [WORKERS]
+# Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
+# bubblewrap from .deb/ (apt-get download bubblewrap) where it is not installed.
+set -uo pipefail
+workers=${1:-8}
+out=${OUT:?set OUT to a folder for the logs}
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
+  dpkg-deb -x .deb/bubblewrap_*.deb /tmp/bw && install -m755 /tmp/bw/usr/bin/bwrap /usr/local/bin/bwrap
+fi
+export PYTHONUNBUFFERED=1
+python3 -c 'from kernelgen.baseline.wall import find_wall as f; w = f(); print("sandbox:", w if isinstance(w, str) else w.describe())'
+suite() {  # name, seconds, pytest arguments...
+  local name=$1 limit=$2; shift 2
+  echo "== $name"
+  timeout "$limit" python3 -m pytest -p no:cacheprovider -q -rfEs --junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
+  echo "exit $?"; tail -3 "$out/$name.log"
+}
+suite redteam 270 tests/test_redteam.py -m gpu -n "$workers"
+suite sandbox 140 tests/test_sandbox_catalogue.py tests/test_sandbox.py -m gpu -n 4
+suite hangs 120 tests/test_hangs.py tests/test_num_sms.py tests/test_executor.py tests/test_event_times.py -m gpu -n 4
