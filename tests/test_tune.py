@@ -201,6 +201,22 @@ def test_tune_compiles_times_and_falls_back_past_a_wrong_config() -> None:
     assert record.speedup_vs_as_written == pytest.approx(1.3 / 1.1) and record.failed[0].startswith("BLOCK=512")
 
 
+def test_equal_times_keep_the_search_spaces_order_whatever_order_compiles_finish(monkeypatch) -> None:
+    """Compiles finish in any order on a loaded machine; a tie must not go to whichever
+    finished first (the fallback past a wrong config would then differ from run to run)."""
+    import kernelgen.gpu.tune as tune_module
+
+    kernel = relu_fixed_grid()
+    real = tune_module.compile_candidates
+
+    def finishing_last_first(candidates, *args, **kwargs):
+        return reversed(list(real(candidates, *args, **kwargs)))
+
+    monkeypatch.setattr(tune_module, "compile_candidates", finishing_last_first)
+    timed, _ = search(kernel, "quick", "sm_90", lambda candidate, compiled: 1.0, workers=1)
+    assert [t.config for t in timed] == search_space(kernel, "quick")
+
+
 # -- the cache ------------------------------------------------------------------------------
 
 

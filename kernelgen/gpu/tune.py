@@ -372,7 +372,10 @@ def search(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn | None,
             timed.append(Timed(candidate.config, time_fn(candidate, compiled)))
         except KernelgenError as error:
             pruned.append(Pruned(candidate.config, f"timing: {error.diagnostics[0].code}"))
-    timed.sort(key=lambda t: t.kernel_ms)
+    # Compiles finish in any order: equal times keep the search space's order, so a tie goes to
+    # the configuration nearer the as-written one on every run.
+    rank = {c.config: i for i, c in enumerate(candidates)}
+    timed.sort(key=lambda t: (t.kernel_ms, rank[t.config]))
     return timed, pruned
 
 
