@@ -92,6 +92,25 @@ def block_histogram(bins: int = 8) -> dict[str, Any]:
                    value=o("histogram", x="v", bins=bins, mask="ok"))]}
 
 
+def tile_histogram(bins: int = 8) -> dict[str, Any]:
+    """block_histogram over a [ROWS, WIDTH] tile reshaped to one axis, its mask reshaped alike:
+    the shape in which Triton 3.6's combine pass let each reshape reorder on its own, so lanes
+    met another lane's mask bit on an H200 (kernelgen.lower.blocks.masked_histogram)."""
+    rows = o("add", lhs=o("mul", lhs=o("program_id"), rhs="ROWS"), rhs=o("arange", size="ROWS"))
+    offsets = o("add", lhs=o("mul", lhs=o("expand_dims", x=rows, axis=1), rhs="WIDTH"),
+                rhs=o("expand_dims", x=o("arange", size="WIDTH"), axis=0))
+    kernel = block_histogram(bins)
+    kernel.update(name="tile_histogram", meta=[{"name": "ROWS", "value": 4}, {"name": "WIDTH", "value": 64},
+                                               {"name": "BLOCK", "value": 256}])
+    kernel["body"] = [let("offs", offsets), let("ok", o("lt", lhs="offs", rhs="N")),
+                      let("v", o("load", ptr=o("add", lhs="x", rhs="offs"), mask="ok")),
+                      let("flat", o("reshape", x="v", shape=["BLOCK"])),
+                      let("flat_ok", o("reshape", x="ok", shape=["BLOCK"])),
+                      kernel["body"][-1]]
+    kernel["body"][-1] = {**kernel["body"][-1], "value": o("histogram", x="flat", bins=bins, mask="flat_ok")}
+    return kernel
+
+
 def row_gather() -> dict[str, Any]:
     """out[r, c] = x[r, perm[r, c]]: a permutation of each row read through a gather."""
     kernel = _row_kernel("row_gather", "f32", [{"name": "out", "dtype": "f32", "shape": ["M", "N"]}], [

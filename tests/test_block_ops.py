@@ -138,7 +138,7 @@ def test_a_gather_from_a_small_source_reads_the_table_rows() -> None:
 KERNELS = {"row_cumsum": B.row_cumsum(), "row_cumsum_i64": B.row_cumsum("i64", reverse=True),
            "row_sort": B.row_sort(), "row_sort_bf16_down": B.row_sort("bf16", descending=True),
            "row_sort_i32": B.row_sort("i32"), "row_topk": B.row_topk(), "row_topk_f16": B.row_topk("f16", k=8),
-           "block_histogram": B.block_histogram(), "row_gather": B.row_gather(),
+           "block_histogram": B.block_histogram(), "tile_histogram": B.tile_histogram(), "row_gather": B.row_gather(),
            "small_source_gather": B.small_source_gather(), "gather_beside_cumsum": B.gather_beside_cumsum()}
 TTIR = {"row_cumsum": ['"tt.scan"', "reverse = false", "arith.addf", "arith.maximumf", "tt.scan.return"],
         "row_cumsum_i64": ["reverse = true", "arith.addi", "arith.maxsi"],
@@ -148,6 +148,7 @@ TTIR = {"row_cumsum": ['"tt.scan"', "reverse = false", "arith.addf", "arith.maxi
         "row_topk": ["arith.maxsi", "tt.bitcast"],
         "row_topk_f16": ["i16"],
         "block_histogram": ["tt.histogram"],
+        "tile_histogram": ["tt.reshape", "tt.histogram", "arith.select"],
         "row_gather": ["tt.gather", "axis = 1"],
         "small_source_gather": ["tt.broadcast", "tt.reshape", "tt.gather", "axis = 0"],
         "gather_beside_cumsum": ["tt.gather", "tt.expand_dims", '"tt.scan"', "axis = 2", '"tt.reduce"']}
@@ -164,6 +165,20 @@ def test_each_kernel_lowers_to_the_ops_triton_would_build(name: str) -> None:
 def test_each_kernel_compiles_to_ptx_for_sm_90(name: str) -> None:
     ptx = compile_kernel(checked(KERNELS[name]), "sm_90", in_process=True, cache=False).ptx
     assert ".visible .entry" in ptx and ".target sm_90" in ptx
+
+
+def test_a_masked_histogram_reaches_the_gpu_with_no_reshape_free_to_reorder_its_lanes() -> None:
+    """Triton 3.6 marks a 1-D reshape used only by reductions or histograms ``allow_reorder``,
+    values and mask each on its own: the H200 then counted lanes against other lanes' mask bits.
+    The histogram the GPU compiles takes no mask, and no reordering reshape feeds it."""
+    ttgir = compile_kernel(checked(B.tile_histogram()), "sm_90", in_process=True, cache=False).ttgir
+    defined = {line.split("=")[0].strip(): line for line in ttgir.splitlines() if " = " in line}
+    histograms = [line for line in ttgir.splitlines() if "tt.histogram" in line]
+    assert histograms
+    for line in histograms:
+        operands = line.split("tt.histogram")[1].split(":")[0].split(",")
+        assert len(operands) == 1, line
+        assert "allow_reorder" not in defined[operands[0].strip()], defined[operands[0].strip()]
 
 
 def test_a_block_of_one_element_sorts_and_a_full_topk_is_a_descending_sort() -> None:
@@ -203,6 +218,7 @@ INPUTS = {
     "row_topk": lambda: [torch.tensor([[5.0, 1.0, 5.0, -2.0, 7.0, 0.0], [1.0, 2.0, 3.0, 4.0, NAN, 3.0]])],
     "row_topk_f16": lambda: [torch.tensor([[5.0, 1.0, 5.0, -0.0, 7.0, 0.0, 0.0, 1.5, 2.0, NAN]], dtype=torch.float16)],
     "block_histogram": lambda: [torch.tensor([1, 2, 2, 7, 0, 3] * 7, dtype=torch.int32)],
+    "tile_histogram": lambda: [torch.randint(0, 8, (700,), generator=torch.Generator().manual_seed(5), dtype=torch.int32)],
     "gather_beside_cumsum": lambda: [torch.tensor([[1.0, 2.0, 4.0], [8.0, -1.0, 0.5], [NAN, 3.0, -0.0]])],
     "row_gather": lambda: [torch.randn(3, 10, generator=torch.Generator().manual_seed(2)),
                            torch.stack([torch.randperm(10, generator=torch.Generator().manual_seed(r))

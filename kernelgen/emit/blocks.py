@@ -15,7 +15,9 @@ written; the text returned, and the jitted helpers it names (in :data:`HELPERS`)
   returns values only in Triton 3.6 (``v, i = tl.topk(x, k)`` fails with "'tensor' object has no
   attribute 'values'"), and ``tl.topk(x, 1)`` where that is one element fails with "'dtype' object
   has no attribute 'numel'": a top-1 is emitted as ``tl.max`` of the keys.
-* ``tl.gather`` and ``tl.histogram`` (with ``mask=``) as they are.
+* ``tl.gather`` as it is; ``tl.histogram`` unmasked, and with a mask ``_masked_histogram``:
+  lanes left out count as bin 0, which takes back their number, as the lowering does
+  (:func:`kernelgen.lower.blocks.masked_histogram` says why ``mask=`` is not passed).
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ _KEYS = {"f32": ("tl.int32", 0x7FC00000, 32), "f64": ("tl.int64", 0x7FF800000000
 _FLOATS = {"f32": "tl.float32", "f64": "tl.float64", "f16": "tl.float16", "bf16": "tl.bfloat16"}
 
 HELPERS: dict[str, str] = {
+    "_masked_histogram": '''
+@triton.jit
+def _masked_histogram(x, BINS: tl.constexpr, mask):
+    counted = tl.histogram(tl.where(mask, x, 0), BINS)
+    left_out = tl.sum(tl.where(mask, 0, 1))
+    return counted - tl.where(tl.arange(0, BINS) == 0, left_out, 0)
+''',
     "_first_operand": '''
 @triton.jit
 def _first_operand(a, b):

@@ -353,8 +353,12 @@ class _KernelEmitter:
         # i32 values: Triton's interpreter fails on an int64 histogram (NumPy's int64 counts);
         # a value that i32 changes is outside the bins, an error anyway
         x = self.operand(e.x, child(path, "x"), env, "i32", tensor=True)
-        mask = "" if e.mask is None else f", mask={self.operand(e.mask, child(path, 'mask'), env, 'bool').text}"
-        return _Code(f"tl.histogram({x.text}, {self.types[path].shape[0]}{mask})", POSTFIX, "i32", nonnegative=True)
+        bins = self.types[path].shape[0]
+        if e.mask is None:
+            return _Code(f"tl.histogram({x.text}, {bins})", POSTFIX, "i32", nonnegative=True)
+        mask = self.operand(e.mask, child(path, "mask"), env, "bool", tensor=True)
+        self.helpers.add("_masked_histogram")
+        return _Code(f"_masked_histogram({x.text}, {bins}, {mask.text})", POSTFIX, "i32", nonnegative=True)
 
     def _dot(self, e: L.Dot, path: str, env) -> _Code:
         a_dtype = self.types[child(path, "lhs")].dtype

@@ -8,8 +8,8 @@ combine regions); this module does not import it back. What each becomes:
   ``tl.associative_scan`` build it; f16/bf16 maxima run in f32 (exact), as reductions do. In a
   kernel with a gather, a scan runs on its operand with a leading axis of 1 added and taken
   off again by a reduction (:func:`walls_off_scans` says why).
-* Gather is ``tt.gather``, histogram ``tt.histogram`` (with its mask), as ``tl.gather`` and
-  ``tl.histogram`` build them.
+* Gather is ``tt.gather``, histogram ``tt.histogram``, as ``tl.gather`` and ``tl.histogram``
+  build them; a mask is not passed to ``tt.histogram`` (:func:`masked_histogram` says why).
 * Triton has no sort op: ``tl.sort``/``tl.topk`` are Python in ``triton.language.standard``, a
   bitonic network on the block reshaped to a hypercube ``[2] * log2(numel)`` (a partner is
   ``x ^ xor_sum(x, axis, keep_dims)``, a compare-and-swap a ``select``; top-k's later stages take
@@ -240,6 +240,26 @@ def sort(lw: Any, op: str, x: Any, t: ValueType, descending: bool, k: int | None
 # warps a kernel can have (16, also under tuning) is therefore repeated along the gather axis
 # to that size: indices stay below the original extent, so they read the same values.
 GATHER_MIN_SOURCE = 16 * 32
+
+
+def masked_histogram(lw: Any, x: Any, mask: Any, bins: int, shape: tuple[int, ...]) -> Any:
+    """The histogram of ``x`` where ``mask``: lanes left out count as bin 0, then bin 0 takes
+    back how many were left out.
+
+    Triton 3.6's combine pass marks a 1-D ``tt.reshape`` whose only users are reductions or
+    histograms as free to reorder its elements, each operand on its own: a histogram of values
+    reshaped from a [8, 512] tile under a mask reshaped alike counted lanes against another
+    lane's mask bit on an H200 (37 of 256 bins wrong, tests/redteam's bincount control). Here the
+    mask meets the values in an elementwise select first, so no reshape feeding it may reorder,
+    and the count of left-out lanes is an order-free sum."""
+    b = lw.builder
+    zero, one = lw.constant(0, "i32", shape), lw.constant(1, "i32", shape)
+    counted = b.create_histogram(b.create_select(mask, x, zero), bins, None)
+    left_out = lw.reduce_one("sum", b.create_select(mask, zero, one), ValueType("i32", shape), 0)
+    first_bin = b.create_icmpEQ(lw.axis_index((bins,), 0), lw.constant(0, "i32", (bins,)))
+    taken_back = b.create_select(first_bin, lw.splat(left_out, ValueType("i32"), (bins,)),
+                                 lw.constant(0, "i32", (bins,)))
+    return b.create_sub(counted, taken_back)
 
 
 def gather_repeats(shape: tuple[int, ...]) -> int:

@@ -513,7 +513,10 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         x = self.operand(e.x, child(path, "x"), env, "i32", xt.shape)
         mask = self.operand(e.mask, child(path, "mask"), env, "bool", xt.shape) if e.mask is not None else None
         self.at(path)
-        return self.builder.create_histogram(x, self.types[path].shape[0], mask)
+        bins = self.types[path].shape[0]
+        if mask is None:
+            return self.builder.create_histogram(x, bins, None)
+        return lower_blocks.masked_histogram(self, x, mask, bins, xt.shape)
 
     def _dot(self, e: L.Dot, path: str, env) -> Any:
         t = self.types[path]
