@@ -213,10 +213,25 @@ def test_the_never_ending_pipeline_answer_is_not_judged_on_the_cpu() -> None:
     assert time.monotonic() - start < 10.0
 
 
+def wall_clock_entry(name: str) -> dict:
+    return json.loads((Path(__file__).parent / "redteam" / "wall_clock" / f"{name}.json").read_text())
+
+
+def test_a_triangular_loop_nest_is_refused_by_the_budget_before_it_runs() -> None:
+    """An inner loop from the outer variable to the end does 3000 trips at the outer loop's
+    start; the estimate once took only its last value (1 trip) and let the launch run."""
+    entry = wall_clock_entry("silu_correct_with_a_triangular_idle_loop_nest")
+    start = time.monotonic()
+    result = evaluate_answer(get_task(entry["task"]), json.dumps(entry["kernel"]),
+                             Settings(gpu=False, compile=False, timeout_s=60.0))
+    assert (result.outcome, result.diagnostics[0]["code"]) == (Outcome.NOT_JUDGED, "over_budget")
+    assert time.monotonic() - start < 10.0
+
+
 def test_a_correct_kernel_past_the_interpreters_wall_clock_is_not_judged() -> None:
-    """The budget's estimate does not see a triangular loop nest: the wall clock ends it."""
-    entry = json.loads((Path(__file__).parent / "redteam" / "wall_clock" /
-                        "silu_correct_with_a_triangular_idle_loop_nest.json").read_text())
+    """A loop bound the estimate cannot evaluate (a block's reduction) counts as one trip: the
+    wall clock ends the launch."""
+    entry = wall_clock_entry("silu_correct_with_a_block_bounded_idle_loop_nest")
     start = time.monotonic()
     result = evaluate_answer(get_task(entry["task"]), json.dumps(entry["kernel"]),
                              Settings(gpu=False, compile=False, timeout_s=2.0))
@@ -250,22 +265,25 @@ def test_the_never_ending_tritonbench_answer_is_not_judged_on_the_cpu(sample, tm
 
 
 def test_a_tritonbench_test_on_the_cpu_has_one_wall_clock_limit(sample, tmp_path: Path) -> None:
-    """The triangular nest that the work estimate misses, as a TritonBench answer: the test's
-    whole run shares the limit and ends unjudged, not after one limit per launch."""
+    """A loop nest the work estimate cannot see (its bound is a block's reduction), as a
+    TritonBench answer: the test's whole run shares the limit and ends unjudged, not after one
+    limit per launch."""
     from kernelgen.tritonbench.evaluate import evaluate_operator
     from kernelgen.tritonbench.goldens import golden_answer
 
     golden = json.loads(golden_answer("relu"))
-    nest = {"op": "for", "var": "i", "stop": 3000, "carry": [{"name": "count", "init": 0, "next": "inner"}], "body": [
-        {"op": "for", "var": "j", "start": "i", "stop": 3000, "carry": [{"name": "inner", "init": "count", "next": "more"}],
+    bound = wall_clock_entry("silu_correct_with_a_block_bounded_idle_loop_nest")["kernel"]["body"][:2]
+    nest = {"op": "for", "var": "i", "stop": "n", "carry": [{"name": "count", "init": 0, "next": "inner"}], "body": [
+        {"op": "for", "var": "j", "stop": "n", "carry": [{"name": "inner", "init": "count", "next": "more"}],
          "body": [{"op": "let", "name": "more", "value": {"op": "add", "lhs": "inner", "rhs": 1}}]}]}
     store = golden["body"][-1]
     store["value"] = {"op": "where", "cond": {"op": "eq", "lhs": "count", "rhs": -1}, "x": 0.0, "y": store["value"]}
-    golden["body"] = golden["body"][:-1] + [nest, store]
+    golden["body"] = golden["body"][:-1] + bound + [nest, store]
     start = time.monotonic()
     result = evaluate_operator(sample.operator("relu"), replayed(sample, tmp_path, "relu", json.dumps(golden)),
                                Settings(gpu=False, timeout_s=2.0))
     assert result.outcome == Outcome.NOT_JUDGED, result.diagnostics
+    assert "over_budget" not in str(result.diagnostics), "the estimate saw the nest: the wall clock went untested"
     assert time.monotonic() - start < 20.0
 
 

@@ -11,8 +11,9 @@ multiply-adds), plus a fixed
 :data:`STATEMENT_COST` for the interpreter's own work per statement and chunk of programs; a
 loop multiplies its body by its trip count. Trip counts come from the loop bounds, evaluated
 for the first and the last program (the larger is taken), with an enclosing loop's variable at
-its last value; a bound the estimate cannot evaluate (one that depends on a block, say) counts
-as one trip.
+its first and at its last value (the larger again: a triangular nest does most inner trips at
+one end); a bound the estimate cannot evaluate (one that depends on a block, say) counts as
+one trip.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ BUDGET = 1 << 32
 # What one statement costs per chunk of programs beyond its elements: the Python and torch
 # dispatch of the interpreter, worth about this many element operations.
 STATEMENT_COST = 1 << 12
+# Enclosing loops whose bodies are estimated twice (at the variable's first and last value):
+# past this many the body is estimated at the last value only, so the estimate of a deep nest
+# takes at most 2**MAX_FORKS passes over a body.
+MAX_FORKS = 8
 
 
 def statement_costs(kernel: L.Kernel, types: dict[str, Any]) -> dict[str, int]:
@@ -82,6 +87,7 @@ class _Estimate:
         self.programs = plan.num_programs
         self.chunks = chunks
         self.most_trips = 0
+        self.forks = 0
 
     def statements(self, stmts: list[L.Stmt], path: str, env: dict[str, Any]) -> int:
         """Element operations of ``stmts`` over all programs, once."""
@@ -104,24 +110,35 @@ class _Estimate:
         return total
 
     def loop(self, f: L.For, path: str, env: dict[str, Any], own: int) -> int:
+        """The loop's trips times its body's work, the body estimated with the loop's variable
+        at its first and at its last value (the larger is taken): an inner loop running from
+        the outer variable to the end does most trips at the outer loop's start."""
         bounds = [self.value(getattr(f, n), child(path, n), env) for n in ("start", "stop", "step")]
-        inner = dict(env)
         if any(b is None for b in bounds):
-            trips = 1
-            inner.pop(f.var, None)
+            trips, values = 1, [None]
         else:
             start, stop, step = (b.to(torch.int64).tolist() for b in bounds)
             counts = [0 if d <= 0 else max(0, -(-(b - a) // d)) for a, b, d in zip(start, stop, step)]
             trips = max(counts, default=0)
             last = [a + max(n - 1, 0) * d for a, n, d in zip(start, counts, step)]
-            inner[f.var] = torch.tensor(last, dtype=torch.int64).to(torch_dtype(self.run.types[child(path, "var")].dtype))
+            values = [last] if trips <= 1 or self.forks >= MAX_FORKS else [start, last]
         self.most_trips = max(self.most_trips, trips)
-        for i, c in enumerate(f.carry):
-            self.bind(c.name, c.init, child(path, "carry", i, "init"), inner)
-        work = trips * (own + self.statements(f.body, child(path, "body"), inner))
+        self.forks += len(values) - 1
+        body = 0
+        for value in values:
+            inner = dict(env)
+            if value is None:
+                inner.pop(f.var, None)
+            else:
+                var_dtype = torch_dtype(self.run.types[child(path, "var")].dtype)
+                inner[f.var] = torch.tensor(value, dtype=torch.int64).to(var_dtype)
+            for i, c in enumerate(f.carry):
+                self.bind(c.name, c.init, child(path, "carry", i, "init"), inner)
+            body = max(body, self.statements(f.body, child(path, "body"), inner))
+        self.forks -= len(values) - 1
         for c in f.carry:
             env.pop(c.name, None)
-        return work
+        return trips * (own + body)
 
     def bind(self, name: str, expr: L.Expr, path: str, env: dict[str, Any]) -> None:
         value = self.value(expr, path, env)
