@@ -764,7 +764,7 @@ def test_written_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> None:
 @needs_real_triton
 @pytest.mark.parametrize("name", ["cast_to_f8e4m3", "cast_to_f8e5m2", "cast_fp8_to_fp8"])
 def test_fp8_downcasts_compile_to_satfinite_cvt(name: str, tmp_path: Path) -> None:
-    """The emitted casts to fp8 go through f16 into cvt.rn.satfinite, as the lowering's do.
+    """The emitted casts to fp8 go through f16 (rounded to odd from f32) into cvt.rn.satfinite, as the lowering's do.
     They are compiled, not interpreted: Triton 3.6's interpreter rounds to fp8 half up without
     carrying a mantissa overflow into the exponent (e4m3 0.029296875 becomes e5m2 0.015625, not
     0.03125), and reads e4m3's NaN as 480."""
