@@ -16,7 +16,7 @@ multiplies by a reciprocal), which is rare: at most :data:`FP8_ONE_STEP_SHARE` o
 (at least one) may be one step off, none more. The golden kernels are one step off on ~0.3% of
 their elements, a truncating quantizer on ~40%. A tolerance of rtol = atol = 0 (a task whose
 reference computes the f32 value the kernel must, and casts it as the language does, once)
-asks for every byte: a cast that rounds twice (through f16, ~0.2% of normal draws a step off)
+asks for every byte: a cast that rounds twice (through f16, ~0.4% of normal draws a step off)
 fails it.
 """
 
