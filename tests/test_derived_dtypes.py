@@ -127,6 +127,21 @@ def test_a_call_binds_no_derived_variable() -> None:
     assert (path, code) == ("/dtypes", "bad_dtype_variable") and "derived" in message
 
 
+def test_the_grammar_and_the_parser_take_derived_variables() -> None:
+    """The decoding grammar (xgrammar, from the schema) lets a model write them; the post-check
+    of an answer parses them to the same kernel."""
+    xgr = pytest.importorskip("xgrammar")
+    from test_grammar import BYTE_INFO
+
+    from kernelgen.lang.parse import kernel_to_json
+    from kernelgen.model.grammar import compile_grammar, validate_answer
+
+    text = kernel_to_json(kernel_from_obj(RSQRT))
+    matcher = xgr.GrammarMatcher(compile_grammar(BYTE_INFO))
+    assert '"acc_of":"R"' in text and matcher.accept_string(text) and matcher.accept_token(256)
+    assert validate_answer(text) == kernel_from_obj(RSQRT)
+
+
 def test_the_schema_takes_a_derived_variable_by_name_only() -> None:
     with pytest.raises(SchemaError):
         kernel_from_obj(edited(dtypes=[RSQRT["dtypes"][0], {"name": "R", "float_of": "f32"}]))
