@@ -159,17 +159,78 @@ def test_bitcasts_keep_the_bits() -> None:
     assert bits.view(torch.uint8).tolist() == list(range(16))
 
 
-def test_casts_to_fp8_round_through_f16_to_even_and_saturate() -> None:
-    x = torch.tensor([1.0625 + 2.0**-20,  # direct rounding gives 1.125; through f16 the tie goes to even 1.0
+def test_casts_to_fp8_round_once_to_even_and_saturate() -> None:
+    x = torch.tensor([1.0625 + 2.0**-20,  # once: 1.125; through f16 the tie would go to even 1.0
                       1.1875, 500.0, -1e30, float("inf"), float("nan"), 2.0**-10, -3.3,
                       0.0703125, 240.0, 57344.0, 61440.0, -0.0, 1e-9, 448.0, 464.0])
     e4m3 = run_elementwise(op("cast", x="x", dtype="f8e4m3"), "f8e4m3", x=x).float().tolist()
     e5m2 = run_elementwise(op("cast", x="x", dtype="f8e5m2"), "f8e5m2", x=x).float().tolist()
-    assert e4m3[:5] == [1.0, 1.25, 448.0, -448.0, 448.0] and math.isnan(e4m3[5])
+    assert e4m3[:5] == [1.125, 1.25, 448.0, -448.0, 448.0] and math.isnan(e4m3[5])
     # 2**-10 is half e4m3's least subnormal 2**-9: a tie, to even zero.
     assert e4m3[6:] == [0.0, -3.25, 0.0703125, 240.0, 448.0, 448.0, -0.0, 0.0, 448.0, 448.0]
     assert e5m2[:5] == [1.0, 1.25, 512.0, -57344.0, 57344.0] and math.isnan(e5m2[5])
     assert e5m2[6:] == [2.0**-10, -3.5, 0.0625, 256.0, 57344.0, 57344.0, -0.0, 0.0, 448.0, 448.0]
+
+
+def double_rounding_values() -> torch.Tensor:
+    """f32 values just past an fp8 tie of either format, toward and away from zero, both signs,
+    normal and subnormal, where rounding through f16 first lands on the tie and goes to even:
+    f32 -> f16 -> fp8 differs from f32 -> fp8 for about half of them."""
+    ties = sorted({(a + b) / 2 for d in (torch.float8_e4m3fn, torch.float8_e5m2)
+                   for a, b in zip(*[torch.arange(0, 127, dtype=torch.uint8).view(d).float().tolist()[i:] for i in (0, 1)])
+                   if math.isfinite(a) and math.isfinite(b)})
+    tie = torch.tensor(ties, dtype=torch.float32)
+    nudged = [torch.nextafter(tie, tie * 2), torch.nextafter(tie, tie * 0)]
+    steps = [tie * (1 + 2.0**-k) for k in (12, 13, 17)] + [tie * (1 - 2.0**-k) for k in (12, 13, 17)]
+    values = torch.cat([tie, *nudged, *steps])
+    return torch.cat([values, -values])
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [("f8e4m3", torch.float8_e4m3fn), ("f8e5m2", torch.float8_e5m2)])
+def test_casts_to_fp8_round_as_torch_where_f16_would_round_twice(dtype: str, torch_dtype: torch.dtype) -> None:
+    """The interpreter against torch's own conversion, on values where a careless route through
+    f16 (what Triton 3.6 compiles on sm_89, and what kernelgen did) gives another fp8 value."""
+    x = double_rounding_values()
+    x = x[x.abs() <= philox.FLOAT_MAX[dtype]]
+    want = x.to(torch_dtype)
+    assert not torch.equal(x.half().to(torch_dtype).view(torch.uint8), want.view(torch.uint8))
+    got = run_elementwise(op("cast", x="x", dtype=dtype), dtype, x=x)
+    assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+    # f64 and integers become f32 first, as torch converts them.
+    wide = x.double() * (1 + 2.0**-40)
+    got = run_elementwise(op("cast", x="x", dtype=dtype), dtype, x=wide)
+    assert torch.equal(got.view(torch.uint8), wide.to(torch_dtype).view(torch.uint8))
+
+
+def round_to_odd_in_torch(x: torch.Tensor) -> torch.Tensor:
+    """The lowering's and the emitter's f16 round-to-odd (kernelgen.lower.bits.round_to_odd_f16),
+    op for op in torch: f16 to nearest, one step toward zero where that rounded away, the low
+    bit set where inexact."""
+    half = x.half()
+    back = half.float()
+    bits = half.view(torch.int16) - (back.abs() > x.abs()).to(torch.int16)
+    return (bits | (back != x).to(torch.int16)).view(torch.float16)
+
+
+@pytest.mark.parametrize("torch_dtype", [torch.float8_e4m3fn, torch.float8_e5m2], ids=["e4m3", "e5m2"])
+def test_round_to_odd_through_f16_rounds_f32_once(torch_dtype: torch.dtype) -> None:
+    """Why the lowering may go through f16: rounded to odd there, fp8's rounding to nearest even
+    gives the f32 value's, on the tie neighbourhoods and on 2**20 f32 bit patterns of every
+    exponent fp8 reaches (subnormal, overflowing, inf and NaN included)."""
+    limit = 448.0 if torch_dtype == torch.float8_e4m3fn else 57344.0
+    generator = torch.Generator().manual_seed(5)
+    patterns = torch.randint(-(2**31), 2**31, (2**20,), generator=generator, dtype=torch.int64).to(torch.int32)
+    exponents = torch.randint(100, 145, (2**20,), generator=generator, dtype=torch.int32)
+    patterns = (patterns & ~(0xFF << 23)) | (exponents << 23)
+    x = torch.cat([double_rounding_values(), patterns.view(torch.float32),
+                   torch.tensor([float("inf"), -float("inf"), float("nan"), 65504.0, 65520.0, 7e4, 1e-30, -1e-30])])
+    x = x[~x.isnan()]
+
+    def fp8(v: torch.Tensor) -> torch.Tensor:
+        return v.float().clamp(-limit, limit).to(torch_dtype).view(torch.uint8)
+
+    assert torch.equal(fp8(round_to_odd_in_torch(x)), fp8(x))
+    assert not torch.equal(fp8(x.half()), fp8(x))
 
 
 def test_fp8_values_widen_exactly_and_to_integers_truncate() -> None:
@@ -344,6 +405,36 @@ def test_mixed_fp8_dot_and_fp8_conversions_in_ptx() -> None:
               for d in ("f8e4m3", "f8e5m2")}
     assert "cvt.rn.satfinite.e4m3x2.f16x2" in to_fp8["f8e4m3"] and "cvt.rn.satfinite.e5m2x2.f16x2" in to_fp8["f8e5m2"]
     assert not any(re.search(r"cvt\.rn\.satfinite\.e\dm\dx2\.f32", ptx) for ptx in to_fp8.values())
+    # f32 reaches f16 rounded to odd (to nearest, then the bits), never truncated as Triton's own
+    # sm_89 route does: the one rounding is fp8's.
+    assert all("cvt.rn.f16.f32" in ptx and "cvt.rz.f16.f32" not in ptx for ptx in to_fp8.values())
+
+
+@pytest.mark.parametrize("target", ["sm_89", "sm_90"])
+def test_fp8_casts_take_one_route_on_every_fp8_target(target: str) -> None:
+    """The same conversions on sm_89 and sm_90 (Triton 3.6's own f32 -> fp8 differs between them:
+    direct on sm_90, truncated to f16 first on sm_89), so both GPUs give the interpreter's bytes."""
+    ptx = compile_kernel(checked_case("cast_to_f8e4m3"), target, in_process=True, cache=False).ptx
+    assert "cvt.rn.f16.f32" in ptx and "cvt.rn.satfinite.e4m3x2.f16x2" in ptx and "cvt.rz.f16.f32" not in ptx
+
+
+@pytest.mark.parametrize("name", ["cast_to_f8e4m3", "cast_to_f8e5m2"])
+def test_emitted_fp8_casts_round_once_in_tritons_interpreter(name: str, triton_interpreter: TritonInterpreter) -> None:  # noqa: F811
+    """The emitted Triton against the interpreter, bit for bit, on values where f16 first would
+    round twice (and ties, subnormals, saturation): f32, f16, bf16 and i32 sources."""
+    from test_emit import check_in_triton_interpreter
+
+    values = double_rounding_values()
+    special = torch.tensor([0.0, -0.0, 448.0, 464.0, 480.0, 57344.0, 61440.0, 65504.0,  # no inf: numpy casts it to i32 as it likes
+                            1e9, 2.0**-9, 2.0**-10, 3 * 2.0**-11, 2.0**-16, 2.0**-17, 2.0**-30])
+    x = torch.cat([values, special])
+    checked = checked_case(name)
+    args = {"a": x, "b": x.half(), "c": x.bfloat16()}
+    check_in_triton_interpreter(triton_interpreter, checked, args)
+    torch_dtype = philox.FP8_TORCH[name.removeprefix("cast_to_")]
+    once = interpret(checked, args)["o_f32"]
+    finite = x.abs() <= philox.FLOAT_MAX[name.removeprefix("cast_to_")]
+    assert torch.equal(once[finite].view(torch.uint8), x[finite].to(torch_dtype).view(torch.uint8))
     widen = compile_kernel(checked_case("cast_from_fp8"), "sm_90", in_process=True, cache=False).ptx
     assert "cvt.rn.f16x2.e4m3x2" in widen and "cvt.rn.f16x2.e5m2x2" in widen
 
@@ -363,7 +454,8 @@ def test_philox_and_shifts_compile_to_integer_instructions() -> None:
 @pytest.mark.parametrize("name", ["cast_to_f8e4m3", "cast_to_f8e5m2"])
 def test_gpu_fp8_rounding_and_saturation_agree_with_the_interpreter(name: str) -> None:
     """Ties, subnormals, the largest finite values and past them, infinities and NaN: the GPU's
-    cvt.rn.satfinite after f16 gives the interpreter's bytes (inf saturates, as PTX documents)."""
+    cvt.rn.satfinite after f16 rounded to odd gives the interpreter's bytes, which round once as torch's
+    (inf saturates, as PTX documents)."""
     from kernelgen.gpu.launch import run_on_gpu
 
     checked = checked_case(name)
@@ -371,6 +463,7 @@ def test_gpu_fp8_rounding_and_saturation_agree_with_the_interpreter(name: str) -
     special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), -float("nan"), 448.0, 464.0, 480.0, 57344.0,
                             61439.0, 61440.0, 65504.0, 1e9, 2.0**-9, 2.0**-10, 3 * 2.0**-11, 2.0**-16, 2.0**-17,
                             1.0625, 1.0625 + 2.0**-20, 1.1875, -1.1875, 0.0703125])
+    special = torch.cat([special, double_rounding_values()])  # where f16 first would round twice
     spread = torch.randn(2000, generator=generator) * torch.exp2(torch.randint(-20, 20, (2000,), generator=generator).float())
     x = torch.cat([special, spread])
     args = {"a": x, "b": x.to(torch.float16), "c": x.to(torch.bfloat16)}

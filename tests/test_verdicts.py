@@ -158,6 +158,25 @@ def test_fp8_outputs_compare_in_steps_near_ties_only() -> None:
     assert fp8_steps(nan, torch.tensor([0.0, 1.0, 0.0]).to(torch.float8_e4m3fn)).tolist()[0] == float("inf")
 
 
+def test_an_exact_fp8_tolerance_sees_a_cast_that_rounds_twice() -> None:
+    """rtol = atol = 0 on an fp8 output asks for every byte: the f32 values cast once pass, the
+    same values cast through f16 (Triton's sm_89 route; kernelgen's before issue 34) are one step
+    off on a few elements, which the default criterion lets through and the exact one does not."""
+    import torch
+
+    from kernelgen.task.compare import Tolerance, compare_tensors
+
+    values = torch.randn(1 << 16, generator=torch.Generator().manual_seed(3)) * 100
+    for dtype, torch_dtype in (("f8e4m3", torch.float8_e4m3fn), ("f8e5m2", torch.float8_e5m2)):
+        want = values.to(torch_dtype)
+        twice = values.half().to(torch_dtype)
+        assert compare_tensors(twice, want, dtype).ok  # a step off near ties only: within the default share
+        exact = compare_tensors(twice, want, dtype, Tolerance(0.0, 0.0))
+        assert not exact.ok and 0 < exact.mismatches == exact.one_step < len(values) // 100
+        assert "equal bytes" in str(exact)
+        assert compare_tensors(want.clone(), want, dtype, Tolerance(0.0, 0.0)).ok
+
+
 # -- the interpreter: program order ----------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelgen.baseline.answer import EntryPoint, check_answer
 from kernelgen.lang import nodes as L
+from kernelgen.lang.generic import bound_variables
 from kernelgen.check.checker import check
 from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Diagnostic, Outcome
@@ -78,7 +79,7 @@ def dispatching_launcher(entry: str, kernel: L.Kernel, branches: list[tuple[dict
     wrapper's)."""
     names = [i.name for i in kernel.inputs]
     lines = [f"def {entry}({', '.join(names)}):"]
-    for variable in kernel.dtypes:
+    for variable in bound_variables(kernel):
         source = next((i.name for i in kernel.inputs if i.dtype == variable.name and i.is_plain
                        and i.shape is not None and not i.optional), None)
         fallback = f"{source}.dtype" if source else f"torch.{TORCH_DTYPES[variable.of[0]]}"

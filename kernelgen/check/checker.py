@@ -37,7 +37,8 @@ from kernelgen.check.checked import (DTYPE_BITS, ERROR_DTYPE, FLOAT_DTYPES, FP8_
 from kernelgen.check.host import HostChecks
 from kernelgen.check.statements import StatementChecks
 from kernelgen.errors import Diagnostic, SemanticError
-from kernelgen.lang.generic import bindings, declaration_problems, describe, instantiate, is_generic
+from kernelgen.lang.generic import (bindings, bound_variables, declaration_problems, describe, instantiate,
+                                     is_generic, resolve)
 from kernelgen.check.hints import affine, claim_problem, refutation
 from kernelgen.lang.limits import literal_problem, name_diagnostics, number_problem
 from kernelgen.lang.rules import RULES
@@ -640,11 +641,14 @@ def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mappi
     if problems:
         raise SemanticError(problems)
     if binding is not None:
-        unknown = sorted(set(binding) - {v.name for v in kernel.dtypes})
+        unknown = sorted(set(binding) - {v.name for v in bound_variables(kernel)})
         if unknown:
+            derived = [name for name in unknown if name in {v.name for v in kernel.dtypes}]
             raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
+                                           f"{', '.join(derived)}: derived, a binding names only declared (of) "
+                                           f"variables" if derived else
                                            f"the kernel declares no dtype variable {', '.join(unknown)}"))
-        for variable in kernel.dtypes:
+        for variable in bound_variables(kernel):
             if binding.get(variable.name) not in variable.of:
                 raise SemanticError(Diagnostic("/dtypes", "bad_dtype_variable",
                                                f"{variable.name} takes one of {variable.of}, "
@@ -656,7 +660,8 @@ def _check_generic(kernel: L.Kernel, meta: dict[str, int] | None, binding: Mappi
         try:
             checked = check_concrete(instantiate(kernel, each), meta, scratch)
         except SemanticError as error:
-            diagnostics += [Diagnostic(d.path, d.code, f"with {describe(each)}: {d.message}") for d in error.diagnostics]
+            diagnostics += [Diagnostic(d.path, d.code, f"with {describe(resolve(kernel, each))}: {d.message}")
+                            for d in error.diagnostics]
             continue
         default = default or checked
     if diagnostics or default is None:

@@ -24,6 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kernelgen.check.checker import check
     from kernelgen.emit.module import emit_triton
+    from kernelgen.lang.generic import bound_variables
     from kernelgen.lang.parse import parse_kernel
 
     kernel = parse_kernel(read_source(args.file))
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         dtypes[name.strip()] = dtype.strip()
     if dtypes:
         # A variable the option does not name takes its first dtype, as in the default variant.
-        dtypes = {v.name: dtypes.pop(v.name, v.of[0]) for v in kernel.dtypes} | dtypes
+        dtypes = {v.name: dtypes.pop(v.name, v.of[0]) for v in bound_variables(kernel)} | dtypes
     checked = check(kernel, parse_assignments(args.meta, "meta"), dtypes or None)
     print(emit_triton(checked), end="")
     return 0

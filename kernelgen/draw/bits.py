@@ -12,7 +12,7 @@ generator (:mod:`kernelgen.draw.strategies`), under its rules (its module docstr
   one conversion and one multiply); ``randint`` is narrowed by a mask or a logical shift.
   ``randn`` goes through log/sqrt/cos/sin: its bound is a few dozen ulps of its largest value
   (Box-Muller with u1 >= 1e-7 stays below 5.7).
-* fp8 casts (rounded through f16, saturating) are deterministic, so a cast of an exact value
+* fp8 casts (rounded once, saturating) are deterministic, so a cast of an exact value
   is exact; values reach fp8 and come back (to any dtype, sometimes through the other fp8).
 """
 

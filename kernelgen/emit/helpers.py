@@ -1,5 +1,6 @@
 """The source text of the helper functions an emitted module may need: ``@triton.jit`` helpers
-(shifts, umulhi, NaN-propagating extrema, arg-extremum combines, tanh, log1p, pow, and the
+(shifts, umulhi, NaN-propagating extrema, arg-extremum combines, tanh, log1p, f16 rounded to odd
+for fp8 casts, pow, and the
 block ops' from :mod:`kernelgen.emit.blocks`) and host helpers of the launcher (integer
 division toward zero, the device's SM count).
 
@@ -100,6 +101,16 @@ def _log1p(x):
     u = 1.0 + wide
     result = tl.where(u == 1.0, wide, tl.log(u) * (wide / (u - 1.0)))
     return tl.where(x == float("inf"), x, result.to(x.dtype))
+''',
+    "_round_to_odd_f16": '''
+@triton.jit
+def _round_to_odd_f16(x):
+    """f32 x rounded to f16 to odd (toward zero, lowest bit set where inexact), so a cast of it to
+    fp8 rounds x once, as kernelgen's lowering does (kernelgen.lower.bits.round_to_odd_f16)."""
+    half = x.to(tl.float16)
+    back = half.to(tl.float32)
+    bits = half.to(tl.int16, bitcast=True) - (tl.abs(back) > tl.abs(x)).to(tl.int16)
+    return (bits | (back != x).to(tl.int16)).to(tl.float16, bitcast=True)
 ''',
     "_pow": '''
 @triton.jit

@@ -278,11 +278,12 @@ class _KernelEmitter:
             if e.dtype == "f32":
                 return x
         if e.dtype in FP8_DTYPES:
-            # As the lowering: to f16 first (integers and f64 through f32), then fp8.
-            if x.dtype not in ("f16", "f32", "bf16") or x.may_be_number:
-                x = self.cast(x, "f32")
-            if x.dtype != "f16":
-                x = self.cast(x, "f16")
+            # As the lowering: f16 as it is, others as f32 rounded to odd in f16, then fp8.
+            if x.dtype != "f16" or x.may_be_number:
+                if x.dtype != "f32" or x.may_be_number:
+                    x = self.cast(x, "f32")
+                self.helpers.add("_round_to_odd_f16")
+                x = _Code(f"_round_to_odd_f16({x.text})", ATOM, "f16")
             return _Code(f"{x.at(POSTFIX)}.to({TL_DTYPES[e.dtype]})", POSTFIX, e.dtype)
         return self.cast(x, e.dtype)  # from fp8: as the f32 value
 

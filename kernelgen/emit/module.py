@@ -54,8 +54,9 @@ unless :func:`kernelgen.baseline.interpreter_fixes.patch_triton_interpreter_atom
 * **Bits and random numbers.** Shifts clamp their amount as the interpreter says (``_shl``,
   ``_shr``, ``_lshr`` helpers); ``umulhi`` works on the unsigned bits; ``randint`` is Triton's
   uint32 bitcast to int32; ``word`` k is element k of ``tl.randint4x``/``rand4x``/``randn4x``.
-* **fp8** casts go through f16 (``x.to(tl.float16).to(tl.float8e4nv)``), as the lowering does on
-  every target; fp8 values convert out through f32; fp8 dots pass ``max_num_imprecise_acc`` = their K.
+* **fp8** casts round once, as the lowering's: f16 directly, other sources as f32 rounded to odd in
+  f16 (``_round_to_odd_f16(x).to(tl.float8e4nv)``; Triton's own f32 cast truncates to f16 on sm_89);
+  fp8 values convert out through f32; fp8 dots pass ``max_num_imprecise_acc`` = their K.
 
 Names from the AST that are Python keywords or builtins, or that would shadow ``tl``,
 ``triton``, ``torch``, a helper or the kernel, get a trailing underscore; the launcher is named

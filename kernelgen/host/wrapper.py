@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from kernelgen.lang import nodes as L
+from kernelgen.lang.generic import bound_variables
 from kernelgen.check.checker import CheckedKernel, broadcast_shapes, check
 from kernelgen.errors import Diagnostic, HostError
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
@@ -105,7 +106,7 @@ def _bind_dtypes(kernel: L.Kernel, bound: Mapping[str, Any]) -> dict[str, str]:
     import torch
 
     binding: dict[str, str] = {}
-    for variable in kernel.dtypes:
+    for variable in bound_variables(kernel):  # derived ones follow in instantiate
         requested = _requested_dtype(kernel, bound, variable)
         if requested is not None:
             binding[variable.name] = requested

@@ -17,6 +17,10 @@ keys on content, holds one compiled kernel per variant.
   reference's binary operations promote. A role ``dtype`` input (torch's ``dtype=``) that
   ``binds`` a variable sets it instead when the call passes a dtype; the wrapper then converts
   the variable's inputs to it, as torch casts the input before the operation.
+
+A *derived* variable (:class:`~kernelgen.lang.nodes.DerivedDtype`) is no key of a binding: a call
+binds the declared ones (``of``), and :func:`resolve` adds each derived one from its base by
+PyTorch's rules (:func:`derived_dtype`), so every stage still sees concrete variants only.
 """
 
 from __future__ import annotations
@@ -53,6 +57,92 @@ def _dtype_refs(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
             yield from _dtype_refs(value, f"{path}/{index}")
 
 
+FLOAT_DTYPES = tuple(d for d in L.DTYPES if d.startswith(("f", "bf")))
+"""The float dtypes; every other dtype is an integer or bool, so new integer dtypes follow the
+integer rules below without being listed."""
+
+DEFAULT_FLOAT = "f32"
+"""torch.get_default_dtype(): the result of a float op on integers (``torch.log(int32)``)."""
+
+
+def derived_dtype(rule: str, dtype: str) -> str:
+    """PyTorch's dtype derived from ``dtype`` by ``rule``:
+
+    * ``acc_of``: what torch computes and accumulates in (``at::opmath_type`` for floats: f16,
+      bf16 and fp8 compute in f32, f32 and f64 in themselves; ``torch.sum`` of integers and bool
+      accumulates and returns int64: ``torch.sum(torch.ones(3, dtype=torch.int32)).dtype`` is int64);
+    * ``float_of``: the result dtype of a float op by torch's type promotion (``torch.log``,
+      ``torch.reciprocal``, ``torch.sqrt``): a float dtype is kept, an integer or bool gives the
+      default float dtype f32 (``torch.reciprocal(torch.ones(3, dtype=torch.int64)).dtype`` is f32).
+    """
+    if rule == "acc_of":
+        return dtype if dtype in ("f32", "f64") else (DEFAULT_FLOAT if dtype in FLOAT_DTYPES else "i64")
+    if rule == "float_of":
+        return dtype if dtype in FLOAT_DTYPES else DEFAULT_FLOAT
+    raise ValueError(f"no derivation rule {rule!r}")
+
+
+def _derivation(variable: L.DerivedDtype) -> tuple[str, str] | None:
+    """(rule, base) of a well-formed derived variable (exactly one rule), else None."""
+    rules = [(rule, base) for rule in ("acc_of", "float_of") if (base := getattr(variable, rule)) is not None]
+    return rules[0] if len(rules) == 1 else None
+
+
+def bound_variables(kernel: L.Kernel) -> list[L.DtypeVariable]:
+    """The variables a call binds (``of``), in declaration order."""
+    return [v for v in kernel.dtypes if isinstance(v, L.DtypeVariable)]
+
+
+def resolve(kernel: L.Kernel, binding: Mapping[str, str]) -> Binding:
+    """``binding`` with each derived variable whose base it determines (directly or through other
+    derived ones) added, as PyTorch derives it; a derived variable ``binding`` names keeps its
+    dtype. Unresolvable ones (an undeclared base, a cycle) are left out: the checker says why."""
+    resolved = dict(binding)
+    derived = [v for v in kernel.dtypes if isinstance(v, L.DerivedDtype) and v.name not in resolved]
+    while derived:
+        ready = [v for v in derived if (d := _derivation(v)) is not None and d[1] in resolved]
+        if not ready:
+            break
+        for variable in ready:
+            rule, base = _derivation(variable)
+            resolved[variable.name] = derived_dtype(rule, resolved[base])
+        derived = [v for v in derived if v not in ready]
+    return {**binding, **{v.name: resolved[v.name] for v in kernel.dtypes if v.name in resolved}}  # declaration order
+
+
+def _derived_problems(kernel: L.Kernel, declared: Mapping[str, int]) -> list[Diagnostic]:
+    """Derived variables with no rule or two, an undeclared base, a cycle; inputs that a derived
+    variable types or a role dtype input that binds one (a call binds only ``of`` variables)."""
+    problems: list[Diagnostic] = []
+    derived = {v.name: i for i, v in enumerate(kernel.dtypes) if isinstance(v, L.DerivedDtype)}
+    for index, variable in enumerate(kernel.dtypes):
+        if not isinstance(variable, L.DerivedDtype):
+            continue
+        derivation = _derivation(variable)
+        if derivation is None:
+            problems.append(Diagnostic(f"/dtypes/{index}", "bad_dtype_variable",
+                                       f"{show_name(variable.name)} is derived by exactly one of acc_of, float_of"))
+        elif derivation[1] not in declared:
+            problems.append(Diagnostic(f"/dtypes/{index}/{derivation[0]}", "bad_dtype_variable",
+                                       f"{show_name(derivation[1])} is not a declared dtype variable "
+                                       f"(declared: {', '.join(declared)})"))
+    if not problems:
+        unresolved = sorted(set(derived) - set(resolve(kernel, {v.name: v.of[0] for v in bound_variables(kernel)})),
+                            key=derived.get)
+        problems += [Diagnostic(f"/dtypes/{derived[name]}", "bad_dtype_variable",
+                                f"{show_name(name)} has no base among the declared (of) variables: "
+                                f"{', '.join(unresolved)} derive from one another (a cycle)")
+                     for name in unresolved]
+    for index, inp in enumerate(kernel.inputs):
+        for field in ("dtype", "binds"):
+            name = getattr(inp, field)
+            if name in derived:
+                problems.append(Diagnostic(f"/inputs/{index}/{field}", "bad_dtype_variable",
+                                           f"{show_name(name)} is derived, and a call binds only declared variables "
+                                           f"(of): name their base here, and cast to {show_name(name)} in the body"))
+    return problems
+
+
 def is_generic(kernel: L.Kernel) -> bool:
     """Whether the kernel declares or names a dtype variable."""
     return bool(kernel.dtypes) or any(True for _ in _dtype_refs(kernel.model_dump(mode="json", exclude_unset=True)))
@@ -67,7 +157,7 @@ def declaration_problems(kernel: L.Kernel) -> list[Diagnostic]:
             problems.append(Diagnostic(f"/dtypes/{index}/name", "bad_dtype_variable",
                                        f"{show_name(variable.name)} is declared twice (also /dtypes/{declared[variable.name]})"))
         declared.setdefault(variable.name, index)
-        if len(set(variable.of)) != len(variable.of):
+        if isinstance(variable, L.DtypeVariable) and len(set(variable.of)) != len(variable.of):
             problems.append(Diagnostic(f"/dtypes/{index}/of", "bad_dtype_variable",
                                        f"{show_name(variable.name)} lists a dtype twice: {variable.of}"))
     for path, name in _dtype_refs(kernel.model_dump(mode="json", exclude_unset=True)):
@@ -82,8 +172,9 @@ def declaration_problems(kernel: L.Kernel) -> list[Diagnostic]:
                 problems.append(Diagnostic(f"/inputs/{index}/binds", "bad_signature",
                                            f"{show_name(inp.binds)} is already bound by /inputs/{bound_by[inp.binds]}"))
             bound_by.setdefault(inp.binds, index)
+    problems += _derived_problems(kernel, declared)
     count = 1
-    for variable in kernel.dtypes:
+    for variable in bound_variables(kernel):
         count *= len(set(variable.of))
     if count > MAX_VARIANTS:
         problems.append(Diagnostic("/dtypes", "bad_dtype_variable",
@@ -92,9 +183,10 @@ def declaration_problems(kernel: L.Kernel) -> list[Diagnostic]:
 
 
 def bindings(kernel: L.Kernel) -> list[Binding]:
-    """Every binding of the kernel's variables, the default (first dtypes) first."""
-    names = [v.name for v in kernel.dtypes]
-    return [dict(zip(names, combination)) for combination in itertools.product(*(v.of for v in kernel.dtypes))]
+    """Every binding of the kernel's declared (``of``) variables, the default (first dtypes) first."""
+    variables = bound_variables(kernel)
+    names = [v.name for v in variables]
+    return [dict(zip(names, combination)) for combination in itertools.product(*(v.of for v in variables))]
 
 
 def describe(binding: Mapping[str, str]) -> str:
@@ -102,8 +194,11 @@ def describe(binding: Mapping[str, str]) -> str:
 
 
 def instantiate(kernel: L.Kernel, binding: Mapping[str, str]) -> L.Kernel:
-    """The concrete kernel: each dtype variable replaced by its dtype, ``dtypes`` dropped."""
+    """The concrete kernel: each dtype variable replaced by its dtype (derived ones by
+    :func:`resolve`), ``dtypes`` dropped."""
     from kernelgen.lang.parse import kernel_from_obj
+
+    binding = resolve(kernel, binding)
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
@@ -124,4 +219,4 @@ def binding_for(kernel: L.Kernel, wanted: Mapping[str, str]) -> Binding:
     for spec in (*kernel.inputs, *kernel.outputs):
         if spec.dtype is not None and spec.name in wanted and spec.dtype not in L.DTYPES:
             binding.setdefault(spec.dtype, wanted[spec.name])
-    return {v.name: binding.get(v.name, v.of[0]) for v in kernel.dtypes}
+    return {v.name: binding.get(v.name, v.of[0]) for v in bound_variables(kernel)}

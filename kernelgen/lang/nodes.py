@@ -14,40 +14,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+
+from kernelgen.lang.fields import FLOAT_LITERAL_NAMES, IDENTIFIER, Dim, Name, Stages  # noqa: F401 (re-exported)
+from kernelgen.lang.fields import exact_int as _exact_int
 
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2")
 Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2"]
 
-FLOAT_LITERAL_NAMES = ("inf", "-inf", "nan")
 # A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
 DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
 DtypeRef = Union[Dtype, Annotated[str, Field(pattern=DTYPE_VARIABLE)]]
-IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
-
-def _not_a_literal(name: str) -> str:
-    """A bound name spelled like a float literal would never be read: its uses are the literal."""
-    if name in FLOAT_LITERAL_NAMES:
-        raise PydanticCustomError("reserved_name", "'{name}' is a float literal, not a name; choose another name",
-                                  {"name": name})
-    return name
-
-
-def _exact_int(value: Any) -> Any:
-    """Pydantic's strict mode still lets ``true`` and ``4.0`` through a Literal of ints (they
-    compare equal); an integer field of the language takes JSON integers only."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PydanticCustomError("int_type", "Input should be a valid integer")
-    return value
-
-
-Name = Annotated[str, Field(pattern=IDENTIFIER), AfterValidator(_not_a_literal)]
-# Software-pipelining depth of loops (Triton's num_stages).
-Stages = Annotated[Literal[1, 2, 3, 4, 5, 6, 7, 8], BeforeValidator(_exact_int)]
-# A block dimension: a power of two, or the name of a meta-parameter.
-Dim = Union[int, Name]
 
 UNARY_OPS = ("exp", "exp2", "exp2_ftz", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
              "sin", "cos", "abs", "neg", "floor", "ceil", "not")
@@ -97,6 +75,17 @@ class DtypeVariable(Node):
 
     name: Annotated[str, Field(pattern=DTYPE_VARIABLE)]
     of: Annotated[list[Dtype], Field(min_length=1)]
+
+
+class DerivedDtype(Node):
+    """``name``: a dtype derived per binding from one variable, used as one (not as an input's
+    dtype or binds): ``acc_of`` T, what torch computes and sums T in (f16/bf16/fp8/f32: f32,
+    f64: f64, integers/bool: i64); ``float_of`` T, a float op's result (torch.log; integers/bool:
+    f32, floats kept). Not one of the two, a cycle: bad_dtype_variable."""
+
+    name: Annotated[str, Field(pattern=DTYPE_VARIABLE)]
+    acc_of: Annotated[str, Field(pattern=DTYPE_VARIABLE)] | None = None
+    float_of: Annotated[str, Field(pattern=DTYPE_VARIABLE)] | None = None
 
 
 class Full(Node):
@@ -207,8 +196,8 @@ class Cast(Node):
     """Any dtype to any (not pointers): float to narrower float rounds to nearest even
     (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer and
     f64 to f16/bf16 round through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
-    bool is 0 or 1. To f8e4m3/f8e5m2: rounded to f16, then to nearest even, saturating at
-    +-448/+-57344 (inf too), NaN stays NaN. fp8 values are storage only: load, store, cast,
+    bool is 0 or 1. To f8e4m3/f8e5m2: rounded once to nearest even (as torch: f64, integers via f32),
+    saturating at +-448/+-57344 (inf too), NaN stays NaN. fp8 values are storage only: load, store, cast,
     bitcast, dot, reshape/trans, carry (fp8_storage elsewhere)."""
 
     op: Literal["cast"]
@@ -674,7 +663,7 @@ class Kernel(Node):
 
     name: Name
     view: Literal["elementwise", "rows"] | None = None
-    dtypes: list[DtypeVariable] = []
+    dtypes: list[Union[DtypeVariable, DerivedDtype]] = []
     inputs: list[Input]
     outputs: Annotated[list[Output], Field(min_length=1)]
     params: list[Param] | None = None

@@ -124,14 +124,13 @@ def random(op: str, seed: torch.Tensor, offset: torch.Tensor, word: int = 0) -> 
 
 
 def to_fp8(x: torch.Tensor, dtype: str) -> torch.Tensor:
-    """The language's cast to fp8, as Triton 3.6 compiles it on sm_89 (f32 sources go through
-    f16 there; kernelgen's lowering does so on sm_90 too): round to f16 (f64 through f32,
-    integers through f32), then to nearest even in fp8, saturating at the largest finite value
-    (cvt.rn.satfinite: infinities too); NaN becomes the canonical NaN 0x7f of either format,
-    whatever its sign (the H200 gives 0x7f where torch's own conversion keeps a sign)."""
-    if x.dtype == torch.float64 or not x.is_floating_point():
-        x = x.to(torch.float32)
-    half = x.to(torch.float16)
+    """The language's cast to fp8, as torch's ``x.to(torch.float8_e4m3fn)`` rounds: f64 and
+    integers become f32 first (torch converts them so), which is rounded once to nearest even in
+    fp8 (not through f16, which would round twice: f32 1.0625 + 2**-20 is e4m3 1.125, 1.0 through
+    f16), saturating at the largest finite value (cvt.rn.satfinite: infinities too); NaN becomes
+    the canonical NaN 0x7f of either format, whatever its sign (the H200 gives 0x7f where torch's
+    own conversion keeps a sign)."""
+    wide = x.to(torch.float32)
     limit = FLOAT_MAX[dtype]
-    bits = half.clamp(-limit, limit).to(FP8_TORCH[dtype]).view(torch.uint8)
-    return torch.where(torch.isnan(half), torch.tensor(0x7F, dtype=torch.uint8), bits).view(FP8_TORCH[dtype])
+    bits = wide.clamp(-limit, limit).to(FP8_TORCH[dtype]).view(torch.uint8)
+    return torch.where(torch.isnan(wide), torch.tensor(0x7F, dtype=torch.uint8), bits).view(FP8_TORCH[dtype])

@@ -99,3 +99,23 @@ class RandomLowering:
             return self.uniform(words[word])
         pair = 2 * (word // 2)
         return self.normal(self.uniform(words[pair]), self.uniform(words[pair + 1]), word % 2)
+
+
+def round_to_odd_f16(b: Any, value: Any, f16: Any, f32: Any, i16: Any) -> Any:
+    """An f32 value rounded to f16 *to odd*: truncated toward zero, and the lowest mantissa bit
+    set where that lost anything (NaN stays NaN, infinities exact, overflow gives 65504).
+
+    f16 keeps 11 significant bits, at least two more than fp8's (4 or 3), over all of fp8's
+    range, so rounding this to fp8 to nearest even rounds the f32 value once: what torch's
+    f32 -> fp8 conversion gives, on every target (Triton 3.6 itself goes through a plain
+    truncation on sm_89, ``cvt.rz.f16.f32``, which rounds twice). Written with the f16 rounding
+    to nearest (``arith.truncf``), one step back toward zero where that rounded away, so the
+    emitted Python (:mod:`kernelgen.emit.helpers`) is the same computation in ``tl``."""
+    half = b.create_fp_trunc(value, f16)
+    back = b.create_fp_ext(half, f32)
+    away = b.create_fcmpOGT(b.create_fabs(back), b.create_fabs(value))
+    inexact = b.create_fcmpUNE(back, value)
+    bits = b.create_bitcast(half, i16)
+    bits = b.create_sub(bits, b.create_int_cast(away, i16, False))
+    bits = b.create_or(bits, b.create_int_cast(inexact, i16, False))
+    return b.create_bitcast(bits, f16)

@@ -45,9 +45,12 @@ agree with it:
 * A masked load without ``other`` passes an explicit zero ``other``: masked-off lanes read 0.
 * Shifts select 0 (``shr``: shift by width - 1) for amounts outside 0..width-1 (LLVM's are
   poison there); ``umulhi`` is ``tt.mulhiui``; random numbers are :mod:`kernelgen.lower.bits`.
-* fp8 casts go through f16 on every target, then ``tt.fp_to_fp`` RTNE (``cvt.rn.satfinite``):
-  Triton 3.6 itself converts f32 through f16 on sm_89 but directly on sm_90, so one route keeps
-  both GPUs equal to the interpreter. fp8 widens through f32 (exact). An fp8 constant is a
+* fp8 casts round once, as torch's: other sources than f16 become f32 (f64 and integers rounded
+  there, as torch converts them), which is rounded to odd in f16 (:func:`kernelgen.lower.bits.round_to_odd_f16`),
+  then ``tt.fp_to_fp`` RTNE (``cvt.rn.satfinite``) on every target. Triton 3.6 itself converts
+  f32 directly on sm_90 (``cvt.rn.satfinite.e4m3x2.f32``) but on sm_89 truncates to f16 first
+  (``cvt.rz.f16.f32``), which rounds twice; one route keeps both GPUs equal to the interpreter,
+  for five integer/float instructions per element. fp8 widens through f32 (exact). An fp8 constant is a
   bitcast byte. An fp8 dot passes ``max_num_imprecise_acc`` = its own K: its products are summed
   in the tensor cores' narrower accumulator and added to ``acc`` in f32, once per dot. Triton's
   sm_90 default (2**30) keeps a whole K loop in the narrow accumulator (measured: out of bf16
@@ -74,7 +77,7 @@ from kernelgen.lower.control import ControlLowering, Lowered, Scalar
 from kernelgen.lower.memory import MemoryLowering
 from kernelgen.lower.native import (NativeOutput, capture_native_output, parse_mlir_diagnostics,  # noqa: F401
                                     set_native_output_sink)  # NativeOutput and the sink: re-exported
-from kernelgen.lower.bits import RandomLowering, lower_bit_op
+from kernelgen.lower.bits import RandomLowering, lower_bit_op, round_to_odd_f16
 from kernelgen.lower.reduce import ReductionLowering, wide_dtype
 
 
@@ -213,9 +216,13 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
             wide = b.create_fp_to_fp(value, ty("f32"), None)
             return self.convert(wide, ValueType("f32", shape), dtype)
         if dtype in FP8_DTYPES:
-            # Through f16 (as Triton 3.6 converts f32 on sm_89), then cvt.rn.satfinite.
-            half = self.convert(value, t, "f16")
-            return b.create_fp_to_fp(half, ty(dtype), ir.ROUNDING_MODE.RTNE)
+            # f16 exactly; others as f32 (f64 and integers rounded there, as torch converts), then
+            # rounded to odd in f16, so cvt.rn.satfinite rounds the f32 value once.
+            if src != "f16":
+                wide = self.convert(value, t, "f32")
+                value = round_to_odd_f16(b, wide, ty("f16"), ty("f32"),
+                                         b.get_block_ty(b.get_int16_ty(), list(shape)) if shape else b.get_int16_ty())
+            return b.create_fp_to_fp(value, ty(dtype), ir.ROUNDING_MODE.RTNE)
         if dtype == "bool":
             zero = self.constant(0, src, shape)
             return b.create_fcmpUNE(value, zero) if src in FLOAT_DTYPES else b.create_icmpNE(value, zero)
