@@ -5,7 +5,9 @@ compiled for sm_90 with the unsigned ops where u8 needs them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -162,4 +164,109 @@ def test_atomics_on_narrow_integers_are_refused() -> None:
 
 def test_the_prompt_tells_the_model() -> None:
     prompt = system_prompt()
-    assert "|i8|u8|i16" in prompt and "narrow_int" in prompt and "torch wraps i8/u8/i16" in prompt
+    assert "|i8|u8|i16" in prompt and "narrow_int" in prompt and "(torch wraps i8/u8/i16: clamp first)" in " ".join(prompt.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# The bench tasks: their draws fail the wrong kernels a careless model writes
+
+
+def golden(task_id: str) -> dict:
+    from kernelgen.lang.parse import kernel_to_json
+    from kernelgen.task.spec import get_task
+
+    return json.loads(kernel_to_json(get_task(task_id).golden))
+
+
+def gemm_with(new_acc: dict) -> str:
+    """int8_gemm_i32out's golden with its K loop's last let (new_acc, the dot) bound to ``new_acc``."""
+    kernel = golden("int8_gemm_i32out")
+    (loop,) = [s for s in kernel["body"] if s["op"] == "for"]
+    assert loop["body"][-1]["name"] == "new_acc"
+    loop["body"][-1]["value"] = new_acc
+    return json.dumps(kernel)
+
+
+def outcome(task_id: str, answer: str, variant: str | None = None) -> str:
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.task.spec import get_task
+
+    task = get_task(task_id)
+    if variant is not None:
+        task = next(t for t in task.variant_tasks() if t.variant.name == variant)
+    result = evaluate_answer(task, answer, Settings(gpu=False, compile=False, shapes=2))
+    return str(result.outcome.value if hasattr(result.outcome, "value") else result.outcome)
+
+
+def test_shift_xor_fails_a_logical_shift_where_the_dtype_is_signed() -> None:
+    assert outcome("shift_xor_int", json.dumps(golden("shift_xor_int"))) == "ok"
+    wrong = golden("shift_xor_int")
+    wrong["body"][-1]["value"]["rhs"]["op"] = "lshr"
+    assert outcome("shift_xor_int", json.dumps(wrong), "i16") == "wrong_result"
+    assert outcome("shift_xor_int", json.dumps(wrong), "u8") == "ok"  # u8's shr is logical: the same
+
+
+def test_shift_xor_fails_an_arithmetic_shift_of_unsigned_bytes() -> None:
+    """A u8 kernel that shifts the bytes as i8 (bitcast), bringing in copies of the top bit."""
+    kernel = golden("shift_xor_int")
+    kernel["dtypes"], kernel["inputs"][0]["dtype"], kernel["outputs"][0]["dtype"] = [], "u8", "u8"
+    as_signed = o("bitcast", x=o("shr", lhs=o("bitcast", x="v", dtype="i8"), rhs=3), dtype="u8")
+    kernel["body"][-1]["value"]["rhs"] = as_signed
+    assert outcome("shift_xor_int", json.dumps(kernel), "u8") == "wrong_result"
+
+
+@pytest.mark.parametrize("wrong", [
+    # int8 read as symmetric (-127..127): -128 is drawn
+    o("dot", lhs=o("clamp", x="a_tile", lo=-127, hi=127), rhs="b_tile", dtype="i32", acc="acc"),
+    # the dot's sums kept in 16 bits: they wrap
+    o("add", lhs="acc", rhs=o("cast", x=o("cast", x=o("dot", lhs="a_tile", rhs="b_tile", dtype="i32"), dtype="i16"),
+                              dtype="i32")),
+    # through f16 tensor cores: each K step's sums rounded to f16
+    o("add", lhs="acc", rhs=o("cast", x=o("dot", lhs=o("cast", x="a_tile", dtype="f16"),
+                                           rhs=o("cast", x="b_tile", dtype="f16"), dtype="f16"), dtype="i32")),
+])
+def test_int8_gemm_fails_kernels_that_lose_bytes_or_sums(wrong: dict) -> None:
+    assert outcome("int8_gemm_i32out", gemm_with(wrong)) == "wrong_result"
+
+
+def test_int8_gemm_takes_the_packed_form_too() -> None:
+    """The older int8 dot (i32 operands, their low bytes) computes the same products."""
+    packed = o("dot", lhs=o("cast", x="a_tile", dtype="i32"), rhs=o("cast", x="b_tile", dtype="i32"), dtype="i32",
+               acc="acc")
+    assert outcome("int8_gemm_i32out", gemm_with(packed)) == "ok"
+
+
+# ---------------------------------------------------------------------------------------------
+# The i8 dot: i8 x i8 on the integer tensor cores, i32 sums
+
+
+def i8_gemm(meta: dict[str, int] | None = None) -> dict:
+    kernel = golden("int8_gemm_i32out")
+    for m in kernel["meta"]:
+        m["value"] = (meta or {}).get(m["name"], m["value"])
+    return kernel
+
+
+def test_the_i8_dot_compiles_to_integer_tensor_core_instructions() -> None:
+    checked = check(kernel_from_obj(i8_gemm()))
+    assert "tt.dot" in lower(checked).ttir and "tensor<128x64xi8>" in lower(checked).ttir
+    ptx = compile_kernel(checked, "sm_90", in_process=True, cache=False).ptx
+    assert ".s32.s8.s8" in ptx and "cvt.rn.f32.s32" not in ptx
+
+
+def test_the_i8_dot_in_the_interpreter_and_in_tritons(triton_interpreter: TritonInterpreter) -> None:  # noqa: F811
+    checked = check(kernel_from_obj(i8_gemm({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32})))
+    a, b = full_range("i8", 37 * 70, 3).reshape(37, 70), full_range("i8", 70 * 21, 4).reshape(70, 21)
+    assert torch.equal(interpret(checked, {"a": a, "b": b})["out"], (a.long() @ b.long()).int())
+    check_in_triton_interpreter(triton_interpreter, checked, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("lhs, rhs", [
+    (o("cast", x="a_tile", dtype="u8"), o("cast", x="b_tile", dtype="u8")),  # no unsigned int8 dot
+    ("a_tile", o("cast", x="b_tile", dtype="i32")),  # one form or the other
+    (o("cast", x="a_tile", dtype="i16"), o("cast", x="b_tile", dtype="i16")),
+])
+def test_the_i8_dot_takes_two_i8_operands(lhs: Any, rhs: Any) -> None:
+    kernel = json.loads(gemm_with(o("dot", lhs=lhs, rhs=rhs, dtype="i32", acc="acc")))
+    code, path = refused(kernel)
+    assert code == "dot_dtype" and path.endswith("/body/5/value"), (code, path)

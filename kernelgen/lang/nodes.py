@@ -205,8 +205,8 @@ class Clamp(Node):
 
 class Cast(Node):
     """Any dtype to any (not pointers): float to narrower float rounds to nearest even
-    (overflow: inf); float to integer truncates toward zero, saturates (torch wraps i8/u8/i16:
-    clamp first), NaN gives 0; integer and f64 to f16/bf16 round through f32; integer to integer
+    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0 (torch wraps
+    i8/u8/i16: clamp first); integer and f64 to f16/bf16 round through f32; integer to integer
     wraps; to bool is ``!= 0`` (NaN is true); bool is 0 or 1. To f8e4m3/f8e5m2: rounded to f16,
     then to nearest even, saturating at +-448/+-57344 (inf too), NaN stays NaN. fp8 values are
     storage only: load, store, cast, bitcast, dot, reshape/trans, carry (fp8_storage elsewhere)."""

@@ -505,10 +505,11 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLower
         self.at(path)
         if acc is None:
             acc = self.constant(0.0, t.dtype, t.shape)
-        if t.dtype == "i32":  # the operands' low bytes on the integer tensor cores, i32 sums
+        if t.dtype == "i32":  # i8 operands (or i32 ones' low bytes) on the integer tensor cores, i32 sums
             b = self.builder
-            a, c = (b.create_int_cast(x, b.get_block_ty(b.get_int8_ty(), list(self.types[p].shape)), True)
-                    for x, p in ((a, lp), (c, rp)))
+            if self.types[lp].dtype == "i32":
+                a, c = (b.create_int_cast(x, b.get_block_ty(b.get_int8_ty(), list(self.types[p].shape)), True)
+                        for x, p in ((a, lp), (c, rp)))
             return self.builder.create_dot(a, c, acc, ir.INPUT_PRECISION.IEEE, 0)
         precision = ir.INPUT_PRECISION.TF32 if e.precision == "tf32" else ir.INPUT_PRECISION.IEEE
         # fp8 on sm_90's wgmma: the dot's own K is summed in the tensor cores' narrower

@@ -341,7 +341,8 @@ def guard_fill(dtype: torch.dtype) -> Any:
         return -7777.0
     if dtype == torch.bool:
         return True
-    return -7777
+    low = torch.iinfo(dtype).min
+    return -7777 if low <= -7777 else -97 if low < 0 else 159  # 1-byte integers: the byte 0x9F
 
 
 def guards_intact(name: str, buffer: torch.Tensor) -> list[Diagnostic]:
