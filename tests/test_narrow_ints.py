@@ -270,3 +270,19 @@ def test_the_i8_dot_takes_two_i8_operands(lhs: Any, rhs: Any) -> None:
     kernel = json.loads(gemm_with(o("dot", lhs=lhs, rhs=rhs, dtype="i32", acc="acc")))
     code, path = refused(kernel)
     assert code == "dot_dtype" and path.endswith("/body/5/value"), (code, path)
+
+
+@pytest.mark.parametrize("x, y, dtype", [
+    (torch.tensor([200, 3], dtype=torch.uint8), torch.tensor([-100, 5], dtype=torch.int8), torch.int16),
+    (torch.tensor([200, 3], dtype=torch.uint8), 7, torch.uint8),  # an integer number is weak
+    (torch.tensor([-3, 100], dtype=torch.int8), torch.tensor([30000, 1], dtype=torch.int16), torch.int16),
+])
+def test_a_dtype_variable_binds_narrow_integers_as_pytorch_promotes(x: Any, y: Any, dtype: torch.dtype) -> None:
+    from test_wrapper import generic_add
+
+    from kernelgen.host.wrapper import call_kernel
+
+    result = call_kernel(kernel_from_obj(generic_add(["u8", "i8", "i16"])), (x, y), {}, interpret)
+    assert torch.result_type(x, y) == dtype
+    expected = x.to(dtype) + torch.as_tensor(y).to(dtype) * 2  # the kernel's inputs are converted to T first
+    assert result.dtype == dtype and torch.equal(result, expected)
