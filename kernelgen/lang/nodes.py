@@ -101,7 +101,7 @@ class DtypeVariable(Node):
 
 class Full(Node):
     """A block of ``shape`` (``[]``: a scalar) filled with ``value`` of exactly ``dtype``: bool
-    takes true/false, i32/i64 an integer in range, floats a number or "inf"/"nan" (bad_value).
+    takes true/false, integers an integer in range, floats a number or "inf"/"nan" (bad_value).
     Use it for a concrete-typed constant (literals are weak)."""
 
     op: Literal["full"]
