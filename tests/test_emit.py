@@ -208,7 +208,7 @@ def check_in_triton_interpreter(interpreter: TritonInterpreter, checked: Checked
 
 
 SIGNATURE_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i32": "i32", "i64": "i64",
-                   "bool": "i1", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5"}
+                   "bool": "i1", "f8e4m3": "fp8e4nv", "f8e5m2": "fp8e5", "i8": "i8", "u8": "u8", "i16": "i16"}
 
 
 def compile_for_sm90(checked: Checked, directory: Path, integers_as_one: bool = False) -> str:

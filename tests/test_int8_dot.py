@@ -1,6 +1,6 @@
 """The int8 dot: ``dot`` with ``dtype`` i32 multiplies the low bytes of i32 operands on the
-integer tensor cores (int8 data comes packed four to an i32 word, as the language has no 8-bit
-integer tensors). Every stage has it: checker, interpreter, lowering, emitter, prompt."""
+integer tensor cores (int8 data packed four to an i32 word; i8 tensors take the i8 dot of
+tests/test_narrow_ints.py). Every stage has it: checker, interpreter, lowering, emitter, prompt."""
 
 from __future__ import annotations
 

@@ -143,7 +143,7 @@ _OUTCOME_OF_RULE = {
     "entry_signature": Outcome.NO_KERNEL, "no_launch": Outcome.NO_KERNEL,
 }
 _PYTHON_TYPES = {"f32": "float", "f16": "float", "bf16": "float", "f64": "float", "i32": "int", "i64": "int",
-                 "bool": "bool"}
+                 "bool": "bool", "i8": "int", "u8": "int", "i16": "int"}
 
 
 _ROLE_TYPES = {"dtype": "torch.dtype | None", "choice": "int", "dim": "int", "keepdim": "bool", "fixed": "object"}

@@ -6,7 +6,8 @@ from __future__ import annotations
 from kernelgen.baseline.answer import ALLOWED_IMPORTS, ALLOWED_TENSOR_METHODS, ALLOWED_TORCH_CALLS, EntryPoint
 
 TORCH_DTYPE_OF = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
-                   "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
+                   "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool", "i8": "torch.int8",
+                   "u8": "torch.uint8", "i16": "torch.int16"}
 
 def system_prompt() -> str:
     """What every baseline prompt says: the answer's form and the rules it is checked by."""

@@ -32,6 +32,7 @@ def _numbers(checker: Any, e: Any, field: str, path: str, scope: dict[str, Value
         raise checker.fail(fpath, "bad_axis", f"{e.op} works along an axis of a block, got a scalar")
     # fp8 is storage only here too: Triton's sort, scans and gather of fp8 do not lower.
     checker.storage_only([(x, fpath)], e.op)
+    checker.wide_int_only([(x, fpath)], e.op)
     if x.weak:
         checker.adopt(x, x.dtype, fpath)
         x = x.concrete()
@@ -74,6 +75,7 @@ def gather(checker: Any, e: L.Gather, path: str, scope: dict[str, ValueType]) ->
     src = _numbers(checker, e, "src", path, scope)
     ipath = child(path, "index")
     index = checker.expr(e.index, ipath, scope)
+    checker.wide_int_only([(index, ipath)], "a gather index")
     if not index.is_int:
         raise checker.fail(ipath, "needs_int", f"a gather index is an integer block, got {index}")
     checker.axis(e.axis, len(src.shape), child(path, "axis"))
@@ -90,6 +92,7 @@ def gather(checker: Any, e: L.Gather, path: str, scope: dict[str, ValueType]) ->
 def histogram(checker: Any, e: L.Histogram, path: str, scope: dict[str, ValueType]) -> ValueType:
     xpath = child(path, "x")
     x = checker.expr(e.x, xpath, scope)
+    checker.wide_int_only([(x, xpath)], e.op)
     if not x.is_int:
         raise checker.fail(xpath, "needs_int", f"histogram counts integers, got {x}")
     if len(x.shape) != 1:

@@ -18,6 +18,14 @@ FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 # The dtypes the math functions, pow and float sums compute in (others are cast first).
 WIDE_FLOAT_DTYPES = ("f32", "f64")
 INT_DTYPES = ("i32", "i64")
+# 8- and 16-bit integers (torch.int8, uint8, int16): loaded, stored, cast, bitcast, computed
+# elementwise with wrapping (u8 unsigned: its division, shr, comparisons, extrema and casts),
+# and i8 multiplied by dot; reductions, scans, sorts, indices, offsets and atomics take i32/i64
+# (narrow_int: cast first). No u16/u32: torch 2.x leaves their arithmetic unimplemented on the
+# CPU ("add_stub" not implemented for 'UInt16') and refuses to promote them with other dtypes.
+NARROW_INT_DTYPES = ("i8", "u8", "i16")
+UNSIGNED_DTYPES = ("u8",)
+ANY_INT_DTYPES = INT_DTYPES + NARROW_INT_DTYPES
 # The pointee dtypes Triton 3.6 takes for each atomic (language/semantic.py): f16 and bf16
 # only add (atom_red_typechecking_impl), floats max/min through a bitcast to i32/i64, no
 # 1-bit one; and/or/xor on floats fail in LLVM. cas takes 16-bit and float elements too, but
@@ -41,7 +49,8 @@ class _Invalid(Exception):
     kernelgen.check.statements) when an expression is wrong; it has been reported already."""
 
 
-DTYPE_BITS = {"f64": 64, "i64": 64, "f32": 32, "i32": 32, "f16": 16, "bf16": 16, "f8e4m3": 8, "f8e5m2": 8}
+DTYPE_BITS = {"f64": 64, "i64": 64, "f32": 32, "i32": 32, "f16": 16, "bf16": 16, "f8e4m3": 8, "f8e5m2": 8,
+              "i16": 16, "i8": 8, "u8": 8}
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,10 @@ class ValueType:
     @property
     def is_int(self) -> bool:
         return not self.pointer and self.dtype in INT_DTYPES
+
+    @property
+    def is_narrow_int(self) -> bool:
+        return not self.pointer and self.dtype in NARROW_INT_DTYPES
 
     @property
     def is_bool(self) -> bool:

@@ -17,6 +17,9 @@ Typing rules (Triton's, made strict where Triton would guess):
   ``other``, and a store's value and mask, broadcast to the pointer's shape.
 * Integers: ``program_id``, ``num_programs``, ``arange`` and meta names are i32; arithmetic
   wraps in its dtype, so offsets past 2**31 need i64 (cast one operand, or an i64 param).
+* i8, u8, i16 (torch's int8, uint8, int16) compute elementwise (u8 unsigned); reductions,
+  scans, sort, gather, histogram, offsets, loop bounds, umulhi, atomics need i32/i64
+  (narrow_int; torch.sum of int8 gives i64). Dtypes never promote: cast (u8 with i8: i16).
 * Block dims are powers of two, at most 2**20 elements per block.
 """
 
@@ -30,7 +33,7 @@ from kernelgen.check import tiles as check_tiles
 from kernelgen.lang import nodes as L
 from kernelgen.check import sequence
 from kernelgen.check.bounds import unproven_accesses
-from kernelgen.check.checked import (DTYPE_BITS, ERROR_DTYPE, FLOAT_DTYPES, FP8_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES,
+from kernelgen.check.checked import (ANY_INT_DTYPES, DTYPE_BITS, ERROR_DTYPE, FLOAT_DTYPES, FP8_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES,
                                WIDE_FLOAT_DTYPES, Checked, CheckedKernel, HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value, _Invalid)
@@ -87,6 +90,13 @@ class _Checker(HostChecks, StatementChecks):
             if t.dtype in FP8_DTYPES and not t.pointer:
                 raise self.fail(p, "fp8_storage", f"{op} does not take {t.dtype} values; cast to f16 or f32 "
                                 "first (fp8 is loaded, stored, cast, bitcast and multiplied by dot only)")
+
+    def wide_int_only(self, operands: list[tuple[ValueType, str]], op: str) -> None:
+        """8/16-bit integers are computed elementwise only: what works across a block, indexes or
+        points takes i32/i64 (Triton widens narrow sums to i32 itself; torch.sum of int8 gives i64)."""
+        for t, p in operands:
+            if t.is_narrow_int:
+                raise self.fail(p, "narrow_int", f"{op} does not take {t.dtype}; cast to i32 (or i64) first")
 
     # -- literals ---------------------------------------------------------------------------
 
@@ -185,7 +195,7 @@ class _Checker(HostChecks, StatementChecks):
         value = literal_value(literal)
         if dtype == "bool" and not isinstance(value, bool):
             raise self.fail(path, "bad_value", f"a bool {what} needs true or false, got {literal!r}")
-        if dtype in INT_DTYPES and (isinstance(value, float) or isinstance(value, bool)):
+        if dtype in ANY_INT_DTYPES and (isinstance(value, float) or isinstance(value, bool)):
             raise self.fail(path, "bad_value", f"an {dtype} {what} needs an integer, got {literal!r}")
         problem = literal_problem(value, dtype)
         if problem is not None:
@@ -223,7 +233,7 @@ class _Checker(HostChecks, StatementChecks):
             raise self.fail(path, "dtype_mismatch", f"{what} is a pointer; expected {target.dtype}")
         if value.dtype != target.dtype:
             ok_weak = value.weak and (target.dtype in FLOAT_DTYPES or
-                                      (target.dtype in INT_DTYPES and value.dtype in INT_DTYPES))
+                                      (target.dtype in ANY_INT_DTYPES and value.dtype in INT_DTYPES))
             if not ok_weak:
                 raise self.fail(path, "dtype_mismatch",
                                 f"{what} is {value.dtype} but the pointer is to {target.dtype}; cast it")
@@ -249,7 +259,7 @@ class _Checker(HostChecks, StatementChecks):
                     raise self.fail(p, "dtype_mismatch",
                                     f"{op} mixes {first.dtype} and {t.dtype}; cast one operand")
             dtype = first.dtype
-            if dtype in INT_DTYPES and any(t.weak and t.dtype == "f32" for t, _ in types):
+            if dtype in ANY_INT_DTYPES and any(t.weak and t.dtype == "f32" for t, _ in types):
                 return "f32"
             if dtype == "bool" and any(t.weak for t, _ in types):
                 t, p = next((t, p) for t, p in types if t.weak)
@@ -313,11 +323,13 @@ class _Checker(HostChecks, StatementChecks):
             return ValueType(dtype, shape, weak=weak)
         if dtype == "bool":
             raise self.fail(path, "bad_operand", f"{e.op} does not take bool; cast to a number first")
-        if e.op in L.BIT_OPS and dtype not in INT_DTYPES:
+        if e.op in L.BIT_OPS and dtype not in ANY_INT_DTYPES:
             raise self.fail(path, "needs_int", f"{e.op} takes integers, got {dtype}; bitcast a float first")
+        if e.op == "umulhi":
+            self.wide_int_only([(lhs, lp), (rhs, rp)], e.op)
         if e.op == "div" and dtype not in FLOAT_DTYPES:
             raise self.fail(path, "needs_float", "div is true division of floats; use idiv (truncating) for integers")
-        if e.op in ("idiv", "cdiv") and dtype not in INT_DTYPES:
+        if e.op in ("idiv", "cdiv") and dtype not in ANY_INT_DTYPES:
             raise self.fail(path, "needs_int", f"{e.op} takes integers, got {dtype}; use div for floats")
         if e.op == "pow" and dtype not in WIDE_FLOAT_DTYPES:
             raise self.fail(path, "needs_f32", f"pow takes f32 or f64, got {dtype}; cast first")
@@ -327,6 +339,7 @@ class _Checker(HostChecks, StatementChecks):
         ptr, offset, opath = (lhs, rhs, child(path, "rhs")) if lhs.pointer else (rhs, lhs, child(path, "lhs"))
         if e.op not in ("add", "sub") or (e.op == "sub" and not lhs.pointer):
             raise self.fail(path, "bad_operand", f"pointers take + and - of an integer offset, not {e.op}")
+        self.wide_int_only([(offset, opath)], "a pointer offset")
         if offset.pointer or not offset.is_int:
             raise self.fail(opath, "needs_int", f"a pointer offset is an integer, got {offset}")
         return ValueType(ptr.dtype, shape, pointer=True, bases=ptr.bases)
@@ -407,6 +420,7 @@ class _Checker(HostChecks, StatementChecks):
         if x.pointer or x.is_bool:
             raise self.fail(child(path, "x"), "bad_operand", f"{e.op} takes numbers, got {x}")
         self.storage_only([(x, child(path, "x"))], e.op)
+        self.wide_int_only([(x, child(path, "x"))], e.op)
         if not x.shape:
             raise self.fail(child(path, "x"), "bad_axis", f"{e.op} reduces a block, got a scalar")
         self.axis(e.axis, len(x.shape), child(path, "axis"))
@@ -493,12 +507,11 @@ class _Checker(HostChecks, StatementChecks):
 
     def int8_dot(self, e: L.Dot, lhs: ValueType, rhs: ValueType, mnk: tuple[int, int, int], path: str,
                  scope) -> ValueType:
-        """The low bytes of i32 operands as int8, on the integer tensor cores (mma/wgmma .s8,
-        K in steps of 32), i32 sums. The language has no 8-bit integer tensors: int8 data
-        comes packed in i32 words, and a shift brings each byte down."""
-        if lhs.pointer or rhs.pointer or lhs.dtype != "i32" or rhs.dtype != "i32":
-            raise self.fail(path, "dot_dtype", f"an int8 dot (dtype i32) takes i32 operands (their low bytes), "
-                            f"got {lhs} and {rhs}")
+        """i8 x i8 on the integer tensor cores (mma/wgmma .s8, K in steps of 32), i32 sums. The
+        older form takes the low bytes of i32 operands (int8 data packed in i32 words)."""
+        if lhs.pointer or rhs.pointer or lhs.dtype != rhs.dtype or lhs.dtype not in ("i8", "i32"):
+            raise self.fail(path, "dot_dtype", f"an int8 dot (dtype i32) takes two i8 operands (or two i32 "
+                            f"ones: their low bytes), got {lhs} and {rhs}")
         return self.byte_dot_result(e, "int8", "i32", mnk, path, scope)
 
     def _expanddims(self, e: L.ExpandDims, path: str, scope) -> ValueType:

@@ -9,7 +9,7 @@ expressions. It calls the checker's own methods through ``self`` and does not im
 from __future__ import annotations
 
 from kernelgen.lang import nodes as L
-from kernelgen.check.checked import (INT_DTYPES, WIDE_FLOAT_DTYPES, HostTensor, ParamBinding, ValueType, _Invalid, child,
+from kernelgen.check.checked import (ANY_INT_DTYPES, INT_DTYPES, WIDE_FLOAT_DTYPES, HostTensor, ParamBinding, ValueType, _Invalid, child,
                               device_dependent)
 from kernelgen.lang.limits import literal_problem
 from kernelgen.check.polymorphism import ints_of, signature_problems
@@ -216,7 +216,7 @@ class HostChecks:
                 return "int"
             if expr in self.scalars:
                 dtype = self.scalars[expr]
-                return "int" if dtype in INT_DTYPES else "bool" if dtype == "bool" else "float"
+                return "int" if dtype in ANY_INT_DTYPES else "bool" if dtype == "bool" else "float"
             if expr in self.tensors:
                 return f"tensor:{expr}"
             raise self.fail(path, "undefined_name",

@@ -103,6 +103,7 @@ class StatementChecks:
             t = self.expr(getattr(f, name), child(path, name), scope)
             if t.shape:
                 raise self.fail(child(path, name), "needs_scalar", f"loop {name} is a scalar, got {t}")
+            self.wide_int_only([(t, child(path, name))], f"a loop {name}")
             if not t.is_int:
                 raise self.fail(child(path, name), "needs_int", f"loop {name} is an integer, got {t}")
             bounds.append(t)

@@ -14,6 +14,10 @@ generator (:mod:`kernelgen.draw.strategies`), under its rules (its module docstr
   (Box-Muller with u1 >= 1e-7 stays below 5.7).
 * fp8 casts (rounded once, saturating) are deterministic, so a cast of an exact value
   is exact; values reach fp8 and come back (to any dtype, sometimes through the other fp8).
+* 8/16-bit integers are exact too: an exact value cast there (saturating from floats, wrapping
+  from integers), sometimes combined with another in wrapping arithmetic, bitwise ops or shifts
+  by any amount, sometimes cast on to another narrow one, then cast to any dtype (an i16 masked
+  to 12 bits first where it becomes a float, so magnitudes stay within the floats' bound).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from kernelgen.draw.values import ALL_DTYPES, INT_DTYPES, Val, broadcast_shape, 
 
 FP8_DTYPES = ("f8e4m3", "f8e5m2")
 FP8_MAX = {"f8e4m3": 448.0, "f8e5m2": 57344.0}
+NARROW_INT_DTYPES = ("i8", "u8", "i16")
+NARROW_MAX = {"i8": 128.0, "u8": 255.0, "i16": 32768.0}
+NARROW_OPS = ("add", "sub", "mul", "and", "or", "xor", "maximum", "minimum", "shl", "shr", "lshr")
 SEEDS = (0, 1, 42, -7, 123456789, 2**33 + 5)
 RANDN_BOUND = 5.7
 BITS = {"i32": 32, "i64": 64}
@@ -52,9 +59,11 @@ def _amount(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int, literals:
 def integer_bits(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int) -> Val:
     """A shift, umulhi, a float's exponent field or a narrowed randint, of ``dtype``."""
     width = BITS[dtype]
-    kind = g.choose(("shl", "shr", "lshr", "umulhi", "exponent", "randint", "fp8", "fp8"))
+    kind = g.choose(("shl", "shr", "lshr", "umulhi", "exponent", "randint", "fp8", "fp8", "narrow"))
     if kind == "fp8":
         return through_fp8(g, dtype, shape, depth)
+    if kind == "narrow":
+        return through_narrow_int(g, dtype, shape, depth)
     if kind == "exponent":
         x = g.floating(FLOAT_OF[dtype], shape, depth, exact=True)
         bits = op("bitcast", x=x.expr, dtype=dtype)
@@ -109,9 +118,11 @@ def random_float(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int, exac
 
 def float_bits(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int, exact: bool) -> Val:
     """An identity through a float's bits (f32/f64), an fp8 round trip or a random float."""
-    kind = g.choose(("bits", "fp8", "fp8", "random"))
+    kind = g.choose(("bits", "fp8", "fp8", "random", "narrow"))
     if kind == "random":
         return random_float(g, dtype, shape, depth, exact)
+    if kind == "narrow":
+        return through_narrow_int(g, dtype, shape, depth)
     if kind == "bits" and dtype in FLOAT_OF.values():
         width_int = "i32" if dtype == "f32" else "i64"
         x = g.floating(dtype, shape, depth, exact)
@@ -125,7 +136,7 @@ def float_bits(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int, exact:
 def through_fp8(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int) -> Val:
     """An exact value of any dtype cast to fp8 (sometimes on to the other fp8), then to
     ``dtype`` (fp8 itself: left there)."""
-    source = g.choose(ALL_DTYPES)
+    source = g.choose(ALL_DTYPES + (NARROW_INT_DTYPES if depth > 0 else ()))
     x = g.value(source, shape, depth, exact=True)
     first = dtype if dtype in FP8_DTYPES and g.chance(50) else g.choose(FP8_DTYPES)
     expr: Any = op("cast", x=x.expr, dtype=first)
@@ -138,6 +149,33 @@ def through_fp8(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int) -> Va
         expr = op("cast", x=expr, dtype=dtype)
         mag = 1.0 if dtype == "bool" else mag
     return Val(expr, dtype, x.shape, mag)
+
+
+def through_narrow_int(g: Drawer, dtype: str, shape: tuple[int, ...], depth: int) -> Val:
+    """An exact value of any dtype cast to i8, u8 or i16, sometimes combined there with
+    another, sometimes cast on to another narrow one, then cast to ``dtype`` (a narrow one:
+    left there)."""
+    narrow = dtype if dtype in NARROW_INT_DTYPES and g.chance(50) else g.choose(NARROW_INT_DTYPES)
+    sources = ALL_DTYPES + (FP8_DTYPES if depth > 0 else ())
+
+    def cast_there(target: str) -> Val:
+        x = g.value(g.choose(sources), shape, max(depth - 1, 0), exact=True)
+        return Val(op("cast", x=x.expr, dtype=target), target, x.shape)
+
+    first = cast_there(narrow)
+    expr, at = first.expr, first.shape
+    if g.chance(40):
+        other = cast_there(narrow)
+        expr, at = op(g.choose(NARROW_OPS), lhs=expr, rhs=other.expr), broadcast_shape(at, other.shape)
+    if narrow != dtype and (dtype in NARROW_INT_DTYPES or g.chance(25)):
+        narrow = dtype if dtype in NARROW_INT_DTYPES else g.choose([d for d in NARROW_INT_DTYPES if d != narrow])
+        expr = op("cast", x=expr, dtype=narrow)
+    mag = NARROW_MAX[narrow]
+    if narrow == "i16" and dtype not in INT_DTYPES + NARROW_INT_DTYPES + ("bool",):
+        expr, mag = op("and", lhs=expr, rhs=4095), 4095.0
+    if narrow != dtype:
+        expr = op("cast", x=expr, dtype=dtype)
+    return Val(expr, dtype, at, 1.0 if dtype == "bool" else mag)
 
 
 def constructs_of(node: dict[str, Any]) -> set[str]:

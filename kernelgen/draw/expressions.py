@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from kernelgen.draw.bits import FP8_DTYPES, float_bits, integer_bits, through_fp8
+from kernelgen.draw.bits import NARROW_INT_DTYPES, FP8_DTYPES, float_bits, integer_bits, through_fp8, through_narrow_int
 from kernelgen.draw.values import (ALL_DTYPES, DENORMAL, EPS, FLOAT_DTYPES, FLOAT_LIMIT, INT_DTYPES, INT_LIMIT,
                                    NUMBER_DTYPES, Val, broadcast_shape, broadcasts_to, let, numel, op, rounding)
 from kernelgen.lang.nodes import COMPARISON_OPS
@@ -129,6 +129,8 @@ class _Gen:
             return self.boolean(shape, depth)
         if dtype in FP8_DTYPES:
             return through_fp8(self, dtype, shape, max(depth - 1, 0))  # stores of fp8: exact values only
+        if dtype in NARROW_INT_DTYPES:
+            return through_narrow_int(self, dtype, shape, max(depth - 1, 0))
         if dtype in INT_DTYPES:
             return self.integer(dtype, shape, depth)
         return self.floating(dtype, shape, depth, exact)
@@ -641,7 +643,7 @@ class _Gen:
             return Val(op("not", x=x.expr), "bool", x.shape)
         if kind == "cast":
             if self.chance(25):
-                return through_fp8(self, "bool", shape, d)
+                return (through_narrow_int if self.chance(40) else through_fp8)(self, "bool", shape, d)
             return self.cast(self.value(self.choose(NUMBER_DTYPES), shape, d, exact=True), "bool")
         c, x, y = self.boolean(shape, d), self.boolean(shape, d), self.boolean(shape, d)
         return Val(op("where", cond=c.expr, x=x.expr, y=y.expr), "bool", broadcast_shape(c.shape, x.shape, y.shape))

@@ -18,12 +18,14 @@ from typing import Union
 MODULE_NAMES = ("torch", "triton", "tl")
 
 TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "f64": "tl.float64", "i32": "tl.int32",
-             "i64": "tl.int64", "bool": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5"}
+             "i64": "tl.int64", "bool": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5",
+             "i8": "tl.int8", "u8": "tl.uint8", "i16": "tl.int16"}
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16", "f64": "torch.float64",
                 "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool", "f8e4m3": "torch.float8_e4m3fn",
-                "f8e5m2": "torch.float8_e5m2"}
+                "f8e5m2": "torch.float8_e5m2", "i8": "torch.int8", "u8": "torch.uint8", "i16": "torch.int16"}
 FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 INT_DTYPES = ("i32", "i64")
+NARROW_INT_DTYPES = ("i8", "u8", "i16")
 FP8_DTYPES = ("f8e4m3", "f8e5m2")
 # The smallest normal and the largest finite f32: a Python float outside this range becomes an
 # f64 tensor when Triton makes a tensor of it on its own.

@@ -34,7 +34,11 @@ def _shr(a, b):
 def _lshr(a, b):
     bits: tl.constexpr = a.dtype.primitive_bitwidth
     inside = (b >= 0) & (b < bits)
-    if bits == 32:
+    if bits == 8:
+        shifted = (a.to(tl.uint8, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint8)).to(a.dtype, bitcast=True)
+    elif bits == 16:
+        shifted = (a.to(tl.uint16, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint16)).to(a.dtype, bitcast=True)
+    elif bits == 32:
         shifted = (a.to(tl.uint32, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint32)).to(tl.int32, bitcast=True)
     else:
         shifted = (a.to(tl.uint64, bitcast=True) >> tl.where(inside, b, 0).to(tl.uint64)).to(tl.int64, bitcast=True)

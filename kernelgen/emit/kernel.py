@@ -16,8 +16,9 @@ from kernelgen.check import tile_access as tiles
 from kernelgen.lang import nodes as L
 from kernelgen.check.checker import CheckedKernel, child, is_literal, literal_value
 from kernelgen.emit.code import (_BINARY_OPERATORS, ADD, ATOM, COMPARE, F32_TINY, FLOAT_DTYPES, FP8_DTYPES,
-                                 INT_DTYPES, MODULE_NAMES, MUL, POSTFIX, TL_DTYPES, TORCH_DTYPES, UNARY,  # noqa: F401
-                                 Namer, _Code, _literal, _number, round_to)
+                                 INT_DTYPES, MODULE_NAMES, MUL, NARROW_INT_DTYPES, POSTFIX, TL_DTYPES, TORCH_DTYPES,
+                                 UNARY, Namer, _Code, _literal, _number, round_to)  # noqa: F401
+from kernelgen.lang.limits import INT_RANGES
 from kernelgen.lower.blocks import walls_off_scans
 
 _TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
@@ -81,6 +82,12 @@ class _KernelEmitter:
         return self.as_tensor(c, dtype) if tensor else c
 
     def cast(self, c: _Code, dtype: str) -> _Code:
+        if dtype in NARROW_INT_DTYPES and (c.dtype in FLOAT_DTYPES or c.dtype is None and isinstance(c.value, float)):
+            # Saturating, as the lowering: clamped in f32/f64 (exact bounds there), NaN to 0.
+            x, (low, high) = self.as_tensor(c, c.dtype or "f32"), INT_RANGES[dtype]
+            w = x.text if x.dtype in ("f32", "f64") else f"{x.at(POSTFIX)}.to(tl.float32)"
+            return _Code(f"tl.where({w} == {w}, tl.minimum(tl.maximum({w}, {float(low)}), {float(high)}), 0.0)"
+                         f".to({TL_DTYPES[dtype]})", POSTFIX, dtype)
         if c.dtype is None and dtype == "f64" and isinstance(c.value, float):
             return self.as_tensor(c, dtype)  # tl.cast would make an f32 constant of it first
         if c.dtype is None or c.may_be_number:
@@ -194,8 +201,9 @@ class _KernelEmitter:
         if e.op in L.BIT_OPS:
             # Shift amounts outside the width are clamped as the interpreter says; umulhi of
             # signed values is of their unsigned bits (Triton's interpreter would sign-extend).
-            self.helpers.add(f"_{e.op}")
-            return _Code(f"_{e.op}({self.as_tensor(lhs, dtype).text}, {self.as_tensor(rhs, dtype).text})",
+            helper = "_lshr" if e.op == "shr" and dtype == "u8" else f"_{e.op}"  # u8's shr is logical
+            self.helpers.add(helper)
+            return _Code(f"{helper}({self.as_tensor(lhs, dtype).text}, {self.as_tensor(rhs, dtype).text})",
                          POSTFIX, t.dtype)
         if python_numbers or python_division or e.op == "pow":
             lhs = self.as_tensor(lhs, dtype)
@@ -364,7 +372,7 @@ class _KernelEmitter:
     def _dot(self, e: L.Dot, path: str, env) -> _Code:
         a_dtype = self.types[child(path, "lhs")].dtype
         args = [self.expr(e.lhs, child(path, "lhs"), env).text, self.expr(e.rhs, child(path, "rhs"), env).text]
-        if e.dtype == "i32":  # the low bytes of i32 operands
+        if e.dtype == "i32" and a_dtype == "i32":  # the low bytes of i32 operands
             args = [f"({text}).to(tl.int8)" for text in args]
         if e.acc is not None:
             args.append(f"acc={self.operand(e.acc, child(path, 'acc'), env, e.dtype).text}")

@@ -43,7 +43,8 @@ MEMORY_BUDGET = {"cpu": 2 << 30, "gpu": 32 << 30}
 INTERPRETER_NUM_SMS = 3
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32",
-                "i64": "int64", "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+                "i64": "int64", "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+                "i8": "int8", "u8": "uint8", "i16": "int16"}
 
 
 def torch_dtype(dtype: str):

@@ -23,7 +23,7 @@ from kernelgen.interp.atomics import apply_atomic
 from kernelgen.lang import philox
 from kernelgen.check import tile_access as tiles
 from kernelgen.check.checker import CheckedKernel, ValueType, child, is_literal, literal_value
-from kernelgen.check.checked import FP8_DTYPES
+from kernelgen.check.checked import ANY_INT_DTYPES, DTYPE_BITS, FP8_DTYPES, UNSIGNED_DTYPES
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.check.hints import claim_of, violation
 from kernelgen.host.plan import LaunchPlan, torch_dtype
@@ -55,10 +55,12 @@ def constant_as(value: Union[bool, int, float], dtype: str) -> Union[bool, int, 
     would refuse both."""
     if dtype == "bool":
         return bool(value)
-    if dtype in ("i32", "i64"):
+    if dtype in ANY_INT_DTYPES:
         if isinstance(value, float):
             return value
-        bits = 32 if dtype == "i32" else 64
+        bits = DTYPE_BITS[dtype]
+        if dtype in UNSIGNED_DTYPES:
+            return int(value) % (1 << bits)
         return (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**1024:
         return math.inf if value > 0 else -math.inf
@@ -145,10 +147,11 @@ class _Run:
         a = self.eval_as(e.lhs, child(path, "lhs"), env, dtype)
         b = self.eval_as(e.rhs, child(path, "rhs"), env, dtype)
         a, b = self.expand(a, t.shape), self.expand(b, t.shape)
-        if e.op in ("idiv", "cdiv", "rem") and dtype in ("i32", "i64"):
+        if e.op in ("idiv", "cdiv", "rem") and dtype in ANY_INT_DTYPES:
             # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
-            # of the minimum integer by -1 traps and kills the process).
-            zero, minus_one = b == 0, b == -1
+            # of the minimum integer by -1 traps and kills the process). u8 has no -1.
+            zero = b == 0
+            minus_one = torch.zeros_like(zero) if dtype in UNSIGNED_DTYPES else b == -1
             safe = torch.where(zero | minus_one, torch.ones_like(b), b)
             if e.op == "rem":
                 out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
@@ -207,7 +210,7 @@ class _Run:
             return x != 0
         if e.dtype in FP8_DTYPES:
             return philox.to_fp8(x, e.dtype)
-        if x.is_floating_point() and e.dtype in ("i32", "i64"):
+        if x.is_floating_point() and e.dtype in ANY_INT_DTYPES:
             # The GPU's conversion (cvt.rzi) saturates and sends NaN to 0; so does the language.
             info = torch.iinfo(torch_dtype(e.dtype))
             x = torch.nan_to_num(x.double(), nan=0.0).clamp(info.min, info.max).trunc()

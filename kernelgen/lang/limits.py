@@ -20,7 +20,8 @@ from kernelgen.errors import Diagnostic
 from kernelgen.lang.nodes import node_fields
 
 MAX_NAME_LENGTH = 64
-INT_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
+INT_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) - 1),
+              "i8": (-128, 127), "u8": (0, 255), "i16": (-(1 << 15), (1 << 15) - 1)}
 # The largest finite value of each float dtype: a literal beyond it would round to infinity
 # (infinities are written "inf" and "-inf").
 FLOAT_MAX = {"f64": 1.7976931348623157e308, "f32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "f16": 65504.0,

@@ -19,8 +19,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from kernelgen.lang.fields import FLOAT_LITERAL_NAMES, IDENTIFIER, Dim, Name, Stages  # noqa: F401 (re-exported)
 from kernelgen.lang.fields import exact_int as _exact_int
 
-DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2")
-Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2"]
+DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2", "i8", "u8", "i16")
+Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2", "i8", "u8", "i16"]
 
 # A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
 DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
@@ -90,7 +90,7 @@ class DerivedDtype(Node):
 
 class Full(Node):
     """A block of ``shape`` (``[]``: a scalar) filled with ``value`` of exactly ``dtype``: bool
-    takes true/false, i32/i64 an integer in range, floats a number or "inf"/"nan" (bad_value).
+    takes true/false, integers an integer in range, floats a number or "inf"/"nan" (bad_value).
     Use it for a concrete-typed constant (literals are weak)."""
 
     op: Literal["full"]
@@ -194,11 +194,12 @@ class Clamp(Node):
 
 class Cast(Node):
     """Any dtype to any (not pointers): float to narrower float rounds to nearest even
-    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0; integer and
-    f64 to f16/bf16 round through f32; integer to integer wraps; to bool is ``!= 0`` (NaN is true);
-    bool is 0 or 1. To f8e4m3/f8e5m2: rounded once to nearest even (as torch: f64, integers via f32),
-    saturating at +-448/+-57344 (inf too), NaN stays NaN. fp8 values are storage only: load, store, cast,
-    bitcast, dot, reshape/trans, carry (fp8_storage elsewhere)."""
+    (overflow: inf); float to integer truncates toward zero, saturates, NaN gives 0 (torch wraps
+    i8/u8/i16: clamp first); integer and f64 to f16/bf16 round through f32; integer to integer
+    wraps; to bool is ``!= 0`` (NaN is true); bool is 0 or 1. To f8e4m3/f8e5m2: rounded once to
+    nearest even (as torch: f64, integers via f32), saturating at +-448/+-57344 (inf too), NaN
+    stays NaN. fp8 values are storage only: load, store, cast, bitcast, dot, reshape/trans, carry
+    (fp8_storage elsewhere)."""
 
     op: Literal["cast"]
     x: Expr
@@ -206,8 +207,8 @@ class Cast(Node):
 
 
 class Bitcast(Node):
-    """``x``'s bits as ``dtype`` of the same width: i32/f32, i64/f64, f16/bf16, f8e4m3/f8e5m2
-    (bad_bitcast)."""
+    """``x``'s bits as ``dtype`` of the same width: i32/f32, i64/f64, f16/bf16/i16,
+    f8e4m3/f8e5m2/i8/u8 (bad_bitcast)."""
 
     op: Literal["bitcast"]
     x: Expr
@@ -294,8 +295,8 @@ class Dot(Node):
     """[M,K] x [K,N] (+ ``acc`` of [M,N] in ``dtype``) accumulated in ``dtype``; M, N, K >= 16
     (dot_shape); both operands f16, bf16 or f32 of one dtype (not f64), or both fp8 (any mix;
     K >= 32; f32 result: the dot's K summed at ~2**-14 precision, then added to acc;
-    sm_89+: fp8_target), or both i32 with ``dtype`` i32: int8 tensor cores on their low
-    bytes (``x & 255`` as -128..127; K >= 32), i32 sums, saturating; ``dtype`` f16 needs f16
+    sm_89+: fp8_target), or both i8 (or i32: their low bytes as -128..127) with ``dtype`` i32:
+    int8 tensor cores (K >= 32), i32 sums, saturating; ``dtype`` f16 needs f16
     operands, ``tf32`` f32 ones (dot_dtype). ``ieee``: exact products; ``tf32``: operands
     rounded to 10-bit mantissas (tensor cores)."""
 

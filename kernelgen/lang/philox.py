@@ -26,7 +26,7 @@ N_ROUNDS = 10
 UNIFORM_SCALE = 4.6566127342e-10
 TWO_PI = 6.283185307179586
 NORMAL_FLOOR = 1.0e-7
-BITS = {torch.int32: 32, torch.int64: 64}
+BITS = {torch.int32: 32, torch.int64: 64, torch.int16: 16, torch.int8: 8, torch.uint8: 8}
 FP8_TORCH = {"f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
 
 
@@ -37,10 +37,18 @@ def _wrap32(x: torch.Tensor) -> torch.Tensor:
 
 
 def shift(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``shl``, ``shr`` (arithmetic) or ``lshr`` (logical) of integers ``a`` by ``b`` bits; an
-    amount outside 0..width-1 gives 0 (``shr``: the sign's fill, as a shift by width-1)."""
+    """``shl``, ``shr`` (arithmetic; logical for uint8, as torch's ``>>``) or ``lshr`` (logical)
+    of integers ``a`` by ``b`` bits; an amount outside 0..width-1 gives 0 (``shr``: the sign's
+    fill, as a shift by width-1). 8/16-bit ones shift in int64 and keep their low bits."""
     width = BITS[a.dtype]
     inside = (b >= 0) & (b < width)
+    if width < 32:
+        amount = torch.where(inside, b, torch.zeros_like(b)).to(torch.int64)
+        wide = a.to(torch.int64)
+        if op == "shr" and a.dtype != torch.uint8:
+            return (wide >> torch.where(inside, amount, torch.full_like(amount, width - 1))).to(a.dtype)
+        out = wide << amount if op == "shl" else (wide & ((1 << width) - 1)) >> amount
+        return torch.where(inside, out, torch.zeros_like(out)).to(a.dtype)
     if op == "shr":
         return a >> torch.where(inside, b, torch.full_like(b, width - 1))
     amount = torch.where(inside, b, torch.zeros_like(b)).to(torch.int64)

@@ -27,7 +27,7 @@ RULES: dict[str, str] = {
     "duplicate_key": "a JSON object with the same key twice",
     "too_deep": "expressions nest too deeply (bind inner parts with let)",
     "bad_value": "a value outside the field's choices, or a number that does not fit",
-    "literal_out_of_range": "a literal outside the dtype it takes (i32, i64, f16/bf16/f32's largest finite)",
+    "literal_out_of_range": "a literal outside the dtype it takes (i8..i64, u8, f16/bf16/f32's largest finite)",
     # Checking: names, types, shapes, host expressions, the signature.
     "undefined_name": "a name not bound where it is used (see Param)",
     "duplicate_name": "a name bound twice where both are visible, or declared twice",
@@ -48,6 +48,7 @@ RULES: dict[str, str] = {
     "bad_operand": "an operation on operands it does not take (bool arithmetic, float and/or/xor, ptr * int)",
     "needs_float": "div, fma, floor or ceil of integers (div: use idiv)",
     "needs_int": "a float where an integer goes",
+    "narrow_int": "an i8/u8/i16 value where only i32/i64 go (see Typing rules)",
     "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
     "bad_dtype_variable": "a dtype names no declared dtype variable, or the declarations clash",
     "needs_f32": "an op that takes f32 or f64 got another dtype (cast first)",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kernelgen.check.checked import DTYPE_BITS, UNSIGNED_DTYPES
 from kernelgen.lang import philox
 
 # (builder, dtype, shape) -> a constant of that integer dtype and shape.
@@ -30,10 +31,9 @@ def lower_bit_op(b: Any, op: str, a: Any, c: Any, dtype: str, shape: tuple[int, 
     """``shl``, ``shr``, ``lshr`` or ``umulhi`` of two integer values of ``dtype`` and ``shape``."""
     if op == "umulhi":
         return b.create_umulhi(a, c)
-    width = 32 if dtype == "i32" else 64
-    inside = b.create_and(b.create_icmpSGE(c, constant(0, dtype, shape)),
-                          b.create_icmpSLT(c, constant(width, dtype, shape)))
-    if op == "shr":
+    width = DTYPE_BITS[dtype]
+    inside = b.create_icmpULT(c, constant(width, dtype, shape))  # 0 <= c < width, of any signedness
+    if op == "shr" and dtype not in UNSIGNED_DTYPES:  # u8's shr is logical, as torch's >>
         return b.create_ashr(a, b.create_select(inside, c, constant(width - 1, dtype, shape)))
     amount = b.create_select(inside, c, constant(0, dtype, shape))
     shifted = b.create_shl(a, amount) if op == "shl" else b.create_lshr(a, amount)

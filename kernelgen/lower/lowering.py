@@ -71,13 +71,16 @@ from kernelgen.lang import nodes as L
 from kernelgen.lower import blocks as lower_blocks
 from kernelgen.check.checker import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType, child, is_literal,
                              literal_value)
-from kernelgen.check.checked import FP8_DTYPES, WIDE_FLOAT_DTYPES
+from kernelgen.check.checked import (ANY_INT_DTYPES, DTYPE_BITS, FP8_DTYPES, NARROW_INT_DTYPES, UNSIGNED_DTYPES,
+                                     WIDE_FLOAT_DTYPES)
+from kernelgen.lang.limits import INT_RANGES
 from kernelgen.errors import Diagnostic, KernelgenError, LoweringError
 from kernelgen.lower.control import ControlLowering, Lowered, Scalar
 from kernelgen.lower.memory import MemoryLowering
 from kernelgen.lower.native import (NativeOutput, capture_native_output, parse_mlir_diagnostics,  # noqa: F401
                                     set_native_output_sink)  # NativeOutput and the sink: re-exported
 from kernelgen.lower.bits import RandomLowering, lower_bit_op, round_to_odd_f16
+from kernelgen.lower.integers import IntegerLowering
 from kernelgen.lower.reduce import ReductionLowering, wide_dtype
 
 
@@ -112,7 +115,7 @@ class LoweredKernel:
 # The lowering
 
 
-class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
+class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLowering):
     def __init__(self, checked: CheckedKernel, context: Any, divisible_by_16: Collection[str]) -> None:
         self.checked = checked
         self.divisible_by_16 = frozenset(divisible_by_16)
@@ -149,7 +152,7 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
             return b.get_int8_ty() if memory else b.get_int1_ty()
         return {"f32": b.get_float_ty, "f16": b.get_half_ty, "bf16": b.get_bf16_ty, "f64": b.get_double_ty,
                 "i32": b.get_int32_ty, "i64": b.get_int64_ty, "f8e4m3": b.get_fp8e4nv_ty,
-                "f8e5m2": b.get_fp8e5_ty}[dtype]()
+                "f8e5m2": b.get_fp8e5_ty, "i8": b.get_int8_ty, "u8": b.get_int8_ty, "i16": b.get_int16_ty}[dtype]()
 
     def element_type(self, t: ValueType) -> Any:
         if t.pointer:
@@ -175,8 +178,10 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
             scalar = make(float(value))
         elif dtype == "bool":
             scalar = b.get_int1(bool(value))
-        else:
-            scalar = (b.get_int32 if dtype == "i32" else b.get_int64)(int(value))
+        else:  # TTIR integers are signless: a u8 constant is the i8 of its bits
+            bits = DTYPE_BITS[dtype]
+            signed = (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+            scalar = {8: b.get_int8, 16: b.get_int16, 32: b.get_int32, 64: b.get_int64}[bits](signed)
         return self.splat(scalar, ValueType(dtype), tuple(shape))
 
     def splat(self, scalar: Any, t: ValueType, shape: tuple[int, ...]) -> Any:
@@ -227,16 +232,25 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
             zero = self.constant(0, src, shape)
             return b.create_fcmpUNE(value, zero) if src in FLOAT_DTYPES else b.create_icmpNE(value, zero)
         via = wide_dtype(dtype)
+        unsigned = src in UNSIGNED_DTYPES
         if src == "bool":
-            if dtype in INT_DTYPES:
+            if dtype in ANY_INT_DTYPES:
                 return b.create_int_cast(value, ty(dtype), False)
             return self.narrow_float(b.create_ui_to_fp(value, ty(via)), shape, dtype, via)
-        if src in INT_DTYPES and dtype in INT_DTYPES:
-            return b.create_int_cast(value, ty(dtype), True)
-        if src in INT_DTYPES:
+        if src in ANY_INT_DTYPES and dtype in ANY_INT_DTYPES:
+            return b.create_int_cast(value, ty(dtype), not unsigned)  # u8 zero-extends
+        if src in ANY_INT_DTYPES:
             # torch converts an integer to f16/bf16 through f32 (two roundings); so do we.
-            return self.narrow_float(b.create_si_to_fp(value, ty(via)), shape, dtype, via)
+            to_float = b.create_ui_to_fp if unsigned else b.create_si_to_fp
+            return self.narrow_float(to_float(value, ty(via)), shape, dtype, via)
         wide = self.widen_float(value, t)
+        if dtype in NARROW_INT_DTYPES:
+            # Clamped in the float (its bounds are exact there), NaN to 0: no conversion is out of range.
+            (low, high), via = INT_RANGES[dtype], wide_dtype(src)
+            clamped = b.create_minimumf(b.create_maximumf(wide, self.constant(low, via, shape)), self.constant(high, via, shape))
+            word = b.create_select(b.create_fcmpUNE(wide, wide), self.constant(0, "i32", shape),
+                                   b.create_fp_to_si(clamped, ty("i32")))
+            return b.create_int_cast(word, ty(dtype), True)
         if dtype in INT_DTYPES:
             return b.create_fp_to_si(wide, ty(dtype))
         return self.narrow_float(wide, shape, dtype, wide_dtype(src))
@@ -336,7 +350,7 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         if e.op == "neg":
             return self.negate(x, t)
         if e.op == "abs":
-            return b.create_fabs(x) if t.dtype in FLOAT_DTYPES else b.create_iabs(x)
+            return b.create_fabs(x) if t.dtype in FLOAT_DTYPES else x if t.dtype in UNSIGNED_DTYPES else b.create_iabs(x)
         # floor, ceil: exact through f32 (bf16 has no rounding instruction before sm_90).
         wide = self.widen_float(x, t)
         rounded = b.create_floor(wide) if e.op == "floor" else b.create_ceil(wide)
@@ -372,15 +386,6 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
             return self.float_arith(e.op, a, c, operands)
         return self.int_arith(e.op, a, c, operands)
 
-    def compare(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
-        b = self.builder
-        if t.dtype in FLOAT_DTYPES:
-            a, c = self.widen_float(a, t), self.widen_float(c, t)
-            predicate = {"eq": "OEQ", "ne": "UNE", "lt": "OLT", "le": "OLE", "gt": "OGT", "ge": "OGE"}[op]
-            return getattr(b, f"create_fcmp{predicate}")(a, c)
-        predicate = {"eq": "EQ", "ne": "NE", "lt": "SLT", "le": "SLE", "gt": "SGT", "ge": "SGE"}[op]
-        return getattr(b, f"create_icmp{predicate}")(a, c)
-
     def float_arith(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
         b = self.builder
         if op in ("add", "sub", "mul"):
@@ -398,24 +403,6 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         else:  # rem
             result = b.create_extern_elementwise("", "", "__nv_fmodf", [a, c], self.ir_type(wide), True)
         return self.narrow_float(result, t.shape, t.dtype)
-
-    def int_arith(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
-        b = self.builder
-        simple = {"add": b.create_add, "sub": b.create_sub, "mul": b.create_mul,
-                  "maximum": b.create_maxsi, "minimum": b.create_minsi}
-        if op in simple:
-            return simple[op](a, c)
-        zero = self.constant(0, t.dtype, t.shape)
-        divisor_is_zero = b.create_icmpEQ(c, zero)
-        divisor = b.create_select(divisor_is_zero, self.constant(1, t.dtype, t.shape), c)
-        if op == "idiv":
-            result = b.create_sdiv(a, divisor)
-        elif op == "rem":
-            result = b.create_srem(a, divisor)
-        else:  # cdiv
-            dividend = b.create_sub(b.create_add(a, divisor), self.constant(1, t.dtype, t.shape))
-            result = b.create_sdiv(dividend, divisor)
-        return b.create_select(divisor_is_zero, zero, result)
 
     def pointer_arith(self, e: L.Binary, path: str, env) -> Any:
         t = self.types[path]
@@ -452,12 +439,6 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         x, lo, hi = (self.operand(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in ("x", "lo", "hi"))
         self.at(path)
         return self.extremum("minimum", self.extremum("maximum", x, lo, t), hi, t)
-
-    def extremum(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
-        b = self.builder
-        if t.dtype in FLOAT_DTYPES:
-            return (b.create_maximumf if op == "maximum" else b.create_minimumf)(a, c)
-        return (b.create_maxsi if op == "maximum" else b.create_minsi)(a, c)
 
     def _cast(self, e: L.Cast, path: str, env) -> Any:
         xp = child(path, "x")
@@ -534,10 +515,11 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
         self.at(path)
         if acc is None:
             acc = self.constant(0.0, t.dtype, t.shape)
-        if t.dtype == "i32":  # the operands' low bytes on the integer tensor cores, i32 sums
+        if t.dtype == "i32":  # i8 operands (or i32 ones' low bytes) on the integer tensor cores, i32 sums
             b = self.builder
-            a, c = (b.create_int_cast(x, b.get_block_ty(b.get_int8_ty(), list(self.types[p].shape)), True)
-                    for x, p in ((a, lp), (c, rp)))
+            if self.types[lp].dtype == "i32":
+                a, c = (b.create_int_cast(x, b.get_block_ty(b.get_int8_ty(), list(self.types[p].shape)), True)
+                        for x, p in ((a, lp), (c, rp)))
             return self.builder.create_dot(a, c, acc, ir.INPUT_PRECISION.IEEE, 0)
         precision = ir.INPUT_PRECISION.TF32 if e.precision == "tf32" else ir.INPUT_PRECISION.IEEE
         # fp8 on sm_90's wgmma: the dot's own K is summed in the tensor cores' narrower

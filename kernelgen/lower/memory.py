@@ -78,7 +78,7 @@ class MemoryLowering:
                 strides = [self.operand(x, child(path, "strides", i), env, "i64") for i, x in enumerate(tile.strides)]
                 self.at(path)
                 made[key] = b.create_make_tensor_descriptor(env[tile.base], shape, strides, list(block),
-                                                            dtype in ("i32", "i64"), ir.PADDING_OPTION.PAD_ZERO)
+                                                            dtype in ("i32", "i64", "i8", "i16"), ir.PADDING_OPTION.PAD_ZERO)
             self.descriptors[path] = made[key]
 
     def _tileload(self, e: L.TileLoad, path: str, env) -> Any:

@@ -56,6 +56,9 @@ TOLERANCES: dict[str, Tolerance] = {
     # near the smallest normal (2**-6, 2**-14), where a reference's other rounding order lands.
     "f8e4m3": Tolerance(rtol=0.125, atol=2.0 ** -6),
     "f8e5m2": Tolerance(rtol=0.25, atol=2.0 ** -6),
+    "i8": Tolerance(rtol=0.0, atol=0.0),
+    "u8": Tolerance(rtol=0.0, atol=0.0),
+    "i16": Tolerance(rtol=0.0, atol=0.0),
 }
 
 

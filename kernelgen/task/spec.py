@@ -31,7 +31,8 @@ Tier = Literal["easy", "med", "hard", "expert"]
 
 DEFAULT_TOLERANCE = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2), "f64": (1e-9, 1e-12),
                      "i32": (0.0, 0.0), "i64": (0.0, 0.0), "bool": (0.0, 0.0),
-                     "f8e4m3": (0.125, 2.0 ** -6), "f8e5m2": (0.25, 2.0 ** -6)}
+                     "f8e4m3": (0.125, 2.0 ** -6), "f8e5m2": (0.25, 2.0 ** -6),
+                     "i8": (0.0, 0.0), "u8": (0.0, 0.0), "i16": (0.0, 0.0)}
 
 
 class TaskError(KernelgenError):
@@ -492,7 +493,8 @@ def _variant_problem(task: Task) -> str | None:
     return None
 
 
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1, "f8e4m3": 1, "f8e5m2": 1}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1, "f8e4m3": 1, "f8e5m2": 1,
+               "i8": 1, "u8": 1, "i16": 2}
 
 
 @functools.lru_cache(maxsize=None)

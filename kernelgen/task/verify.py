@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import torch
 
+from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Tolerance as CompareTolerance
 from kernelgen.task.compare import compare_tensors
@@ -61,13 +62,18 @@ def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.
 def _drawn(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Generator,
            sizes: Mapping[str, int]) -> torch.Tensor:
     dtype = torch_dtype(spec.dtype)
-    integer = spec.dtype in ("i32", "i64")
+    integer = spec.dtype in ANY_INT_DTYPES
     if domain is not None and domain.kind == "full" and integer:
         info = torch.iinfo(dtype)
-        values = torch.randint(0, 1 << 16, (*shape, info.bits // 16), generator=generator, dtype=torch.int32)
-        words = values.to(torch.int16).view(dtype).reshape(shape)  # uniform bits: every value of the dtype
+        if info.bits < 16:
+            words = torch.randint(info.min, info.max + 1, shape, generator=generator).to(dtype)
+        else:
+            values = torch.randint(0, 1 << 16, (*shape, info.bits // 16), generator=generator, dtype=torch.int32)
+            words = values.to(torch.int16).view(dtype).reshape(shape)  # uniform bits: every value of the dtype
         return _with_specials(words, [info.min, info.max, info.min + 1, info.max - 1, -1, 0, 1], generator)
     low, high = domain.bounds(sizes) if domain is not None and domain.kind != "full" else (-100, 100)
+    if integer and domain is None:
+        low = max(low, torch.iinfo(dtype).min)  # u8: 0..100
     if domain is not None and domain.kind == "ends":
         return _ends(shape, int(low), int(high), generator).to(dtype)
     if (domain is not None and domain.kind == "integers") or (integer and domain is None):
@@ -136,7 +142,7 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
         if spec.shape is None and spec.is_plain:
             drawn = task.scalar_ranges.get(spec.name)
             value = (task.scalars[spec.name] if drawn is None
-                     else drawn.draw(rng, integer=spec.dtype in ("i32", "i64")))
+                     else drawn.draw(rng, integer=spec.dtype in ANY_INT_DTYPES))
             values[spec.name] = drawn.extreme if extreme and drawn is not None and drawn.extreme is not None else value
     return values
 
@@ -335,7 +341,8 @@ def guard_fill(dtype: torch.dtype) -> Any:
         return -7777.0
     if dtype == torch.bool:
         return True
-    return -7777
+    low = torch.iinfo(dtype).min
+    return -7777 if low <= -7777 else -97 if low < 0 else 159  # 1-byte integers: the byte 0x9F
 
 
 def guards_intact(name: str, buffer: torch.Tensor) -> list[Diagnostic]:
