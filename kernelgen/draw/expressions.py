@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from kernelgen.draw.bits import FP8_DTYPES, float_bits, integer_bits, through_fp8
 from kernelgen.draw.values import (ALL_DTYPES, DENORMAL, EPS, FLOAT_DTYPES, FLOAT_LIMIT, INT_DTYPES, INT_LIMIT,
                                    NUMBER_DTYPES, Val, broadcast_shape, broadcasts_to, let, numel, op, rounding)
+from kernelgen.lang.limits import type_info
 from kernelgen.lang.nodes import COMPARISON_OPS
 
 
@@ -367,7 +368,7 @@ class _Gen:
         if depth <= 0:
             return self.leaf(dtype, shape, exact)
         kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "rem", "shape", "reduce",
-                 "bits", "bits"]
+                 "bits", "bits", "eps"]
         if shape:
             kinds += ["across", "across"]
         if dtype == "f32" or not exact:
@@ -402,7 +403,9 @@ class _Gen:
             val = self.cast_to_float(dtype, shape, d, exact)
         elif kind == "floor":
             x = sub(ex=True)
-            val = Val(op(self.choose(("floor", "ceil")), x=x.expr), dtype, x.shape, x.mag + 1.0)
+            val = Val(op(self.choose(("floor", "ceil", "round")), x=x.expr), dtype, x.shape, x.mag + 1.0)
+        elif kind == "eps":  # the dtype's own finfo eps: an exact scalar
+            val = Val(op("finfo", dtype=dtype, what="eps"), dtype, (), type_info("finfo", dtype, "eps"))
         elif kind == "rem":
             val = self.float_rem(dtype, shape, d)
         elif kind == "shape":

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
+from kernelgen.lang.leaf_nodes import Barrier, DeviceInfo, Node, ProgramId, _exact_int
+
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2")
 Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2"]
 
@@ -35,14 +37,6 @@ def _not_a_literal(name: str) -> str:
     return name
 
 
-def _exact_int(value: Any) -> Any:
-    """Pydantic's strict mode still lets ``true`` and ``4.0`` through a Literal of ints (they
-    compare equal); an integer field of the language takes JSON integers only."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PydanticCustomError("int_type", "Input should be a valid integer")
-    return value
-
-
 Name = Annotated[str, Field(pattern=IDENTIFIER), AfterValidator(_not_a_literal)]
 # Software-pipelining depth of loops (Triton's num_stages).
 Stages = Annotated[Literal[1, 2, 3, 4, 5, 6, 7, 8], BeforeValidator(_exact_int)]
@@ -50,7 +44,7 @@ Stages = Annotated[Literal[1, 2, 3, 4, 5, 6, 7, 8], BeforeValidator(_exact_int)]
 Dim = Union[int, Name]
 
 UNARY_OPS = ("exp", "exp2", "exp2_ftz", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-             "sin", "cos", "abs", "neg", "floor", "ceil", "not")
+             "sin", "cos", "abs", "neg", "floor", "ceil", "round", "not")
 BINARY_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum",
               "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shl", "shr", "lshr", "umulhi")
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
@@ -64,23 +58,8 @@ BIT_OPS = ("shl", "shr", "lshr", "umulhi")
 RANDOM_OPS = ("rand", "randn", "randint")
 
 
-class Node(BaseModel):
-    """Strict: no coercion, so ``true`` or ``1500.0`` where an int goes, ``1`` where a bool
-    goes, are schema errors rather than silently read as another value."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # Expressions
-
-
-class ProgramId(Node):
-    """This program's index on a grid axis (program_id), or the grid's size there: an i32
-    scalar; ``axis`` < the grid's length (bad_axis)."""
-
-    op: Literal["program_id", "num_programs"]
-    axis: Annotated[Literal[0, 1, 2], BeforeValidator(_exact_int)] = 0
 
 
 class Arange(Node):
@@ -139,7 +118,8 @@ class TileLoad(Node):
 
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
-    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
+    ``ceil``, ``round`` (half to even,
+    torch.round): floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
     f16/bf16 first), same dtype (f64: libdevice's double versions, rsqrt 1/sqrt); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
     ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
     88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
@@ -263,7 +243,8 @@ class Scan(Node):
 class Sort(Node):
     """``x`` (numbers, rank >= 1) sorted along its LAST axis (Triton sorts no other);
     ``argsort``: i32 indices of that order. Floats: -0.0 before 0.0, NaN above inf; ties keep
-    index order (descending too). argsort takes no i64/f64 (bad_operand)."""
+    index order (descending too). i64 sorts; argsort/argtopk take no i64/f64 (bad_operand: the
+    index is packed beside a 32-bit key)."""
 
     op: Literal["sort", "argsort"]
     x: Expr
@@ -367,18 +348,20 @@ class TensorInfo(Node):
     dim: int = 0
 
 
-class DeviceInfo(Node):
-    """Host only (host_only in the body): the SM count of the GPU running the launch (132 on an
-    H100/H200; 3 in the interpreter, so persistent loops walk several tiles at small sizes). A
-    portable persistent grid: ``minimum(tiles, num_sms)``, or a multiple of num_sms, with loops
-    stepping by num_programs. Not in an output's shape (device_dependent); scratch may use it."""
+class TypeInfo(Node):
+    """torch.finfo(``dtype``).``what`` (eps, max, min: the lowest, tiny: the smallest normal) of
+    a float dtype, torch.iinfo's max/min of an integer one (needs_float, needs_int, bad_value):
+    a scalar of ``dtype`` (of f32 for fp8), per binding of a dtype variable."""
 
-    op: Literal["num_sms"]
+    op: Literal["finfo", "iinfo"]
+    dtype: DtypeRef
+    what: Literal["eps", "max", "min", "tiny"]
 
 
 OpNode = Annotated[
     Union[ProgramId, Arange, Full, Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce,
-          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo, DeviceInfo],
+          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo, DeviceInfo,
+          TypeInfo],
     Field(discriminator="op"),
 ]
 
@@ -535,7 +518,7 @@ class If(Node):
     results: list[IfResult] = []
 
 
-Stmt = Annotated[Union[Let, Store, TileStore, Atomic, For, If], Field(discriminator="op")]
+Stmt = Annotated[Union[Let, Store, TileStore, Atomic, For, If, Barrier], Field(discriminator="op")]
 
 
 def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
