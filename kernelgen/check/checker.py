@@ -435,6 +435,9 @@ class _Checker(HostChecks, StatementChecks):
     def _histogram(self, e: L.Histogram, path: str, scope) -> ValueType:
         return check_blocks.histogram(self, e, path, scope)
 
+    def _join(self, e: L.Join, path: str, scope) -> ValueType:
+        return check_blocks.join(self, e, path, scope)
+
     def _dot(self, e: L.Dot, path: str, scope) -> ValueType:
         lhs = self.expr(e.lhs, child(path, "lhs"), scope)
         rhs = self.expr(e.rhs, child(path, "rhs"), scope)

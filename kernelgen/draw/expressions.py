@@ -268,6 +268,11 @@ class _Gen:
         if len(shape) == 2 and self.chance(40):
             inner = self.exactly(make(shape[::-1]), shape[::-1])
             return replace(inner, expr=op("trans", x=inner.expr), shape=shape)
+        if shape[-1] >= 2 and self.chance(25):  # two halves interleaved along the last axis
+            half = shape[:-1] + (shape[-1] // 2,)
+            a, b = self.exactly(make(half), half), self.exactly(make(half), half)
+            return Val(op("reshape", x=op("join", lhs=a.expr, rhs=b.expr), shape=list(shape)), a.dtype, shape,
+                       max(a.mag, b.mag), max(a.err, b.err))
         n = numel(shape)
         options = []
         for rank in (1, 2, 3):

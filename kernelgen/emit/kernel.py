@@ -133,6 +133,11 @@ class _KernelEmitter:
         value, _ = _literal(literal_value(e.value), e.dtype)
         return _Code(f"tl.full({self.dims(e.shape, env)}, {value}, {TL_DTYPES[e.dtype]})", POSTFIX, e.dtype)
 
+    def _join(self, e: L.Join, path: str, env) -> _Code:
+        dtype = self.checked.operand_dtypes[path]
+        lhs, rhs = (self.operand(getattr(e, f), child(path, f), env, dtype, tensor=True) for f in ("lhs", "rhs"))
+        return _Code(f"tl.join({lhs.text}, {rhs.text})", POSTFIX, dtype)
+
     def _typeinfo(self, e: L.TypeInfo, path: str, env) -> _Code:
         dtype = self.types[path].dtype
         value, _ = _literal(type_info(e.op, e.dtype, e.what), dtype)

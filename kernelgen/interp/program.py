@@ -318,6 +318,11 @@ class _Run:
             return x.reshape((self.count,) + out.shape)
         return self.expand(x, out.shape)
 
+    def _join(self, e: L.Join, path: str, env) -> Value:
+        t, dtype = self.types[path], self.checked.operand_dtypes[path]
+        a, b = (self.eval_as(getattr(e, f), child(path, f), env, dtype, t.shape[:-1]) for f in ("lhs", "rhs"))
+        return torch.stack([a, b], dim=-1)
+
     _expanddims = _block
     _reshape = _block
     _trans = _block

@@ -316,6 +316,16 @@ class Reshape(Node):
     shape: list[Dim]
 
 
+class Join(Node):
+    """tl.join: lhs and rhs (unified, broadcast as a binary op's) stacked on a new last axis of 2
+    (``out[..., 0]`` = lhs). Concatenate along the last axis: join, trans the last two axes,
+    reshape (``[n, 2]`` -> ``[2, n]`` -> ``[2n]``)."""
+
+    op: Literal["join"]
+    lhs: Expr
+    rhs: Expr
+
+
 class Trans(Node):
     """Permute axes (default: reverse); ``dims`` is a permutation (bad_axis)."""
 
@@ -360,8 +370,8 @@ class TypeInfo(Node):
 
 OpNode = Annotated[
     Union[ProgramId, Arange, Full, Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce,
-          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo, DeviceInfo,
-          TypeInfo],
+          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Join, Trans, Hint, TensorInfo,
+          DeviceInfo, TypeInfo],
     Field(discriminator="op"),
 ]
 
@@ -676,6 +686,6 @@ class Kernel(Node):
 
 
 for _model in (Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
-               TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
+               TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Join, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
                IfResult, If, Output, Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

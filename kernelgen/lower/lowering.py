@@ -110,7 +110,7 @@ class LoweredKernel:
 # The lowering
 
 
-class _Lowering(MemoryLowering, ReductionLowering, ControlLowering):
+class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, lower_blocks.JoinLowering):
     def __init__(self, checked: CheckedKernel, context: Any, divisible_by_16: Collection[str]) -> None:
         self.checked = checked
         self.divisible_by_16 = frozenset(divisible_by_16)
