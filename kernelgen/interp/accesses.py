@@ -113,8 +113,6 @@ class AccessLog:
         barriers)."""
         writer = self.writer[name]
         programs = programs.to(self.dtype)
-        if lanes is not None:
-            self.order.stored(name, offsets, programs, lanes, path, self.describe)
         if name in self.untouched:
             self.untouched.discard(name)  # the first access: nothing to clash with but itself
         else:
@@ -123,6 +121,8 @@ class AccessLog:
         self._others(self.first_reader, self.last_reader, name, offsets, programs, "read", path)
         self._others(self.first_atomic, self.last_atomic, name, offsets, programs, "updated atomically", path)
         self._one_lane_each(name, offsets, programs, path, values)
+        if lanes is not None:  # after the lanes of this store: a duplicate among them is named first
+            self.order.stored(name, offsets, programs, lanes, path, self.describe)
         writer[offsets] = programs
 
     def _one_lane_each(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
