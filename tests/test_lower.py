@@ -144,12 +144,16 @@ def grid_offsets(rows: int, cols: int, name: str = "offs") -> list[dict[str, Any
 
 def unary_cases() -> list[Case]:
     cases = [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))})
-             for d in ("f32", "f64") for name in (*MATH, "abs", "neg", "floor", "ceil")]
+             for d in ("f32", "f64") for name in (*MATH, "abs", "neg", "floor", "ceil", "round")]
     cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))})
-              for d in ("f16", "bf16") for name in ("abs", "neg", "floor", "ceil")]
+              for d in ("f16", "bf16") for name in ("abs", "neg", "floor", "ceil", "round")]
     cases += [elementwise(f"{name}_{d}", {"a": d}, {"o": (d, un(name, "x"))}) for d in INTS for name in ("abs", "neg")]
     cases.append(elementwise("exp2_ftz_f32", {"a": "f32"}, {"o": ("f32", un("exp2_ftz", "x"))}))
     cases.append(elementwise("not_bool", {"a": "bool"}, {"o": ("bool", un("not", "x"))}))
+    cases.append(elementwise("type_info", {"a": "f16"}, {  # torch.finfo/iinfo constants, per dtype
+        "o": ("f16", bin_("maximum", "x", op("finfo", dtype="f16", what="eps"))),
+        **{f"o_{d}_{w}": (d, op("finfo", dtype=d, what=w)) for d in ("f32", "bf16", "f64") for w in ("max", "tiny")},
+        "o_i64": ("i64", op("iinfo", dtype="i64", what="min")), "o_e4m3": ("f32", op("finfo", dtype="f8e4m3", what="max"))}))
     cases.append(elementwise("exp_of_int_literal", {"a": "f32"}, {"o": ("f32", bin_("add", "x", un("exp", 1)))}))
     return cases
 
@@ -591,10 +595,25 @@ def fp8_cases() -> list[Case]:
     return cases
 
 
+def join_and_barrier_cases() -> list[Case]:
+    """Two blocks joined; a block stored by rows, read back transposed after a barrier (another
+    thread's lanes)."""
+    body = grid_offsets(32, 32) + [
+        let("t_offs", bin_("add", bin_("mul", op("expand_dims", x="cols_c", axis=0), 32),
+                           op("expand_dims", x="rows_r", axis=1))),
+        store(bin_("add", "o", "offs"), load(bin_("add", "a", "offs"))), op("barrier"),
+        store(bin_("add", "t", "offs"), load(bin_("add", "o", "t_offs")))]
+    join = op("max", x=op("join", lhs="x", rhs=op("cast", x="y", dtype="f32")), axis=1)
+    return [elementwise("join_max", {"a": "f32", "b": "i32"}, {"o": ("f32", join)}),
+            tile_kernel("barrier_transpose", {"a": ("f32", [32, 32])}, {"o": ("f32", [32, 32]), "t": ("f32", [32, 32])},
+                        body, (0.0, 0.0))]
+
+
 def catalogue() -> list[Case]:
     return [Case("vadd", VADD, {"N": 5000})] + unary_cases() + binary_cases() + literal_cases() + select_cases() \
         + cast_cases() + reduce_cases() + dot_cases() + shape_cases() + loop_cases() + memory_cases() + program_id_cases() \
-        + pipelining_cases() + branch_cases() + atomic_cases() + bit_cases() + random_cases() + fp8_cases()
+        + pipelining_cases() + branch_cases() + atomic_cases() + bit_cases() + random_cases() + fp8_cases() \
+        + join_and_barrier_cases()
 
 
 CATALOGUE = catalogue()
@@ -640,7 +659,8 @@ def test_the_catalogue_covers_every_op_of_the_language() -> None:
     walk([case.kernel["body"] for case in CATALOGUE])
     device_ops = {*L.UNARY_OPS, *L.BINARY_OPS, *L.REDUCE_OPS, "program_id", "num_programs", "arange", "full", "load",
                   "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans",
-                  "hint", "let", "store", "for", "if", "bitcast", *L.ATOMIC_OPS, *L.RANDOM_OPS}
+                  "hint", "let", "store", "for", "if", "bitcast", "finfo", "iinfo", "barrier", "join", *L.ATOMIC_OPS,
+                  *L.RANDOM_OPS}
     assert device_ops - used == set()
 
 

@@ -103,3 +103,15 @@ def histogram(checker: Any, e: L.Histogram, path: str, scope: dict[str, ValueTyp
     if e.mask is not None:
         checker.mask(e.mask, child(path, "mask"), x.shape, scope)
     return ValueType("i32", (bins,))
+
+
+def join(checker: Any, e: L.Join, path: str, scope) -> ValueType:
+    """Two values of one dtype (weak literals adopt it), broadcast, on a new last axis of 2."""
+    operands = [(checker.expr(getattr(e, f), child(path, f), scope), child(path, f)) for f in ("lhs", "rhs")]
+    for t, p in operands:
+        if t.pointer:
+            raise checker.fail(p, "bad_operand", f"join takes values, not pointers: got {t}")
+    shape = checker.broadcast(operands, path, "join")
+    dtype = checker.unify(operands, path, "join")
+    checker.operand_dtypes[path] = dtype
+    return ValueType(dtype, shape + (2,))

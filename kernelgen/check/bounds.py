@@ -303,7 +303,7 @@ class _Analysis:
                     env[s.name] = TOP  # the old values: loaded from memory
             elif isinstance(s, L.TileStore):  # masked by its shape: judged when run
                 self.visit_loads(s, spath, env)
-            else:
+            elif isinstance(s, L.For):
                 self.loop(s, spath, env)
 
     def loop(self, f: L.For, path: str, env: dict[str, Abstract]) -> None:

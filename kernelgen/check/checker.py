@@ -294,7 +294,7 @@ class _Checker(HostChecks, StatementChecks):
             if x.dtype not in WIDE_FLOAT_DTYPES and not x.weak:
                 raise self.fail(child(path, "x"), "needs_f32", f"{e.op} takes f32 or f64, got {x}; cast it first")
             return ValueType("f32" if x.weak else x.dtype, x.shape)
-        if e.op in ("floor", "ceil"):
+        if e.op in ("floor", "ceil", "round"):
             if not (x.is_float or x.weak):
                 raise self.fail(child(path, "x"), "needs_float", f"{e.op} takes a float, got {x}")
             return ValueType("f32" if x.weak else x.dtype, x.shape)
@@ -450,6 +450,9 @@ class _Checker(HostChecks, StatementChecks):
     def _histogram(self, e: L.Histogram, path: str, scope) -> ValueType:
         return check_blocks.histogram(self, e, path, scope)
 
+    def _join(self, e: L.Join, path: str, scope) -> ValueType:
+        return check_blocks.join(self, e, path, scope)
+
     def _dot(self, e: L.Dot, path: str, scope) -> ValueType:
         lhs = self.expr(e.lhs, child(path, "lhs"), scope)
         rhs = self.expr(e.rhs, child(path, "rhs"), scope)
@@ -551,6 +554,15 @@ class _Checker(HostChecks, StatementChecks):
         if false is not None:
             raise self.fail(path, "bad_hint", f"the hint is false: {false}")
         return x
+
+    def _typeinfo(self, e: L.TypeInfo, path: str, scope) -> ValueType:
+        if e.op == "finfo" and e.dtype not in FLOAT_DTYPES + FP8_DTYPES:
+            raise self.fail(child(path, "dtype"), "needs_float", f"finfo takes a float dtype, got {e.dtype}: use iinfo")
+        if e.op == "iinfo" and e.dtype not in INT_DTYPES:
+            raise self.fail(child(path, "dtype"), "needs_int", f"iinfo takes an integer dtype, got {e.dtype}")
+        if e.op == "iinfo" and e.what not in ("max", "min"):
+            raise self.fail(child(path, "what"), "bad_value", f"iinfo gives max or min, not {e.what}")
+        return ValueType("f32" if e.dtype in FP8_DTYPES else e.dtype)
 
     def _tensorinfo(self, e: L.TensorInfo, path: str, scope) -> ValueType:
         raise self.fail(path, "host_only", f"{e.op} is a host expression; bind it to a param and use the param")

@@ -43,8 +43,10 @@ class StatementChecks:
                     self.branch(stmt, spath, scope)
                 elif isinstance(stmt, L.Atomic):
                     self.atomic(stmt, spath, scope)
-                else:
+                elif isinstance(stmt, L.For):
                     self.loop(stmt, spath, scope)
+                # A barrier is valid anywhere: every condition and trip count is per program,
+                # so all of a program's threads reach it; what it orders is judged when run.
             except _Invalid:
                 # The names a failed statement binds are marked as errors (already reported),
                 # so their later uses are not reported again as undefined.

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from kernelgen.draw.bits import NARROW_INT_DTYPES, FP8_DTYPES, float_bits, integer_bits, through_fp8, through_narrow_int
 from kernelgen.draw.values import (ALL_DTYPES, DENORMAL, EPS, FLOAT_DTYPES, FLOAT_LIMIT, INT_DTYPES, INT_LIMIT,
                                    NUMBER_DTYPES, Val, broadcast_shape, broadcasts_to, let, numel, op, rounding)
+from kernelgen.lang.limits import type_info
 from kernelgen.lang.nodes import COMPARISON_OPS
 
 
@@ -269,6 +270,11 @@ class _Gen:
         if len(shape) == 2 and self.chance(40):
             inner = self.exactly(make(shape[::-1]), shape[::-1])
             return replace(inner, expr=op("trans", x=inner.expr), shape=shape)
+        if shape[-1] >= 2 and self.chance(25):  # two halves interleaved along the last axis
+            half = shape[:-1] + (shape[-1] // 2,)
+            a, b = self.exactly(make(half), half), self.exactly(make(half), half)
+            return Val(op("reshape", x=op("join", lhs=a.expr, rhs=b.expr), shape=list(shape)), a.dtype, shape,
+                       max(a.mag, b.mag), max(a.err, b.err))
         n = numel(shape)
         options = []
         for rank in (1, 2, 3):
@@ -369,7 +375,7 @@ class _Gen:
         if depth <= 0:
             return self.leaf(dtype, shape, exact)
         kinds = ["leaf", "neg", "abs", "maximum", "clamp", "where", "cast", "cast", "floor", "rem", "shape", "reduce",
-                 "bits", "bits"]
+                 "bits", "bits", "eps"]
         if shape:
             kinds += ["across", "across"]
         if dtype == "f32" or not exact:
@@ -404,7 +410,9 @@ class _Gen:
             val = self.cast_to_float(dtype, shape, d, exact)
         elif kind == "floor":
             x = sub(ex=True)
-            val = Val(op(self.choose(("floor", "ceil")), x=x.expr), dtype, x.shape, x.mag + 1.0)
+            val = Val(op(self.choose(("floor", "ceil", "round")), x=x.expr), dtype, x.shape, x.mag + 1.0)
+        elif kind == "eps":  # the dtype's own finfo eps: an exact scalar
+            val = Val(op("finfo", dtype=dtype, what="eps"), dtype, (), type_info("finfo", dtype, "eps"))
         elif kind == "rem":
             val = self.float_rem(dtype, shape, d)
         elif kind == "shape":

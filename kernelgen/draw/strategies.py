@@ -17,11 +17,12 @@ meaning that a correct compiler reproduces. The rules that make it so:
 3. **Exactness.** Every value carries a bound on ``|GPU - interpreter|``. Exact values (bound
    0, bit-identical on both sides) are loads, literals, integer and boolean arithmetic, f32
    ``add``/``sub`` of exact values, and ``neg``, ``abs``, ``maximum``, ``minimum``, ``clamp``,
-   ``where``, ``floor``, ``ceil``, float ``rem`` (C ``fmod``), ``max``/``min`` reductions and
-   casts of exact values (rounding to nearest even is deterministic). Float ``mul`` (a GPU may
-   fuse it into an FMA), ``div``, ``fma``, ``pow``, every math function, ``sum`` of floats and
-   ``dot`` are approximate. Discrete operations (comparisons, ``where`` conditions, masks,
-   ``argmax``/``argmin``, ``floor``/``ceil``, float ``rem``, casts to integers or bool) take
+   ``where``, ``join``, ``floor``, ``ceil``, ``round``, ``finfo`` eps, float ``rem`` (C
+   ``fmod``), ``max``/``min`` reductions and casts of exact values (rounding to nearest even is
+   deterministic). Float ``mul`` (a GPU may fuse it into an FMA), ``div``, ``fma``, ``pow``,
+   every math function, ``sum`` of floats and ``dot`` are approximate. Discrete operations
+   (comparisons, ``where`` conditions, masks, ``argmax``/``argmin``, ``floor``/``ceil``/``round``,
+   float ``rem``, casts to integers or bool) take
    exact operands only, so a 1-ulp difference can never flip an outcome.
 4. **Domains.** ``log``, ``log2``, ``sqrt``, ``rsqrt`` and ``pow`` take ``|x| + c`` with
    ``c >= 0.5``; ``log1p`` takes ``|x|``; float divisors (``div``, ``rem``) are

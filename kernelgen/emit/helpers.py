@@ -86,6 +86,21 @@ def _argmin_combine(value1, index1, value2, index2):
     pick1 = (nan1 & (~nan2 | lower)) | (~nan1 & ~nan2 & less)
     return tl.where(pick1, value1, value2), tl.where(pick1, index1, index2)
 ''',
+    "_round_even": '''
+@triton.jit
+def _round_even(x):
+    # Half to even: adding 2**23 (f64: 2**52) leaves no fraction bits, and that add rounds to
+    # nearest even; values that large are integers already. The sign kept (-0.4 gives -0.0).
+    if x.dtype == tl.float64:
+        shifter = 4503599627370496.0
+        negative = x.to(tl.int64, bitcast=True) < 0
+    else:
+        shifter = 8388608.0
+        negative = x.to(tl.int32, bitcast=True) < 0
+    size = tl.abs(x)
+    rounded = tl.where(size < shifter, (size + shifter) - shifter, size)
+    return tl.where(negative, -rounded, rounded)
+''',
     "_tanh": '''
 @triton.jit
 def _tanh(x):

@@ -20,11 +20,12 @@ from kernelgen.emit.code import (_BINARY_OPERATORS, ADD, ATOM, COMPARE, F32_TINY
                                  UNARY, Namer, _Code, _literal, _number, round_to)  # noqa: F401
 from kernelgen.lang.limits import INT_RANGES
 from kernelgen.lower.blocks import walls_off_scans
+from kernelgen.lang.limits import type_info
 
 _TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
              "sqrt": "tl.sqrt_rn", "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos",
              "erf": "tl.erf", "sigmoid": "tl.sigmoid", "abs": "tl.abs"}
-_HELPER_UNARY = {"tanh": "_tanh", "log1p": "_log1p"}
+_HELPER_UNARY = {"tanh": "_tanh", "log1p": "_log1p", "round": "_round_even"}
 # f64 versions where Triton's function takes fp32 only.
 _TL_UNARY_F64 = {"sqrt": "tl.sqrt"}
 
@@ -139,6 +140,16 @@ class _KernelEmitter:
         value, _ = _literal(literal_value(e.value), e.dtype)
         return _Code(f"tl.full({self.dims(e.shape, env)}, {value}, {TL_DTYPES[e.dtype]})", POSTFIX, e.dtype)
 
+    def _join(self, e: L.Join, path: str, env) -> _Code:
+        dtype = self.checked.operand_dtypes[path]
+        lhs, rhs = (self.operand(getattr(e, f), child(path, f), env, dtype, tensor=True) for f in ("lhs", "rhs"))
+        return _Code(f"tl.join({lhs.text}, {rhs.text})", POSTFIX, dtype)
+
+    def _typeinfo(self, e: L.TypeInfo, path: str, env) -> _Code:
+        dtype = self.types[path].dtype
+        value, _ = _literal(type_info(e.op, e.dtype, e.what), dtype)
+        return _Code(f"tl.full([], {value}, {TL_DTYPES[dtype]})", POSTFIX, dtype)
+
     def _load(self, e: L.Load, path: str, env) -> _Code:
         t = self.types[path]
         args = [self.expr(e.ptr, child(path, "ptr"), env).text]
@@ -173,6 +184,9 @@ class _KernelEmitter:
             return _Code(f"tl.{e.op}({x.at(POSTFIX)}.to(tl.float32)).to({TL_DTYPES[t.dtype]})", POSTFIX, t.dtype)
         if e.op in ("floor", "ceil"):
             return _Code(f"tl.{e.op}({x.text})", POSTFIX, t.dtype)
+        if e.op == "round" and t.dtype in ("f16", "bf16"):  # exact through f32, as the lowering
+            self.helpers.add("_round_even")
+            return _Code(f"_round_even({x.at(POSTFIX)}.to(tl.float32)).to({TL_DTYPES[t.dtype]})", POSTFIX, t.dtype)
         if e.op in _HELPER_UNARY:
             self.helpers.add(_HELPER_UNARY[e.op])
             return _Code(f"{_HELPER_UNARY[e.op]}({x.text})", POSTFIX, t.dtype)
@@ -452,8 +466,10 @@ class _KernelEmitter:
                 self.branch(s, spath, env, depth)
             elif isinstance(s, L.Atomic):
                 self.atomic(s, spath, env, depth)
-            else:
+            elif isinstance(s, L.For):
                 self.loop(s, spath, env, depth)
+            else:
+                self.line(depth, "tl.debug_barrier()")
 
     def store(self, s: L.Store, path: str, env, depth: int) -> None:
         pointee = self.types[child(path, "ptr")].dtype

@@ -55,6 +55,7 @@ from typing import AbstractSet as Set, Mapping, Sequence
 import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError
+from kernelgen.interp.barrier import ProgramOrder, unravel as _unravel
 
 _NONE = -1  # no program
 _CTA = "cta scope"  # the atomics at cta scope: a kind of their own for the range records
@@ -101,13 +102,15 @@ class AccessLog:
         self.swapped: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.lane_slots: dict[str, torch.Tensor] = {}
         self.unread: Diagnostic | None = None  # the first read before write, reported at the end
+        self.order = ProgramOrder(self.shapes, math.prod(self.grid))  # within a program: barriers
 
     # -- the accesses -------------------------------------------------------------------------
 
     def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
-               values: torch.Tensor | None = None) -> None:
+               values: torch.Tensor | None = None, lanes: torch.Tensor | None = None) -> None:
         """Program ``programs[i]`` writes ``values[i]`` (when given) to element ``offsets[i]`` of
-        output ``name`` (active lanes)."""
+        output ``name`` (active lanes; ``lanes``: their :meth:`ProgramOrder.lanes`, to judge
+        barriers)."""
         writer = self.writer[name]
         programs = programs.to(self.dtype)
         if name in self.untouched:
@@ -118,6 +121,8 @@ class AccessLog:
         self._others(self.first_reader, self.last_reader, name, offsets, programs, "read", path)
         self._others(self.first_atomic, self.last_atomic, name, offsets, programs, "updated atomically", path)
         self._one_lane_each(name, offsets, programs, path, values)
+        if lanes is not None:  # after the lanes of this store: a duplicate among them is named first
+            self.order.stored(name, offsets, programs, lanes, path, self.describe)
         writer[offsets] = programs
 
     def _one_lane_each(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
@@ -155,10 +160,14 @@ class AccessLog:
                 f"lane's write lands is up to the GPU's threads; store each element from one lane (mask the "
                 f"others) or reduce the values first"))
 
-    def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str) -> None:
-        """Program ``programs[i]`` reads element ``offsets[i]`` of output ``name`` (active lanes)."""
+    def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
+               lanes: torch.Tensor | None = None) -> None:
+        """Program ``programs[i]`` reads element ``offsets[i]`` of output ``name`` (active lanes;
+        ``lanes`` as :meth:`stored`'s)."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
+        if lanes is not None:
+            self.order.loaded(name, offsets, programs, lanes, path, self.describe)
         before = self.writer[name][offsets]
         self._clash(name, offsets, before, programs, (before != _NONE) & (before != programs), "written", path,
                     reading=True)
@@ -202,6 +211,10 @@ class AccessLog:
                 moves = bit_pattern(compare) != bit_pattern(values)
                 offsets, programs, values = offsets[moves], programs[moves], values[moves]
             self._one_value(name, op, offsets, programs, path, values)
+
+    def barrier(self, programs: torch.Tensor) -> None:
+        """These programs pass a barrier (:class:`ProgramOrder`)."""
+        self.order.barrier(programs)
 
     def finish(self) -> None:
         """The launch has ended: a read of memory nothing wrote, found on the way, fails now."""
@@ -345,10 +358,3 @@ class AccessLog:
         used = max((i + 1 for i, n in enumerate(self.grid) if n > 1), default=1)
         return f"program {ids[0]}" if used == 1 else f"program {tuple(ids[:used])}"
 
-
-def _unravel(offset: int, shape: Sequence[int]) -> tuple[int, ...]:
-    index = []
-    for extent in reversed(shape):
-        offset, rest = divmod(offset, max(extent, 1))
-        index.append(rest)
-    return tuple(reversed(index))

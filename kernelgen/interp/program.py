@@ -21,6 +21,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
 from kernelgen.interp.atomics import apply_atomic
 from kernelgen.lang import philox
+from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
 from kernelgen.check.checker import CheckedKernel, ValueType, child, is_literal, literal_value
 from kernelgen.check.checked import ANY_INT_DTYPES, DTYPE_BITS, FP8_DTYPES, UNSIGNED_DTYPES
@@ -124,6 +125,9 @@ class _Run:
         if e.op == "program_id":
             return self.pid[e.axis].to(torch.int32)
         return torch.full((self.count,), self.plan.grid[e.axis], dtype=torch.int32)
+
+    def _typeinfo(self, e: L.TypeInfo, path: str, env) -> Value:
+        return torch.full((self.count,), type_info(e.op, e.dtype, e.what), dtype=torch_dtype(self.types[path].dtype))
 
     def _arange(self, e: L.Arange, path: str, env) -> Value:
         n = self.types[path].shape[0]
@@ -317,6 +321,11 @@ class _Run:
             return x.reshape((self.count,) + out.shape)
         return self.expand(x, out.shape)
 
+    def _join(self, e: L.Join, path: str, env) -> Value:
+        t, dtype = self.types[path], self.checked.operand_dtypes[path]
+        a, b = (self.eval_as(getattr(e, f), child(path, f), env, dtype, t.shape[:-1]) for f in ("lhs", "rhs"))
+        return torch.stack([a, b], dim=-1)
+
     _expanddims = _block
     _reshape = _block
     _trans = _block
@@ -381,7 +390,8 @@ class _Run:
         for index, sel in self.lanes(where, "load", ptr, lanes):
             offsets = ptr.offset[sel]
             if self.accesses is not None and not self.read_only[index]:
-                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), where)
+                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), where,
+                                     self.accesses.order.lanes(sel))
             _bits(out)[sel] = _bits(self.flat[index][offsets].to(out.dtype))
         return out
 
@@ -404,7 +414,8 @@ class _Run:
             offsets = ptr.offset[sel]
             values = _bits(value.to(self.flat[index].dtype))[sel]  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
-                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where, values)
+                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where, values,
+                                     self.accesses.order.lanes(sel))
             _bits(self.flat[index])[offsets] = values
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
@@ -454,8 +465,11 @@ class _Run:
                 self.branch(s, spath, env)
             elif isinstance(s, L.Atomic):
                 self.atomic(s, spath, env)
-            else:
+            elif isinstance(s, L.For):
                 self.loop(s, spath, env)
+            elif self.accesses is not None:  # a barrier: the active programs' earlier accesses are ordered
+                active = env.get(_ACTIVE)
+                self.accesses.barrier(self.programs if active is None else self.programs[active])
 
     def loop(self, f: L.For, path: str, env: dict[str, Value]) -> None:
         var_dtype = self.types[child(path, "var")].dtype
@@ -632,7 +646,7 @@ _UNARY = {
     "exp": torch.exp, "exp2": torch.exp2, "exp2_ftz": _exp2_ftz, "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
     "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": _sigmoid, "erf": torch.erf,
     "sin": torch.sin, "cos": torch.cos, "abs": torch.abs, "neg": torch.neg, "floor": torch.floor,
-    "ceil": torch.ceil, "not": torch.logical_not,
+    "ceil": torch.ceil, "round": torch.round, "not": torch.logical_not,
 }
 
 _BINARY = {

@@ -26,10 +26,23 @@ INT_RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "i64": (-(1 << 63), (1 << 63) 
 # (infinities are written "inf" and "-inf").
 FLOAT_MAX = {"f64": 1.7976931348623157e308, "f32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "f16": 65504.0,
              "f8e4m3": 448.0, "f8e5m2": 57344.0}
+# Mantissa bits and the exponent of the smallest normal of each float dtype: torch.finfo's
+# eps (2**-bits) and tiny.
+FLOAT_BITS = {"f64": (52, -1022), "f32": (23, -126), "bf16": (7, -126), "f16": (10, -14), "f8e4m3": (3, -6),
+              "f8e5m2": (2, -14)}
 # Fields whose strings are data (a host argument's default and choices, a precondition's message), not names.
 _DATA_FIELDS = ("default", "choices", "message")
 
 Number = Union[bool, int, float]
+
+
+def type_info(op: str, dtype: str, what: str) -> Union[int, float]:
+    """torch.finfo(dtype).what (``op`` finfo: eps, max, min, tiny) or torch.iinfo's max/min."""
+    if op == "iinfo":
+        low, high = INT_RANGES[dtype]
+        return high if what == "max" else low
+    bits, tiny = FLOAT_BITS[dtype]
+    return {"eps": 2.0**-bits, "max": FLOAT_MAX[dtype], "min": -FLOAT_MAX[dtype], "tiny": 2.0**tiny}[what]
 
 
 def literal_problem(value: Number, dtype: str) -> str | None:

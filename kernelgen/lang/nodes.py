@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 
 from kernelgen.lang.fields import FLOAT_LITERAL_NAMES, IDENTIFIER, Dim, Name, Stages  # noqa: F401 (re-exported)
 from kernelgen.lang.fields import exact_int as _exact_int
+from kernelgen.lang.leaf_nodes import Barrier, DeviceInfo, Node, ProgramId
 
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2", "i8", "u8", "i16")
 Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2", "i8", "u8", "i16"]
@@ -28,7 +29,7 @@ DtypeRef = Union[Dtype, Annotated[str, Field(pattern=DTYPE_VARIABLE)]]
 
 
 UNARY_OPS = ("exp", "exp2", "exp2_ftz", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-             "sin", "cos", "abs", "neg", "floor", "ceil", "not")
+             "sin", "cos", "abs", "neg", "floor", "ceil", "round", "not")
 BINARY_OPS = ("add", "sub", "mul", "div", "idiv", "rem", "cdiv", "pow", "maximum", "minimum",
               "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shl", "shr", "lshr", "umulhi")
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
@@ -42,23 +43,8 @@ BIT_OPS = ("shl", "shr", "lshr", "umulhi")
 RANDOM_OPS = ("rand", "randn", "randint")
 
 
-class Node(BaseModel):
-    """Strict: no coercion, so ``true`` or ``1500.0`` where an int goes, ``1`` where a bool
-    goes, are schema errors rather than silently read as another value."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # Expressions
-
-
-class ProgramId(Node):
-    """This program's index on a grid axis (program_id), or the grid's size there: an i32
-    scalar; ``axis`` < the grid's length (bad_axis)."""
-
-    op: Literal["program_id", "num_programs"]
-    axis: Annotated[Literal[0, 1, 2], BeforeValidator(_exact_int)] = 0
 
 
 class Arange(Node):
@@ -128,7 +114,8 @@ class TileLoad(Node):
 
 class Unary(Node):
     """``not``: bool. ``abs``, ``neg``: any number, same dtype (integers wrap). ``floor``,
-    ``ceil``: floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
+    ``ceil``, ``round`` (half to even,
+    torch.round): floats, same dtype, exact (needs_float). The rest take f32 or f64 (needs_f32: cast
     f16/bf16 first), same dtype (f64: libdevice's double versions, rsqrt 1/sqrt); ``sqrt`` is correctly rounded; ``exp`` is the hardware's
     ex2.approx.f32 of ``x*log2(e)`` (2.4 ulp for ``|x|<1``, growing with ``|x|``: 63 ulp near
     88); ``exp2`` ex2.approx.f32, ``rsqrt`` rsqrt.approx.f32, the others CUDA libdevice's: all
@@ -253,7 +240,8 @@ class Scan(Node):
 class Sort(Node):
     """``x`` (numbers, rank >= 1) sorted along its LAST axis (Triton sorts no other);
     ``argsort``: i32 indices of that order. Floats: -0.0 before 0.0, NaN above inf; ties keep
-    index order (descending too). argsort takes no i64/f64 (bad_operand)."""
+    index order (descending too). i64 sorts; argsort/argtopk take no i64/f64 (bad_operand: the
+    index is packed beside a 32-bit key)."""
 
     op: Literal["sort", "argsort"]
     x: Expr
@@ -325,6 +313,16 @@ class Reshape(Node):
     shape: list[Dim]
 
 
+class Join(Node):
+    """tl.join: lhs and rhs (unified, broadcast as a binary op's) stacked on a new last axis of 2
+    (``out[..., 0]`` = lhs). Concatenate along the last axis: join, trans the last two axes,
+    reshape (``[n, 2]`` -> ``[2, n]`` -> ``[2n]``)."""
+
+    op: Literal["join"]
+    lhs: Expr
+    rhs: Expr
+
+
 class Trans(Node):
     """Permute axes (default: reverse); ``dims`` is a permutation (bad_axis)."""
 
@@ -357,18 +355,20 @@ class TensorInfo(Node):
     dim: int = 0
 
 
-class DeviceInfo(Node):
-    """Host only (host_only in the body): the SM count of the GPU running the launch (132 on an
-    H100/H200; 3 in the interpreter, so persistent loops walk several tiles at small sizes). A
-    portable persistent grid: ``minimum(tiles, num_sms)``, or a multiple of num_sms, with loops
-    stepping by num_programs. Not in an output's shape (device_dependent); scratch may use it."""
+class TypeInfo(Node):
+    """torch.finfo(``dtype``).``what`` (eps, max, min: the lowest, tiny: the smallest normal) of
+    a float dtype, torch.iinfo's max/min of an integer one (needs_float, needs_int, bad_value):
+    a scalar of ``dtype`` (of f32 for fp8), per binding of a dtype variable."""
 
-    op: Literal["num_sms"]
+    op: Literal["finfo", "iinfo"]
+    dtype: DtypeRef
+    what: Literal["eps", "max", "min", "tiny"]
 
 
 OpNode = Annotated[
     Union[ProgramId, Arange, Full, Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce,
-          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, TensorInfo, DeviceInfo],
+          Scan, Sort, TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Join, Trans, Hint, TensorInfo,
+          DeviceInfo, TypeInfo],
     Field(discriminator="op"),
 ]
 
@@ -525,7 +525,7 @@ class If(Node):
     results: list[IfResult] = []
 
 
-Stmt = Annotated[Union[Let, Store, TileStore, Atomic, For, If], Field(discriminator="op")]
+Stmt = Annotated[Union[Let, Store, TileStore, Atomic, For, If, Barrier], Field(discriminator="op")]
 
 
 def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
@@ -683,6 +683,6 @@ class Kernel(Node):
 
 
 for _model in (Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
-               TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
+               TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Join, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
                IfResult, If, Output, Param, Scratch, Launch, Kernel):
     _model.model_rebuild()

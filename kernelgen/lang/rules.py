@@ -46,8 +46,8 @@ RULES: dict[str, str] = {
     "tile_block": "a tile's block dims or dtype that TMA cannot copy (see TileLoad)",
     "not_a_pointer": "load or store through a non-pointer",
     "bad_operand": "an operation on operands it does not take (bool arithmetic, float and/or/xor, ptr * int)",
-    "needs_float": "div, fma, floor or ceil of integers (div: use idiv)",
-    "needs_int": "a float where an integer goes",
+    "needs_float": "div, fma, floor, ceil, round or finfo of integers (div: use idiv)",
+    "needs_int": "a float where an integer goes (iinfo too)",
     "narrow_int": "an i8/u8/i16 value where only i32/i64 go (see Typing rules)",
     "needs_bool": "a mask, a where condition or 'not' got a non-bool (compare first)",
     "bad_dtype_variable": "a dtype names no declared dtype variable, or the declarations clash",
@@ -83,6 +83,7 @@ RULES: dict[str, str] = {
     "hint_violated": "a hint false on the values, when run (see Hint)",
     "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget (not judged on the CPU)",
     "duplicate_store": "lanes of one store writing different values to one element, when run",
+    "missing_barrier": "an element accessed from another lane of its program after a store or load, before a barrier",
     # Verifying: the results against the reference's, and the launch under other orders.
     "order_dependent": "another program order gives another result (see Atomic)",
     "wrong_shape": "an output's shape is not the reference's",

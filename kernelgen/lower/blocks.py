@@ -8,6 +8,8 @@ combine regions); this module does not import it back. What each becomes:
   ``tl.associative_scan`` build it; f16/bf16 maxima run in f32 (exact), as reductions do. In a
   kernel with a gather, a scan runs on its operand with a leading axis of 1 added and taken
   off again by a reduction (:func:`walls_off_scans` says why).
+* Join is ``tt.join`` of the operands broadcast to one shape (two scalars as ``[1]`` blocks, the
+  ``[1, 2]`` result reshaped to ``[2]``), as ``tl.join`` builds it.
 * Gather is ``tt.gather``, histogram ``tt.histogram``, as ``tl.gather`` and ``tl.histogram``
   build them; a mask is not passed to ``tt.histogram`` (:func:`masked_histogram` says why).
 * Triton has no sort op: ``tl.sort``/``tl.topk`` are Python in ``triton.language.standard``, a
@@ -25,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelgen.lang import nodes as L
-from kernelgen.check.checked import FLOAT_DTYPES, CheckedKernel, ValueType
+from kernelgen.check.checked import FLOAT_DTYPES, CheckedKernel, ValueType, child
 from kernelgen.check.sequence import nodes
 
 _KEY = {"f32": (32, 0x7FC00000, 0x7FFFFFFF), "f64": (64, 0x7FF8000000000000, 0x7FFFFFFFFFFFFFFF),
@@ -279,3 +281,15 @@ def widened_gather_source(lw: Any, src: Any, shape: tuple[int, ...], axis: int) 
     wide = list(shape[:axis]) + [k] + list(shape[axis:])
     repeated = b.create_broadcast(b.create_expand_dims(src, axis), wide)
     return b.create_reshape(repeated, list(shape[:axis]) + [k * shape[axis]] + list(shape[axis + 1:]), False)
+
+
+class JoinLowering:
+    """``join``: a mixin of :class:`kernelgen.lower.lowering._Lowering` (it uses its operands)."""
+
+    def _join(self, e: L.Join, path: str, env) -> Any:
+        t, dtype = self.types[path], self.checked.operand_dtypes[path]
+        shape = t.shape[:-1] or (1,)  # TTIR joins blocks only: scalars as [1]
+        a, c = (self.operand(getattr(e, f), child(path, f), env, dtype, shape) for f in ("lhs", "rhs"))
+        self.at(path)
+        joined = self.builder.create_join(a, c)
+        return joined if t.shape[:-1] else self.builder.create_reshape(joined, [2], False)

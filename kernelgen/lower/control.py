@@ -40,8 +40,11 @@ class ControlLowering:
                 old = self.guarded(spath, lambda: self.atomic(stmt, spath, env))
                 if stmt.name is not None:
                     env[stmt.name] = old
-            else:
+            elif isinstance(stmt, L.For):
                 self.guarded(spath, lambda: self.loop(stmt, spath, env))
+            else:  # a barrier: gpu.barrier (bar.sync), as tl.debug_barrier makes it
+                self.at(spath)
+                self.builder.create_barrier()
 
     def loop(self, f: L.For, path: str, env: dict[str, Lowered]) -> None:
         b = self.builder

@@ -68,6 +68,7 @@ from typing import Any, Callable, Collection, Literal, NamedTuple, Sequence
 from triton._C.libtriton import ir, nvidia
 
 from kernelgen.lang import nodes as L
+from kernelgen.lang.limits import type_info
 from kernelgen.lower import blocks as lower_blocks
 from kernelgen.check.checker import (FLOAT_DTYPES, INT_DTYPES, CheckedKernel, ValueType, child, is_literal,
                              literal_value)
@@ -115,7 +116,7 @@ class LoweredKernel:
 # The lowering
 
 
-class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLowering):
+class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLowering, lower_blocks.JoinLowering):
     def __init__(self, checked: CheckedKernel, context: Any, divisible_by_16: Collection[str]) -> None:
         self.checked = checked
         self.divisible_by_16 = frozenset(divisible_by_16)
@@ -310,6 +311,10 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLower
             return self.builder.create_get_program_id(e.axis)
         return self.builder.create_get_num_programs(e.axis)
 
+    def _typeinfo(self, e: L.TypeInfo, path: str, env) -> Any:
+        self.at(path)
+        return self.constant(type_info(e.op, e.dtype, e.what), self.types[path].dtype)
+
     def _arange(self, e: L.Arange, path: str, env) -> Any:
         t = self.types[path]
         self.at(path)
@@ -351,9 +356,14 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLower
             return self.negate(x, t)
         if e.op == "abs":
             return b.create_fabs(x) if t.dtype in FLOAT_DTYPES else x if t.dtype in UNSIGNED_DTYPES else b.create_iabs(x)
-        # floor, ceil: exact through f32 (bf16 has no rounding instruction before sm_90).
+        # floor, ceil, round (libdevice rint: cvt.rni, half to even): exact through f32 (bf16 has
+        # no rounding instruction before sm_90).
         wide = self.widen_float(x, t)
-        rounded = b.create_floor(wide) if e.op == "floor" else b.create_ceil(wide)
+        if e.op == "round":
+            rounded = b.create_extern_elementwise("", "", "__nv_rint" if t.dtype == "f64" else "__nv_rintf", [wide],
+                                                  self.ir_type(ValueType(wide_dtype(t.dtype), t.shape)), True)
+        else:
+            rounded = b.create_floor(wide) if e.op == "floor" else b.create_ceil(wide)
         return self.narrow_float(rounded, t.shape, t.dtype, wide_dtype(t.dtype))
 
     def libdevice_f64(self, op: str, args: list[Any], t: ValueType) -> Any:

@@ -1,0 +1,144 @@
+"""Order within one program: which of its threads touched an element since its last barrier.
+
+A GPU program is many threads, each owning some lanes of each block; a store by one thread is
+not guaranteed visible to another thread's load (nor ordered with its store) until both pass a
+barrier (``tl.debug_barrier``: bar.sync). The interpreter runs a program's lanes in lockstep, so
+it would show the value a GPU may not: it judges the hazard instead. A lane is identified by its
+access's block shape and its position in that block: two accesses of one shape at one position
+count as one thread (Triton gives blocks of one shape one layout), anything else as another.
+
+Per output element :class:`ProgramOrder` keeps the barrier count of the program that last stored
+it and the storing lane, and the same for the last load (a load of one element from several
+lanes counts as from every lane). Within a program, since its last barrier,
+
+* a load of an element stored from another lane (read after write),
+* a store of an element stored from another lane (write after write: which lands is the
+  threads' race), and
+* a store of an element loaded from another lane (write after read: the load may see it)
+
+are ``missing_barrier``. Accesses of different programs are the race detector's
+(:mod:`kernelgen.interp.accesses`); atomics are ordered by the hardware and not judged here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import torch
+
+from kernelgen.errors import Diagnostic, InterpreterError
+
+_NONE = -1  # no program
+_MANY = -2  # the element was loaded from several lanes
+_POSITION_BITS = 20  # a block has at most 2**20 elements (the checker's limit)
+
+
+class ProgramOrder:
+    """Per output element: the last store's and load's program, barrier count and lane."""
+
+    def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int) -> None:
+        self.shapes_of = {name: tuple(shape) for name, shape in shapes.items()}
+        self.programs = programs
+        self.passed: torch.Tensor | None = None  # barriers each program has passed; None: none yet
+        self.shapes: dict[tuple[int, ...], int] = {}
+        self.stores: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self.loads: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self.slots: dict[str, torch.Tensor] = {}
+
+    def lanes(self, selected: torch.Tensor) -> torch.Tensor:
+        """The lane of each selected element of an access (``selected``: [programs, *block]),
+        in ``tensor[selected]`` order: its block shape's number and its position there."""
+        shape = tuple(selected.shape[1:])
+        code = self.shapes.setdefault(shape, len(self.shapes))
+        positions = torch.arange(math.prod(shape), dtype=torch.int32).reshape(shape)
+        return positions.expand(selected.shape)[selected] + (code << _POSITION_BITS)
+
+    def barrier(self, programs: torch.Tensor) -> None:
+        """``programs`` (linear ids) pass a barrier: their earlier accesses are visible to all
+        their threads."""
+        if self.passed is None:
+            self.passed = torch.zeros(self.programs, dtype=torch.int32)
+        self.passed[programs] += 1
+
+    def _epochs(self, programs: torch.Tensor) -> torch.Tensor:
+        if self.passed is None:
+            return torch.zeros(programs.shape, dtype=torch.int32)
+        return self.passed[programs.long()]
+
+    def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
+               path: str, describe) -> None:
+        """Program ``programs[i]``'s lane ``lanes[i]`` reads element ``offsets[i]``."""
+        epochs = self._epochs(programs)
+        self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "loads", "stored")
+        if name not in self.loads:
+            self.loads[name] = self._record(name)
+        program, epoch, lane = self.loads[name]
+        # Loaded again by this program since its barrier from another lane: from several.
+        again = (program[offsets] == programs) & (epoch[offsets] == epochs) & (lane[offsets] != lanes)
+        program[offsets], epoch[offsets], lane[offsets] = programs.to(program.dtype), epochs, lanes
+        lane[offsets[again]] = _MANY
+        lane[offsets[self._shared(name, offsets, lanes)]] = _MANY
+
+    def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
+               path: str, describe) -> None:
+        """Program ``programs[i]``'s lane ``lanes[i]`` writes element ``offsets[i]``."""
+        epochs = self._epochs(programs)
+        self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "stores", "stored")
+        self._hazard(self.loads, name, offsets, programs, epochs, lanes, path, describe, "stores", "loaded")
+        if name not in self.stores:
+            self.stores[name] = self._record(name)
+        program, epoch, lane = self.stores[name]
+        program[offsets], epoch[offsets], lane[offsets] = programs.to(program.dtype), epochs, lanes
+
+    def _record(self, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        numel = math.prod(self.shapes_of[name])
+        dtype = torch.int32 if self.programs < 2**31 else torch.int64
+        return (torch.full((numel,), _NONE, dtype=dtype), torch.zeros(numel, dtype=torch.int32),
+                torch.zeros(numel, dtype=torch.int32))
+
+    def _shared(self, name: str, offsets: torch.Tensor, lanes: torch.Tensor) -> torch.Tensor:
+        """Which of these accesses' elements other lanes of the same access read too."""
+        count = offsets.numel()
+        if count < 2:
+            return torch.zeros(count, dtype=torch.bool)
+        if name not in self.slots:
+            self.slots[name] = torch.zeros(math.prod(self.shapes_of[name]), dtype=torch.int64)
+        slots = self.slots[name]
+        order = torch.arange(count, dtype=torch.int64)
+        slots[offsets] = order
+        winner = slots[offsets]
+        return (winner != order) & (lanes[winner] != lanes)
+
+    def _hazard(self, records: dict, name: str, offsets: torch.Tensor, programs: torch.Tensor,
+                epochs: torch.Tensor, lanes: torch.Tensor, path: str, describe, doing: str, did: str) -> None:
+        if name not in records:
+            return
+        program, epoch, lane = records[name]
+        before = lane[offsets]
+        bad = (program[offsets] == programs) & (epoch[offsets] == epochs) & (before != lanes)
+        if not bool(bad.any()):
+            return
+        i = int(bad.nonzero()[0, 0])
+        element = list(unravel(int(offsets[i]), self.shapes_of[name]))
+        by = "several lanes" if int(before[i]) == _MANY else f"lane {self._lane(int(before[i]))}"
+        raise InterpreterError(Diagnostic(
+            path, "missing_barrier",
+            f"{describe(int(programs[i]))} {doing} {name}{element} from lane {self._lane(int(lanes[i]))} after "
+            f"{by} {did} it, with no barrier between: another of the program's threads may own that lane, and "
+            f"without a barrier its access is not ordered with this one; put a barrier statement between them"))
+
+    def _lane(self, lane: int) -> str:
+        """A lane as ``position of shape``."""
+        shape = next(s for s, code in self.shapes.items() if code == lane >> _POSITION_BITS)
+        position = unravel(lane & ((1 << _POSITION_BITS) - 1), shape)
+        return f"{list(position)} of a {list(shape)} block"
+
+
+def unravel(offset: int, shape: Sequence[int]) -> tuple[int, ...]:
+    """A flat offset as an index of ``shape`` (row-major)."""
+    index = []
+    for extent in reversed(shape):
+        offset, rest = divmod(offset, max(extent, 1))
+        index.append(rest)
+    return tuple(reversed(index))

@@ -1,0 +1,144 @@
+"""The barrier statement (tl.debug_barrier): within one program a store is visible to another
+thread's load only after a barrier. The interpreter judges that order (missing_barrier, per
+program and per lane); the lowering makes gpu.barrier (bar.sync), the emitter tl.debug_barrier()."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_emit import TritonInterpreter, check_in_triton_interpreter, let, o, triton_interpreter  # noqa: F401
+
+from kernelgen.check.checker import check
+from kernelgen.emit.module import emit_triton
+from kernelgen.errors import InterpreterError, Outcome
+from kernelgen.gpu.compile import compile_kernel
+from kernelgen.harness.pipeline import Settings, evaluate_answer
+from kernelgen.interp.execute import interpret
+from kernelgen.lang.parse import kernel_from_obj, kernel_to_json
+from kernelgen.model.prompt import system_prompt
+from kernelgen.task.spec import get_task
+
+R = o("arange", size=16)
+ROWS, COLS = o("expand_dims", x=R, axis=1), o("expand_dims", x=R, axis=0)
+TILE = o("add", lhs=o("mul", lhs=ROWS, rhs=16), rhs=COLS)  # [16, 16] row-major
+TILE_T = o("add", lhs=o("mul", lhs=COLS, rhs=16), rhs=ROWS)  # the transposed positions
+
+
+def through_scratch(first: list, second: list, grid: int = 1, between: list | None = None) -> dict:
+    """x [grid*256] -> tmp through ``first`` statements, then ``between``, then ``second``; out
+    gets what ``second`` stores. ``base`` is this program's 256 elements."""
+    return {"name": "via_tmp", "inputs": [{"name": "x", "dtype": "f32", "shape": [grid * 256]}],
+            "outputs": [{"name": "out", "dtype": "f32", "shape": [grid * 256]},
+                        {"name": "tmp", "dtype": "f32", "shape": [grid * 256]}],
+            "params": [{"name": "x"}, {"name": "out"}, {"name": "tmp"}], "grid": [grid],
+            "body": [let("base", o("mul", lhs=o("program_id"), rhs=256)), *first, *(between or []), *second]}
+
+
+def at(ptr: str, offsets: dict) -> dict:
+    return o("add", lhs=o("add", lhs=ptr, rhs="base"), rhs=offsets)
+
+
+STORE_ROWS = [o("store", ptr=at("tmp", TILE), value=o("load", ptr=at("x", TILE)))]
+LOAD_TRANSPOSED = [o("store", ptr=at("out", TILE), value=o("load", ptr=at("tmp", TILE_T)))]
+
+
+def run(kernel: dict, grid: int = 1) -> dict:
+    return interpret(check(kernel_from_obj(kernel)), {"x": torch.randn(grid * 256)})
+
+
+def missing(kernel: dict, grid: int = 1):
+    with pytest.raises(InterpreterError) as raised:
+        run(kernel, grid)
+    [diagnostic] = raised.value.diagnostics
+    assert diagnostic.code == "missing_barrier"
+    return diagnostic
+
+
+def test_a_load_from_another_lane_after_a_store_needs_a_barrier() -> None:
+    diagnostic = missing(through_scratch(STORE_ROWS, LOAD_TRANSPOSED))
+    assert diagnostic.path == "/body/2/value" and "tmp[1, 0]" not in diagnostic.message  # flat tmp: tmp[16]
+    assert "lane [0, 1] of a [16, 16] block" in diagnostic.message
+    out = run(through_scratch(STORE_ROWS, LOAD_TRANSPOSED, between=[o("barrier")]))
+    assert torch.equal(out["out"].view(16, 16), out["tmp"].view(16, 16).T)
+
+
+def test_the_same_lane_reads_its_own_store_without_a_barrier() -> None:
+    same_lane = [o("store", ptr=at("out", TILE), value=o("load", ptr=at("tmp", TILE)))]
+    out = run(through_scratch(STORE_ROWS, same_lane))
+    assert torch.equal(out["out"], out["tmp"])
+
+
+def test_another_block_shape_is_another_thread() -> None:
+    """A [256] reload of a [16, 16] store: the same elements in the same order, other lanes."""
+    flat = [o("store", ptr=at("out", o("arange", size=256)), value=o("load", ptr=at("tmp", o("arange", size=256))))]
+    missing(through_scratch(STORE_ROWS, flat))
+
+
+def test_a_store_over_another_lanes_load_or_store_needs_a_barrier() -> None:
+    load_then_store = [let("v", o("load", ptr=at("x", TILE))), o("store", ptr=at("out", TILE), value="v"),
+                       o("store", ptr=at("tmp", TILE), value="v")]
+    read = [o("store", ptr=at("out", TILE), value=o("load", ptr=at("tmp", TILE)))]
+    over_read = [o("store", ptr=at("tmp", TILE_T), value=o("full", shape=[16, 16], value=1.0, dtype="f32"))]
+    assert missing(through_scratch(load_then_store + read, over_read)).message.split(" ")[2] == "stores"
+    run(through_scratch(load_then_store + read, over_read, between=[o("barrier")]))
+    over_write = [o("store", ptr=at("tmp", TILE_T), value=o("load", ptr=at("x", TILE))),
+                  o("store", ptr=at("out", TILE), value=o("full", shape=[16, 16], value=0.0, dtype="f32"))]
+    assert "stored it" in missing(through_scratch(STORE_ROWS, over_write)).message
+
+
+def test_a_barrier_in_a_branch_orders_only_the_programs_that_take_it() -> None:
+    """An if is per program: program 0 passes the barrier, program 1 does not."""
+    branch = [o("if", cond=o("eq", lhs=o("program_id"), rhs=0), then=[o("barrier")])]
+    diagnostic = missing(through_scratch(STORE_ROWS, LOAD_TRANSPOSED, grid=2, between=branch), grid=2)
+    assert diagnostic.message.startswith("program 1 loads")
+
+
+def test_a_barrier_in_a_loop_orders_each_iteration() -> None:
+    """Each iteration stores a row and reads the rows before it as columns: a barrier per row."""
+    def kernel(barrier: bool) -> dict:
+        step = [o("store", ptr=at("tmp", o("add", lhs=o("mul", lhs="i", rhs=16), rhs=R)),
+                  value=o("load", ptr=at("x", o("add", lhs=o("mul", lhs="i", rhs=16), rhs=R)))),
+                o("store", ptr=at("out", o("add", lhs=o("mul", lhs="i", rhs=16), rhs=R)),
+                  value=o("load", ptr=at("tmp", o("add", lhs=o("mul", lhs=R, rhs=16), rhs="i")),
+                          mask=o("le", lhs=R, rhs="i")))]
+        return through_scratch([o("for", var="i", stop=16, body=step + ([o("barrier")] if barrier else []))], [])
+    missing(kernel(False))
+    out = run(kernel(True))
+    x, got = out["tmp"].view(16, 16), out["out"].view(16, 16)
+    assert torch.equal(got, torch.where(torch.arange(16)[None, :] <= torch.arange(16)[:, None], x.T, 0.0))
+
+
+def test_the_emitted_barrier_runs_in_tritons_interpreter(triton_interpreter: TritonInterpreter) -> None:
+    checked = check(kernel_from_obj(through_scratch(STORE_ROWS, LOAD_TRANSPOSED, grid=2, between=[o("barrier")])))
+    assert "    tl.debug_barrier()" in emit_triton(checked).splitlines()
+    check_in_triton_interpreter(triton_interpreter, checked, {"x": torch.randn(512)})
+
+
+def test_it_lowers_to_gpu_barrier_and_bar_sync() -> None:
+    compiled = {barrier: compile_kernel(check(kernel_from_obj(through_scratch(
+        STORE_ROWS, LOAD_TRANSPOSED, between=[o("barrier")] if barrier else []))), "sm_90", in_process=True,
+        cache=False) for barrier in (True, False)}
+    assert "gpu.barrier" in compiled[True].ttir and "gpu.barrier" not in compiled[False].ttir
+    # The transposed load's layout change synchronizes through shared memory too: one bar.sync more.
+    assert compiled[True].ptx.count("bar.sync") == compiled[False].ptx.count("bar.sync") + 1
+
+
+def test_the_cholesky_golden_without_its_barrier_fails() -> None:
+    """The careless factorization: columns stored, then read back by other lanes unordered."""
+    task = get_task("cholesky_batched")
+    answer = json.loads(kernel_to_json(task.golden))
+    loop = answer["body"][-1]
+    assert loop["body"][-1] == {"op": "barrier"}
+    loop["body"].pop()
+    result = evaluate_answer(task, json.dumps(answer), Settings(shapes=1, seed=0))
+    assert result.outcome != Outcome.OK
+    first = result.first_diagnostic()
+    assert (first.code, first.path) == ("missing_barrier", f"/body/{len(answer['body']) - 1}/body/0/value")
+    assert evaluate_answer(task, kernel_to_json(task.golden), Settings(shapes=1, seed=0)).ok
+
+
+def test_the_manual_states_the_barrier() -> None:
+    prompt = system_prompt(())
+    assert "Barrier {\"op\":\"barrier\"}" in prompt and "missing_barrier:" in prompt
