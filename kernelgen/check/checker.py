@@ -22,6 +22,7 @@ Typing rules (Triton's, made strict where Triton would guess):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from kernelgen.check import blocks as check_blocks
@@ -62,6 +63,9 @@ class _Checker(HostChecks, StatementChecks):
         self.meta_override = dict(meta or {})
         self.tensors: dict[str, HostTensor] = {}
         self.scalars: dict[str, str] = {}
+        # Host values by name: 'int', 'float' or 'bool' (None: wrong, reported); later ones by name.
+        self.host_values: dict[str, str | None] = {}
+        self.later_host_values: set[str] = set()
         self.sizes: list[str] = []
         self.params: list[ParamBinding] = []
         self.stored: set[str] = set()
@@ -566,8 +570,11 @@ class _Checker(HostChecks, StatementChecks):
                     self.error(f"/outputs/{i}", "output_not_written",
                                f"no store or atomic writes output {out.name!r} (bind it to a param and store "
                                "through it)")
-        checked = CheckedKernel(self.kernel, dict(self.meta), self.types, self.tensors,
-                                tuple(self.sizes), self.params, self.operand_dtypes, self.fp8_nodes)
+        # Later stages read host values inlined (kernelgen.lang.host_nodes.inline_host_values).
+        table = L.host_value_table(self.kernel)
+        params = [replace(b, value=L.inline_expr(b.value, table)) if b.value is not None else b for b in self.params]
+        checked = CheckedKernel(L.inline_host_values(self.kernel), dict(self.meta), self.types, self.tensors,
+                                tuple(self.sizes), params, self.operand_dtypes, self.fp8_nodes)
         if not self.diagnostics:
             self.diagnostics.extend(unproven_accesses(checked))
         if self.diagnostics:

@@ -117,7 +117,7 @@ def _ints_problems(inp: L.Input, path: str) -> list[Diagnostic]:
     problems = []
     if len(set(inp.items)) != len(inp.items):
         problems.append(_bad(f"{path}/items", f"items {inp.items} name a meta twice"))
-    if inp.optional and not ints_of(inp.default, len(inp.items)):
+    if inp.optional and inp.default is not None and not ints_of(inp.default, len(inp.items)):
         problems.append(_bad(f"{path}/default", f"the default is an int or {len(inp.items)} ints, "
                                                 f"got {inp.default!r}"))
     return problems
@@ -166,6 +166,8 @@ def ints_of(value: Any, count: int) -> tuple[int, ...] | None:
 
 def bind_ints(inp: L.Input, index: int, value: Any) -> dict[str, int]:
     """A role ``ints`` argument's meta values, one per item."""
+    if value is None and inp.present is not None:  # an optional tuple left out
+        return {**{item: 1 for item in inp.items or ()}, inp.present: 0}
     items = ints_of(value, len(inp.items or ()))
     if items is None:
         count = len(inp.items or ())
@@ -173,7 +175,7 @@ def bind_ints(inp: L.Input, index: int, value: Any) -> dict[str, int]:
                                    f"{inp.name} takes an int or {count} ints (a tuple or list), got {value!r}"))
     if any(not -(2**31) <= v < 2**31 for v in items):
         raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments", f"{inp.name}={value!r} does not fit in i32"))
-    return dict(zip(inp.items or (), items))
+    return {**dict(zip(inp.items or (), items)), **({inp.present: 1} if inp.present is not None else {})}
 
 
 def refuse_complex(name: str, index: int, value: Any) -> None:

@@ -8,9 +8,11 @@ analysis all start from it, so the three agree on what a call means.
 
 Host expressions (output and scratch shapes, grids, param values), evaluated before the launch:
 
-* integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
-  ``num_sms``, and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int);
-  anything else is device_only; a tensor name only as a param's whole value;
+* integer literals, size names, scalar inputs, meta names (not params), host values,
+  ``stride``/``numel``, ``num_sms``, and ``add sub mul idiv cdiv rem maximum minimum`` of
+  integers (needs_int); comparisons give bool, ``and``/``or`` take bools (needs_bool), ``where``
+  of a bool cond picks x or y of one kind (dtype_mismatch); anything else is device_only; a tensor
+  name only as a param's whole value;
 * integers are unbounded; ``idiv`` truncates, ``cdiv`` is ``(a + b - 1) idiv b``,
   a division by zero is division_by_zero.
 """
@@ -125,6 +127,9 @@ def eval_host(expr: L.Expr, env: HostEnv, path: str = "") -> Union[Scalar, str]:
         if expr.op in ("idiv", "cdiv", "rem") and b == 0:
             raise HostError(Diagnostic(path, "division_by_zero", f"{expr.op} by zero on the host"))
         return _HOST_OPS[expr.op](a, b)
+    if isinstance(expr, L.Where):
+        taken = "x" if eval_host(expr.cond, env, path + "/cond") else "y"
+        return eval_host(getattr(expr, taken), env, f"{path}/{taken}")
     raise HostError(Diagnostic(path, "device_only", f"{getattr(expr, 'op', expr)!r} is not a host expression"))
 
 
@@ -142,6 +147,14 @@ _HOST_OPS = {
     "rem": lambda a, b: a - b * _trunc_div(a, b),
     "maximum": max,
     "minimum": min,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "and": lambda a, b: bool(a and b),
+    "or": lambda a, b: bool(a or b),
 }
 
 

@@ -374,7 +374,8 @@ class Task(_Model):
             if not spec.is_plain:
                 binds = f", binds {spec.binds}" if spec.binds else ""
                 return f"  {spec.name}: role {spec.role}{binds}" + (f", default {spec.default!r}" if spec.optional else "")
-            return f"  {spec.name}: {spec.dtype} {shape(spec)}"
+            optional = ", optional (default None)" if spec.shape is None and spec.present is not None else ""
+            return f"  {spec.name}: {spec.dtype} {shape(spec)}{optional}"
 
         lines = []
         if self.dtypes:
@@ -386,9 +387,9 @@ class Task(_Model):
         if self.variants:
             lines.append("Calls checked and timed (one kernel must serve them all):")
             lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
-            if self.dtypes or any(i.is_plain and i.shape is not None and i.optional for i in self.signature.inputs):
+            if self.dtypes or any(i.present is not None for i in self.signature.inputs):
                 lines.append("Every other call a PyTorch user may make (each binding of the dtype variables with each "
-                             "presence of the optional tensors) is checked too, at small sizes.")
+                             "presence of the optional arguments) is checked too, at small sizes.")
         if self.sizes:
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
@@ -455,7 +456,8 @@ def _variant_problem(task: Task) -> str | None:
             return (f"signature/{kind}/{index}/dtype: {spec.dtype} is not a dtype nor a dtype variable "
                     f"declared in dtypes (declared: {', '.join(declared) or 'none'})")
     host_only = {s.name: s for s in task.signature.inputs if not s.is_plain}
-    omittable = {s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional}
+    omittable = {s.name for s in task.signature.inputs if s.is_plain and s.optional
+                 and (s.shape is not None or s.present is not None)}
     needs_variants = [n for n, s in host_only.items() if not s.optional]
     if not task.variants and (declared or needs_variants):
         what = f"dtype variables {list(declared)}" if declared else f"the host-only input {needs_variants[0]!r}"
