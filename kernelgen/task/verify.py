@@ -333,9 +333,11 @@ def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: 
     """Each tensor input after a call of the kernel (``after``) as the reference leaves it: the
     same as ``before`` where the reference leaves it, else (an in-place operator) within the
     task's tolerance of the reference's, so a call that writes another input, or none, fails."""
-    found = inputs_unchanged({n: v for n, v in before.items() if _left(v, reference_after[n])}, after)
+    found = []
     for index, (name, value) in enumerate(before.items()):
-        if _left(value, reference_after[name]):
+        if reference_leaves(value, reference_after[name]):
+            if isinstance(value, torch.Tensor) and not _same(value, after[name].to(value.device)):
+                found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
             continue
         want, got = reference_after[name], after[name].to(value.device)
         tol = task.tolerance_for(dtype_name(value.dtype))
@@ -347,7 +349,7 @@ def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: 
     return found
 
 
-def _left(value: Any, reference_after: Any) -> bool:
+def reference_leaves(value: Any, reference_after: Any) -> bool:
     """Whether the reference left this argument as it was (not a tensor: yes)."""
     return not isinstance(value, torch.Tensor) or _same(value, reference_after)
 
