@@ -291,3 +291,13 @@ def test_a_kernel_ignoring_a_left_out_stride_fails() -> None:
     doc = golden("avg_pool1d_stride")
     doc["host_values"][0]["value"] = "S"  # stride None read as 1, not kernel_size
     fails("avg_pool1d_stride", "stride_none", doc, "wrong_shape")
+
+
+def test_the_lowering_binds_an_optional_ints_items_and_its_flag() -> None:
+    """The body may read both the items of an optional ints argument and its presence flag."""
+    from kernelgen.lower.lowering import lower
+
+    doc = golden("avg_pool1d_stride")
+    doc["body"][3]["stop"] = {"op": "add", "lhs": "K", "rhs": {"op": "sub", "lhs": "HAS_STRIDE", "rhs": "HAS_STRIDE"}}
+    for meta in ({"HAS_STRIDE": 0, "K": 3, "S": 1}, {"HAS_STRIDE": 1, "K": 4, "S": 2}):
+        assert "scf.for" in lower(check(kernel_from_obj(doc), meta)).ttir

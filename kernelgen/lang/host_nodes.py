@@ -25,11 +25,12 @@ class Input(Node):
     is zeros (its sizes appear in a required tensor), the scalar 0. ``number``: a
     tensor that may be passed as a Python number (or a tensor broadcasting to it): under the
     elementwise view it broadcasts with the rest; otherwise it is expanded to its shape, whose
-    sizes appear in a tensor input that is not ``number``. ``batch`` (view null, not ``number``):
-    ``shape[0]`` stands for any number of leading dims (0 too), broadcast between batched inputs as
-    torch.matmul does and flattened into it. ``optional_dims``: sizes of ``shape`` a call of
-    lower rank leaves out, all together (matmul's 1-D operands: ``["M"]`` of ``["B","M","K"]``);
-    the kernel sees them as 1. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
+    sizes appear in a tensor input that is not ``number``. ``batch`` (view null, not
+    ``number``): ``shape[0]``, one size name shared by the batch inputs and only there, stands
+    for any number of leading dims (0 too), broadcast between batched inputs as torch.matmul
+    does and flattened into it. ``optional_dims``: sizes of ``shape`` a call of lower rank
+    leaves out, all together, never all (matmul's 1-D operands: ``["M"]`` of
+    ``["B","M","K"]``); the kernel sees them as 1. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
     ``dim`` (int, ints or null for all: the rows view's reduced dims), ``keepdim`` (both with
     the rows view only; else a choice ``[false, true]`` and Output ``call_shapes``), ``out`` (a tensor the
     first output is copied into: write just
@@ -83,7 +84,7 @@ class Output(Node):
     holds (same element count, else bad_arguments), e.g. ``keepdim``'s rank.
     ``into``: the tensor input an in-place operator writes (same shape, dtype): the output is
     copied into it, which is returned (with a role ``inplace`` flag: if true).
-    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not returned; any true
+    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not batch, not returned (another is); any true
     element makes the call raise it with ``message``. With ``init`` (e.g. 0 or "-inf" for
     atomics to accumulate into; bad_value) it starts so, and every element counts as written."""
 
