@@ -7,6 +7,7 @@ the wrong kernel a careless model would write fails its task."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ import torch
 
 from kernelgen.check.checker import check
 from kernelgen.emit.module import emit_triton, wrapper_name
-from kernelgen.errors import HostError, SemanticError, WrongResult
+from kernelgen.errors import HostError, Outcome, SemanticError, WrongResult
+from kernelgen.harness.pipeline import Settings, evaluate_answer
 from kernelgen.host.call_replay import replay_of
 from kernelgen.host.plan import HostEnv, eval_host
 from kernelgen.host.wrapper import bind_call, call_kernel
@@ -270,13 +272,17 @@ def test_a_kernel_that_changes_the_wrong_tensor_fails(tmp_path: Path) -> None:
     path = tmp_path / "easy" / "add_into_second.yaml"
     path.write_text(yaml.safe_dump(spec))
     task = load_task_file(path)
-    sizes = {"N": 100}
-    verify_call_cpu(task, task.golden, sizes, seed=1)
+    assert task.in_place and not task.variants  # so the pipeline calls every answer through its wrapper
+    settings = Settings(compile=False, shapes=3)
+    assert evaluate_answer(task, json.dumps(doc), settings).ok
     wrong = copy.deepcopy(doc)
     wrong["outputs"][0]["into"] = "a"
-    with pytest.raises(WrongResult) as error:
-        verify_call_cpu(task, kernel_from_obj(wrong), sizes, seed=1)
-    assert {d.path for d in error.value.diagnostics if d.code == "input_modified"} == {"/inputs/0", "/inputs/1"}
+    result = evaluate_answer(task, json.dumps(wrong), settings)
+    assert result.outcome == Outcome.WRONG_RESULT
+    assert {d["path"] for d in result.diagnostics if d["code"] == "input_modified"} == {"/inputs/0", "/inputs/1"}
+    del wrong["outputs"][0]["into"]  # a new tensor returned, x left as it was
+    result = evaluate_answer(task, json.dumps(wrong), settings)
+    assert [(d["path"], d["code"]) for d in result.diagnostics] == [("/inputs/1", "input_modified")]
 
 
 def test_a_kernel_reading_a_left_out_bound_as_zero_fails() -> None:

@@ -330,6 +330,13 @@ class Task(_Model):
     def name(self) -> str:
         return f"{self.tier}/{self.id}"
 
+    @property
+    def in_place(self) -> bool:
+        """Whether the task's operator changes an input (its golden writes an output ``into``
+        one): every answer is then called through its wrapper, so that what it leaves in its
+        inputs is judged (:func:`kernelgen.task.verify.inputs_as_reference`)."""
+        return any(out.into is not None for out in self.golden.outputs)
+
     def variant_tasks(self) -> list[Task]:
         """The concrete task of each variant (its dtypes bound, ``variant`` set), in order; a
         task without variants is its own one."""
