@@ -37,8 +37,9 @@ JSON_VALUES = st.recursive(
 # (hints, cache modifiers, num_stages, if/else, several launches, atomics, bit ops, random
 # numbers, fp8, scans, sort) take it to about 12.5 KB, tiles (tile_load, tile_store; issue 17)
 # to 13.6 KB, still far from the 28 KB schema that providers refused (DESIGN.md) and a small
-# part of the grammar xgrammar compiles.
-SCHEMA_BOUND = 14 * 1024
+# part of the grammar xgrammar compiles. Issue 34's host side (host values, call shapes, in-place
+# outputs) adds about 0.55 KB.
+SCHEMA_BOUND = 14 * 1024 + 512
 
 
 def schema_diagnostics(text: str | bytes) -> list[tuple[str, str]]:
