@@ -307,3 +307,18 @@ def test_the_lowering_binds_an_optional_ints_items_and_its_flag() -> None:
     doc["body"][3]["stop"] = {"op": "add", "lhs": "K", "rhs": {"op": "sub", "lhs": "HAS_STRIDE", "rhs": "HAS_STRIDE"}}
     for meta in ({"HAS_STRIDE": 0, "K": 3, "S": 1}, {"HAS_STRIDE": 1, "K": 4, "S": 2}):
         assert "scf.for" in lower(check(kernel_from_obj(doc), meta)).ttir
+
+
+def test_a_program_shares_its_host_values_among_launches() -> None:
+    """A program's scratch shapes and grids may name the document's host values."""
+    doc = golden("batchnorm_forward_train")
+    doc["host_values"] = [{"name": "columns", "value": {"op": "maximum", "lhs": "H", "rhs": 1}}]
+    for scratch in doc["scratch"]:
+        scratch["shape"] = ["columns" if d == "H" else d for d in scratch["shape"]]
+    x, weight, bias = torch.randn(37, 20), torch.randn(20), torch.randn(20)
+    expected = interpreted(golden("batchnorm_forward_train"), x, weight, bias, 1e-5)
+    for got, want in zip(interpreted(doc, x, weight, bias, 1e-5), expected):
+        assert torch.equal(got, want)
+    assert "torch.empty((SPLIT, max(H, 1))" in emit_triton(check(kernel_from_obj(doc)))  # the launcher's scratch
+    doc["host_values"][0]["value"]["rhs"] = "later"
+    assert codes(doc) == {("/host_values/0/value/rhs", "undefined_name")}

@@ -390,7 +390,9 @@ class Task(_Model):
         lines.append("Inputs, in this order:")
         lines += [describe(i) for i in self.signature.inputs]
         lines.append("Outputs (returned, in this order):")
-        lines += [f"  {o.name}: {o.dtype} {shape(o)}" for o in self.signature.outputs]
+        # An output whose shape the call's arguments set (keepdim, a stride) leaves it to the prompt.
+        lines += [f"  {o.name}: {o.dtype} {shape(o) if o.shape is not None else 'tensor, shaped as stated above'}"
+                  for o in self.signature.outputs]
         if self.variants:
             lines.append("Calls checked and timed (one kernel must serve them all):")
             lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
