@@ -249,18 +249,10 @@ def test_a_kernel_that_returns_a_new_tensor_instead_of_changing_x_fails() -> Non
 def test_a_kernel_that_changes_the_wrong_tensor_fails(tmp_path: Path) -> None:
     """``torch.Tensor.add_`` on the second argument: writing the sum into the first fails."""
     text = (ROOT / "bench" / "easy" / "relu.yaml").read_text()
-    doc = {"name": "add_into_second", "inputs": [{"name": "a", "dtype": "f32", "shape": ["N"]},
-                                                  {"name": "x", "dtype": "f32", "shape": ["N"]}],
-           "outputs": [{"name": "out", "dtype": "f32", "shape": ["N"], "into": "x"}],
-           "params": [{"name": "a"}, {"name": "x"}, {"name": "out"}, {"name": "N"}],
-           "meta": [{"name": "BLOCK", "value": 64}], "grid": [{"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}],
-           "body": [{"op": "let", "name": "i", "value": {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"},
-                                                                                 "rhs": "BLOCK"},
-                                                          "rhs": {"op": "arange", "size": "BLOCK"}}},
-                    {"op": "let", "name": "m", "value": {"op": "lt", "lhs": "i", "rhs": "N"}},
-                    {"op": "store", "ptr": {"op": "add", "lhs": "out", "rhs": "i"}, "mask": "m",
-                     "value": {"op": "add", "lhs": {"op": "load", "ptr": {"op": "add", "lhs": "a", "rhs": "i"}, "mask": "m"},
-                               "rhs": {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": "i"}, "mask": "m"}}}]}
+    doc = lanes_kernel("add_into_second", [{"name": "a", "dtype": "f32", "shape": ["N"]},
+                                           {"name": "x", "dtype": "f32", "shape": ["N"]}],
+                       {"name": "out", "dtype": "f32", "shape": ["N"], "into": "x"}, ["a", "x"],
+                       {"op": "add", "lhs": lane("a"), "rhs": lane("x")})
     import yaml
 
     spec = yaml.safe_load(text)
@@ -322,3 +314,59 @@ def test_a_program_shares_its_host_values_among_launches() -> None:
     assert "torch.empty((SPLIT, max(H, 1))" in emit_triton(check(kernel_from_obj(doc)))  # the launcher's scratch
     doc["host_values"][0]["value"]["rhs"] = "later"
     assert codes(doc) == {("/host_values/0/value/rhs", "undefined_name")}
+
+
+# -- a tuple of floats -------------------------------------------------------------------------
+
+
+def lane(tensor: str) -> dict:
+    """Lane ``i`` of a tensor, masked by ``m`` (see :func:`lanes_kernel`)."""
+    return {"op": "load", "ptr": {"op": "add", "lhs": tensor, "rhs": "i"}, "mask": "m"}
+
+
+def lanes_kernel(name: str, inputs: list[dict], output: dict, params: list[str], value: dict) -> dict:
+    """A kernel storing ``value`` at each lane ``i < N`` of its 1-D output, BLOCK lanes a program."""
+    lanes = {"op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id"}, "rhs": "BLOCK"},
+             "rhs": {"op": "arange", "size": "BLOCK"}}
+    return {"name": name, "inputs": inputs, "outputs": [output],
+            "params": [{"name": p} for p in [*params, output["name"], "N"]],
+            "meta": [{"name": "BLOCK", "value": 64}], "grid": [{"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}],
+            "body": [{"op": "let", "name": "i", "value": lanes},
+                     {"op": "let", "name": "m", "value": {"op": "lt", "lhs": "i", "rhs": "N"}},
+                     {"op": "store", "ptr": {"op": "add", "lhs": output["name"], "rhs": "i"}, "mask": "m",
+                      "value": value}]}
+
+
+def scale_shift() -> dict:
+    """``y = x * coeffs[0] + coeffs[1]``, ``coeffs`` a float or a pair (None: ``(0.0, 0.0)``)."""
+    return lanes_kernel("scale_shift", [{"name": "x", "dtype": "f32", "shape": ["N"]},
+                                        {"name": "coeffs", "role": "floats", "items": ["scale", "shift"],
+                                         "default": None, "present": "HAS_COEFFS"}],
+                        {"name": "y", "dtype": "f32", "shape": ["N"]}, ["x", "scale", "shift"],
+                        {"op": "fma", "x": lane("x"), "y": "scale", "z": "shift"})
+
+
+def test_floats_items_are_scalars_with_a_checked_signature() -> None:
+    doc = scale_shift()
+    doc["inputs"][1]["dtype"] = "i32"
+    assert codes(doc) == {("/inputs/1/dtype", "bad_signature")}
+    doc = scale_shift()
+    doc["inputs"][1]["default"] = [0.5]  # one number for two items
+    del doc["inputs"][1]["present"]
+    assert codes(doc) == {("/inputs/1/default", "bad_signature")}
+    doc = scale_shift()
+    doc["inputs"][1]["items"] = ["scale", "N"]
+    assert ("/inputs/1/items/1", "duplicate_name") in codes(doc)
+    with pytest.raises(HostError) as error:
+        interpreted(scale_shift(), torch.ones(3), (1.0, "a"))
+    assert [(d.path, d.code) for d in error.value.diagnostics] == [("/inputs/1", "bad_arguments")]
+
+
+@pytest.mark.parametrize("coeffs", [(0.5, -2.0), [3, 0.25], 1.5, None])
+def test_floats_agree_between_interpreter_and_launcher(coeffs: Any, triton_interpreter: TritonInterpreter) -> None:
+    x = torch.randn(37)  # the launcher takes the kernel's own shapes (the view is the wrapper's)
+    scale, shift = (0.0, 0.0) if coeffs is None else (coeffs, coeffs) if isinstance(coeffs, float) else coeffs
+    expected = torch.addcmul(torch.full_like(x, float(shift)), x, torch.full_like(x, float(scale)))
+    torch.testing.assert_close(interpreted(scale_shift(), x, coeffs), expected)
+    [got] = emitted(triton_interpreter, scale_shift(), [x, coeffs])
+    torch.testing.assert_close(got, expected)

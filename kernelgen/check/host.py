@@ -12,7 +12,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.check.checked import (INT_DTYPES, WIDE_FLOAT_DTYPES, HostTensor, ParamBinding, ValueType, _Invalid, child,
                               device_dependent)
 from kernelgen.lang.limits import literal_problem
-from kernelgen.check.polymorphism import ints_of, signature_problems
+from kernelgen.check.polymorphism import TUPLE_ROLES, ints_of, signature_problems
 
 # The host expressions of logic: comparisons give bool, and/or take bools, where selects.
 HOST_LOGIC = ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "where")
@@ -40,10 +40,10 @@ class HostChecks:
                 continue
             if inp.binds is not None and inp.role != "dtype":
                 self.error(child(path, "binds"), "bad_signature", "'binds' goes with role 'dtype'")
-            if inp.present is not None and not ((inp.is_plain or inp.role == "ints") and inp.optional
+            if inp.present is not None and not ((inp.is_plain or inp.role in TUPLE_ROLES) and inp.optional
                                                 and inp.default is None):
                 self.error(child(path, "present"), "bad_signature",
-                           "'present' goes with a tensor, scalar or ints argument of default null")
+                           "'present' goes with a tensor, scalar, ints or floats argument of default null")
             if not inp.is_plain:
                 self.host_only_input(inp, i, declare)
                 continue
@@ -183,6 +183,15 @@ class HostChecks:
             for j, item in enumerate(inp.items):
                 if declare(item, "a meta-parameter", child(path, "items", j)):
                     self.meta[item] = self.meta_override.pop(item, defaults[j])
+        if inp.role == "floats" and inp.items:
+            # One scalar per item: values the host passes to params, not compile-time constants.
+            if inp.dtype not in (None, "f32", "f64"):
+                self.error(child(path, "dtype"), "bad_signature", "a floats argument's items are f32 or f64")
+            if inp.optional and inp.default is None:  # None: each item 0.0, the flag 0
+                self.presence_flag(inp, index, declare)
+            for j, item in enumerate(inp.items):
+                if declare(item, "a scalar", child(path, "items", j)):
+                    self.scalars[item] = "f64" if inp.dtype == "f64" else "f32"
         if inp.role in ("dim", "keepdim") and self.kernel.view != "rows":
             self.error(child(path, "role"), "bad_signature", f"a {inp.role} argument goes with the rows view")
 

@@ -22,7 +22,7 @@ from kernelgen.emit.code import (_BINARY_OPERATORS, ADD, ATOM, FLOAT_DTYPES, INT
 # The launcher's device where no tensor argument gives one.
 DEFAULT_DEVICE = '"cuda" if torch.cuda.is_available() else "cpu"'
 # Builtins the emitted launcher calls: a launcher may not be named after one of them.
-LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
+LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min", "float")
 
 
 # Host comparisons and logic, as Python writes them.
@@ -227,13 +227,17 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
     for inp in kernel.inputs:
         if inp.role == "choice":  # the kernel sees the index of the call's choice
             body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
-        elif inp.role == "ints" and inp.items:  # one meta per item; an int fills them all (torch's _pair)
+        elif inp.role in ("ints", "floats") and inp.items:  # one value per item; a number fills them all (_pair)
             targets = ", ".join(names(item) for item in inp.items) + ("," if len(inp.items) == 1 else "")
             value = names(inp.name)
-            if inp.present is not None:  # left out: each item 1, the flag 0
+            if inp.present is not None:  # left out: each item 1 (ints) or 0.0 (floats), the flag 0
                 body.append(f"{names(inp.present)} = 0 if {value} is None else 1")
-                value = f"(1 if {value} is None else {value})"
-            body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
+                value = f"({1 if inp.role == 'ints' else 0.0} if {value} is None else {value})"
+            if inp.role == "ints":
+                body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
+            else:
+                body.append(f"{targets} = (float({value}),) * {len(inp.items)} if isinstance({value}, (int, float)) "
+                            f"else tuple(float(item) for item in {value})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
         if out.init is None:

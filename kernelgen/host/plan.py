@@ -184,6 +184,7 @@ def _bind_args(kernel: L.Kernel, args: Union[Sequence[Any], Mapping[str, Any]]) 
     plain = [i for i in kernel.inputs if i.is_plain]
     names = [i.name for i in plain]
     if isinstance(args, Mapping):
+        names += float_items(kernel)  # a floats argument's scalars, bound by name
         args = {**{i.name: i.default for i in plain if i.optional and i.name not in args}, **args}
         missing = [n for n in names if n not in args]
         extra = [n for n in args if n not in names]
@@ -195,6 +196,11 @@ def _bind_args(kernel: L.Kernel, args: Union[Sequence[Any], Mapping[str, Any]]) 
         raise HostError(Diagnostic("/inputs", "bad_arguments",
                                    f"{kernel.name} takes {len(names)} arguments {names}, got {len(args)}"))
     return dict(zip(names, args))
+
+
+def float_items(kernel: L.Kernel) -> list[str]:
+    """The scalars role ``floats`` arguments name, one per item."""
+    return [item for i in kernel.inputs if i.role == "floats" for item in i.items or ()]
 
 
 def sizes_from_shapes(kernel: L.Kernel, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
@@ -224,7 +230,9 @@ def plan_for_sizes(checked: CheckedKernel, sizes: Mapping[str, int],
     """A plan from size values alone (no tensors): for the bounds analysis and for drawing
     inputs of a given shape."""
     kernel = checked.kernel
-    env = HostEnv(dict(sizes), dict(scalars or {}), dict(checked.meta))
+    # A floats argument's items: sizes alone do not say them, and no size or shape depends on them.
+    scalars = {**{item: 0.0 for item in float_items(kernel)}, **(scalars or {})}
+    env = HostEnv(dict(sizes), scalars, dict(checked.meta))
     for inp in kernel.inputs:
         if inp.is_plain and inp.shape is not None:
             shape = tuple(d if isinstance(d, int) else env.sizes[d] for d in inp.shape)
@@ -290,6 +298,7 @@ def plan_launch(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, 
             raise HostError(Diagnostic(f"/inputs/{i}/dtype", "bad_arguments",
                                        f"{inp.name} is declared {inp.dtype}, got {value.dtype}"))
         inputs[inp.name] = value.contiguous()
+    scalars.update((item, float(bound[item])) for item in float_items(kernel))
     shapes = {n: tuple(t.shape) for n, t in inputs.items()}
     env = HostEnv(sizes_from_shapes(kernel, shapes), scalars, dict(checked.meta), shapes,
                   {n: contiguous_strides(s) for n, s in shapes.items()}, _launch_num_sms(inputs.values()))

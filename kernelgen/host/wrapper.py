@@ -257,6 +257,11 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
                              "unsupported_argument")
         elif inp.role == "ints":
             meta.update(bind_ints(inp, index, value))
+        elif inp.role == "floats":  # the items are scalars the kernel's params take
+            items = bind_ints(inp, index, value)
+            if inp.present is not None:
+                meta[inp.present] = items.pop(inp.present)
+            values.update(items)
         elif inp.role == "dtype":
             # A variable's binding took it (bind_dtypes); a concrete one takes only its dtype.
             if value is not None and inp.binds in L.DTYPES and _dtype_argument(inp, index, value) != inp.binds:

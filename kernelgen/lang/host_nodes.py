@@ -13,8 +13,8 @@ from pydantic import BaseModel, BeforeValidator, Field
 from kernelgen.lang.base import Name, Node, Stages, _exact_int
 
 JsonValue = Union[bool, int, float, str, None]
-# An input's default: a JSON value, or ints (a role ints argument's).
-DefaultValue = Union[JsonValue, list[int]]
+# An input's default: a JSON value, or ints or floats (a role ints or floats argument's).
+DefaultValue = Union[JsonValue, list[int], list[float]]
 
 
 class Input(Node):
@@ -42,8 +42,10 @@ class Input(Node):
     torch dtype or null, default null; ``binds``: the dtype variable it sets, and the inputs
     of that dtype are converted to it, as torch's ``dtype=``; null: promotion), ``ints`` (an
     int or a tuple/list of ints, e.g. ``kernel_size=(3, 3)``: ``items`` names a meta per item,
-    an int fills them all; default null with ``present``: items 1 when None). Metas that
-    choice, present and items create are not declared in ``meta``. Breaking these
+    an int fills them all; default null with ``present``: items 1 when None), ``floats`` (as
+    ints, e.g. ``output_ratio=(0.5, 0.5)``: ``items`` names a scalar per item, ``dtype`` f32
+    or f64; None: 0.0). Metas that choice, present and ints create are not declared in ``meta``.
+    Breaking these
     is bad_signature. Inputs, sizes, outputs, meta and host values have distinct names."""
 
     name: Name
@@ -53,7 +55,7 @@ class Input(Node):
     number: bool = False
     batch: bool = False
     optional_dims: list[Name] | None = None
-    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype", "ints"] | None = None
+    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype", "ints", "floats"] | None = None
     choices: list[JsonValue] | None = None
     binds: DtypeRef | None = None
     present: Name | None = None

@@ -188,7 +188,7 @@ class Signature(_Model):
     outputs: list[L.Input] = Field(min_length=1)
 
 
-ArgValue = Union[L.JsonValue, list[int]]
+ArgValue = Union[L.JsonValue, list[int], list[float]]
 
 
 class Variant(_Model):
