@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
-from kernelgen.lang.base import (FLOAT_LITERAL_NAMES, IDENTIFIER, Name, Node, Stages, _exact_int,  # noqa: F401
-                                 _not_a_literal)
+# FLOAT_LITERAL_NAMES, Name and Node are this module's too (L.Node, L.FLOAT_LITERAL_NAMES).
+from kernelgen.lang.base import FLOAT_LITERAL_NAMES, Name, Node, Stages, _exact_int  # noqa: F401
 
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2")
 Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2"]
@@ -518,7 +518,7 @@ def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
 # ---------------------------------------------------------------------------------------------
 # The kernel and its host side: kernelgen.lang.host_nodes, imported here (import them from this module).
 
-from kernelgen.lang.host_nodes import (CallShape, DefaultValue, HostValue, Input, JsonValue, Kernel, Launch,  # noqa: E402
+from kernelgen.lang.host_nodes import (CallShape, DefaultValue, HostValue, Input, JsonValue, Kernel, Launch,  # noqa: E402,F401
                                        Meta, Output, Param, Scratch, host_value_table, inline_expr,
                                        inline_host_values)
 

@@ -20,8 +20,7 @@ from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongResult
 from kernelgen.host.plan import dtype_name
 from kernelgen.task.spec import Task, Variant
-from kernelgen.task.verify import (compare_outputs, inputs_as_reference, order_problems, make_inputs, reference_call,
-                                   run_reference)
+from kernelgen.task.verify import compare_outputs, inputs_as_reference, order_problems, make_inputs, reference_call
 from kernelgen.host.wrapper import BoundCall, bind_call
 
 
