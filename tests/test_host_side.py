@@ -65,6 +65,13 @@ def test_host_values_are_checked_in_order_with_paths() -> None:
     assert (diagnostic.path, diagnostic.code) == ("/host_values/0/value/lhs/rhs", "undefined_name")
     assert "evaluated in order" in diagnostic.message
     doc = golden("avg_pool1d_stride")
+    doc["host_values"][0]["value"]["y"] = "step"  # itself: a cycle
+    with pytest.raises(SemanticError) as error:
+        check(kernel_from_obj(doc))
+    [diagnostic] = error.value.diagnostics
+    assert (diagnostic.path, diagnostic.code) == ("/host_values/0/value/y", "undefined_name")
+    assert "evaluated in order" in diagnostic.message
+    doc = golden("avg_pool1d_stride")
     doc["host_values"][1]["name"] = "L"
     assert ("/host_values/1/name", "duplicate_name") in codes(doc)
     doc = golden("avg_pool1d_stride")

@@ -303,13 +303,13 @@ class HostChecks:
         self.later_host_values = {v.name for v in self.kernel.host_values}
         for i, value in enumerate(self.kernel.host_values):
             path = f"/host_values/{i}"
-            self.later_host_values.discard(value.name)
             if not declare(value.name, "a host value", child(path, "name")):
                 continue
-            try:
+            try:  # its own name is still a later one here: a value never uses itself
                 kind = self.host_type(value.value, child(path, "value"))
             except _Invalid:
                 kind = None
+            self.later_host_values.discard(value.name)
             if kind is not None and kind.startswith("tensor:"):
                 self.error(child(path, "value"), "needs_int", "a host value is a number or a bool, not a tensor")
                 kind = None
