@@ -388,7 +388,7 @@ def test_every_checker_rule_has_a_case() -> None:
     the parser's and the runtime's) has a case here."""
     covered = {c.values[2] for c in SEMANTIC_CASES + TARGET_CASES}
     raised = set()
-    for module in ("check/checker", "check/host", "check/statements", "check/blocks", "lang/generic", "lang/limits",
+    for module in ("check/checker", "check/host", "check/statements", "check/blocks", "check/dots", "lang/generic", "lang/limits",
                    "check/bounds"):
         raised |= set(codes_raised((Path(kernelgen.__file__).parent / f"{module}.py").read_text()))
     assert covered == raised and covered <= set(RULES)

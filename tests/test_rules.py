@@ -23,7 +23,7 @@ from kernelgen.model.prompt import language_reference
 from kernelgen.lang.rules import RULES
 
 # Paths under kernelgen/, without .py.
-JUDGING_MODULES = ("lang/parse", "check/checker", "check/host", "check/statements", "check/blocks", "check/tiles",
+JUDGING_MODULES = ("lang/parse", "check/checker", "check/host", "check/statements", "check/blocks", "check/dots", "check/tiles",
                    "lang/generic", "lang/limits", "check/bounds", "host/plan", "host/wrapper", "check/polymorphism",
                    "interp/execute", "interp/program", "interp/blocks", "interp/budget", "check/sequence",
                    "interp/accesses", "interp/barrier", "task/verify")

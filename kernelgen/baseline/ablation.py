@@ -32,7 +32,7 @@ from kernelgen.task.case import Settings
 from kernelgen.task.draws import draw_sizes
 from kernelgen.task.results import CaseResult, GenerationInfo, Timing
 from kernelgen.task.spec import Task
-from kernelgen.task.verify import compare_outputs, make_inputs, run_reference
+from kernelgen.task.verify import compare_outputs, make_inputs, reference_call, reference_leaves
 
 # Triton's interpreter runs each program of the grid in Python, hundreds of times slower than
 # the GPU: CPU mode checks fewer and smaller shapes, with more time.
@@ -216,9 +216,16 @@ def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> l
         if len(outputs) != len(names):
             return [Diagnostic("/outputs", "wrong_arity", f"{call}the launcher returned {len(outputs)} tensors, "
                                f"the task has {len(names)} outputs {names}")]
+        reference, reference_after = reference_call(task, inputs)  # kernelgen's own: a crash here is harness_error
+        # An in-place operator's reference changes some inputs: the answer must change those
+        # (their values: the output it returns, the target itself) and no other.
+        changed = {i for i, (name, value) in enumerate(inputs.items())
+                   if not reference_leaves(value, reference_after[name])}
         problems = [Diagnostic(f"/inputs/{i}", "input_modified", f"the answer modified input "
-                               f"{task.signature.inputs[i].name}") for i in modified]
-        reference = run_reference(task, inputs)  # kernelgen's own: a crash here is harness_error
+                               f"{task.signature.inputs[i].name}") for i in modified if i not in changed]
+        problems += [Diagnostic(f"/inputs/{i}", "input_modified", f"the reference changes input "
+                                f"{task.signature.inputs[i].name} in place; the answer left it")
+                     for i in sorted(changed - set(modified))]
         problems += _answer_compare(lambda: compare_outputs(task, dict(zip(names, outputs)), reference, inputs, sizes))
         if problems:
             return [Diagnostic(d.path, d.code, call + d.message) for d in problems]

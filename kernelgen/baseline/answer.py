@@ -75,15 +75,16 @@ ALLOWED_TORCH_CALLS = frozenset({
     "torch.cuda.synchronize",
 })
 # Tensor methods a launcher may call: shapes, strides, views that keep the element order,
-# contiguity, device moves and filling freshly allocated outputs.
+# contiguity, device moves, filling freshly allocated outputs and copying a result into the
+# tensor an in-place operator changes (copy_: a move, as .to() is).
 ALLOWED_TENSOR_METHODS = frozenset({
     "contiguous", "is_contiguous", "view", "view_as", "reshape", "reshape_as", "flatten", "unsqueeze",
     "squeeze", "stride", "size", "numel", "nelement", "dim", "ndimension", "data_ptr", "element_size",
-    "get_device", "to", "cuda", "zero_", "fill_", "new_empty", "new_zeros", "new_ones", "new_full",
+    "get_device", "to", "cuda", "zero_", "fill_", "copy_", "new_empty", "new_zeros", "new_ones", "new_full",
 })
 _TENSOR_RETURNING_METHODS = frozenset({
     "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten", "unsqueeze", "squeeze", "to", "cuda",
-    "zero_", "fill_", "new_empty", "new_zeros", "new_ones", "new_full",
+    "zero_", "fill_", "copy_", "new_empty", "new_zeros", "new_ones", "new_full",
 })
 # Tensor attributes that are views in another element order: computing them is the work.
 _REORDERING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})

@@ -192,6 +192,8 @@ class _Analysis:
             return point(math.prod(max(v, 1) for v in values[expr.dim + 1:]))
         if isinstance(expr, L.Binary):
             return _binary(expr.op, self.host(expr.lhs), self.host(expr.rhs))
+        if isinstance(expr, L.Where):  # either branch
+            return self.host(expr.x) | self.host(expr.y)
         return TOP
 
     def params(self) -> dict[str, Abstract]:

@@ -227,6 +227,8 @@ def device_dependent(expr: L.Expr) -> bool:
         return True
     if isinstance(expr, L.Binary):
         return device_dependent(expr.lhs) or device_dependent(expr.rhs)
+    if isinstance(expr, L.Where):
+        return device_dependent(expr.cond) or device_dependent(expr.x) or device_dependent(expr.y)
     return False
 
 
@@ -242,6 +244,10 @@ def nonnegative_host(expr: L.Expr, scalars: Collection[str]) -> bool:
         return not is_literal(expr) and expr not in scalars
     if isinstance(expr, (L.TensorInfo, L.DeviceInfo)):
         return True
+    if isinstance(expr, L.Where):
+        return nonnegative_host(expr.x, scalars) and nonnegative_host(expr.y, scalars)
+    if isinstance(expr, L.Binary) and expr.op in ("eq", "ne", "lt", "le", "gt", "ge", "and", "or"):
+        return True  # a bool
     if isinstance(expr, L.Binary):
         lhs, rhs = nonnegative_host(expr.lhs, scalars), nonnegative_host(expr.rhs, scalars)
         if expr.op == "maximum":

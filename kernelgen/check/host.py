@@ -12,7 +12,10 @@ from kernelgen.lang import nodes as L
 from kernelgen.check.checked import (ANY_INT_DTYPES, INT_DTYPES, WIDE_FLOAT_DTYPES, HostTensor, ParamBinding, ValueType, _Invalid, child,
                               device_dependent)
 from kernelgen.lang.limits import literal_problem
-from kernelgen.check.polymorphism import ints_of, signature_problems
+from kernelgen.check.polymorphism import TUPLE_ROLES, ints_of, signature_problems
+
+# The host expressions of logic: comparisons give bool, and/or take bools, where selects.
+HOST_LOGIC = ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "where")
 
 
 class HostChecks:
@@ -37,9 +40,10 @@ class HostChecks:
                 continue
             if inp.binds is not None and inp.role != "dtype":
                 self.error(child(path, "binds"), "bad_signature", "'binds' goes with role 'dtype'")
-            if inp.present is not None and not (inp.is_plain and inp.shape is not None and inp.optional
-                                                and inp.default is None and not inp.number):
-                self.error(child(path, "present"), "bad_signature", "'present' goes with a tensor of default null")
+            if inp.present is not None and not ((inp.is_plain or inp.role in TUPLE_ROLES) and inp.optional
+                                                and inp.default is None):
+                self.error(child(path, "present"), "bad_signature",
+                           "'present' goes with a tensor, scalar, ints or floats argument of default null")
             if not inp.is_plain:
                 self.host_only_input(inp, i, declare)
                 continue
@@ -52,6 +56,8 @@ class HostChecks:
                 self.error(child(path, "number"), "bad_signature", "'number' is for tensor inputs (a scalar takes numbers)")
             if inp.shape is None:
                 self.scalars[inp.name] = inp.dtype
+                if inp.optional and inp.default is None:
+                    self.presence_flag(inp, i, declare)
                 continue
             for j, dim in enumerate(inp.shape):
                 if isinstance(dim, int):
@@ -63,7 +69,7 @@ class HostChecks:
                 elif seen.get(dim) != "a size":
                     self.error(child(path, "shape", j), "duplicate_name", f"{dim!r} is not a size")
             self.tensors[inp.name] = HostTensor(inp.name, inp.dtype, tuple(inp.shape), False)
-            if inp.optional and inp.default is None and not inp.number:
+            if inp.optional and inp.default is None:
                 self.optional_tensor(inp, i, declare)
 
         self.check_view()
@@ -83,6 +89,7 @@ class HostChecks:
         for name in self.meta_override:
             self.error("/meta", "undefined_name", f"meta override {name!r} is not a meta-parameter of this kernel")
 
+        self.check_host_values(declare)
         for i, out in enumerate(k.outputs):
             path = f"/outputs/{i}"
             if not declare(out.name, "an output", child(path, "name")):
@@ -99,6 +106,8 @@ class HostChecks:
                 except _Invalid:
                     pass
             self.tensors[out.name] = HostTensor(out.name, out.dtype, tuple(out.shape), True)
+        for i, out in enumerate(k.outputs):
+            self.check_returned(out, f"/outputs/{i}")
 
         for i, dim in enumerate(k.grid):
             self.host_int(dim, f"/grid/{i}")
@@ -121,18 +130,24 @@ class HostChecks:
         """A tensor the call may omit: its presence is a meta value (a variant per pattern), and
         its sizes come from required tensors (an omitted one is zeros of its shape)."""
         path = f"/inputs/{index}"
-        if inp.present is None:
-            self.error(path, "bad_signature", f"optional tensor {inp.name!r} names its presence flag in 'present'")
-        elif declare(inp.present, "a presence flag", child(path, "present")):
-            self.meta[inp.present] = self.meta_override.pop(inp.present, 1)
-            if self.meta[inp.present] not in (0, 1):
-                self.error(child(path, "present"), "bad_value", f"{inp.present} is 0 or 1, got {self.meta[inp.present]}")
+        self.presence_flag(inp, index, declare)
         required = {d for i in self.kernel.inputs if i.is_plain and i.shape is not None and not i.optional
                     for d in i.shape}
         for j, dim in enumerate(inp.shape):
             if isinstance(dim, str) and dim not in required:
                 self.error(child(path, "shape", j), "bad_signature",
                            f"size {dim!r} of optional tensor {inp.name!r} is in no required tensor's shape")
+
+    def presence_flag(self, inp: L.Input, index: int, declare) -> None:
+        """An argument of default null names a meta flag: 1 when the call passes it, else 0."""
+        path = f"/inputs/{index}"
+        if inp.present is None:
+            self.error(path, "bad_signature", f"optional {inp.name!r} of default null names its presence flag "
+                                              "in 'present'")
+        elif declare(inp.present, "a presence flag", child(path, "present")):
+            self.meta[inp.present] = self.meta_override.pop(inp.present, 1)
+            if self.meta[inp.present] not in (0, 1):
+                self.error(child(path, "present"), "bad_value", f"{inp.present} is 0 or 1, got {self.meta[inp.present]}")
 
     def host_only_input(self, inp: L.Input, index: int, declare) -> None:
         """Arguments the host consumes (views, out=, flags); a choice is also a meta name."""
@@ -163,9 +178,20 @@ class HostChecks:
             # One meta per item, as a choice is one: a variant per distinct tuple, like Triton's
             # constexpr kernel sizes; any i32 (padding 0 too), the default's or 1.
             defaults = (ints_of(inp.default, len(inp.items)) if inp.optional else None) or (1,) * len(inp.items)
+            if inp.optional and inp.default is None:  # None: each item 1, the flag 0
+                self.presence_flag(inp, index, declare)
             for j, item in enumerate(inp.items):
                 if declare(item, "a meta-parameter", child(path, "items", j)):
                     self.meta[item] = self.meta_override.pop(item, defaults[j])
+        if inp.role == "floats" and inp.items:
+            # One scalar per item: values the host passes to params, not compile-time constants.
+            if inp.dtype not in (None, "f32", "f64"):
+                self.error(child(path, "dtype"), "bad_signature", "a floats argument's items are f32 or f64")
+            if inp.optional and inp.default is None:  # None: each item 0.0, the flag 0
+                self.presence_flag(inp, index, declare)
+            for j, item in enumerate(inp.items):
+                if declare(item, "a scalar", child(path, "items", j)):
+                    self.scalars[item] = "f64" if inp.dtype == "f64" else "f32"
         if inp.role in ("dim", "keepdim") and self.kernel.view != "rows":
             self.error(child(path, "role"), "bad_signature", f"a {inp.role} argument goes with the rows view")
 
@@ -212,6 +238,10 @@ class HostChecks:
             self.number(expr, path)
             return "float"
         if isinstance(expr, str):
+            if expr in self.host_values:
+                if self.host_values[expr] is None:
+                    raise _Invalid()  # its definition is wrong, and reported
+                return self.host_values[expr]
             if expr in self.sizes or expr in self.meta:
                 return "int"
             if expr in self.scalars:
@@ -219,8 +249,9 @@ class HostChecks:
                 return "int" if dtype in ANY_INT_DTYPES else "bool" if dtype == "bool" else "float"
             if expr in self.tensors:
                 return f"tensor:{expr}"
+            later = " yet (host values are evaluated in order)" if expr in self.later_host_values else ""
             raise self.fail(path, "undefined_name",
-                            f"{expr!r} is not an input, output, size, scalar or meta name")
+                            f"{expr!r} is not an input, output, size, scalar, meta or host value name{later}")
         if isinstance(expr, L.DeviceInfo):
             return "int"
         if isinstance(expr, L.TensorInfo):
@@ -239,9 +270,75 @@ class HostChecks:
                     raise self.fail(child(path, side), "needs_int",
                                     f"host arithmetic takes integers, got {t}")
             return "int"
+        if isinstance(expr, (L.Binary, L.Where)) and expr.op in HOST_LOGIC:
+            return self.host_logic(expr, path)
         raise self.fail(path, "device_only",
                         f"{getattr(expr, 'op', expr)!r} cannot be computed on the host; host "
-                        "expressions use sizes, scalars, meta, stride, numel, num_sms and + - * idiv cdiv rem maximum minimum")
+                        "expressions use sizes, scalars, meta, stride, numel, num_sms, + - * idiv cdiv rem maximum "
+                        "minimum, comparisons, and, or, where")
+
+    def host_logic(self, expr: L.Binary | L.Where, path: str) -> str:
+        """A comparison of numbers or bools (bool), ``and``/``or`` of bools, ``where`` over a bool."""
+        if isinstance(expr, L.Where):
+            if (cond := self.host_type(expr.cond, child(path, "cond"))) != "bool":
+                raise self.fail(child(path, "cond"), "needs_bool", f"a host where's cond is bool, got {cond}")
+            x, y = self.host_type(expr.x, child(path, "x")), self.host_type(expr.y, child(path, "y"))
+            if x != y or x.startswith("tensor:"):
+                raise self.fail(path, "dtype_mismatch", f"a host where's x and y are both int, float or bool, got {x}, {y}")
+            return x
+        lhs = self.host_type(expr.lhs, child(path, "lhs"))
+        rhs = self.host_type(expr.rhs, child(path, "rhs"))
+        wanted = {"bool"} if expr.op in ("and", "or") else {"int", "float"} if expr.op not in ("eq", "ne") else \
+            {"int", "float", "bool"}
+        for side, t in (("lhs", lhs), ("rhs", rhs)):
+            if t not in wanted:
+                raise self.fail(child(path, side), "needs_bool" if wanted == {"bool"} else "bad_operand",
+                                f"host {expr.op} takes {' or '.join(sorted(wanted))}, got {t}")
+        if (lhs == "bool") != (rhs == "bool"):
+            raise self.fail(path, "bad_operand", f"host {expr.op} compares a bool with a number")
+        return "bool"
+
+    def check_host_values(self, declare) -> None:
+        """Each host value, in order: a name of its own and a host expression of the names before it."""
+        self.later_host_values = {v.name for v in self.kernel.host_values}
+        for i, value in enumerate(self.kernel.host_values):
+            path = f"/host_values/{i}"
+            if not declare(value.name, "a host value", child(path, "name")):
+                continue
+            try:  # its own name is still a later one here: a value never uses itself
+                kind = self.host_type(value.value, child(path, "value"))
+            except _Invalid:
+                kind = None
+            self.later_host_values.discard(value.name)
+            if kind is not None and kind.startswith("tensor:"):
+                self.error(child(path, "value"), "needs_int", "a host value is a number or a bool, not a tensor")
+                kind = None
+            self.host_values[value.name] = kind
+
+    def check_returned(self, out: L.Output, path: str) -> None:
+        """``call_shapes`` (view null, not batch) and ``into`` (a tensor input of the output's dtype and rank)."""
+        for j, shape in enumerate(out.call_shapes):
+            where = child(path, "call_shapes", j)
+            if self.kernel.view is not None or out.batch or out.raises is not None:
+                self.error(where, "bad_signature", "call_shapes go with view null, a returned output not batch")
+                break
+            try:
+                if (t := self.host_type(shape.when, child(where, "when"))) != "bool":
+                    self.error(child(where, "when"), "needs_bool", f"'when' is a bool host expression, got {t}")
+            except _Invalid:
+                pass
+            for d, dim in enumerate(shape.shape):
+                self.host_int(dim, child(where, "shape", d))
+        if out.into is None:
+            return
+        target = next((i for i in self.kernel.inputs if i.name == out.into and i.is_plain and i.shape is not None), None)
+        if target is None or out.raises is not None:
+            self.error(child(path, "into"), "bad_signature", f"'into' names a tensor input of a returned output, "
+                                                              f"got {out.into!r}")
+        elif target.dtype != out.dtype or target.number or target.optional or \
+                (len(target.shape) != len(out.shape) and not out.call_shapes):
+            self.error(child(path, "into"), "bad_signature", f"{out.into!r} is not a required tensor of "
+                                                              f"{out.name}'s dtype and rank")
 
     def host_int(self, expr: L.Expr, path: str) -> None:
         try:

@@ -48,6 +48,9 @@ from kernelgen.lang import nodes as L
 from kernelgen.check.checked import broadcast_shapes
 from kernelgen.errors import Diagnostic, HostError
 
+# Roles whose argument is an int/number or a tuple of them, one name per item.
+TUPLE_ROLES = ("ints", "floats")
+
 COMPLEX_REASON = ("complex dtypes are not supported: the kernel language (like Triton) has no complex type; "
                   "pass the real and imaginary parts as separate real tensors")
 
@@ -66,11 +69,11 @@ def signature_problems(kernel: L.Kernel) -> list[Diagnostic]:
     tensors = [(i, inp) for i, inp in enumerate(kernel.inputs) if inp.is_plain and inp.shape is not None]
     for i, inp in enumerate(kernel.inputs):
         path = f"/inputs/{i}"
-        if isinstance(inp.default, list) and inp.role != "ints":
-            problems.append(_bad(f"{path}/default", "a list default goes with role 'ints'"))
-        if inp.items is not None and inp.role != "ints":
-            problems.append(_bad(f"{path}/items", "'items' goes with role 'ints'"))
-        if inp.role == "ints":
+        if isinstance(inp.default, list) and inp.role not in TUPLE_ROLES:
+            problems.append(_bad(f"{path}/default", "a list default goes with role 'ints' or 'floats'"))
+        if inp.items is not None and inp.role not in TUPLE_ROLES:
+            problems.append(_bad(f"{path}/items", "'items' goes with role 'ints' or 'floats'"))
+        if inp.role in TUPLE_ROLES:
             problems += _ints_problems(inp, path)
         if not (inp.batch or inp.optional_dims):
             continue
@@ -112,13 +115,16 @@ def signature_problems(kernel: L.Kernel) -> list[Diagnostic]:
 
 
 def _ints_problems(inp: L.Input, path: str) -> list[Diagnostic]:
+    """An ints or floats argument's items and default."""
+    kind = "an int" if inp.role == "ints" else "a number"
     if not inp.items:
-        return [_bad(path, "an ints argument names a meta per item in 'items'")]
+        return [_bad(path, f"{'an' if inp.role == 'ints' else 'a'} {inp.role} argument names a "
+                           f"{'meta' if inp.role == 'ints' else 'scalar'} per item in 'items'")]
     problems = []
     if len(set(inp.items)) != len(inp.items):
-        problems.append(_bad(f"{path}/items", f"items {inp.items} name a meta twice"))
-    if inp.optional and not ints_of(inp.default, len(inp.items)):
-        problems.append(_bad(f"{path}/default", f"the default is an int or {len(inp.items)} ints, "
+        problems.append(_bad(f"{path}/items", f"items {inp.items} name a value twice"))
+    if inp.optional and inp.default is not None and not _items_of(inp, inp.default):
+        problems.append(_bad(f"{path}/default", f"the default is {kind} or {len(inp.items)} of them, "
                                                 f"got {inp.default!r}"))
     return problems
 
@@ -164,16 +170,36 @@ def ints_of(value: Any, count: int) -> tuple[int, ...] | None:
     return None
 
 
-def bind_ints(inp: L.Input, index: int, value: Any) -> dict[str, int]:
-    """A role ``ints`` argument's meta values, one per item."""
-    items = ints_of(value, len(inp.items or ()))
+def floats_of(value: Any, count: int) -> tuple[float, ...] | None:
+    """``value`` as ``count`` floats (a number fills every item, as an int does ints); None if it is not."""
+    def is_number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if is_number(value):
+        return (float(value),) * count
+    if isinstance(value, (tuple, list)) and len(value) == count and all(is_number(v) for v in value):
+        return tuple(float(v) for v in value)
+    return None
+
+
+def _items_of(inp: L.Input, value: Any) -> tuple[Any, ...] | None:
+    return (ints_of if inp.role == "ints" else floats_of)(value, len(inp.items or ()))
+
+
+def bind_ints(inp: L.Input, index: int, value: Any) -> dict[str, Any]:
+    """A role ``ints`` argument's meta values, one per item, or a role ``floats`` argument's
+    scalars (with the presence flag's meta, where it has one)."""
+    if value is None and inp.present is not None:  # an optional tuple left out
+        left = 1 if inp.role == "ints" else 0.0
+        return {**{item: left for item in inp.items or ()}, inp.present: 0}
+    items = _items_of(inp, value)
     if items is None:
-        count = len(inp.items or ())
+        count, kind = len(inp.items or ()), "int" if inp.role == "ints" else "number"
         raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments",
-                                   f"{inp.name} takes an int or {count} ints (a tuple or list), got {value!r}"))
-    if any(not -(2**31) <= v < 2**31 for v in items):
+                                   f"{inp.name} takes an {kind} or {count} {kind}s (a tuple or list), got {value!r}"))
+    if inp.role == "ints" and any(not -(2**31) <= v < 2**31 for v in items):
         raise HostError(Diagnostic(f"/inputs/{index}", "bad_arguments", f"{inp.name}={value!r} does not fit in i32"))
-    return dict(zip(inp.items or (), items))
+    return {**dict(zip(inp.items or (), items)), **({inp.present: 1} if inp.present is not None else {})}
 
 
 def refuse_complex(name: str, index: int, value: Any) -> None:

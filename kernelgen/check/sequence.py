@@ -76,6 +76,7 @@ def launch_kernel(kernel: L.Kernel, index: int) -> L.Kernel:
     scratch = [L.Output(name=s.name, dtype=s.dtype, shape=s.shape) for s in kernel.scratch]
     return L.Kernel(name=launch.name, view=kernel.view, dtypes=kernel.dtypes, inputs=kernel.inputs,
                     outputs=[*kernel.outputs, *scratch], params=launch.params, meta=kernel.meta,
+                    host_values=kernel.host_values,
                     grid=launch.grid, num_warps=launch.num_warps or kernel.num_warps,
                     num_stages=launch.num_stages or kernel.num_stages, body=launch.body)
 
@@ -183,4 +184,4 @@ def sequence_diagnostics(kernel: L.Kernel, launches: list[CheckedKernel]) -> lis
 
 def program_of(kernel: L.Kernel, launches: list[CheckedKernel]) -> CheckedProgram:
     first = launches[0]
-    return CheckedProgram(kernel, launches, dict(first.meta), first.sizes)
+    return CheckedProgram(L.inline_host_values(kernel), launches, dict(first.meta), first.sizes)

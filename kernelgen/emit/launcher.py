@@ -22,7 +22,11 @@ from kernelgen.emit.code import (_BINARY_OPERATORS, ADD, ATOM, FLOAT_DTYPES, INT
 # The launcher's device where no tensor argument gives one.
 DEFAULT_DEVICE = '"cuda" if torch.cuda.is_available() else "cpu"'
 # Builtins the emitted launcher calls: a launcher may not be named after one of them.
-LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min")
+LAUNCHER_BUILTINS = ("isinstance", "len", "list", "tuple", "max", "min", "float")
+
+
+# Host comparisons and logic, as Python writes them.
+_HOST_LOGIC = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "and", "or": "or"}
 
 
 def _host_names(checked: CheckedKernel) -> set[str]:
@@ -53,6 +57,10 @@ class _HostExpressions:
         if isinstance(expr, str) and expr in self.scalars:
             dtype = self.scalars[expr]
             return "float" if dtype in FLOAT_DTYPES else "bool" if dtype == "bool" else "int"
+        if isinstance(expr, L.Where):
+            return self.kind(expr.x)
+        if isinstance(expr, L.Binary) and expr.op in _HOST_LOGIC:
+            return "bool"
         return "int"
 
     def nonnegative(self, expr: L.Expr) -> bool:
@@ -69,8 +77,12 @@ class _HostExpressions:
         if isinstance(expr, L.TensorInfo):
             of = self.names(expr.of)
             return (f"{of}.numel()" if expr.op == "numel" else f"{of}.stride({expr.dim})"), POSTFIX
+        if isinstance(expr, L.Where):  # only the taken branch is evaluated, as on the host
+            return f"({self.emit(expr.x)[0]} if {self.emit(expr.cond)[0]} else {self.emit(expr.y)[0]})", ATOM
         assert isinstance(expr, L.Binary), expr
         (lhs, lp), (rhs, rp) = self.emit(expr.lhs), self.emit(expr.rhs)
+        if expr.op in _HOST_LOGIC:  # parenthesized: Python chains comparisons
+            return f"({lhs} {_HOST_LOGIC[expr.op]} {rhs})", ATOM
         if expr.op in ("maximum", "minimum"):
             return f"{'max' if expr.op == 'maximum' else 'min'}({lhs}, {rhs})", POSTFIX
         exact = self.nonnegative(expr.lhs) and self.nonnegative(expr.rhs)
@@ -131,6 +143,13 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
                    names: Namer, kernel_names: list[Namer], converted_inputs: Collection[str] | None) -> list[str]:
     kernel = _concrete_document(checked)
     body: list[str] = []
+    given_tensors: dict[str, str] = {}  # the tensors in-place results go into, as the caller passed them
+    for target in sorted(set(_inplace_targets(kernel).values())):
+        key = f"{target}_given"
+        while key in names.taken:  # never an AST name's own entry
+            key += "_"
+        given_tensors[target] = names.fresh(key)
+        body.append(f"{given_tensors[target]} = {names(target)}")
     tensors = [i for i in kernel.inputs if i.shape is not None]
     converted: set[str] = set()
     for inp in kernel.inputs:
@@ -157,7 +176,16 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
     for k, inp in enumerate(numbers):  # a Python number or a tensor, as a tensor on the call's device
         name = names(inp.name)
         where = device if given or k else f"{name}.device if isinstance({name}, torch.Tensor) else ({default_device})"
-        body.append(f"{name} = torch.as_tensor({name}, dtype={TORCH_DTYPES[inp.dtype]}, device={where})")
+        if inp.present is not None:  # left out: zeros, the flag 0
+            body.append(f"{names(inp.present)} = 0 if {name} is None else 1")
+            name = f"0 if {name} is None else {name}"
+        body.append(f"{names(inp.name)} = torch.as_tensor({name}, dtype={TORCH_DTYPES[inp.dtype]}, device={where})")
+    for inp in kernel.inputs:
+        if inp.is_plain and inp.shape is None:  # a number, or a one-element tensor read as its value
+            name = names(inp.name)
+            if inp.present is not None:  # left out: 0, the flag 0
+                body += [f"{names(inp.present)} = 0 if {name} is None else 1", f"{name} = 0 if {name} is None else {name}"]
+            body.append(f"{name} = {name}.item() if isinstance({name}, torch.Tensor) else {name}")
     body += batch_lines(kernel, names)
     bound: set[str] = set()
     for inp in tensors:
@@ -199,10 +227,17 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
     for inp in kernel.inputs:
         if inp.role == "choice":  # the kernel sees the index of the call's choice
             body.append(f"{names(inp.name)} = {inp.choices!r}.index({names(inp.name)})")
-        elif inp.role == "ints" and inp.items:  # one meta per item; an int fills them all (torch's _pair)
+        elif inp.role in ("ints", "floats") and inp.items:  # one value per item; a number fills them all (_pair)
             targets = ", ".join(names(item) for item in inp.items) + ("," if len(inp.items) == 1 else "")
             value = names(inp.name)
-            body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
+            if inp.present is not None:  # left out: each item 1 (ints) or 0.0 (floats), the flag 0
+                body.append(f"{names(inp.present)} = 0 if {value} is None else 1")
+                value = f"({1 if inp.role == 'ints' else 0.0} if {value} is None else {value})"
+            if inp.role == "ints":
+                body.append(f"{targets} = ({value},) * {len(inp.items)} if isinstance({value}, int) else tuple({value})")
+            else:
+                body.append(f"{targets} = (float({value}),) * {len(inp.items)} if isinstance({value}, (int, float)) "
+                            f"else tuple(float(item) for item in {value})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
         if out.init is None:
@@ -226,10 +261,42 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
     for out in kernel.outputs:
         if out.raises is not None:  # the operator's precondition, judged by the kernel
             body += [f"if {names(out.name)}.any():", f"    raise {out.raises}({out.message!r})"]
+    body += _returned_lines(kernel, names, host, given_tensors)
     results = [names(o.name) for o in kernel.outputs if o.raises is None]
     body.append(f"return {', '.join(results)}")
     params = ", ".join(names(i.name) for i in kernel.inputs)
     return [f"def {entry}({params}):", *("    " + line for line in body)]
+
+
+def _inplace_targets(kernel: L.Kernel) -> dict[str, str]:
+    """The input each returned output is copied into, by output name (see Output ``into``)."""
+    flag = any(i.role == "inplace" for i in kernel.inputs)
+    first = next((i.name for i in kernel.inputs if i.is_plain and i.shape is not None), None)
+    targets = {}
+    for k, out in enumerate(o for o in kernel.outputs if o.raises is None):
+        into = out.into or (first if k == 0 and flag else None)
+        if into is not None:
+            targets[out.name] = into
+    return targets
+
+
+def _returned_lines(kernel: L.Kernel, names: Namer, host: _HostExpressions, given: dict[str, str]) -> list[str]:
+    """Each output reshaped to its first call shape whose ``when`` holds, and copied into its
+    ``into`` input as the caller passed it (``given``; with a role ``inplace`` flag, only when it
+    is true), which is returned."""
+    lines: list[str] = []
+    flag = next((names(i.name) for i in kernel.inputs if i.role == "inplace"), None)
+    targets = _inplace_targets(kernel)
+    for out in kernel.outputs:
+        name = names(out.name)
+        for j, option in enumerate(out.call_shapes):
+            shape = _tuple([host.emit(d)[0] for d in option.shape]) if option.shape else "()"
+            lines += [f"{'el' if j else ''}if {host.emit(option.when)[0]}:", f"    {name} = {name}.reshape({shape})"]
+        if out.name in targets:
+            target = given[targets[out.name]]
+            copy = [f"{target}.copy_({name})", f"{name} = {target}"]
+            lines += [f"if {flag}:", *("    " + line for line in copy)] if flag is not None else copy
+    return lines
 
 
 def _converts(inp: L.Input, converted: set[str], converted_inputs: Collection[str] | None) -> bool:

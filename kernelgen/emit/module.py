@@ -141,6 +141,8 @@ def emit_triton(checked: Checked, entry: str | None = None,
 
     host_names = Namer(set().union(*(_host_names(each) for each in launches)), reserved)
     scalars = {i.name: i.dtype for i in kernel.inputs if i.shape is None}
+    scalars.update((item, "f64" if i.dtype == "f64" else "f32") for i in kernel.inputs if i.role == "floats"
+                   for item in i.items or ())
     host_helpers: set[str] = set()
     host = _HostExpressions(host_names, scalars, host_helpers)
 

@@ -27,7 +27,7 @@ from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn
 from kernelgen.task.variants import bound_call, named, outputs_by_name
-from kernelgen.task.verify import compare_outputs, inputs_unchanged, make_inputs, run_reference
+from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call, run_reference
 
 
 def compiled_for_call(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], target: str, seed: int = 0) -> Any:
@@ -64,12 +64,12 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         inputs = _to_device(drawn, device)
         before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
-        expected = run_reference(task, inputs)
+        expected, reference_after = reference_call(task, inputs)
         call, checked = bound_call(task, kernel, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, call.args, device)
         shaped = outputs_by_name(task, call.finish(outputs))
-        shaped_written = outputs_by_name(task, call.finish(written))
-        problems += inputs_unchanged(before, inputs)
+        shaped_written = outputs_by_name(task, call.finish(written, copy=False))
+        problems += inputs_as_reference(task, before, reference_after, inputs)
         return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written)
 
 

@@ -202,7 +202,7 @@ def stage_verify(case: Case) -> None:
     the programs' order, a read of memory nothing wrote or lanes of one store that disagree only
     when its schedule or its memory happen to; the interpreter finds them every time, so GPU
     mode's verdict includes CPU mode's (a kernel must pass both)."""
-    if case.task.variants:
+    if case.task.variants or case.task.in_place:
         case.sizes_checked = verify_calls(case)
         return
     unjudged: list[dict[str, Any]] = []

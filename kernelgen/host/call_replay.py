@@ -12,8 +12,8 @@ binds: each kernel argument is either the caller's tensor viewed at the bound sh
 binding made no copy) or a value the signature alone decides (a number, the zeros of an
 omitted tensor, the tensor of a number; inputs are read-only, so one such tensor serves every
 call). A call whose binding copied a tensor (a dtype conversion, a broadcast, a
-non-contiguous input), read a tensor's value, or returns through ``out=`` or ``inplace=`` is
-not replayed: it binds afresh every time.
+non-contiguous input), read a tensor's value, or returns through ``out=``, ``inplace=`` or an
+output's ``into`` is not replayed: it binds afresh every time.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ def replay_of(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], 
         if inp.role == "out" and value is not None or \
                 inp.role == "inplace" and value is not None and (type(value) not in (bool, int) or value):
             return None  # the result goes into this call's tensor
+    if any(o.into is not None for o in kernel.outputs) and not any(inp.role == "inplace" for inp in kernel.inputs):
+        return None  # an in-place operator: its result goes into this call's tensor
     names = [inp.name for inp in kernel.inputs]
     where: dict[str, int | str] = {names[index]: index for index in range(len(args))}
     where.update((name, name) for name in kwargs)

@@ -8,9 +8,11 @@ analysis all start from it, so the three agree on what a call means.
 
 Host expressions (output and scratch shapes, grids, param values), evaluated before the launch:
 
-* integer literals, size names, scalar inputs, meta names (not params), ``stride``/``numel``,
-  ``num_sms``, and ``add sub mul idiv cdiv rem maximum minimum`` of integers (needs_int);
-  anything else is device_only; a tensor name only as a param's whole value;
+* integer literals, size names, scalar inputs, meta names (not params), host values,
+  ``stride``/``numel``, ``num_sms``, and ``add sub mul idiv cdiv rem maximum minimum`` of
+  integers (needs_int); comparisons give bool, ``and``/``or`` take bools (needs_bool), ``where``
+  of a bool cond picks x or y of one kind (dtype_mismatch); anything else is device_only; a tensor
+  name only as a param's whole value;
 * integers are unbounded; ``idiv`` truncates, ``cdiv`` is ``(a + b - 1) idiv b``,
   a division by zero is division_by_zero.
 """
@@ -126,6 +128,9 @@ def eval_host(expr: L.Expr, env: HostEnv, path: str = "") -> Union[Scalar, str]:
         if expr.op in ("idiv", "cdiv", "rem") and b == 0:
             raise HostError(Diagnostic(path, "division_by_zero", f"{expr.op} by zero on the host"))
         return _HOST_OPS[expr.op](a, b)
+    if isinstance(expr, L.Where):
+        taken = "x" if eval_host(expr.cond, env, path + "/cond") else "y"
+        return eval_host(getattr(expr, taken), env, f"{path}/{taken}")
     raise HostError(Diagnostic(path, "device_only", f"{getattr(expr, 'op', expr)!r} is not a host expression"))
 
 
@@ -143,6 +148,14 @@ _HOST_OPS = {
     "rem": lambda a, b: a - b * _trunc_div(a, b),
     "maximum": max,
     "minimum": min,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "and": lambda a, b: bool(a and b),
+    "or": lambda a, b: bool(a or b),
 }
 
 
@@ -172,6 +185,7 @@ def _bind_args(kernel: L.Kernel, args: Union[Sequence[Any], Mapping[str, Any]]) 
     plain = [i for i in kernel.inputs if i.is_plain]
     names = [i.name for i in plain]
     if isinstance(args, Mapping):
+        names += float_items(kernel)  # a floats argument's scalars, bound by name
         args = {**{i.name: i.default for i in plain if i.optional and i.name not in args}, **args}
         missing = [n for n in names if n not in args]
         extra = [n for n in args if n not in names]
@@ -183,6 +197,11 @@ def _bind_args(kernel: L.Kernel, args: Union[Sequence[Any], Mapping[str, Any]]) 
         raise HostError(Diagnostic("/inputs", "bad_arguments",
                                    f"{kernel.name} takes {len(names)} arguments {names}, got {len(args)}"))
     return dict(zip(names, args))
+
+
+def float_items(kernel: L.Kernel) -> list[str]:
+    """The scalars role ``floats`` arguments name, one per item."""
+    return [item for i in kernel.inputs if i.role == "floats" for item in i.items or ()]
 
 
 def sizes_from_shapes(kernel: L.Kernel, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
@@ -212,7 +231,9 @@ def plan_for_sizes(checked: CheckedKernel, sizes: Mapping[str, int],
     """A plan from size values alone (no tensors): for the bounds analysis and for drawing
     inputs of a given shape."""
     kernel = checked.kernel
-    env = HostEnv(dict(sizes), dict(scalars or {}), dict(checked.meta))
+    # A floats argument's items: sizes alone do not say them, and no size or shape depends on them.
+    scalars = {**{item: 0.0 for item in float_items(kernel)}, **(scalars or {})}
+    env = HostEnv(dict(sizes), scalars, dict(checked.meta))
     for inp in kernel.inputs:
         if inp.is_plain and inp.shape is not None:
             shape = tuple(d if isinstance(d, int) else env.sizes[d] for d in inp.shape)
@@ -278,6 +299,7 @@ def plan_launch(checked: CheckedKernel, args: Union[Sequence[Any], Mapping[str, 
             raise HostError(Diagnostic(f"/inputs/{i}/dtype", "bad_arguments",
                                        f"{inp.name} is declared {inp.dtype}, got {value.dtype}"))
         inputs[inp.name] = value.contiguous()
+    scalars.update((item, float(bound[item])) for item in float_items(kernel))
     shapes = {n: tuple(t.shape) for n, t in inputs.items()}
     env = HostEnv(sizes_from_shapes(kernel, shapes), scalars, dict(checked.meta), shapes,
                   {n: contiguous_strides(s) for n, s in shapes.items()}, _launch_num_sms(inputs.values()))

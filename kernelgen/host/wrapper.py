@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from kernelgen.lang import nodes as L
 from kernelgen.lang.generic import bound_variables
+from kernelgen.check.checked import FLOAT_DTYPES
 from kernelgen.check.checker import CheckedKernel, broadcast_shapes, check
 from kernelgen.errors import Diagnostic, HostError
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
@@ -32,7 +33,7 @@ class BoundCall:
 
     args: dict[str, Any]
     meta: dict[str, int]
-    finish: Callable[[Mapping[str, Any]], Any]
+    finish: Callable[..., Any]
     notes: list[str] = field(default_factory=list)
     # The binding of the kernel's dtype variables (kernelgen.lang.generic); empty if it has none.
     dtypes: dict[str, str] = field(default_factory=dict)
@@ -208,6 +209,18 @@ def _as_tensor(inp: L.Input, index: int, value: Any, dtypes: Mapping[str, str]):
     raise _error(index, f"{inp.name} is a tensor{' or a number' if inp.number else ''}, got {type(value).__name__}")
 
 
+def _as_scalar(inp: L.Input, index: int, value: Any) -> Any:
+    """A scalar argument: a Python number, or a one-element (0-dim) tensor read as its value."""
+    import torch
+
+    refuse_complex(inp.name, index, value)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if not isinstance(value, (int, float, bool)):
+        raise _error(index, f"{inp.name} is a number, got {type(value).__name__}")
+    return value
+
+
 def _reduced_dims(value: Any, rank: int, index: int) -> tuple[int, ...]:
     if value is None:
         return tuple(range(rank))
@@ -245,6 +258,11 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
                              "unsupported_argument")
         elif inp.role == "ints":
             meta.update(bind_ints(inp, index, value))
+        elif inp.role == "floats":  # the items are scalars the kernel's params take
+            items = bind_ints(inp, index, value)
+            if inp.present is not None:
+                meta[inp.present] = items.pop(inp.present)
+            values.update(items)
         elif inp.role == "dtype":
             # A variable's binding took it (bind_dtypes); a concrete one takes only its dtype.
             if value is not None and inp.binds in L.DTYPES and _dtype_argument(inp, index, value) != inp.binds:
@@ -252,19 +270,16 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
                              f"got {value}", "unsupported_argument")
         elif inp.role is not None:
             role_values[inp.role] = (index, value)
-        elif inp.present is not None:
-            meta[inp.present] = int(value is not None)
-            if value is not None:
-                values[inp.name] = _as_tensor(inp, index, value, dtypes)
+        elif inp.present is not None and value is None:
+            meta[inp.present] = 0
+            if inp.shape is None:  # an omitted scalar is 0 to the kernel (an omitted tensor: zeros)
+                values[inp.name] = False if inp.dtype == "bool" else 0.0 if inp.dtype in FLOAT_DTYPES else 0
         elif inp.shape is not None:
             values[inp.name] = _as_tensor(inp, index, value, dtypes)
         else:
-            refuse_complex(inp.name, index, value)
-            if isinstance(value, torch.Tensor) and value.numel() == 1:
-                value = value.item()
-            if not isinstance(value, (int, float, bool)):
-                raise _error(index, f"{inp.name} is a number, got {type(value).__name__}")
-            values[inp.name] = value
+            values[inp.name] = _as_scalar(inp, index, value)
+        if inp.present is not None and value is not None:
+            meta[inp.present] = 1
 
     first_input = next((i.name for i in kernel.inputs if i.is_plain and i.shape is not None), None)
     if kernel.view == "elementwise":
@@ -277,32 +292,82 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     numbers_only = _all_numbers(kernel, bound)
 
     out_index, out = role_values.get("out", (None, None))
-    _, inplace = role_values.get("inplace", (None, False))
+    targets = _inplace_targets(kernel, role_values, first_input)
     # Only an in-place call keeps the caller's tensors: a finish may serve later calls
     # (kernelgen.host.call_replay), and must not keep this one's alive.
-    originals = {name: bound[name] for name in values if isinstance(bound.get(name), torch.Tensor)} if inplace else {}
+    originals = {name: bound[name] for name in set(targets.values())}
+    call_shapes = _call_shapes(kernel, values, meta)
 
-    def finish(outputs: Mapping[str, Any]) -> Any:
+    def finish(outputs: Mapping[str, Any], copy: bool = True) -> Any:
+        """The call's result; ``copy`` False: shaped only, copied into no ``out=`` or in-place
+        target (which elements were written, say)."""
         raise_preconditions(kernel, outputs)
         shaped = finish_view(outputs)
         results = [shaped[o.name] for o in returned(kernel)]
+        for k, o in enumerate(returned(kernel)):
+            if o.name in call_shapes:
+                results[k] = results[k].reshape(call_shapes[o.name])
         if numbers_only and out is None:
             # Numbers in, numbers out, as an operator written with Python arithmetic returns.
             results = [r.item() if r.dim() == 0 else r for r in results]
+        if not copy:
+            return results[0] if len(results) == 1 else tuple(results)
         if out is not None:
             if not isinstance(out, torch.Tensor) or out.shape != results[0].shape or out.dtype != results[0].dtype:
                 raise _error(out_index, f"out must be a {results[0].dtype} tensor of shape {list(results[0].shape)}")
             out.copy_(results[0].to(out.device))
             results[0] = out
-        elif inplace:
-            target = originals.get(first_input)
-            if target is None or target.shape != results[0].shape or target.dtype != results[0].dtype:
-                raise _error(None, "inplace needs the first input to have the result's shape and dtype")
-            target.copy_(results[0].to(target.device))
-            results[0] = target
+        for k, name in targets.items():
+            target = originals[name]
+            if not isinstance(target, torch.Tensor) or target.shape != results[k].shape \
+                    or target.dtype != results[k].dtype:
+                raise _error(None, f"in place: {name} must have the result's shape {list(results[k].shape)} and "
+                                   f"dtype {results[k].dtype}")
+            target.copy_(results[k].to(target.device))
+            results[k] = target
         return results[0] if len(results) == 1 else tuple(results)
 
     return BoundCall(values, meta, finish, dtypes=dtypes)
+
+
+def _inplace_targets(kernel: L.Kernel, role_values: Mapping[str, Any], first_input: str | None) -> dict[int, str]:
+    """The input each returned output is copied into, by the output's index: an output's
+    ``into``, always, or only when a role ``inplace`` argument is true (then the first output's
+    target is the first input where it names none)."""
+    flag = role_values.get("inplace")
+    if flag is not None and not flag[1]:
+        return {}
+    targets = {k: o.into for k, o in enumerate(returned(kernel)) if o.into is not None}
+    if flag is not None and first_input is not None:
+        targets.setdefault(0, first_input)
+    return targets
+
+
+def _call_shapes(kernel: L.Kernel, values: Mapping[str, Any], meta: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+    """The shape the call gets each output with ``call_shapes`` in, where one's ``when`` holds."""
+    from kernelgen.host.plan import HostEnv, contiguous_strides, eval_host, sizes_from_shapes
+
+    if not any(o.call_shapes for o in kernel.outputs):
+        return {}
+    kernel = L.inline_host_values(kernel)
+    tensors = {i.name: tuple(values[i.name].shape) for i in kernel.inputs
+               if i.is_plain and i.shape is not None and i.name in values}
+    scalars = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is None}
+    env = HostEnv(sizes_from_shapes(kernel, tensors), scalars, {**{m.name: m.value for m in kernel.meta}, **meta},
+                  tensors, {name: contiguous_strides(shape) for name, shape in tensors.items()})
+    found: dict[str, tuple[int, ...]] = {}
+    for i, out in enumerate(kernel.outputs):
+        for j, option in enumerate(out.call_shapes):
+            path = f"/outputs/{i}/call_shapes/{j}"
+            if eval_host(option.when, env, path + "/when"):
+                found[out.name] = tuple(int(eval_host(d, env, f"{path}/shape/{k}")) for k, d in enumerate(option.shape))
+                kernel_shape = [int(eval_host(d, env)) for d in out.shape]
+                if math.prod(found[out.name]) != math.prod(kernel_shape):
+                    raise HostError(Diagnostic(path, "bad_arguments",
+                                               f"{out.name} is {kernel_shape} in the kernel; the call shape "
+                                               f"{list(found[out.name])} has another element count"))
+                break
+    return found
 
 
 def _complete_tensors(kernel: L.Kernel, values: dict[str, Any], dtypes: Mapping[str, str]) -> None:

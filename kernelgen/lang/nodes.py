@@ -534,155 +534,16 @@ def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The kernel and its host side
+# The kernel and its host side: kernelgen.lang.host_nodes, imported here (import them from this module).
 
+from kernelgen.lang.host_nodes import (CallShape, DefaultValue, HostValue, Input, JsonValue, Kernel, Launch,  # noqa: E402,F401
+                                       Meta, Output, Param, Scratch, host_value_table, inline_expr,
+                                       inline_host_values)
 
-JsonValue = Union[bool, int, float, str, None]
-# An input's default: a JSON value, or ints (a role ints argument's).
-DefaultValue = Union[JsonValue, list[int]]
-
-
-class Input(Node):
-    """A call argument, in call order: a tensor if ``shape`` is given (dims: size names, or
-    ints >= 1), else a scalar; either needs ``dtype``. With ``default`` (null included) it is
-    optional. A tensor of default null names ``present``: a meta name, 1 if the call passes
-    it, else 0 and the tensor is zeros (its sizes appear in a required tensor). ``number``: a
-    tensor that may be passed as a Python number (or a tensor broadcasting to it): under the
-    elementwise view it broadcasts with the rest; otherwise it is expanded to its shape, whose
-    sizes appear in a tensor input that is not ``number``. ``batch`` (view null): ``shape[0]``
-    stands for any number of leading dims (0 too), broadcast between batched inputs as
-    torch.matmul does and flattened into it. ``optional_dims``: sizes of ``shape`` a call of
-    lower rank leaves out, all together (matmul's 1-D operands: ``["M"]`` of ``["B","M","K"]``);
-    the kernel sees them as 1. ``role``: a host-only argument, which takes no ``shape`` or ``number``:
-    ``dim`` (int, ints or null for all: the rows view's reduced dims), ``keepdim`` (both with
-    the rows view only), ``out`` (a tensor the first output is copied into: write just
-    ``{"name":"out","role":"out","default":null}``), ``inplace`` (copy it into the first
-    input), ``choice`` (one of ``choices``, default among them; in the kernel a meta name
-    equal to its index), ``fixed`` (needs ``default``; only it is accepted), ``dtype`` (a
-    torch dtype or null, default null; ``binds``: the dtype variable it sets, and the inputs
-    of that dtype are converted to it, as torch's ``dtype=``; null: promotion), ``ints`` (an
-    int or a tuple/list of ints, e.g. ``kernel_size=(3, 3)``: ``items`` names a meta per item,
-    an int fills them all). Breaking these
-    is bad_signature. Inputs, sizes, outputs and meta have distinct names."""
-
-    name: Name
-    dtype: DtypeRef | None = None
-    shape: list[Dim] | None = None
-    default: DefaultValue = None
-    number: bool = False
-    batch: bool = False
-    optional_dims: list[Name] | None = None
-    role: Literal["dim", "keepdim", "out", "inplace", "choice", "fixed", "dtype", "ints"] | None = None
-    choices: list[JsonValue] | None = None
-    binds: DtypeRef | None = None
-    present: Name | None = None
-    items: list[Name] | None = None
-
-    @property
-    def optional(self) -> bool:
-        return "default" in self.model_fields_set
-
-    @property
-    def is_plain(self) -> bool:
-        """An argument the kernel sees (a tensor or a scalar), not a host-only one."""
-        return self.role is None
-
-
-class Output(Node):
-    """A returned tensor; ``shape``: integer host expressions. It starts as garbage: an element no
-    store writes fails (output_not_written: none is), one loaded or atomically updated before a write is read_before_write. ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
-    broadcast dims there. A dim named by an ``optional_dims`` size the call left out is dropped.
-    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not returned; any true
-    element makes the call raise it with ``message``. With ``init`` (e.g. 0 or "-inf" for
-    atomics to accumulate into; bad_value) it starts so, and every element counts as written."""
-
-    name: Name
-    dtype: DtypeRef
-    shape: list[Expr]
-    batch: bool = False
-    raises: Literal["ValueError", "RuntimeError", "TypeError", "IndexError", "ZeroDivisionError"] | None = None
-    message: str | None = None
-    init: Union[bool, int, float, Literal["inf", "-inf", "nan"], None] = None
-
-
-class Param(Node):
-    """Kernel parameter bound to a host ``value`` (default: ``name``): a tensor gives its
-    pointer (no ``dtype``); an integer host expression an i32 scalar, or ``dtype`` i64 (needed
-    for values >= 2**31: bad_arguments), or the scalar input's own dtype; a float one an f32
-    (f64: an f64 input's, or ``dtype`` f64; bad_binding otherwise); a bool scalar an i32. The body sees params, meta and its own names
-    only (undefined_name)."""
-
-    name: Name
-    value: Expr | None = None
-    dtype: Literal["i32", "i64", "f32", "f64"] | None = None
-
-
-class Meta(Node):
-    """A compile-time constant (constexpr), e.g. a block size: an i32 scalar in the body, a
-    block dim (a power of two there), a name in host expressions; ``value`` >= 1. The harness
-    may tune it (kept only if still correct)."""
-
-    name: Name
-    value: int
-
-
-class Scratch(Node):
-    """A tensor the launches share, allocated per call, not returned; ``shape``: integer host
-    expressions; ``zero``: zero-filled, else garbage: an element is loaded (or atomically
-    updated) only after a store unless ``zero`` (read_before_write); some launch loads it (scratch_unread)."""
-
-    name: Name
-    dtype: DtypeRef
-    shape: list[Expr]
-    zero: bool = False
-
-
-class Launch(Node):
-    """One kernel of a program: launches run in order on one stream, each seeing the document's
-    inputs, outputs, scratch, sizes and meta; params, grid and body as Kernel's (num_warps,
-    num_stages: default the document's). Races are judged per launch."""
-
-    name: Name
-    params: list[Param]
-    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)]
-    num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] | None = None
-    num_stages: Stages | None = None
-    body: list[Stmt]
-
-
-class Kernel(Node):
-    """``view`` adapts calls of any rank: ``elementwise`` broadcasts the tensor inputs (numbers
-    too) and shows the kernel each flattened, as 1-D ``[N]`` (each tensor input declared
-    ``[N]``); ``rows`` needs a role ``dim`` input, moves its axes last and
-    shows each rank-2 input as ``[M, N]`` (N: the reduced elements; one shape of size names,
-    broadcast first; other ranks pass as they are). Outputs (rank 1 under elementwise,
-    1 or 2 under rows) are reshaped back to the call's shapes. Breaking these is bad_signature.
-    ``grid``: programs per axis, integer host expressions (at most 2**31-1 on axis 0, 65535 on
-    axes 1 and 2: bad_grid; 0: none run). ``num_stages``: loops' pipelining depth.
-    Several kernels (split-K, two phases): ``launches`` (and ``scratch``) instead of
-    ``params``, ``grid``, ``body`` (bad_program); ``meta`` is shared."""
-
-    name: Name
-    view: Literal["elementwise", "rows"] | None = None
-    dtypes: list[Union[DtypeVariable, DerivedDtype]] = []
-    inputs: list[Input]
-    outputs: Annotated[list[Output], Field(min_length=1)]
-    params: list[Param] | None = None
-    meta: list[Meta] = []
-    grid: Annotated[list[Expr], Field(min_length=1, max_length=3)] | None = None
-    num_warps: Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(_exact_int)] = 4
-    num_stages: Stages = 3
-    body: list[Stmt] | None = None
-    scratch: list[Scratch] = []
-    launches: list[Launch] = []
-
-    @property
-    def is_program(self) -> bool:
-        """Several launches (the document's own params, grid and body are absent)."""
-        return bool(self.launches)
-
+for _model in (CallShape, Output, HostValue, Param, Scratch, Launch, Kernel, Input):
+    _model.model_rebuild()  # their forward references are this module's names
 
 for _model in (Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,
                TopK, Gather, Histogram, Dot, ExpandDims, Reshape, Join, Trans, Hint, Let, Store, TileStore, Atomic, Carry, For,
-               IfResult, If, Output, Param, Scratch, Launch, Kernel):
+               IfResult, If):
     _model.model_rebuild()

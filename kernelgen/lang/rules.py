@@ -90,6 +90,6 @@ RULES: dict[str, str] = {
     "wrong_dtype": "an output's dtype is not the reference's",
     "trivial_zeros": "an output all zeros where the reference is not",
     "copies_input": "an output that copies an input where the reference does not",
-    "input_modified": "the kernel changed an input",
+    "input_modified": "an input after the call is not as the reference leaves it (changed; an in-place target unwritten)",
     "out_of_bounds_write": "a write past an output's end (a GPU's guard band)",
 }

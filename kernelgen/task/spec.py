@@ -189,7 +189,7 @@ class Signature(_Model):
     outputs: list[L.Input] = Field(min_length=1)
 
 
-ArgValue = Union[L.JsonValue, list[int]]
+ArgValue = Union[L.JsonValue, list[int], list[float]]
 
 
 class Variant(_Model):
@@ -331,6 +331,13 @@ class Task(_Model):
     def name(self) -> str:
         return f"{self.tier}/{self.id}"
 
+    @property
+    def in_place(self) -> bool:
+        """Whether the task's operator changes an input (its golden writes an output ``into``
+        one): every answer is then called through its wrapper, so that what it leaves in its
+        inputs is judged (:func:`kernelgen.task.verify.inputs_as_reference`)."""
+        return any(out.into is not None for out in self.golden.outputs)
+
     def variant_tasks(self) -> list[Task]:
         """The concrete task of each variant (its dtypes bound, ``variant`` set), in order; a
         task without variants is its own one."""
@@ -375,7 +382,8 @@ class Task(_Model):
             if not spec.is_plain:
                 binds = f", binds {spec.binds}" if spec.binds else ""
                 return f"  {spec.name}: role {spec.role}{binds}" + (f", default {spec.default!r}" if spec.optional else "")
-            return f"  {spec.name}: {spec.dtype} {shape(spec)}"
+            optional = ", optional (default None)" if spec.shape is None and spec.present is not None else ""
+            return f"  {spec.name}: {spec.dtype} {shape(spec)}{optional}"
 
         lines = []
         if self.dtypes:
@@ -383,13 +391,15 @@ class Task(_Model):
         lines.append("Inputs, in this order:")
         lines += [describe(i) for i in self.signature.inputs]
         lines.append("Outputs (returned, in this order):")
-        lines += [f"  {o.name}: {o.dtype} {shape(o)}" for o in self.signature.outputs]
+        # An output whose shape the call's arguments set (keepdim, a stride) leaves it to the prompt.
+        lines += [f"  {o.name}: {o.dtype} {shape(o) if o.shape is not None else 'tensor, shaped as stated above'}"
+                  for o in self.signature.outputs]
         if self.variants:
             lines.append("Calls checked and timed (one kernel must serve them all):")
             lines += [f"  {v.name}: {v.describe()}" for v in self.variants]
-            if self.dtypes or any(i.is_plain and i.shape is not None and i.optional for i in self.signature.inputs):
+            if self.dtypes or any(i.present is not None for i in self.signature.inputs):
                 lines.append("Every other call a PyTorch user may make (each binding of the dtype variables with each "
-                             "presence of the optional tensors) is checked too, at small sizes.")
+                             "presence of the optional arguments) is checked too, at small sizes.")
         if self.sizes:
             ranges = ", ".join(f"{n} in [{r.min}, {r.max}]" for n, r in self.sizes.items())
             lines.append(f"Sizes: {ranges}; any value in range, not only powers of two. "
@@ -456,7 +466,8 @@ def _variant_problem(task: Task) -> str | None:
             return (f"signature/{kind}/{index}/dtype: {spec.dtype} is not a dtype nor a dtype variable "
                     f"declared in dtypes (declared: {', '.join(declared) or 'none'})")
     host_only = {s.name: s for s in task.signature.inputs if not s.is_plain}
-    omittable = {s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional}
+    omittable = {s.name for s in task.signature.inputs if s.is_plain and s.optional
+                 and (s.shape is not None or s.present is not None)}
     needs_variants = [n for n, s in host_only.items() if not s.optional]
     if not task.variants and (declared or needs_variants):
         what = f"dtype variables {list(declared)}" if declared else f"the host-only input {needs_variants[0]!r}"

@@ -20,7 +20,7 @@ from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongResult
 from kernelgen.host.plan import dtype_name
 from kernelgen.task.spec import Task, Variant
-from kernelgen.task.verify import compare_outputs, order_problems, make_inputs, run_reference
+from kernelgen.task.verify import compare_outputs, inputs_as_reference, order_problems, make_inputs, reference_call
 from kernelgen.host.wrapper import BoundCall, bind_call
 
 
@@ -99,8 +99,8 @@ _UNLISTED: dict[str, list[Task]] = {}
 
 def unlisted_calls(task: Task) -> list[Task]:
     """The concrete task of every call the task admits that none of its listed calls makes:
-    each binding of its dtype variables with each presence pattern of its optional tensors
-    (issue 32: a kernel that branches on a binding or a pattern no listed call takes must not
+    each binding of its dtype variables with each presence pattern of its arguments with a
+    ``present`` flag (optional tensors, scalars and ints; issue 32: a kernel that branches on a binding or a pattern no listed call takes must not
     pass unseen). Each is made from a listed call (its host-only arguments, a ``dtype=``
     argument that selected a variable rebound with it), keeps that call's tolerance where the
     binding is the same (else a listed call's of the same binding, else the task's), and is
@@ -115,14 +115,16 @@ def unlisted_calls(task: Task) -> list[Task]:
 
 
 def _omitted(task: Task, variant: Variant) -> frozenset[str]:
-    optional = {s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional}
-    return frozenset(name for name, value in variant.args.items() if name in optional and value is None)
+    """The arguments with a presence flag (tensors, scalars, ints) that the call leaves out."""
+    return frozenset(s.name for s in task.signature.inputs if s.present is not None
+                     and variant.args.get(s.name, None if not s.is_plain else 0) is None)
 
 
 def _admitted_unlisted(task: Task) -> list[Task]:
     import itertools
 
-    optional = [s.name for s in task.signature.inputs if s.is_plain and s.shape is not None and s.optional]
+    optional = [s.name for s in task.signature.inputs if s.present is not None]
+    host_only = {s.name for s in task.signature.inputs if not s.is_plain}
     dtype_args = [s.name for s in task.signature.inputs if not s.is_plain and s.role == "dtype"]
     listed = {(tuple(sorted(v.dtypes.items())), _omitted(task, v)) for v in task.variants}
     found: list[Task] = []
@@ -133,8 +135,10 @@ def _admitted_unlisted(task: Task) -> list[Task]:
                 if (tuple(sorted(binding.items())), omitted) in listed:
                     continue
                 for template in sorted(task.variants, key=lambda v: (_omitted(task, v) != omitted, v.dtypes != binding)):
-                    args = {k: v for k, v in template.args.items() if k not in optional}
+                    args = {k: v for k, v in template.args.items() if k not in omitted}
                     args |= {name: None for name in sorted(omitted)}
+                    if any(args.get(name) is None for name in optional if name in host_only and name not in omitted):
+                        continue  # a host-only argument this pattern passes, which this call leaves out
                     for name in dtype_args:
                         chosen = [var for var, dtype in template.dtypes.items() if dtype == args.get(name)]
                         if chosen:
@@ -182,11 +186,14 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     """One variant's call, run by the reference interpreter, against the reference on one size
     assignment (under ``num_sms`` where given); the outputs (and which elements were written)
     shaped back as the call's."""
+    import torch
+
     from kernelgen.host.plan import plan_launch, verified_num_sms
     from kernelgen.interp.execute import execute_sequence
 
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
-    expected = run_reference(task, inputs)
+    before = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
+    expected, reference_after = reference_call(task, inputs)
     call, checked = bound_call(task, kernel, inputs)
     try:
         with verified_num_sms(num_sms):
@@ -194,8 +201,9 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     except KernelgenError as error:
         raise named(task, error) from None
     outputs = outputs_by_name(task, call.finish(run.outputs))
-    written = outputs_by_name(task, call.finish(run.written))
-    problems = compare_outputs(task, outputs, expected, inputs, sizes, written)
+    written = outputs_by_name(task, call.finish(run.written, copy=False))
+    problems = inputs_as_reference(task, before, reference_after, inputs)
+    problems += compare_outputs(task, outputs, expected, inputs, sizes, written)
     if not problems:  # the other program orders agree (the kernel's own outputs: finish may copy)
         problems = order_problems(task, run.outputs, run.orders, sizes, checked.kernel.outputs)
     if problems:

@@ -25,7 +25,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Tolerance as CompareTolerance
 from kernelgen.task.compare import compare_tensors
 from kernelgen.errors import Diagnostic
-from kernelgen.host.plan import is_fp8, torch_dtype
+from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
@@ -204,9 +204,19 @@ def with_zeros(values: torch.Tensor, seed: int) -> torch.Tensor:
 
 def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """The reference's outputs, computed on private copies of the inputs."""
-    copies = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs.values()]
+    return reference_call(task, inputs)[0]
+
+
+def reference_call(task: Task, inputs: Mapping[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The reference's outputs and its private copies of the inputs after the call (an in-place
+    operator changed some: a call of the kernel must change them alike, :func:`inputs_unchanged`)."""
+    copies = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     with torch.no_grad():
-        result = task.reference_function()(*copies)
+        result = task.reference_function()(*copies.values())
+    return _reference_outputs(task, result), copies
+
+
+def _reference_outputs(task: Task, result: Any) -> dict[str, torch.Tensor]:
     results = result if isinstance(result, (tuple, list)) else (result,)
     outputs = task.signature.outputs
     if len(results) != len(outputs):
@@ -322,6 +332,32 @@ def inputs_unchanged(before: Mapping[str, Any], after: Mapping[str, Any]) -> lis
         if isinstance(value, torch.Tensor) and not _same(value, after[name].to(value.device)):
             found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
     return found
+
+
+def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: Mapping[str, Any],
+                        after: Mapping[str, Any]) -> list[Diagnostic]:
+    """Each tensor input after a call of the kernel (``after``) as the reference leaves it: the
+    same as ``before`` where the reference leaves it, else (an in-place operator) within the
+    task's tolerance of the reference's, so a call that writes another input, or none, fails."""
+    found = []
+    for index, (name, value) in enumerate(before.items()):
+        if reference_leaves(value, reference_after[name]):
+            if isinstance(value, torch.Tensor) and not _same(value, after[name].to(value.device)):
+                found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
+            continue
+        want, got = reference_after[name], after[name].to(value.device)
+        tol = task.tolerance_for(dtype_name(value.dtype))
+        if got.shape != want.shape or not compare_tensors(got, want, dtype_name(value.dtype),
+                                                          CompareTolerance(tol.rtol, tol.atol)).ok:
+            found.append(Diagnostic(f"/inputs/{index}", "input_modified",
+                                    f"the reference changes input {name} in place; after the call it is not what "
+                                    "the reference leaves (write it with an output's 'into')"))
+    return found
+
+
+def reference_leaves(value: Any, reference_after: Any) -> bool:
+    """Whether the reference left this argument as it was (not a tensor: yes)."""
+    return not isinstance(value, torch.Tensor) or _same(value, reference_after)
 
 
 def guarded(tensor: torch.Tensor, fill: Any) -> tuple[torch.Tensor, torch.Tensor]:

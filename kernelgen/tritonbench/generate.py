@@ -41,8 +41,9 @@ KERNELGEN_NOTE = (
     "Write it as one kernel AST of the language above, not as Triton Python: kernelgen generates "
     "the Python wrapper from the AST's host part. Declare the inputs in the order and with the "
     "names of the wrapper's parameters, {signature}, with their defaults, and use the host "
-    "part's views, roles (dim, keepdim, out, inplace, choice, fixed, dtype, ints), numbers, batch "
-    "dims, optional dims and raises outputs for the arguments and checks that need them.")
+    "part's views, roles (dim, keepdim, out, inplace, choice, fixed, dtype, ints, floats), optional arguments "
+    "(present), numbers, batch dims, optional dims, host values, call shapes, in-place outputs (into) "
+    "and raises outputs for the arguments and checks that need them.")
 
 
 def instruction(operator: Operator, kind: PromptKind) -> str:
