@@ -19,6 +19,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case, Settings
 from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.check.checked import Checked
+from kernelgen.host.plan import plan_sequence
 from kernelgen.task.draws import Draw
 from kernelgen.errors import Diagnostic, InterpreterLimit, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.lang.generic import binding_for, instantiate
@@ -76,7 +77,8 @@ UNLISTED_DRAWS = 2
 
 
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
-                  which: str = "all", unjudged: list[dict[str, Any]] | None = None) -> list[dict[str, int]]:
+                  which: str = "all", unjudged: list[dict[str, Any]] | None = None,
+                  plan_one: Callable[[dict[str, int]], None] | None = None) -> list[dict[str, int]]:
     """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in
     order (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
     :data:`UNLISTED_DRAWS` smallest hypothesis draws); the first failure ends the case and is
@@ -85,7 +87,16 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
     A draw the harness chose for the kernel (past its extent, a range's maximum, a num_sms)
     that the interpreter cannot afford is left out, recorded in ``unjudged`` (a quadratic
     attention past 4096 keys; the GPU judges it), where the hypothesis draws' own
-    ``not_judged`` ends the case. Returns the size assignments checked."""
+    ``not_judged`` ends the case. First, where given, ``plan_one`` plans the launches at each
+    of :func:`kernelgen.task.draws.limit_sizes` (the ranges' maxima, cheap: nothing runs), and
+    the error a GPU would meet there (``bad_grid``, an i32 param's overflow) ends the case.
+    Returns the size assignments checked."""
+    if plan_one is not None and which != "small":
+        for sizes in draws.limit_sizes(task):
+            try:
+                plan_one(sizes)
+            except KernelgenError as error:
+                raise at_sizes(error, sizes) from None
     every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
     if which == "small":
         every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS]
@@ -105,6 +116,15 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
         if draw.sizes not in checked_sizes:
             checked_sizes.append(draw.sizes)
     return checked_sizes
+
+
+def at_sizes(error: KernelgenError, sizes: Mapping[str, int]) -> KernelgenError:
+    """``error`` with each message saying the sizes (a range's maximum) it was planned at."""
+    where = ", ".join(f"{name}={value}" for name, value in sizes.items())
+    renamed = type(error).__new__(type(error))
+    KernelgenError.__init__(renamed, [Diagnostic(d.path, d.code, f"at the sizes {where} (the task allows them): "
+                                                 f"{d.message}") for d in error.diagnostics])
+    return renamed
 
 
 def with_num_sms(error: KernelgenError, num_sms: int | None) -> KernelgenError:
@@ -177,14 +197,15 @@ def stage_compile(case: Case) -> None:
 
 
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
-               extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None) -> None:
+               extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None,
+               order: str | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
     against the reference on one assignment (its inputs extreme where the draw says so; its
-    launches under ``num_sms`` where given)."""
+    launches under ``num_sms`` where given; its float inputs sorted in ``order`` where given)."""
     from kernelgen.host.plan import verified_num_sms
     from kernelgen.interp.execute import execute_call
 
-    inputs = make_inputs(task, sizes, seed, extreme=extreme)
+    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
     expected = run_reference(task, inputs)
     with verified_num_sms(num_sms):
         run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
@@ -207,16 +228,20 @@ def stage_verify(case: Case) -> None:
         return
     unjudged: list[dict[str, Any]] = []
     cpu_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
-                                      draw.extreme, case.settings.timeout_s, draw.num_sms)
+                                      draw.extreme, case.settings.timeout_s, draw.num_sms, draw.order)
+    plan_one = lambda sizes: plan_sequence(  # noqa: E731
+        case.checked, make_inputs(case.task, sizes, case.settings.seed, shapes_only=True))
     if case.settings.gpu:
         from kernelgen.gpu.case import verify_gpu
 
         check_one = lambda draw: verify_gpu(case, draw.sizes, draw.extreme, draw.num_sms)  # noqa: E731
-        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one, unjudged=unjudged)
+        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, check_one, unjudged=unjudged,
+                                           plan_one=plan_one)
         for_each_draw(case.task, case.checked, dataclasses.replace(case.settings, gpu=False),
                       interpreter_checks(cpu_one))
     else:
-        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, cpu_one, unjudged=unjudged)
+        case.sizes_checked = for_each_draw(case.task, case.checked, case.settings, cpu_one, unjudged=unjudged,
+                                           plan_one=plan_one)
     if unjudged:
         case.extra["unjudged_draws"] = unjudged
 
@@ -240,7 +265,7 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
     admits that no listed call makes (:func:`kernelgen.task.variants.unlisted_calls`) on the
     smallest hypothesis draws; the first failure ends the case, its diagnostics naming the call.
     GPU mode checks each call on the GPU, then by the interpreter (:func:`stage_verify`)."""
-    from kernelgen.task.variants import unlisted_calls, verify_call_cpu
+    from kernelgen.task.variants import plan_call, unlisted_calls, verify_call_cpu
 
     checked: list[dict[str, int]] = []
     unjudged: list[dict[str, Any]] = []
@@ -248,19 +273,20 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
     for concrete in listed + unlisted_calls(case.task):
         cpu_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
                                                case.settings.seed, draw.extreme, case.settings.timeout_s,
-                                               draw.num_sms)
+                                               draw.num_sms, draw.order)
         cpu_which = "small" if concrete not in listed else "all" if concrete is listed[0] else "no_range_max"
+        plan_one = lambda sizes: plan_call(concrete, case.kernel, sizes, case.settings.seed)  # noqa: E731
         if case.settings.gpu:
             from kernelgen.gpu.calls import verify_call_gpu
 
             check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme,  # noqa: E731
                                                      draw.num_sms)
             sizes = for_each_draw(concrete, case.checked, case.settings, check_one,
-                                  "small" if concrete not in listed else "all", unjudged)
+                                  "small" if concrete not in listed else "all", unjudged, plan_one)
             for_each_draw(concrete, case.checked, dataclasses.replace(case.settings, gpu=False),
                           interpreter_checks(cpu_one), cpu_which)
         else:
-            sizes = for_each_draw(concrete, case.checked, case.settings, cpu_one, cpu_which, unjudged)
+            sizes = for_each_draw(concrete, case.checked, case.settings, cpu_one, cpu_which, unjudged, plan_one)
         checked += [s for s in sizes if s not in checked]
     if unjudged:
         case.extra["unjudged_draws"] = unjudged

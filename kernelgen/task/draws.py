@@ -80,7 +80,10 @@ class Draw:
     sizes: dict[str, int] = field(default_factory=dict)
     extreme: bool = False
     num_sms: int | None = None
-    # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" or "num_sms".
+    # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
+    # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); None: as drawn.
+    order: str | None = None
+    # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max", "sorted" or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -99,8 +102,8 @@ def block_extent(checked: Checked) -> int:
                if value_type.shape]
     block = max([1, *blocks])
     literals = _integer_literals(checked.kernel.model_dump())
-    fixed = [_constant(g, metas) for each in launches for g in each.kernel.grid]
-    covered = [g * block for g in fixed if g is not None]
+    bounded = [_upper(g, metas) for each in launches for g in each.kernel.grid]
+    covered = [g * block for g in bounded if g is not None]
     for each in launches:
         for loop in _loops(each.kernel.body):
             start, stop, step = (_constant(getattr(loop, n), metas) for n in ("start", "stop", "step"))
@@ -144,6 +147,30 @@ def _constant(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
 
 
 _FOLDED = frozenset({"add", "sub", "mul", "idiv", "cdiv", "maximum", "minimum"})
+
+
+def _upper(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
+    """An upper bound of a grid size where literals and meta values give one, else None:
+    ``minimum(cdiv(T, 16), 4096)`` is at most 4096 whatever T is (a grid capped at a fixed
+    number of programs covers that many blocks); sizes are nonnegative, so a sum, product or
+    quotient of bounded nonnegative parts is bounded by theirs."""
+    exact = _constant(expr, metas)
+    if exact is not None or not isinstance(expr, L.Binary) or expr.op not in _FOLDED:
+        return exact
+    lhs, rhs = _upper(expr.lhs, metas), _upper(expr.rhs, metas)
+    if expr.op == "minimum":
+        known = [b for b in (lhs, rhs) if b is not None]
+        return min(known) if known else None
+    if lhs is None or lhs < 0:
+        return None
+    if expr.op in ("idiv", "cdiv", "sub"):  # a bound less, or over, a fixed right-hand side
+        fixed = _constant(expr.rhs, metas)
+        if fixed is None or (expr.op != "sub" and fixed < 1):
+            return None
+        return lhs - fixed if expr.op == "sub" else -(-lhs // fixed) if expr.op == "cdiv" else lhs // fixed
+    if rhs is None or rhs < 0:
+        return None
+    return {"add": lhs + rhs, "mul": lhs * rhs, "maximum": max(lhs, rhs)}[expr.op]
 
 
 def _integer_literals(node: object) -> list[int]:
@@ -205,6 +232,21 @@ def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
     raise AssertionError("unreachable")
 
 
+def limit_sizes(task: Task) -> list[dict[str, int]]:
+    """The assignments a kernel's launches are planned at without running (grid, shapes,
+    params; no memory, no interpretation): each name at its range's maximum with the others at
+    their minimum, then all at their maxima. Draws stay within a budget, so a grid that puts a
+    size on axis 1 (at most 65535 programs) or an i32 param past 2**31 may never be drawn at a
+    size the task allows; a GPU refuses the call there, and so does the verdict."""
+    lowest = {name: r.min for name, r in task.sizes.items()}
+    found: list[dict[str, int]] = []
+    for sizes in [{**lowest, name: r.max} for name, r in task.sizes.items()] + [
+            {name: r.max for name, r in task.sizes.items()}]:
+        if sizes not in found:
+            found.append(sizes)
+    return found
+
+
 def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
     """A value in [low, cap] past extent, below TARGET_SPAN * extent where the range allows,
     and not a multiple of extent where it can avoid one (cap > extent)."""
@@ -237,20 +279,62 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         # shows on the other sizes' 16) gets it; on the GPU every size does.
         if gpu or name not in gridded or name in looped:
             draws.append(range_max_draw(task, name, gpu))
+        # Along a size a program reduces over (a block or a loop covers it), values sorted up and
+        # down put each row's largest and smallest values at its end, past any leading part:
+        # with a domain of few values (ties) or a threshold most blocks reach, a scan of the
+        # first block finds the row's maximum (or a hit) there anyway. The size is past twice
+        # the extent, so the sorted row's top values are past the first extent too. CPU mode's
+        # draws only: GPU mode runs them in the interpreter as well (``interpreter_checks``).
+        if not gpu and (name not in gridded or name in looped):
+            value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
+            draws += [Draw({**small, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     return draws
 
 
 def looped_sizes(checked: Checked) -> set[str]:
-    """The size names a loop's bounds read, directly or through a param's host expression
-    (the reductions a kernel walks in blocks: a matmul's K, a long row's N)."""
+    """The size names a loop's bounds read, directly, through a param's host expression or
+    through lets (``full_blocks = S idiv BLOCK``): the reductions a kernel walks in blocks (a
+    matmul's K, a long row's N)."""
     names: set[str] = set()
     for each in launches_of(checked):
-        hosts = {b.name: b.value for b in each.params if b.value is not None}
+        hosts = {b.name: _names(b.value) for b in each.params if b.value is not None}
+        lets: dict[str, set[str]] = {}
+        for let in _lets(each.kernel.body):  # names are never rebound; a name in two scopes: both
+            lets[let.name] = lets.get(let.name, set()) | _names(let.value)
         for loop in _loops(each.kernel.body):
             for bound in (loop.start, loop.stop):
-                for name in _names(bound):
-                    names |= _names(hosts[name]) if name in hosts else {name}
+                names |= _read(_names(bound), lets, hosts)
     return names
+
+
+def _read(names: set[str], lets: Mapping[str, set[str]], hosts: Mapping[str, set[str]]) -> set[str]:
+    """The names ``names`` read in the end: through lets, then a param's host expression."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in lets:
+            pending += lets[name]
+        else:
+            found |= hosts.get(name, {name})
+    return found
+
+
+def _lets(stmts: list) -> list[L.Let]:
+    """Every ``let`` among ``stmts``, those in loop bodies and branches included."""
+    found = []
+    for s in stmts:
+        if isinstance(s, L.Let):
+            found.append(s)
+        elif isinstance(s, L.For):
+            found += _lets(s.body)
+        elif isinstance(s, L.If):
+            found += _lets(s.then) + _lets(s.else_)
+    return found
 
 
 def _names(expr: object) -> set[str]:

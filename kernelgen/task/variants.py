@@ -181,17 +181,31 @@ def outputs_by_name(task: Task, result: Any) -> dict[str, Any]:
     return {spec.name: value for spec, value in zip(task.signature.outputs, results)}
 
 
+def plan_call(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed: int) -> None:
+    """Plan one variant's call at ``sizes`` on tensors without memory (grid, shapes, params):
+    the :class:`HostError` a GPU's call would meet there, named by the call."""
+    from kernelgen.host.plan import plan_launch
+
+    call, checked = bound_call(task, kernel, make_inputs(task, sizes, seed, shapes_only=True))
+    try:
+        plan_launch(checked, call.args)
+    except KernelgenError as error:
+        raise named(task, error) from None
+
+
 def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed: int,
-                    extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None) -> None:
+                    extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None,
+                    order: str | None = None) -> None:
     """One variant's call, run by the reference interpreter, against the reference on one size
-    assignment (under ``num_sms`` where given); the outputs (and which elements were written)
+    assignment (under ``num_sms`` where given; float inputs sorted in ``order`` where given,
+    :func:`kernelgen.task.verify.make_inputs`); the outputs (and which elements were written)
     shaped back as the call's."""
     import torch
 
     from kernelgen.host.plan import plan_launch, verified_num_sms
     from kernelgen.interp.execute import execute_sequence
 
-    inputs = make_inputs(task, sizes, seed, extreme=extreme)
+    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
     before = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     expected, reference_after = reference_call(task, inputs)
     call, checked = bound_call(task, kernel, inputs)

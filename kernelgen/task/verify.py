@@ -148,13 +148,14 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
 
 
 def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme: bool = False,
-                bench: bool = False, shapes_only: bool = False) -> dict[str, Any]:
+                bench: bool = False, shapes_only: bool = False, order: str | None = None) -> dict[str, Any]:
     """The call's arguments for one size assignment, reproducible from (task, sizes, seed);
     a variant's host-only arguments as it gives them (``dtype=`` as a torch dtype), None for
     the optional tensors it omits. ``extreme``: inputs with an extreme-value domain use it;
     ``bench``: scalars take their bench values (timing), else they are drawn (checking);
     ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
-    shapes without their memory)."""
+    shapes without their memory); ``order``: float inputs of an ordinary domain sorted
+    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
@@ -176,7 +177,27 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             args[spec.name] = draw_tensor(spec, shape, domain, generator, sizes)
             if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
                 args[spec.name] = with_zeros(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            if order is not None and _sortable(args[spec.name], domain):
+                args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     return args
+
+
+def _sortable(values: torch.Tensor, domain) -> bool:
+    """Whether a sorted draw sorts this input: floats of a normal, uniform or integers domain
+    (each value stays in it; ids, offsets and ends are integers, and zero rows keep their rows)."""
+    return (values.dtype.is_floating_point and values.dim() > 0
+            and (domain is None or domain.kind in ("normal", "uniform", "integers") and not domain.zero_rows))
+
+
+def sorted_along_axes(values: torch.Tensor, descending: bool = False) -> torch.Tensor:
+    """``values`` sorted along each axis in turn, last first: nondecreasing (nonincreasing)
+    along every axis at once (sorting the columns of a matrix of sorted rows keeps its rows
+    sorted), so a row's largest values lie at its end whichever axis a kernel reduces over.
+    Sorted in f64 (exact for every float dtype); NaN sorts as the largest."""
+    wide = values.to(torch.float64)
+    for axis in reversed(range(wide.dim())):
+        wide = wide.sort(dim=axis, descending=descending).values
+    return wide.to(values.dtype)
 
 
 ZERO_SHARE = 8  # one element in ZERO_SHARE of a generic float input is a zero in extreme draws
