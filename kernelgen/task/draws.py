@@ -24,6 +24,18 @@ Targeted and range-maximum draws use the task's extreme-value domains
 integer extremes, ids over their whole range, out-of-range targets), where numerically careless
 formulas (softmax without the row maximum, sums in f16) fail as they would on real data.
 
+In CPU mode, each size a program reduces over (one no grid spreads over, or one a loop walks)
+also gets two *sorted* draws past twice the extent: float inputs of ordinary domains ordered
+along every axis, ascending and then descending (:func:`kernelgen.task.verify.sorted_along_axes`),
+so a row's largest and smallest values sit past any leading part a truncated kernel reads. A
+domain that saturates the answer (integers in [-3, 3] over 4096 columns: the maximum is in the
+first block with probability ~1) would otherwise hide a first-block argmax. Ids, offsets and
+other integer inputs keep their order. The launches are also planned, without running, at each
+size's range maximum (the others at their minimum) and at all maxima (:func:`limit_sizes`): a
+grid past 65535 programs on axis 1, or an i32 param that overflows, at sizes the task allows is
+a ``launch_error`` even where no draw there is affordable. A grid capped by a literal
+(``minimum(cdiv(T, 16), 4096)``) bounds the extent by the cap times the block.
+
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
 drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
