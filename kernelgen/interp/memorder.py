@@ -117,7 +117,7 @@ class MemoryOrder:
         element = list(unravel(offset, self.shapes[name]))
         raise InterpreterError(Diagnostic(
             path, "unordered_read",
-            f"{describe(reader)} reads {name}{element} with a {sem} atomic, relying on {describe(writer)}'s "
+            f"{describe(reader)} reads {name}{element} with an atomic at sem {sem}, relying on {describe(writer)}'s "
             f"atomic update there (its atomic statement {wrote}) because it has seen that program's later atomic "
             f"(statement {seen}); nothing orders the two: on a GPU it may read the element without that update. "
             f"Release after the write (the writer's update or a later atomic of it with sem release or acq_rel) "
