@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelgen.errors import InterpreterError
+from kernelgen.errors import InterpreterError, InterpreterLimit
 from kernelgen.interp.memorder import MemoryOrder
 
 DATA, FLAG = "data", "flag"
@@ -56,3 +56,23 @@ def test_an_unbound_acquire_orders_nothing() -> None:
     order.atomic(FLAG, _at(0, 0), _at(0, 1), "/t", "release", True, str)
     with pytest.raises(InterpreterError, match="unordered_read|relying"):
         order.atomic(DATA, _at(0), _at(1), "/r", "acq_rel", True, str)
+
+
+def test_a_flag_set_by_an_unbound_relaxed_exchange_is_relied_on_through_a_chain() -> None:
+    """Program 0 adds to data[0] and raises a flag with a relaxed exchange; program 1 sees the
+    flag (acquire: nothing was released) and raises another; program 2 sees that one and reads
+    data[0]: it relies on program 0's add through program 1."""
+    order = MemoryOrder({DATA: (1,), FLAG: (2,)}, 3)
+    order.atomic(DATA, _at(0), _at(0), "/a", "relaxed", False, str)
+    order.atomic(FLAG, _at(0), _at(0), "/f", "relaxed", False, str)
+    order.atomic(FLAG, _at(0), _at(1), "/p", "acquire", True, str)
+    order.atomic(FLAG, _at(1), _at(1), "/f", "release", False, str)
+    order.atomic(FLAG, _at(1), _at(2), "/p", "acquire", True, str)
+    with pytest.raises(InterpreterError) as caught:
+        order.atomic(DATA, _at(0), _at(2), "/r", "acquire", True, str)
+    assert caught.value.diagnostics[0].code == "unordered_read" and "relying on 0's atomic update" in caught.value.diagnostics[0].message
+
+
+def test_a_launch_too_large_to_record_is_over_budget() -> None:
+    with pytest.raises(InterpreterLimit, match="over_budget|past the interpreter's budget"):
+        MemoryOrder({DATA: (1,)}, 2**13 + 1)

@@ -30,7 +30,8 @@ launch is run under other orders for them (:mod:`kernelgen.interp.orders`). Plai
 another program wrote are races of their own (:mod:`kernelgen.interp.accesses`).
 
 The record exists only for launches that bind an atomic's old values, and per element only
-for outputs updated atomically; lanes of one statement on one element apply in the lane order
+for outputs updated atomically; a table past :data:`RECORD_LIMIT` entries is ``over_budget``
+(not judged on the CPU); lanes of one statement on one element apply in the lane order
 of :mod:`kernelgen.interp.atomics`, one round per lane.
 """
 
@@ -40,11 +41,12 @@ from typing import Callable, Mapping, Sequence
 
 import torch
 
-from kernelgen.errors import Diagnostic, InterpreterError
+from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.interp.barrier import unravel
 
 ACQUIRES = ("acquire", "acq_rel")
 RELEASES = ("release", "acq_rel")
+RECORD_LIMIT = 2**25  # entries of one clock table (128 MiB): past it the launch is not judged on the CPU
 
 
 class MemoryOrder:
@@ -54,6 +56,7 @@ class MemoryOrder:
     def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int) -> None:
         self.shapes = {name: tuple(shape) for name, shape in shapes.items()}
         self.programs = programs
+        self._afford("/grid", programs, "the programs' clocks")
         self.step = torch.zeros(programs, dtype=torch.int32)
         self.seen = torch.zeros((programs, programs), dtype=torch.int32)
         self.synced = torch.zeros((programs, programs), dtype=torch.int32)
@@ -75,6 +78,7 @@ class MemoryOrder:
             numel = 1
             for extent in self.shapes[name]:
                 numel *= extent
+            self._afford(path, numel, f"{name}'s record")
             self.elements[name] = tuple(torch.zeros((numel, self.programs), dtype=torch.int32) for _ in range(3))
         wrote, knew, released = self.elements[name]
         order = torch.sort(offsets, stable=True).indices
@@ -108,6 +112,14 @@ class MemoryOrder:
         knew[offs] = torch.maximum(knew[offs], self.seen[progs])
         if sem in RELEASES:
             released[offs] = torch.maximum(released[offs], self.synced[progs])
+
+    def _afford(self, path: str, rows: int, what: str) -> None:
+        if rows * self.programs > RECORD_LIMIT:
+            raise InterpreterLimit(Diagnostic(
+                path, "over_budget",
+                f"judging the memory order of atomics whose old values are bound keeps a clock per program for "
+                f"each program and each element updated atomically; {what} ({rows} x {self.programs} programs) is "
+                f"past the interpreter's budget of {RECORD_LIMIT} entries: launch fewer programs"))
 
     def _rows(self, programs: torch.Tensor) -> torch.Tensor:
         return programs[:, None].expand(-1, self.programs)
