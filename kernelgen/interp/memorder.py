@@ -129,9 +129,7 @@ class MemoryOrder:
         element = list(unravel(offset, self.shapes[name]))
         raise InterpreterError(Diagnostic(
             path, "unordered_read",
-            f"{describe(reader)} reads {name}{element} with an atomic at sem {sem}, relying on {describe(writer)}'s "
-            f"atomic update there (its atomic statement {wrote}) because it has seen that program's later atomic "
-            f"(statement {seen}); nothing orders the two: on a GPU it may read the element without that update. "
-            f"Release after the write (the writer's update or a later atomic of it with sem release or acq_rel) "
-            f"and acquire before the read (this atomic or an earlier one with sem acquire or acq_rel, reading "
-            f"what the release wrote), e.g. the default acq_rel on the ticket"))
+            f"{describe(reader)} reads {name}{element} (sem {sem}) relying on {describe(writer)}'s atomic update there "
+            f"(its atomic {wrote}), as it saw that program's later atomic ({seen}): no release/acquire orders them, so "
+            f"a GPU may read it without that update; release it (that or a later atomic, sem release/acq_rel) and "
+            f"acquire it (an earlier named atomic reading the release, sem acquire/acq_rel)"))
