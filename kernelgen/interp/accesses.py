@@ -56,6 +56,7 @@ import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.interp.barrier import ProgramOrder, unravel as _unravel
+from kernelgen.interp.memorder import MemoryOrder
 
 _NONE = -1  # no program
 _CTA = "cta scope"  # the atomics at cta scope: a kind of their own for the range records
@@ -74,10 +75,12 @@ class AccessLog:
     """Per output element: the program that wrote it, and the range of programs that read it."""
 
     def __init__(self, outputs: Mapping[str, torch.Tensor], grid: Sequence[int],
-                 initialised: Set[str] = frozenset(), defined: Mapping[str, torch.Tensor] | None = None) -> None:
+                 initialised: Set[str] = frozenset(), defined: Mapping[str, torch.Tensor] | None = None,
+                 observes: bool = False) -> None:
         """``defined``: per output, where an element holds a value before this launch (an earlier
         launch wrote it, a zero fill); outputs in ``initialised`` (an ``init`` fill) hold one
-        everywhere."""
+        everywhere. ``observes``: the kernel binds atomics' old values, so their memory order is
+        judged (:class:`MemoryOrder`)."""
         self.grid = tuple(grid)
         self.initialised = set(initialised)
         self.shapes = {name: tuple(t.shape) for name, t in outputs.items()}
@@ -103,6 +106,7 @@ class AccessLog:
         self.lane_slots: dict[str, torch.Tensor] = {}
         self.unread: Diagnostic | None = None  # the first read before write, reported at the end
         self.order = ProgramOrder(self.shapes, math.prod(self.grid))  # within a program: barriers
+        self.memory = MemoryOrder(self.shapes, math.prod(self.grid)) if observes else None  # between programs
 
     # -- the accesses -------------------------------------------------------------------------
 
@@ -178,13 +182,15 @@ class AccessLog:
 
     def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
                within_program: bool = False, op: str = "atomic_add", values: torch.Tensor | None = None,
-               reads: bool = True, compare: torch.Tensor | None = None) -> None:
+               reads: bool = True, compare: torch.Tensor | None = None, sem: str = "acq_rel",
+               bound: bool = False) -> None:
         """Program ``programs[i]`` updates element ``offsets[i]`` of output ``name`` atomically
         with ``op`` (writing ``values[i]``, for an exchange or compare-and-swap, whose lanes with
         ``compare[i] == values[i]`` change nothing); ``reads``: the atomic reads the element (all
         but an ``atomic_xchg`` whose old values are unbound);
         ``within_program``: at ``cta`` scope, atomic only among the program's own threads, so
-        another program's atomic on the element races with it as a plain access would."""
+        another program's atomic on the element races with it as a plain access would; ``sem``
+        and ``bound`` (its old values are used): for :class:`MemoryOrder`."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
         before = self.writer[name][offsets]
@@ -206,6 +212,8 @@ class AccessLog:
             self._others({name: first}, {name: last}, name, offsets, programs,
                          "updated atomically at cta scope (atomic within one program only)", path,
                          doing="updates atomically")
+        if self.memory is not None:
+            self.memory.atomic(name, offsets, programs, path, sem, bound, self.describe)
         if op in _SPLIT and values is not None:
             if compare is not None:  # a compare-and-swap of its compare value writes nothing new
                 moves = bit_pattern(compare) != bit_pattern(values)

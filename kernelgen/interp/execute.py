@@ -169,7 +169,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
         buffers[name] = tensor
     total = plan.num_programs
     accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None},
-                         defined=defined)
+                         defined=defined, observes=needs_orders(plan.checked))
     chunk = max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
     with torch.no_grad():
         if total and order == LOCKSTEP:

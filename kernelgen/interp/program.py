@@ -436,7 +436,7 @@ class _Run:
                 self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path,
                                      within_program=a.scope == "cta", op=a.op, values=val[sel],
                                      reads=a.op != "atomic_xchg" or a.name is not None,
-                                     compare=None if cmp is None else cmp[sel])
+                                     compare=None if cmp is None else cmp[sel], sem=a.sem, bound=a.name is not None)
             old[sel] = apply_atomic(a.op, self.flat[index], offsets, val[sel], None if cmp is None else cmp[sel],
                                     t.dtype, lambda: self.out_of_time(path))
         if a.name is not None:

@@ -450,7 +450,9 @@ class Atomic(Node):
     update one element with one op only, xchg/cas of one value (race). An atomic reads its element (not an unnamed xchg).
     dtypes (atomic_dtype): add f16/bf16/f32/f64/i32/i64; max, min, xchg f32/f64/i32/i64 (float max/min order bits as
     Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64. Float add rounds to the dtype after each add, in any order.
-    ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race)."""
+    ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race). A named atomic relying on another
+    program's update because it saw a later atomic of that program (ticket, flag) needs release (that update or a later
+    atomic of its program) and acquire (an earlier named atomic reading the release): unordered_read; acq_rel does both."""
 
     op: Literal[ATOMIC_OPS]  # type: ignore[valid-type]
     ptr: Expr

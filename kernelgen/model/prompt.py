@@ -58,8 +58,10 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 # round, finfo/iinfo and i64 sorts about 300; the host side (optional scalars and ints, tuples of
 # floats, call shapes, in-place outputs, host values and conditionals, and the host rules the
 # checker enforced unsaid) about 380. The budget grows by the least that keeps three worked
-# examples (8448 -> 9285), within the 10240 the issue allows.
-SYSTEM_PROMPT_TOKEN_BUDGET = 9285
+# examples (8448 -> 9285), within the 10240 the issue allows. Issue 31: the memory order of
+# atomics (release/acquire between a program's update and another's reliance on it, and
+# unordered_read) takes about 95 more (9285 -> 9380), again the least that keeps three examples.
+SYSTEM_PROMPT_TOKEN_BUDGET = 9380
 
 ANSWER_FORMAT = (
     "Answer with exactly one JSON document: the kernel AST, an object with the fields of "

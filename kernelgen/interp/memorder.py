@@ -1,0 +1,135 @@
+"""Memory order between programs: what an atomic's old value may be relied on to show.
+
+The interpreter runs a launch sequentially consistently: once a program has seen another
+program's later atomic (its ticket, its flag), every earlier atomic write of that program is
+visible to it too. A GPU promises that only across a release and an acquire (PTX's ``.release``
+/ ``.acquire``, Triton's ``sem``): a ``relaxed`` atomic orders nothing but its own element, so
+with relaxed atomics the program that draws the last ticket may still read a total without
+another program's share (the message-passing pattern; CUDA's threadFenceReduction needs the
+fence the default ``acq_rel`` gives).
+
+:class:`MemoryOrder` keeps two vector clocks per program, over the programs' *steps* (a
+program's atomic statements, counted from 1):
+
+* ``seen``: what the program's atomics' old values have shown it, through any chain of
+  programs (a bound atomic joins the element's record of its writers and what they had seen);
+* ``synced``: what a release/acquire pair has made visible to it (a bound atomic with
+  ``acquire`` or ``acq_rel`` joins the element's release record: an unbound one may have read
+  before the release on a GPU, and the program cannot tell; one with ``release`` or ``acq_rel`` adds
+  its program's ``synced``, its own step included, to that record; every atomic of the element
+  continues the release sequence, as read-modify-writes do).
+
+A bound atomic (``name``: its old values are used) of program R reading an element that
+program W last updated at step ``t`` relies on seeing that update when R has already seen a
+later step of W (``seen[R][W] > t``): the interpreter's order cannot show R anything else,
+a GPU can. It must then be ordered by an earlier acquire of R (``synced[R][W] >= t``; this
+atomic's own acquire orders what follows it, not the update it reads) or it is
+``unordered_read``. Old values seen without such an inference (a relaxed ticket that
+only picks a slot, claims of one statement) are one element's and right in any order: the
+launch is run under other orders for them (:mod:`kernelgen.interp.orders`). Plain loads of what
+another program wrote are races of their own (:mod:`kernelgen.interp.accesses`).
+
+The record exists only for launches that bind an atomic's old values, and per element only
+for outputs updated atomically; a table past :data:`RECORD_LIMIT` entries is ``over_budget``
+(not judged on the CPU); lanes of one statement on one element apply in the lane order
+of :mod:`kernelgen.interp.atomics`, one round per lane.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import torch
+
+from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
+from kernelgen.interp.barrier import unravel
+
+ACQUIRES = ("acquire", "acq_rel")
+RELEASES = ("release", "acq_rel")
+RECORD_LIMIT = 2**25  # entries of one clock table (128 MiB): past it the launch is not judged on the CPU
+
+
+class MemoryOrder:
+    """Per program: steps and the two vector clocks; per atomically updated element: its last
+    writers' steps, what they had seen and the release record."""
+
+    def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int) -> None:
+        self.shapes = {name: tuple(shape) for name, shape in shapes.items()}
+        self.programs = programs
+        self._afford("/grid", programs, "the programs' clocks")
+        self.step = torch.zeros(programs, dtype=torch.int32)
+        self.seen = torch.zeros((programs, programs), dtype=torch.int32)
+        self.synced = torch.zeros((programs, programs), dtype=torch.int32)
+        # Per output: [element, program] last write step, seen by writers, release record.
+        self.elements: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str, sem: str,
+               bound: bool, describe: Callable[[int], str]) -> None:
+        """Program ``programs[i]`` updates element ``offsets[i]`` atomically with ``sem``
+        (lanes in apply order); ``bound``: its old values are used."""
+        if offsets.numel() == 0:
+            return
+        programs = programs.long()
+        stepping = programs.unique()
+        self.step[stepping] += 1
+        self.seen[stepping, stepping] = self.step[stepping]
+        self.synced[stepping, stepping] = self.step[stepping]
+        if name not in self.elements:
+            numel = 1
+            for extent in self.shapes[name]:
+                numel *= extent
+            self._afford(path, numel, f"{name}'s record")
+            self.elements[name] = tuple(torch.zeros((numel, self.programs), dtype=torch.int32) for _ in range(3))
+        wrote, knew, released = self.elements[name]
+        order = torch.sort(offsets, stable=True).indices
+        offs = offsets[order]
+        first = torch.ones_like(offs, dtype=torch.bool)
+        first[1:] = offs[1:] != offs[:-1]
+        start = torch.nonzero(first).flatten()
+        rank = torch.arange(offs.numel()) - start[torch.cumsum(first, 0) - 1]
+        for r in range(int(rank.max()) + 1):  # one lane per element per round
+            lanes = order[rank == r]
+            self._round(name, offsets[lanes], programs[lanes], path, sem, bound, describe, wrote, knew, released)
+
+    def _round(self, name: str, offs: torch.Tensor, progs: torch.Tensor, path: str, sem: str, bound: bool,
+               describe: Callable[[int], str], wrote: torch.Tensor, knew: torch.Tensor,
+               released: torch.Tensor) -> None:
+        # A program's lanes on distinct elements: its clocks join each element's record once. The
+        # atomic's own acquire orders what comes after it, not the update it reads.
+        if bound:
+            last = wrote[offs]
+            last[torch.arange(offs.numel()), progs] = 0  # its own writes: program order
+            prior = self.seen[progs]
+            relied = (last > 0) & (prior > last) & (self.synced[progs] < last)
+            if bool(relied.any()):
+                lane, other = (int(i) for i in relied.nonzero()[0])
+                self._unordered(name, int(offs[lane]), int(progs[lane]), other, int(last[lane, other]),
+                                int(prior[lane, other]), path, sem, describe)
+            self.seen.scatter_reduce_(0, self._rows(progs), knew[offs], "amax")
+            if sem in ACQUIRES:
+                self.synced.scatter_reduce_(0, self._rows(progs), released[offs], "amax")
+        wrote[offs, progs] = self.step[progs]
+        knew[offs] = torch.maximum(knew[offs], self.seen[progs])
+        if sem in RELEASES:
+            released[offs] = torch.maximum(released[offs], self.synced[progs])
+
+    def _afford(self, path: str, rows: int, what: str) -> None:
+        if rows * self.programs > RECORD_LIMIT:
+            raise InterpreterLimit(Diagnostic(
+                path, "over_budget",
+                f"judging the memory order of atomics whose old values are bound keeps a clock per program for "
+                f"each program and each element updated atomically; {what} ({rows} x {self.programs} programs) is "
+                f"past the interpreter's budget of {RECORD_LIMIT} entries: launch fewer programs"))
+
+    def _rows(self, programs: torch.Tensor) -> torch.Tensor:
+        return programs[:, None].expand(-1, self.programs)
+
+    def _unordered(self, name: str, offset: int, reader: int, writer: int, wrote: int, seen: int, path: str,
+                   sem: str, describe: Callable[[int], str]) -> None:
+        element = list(unravel(offset, self.shapes[name]))
+        raise InterpreterError(Diagnostic(
+            path, "unordered_read",
+            f"{describe(reader)} reads {name}{element} (sem {sem}) relying on {describe(writer)}'s atomic update there "
+            f"(its atomic {wrote}), as it saw that program's later atomic ({seen}): no release/acquire orders them, so "
+            f"a GPU may read it without that update; release it (that or a later atomic, sem release/acq_rel) and "
+            f"acquire it (an earlier named atomic reading the release, sem acquire/acq_rel)"))

@@ -1,0 +1,78 @@
+"""The memory order of atomics between programs (kernelgen.interp.memorder): message passing
+through a ticket needs a release and an acquire; one element's old values do not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelgen.errors import InterpreterError, InterpreterLimit
+from kernelgen.interp.memorder import MemoryOrder
+
+DATA, FLAG = "data", "flag"
+
+
+def _at(*values: int) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def _message(producer: str, ticket: str, consumer: str) -> None:
+    """Program 0 adds to data[0], then takes a ticket on flag[0]; program 1 takes its ticket
+    (seeing program 0's), then reads data[0] with a bound relaxed atomic."""
+    order = MemoryOrder({DATA: (1,), FLAG: (1,)}, 2)
+    order.atomic(DATA, _at(0), _at(0), "/a", producer, False, str)
+    order.atomic(FLAG, _at(0), _at(0), "/t", ticket, True, str)
+    order.atomic(FLAG, _at(0), _at(1), "/t", consumer, True, str)
+    order.atomic(DATA, _at(0), _at(1), "/r", "relaxed", True, str)
+
+
+@pytest.mark.parametrize("ticket, consumer", [("relaxed", "relaxed"), ("release", "relaxed"),
+                                              ("relaxed", "acquire"), ("release", "release")])
+def test_a_ticket_without_release_and_acquire_is_an_unordered_read(ticket: str, consumer: str) -> None:
+    with pytest.raises(InterpreterError) as caught:
+        _message("relaxed", ticket, consumer)
+    assert caught.value.diagnostics[0].code == "unordered_read" and caught.value.diagnostics[0].path == "/r"
+    assert "relying on 0's atomic update" in caught.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("ticket, consumer", [("release", "acquire"), ("acq_rel", "acq_rel"), ("acq_rel", "acquire")])
+def test_a_release_and_an_acquire_order_the_read(ticket: str, consumer: str) -> None:
+    _message("relaxed", ticket, consumer)
+
+
+def test_relaxed_tickets_that_only_pick_slots_are_not_judged() -> None:
+    """Every program takes a relaxed ticket on one counter: each sees the others' tickets, but
+    relies on no other element."""
+    order = MemoryOrder({FLAG: (1,)}, 4)
+    for _ in range(2):
+        order.atomic(FLAG, _at(0, 0, 0, 0), _at(0, 1, 2, 3), "/t", "relaxed", True, str)
+
+
+def test_an_unbound_acquire_orders_nothing() -> None:
+    """The reader's own acquire add on the data (its old value unused) may have come before the
+    writer's on a GPU: only a bound acquire, whose value the program acts on, synchronizes."""
+    order = MemoryOrder({DATA: (1,), FLAG: (1,)}, 2)
+    order.atomic(DATA, _at(0, 0), _at(0, 1), "/a", "acq_rel", False, str)
+    order.atomic(FLAG, _at(0, 0), _at(0, 1), "/t", "release", True, str)
+    with pytest.raises(InterpreterError, match="unordered_read|relying"):
+        order.atomic(DATA, _at(0), _at(1), "/r", "acq_rel", True, str)
+
+
+def test_a_flag_set_by_an_unbound_relaxed_exchange_is_relied_on_through_a_chain() -> None:
+    """Program 0 adds to data[0] and raises a flag with a relaxed exchange; program 1 sees the
+    flag (acquire: nothing was released) and raises another; program 2 sees that one and reads
+    data[0]: it relies on program 0's add through program 1."""
+    order = MemoryOrder({DATA: (1,), FLAG: (2,)}, 3)
+    order.atomic(DATA, _at(0), _at(0), "/a", "relaxed", False, str)
+    order.atomic(FLAG, _at(0), _at(0), "/f", "relaxed", False, str)
+    order.atomic(FLAG, _at(0), _at(1), "/p", "acquire", True, str)
+    order.atomic(FLAG, _at(1), _at(1), "/f", "release", False, str)
+    order.atomic(FLAG, _at(1), _at(2), "/p", "acquire", True, str)
+    with pytest.raises(InterpreterError) as caught:
+        order.atomic(DATA, _at(0), _at(2), "/r", "acquire", True, str)
+    assert caught.value.diagnostics[0].code == "unordered_read" and "relying on 0's atomic update" in caught.value.diagnostics[0].message
+
+
+def test_a_launch_too_large_to_record_is_over_budget() -> None:
+    with pytest.raises(InterpreterLimit, match="over_budget|past the interpreter's budget"):
+        MemoryOrder({DATA: (1,)}, 2**13 + 1)
