@@ -61,7 +61,7 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0,
     inputs = make_inputs(task, sizes, seed, extreme=extreme)
     if extreme and task.extreme_domains:
         return inputs, tiny_scale(task)
-    names = scaled_names(task) if extreme else []
+    names = [n for n in scaled_names(task) if isinstance(inputs[n], torch.Tensor)] if extreme else []  # not omitted
     if not names:
         return inputs, 1.0
     dtypes = {s.dtype for s in task.signature.inputs if s.name in names}
