@@ -85,3 +85,59 @@ def _tie_order_only(task, inputs, got, want) -> bool:
             or got.shape[0] != x.shape[0] or not all(0 <= int(t.min()) and int(t.max()) < x.shape[1] for t in (got, want)):
         return False
     return bool(torch.equal(x.gather(1, got.long()), x.gather(1, want.long())))
+
+
+def _domains(task) -> list:
+    return list(task.domains.values()) + list(task.extreme_domains.values())
+
+
+# Prompts that name NaN or infinity for what the computation makes of finite inputs, not for an
+# input's: nothing to draw.
+PRODUCED_NAN = {"masked_softmax": "a row with no kept element is zeros, not NaN",
+                "minmax_scale_rows": "0 / 0 of an all-equal row (rows of one element are drawn)",
+                "row_var": "0 / 0 of a row of one element", "standardize_rows": "0 / NaN of a row of one element"}
+PRODUCED_INF = {"f32_to_f16": "overflow of the cast (x is normal of scale 30000)",
+                "log_sigmoid": "no -inf for very negative x (the output's)",
+                "reciprocal_int": "1 / 0 (zeros are drawn)"}
+
+
+@pytest.mark.parametrize("word, value, produced", [("NaN", "nan", PRODUCED_NAN), ("inf", "inf", PRODUCED_INF)])
+def test_a_prompt_that_says_what_nan_or_inf_gives_draws_it(word: str, value: str, produced: dict) -> None:
+    """A task whose prompt states what a NaN (an infinity) in an input gives draws one in some
+    domain (sign: NaN gives 0.0; outer_greater: false), else a kernel wrong there passes."""
+    import re
+
+    mention = re.compile(rf"\b{word}\b|infinit", re.I) if word == "inf" else re.compile(r"\bNaN\b")
+    missing = [t.id for t in TASKS if mention.search(t.prompt) and t.id not in produced
+               and not any(str(v).lstrip("-") == value for d in _domains(t) for v in d.specials)]
+    assert missing == []
+
+
+def test_a_norm_floored_by_eps_draws_zero_rows() -> None:
+    """max(norm, eps) is the prompt's promise for an all-zero row (0, not 0 / 0): some draw has one."""
+    import re
+
+    floor = re.compile(r"max\([^()]*(\([^()]*\))?[^()]*,\s*(eps|[0-9.]+e-[0-9]+)\)")
+    floored = [t for t in TASKS if floor.search(t.prompt)]
+    assert {"normalize_rows", "cosine_similarity", "fp8_quantize_blockwise"} <= {t.id for t in floored}
+    assert [t.id for t in floored if not any(d.zero_rows for d in _domains(t))] == []
+
+
+# Tasks that compute a variance and do not yet draw a mean large against the spread: their
+# goldens are unverified at such an offset (f16/bf16 inputs need a larger one), or (batchnorm
+# inference) they take the variance as an input.
+VARIANCE_WITHOUT_OFFSET = {"layer_norm_optional", "row_std_f16", "standardize_rows", "add_layernorm_bf16",
+                           "batchnorm_inference", "layernorm_backward", "layernorm_backward_full"}
+
+
+def test_a_variance_is_drawn_with_a_mean_large_against_the_spread() -> None:
+    """var = E[x^2] - mean^2 cancels where the mean is large against the spread: a task whose
+    reference computes a variance draws such values (uniform in [50, 54], say) in some domain."""
+    import re
+
+    variance = re.compile(r"\b(var|std|var_mean|std_mean|layer_norm|group_norm|batch_norm|instance_norm)\b")
+    offset = [t.id for t in TASKS if any(d.kind == "uniform" and isinstance(d.low, float) and isinstance(d.high, float)
+                                         and (d.low + d.high) / 2 >= 10 * (d.high - d.low) for d in _domains(t))]
+    computing = [t.id for t in TASKS if variance.search(t.reference + (t.eager or ""))]
+    assert {"group_norm", "dropout_residual_layernorm", "layernorm_stats", "row_var"} <= set(computing) & set(offset)
+    assert sorted(set(computing) - set(offset)) == sorted(VARIANCE_WITHOUT_OFFSET)

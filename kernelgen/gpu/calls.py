@@ -27,6 +27,7 @@ from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn
 from kernelgen.task.variants import bound_call, named, outputs_by_name
+from kernelgen.task.magnitude import checked_inputs
 from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call, run_reference
 
 
@@ -60,7 +61,7 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
     from kernelgen.host.plan import verified_num_sms
 
     device = torch.device("cuda", torch.cuda.current_device())
-    drawn = make_inputs(task, sizes, seed, extreme=extreme)  # on the CPU, before the turn
+    drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)  # on the CPU, before the turn
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         inputs = _to_device(drawn, device)
         before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
@@ -69,8 +70,8 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
         outputs, written, problems = guarded_launches(checked, compiled, call.args, device)
         shaped = outputs_by_name(task, call.finish(outputs))
         shaped_written = outputs_by_name(task, call.finish(written, copy=False))
-        problems += inputs_as_reference(task, before, reference_after, inputs)
-        return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written)
+        problems += inputs_as_reference(task, before, reference_after, inputs, atol_scale)
+        return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written, atol_scale)
 
 
 def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int,

@@ -31,6 +31,7 @@ from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import (call_retried_alone, event_times, flush_buffer, gpu_turn, inductor_takes_turns,
                                   waited_seconds)
+from kernelgen.task.magnitude import checked_inputs
 from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
 
@@ -106,12 +107,12 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
     from kernelgen.host.plan import verified_num_sms
 
     device = torch.device("cuda", torch.cuda.current_device())
-    drawn = make_inputs(task, sizes, seed, extreme=extreme)  # on the CPU, before the turn
+    drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)  # on the CPU, before the turn
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         inputs = _to_device(drawn, device)
         expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
-        return problems + compare_outputs(task, outputs, expected, inputs, sizes, written)
+        return problems + compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale)
 
 
 def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],

@@ -26,6 +26,7 @@ from kernelgen.lang.generic import binding_for, instantiate
 from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.task.spec import Task
+from kernelgen.task.magnitude import checked_inputs
 from kernelgen.task.verify import compare_outputs, make_inputs, order_problems, run_reference
 
 
@@ -205,14 +206,14 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
     from kernelgen.host.plan import verified_num_sms
     from kernelgen.interp.execute import execute_call
 
-    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
+    inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     expected = run_reference(task, inputs)
     with verified_num_sms(num_sms):
         run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
-    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written)
+    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written, atol_scale)
     if problems:
         raise WrongResult(problems)
-    problems = order_problems(task, run.outputs, run.orders, sizes)  # the other program orders agree
+    problems = order_problems(task, run.outputs, run.orders, sizes, atol_scale=atol_scale)  # the other program orders agree
     if problems:
         raise WrongResult(problems)
 

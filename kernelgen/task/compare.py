@@ -4,7 +4,8 @@ f32 uses rtol 1e-4 (the GPU's approximate ``exp``, ``rsqrt`` and division differ
 CPU's correctly rounded ones by a few ulp, which 1e-5 would fail), f16 and bf16 use 1e-2,
 f64 1e-9 (libdevice's double functions are within a few ulp; a kernel that computes an f64
 result in f32, about 6e-8 off, fails);
-integers and booleans must be equal. NaN equals NaN, so an element that both leave
+integers and booleans must be equal; a task's ``signed_zeros`` also asks each zero for the
+reference's sign (copysign's point). NaN equals NaN, so an element that both leave
 unwritten (poison) counts as equal, and one that only the kernel leaves unwritten does not.
 
 fp8 outputs (e4m3, e5m2) are compared in representable steps, not by a tolerance: with 3 or 2
@@ -42,6 +43,8 @@ CHUNK_ELEMENTS = 1 << 24
 class Tolerance:
     rtol: float
     atol: float
+    # A zero must have the reference's sign too (isclose finds -0.0 equal to +0.0).
+    signed_zeros: bool = False
 
 
 TOLERANCES: dict[str, Tolerance] = {
@@ -82,7 +85,8 @@ class Comparison:
     @property
     def criterion(self) -> str:
         """What an element had to meet, for a message."""
-        return self.steps or f"rtol={self.tolerance.rtol:g} atol={self.tolerance.atol:g}"
+        signs = ", zeros' signs" if self.tolerance.signed_zeros else ""
+        return self.steps or f"rtol={self.tolerance.rtol:g} atol={self.tolerance.atol:g}{signs}"
 
     def __str__(self) -> str:
         if self.shape_mismatch:
@@ -113,6 +117,8 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
         if floating:
             a, e = a_part.double(), e_part.double()
             close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+            if tolerance.signed_zeros:
+                close &= ~((a == 0) & (e == 0) & (a.signbit() != e.signbit()))
             same = (a == e) | (a.isnan() & e.isnan())
             error = torch.where(same, torch.zeros_like(a), (a - e).abs().nan_to_num(nan=math.inf))
         else:

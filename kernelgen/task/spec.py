@@ -79,7 +79,9 @@ class Domain(_Model):
     targets that an i32 truncation would turn into a class; those its dtype cannot hold are
     left out); ``zero_rows``, some rows along the last axis all zero (a block whose scale needs
     the stated floor); ``ties``, normal values rounded to quarters of the scale (equal values in
-    every row, for tasks that judge how ties are broken)."""
+    every row, for tasks that judge how ties are broken); ``same_as``, another input of the same
+    shape and dtype drawn before this one: some rows along the last axis are copies of its
+    rows (a vector's distance to itself, duplicates in a batch)."""
 
     kind: Literal["normal", "uniform", "integers", "starts", "ends", "full"] = "normal"
     scale: float = 1.0
@@ -90,6 +92,7 @@ class Domain(_Model):
     specials: list[L.Expr] = []
     zero_rows: bool = False
     ties: bool = False
+    same_as: str | None = None
 
     @model_validator(mode="after")
     def _total_for_starts(self) -> Domain:
@@ -112,6 +115,8 @@ class Domain(_Model):
             text += ", with " + ", ".join(_show_bound(v) for v in self.specials) + " among them"
         if self.zero_rows:
             text += ", some rows all zero"
+        if self.same_as is not None:
+            text += f", some rows equal to {self.same_as}'s"
         return text
 
     def special_values(self, sizes: Mapping[str, int]) -> list[Union[int, float]]:
@@ -180,8 +185,13 @@ class ScalarRange(_Model):
 
 
 class Tolerance(_Model):
+    """rtol and atol as torch.isclose takes them; ``signed_zeros``: a zero must also have the
+    reference's sign (isclose finds -0.0 equal to +0.0), where the sign of zero is the task's
+    point (copysign)."""
+
     rtol: float = Field(ge=0)
     atol: float = Field(ge=0)
+    signed_zeros: bool = False
 
 
 class Signature(_Model):
@@ -311,7 +321,7 @@ class Task(_Model):
         for name, domain in list(self.domains.items()) + list(self.extreme_domains.items()):
             if name not in names:
                 raise ValueError(f"domains names {name!r}, which is not an input")
-            problem = _starts_problem(name, domain, self)
+            problem = _starts_problem(name, domain, self) or _same_as_problem(name, domain, self)
             if problem is not None:
                 raise ValueError(problem)
         for name in self.scalar_ranges:
@@ -451,6 +461,20 @@ def _starts_problem(name: str, domain: Domain, task: Task) -> str | None:
         return f"domains/{name}: segment starts are drawn for a 1-D i32 or i64 tensor"
     if domain.total not in task.sizes:
         return f"domains/{name}/total: {domain.total!r} is not a size name of the task"
+    return None
+
+
+def _same_as_problem(name: str, domain: Domain, task: Task) -> str | None:
+    """What is wrong with a domain's ``same_as``, or None: it names an input drawn before
+    ``name``, of its shape and dtype."""
+    if domain.same_as is None:
+        return None
+    inputs = [i.name for i in task.signature.inputs]
+    spec, other = (next((i for i in task.signature.inputs if i.name == n), None) for n in (name, domain.same_as))
+    if other is None or inputs.index(domain.same_as) >= inputs.index(name):
+        return f"domains/{name}/same_as: {domain.same_as!r} is not an input before {name!r}"
+    if other.shape != spec.shape or other.dtype != spec.dtype or spec.shape is None:
+        return f"domains/{name}/same_as: {domain.same_as!r} is not a tensor of the shape and dtype of {name!r}"
     return None
 
 

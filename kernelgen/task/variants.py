@@ -20,6 +20,7 @@ from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongResult
 from kernelgen.host.plan import dtype_name
 from kernelgen.task.spec import Task, Variant
+from kernelgen.task.magnitude import checked_inputs
 from kernelgen.task.verify import compare_outputs, inputs_as_reference, order_problems, make_inputs, reference_call
 from kernelgen.host.wrapper import BoundCall, bind_call
 
@@ -205,7 +206,7 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     from kernelgen.host.plan import plan_launch, verified_num_sms
     from kernelgen.interp.execute import execute_sequence
 
-    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
+    inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     before = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     expected, reference_after = reference_call(task, inputs)
     call, checked = bound_call(task, kernel, inputs)
@@ -216,10 +217,10 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
         raise named(task, error) from None
     outputs = outputs_by_name(task, call.finish(run.outputs))
     written = outputs_by_name(task, call.finish(run.written, copy=False))
-    problems = inputs_as_reference(task, before, reference_after, inputs)
-    problems += compare_outputs(task, outputs, expected, inputs, sizes, written)
+    problems = inputs_as_reference(task, before, reference_after, inputs, atol_scale)
+    problems += compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale)
     if not problems:  # the other program orders agree (the kernel's own outputs: finish may copy)
-        problems = order_problems(task, run.outputs, run.orders, sizes, checked.kernel.outputs)
+        problems = order_problems(task, run.outputs, run.orders, sizes, checked.kernel.outputs, atol_scale)
     if problems:
         raise named(task, WrongResult(problems))
 

@@ -26,7 +26,7 @@ from kernelgen.task.compare import Tolerance as CompareTolerance
 from kernelgen.task.compare import compare_tensors
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
-from kernelgen.task.spec import Task
+from kernelgen.task.spec import Task, Tolerance
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
 COPY_MIN_DISTINCT = 4  # distinct values an input needs before an output equal to it is a copy
@@ -115,11 +115,17 @@ def _with_specials(values: torch.Tensor, specials: list, generator: torch.Genera
 
 def _zero_rows(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """``values`` with about a quarter of its rows (along the last axis), at least one, all zero."""
+    return _rows_of(values, torch.zeros_like(values), generator)
+
+
+def _rows_of(values: torch.Tensor, other: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``values`` with about a quarter of its rows (along the last axis), at least one, copied
+    from ``other`` (a domain's ``same_as``)."""
     if values.dim() == 0 or values.numel() == 0:
         return values
     rows = values.reshape(-1, values.shape[-1]).clone()
     chosen = torch.randperm(rows.shape[0], generator=generator)[:max(1, rows.shape[0] // 4)]
-    rows[chosen] = 0
+    rows[chosen] = other.reshape(-1, values.shape[-1])[chosen]
     return rows.reshape(values.shape)
 
 
@@ -175,6 +181,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 continue
             domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
             args[spec.name] = draw_tensor(spec, shape, domain, generator, sizes)
+            if domain is not None and domain.same_as is not None:
+                args[spec.name] = _rows_of(args[spec.name], args[domain.same_as], generator)
             if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
                 args[spec.name] = with_zeros(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if order is not None and _sortable(args[spec.name], domain):
@@ -268,8 +276,10 @@ def _number(element: torch.Tensor) -> str:
 
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
                     inputs: Mapping[str, Any], sizes: Mapping[str, int],
-                    written: Mapping[str, torch.Tensor] | None = None) -> list[Diagnostic]:
+                    written: Mapping[str, torch.Tensor] | None = None, atol_scale: float = 1.0) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
+    ``atol_scale`` multiplies the tolerance's atol (a draw of scaled-up inputs,
+    :mod:`kernelgen.task.magnitude`).
 
     ``written`` says, per output, which elements the kernel stored (None where the caller
     cannot know, as for the baseline's own allocations): any other element is ``unwritten``.
@@ -292,9 +302,9 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             continue
         if got.numel() == 0:
             continue
-        tol = task.tolerance_for(spec.dtype)
+        tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
         unwritten = ~written[spec.name].detach().to(want.device) if written is not None else None
-        comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
+        comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol, tol.signed_zeros))
         if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()
             found.append(Diagnostic(path, "unwritten",
@@ -322,7 +332,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                    orders: Mapping[str, Mapping[str, torch.Tensor]], sizes: Mapping[str, int],
-                   kernel_outputs: list[L.Output] | None = None) -> list[Diagnostic]:
+                   kernel_outputs: list[L.Output] | None = None, atol_scale: float = 1.0) -> list[Diagnostic]:
     """Where another program order (:mod:`kernelgen.interp.orders`) gave the interpreter another
     result than lockstep's beyond the task's tolerance (``order_dependent``): a GPU may run the
     programs in that order. The first such output of the first such order. Outputs by the
@@ -334,8 +344,8 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
             if spec.name not in outputs:
                 continue
             base, moved = outputs[spec.name].detach(), other[spec.name].detach()
-            tol = task.tolerance_for(spec.dtype)
-            comparison = compare_tensors(moved, base, spec.dtype, CompareTolerance(tol.rtol, tol.atol))
+            tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
+            comparison = compare_tensors(moved, base, spec.dtype, CompareTolerance(tol.rtol, tol.atol, tol.signed_zeros))
             if comparison.ok:
                 continue
             first = comparison.first_mismatch
@@ -356,7 +366,7 @@ def inputs_unchanged(before: Mapping[str, Any], after: Mapping[str, Any]) -> lis
 
 
 def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: Mapping[str, Any],
-                        after: Mapping[str, Any]) -> list[Diagnostic]:
+                        after: Mapping[str, Any], atol_scale: float = 1.0) -> list[Diagnostic]:
     """Each tensor input after a call of the kernel (``after``) as the reference leaves it: the
     same as ``before`` where the reference leaves it, else (an in-place operator) within the
     task's tolerance of the reference's, so a call that writes another input, or none, fails."""
@@ -367,13 +377,18 @@ def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: 
                 found.append(Diagnostic(f"/inputs/{index}", "input_modified", f"the kernel modified input {name}"))
             continue
         want, got = reference_after[name], after[name].to(value.device)
-        tol = task.tolerance_for(dtype_name(value.dtype))
+        tol = _scaled(task.tolerance_for(dtype_name(value.dtype)), atol_scale)
         if got.shape != want.shape or not compare_tensors(got, want, dtype_name(value.dtype),
-                                                          CompareTolerance(tol.rtol, tol.atol)).ok:
+                                                          CompareTolerance(tol.rtol, tol.atol, tol.signed_zeros)).ok:
             found.append(Diagnostic(f"/inputs/{index}", "input_modified",
                                     f"the reference changes input {name} in place; after the call it is not what "
                                     "the reference leaves (write it with an output's 'into')"))
     return found
+
+
+def _scaled(tolerance: Tolerance, atol_scale: float) -> Tolerance:
+    """A task's tolerance with its atol multiplied by ``atol_scale``."""
+    return tolerance if atol_scale == 1.0 else tolerance.model_copy(update={"atol": tolerance.atol * atol_scale})
 
 
 def reference_leaves(value: Any, reference_after: Any) -> bool:

@@ -1,0 +1,114 @@
+"""Large magnitudes in every extreme draw (issue 32): the inputs a task draws from an ordinary
+normal domain, scaled up.
+
+A task's ``extreme_domains`` say what large values it promises to survive; most tasks have
+none, and their draws never leave the standard normal, where a softmax without the row maximum,
+tanh as an exp ratio, or squares summed in f16 are all right. So in every extreme draw of a
+task without extreme domains (a task that has them says what its extreme draws hold) each
+float input drawn from a normal domain is scaled by a power of two, the largest of :data:`SCALES` for its dtype at which the reference stays
+finite wherever it is finite at the ordinary scale: the eager code the task asks a kernel to
+match is stable there, so a kernel must be too. Where the reference is not stable at any of
+them (an exp of the input overflows, a product leaves f16's range), the draw keeps the ordinary
+scale. A power of two scales the drawn values exactly, so the scaled draw holds the same
+numbers, its zeros included. Uniform and integer domains keep their bounds: they state
+what the prompt promises (probabilities in [0, 1], positive values for a log).
+
+A correct kernel's absolute error grows with its outputs, so the comparison's atol is scaled by
+how much the reference's largest finite output grew (rtol is relative already): an output
+that the scale leaves alone (a softmax, a normalized row) keeps its atol. Likewise, where a
+task's extreme domains draw tiny values, the atol is scaled down with them (:func:`tiny_scale`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+
+from kernelgen.task.spec import Task
+from kernelgen.task.verify import make_inputs, reference_call, reference_leaves
+
+# The scales tried, largest first, per dtype: f16's largest leaves |x| <= ~5000 of 65504 for a
+# normal draw of scale 1; the others reach past exp's overflow (88 in f32) by far.
+SCALES: dict[str, tuple[float, ...]] = {
+    "f16": (1024.0, 256.0, 64.0, 16.0),
+    "bf16": (4096.0, 1024.0, 256.0, 64.0, 16.0),
+    "f32": (4096.0, 1024.0, 256.0, 64.0, 16.0),
+    "f64": (4096.0, 1024.0, 256.0, 64.0, 16.0),
+}
+
+
+def scaled_names(task: Task) -> list[str]:
+    """The inputs an extreme draw scales: float tensors drawn from a normal domain (not ties,
+    which judge exact equal values), in a task without ``extreme_domains`` (a task that has
+    them says what its extreme draws hold: a mean large against the spread is lost if the
+    other inputs are scaled past it)."""
+    if task.extreme_domains:
+        return []
+    names = []
+    for spec in task.signature.inputs:
+        domain = task.domains.get(spec.name)
+        if spec.is_plain and spec.shape is not None and spec.dtype in SCALES \
+                and (domain is None or (domain.kind == "normal" and not domain.ties and not domain.specials)):
+            names.append(spec.name)
+    return names
+
+
+def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme: bool = False,
+                   order: str | None = None) -> tuple[dict[str, Any], float]:
+    """A check's inputs (:func:`kernelgen.task.verify.make_inputs`, ``order`` as there) and the
+    factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring."""
+    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
+    if extreme and task.extreme_domains:
+        return inputs, tiny_scale(task)
+    names = [n for n in scaled_names(task) if isinstance(inputs[n], torch.Tensor)] if extreme else []  # not omitted
+    if not names:
+        return inputs, 1.0
+    dtypes = {s.dtype for s in task.signature.inputs if s.name in names}
+    ladder = min((SCALES[d] for d in dtypes), key=lambda scales: scales[0])  # the narrowest dtype's
+    base = _float_outputs(task, inputs)
+    for scale in ladder:
+        scaled = dict(inputs)
+        for name in names:
+            scaled[name] = inputs[name] * scale
+        outputs = _float_outputs(task, scaled)
+        if outputs is not None and base is not None and _stable(base, outputs):
+            return scaled, _growth(base, outputs)
+    return inputs, 1.0
+
+
+def tiny_scale(task: Task) -> float:
+    """The atol factor of a task's extreme draws whose extreme domains draw tiny values
+    (normal of scale below 1: log1p's, expm1's precision near zero): the smallest such scale,
+    so that the atol, meant for values of about 1, does not hide a total loss of relative
+    precision (log(1 + x) for x ~ 1e-4 is ~1e-3 off relatively, inside atol 1e-5); else 1."""
+    scales = [d.scale for d in task.extreme_domains.values() if d.kind == "normal" and d.scale < 1]
+    return min(scales, default=1.0)
+
+
+def _float_outputs(task: Task, inputs: Mapping[str, Any]) -> list[torch.Tensor] | None:
+    """The reference's float outputs (those it changes in place too) in f64; None where the
+    reference fails on these inputs (then no scale is used)."""
+    try:
+        outputs, after = reference_call(task, inputs)
+    except Exception:  # noqa: BLE001 - a reference that cannot take large values keeps the ordinary scale
+        return None
+    values = list(outputs.values()) + [v for name, v in after.items()
+                                       if not reference_leaves(inputs[name], v)]
+    return [v.detach().double() for v in values if v.dtype.is_floating_point]
+
+
+def _stable(base: list[torch.Tensor], scaled: list[torch.Tensor]) -> bool:
+    """Finite wherever the ordinary scale's reference is finite."""
+    return all(a.shape == b.shape and not bool((a.isfinite() & ~b.isfinite()).any()) for a, b in zip(base, scaled))
+
+
+def _growth(base: list[torch.Tensor], scaled: list[torch.Tensor]) -> float:
+    """How much the largest finite output grew (at least 1)."""
+    growth = 1.0
+    for a, b in zip(base, scaled):
+        top_a = a[a.isfinite()].abs().max().item() if a.isfinite().any() else 0.0
+        top_b = b[b.isfinite()].abs().max().item() if b.isfinite().any() else 0.0
+        if top_a > 0:
+            growth = max(growth, top_b / top_a)
+    return growth

@@ -1,0 +1,76 @@
+"""Large magnitudes in every extreme draw of a task without extreme domains
+(kernelgen/task/magnitude.py), tiny ones judged with an atol scaled down with them, zeros' signs
+where a task asks for them, and rows drawn equal to another input's (issue 32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from kernelgen.task.compare import Tolerance, compare_tensors
+from kernelgen.task.magnitude import checked_inputs, scaled_names
+from kernelgen.task.spec import TaskError, get_task, load_task_file
+from kernelgen.task.verify import make_inputs, run_reference
+
+
+def test_an_extreme_draw_scales_ordinary_inputs_as_far_as_the_reference_stays_finite() -> None:
+    task = get_task("tanh_f16")  # normal of scale 2, no extreme domains: tanh saturates, any scale is stable
+    sizes = {"N": 3000}
+    ordinary = make_inputs(task, sizes, seed=0, extreme=True)["x"]
+    inputs, atol_scale = checked_inputs(task, sizes, seed=0, extreme=True)
+    assert torch.equal(inputs["x"], ordinary * 1024)  # f16's largest scale, exactly
+    assert atol_scale == pytest.approx(1.0, rel=0.01)  # the outputs did not grow
+    plain, one = checked_inputs(task, sizes, seed=0)
+    assert one == 1.0 and torch.equal(plain["x"], make_inputs(task, sizes, seed=0)["x"])
+
+
+def test_the_scale_backs_off_where_the_reference_would_overflow_and_atol_grows_with_the_outputs() -> None:
+    task = get_task("swiglu_f16")  # silu(a) * b in f16: a * b at 1024 ** 2 leaves f16's range
+    sizes = {name: 64 for name in task.sizes}
+    base = make_inputs(task, sizes, seed=1, extreme=True)
+    inputs, atol_scale = checked_inputs(task, sizes, seed=1, extreme=True)
+    name = scaled_names(task)[0]
+    factor = float((inputs[name].double().abs().max() / base[name].double().abs().max()))
+    assert 1 < factor < 1024
+    assert all(v.isfinite().all() for v in run_reference(task, inputs).values())
+    assert atol_scale > 1
+
+
+def test_a_task_with_extreme_domains_keeps_them_and_tiny_draws_scale_the_atol_down() -> None:
+    assert scaled_names(get_task("group_norm")) == []  # x in [50, 54] against ordinary weights
+    _, atol_scale = checked_inputs(get_task("log1p_generic").variant_tasks()[0], {"N": 100}, extreme=True)
+    assert atol_scale == 1e-4
+
+
+def test_signed_zeros_tell_minus_zero_from_plus_zero() -> None:
+    got, want = torch.tensor([1.0, -0.0, 0.0]), torch.tensor([1.0, 0.0, 0.0])
+    assert compare_tensors(got, want, "f32", Tolerance(0.0, 0.0)).ok
+    judged = compare_tensors(got, want, "f32", Tolerance(0.0, 0.0, signed_zeros=True))
+    assert not judged.ok and judged.first_mismatch == (1,) and "zeros' signs" in judged.criterion
+    assert get_task("copysign").tolerance.signed_zeros
+
+
+def test_same_as_copies_some_rows_of_another_input() -> None:
+    task = get_task("pairwise_distance")
+    inputs = make_inputs(task, {"M": 40, "N": 9}, seed=0)
+    equal = (inputs["x"] == inputs["y"]).all(dim=1)
+    assert 0 < int(equal.sum()) < 40
+    assert task.domains["y"].describe().endswith("some rows equal to x's")
+
+
+@pytest.mark.parametrize("same_as, problem", [("y", "is not an input before 'y'"),
+                                              ("w", "is not an input before 'y'"),
+                                              ("v", "is not a tensor of the shape and dtype of 'y'")])
+def test_same_as_names_an_earlier_input_of_the_same_shape(tmp_path, same_as: str, problem: str) -> None:
+    source = Path(__file__).parents[1] / "bench" / "med" / "pairwise_distance.yaml"
+    data = yaml.safe_load(source.read_text())
+    data["signature"]["inputs"].insert(0, {"name": "v", "dtype": "f32", "shape": ["N"]})
+    data["domains"] = {"y": {"kind": "normal", "same_as": same_as}}
+    path = tmp_path / "med" / "pairwise_distance.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(TaskError, match=problem):
+        load_task_file(path)
