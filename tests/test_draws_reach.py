@@ -67,3 +67,17 @@ def test_limits_are_each_size_at_its_maximum_then_all() -> None:
     assert found[-1] == {name: r.max for name, r in task.sizes.items()}
     for name, r in task.sizes.items():
         assert {**{o: s.min for o, s in task.sizes.items()}, name: r.max} in found
+
+
+def test_a_sorted_draw_that_overflows_the_reference_judges_nothing() -> None:
+    """cumprod of values in [0.95, 1.05] sorted descending climbs past f32's largest value and
+    comes back down: every f32 running product stays inf, so that draw is not held against a
+    kernel; ascending (tiny but finite products) and the drawn order are judged."""
+    from kernelgen.task.spec import get_task
+    from kernelgen.task.verify import make_inputs, run_reference, sorting_overflows
+
+    task, sizes = get_task("row_cumprod_long"), {"M": 2, "N": 7234}
+    down = run_reference(task, make_inputs(task, sizes, 0, order="descending"))
+    up = run_reference(task, make_inputs(task, sizes, 0, order="ascending"))
+    assert sorting_overflows(task, sizes, 0, down) and not sorting_overflows(task, sizes, 0, up)
+    assert not sorting_overflows(task, sizes, 0, run_reference(task, make_inputs(task, sizes, 0)))

@@ -164,3 +164,17 @@ def test_a_comparison_in_chunks_counts_and_places_mismatches_as_a_whole_one(monk
     assert compare.compare_tensors(want.long(), want.long(), "i64").ok
     scalar = compare.compare_tensors(torch.tensor(1.0), torch.tensor(2.0), "f32")
     assert (scalar.mismatches, scalar.first_mismatch, scalar.max_abs_error) == (1, (), 1.0)
+
+
+def test_an_overflow_within_tolerance_of_the_largest_value_is_rounding_not_a_mismatch() -> None:
+    """A cumprod that reaches 3.38e38 in f32 may round past the largest finite value on its way
+    (f32's rtol 1e-4 around 3.4027e38 reaches past 3.40282e38): inf of the same sign is within tolerance there, and only
+    there; inf of the other sign, or where the value is far below the largest, is a mismatch."""
+    from kernelgen.task.compare import compare_tensors
+
+    near = torch.tensor([3.4027e38, -3.4027e38, 1e30], dtype=torch.float32)
+    assert compare_tensors(torch.tensor([math.inf, -math.inf, 1e30]), near, "f32").ok
+    assert compare_tensors(near, torch.tensor([math.inf, -math.inf, 1e30]), "f32").ok
+    assert compare_tensors(torch.tensor([-math.inf, -math.inf, 1e30]), near, "f32").mismatches == 1
+    assert compare_tensors(torch.tensor([math.inf, -math.inf, math.inf]), near, "f32").mismatches == 1
+    assert compare_tensors(torch.tensor([math.inf]), torch.tensor([3.0e38]), "f32").mismatches == 1
