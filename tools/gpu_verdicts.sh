@@ -20,9 +20,9 @@ python3 -c 'from kernelgen.baseline.wall import find_wall as f; w = f(); print("
 suite() {  # name, seconds, pytest arguments...
   local name=$1 limit=$2; shift 2
   echo "== $name"
-  timeout "$limit" python3 -m pytest -p no:cacheprovider -q -rfEs --junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
+  timeout -s INT -k 30 "$limit" python3 -m pytest -p no:cacheprovider -q -rfEs --junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
   echo "exit $?"; tail -3 "$out/$name.log"
 }
-suite redteam 270 tests/test_redteam.py -m gpu -n "$workers"
+suite redteam 540 tests/test_redteam.py -m gpu -n "$workers"
 suite sandbox 140 tests/test_sandbox_catalogue.py tests/test_sandbox.py -m gpu -n 4
 suite hangs 120 tests/test_hangs.py tests/test_num_sms.py tests/test_executor.py tests/test_event_times.py -m gpu -n 4
