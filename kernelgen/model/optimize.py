@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from kernelgen.errors import Diagnostic, KernelgenError
-from kernelgen.gpu.facts import KernelFacts, ProgramFacts, document_facts, format_facts
+from kernelgen.gpu.facts import KernelFacts, ProgramFacts, document_facts, format_facts, kernel_facts
 from kernelgen.model.generation import GenerationCache, GenerationRecord, generate
 from kernelgen.task.metrics import fast_p, geomean_speedup
 from kernelgen.model.prompt import ANSWER_FORMAT, Message, format_diagnostics
