@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for task_id in ids:
         try:
             results.append(measure(task_id, args.repetitions))
-        except Exception as exc:  # noqa: BLE001 - one task's failure is recorded, the others go on
+        except Exception:  # noqa: BLE001 - one task's failure is recorded, the others go on
             import traceback
 
             results.append({"task": task_id, "error": traceback.format_exc()[-3000:]})

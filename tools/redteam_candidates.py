@@ -5,7 +5,7 @@ tests/redteam/ came from these (their ``why`` rewritten once the harness caught 
 Run from the repository root: ``python tools/redteam_candidates.py [NAME ...] --out DIR`` (default
 ``redteam_candidates/``), then judge them with ``python tools/redteam_verdicts.py DIR/*.json``.
 """
-import copy, json, os, sys
+import copy, json, sys
 from pathlib import Path
 import yaml
 
@@ -170,9 +170,6 @@ def index_add_rows_tokens_on_grid_axis_1():
           "gets no range-maximum draw in CPU mode", g)
 
 
-
-
-
 @kernel
 def group_norm_last_program_relaxed_atomics():
     e = json.loads((ROOT / "tests" / "redteam" / "group_norm_last_program_one_pass_variance.json").read_text())
@@ -321,7 +318,6 @@ def outer_greater_not_le():
 
 @kernel
 def embedding_bf16_token_per_program_axis_0_control():
-    g = golden("hard/embedding_bf16")
     KERNELS["embedding_bf16_tokens_on_grid_axis_1"]()
     k = json.loads((HERE / "embedding_bf16_tokens_on_grid_axis_1.json").read_text())["kernel"]
     k["grid"] = ["T", {"op": "cdiv", "lhs": "D", "rhs": "BLOCK_D"}]

@@ -26,7 +26,7 @@ Typing rules (Triton's, made strict where Triton would guess):
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Union
 
 from kernelgen.check import blocks as check_blocks
 
@@ -34,7 +34,7 @@ from kernelgen.check import tiles as check_tiles
 from kernelgen.lang import nodes as L
 from kernelgen.check import sequence
 from kernelgen.check.bounds import unproven_accesses
-from kernelgen.check.checked import (ANY_INT_DTYPES, DTYPE_BITS, ERROR_DTYPE, FLOAT_DTYPES, FP8_DTYPES, INT32_MAX, INT32_MIN, INT_DTYPES,
+from kernelgen.check.checked import (ANY_INT_DTYPES, DTYPE_BITS, ERROR_DTYPE, FLOAT_DTYPES, FP8_DTYPES, INT_DTYPES,
                                WIDE_FLOAT_DTYPES, Checked, CheckedKernel, HostTensor,
                                ParamBinding, ValueType, broadcast_shapes, broadcasts_to, child, is_literal,
                                is_power_of_two, literal_type, literal_value, _Invalid)

@@ -372,7 +372,6 @@ class _KernelEmitter:
         return _Code(f"tl.gather({source}, {index.text}, {e.axis})", POSTFIX, t.dtype)
 
     def _histogram(self, e: L.Histogram, path: str, env) -> _Code:
-        xt = self.types[child(path, "x")]
         # i32 values: Triton's interpreter fails on an int64 histogram (NumPy's int64 counts);
         # a value that i32 changes is outside the bins, an error anyway
         x = self.operand(e.x, child(path, "x"), env, "i32", tensor=True)

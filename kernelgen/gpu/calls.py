@@ -28,7 +28,7 @@ from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn
 from kernelgen.task.variants import bound_call, named, outputs_by_name
 from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call, run_reference
+from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call
 
 
 def compiled_for_call(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], target: str, seed: int = 0) -> Any:
