@@ -5,7 +5,11 @@
 #   usage, from the repository root: OUT=/some/dir tools/gpu_verdicts.sh [WORKERS]
 # SUITES picks some (default "redteam sandbox hangs"): together they need about 13 minutes, more
 # than one 10-minute call of the device tool, so run the red-team catalogue in a call of its own
-# (SUITES=redteam) and the others in another.
+# (SUITES=redteam) and the others in another. Further suites, named only when wanted: units (every
+# other GPU test in tests/), ablation (the raw-Triton baseline's reference answers, easy tier),
+# overhead (benchmarks/sandbox_overhead.py; with BEFORE=DIR, a checkout of an earlier commit, that
+# commit's figure too) and bench (every golden of the four tiers in GPU mode, as written, against
+# eager and torch.compile; the results file is $OUT/bench.jsonl; KG_TUNE=quick tunes them).
 # Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
 # bubblewrap from .deb/ (apt-get download bubblewrap) where it is not installed.
 set -uo pipefail
@@ -31,3 +35,19 @@ suite() {  # name, seconds, pytest arguments...
 suite redteam 540 tests/test_redteam.py -m gpu -n "$workers"
 suite sandbox 140 tests/test_sandbox_catalogue.py tests/test_sandbox.py -m gpu -n 4
 suite hangs 120 tests/test_hangs.py tests/test_num_sms.py tests/test_executor.py tests/test_event_times.py -m gpu -n 4
+suite units 240 tests -m gpu -n "$workers" --ignore=tests/test_redteam.py --ignore=tests/test_sandbox_catalogue.py \
+  --ignore=tests/test_sandbox.py --ignore=tests/test_hangs.py --ignore=tests/test_num_sms.py \
+  --ignore=tests/test_executor.py --ignore=tests/test_event_times.py
+suite ablation 150 bench -m "ablation and easy" --kg-mode gpu -n 4
+if [[ $suites == *" overhead "* ]]; then
+  echo "== overhead"
+  timeout -s INT 120 python3 benchmarks/sandbox_overhead.py --device cuda --runs 5 >"$out/overhead.log" 2>&1
+  if [ -n "${BEFORE:-}" ]; then
+    echo "-- before: $BEFORE" >>"$out/overhead.log"
+    PYTHONPATH=/tmp/site:$BEFORE timeout -s INT 120 python3 benchmarks/sandbox_overhead.py --device cuda --runs 5 \
+      >>"$out/overhead.log" 2>&1
+  fi
+  cat "$out/overhead.log"
+fi
+suite bench "${BENCH_LIMIT:-540}" bench -m "not ablation and not tritonbench" --kg-mode gpu -n "$workers" \
+  --kg-tune "${KG_TUNE:-off}" --kg-compiled on --kg-results "$out/bench.jsonl"
