@@ -34,10 +34,18 @@ def sample():
 
 @pytest.fixture(scope="module")
 def gpu_settings():
-    """GPU mode as the plugin runs it (no timing), with an executor shared by a module's tests."""
+    """GPU mode as the plugin runs it (no timing), with an executor shared by a module's tests;
+    as the plugin's workers do, turns on this worker's GPU and a timeout under load retried
+    alone, and its share of the cores (``pytest -n 14`` shares one GPU and 16 cores)."""
+    from kernelgen.gpu.devices import executor_env, share_cpu_threads, worker_gpu
     from kernelgen.gpu.executor import Executor
     from kernelgen.gpu.launch import prepare_gpu
     from kernelgen.harness.pipeline import Settings
 
-    with Executor(initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
-        yield Settings(gpu=True, executor=executor, time_kernels=False)
+    share_cpu_threads()
+    env = executor_env(worker_gpu())
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        with Executor(env=env, initializer=prepare_gpu, default_timeout=60.0, grace=2.0) as executor:
+            yield Settings(gpu=True, executor=executor, time_kernels=False)

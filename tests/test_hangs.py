@@ -76,6 +76,29 @@ def test_waiting_for_the_turn_does_not_count_against_the_jobs_limit(tmp_path: Pa
     assert took >= 2.0  # it waited for the other's turn
 
 
+def prepare_then_run(prepare_s: float, run_s: float) -> str:
+    """In the executor's child: ``prepare_s`` of the harness's own work (as a large draw is
+    made), then ``run_s`` of the job proper (as a kernel runs)."""
+    with timing.harness_work():
+        time.sleep(prepare_s)
+    time.sleep(run_s)
+    return "done"
+
+
+def test_the_harness_work_in_a_job_does_not_count_against_its_limit() -> None:
+    """A job whose inputs take 2.5 s to draw (a 200-million-element draw on a loaded machine
+    takes a minute) and whose kernel takes 0.2 s is within a 1 s limit; the same job whose
+    kernel runs 3 s is not (GPU mode, -n 14: four correct red-team controls got ``timeout``,
+    each while the harness drew and checked its own inputs)."""
+    with Executor() as executor:
+        executor.call(prepare_then_run, 0.0, 0.0, timeout=120)  # started: not the job's time
+        assert executor.call(prepare_then_run, 2.5, 0.2, timeout=1.0) == "done"
+        start = time.monotonic()
+        with pytest.raises(KernelTimeout):
+            executor.call(prepare_then_run, 0.1, 3600, timeout=1.0)
+        assert time.monotonic() - start < 5.0
+
+
 def test_a_job_that_runs_away_in_its_turn_ends_at_its_limit_and_frees_the_turn(tmp_path: Path) -> None:
     lock = tmp_path / "gpu.lock"
     lock.touch()

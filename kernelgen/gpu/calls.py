@@ -22,10 +22,10 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.gpu.case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, WARMUP, _eager_times, _to_device,
-                                guarded_launches, record_compiled_baseline, roofline_fraction)
+                                bench_inputs, guarded_launches, record_compiled_baseline, roofline_fraction)
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
-from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn
+from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work
 from kernelgen.task.variants import bound_call, named, outputs_by_name
 from kernelgen.task.magnitude import checked_inputs
 from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call
@@ -61,28 +61,30 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
     from kernelgen.host.plan import verified_num_sms
 
     device = torch.device("cuda", torch.cuda.current_device())
-    drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)  # on the CPU, before the turn
+    with harness_work():  # on the CPU, before the turn
+        drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        inputs = _to_device(drawn, device)
-        before = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in inputs.items()}
-        expected, reference_after = reference_call(task, inputs)
+        with harness_work():
+            inputs = _to_device(drawn, device)
+            before = {name: value.clone() if isinstance(value, torch.Tensor) else value
+                      for name, value in inputs.items()}
+            expected, reference_after = reference_call(task, inputs)
         call, checked = bound_call(task, kernel, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, call.args, device)
         shaped = outputs_by_name(task, call.finish(outputs))
         shaped_written = outputs_by_name(task, call.finish(written, copy=False))
-        problems += inputs_as_reference(task, before, reference_after, inputs, atol_scale)
-        return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written, atol_scale)
+        with harness_work():
+            problems += inputs_as_reference(task, before, reference_after, inputs, atol_scale)
+            return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written, atol_scale)
 
 
 def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int,
                   repetitions: int = REPETITIONS, torch_compile: bool = False) -> dict[str, Any]:
     """In the executor's child: event times (ms) of the kernel called through its wrapper, of
     PyTorch eager and, with ``torch_compile``, of torch.compile of the eager code."""
-    import torch
-
     from kernelgen.gpu.function import KernelFunction, unfilled_outputs
 
-    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
+    inputs = bench_inputs(task, sizes, seed)
     function = KernelFunction(kernel)
     flush = flush_buffer()
     with unfilled_outputs():

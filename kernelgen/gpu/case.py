@@ -23,14 +23,14 @@ from typing import Any, Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case
 from kernelgen.check.checker import CheckedKernel, child
-from kernelgen.errors import Diagnostic, KernelgenError, WrongResult
+from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.host.plan import plan_for_sizes, sequence_for_sizes
 from kernelgen.check.sequence import nodes
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
-from kernelgen.gpu.timing import (call_retried_alone, event_times, flush_buffer, gpu_turn, inductor_takes_turns,
-                                  waited_seconds)
+from kernelgen.gpu.timing import (call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work,
+                                  inductor_takes_turns, waited_seconds)
 from kernelgen.task.magnitude import checked_inputs
 from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
@@ -80,6 +80,15 @@ def verify_gpu(case: Case, sizes: Mapping[str, int], extreme: bool = False, num_
         raise WrongResult(problems)
 
 
+def bench_inputs(task: Task, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+    """In the executor's child: a timing's inputs on the GPU (made as harness work, outside the
+    job's limit)."""
+    import torch
+
+    with harness_work():
+        return _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
+
+
 def _to_device(inputs: Mapping[str, Any], device: Any) -> dict[str, Any]:
     import torch
 
@@ -107,12 +116,15 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
     from kernelgen.host.plan import verified_num_sms
 
     device = torch.device("cuda", torch.cuda.current_device())
-    drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)  # on the CPU, before the turn
+    with harness_work():  # on the CPU, before the turn
+        drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        inputs = _to_device(drawn, device)
-        expected = run_reference(task, inputs)
+        with harness_work():
+            inputs = _to_device(drawn, device)
+            expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
-        return problems + compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale)
+        with harness_work():
+            return problems + compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale)
 
 
 def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
@@ -234,9 +246,7 @@ def time_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int],
              repetitions: int = REPETITIONS, torch_compile: bool = False) -> dict[str, Any]:
     """In the executor's child: event times (ms) of the kernel, of PyTorch eager and, with
     ``torch_compile``, of torch.compile of the eager code."""
-    import torch
-
-    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
+    inputs = bench_inputs(task, sizes, seed)
     flush = flush_buffer()
     kernel_ms = _kernel_times(checked, compiled, inputs, flush, repetitions, WARMUP)
     return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions, torch_compile)}
@@ -250,13 +260,10 @@ _TUNE_INPUTS: dict[tuple[str, str, int], dict[str, Any]] = {}
 def candidate_times_job(task: Task, checked: CheckedKernel, compiled: Any, sizes: dict[str, int], seed: int,
                         repetitions: int) -> list[float]:
     """In the executor's child: event times (ms) of one tuning candidate at ``sizes``."""
-    import torch
-
     key = (task.id, repr(sorted(sizes.items())), seed)
     if key not in _TUNE_INPUTS:
         _TUNE_INPUTS.clear()
-        _TUNE_INPUTS[key] = _to_device(make_inputs(task, sizes, seed, bench=True),
-                                       torch.device("cuda", torch.cuda.current_device()))
+        _TUNE_INPUTS[key] = bench_inputs(task, sizes, seed)
     return _kernel_times(checked, compiled, _TUNE_INPUTS[key], flush_buffer(), repetitions, TUNE_WARMUP)
 
 
@@ -306,9 +313,7 @@ def eager_job(task: Task, sizes: dict[str, int], seed: int, repetitions: int = R
               torch_compile: bool = False) -> dict[str, Any]:
     """In the executor's child: event times (ms) of PyTorch eager alone (the baseline's code
     is timed in its sandbox)."""
-    import torch
-
-    inputs = _to_device(make_inputs(task, sizes, seed, bench=True), torch.device("cuda", torch.cuda.current_device()))
+    inputs = bench_inputs(task, sizes, seed)
     flush = flush_buffer()
     return _eager_times(task, inputs, flush, repetitions, torch_compile)
 

@@ -14,7 +14,9 @@ launches never share the GPU with another's. torch.compile's autotuning benchmar
 too (:func:`inductor_takes_turns`); its first call also runs the compiled code once, outside a
 turn. Without the variable (one process, or a GPU of its own) nothing is locked. A process
 waiting for its turn tells its executor's parent (:func:`listen_for_waits`), whose clock for
-the job stops meanwhile: waiting is not part of a job's limit.
+the job stops meanwhile: waiting is not part of a job's limit. Nor is the harness's own work
+inside a job (:func:`harness_work`: drawing the inputs, the reference, the comparison), which a
+loaded machine can slow past a limit meant for the kernel.
 
 Jobs also hold a shared slot of the machine (``KERNELGEN_ALONE_LOCK``): a job that timed out
 while others ran is retried once alone (:func:`retried_alone`), every other worker's next job
@@ -117,6 +119,22 @@ def _take_lock(path: str) -> int | None:
 # Told when this process starts waiting for a turn (True) and when the wait is over (False):
 # the executor's child reports both to its parent, whose clock for the job stops in between.
 _listener: Callable[[bool], None] | None = None
+
+
+@contextlib.contextmanager
+def harness_work() -> Iterator[None]:
+    """The harness's own work inside a job (drawing inputs, running the reference, comparing),
+    told to the executor's parent as a wait is, so that its clock for the job stops meanwhile:
+    a job's limit is the kernel's. A draw of 200 million elements takes about 13 s of CPU to
+    make and check, and several times that when 14 workers make theirs at once; that is not the
+    kernel's time, and a correct kernel must not get ``timeout`` for it."""
+    if _listener is not None:
+        _listener(True)
+    try:
+        yield
+    finally:
+        if _listener is not None:
+            _listener(False)
 
 
 def listen_for_waits(listener: Callable[[bool], None] | None) -> None:
