@@ -113,6 +113,9 @@ def test_the_record_and_the_summary_say_the_largest_sizes_checked() -> None:
     lines = summarize([a, b, c])
     assert "easy: largest sizes checked: N 30000" in lines
     assert "med: largest sizes checked: M 70, N 900" in lines
+    a.extra["sampled_draws"] = [{"sizes": {"N": 20000}, "programs": 9, "of": 202}]
+    assert "1 cases were judged on a sample of programs in 1 draws past the interpreter's budget: relu" \
+        in summarize([a, b, c])
 
 
 def test_scalars_are_drawn_per_assignment_within_their_range_and_bench_keeps_its_value() -> None:

@@ -199,10 +199,13 @@ def stage_compile(case: Case) -> None:
 
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
                extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None,
-               order: str | None = None) -> None:
+               order: str | None = None, sampled: list[dict[str, Any]] | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
     against the reference on one assignment (its inputs extreme where the draw says so; its
-    launches under ``num_sms`` where given; its float inputs sorted in ``order`` where given)."""
+    launches under ``num_sms`` where given; its float inputs sorted in ``order`` where given).
+    Given ``sampled``, a launch past the interpreter's budget whose programs are independent is
+    judged on a sample of them (:mod:`kernelgen.interp.sampled`; the elements they stored are
+    compared), and the draw is appended there with the sample's size."""
     from kernelgen.host.plan import verified_num_sms
     from kernelgen.interp.execute import execute_call
 
@@ -211,13 +214,40 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
     if order is not None and sorting_overflows(task, sizes, seed, expected):
         return  # a sorted draw past the task's promise (sorting_overflows)
     with verified_num_sms(num_sms):
-        run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
+        try:
+            run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
+        except InterpreterLimit as limit:
+            if sampled is None or limit.code != "over_budget":
+                raise
+            _verify_sampled(task, checked, inputs, expected, sizes, atol_scale, limit, timeout_s, sampled)
+            return
     problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written, atol_scale)
     if problems:
         raise WrongResult(problems)
     problems = order_problems(task, run.outputs, run.orders, sizes, atol_scale=atol_scale)  # the other program orders agree
     if problems:
         raise WrongResult(problems)
+
+
+def _verify_sampled(task: Task, checked: Checked, inputs: Mapping[str, Any], expected: Mapping[str, Any],
+                    sizes: Mapping[str, int], atol_scale: float, limit: InterpreterLimit, timeout_s: float | None,
+                    sampled: list[dict[str, Any]]) -> None:
+    """The launch ``limit`` refused, on a sample of its programs: the elements they stored
+    against the reference's (the reference stands in for the others)."""
+    import torch
+
+    from kernelgen.interp.sampled import execute_sampled
+
+    run = execute_sampled(checked, inputs, limit, timeout_s)
+    seen = {name: torch.where(run.written[name], value, expected[name])
+            if value.shape == expected[name].shape and value.dtype == expected[name].dtype else value
+            for name, value in run.outputs.items()}
+    problems = compare_outputs(task, seen, expected, inputs, sizes, None, atol_scale)
+    if problems:
+        raise WrongResult([Diagnostic(d.path, d.code, f"{d.message}; on {run.programs} of the launch's {run.total} "
+                                      "programs (the whole launch is past the interpreter's budget)")
+                           for d in problems])
+    sampled.append({"sizes": dict(sizes), "programs": run.programs, "of": run.total})
 
 
 def stage_verify(case: Case) -> None:
@@ -230,8 +260,10 @@ def stage_verify(case: Case) -> None:
         case.sizes_checked = verify_calls(case)
         return
     unjudged: list[dict[str, Any]] = []
+    sampled: list[dict[str, Any]] = []
     cpu_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
-                                      draw.extreme, case.settings.timeout_s, draw.num_sms, draw.order)
+                                      draw.extreme, case.settings.timeout_s, draw.num_sms, draw.order,
+                                      None if case.settings.gpu else sampled)
     plan_one = lambda sizes: plan_sequence(  # noqa: E731
         case.checked, make_inputs(case.task, sizes, case.settings.seed, shapes_only=True))
     if case.settings.gpu:
@@ -247,6 +279,8 @@ def stage_verify(case: Case) -> None:
                                            plan_one=plan_one)
     if unjudged:
         case.extra["unjudged_draws"] = unjudged
+    if sampled:
+        case.extra["sampled_draws"] = sampled
 
 
 def interpreter_checks(cpu_one: Callable[[Draw], None]) -> Callable[[Draw], None]:

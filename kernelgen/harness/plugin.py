@@ -491,6 +491,11 @@ def summarize(results: list) -> list[str]:
         lines.append(f"{len(skipped)} cases left out {sum(len(c.extra['unjudged_draws']) for c in skipped)} draws past "
                      f"the interpreter's budget (judged on the others; a GPU runs them): "
                      f"{', '.join(sorted({c.task for c in skipped})[:10])}")
+    sampled = [c for c in cases if c.extra.get("sampled_draws")]
+    if sampled:
+        lines.append(f"{len(sampled)} cases were judged on a sample of programs in "
+                     f"{sum(len(c.extra['sampled_draws']) for c in sampled)} draws past the interpreter's budget: "
+                     f"{', '.join(sorted({c.task for c in sampled})[:10])}")
     unjudged = [c for c in cases if c.outcome == Outcome.NOT_JUDGED]
     if unjudged:
         lines.append(f"{len(unjudged)} cases {NOT_JUDGED_REASON}, counted apart (skipped, not failed; not "

@@ -159,6 +159,14 @@ class _Estimate:
             return None
 
 
+def estimated_work(plan: LaunchPlan, run: Any, programs: int, chunks: int) -> int:
+    """The estimated element operations of ``programs`` of the launch run in ``chunks`` chunks
+    (``run`` as for :func:`check_budget`)."""
+    estimate = _Estimate(plan, run, chunks)
+    estimate.programs = programs
+    return estimate.statements(plan.checked.kernel.body, "/body", run.initial_env())
+
+
 def check_budget(plan: LaunchPlan, run: Any, chunks: int) -> None:
     """Refuse a launch whose estimated work is past :data:`BUDGET`. ``run`` is an interpreter
     over the first and last program, used to evaluate scalar lets and loop bounds; the

@@ -61,7 +61,7 @@ import torch
 
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
-from kernelgen.interp.budget import check_budget
+from kernelgen.interp.budget import check_budget, estimated_work
 from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, needs_orders
 from kernelgen.check.checker import FLOAT_DTYPES, CheckedKernel, literal_value
 from kernelgen.check.checked import FP8_DTYPES, Checked
@@ -150,15 +150,66 @@ class Execution:
 
 def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
             timeout_s: float | None = None, *, order: Order = LOCKSTEP,
-            defined: Mapping[str, torch.Tensor] | None = None, deadline: float | None = None) -> Execution:
+            defined: Mapping[str, torch.Tensor] | None = None, deadline: float | None = None,
+            programs: torch.Tensor | None = None) -> Execution:
     """Run every program of the grid on the CPU in ``order``, after the budget check (lockstep
     only: the others run a launch that passed it) and under a wall-clock limit of ``timeout_s``
     (or until ``deadline``, a ``time.monotonic()`` value; none when both are None). The outputs
     are poison-filled first unless given; ``defined`` says, per given output, where an element
-    holds a value before the launch (read_before_write elsewhere)."""
+    holds a value before the launch (read_before_write elsewhere). ``programs`` (linear ids, in
+    increasing order) runs only those, in lockstep chunks, without the budget check: a sample
+    whose size :func:`affordable_programs` chose (:mod:`kernelgen.interp.sampled`)."""
     if deadline is None and timeout_s is not None:
         deadline = time.monotonic() + timeout_s
     outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
+    buffers = _buffers(plan, outs)
+    total = plan.num_programs
+    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None},
+                         defined=defined, observes=needs_orders(plan.checked))
+    chunk = _chunk(plan)
+    with torch.no_grad():
+        if programs is not None:
+            chunks = [programs[i:i + chunk] for i in range(0, programs.numel(), chunk)]
+        else:
+            if total and order == LOCKSTEP:
+                check_budget(plan, _Run(plan, buffers, _ends(total)), -(-total // chunk))
+            chunks = order.chunks(total, chunk)
+        for each in chunks:
+            _Run(plan, buffers, each, accesses, deadline).run()
+    accesses.finish()
+    return Execution(outs, accesses.written())
+
+
+def affordable_programs(plan: LaunchPlan, budget: int) -> int:
+    """How many of the launch's programs (at most all) the interpreter can run within
+    ``budget`` element operations, by the budget's estimate (work grows with programs and with
+    their chunks)."""
+    total = plan.num_programs
+    if not total:
+        return 0
+    run = _Run(plan, _buffers(plan, allocate_outputs(plan)), _ends(total))
+    chunk = _chunk(plan)
+    one, two = estimated_work(plan, run, 1, 1), estimated_work(plan, run, 2, 1)
+    each, fixed = max(two - one, 1), max(2 * one - two, 0)  # per program, and per chunk
+    count = 0
+    for step in (1 << k for k in range(62, -1, -1)):  # the largest count within the budget
+        trial = count + step
+        if trial <= total and trial * each + -(-trial // chunk) * fixed <= budget:
+            count = trial
+    return count
+
+
+def _ends(total: int) -> torch.Tensor:
+    """The first and the last program: what the budget's estimate evaluates bounds for."""
+    return torch.tensor([0, total - 1], dtype=torch.int64).unique()
+
+
+def _chunk(plan: LaunchPlan) -> int:
+    return max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
+
+
+def _buffers(plan: LaunchPlan, outs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The launch's flat memory: its inputs (on the CPU, contiguous) and ``outs``."""
     buffers: dict[str, torch.Tensor] = {}
     for inp in plan.kernel.inputs:
         if inp.name in plan.inputs:
@@ -167,18 +218,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
         if not tensor.is_contiguous():
             raise InterpreterError(Diagnostic("/outputs", "bad_arguments", f"output {name} is not contiguous"))
         buffers[name] = tensor
-    total = plan.num_programs
-    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None},
-                         defined=defined, observes=needs_orders(plan.checked))
-    chunk = max(1, CHUNK_ELEMENTS // _max_block_numel(plan.checked))
-    with torch.no_grad():
-        if total and order == LOCKSTEP:
-            ends = torch.tensor([0, total - 1], dtype=torch.int64).unique()
-            check_budget(plan, _Run(plan, buffers, ends), -(-total // chunk))
-        for programs in order.chunks(total, chunk):
-            _Run(plan, buffers, programs, accesses, deadline).run()
-    accesses.finish()
-    return Execution(outs, accesses.written())
+    return buffers
 
 
 def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: float | None = None,
