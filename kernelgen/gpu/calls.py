@@ -27,7 +27,7 @@ from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work
 from kernelgen.task.variants import bound_call, named, outputs_by_name
-from kernelgen.task.magnitude import checked_inputs
+from kernelgen.task.magnitude import magnified
 from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call
 
 
@@ -62,10 +62,10 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
 
     device = torch.device("cuda", torch.cuda.current_device())
     with harness_work():  # on the CPU, before the turn
-        drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)
+        drawn = make_inputs(task, sizes, seed, extreme=extreme)
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        with harness_work():
-            inputs = _to_device(drawn, device)
+        with harness_work():  # an extreme draw's scale is chosen on the GPU
+            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme)
             before = {name: value.clone() if isinstance(value, torch.Tensor) else value
                       for name, value in inputs.items()}
             expected, reference_after = reference_call(task, inputs)

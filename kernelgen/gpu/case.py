@@ -31,7 +31,7 @@ from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import (call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work,
                                   inductor_takes_turns, waited_seconds)
-from kernelgen.task.magnitude import checked_inputs
+from kernelgen.task.magnitude import magnified
 from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
 
@@ -117,10 +117,10 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
 
     device = torch.device("cuda", torch.cuda.current_device())
     with harness_work():  # on the CPU, before the turn
-        drawn, atol_scale = checked_inputs(task, sizes, seed, extreme)
+        drawn = make_inputs(task, sizes, seed, extreme=extreme)
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        with harness_work():
-            inputs = _to_device(drawn, device)
+        with harness_work():  # an extreme draw's scale is chosen on the GPU (the reference, up to 6 times)
+            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme)
             expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
         with harness_work():

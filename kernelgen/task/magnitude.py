@@ -58,7 +58,12 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
                    order: str | None = None) -> tuple[dict[str, Any], float]:
     """A check's inputs (:func:`kernelgen.task.verify.make_inputs`, ``order`` as there) and the
     factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring."""
-    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
+    return magnified(task, make_inputs(task, sizes, seed, extreme=extreme, order=order), extreme)
+
+
+def magnified(task: Task, inputs: dict[str, Any], extreme: bool) -> tuple[dict[str, Any], float]:
+    """A draw's inputs (``make_inputs``'s, on any device: GPU mode scales them on the GPU,
+    where the reference runs in milliseconds) as :func:`checked_inputs` gives them."""
     if extreme and task.extreme_domains:
         return inputs, tiny_scale(task)
     names = [n for n in scaled_names(task) if isinstance(inputs[n], torch.Tensor)] if extreme else []  # not omitted
