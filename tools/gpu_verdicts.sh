@@ -9,7 +9,12 @@
 # other GPU test in tests/), ablation (the raw-Triton baseline's reference answers, easy tier),
 # overhead (benchmarks/sandbox_overhead.py; with BEFORE=DIR, a checkout of an earlier commit, that
 # commit's figure too) and bench (every golden of the four tiers in GPU mode, as written, against
-# eager and torch.compile; the results file is $OUT/bench.jsonl; KG_TUNE=quick tunes them).
+# eager and torch.compile; the results file is $OUT/bench.jsonl; KG_TUNE=quick tunes them, and
+# BENCH_MARK picks tiers, e.g. "med or hard"), tritonbench (the TritonBench-T sample's goldens in
+# GPU mode; set KERNELGEN_TRITONBENCH_ROOT to a copy of the sample inside the checkout).
+# Measured on the H200 (2026-12-02, 14 workers): the red-team catalogue needs more than 9
+# minutes, so give it two calls, REDTEAM_SHARD=1/2 and 2/2; units about 5 minutes; the easy
+# baseline's reference answers about 4; the easy tier's goldens about 3 as written.
 # Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
 # bubblewrap from .deb/ (apt-get download bubblewrap) where it is not installed.
 set -uo pipefail
@@ -32,7 +37,7 @@ suite() {  # name, seconds, pytest arguments...
   timeout -s INT -k 30 "$limit" python3 -m pytest -p no:cacheprovider -q -rfEs --junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
   echo "exit $?"; tail -3 "$out/$name.log"
 }
-suite redteam 540 tests/test_redteam.py -m gpu -n "$workers"
+suite redteam 540 tests/test_redteam.py -m gpu -n "$workers" ${REDTEAM_SHARD:+--shard "$REDTEAM_SHARD"}
 suite sandbox 140 tests/test_sandbox_catalogue.py tests/test_sandbox.py -m gpu -n 4
 suite hangs 120 tests/test_hangs.py tests/test_num_sms.py tests/test_executor.py tests/test_event_times.py -m gpu -n 4
 suite units 240 tests -m gpu -n "$workers" --ignore=tests/test_redteam.py --ignore=tests/test_sandbox_catalogue.py \
@@ -49,5 +54,6 @@ if [[ $suites == *" overhead "* ]]; then
   fi
   cat "$out/overhead.log"
 fi
-suite bench "${BENCH_LIMIT:-540}" bench -m "not ablation and not tritonbench" --kg-mode gpu -n "$workers" \
-  --kg-tune "${KG_TUNE:-off}" --kg-compiled on --kg-results "$out/bench.jsonl"
+suite bench "${BENCH_LIMIT:-540}" bench -m "(${BENCH_MARK:-easy or med or hard or expert}) and not ablation and not tritonbench" \
+  --kg-mode gpu -n "$workers" --kg-tune "${KG_TUNE:-off}" --kg-compiled on --kg-results "$out/bench.jsonl"
+suite tritonbench "${BENCH_LIMIT:-540}" bench -m tritonbench --kg-mode gpu -n "$workers" --kg-results "$out/tritonbench.jsonl"
