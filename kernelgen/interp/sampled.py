@@ -32,6 +32,9 @@ SAMPLED_BUDGET = BUDGET >> 2
 # Programs a sample needs (the first and the last at least): fewer leaves the draw unjudged.
 MIN_PROGRAMS = 2
 SEED = 20261202
+# The largest grid a kernel with a barrier is sampled in: the barrier record keeps a counter per
+# program of the grid (4 bytes each), 64 MB here.
+BARRIER_GRID = 1 << 24
 
 
 @dataclass
@@ -61,14 +64,18 @@ def why_not_sampled(checked: Checked) -> str | None:
 
 
 def sampled_programs(total: int, count: int, seed: int = SEED) -> torch.Tensor:
-    """``count`` of ``total`` linear program ids, increasing: the first and the last third of
-    them at the ends of the grid, the rest drawn between."""
+    """At most ``count`` of ``total`` linear program ids, increasing: the first and the last
+    third of them at the ends of the grid, the rest drawn between."""
     if count >= total:
         return torch.arange(total, dtype=torch.int64)
     edge = max(1, count // 3)
     ends = torch.cat([torch.arange(edge), torch.arange(total - edge, total)])
-    middle = torch.arange(edge, total - edge)
-    drawn = middle[torch.randperm(middle.numel(), generator=torch.Generator().manual_seed(seed))[:count - 2 * edge]]
+    between = count - 2 * edge
+    if between <= 0 or total - 2 * edge <= 0:
+        return ends.unique()
+    # Drawn with replacement, never listing the grid (2**31 - 1 programs would take 16 GB):
+    # a repeat leaves the sample one smaller.
+    drawn = torch.randint(edge, total - edge, (between,), generator=torch.Generator().manual_seed(seed))
     return torch.cat([ends, drawn]).unique()  # sorted
 
 
@@ -80,6 +87,9 @@ def execute_sampled(checked: Checked, args: Union[Sequence[Any], Mapping[str, An
     if why_not_sampled(checked) is not None:
         raise limit
     plan = plan_sequence(checked, args)[0]
+    if plan.num_programs > BARRIER_GRID and any(isinstance(node, L.Barrier) for node, _ in
+                                                nodes(checked.kernel.body, "/body")):
+        raise limit  # the barrier record holds a counter per program of the grid
     count = affordable_programs(plan, SAMPLED_BUDGET)
     if count < min(MIN_PROGRAMS, plan.num_programs):
         raise limit
