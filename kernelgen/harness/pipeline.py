@@ -88,8 +88,9 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
     A draw the harness chose for the kernel (past its extent, a range's maximum, a num_sms)
     that the interpreter cannot afford, even on a sample of its programs where ``check_one``
     takes one (:func:`verify_cpu`), is left out, recorded in ``unjudged`` (the GPU judges it),
-    where the hypothesis draws' own ``not_judged`` ends the case. First, where given, ``plan_one`` plans the launches at each
-    of :func:`kernelgen.task.draws.limit_sizes` (the ranges' maxima, cheap: nothing runs), and
+    where the hypothesis draws' own ``not_judged`` ends the case. First, where given,
+    ``plan_one`` plans the launches at each of :func:`kernelgen.task.draws.limit_sizes` (the
+    ranges' maxima, cheap: nothing runs), and
     the error a GPU would meet there (``bad_grid``, an i32 param's overflow) ends the case.
     Returns the size assignments checked."""
     if plan_one is not None and which != "small":

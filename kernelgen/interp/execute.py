@@ -180,14 +180,14 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     return Execution(outs, accesses.written())
 
 
-def affordable_programs(plan: LaunchPlan, budget: int) -> int:
+def affordable_programs(plan: LaunchPlan, budget: int, outputs: Mapping[str, torch.Tensor]) -> int:
     """How many of the launch's programs (at most all) the interpreter can run within
     ``budget`` element operations, by the budget's estimate (work grows with programs and with
-    their chunks)."""
+    their chunks); ``outputs`` as :func:`execute` will take them (the estimate only reads)."""
     total = plan.num_programs
     if not total:
         return 0
-    run = _Run(plan, _buffers(plan, allocate_outputs(plan)), _ends(total))
+    run = _Run(plan, _buffers(plan, outputs), _ends(total))
     chunk = _chunk(plan)
     one, two = estimated_work(plan, run, 1, 1), estimated_work(plan, run, 2, 1)
     each, fixed = max(two - one, 1), max(2 * one - two, 0)  # per program, and per chunk

@@ -22,7 +22,7 @@ import torch
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.errors import InterpreterLimit
 from kernelgen.interp.budget import BUDGET
-from kernelgen.interp.execute import affordable_programs, execute
+from kernelgen.interp.execute import affordable_programs, allocate_outputs, execute
 from kernelgen.check.sequence import nodes
 from kernelgen.lang import nodes as L
 from kernelgen.host.plan import plan_sequence
@@ -90,9 +90,10 @@ def execute_sampled(checked: Checked, args: Union[Sequence[Any], Mapping[str, An
     if plan.num_programs > BARRIER_GRID and any(isinstance(node, L.Barrier) for node, _ in
                                                 nodes(checked.kernel.body, "/body")):
         raise limit  # the barrier record holds a counter per program of the grid
-    count = affordable_programs(plan, SAMPLED_BUDGET)
+    outputs = allocate_outputs(plan)  # poison-filled, allocated once for the estimate and the run
+    count = affordable_programs(plan, SAMPLED_BUDGET, outputs)
     if count < min(MIN_PROGRAMS, plan.num_programs):
         raise limit
     programs = sampled_programs(plan.num_programs, count)
-    run = execute(plan, timeout_s=timeout_s, programs=programs)
+    run = execute(plan, outputs, timeout_s=timeout_s, programs=programs)
     return SampledExecution(run.outputs, run.written, programs.numel(), plan.num_programs)
