@@ -18,7 +18,9 @@ must get the same outcome; its code may differ (the GPU may see a race as a mism
 Where the H200 gave another outcome, the file says so in ``gpu`` (``outcome`` and ``why``, as
 measured): a kernel the interpreter cannot afford (``not_judged`` is CPU mode's only), one
 Triton fails to compile, and the GPU results that disagree with the interpreter's, kept
-visible until explained.
+visible until explained. ``outcome`` is a list where H200 runs of the same file disagreed (a
+float accumulation whose rounding follows the order the GPU ran its atomics in): each outcome
+seen is accepted, and the list keeps the run-to-run verdict visible.
 
 """
 
@@ -53,6 +55,11 @@ def _entry(path: Path) -> tuple[dict, str]:
     assert set(entry) <= {"task", "outcome", "why", "kernel", "answer", "code", "path", "compile", "gpu"} \
         and entry["why"], path.name
     assert "gpu" not in entry or set(entry["gpu"]) == {"outcome", "why"}, f"{path.name}: gpu takes outcome and why"
+    if "gpu" in entry:
+        seen = entry["gpu"]["outcome"]
+        assert isinstance(seen, str) or (len(set(seen)) == len(seen) > 1), \
+            f"{path.name}: gpu's outcome is one outcome, or a list of the different outcomes H200 runs gave"
+        assert set([seen] if isinstance(seen, str) else seen) <= {o.value for o in Outcome}, path.name
     assert entry["outcome"] != Outcome.NOT_JUDGED.value or "gpu" in entry, \
         f"{path.name}: not_judged is CPU mode's outcome; say the GPU's in gpu"
     assert ("kernel" in entry) != ("answer" in entry), f"{path.name}: give the answer once, as kernel or as answer"
@@ -82,5 +89,5 @@ def test_a_wrong_kernel_gets_its_outcome_on_the_gpu(path: Path, gpu_settings: Se
     expected = entry.get("gpu", entry)
     result = evaluate_answer(get_task(entry["task"]), answer, gpu_settings)
     first = result.first_diagnostic()
-    assert result.outcome.value == expected["outcome"], \
-        f"{path.stem}: {expected['why']}; got {result.outcome.value}: {first}"
+    outcomes = [expected["outcome"]] if isinstance(expected["outcome"], str) else expected["outcome"]
+    assert result.outcome.value in outcomes, f"{path.stem}: {expected['why']}; got {result.outcome.value}: {first}"
