@@ -359,3 +359,23 @@ def test_a_worker_sets_its_thread_count_unless_the_run_did() -> None:
     outside_xdist: dict[str, str] = {}
     share_cpu_threads(outside_xdist)
     assert outside_xdist == {}
+
+
+@pytest.mark.gpu
+def test_a_turn_gives_the_gpu_memory_it_cached_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers share one GPU and take turns on it: what a turn's process freed goes back to the
+    device when the turn ends, not into its caching allocators, or the next worker's largest
+    draw ends in CUDA out of memory (14 workers on the H200: one kept 83 GiB)."""
+    import cupy
+
+    from kernelgen.gpu import timing
+
+    lock = tmp_path / "gpu.lock"
+    lock.touch()
+    monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    with timing.gpu_turn():
+        tensor = torch.empty(256 * 2**20, dtype=torch.float32, device="cuda")
+        array = cupy.empty(256 * 2**20, dtype=cupy.float32)
+        del tensor, array
+        assert torch.cuda.memory_reserved() >= 2**30 and cupy.get_default_memory_pool().total_bytes() >= 2**30
+    assert torch.cuda.memory_reserved() == 0 and cupy.get_default_memory_pool().total_bytes() == 0

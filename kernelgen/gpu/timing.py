@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 import warnings
@@ -175,8 +176,23 @@ def gpu_turn() -> Iterator[None]:
         finally:
             _turns_held -= 1
             if descriptor is not None:
+                release_cached_memory()
                 _held = None
                 os.close(descriptor)  # closing releases the lock
+
+
+def release_cached_memory() -> None:
+    """Give the memory that PyTorch's and CuPy's caching allocators keep after a turn back to
+    the GPU, so that the next process's turn has all of it. Workers share one GPU: on the H200
+    (2026-12-02, 14 workers) one worker's cache kept 83 GiB after its largest draw, and five
+    others' cases ended in CUDA out of memory. Only a process that imported them has caches."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
 def turn_taken_elsewhere() -> bool:
