@@ -1,0 +1,99 @@
+"""The per-task speed table of issue 33 from results files (``--kg-results``): each timed case's
+kernel as written and tuned, against PyTorch eager and against torch.compile, its roofline
+fraction, and the geometric means per tier; the slowest against torch.compile first.
+
+Run from the repository root on any machine, over the results of a GPU run
+(``tools/gpu_verdicts.sh`` writes ``$OUT/bench.jsonl``)::
+
+    python tools/speedup_table.py bench.jsonl [more.jsonl ...] [--tier med]
+
+As written is the golden's own configuration (``tuning.as_written_ms``, or the timed kernel when
+the run did not tune); tuned is the configuration ``--kg-tune`` kept. Cases that were not
+timed (a wrong result, a harness error) are listed under the table with their outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def rows_of(paths: list[Path]) -> list[dict[str, Any]]:
+    """The cases of the results files, the last of a task's repeated cases kept."""
+    cases: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                case = json.loads(line)
+                cases[(case["tier"], case["task"])] = case
+    return list(cases.values())
+
+
+def speeds(case: dict[str, Any]) -> dict[str, float] | None:
+    """The case's times (ms) and ratios, or None where it was not timed."""
+    timing = case.get("timing")
+    if not timing or not timing.get("kernel_ms"):
+        return None
+    tuned = timing["kernel_ms"]
+    written = (case.get("tuning") or {}).get("as_written_ms") or tuned
+    eager, compiled = timing.get("eager_ms"), timing.get("compiled_ms")
+    return {
+        "written_ms": written, "tuned_ms": tuned, "eager_ms": eager or math.nan, "compiled_ms": compiled or math.nan,
+        "eager_written": eager / written if eager else math.nan, "eager_tuned": eager / tuned if eager else math.nan,
+        "compiled_written": compiled / written if compiled else math.nan,
+        "compiled_tuned": compiled / tuned if compiled else math.nan,
+        "roofline": timing.get("roofline_fraction") or math.nan,
+    }
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0 and not math.isnan(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
+
+
+def table(cases: list[dict[str, Any]]) -> str:
+    """The markdown table and the per-tier summary lines."""
+    timed = [(case, s) for case in cases if (s := speeds(case)) is not None]
+    timed.sort(key=lambda item: (item[1]["compiled_tuned"] if not math.isnan(item[1]["compiled_tuned"]) else math.inf))
+    lines = ["| task | tier | as written ms | tuned ms | eager ms | compile ms | vs eager (written / tuned) "
+             "| vs compile (written / tuned) | roofline |", "|---|---|---|---|---|---|---|---|---|"]
+    for case, s in timed:
+        lines.append(f"| {case['task']} | {case['tier']} | {s['written_ms']:.4f} | {s['tuned_ms']:.4f} | "
+                     f"{s['eager_ms']:.4f} | {s['compiled_ms']:.4f} | {s['eager_written']:.2f}x / {s['eager_tuned']:.2f}x | "
+                     f"{s['compiled_written']:.2f}x / {s['compiled_tuned']:.2f}x | {s['roofline']:.2f} |")
+    lines.append("")
+    for tier in sorted({case["tier"] for case, _ in timed}):
+        mine = [s for case, s in timed if case["tier"] == tier]
+        at_least = sum(s["compiled_tuned"] >= 1.0 for s in mine)
+        lines.append(f"{tier}: {len(mine)} timed; geomean vs eager {geomean([s['eager_written'] for s in mine]):.2f}x "
+                     f"as written, {geomean([s['eager_tuned'] for s in mine]):.2f}x tuned; vs torch.compile "
+                     f"{geomean([s['compiled_written'] for s in mine]):.2f}x as written, "
+                     f"{geomean([s['compiled_tuned'] for s in mine]):.2f}x tuned; {at_least} at or above 1.0x tuned")
+    untimed = [case for case in cases if speeds(case) is None]
+    for case in untimed:
+        first = (case.get("diagnostics") or [{}])[0]
+        lines.append(f"not timed: {case['task']} ({case['tier']}): {case['outcome']} {first.get('code', '')}".rstrip())
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", type=Path, help="results files (.jsonl)")
+    parser.add_argument("--tier", action="append", help="only these tiers (repeat)")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.results if not p.is_file()]
+    if missing:
+        parser.error(f"no such results file: {', '.join(missing)}")
+    cases = [c for c in rows_of(args.results) if not args.tier or c["tier"] in args.tier]
+    if not cases:
+        parser.error("no cases in the results files" + (f" of tiers {args.tier}" if args.tier else ""))
+    print(table(cases))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
