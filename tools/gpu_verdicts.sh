@@ -13,8 +13,10 @@
 # BENCH_MARK picks tiers, e.g. "med or hard"), tritonbench (the TritonBench-T sample's goldens in
 # GPU mode; set KERNELGEN_TRITONBENCH_ROOT to a copy of the sample inside the checkout).
 # Measured on the H200 (2026-12-02, 14 workers): the red-team catalogue needs more than 9
-# minutes, so give it two calls, REDTEAM_SHARD=1/2 and 2/2; units about 5 minutes; the easy
-# baseline's reference answers about 4; the easy tier's goldens about 3 as written.
+# minutes, so give it two calls, REDTEAM_SHARD=1/2 and 2/2 (about 4 and 6 minutes: one file's
+# compile runs to its 300 s limit); units about 5 minutes; the easy baseline's reference
+# answers about 4; the easy tier's goldens about 3 as written; med and hard tuned quick about
+# 4.5; the expert tier about 4; the TritonBench-T sample (8 workers) about 2.
 # Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
 # bubblewrap from .deb/ (apt-get download bubblewrap) where it is not installed.
 set -uo pipefail
