@@ -168,6 +168,18 @@ def test_unlisted_calls_cover_optional_scalar_patterns() -> None:
     assert sorted(list(t.variant.args.items()) for t in unlisted_calls(both)) == [[("max", None)], [("min", None)]]
 
 
+def test_every_combination_of_choice_values_is_verified() -> None:
+    """amax_keepdim lists 4 of its 8 (dim, keepdim) calls; the other 4 are verified as unlisted
+    calls, so a kernel whose keepdim shape follows only dim's first choice fails (red-team
+    amax_keepdim_keepdim_shape_tests_dim_index_0). Choices only combine with a listed call's
+    binding: index_fill_inplace's two listed calls already make both of its dims."""
+    task = get_task("amax_keepdim")
+    listed = {(v.args["dim"], v.args["keepdim"]) for v in task.variants}
+    made = {(t.variant.args["dim"], t.variant.args["keepdim"]) for t in unlisted_calls(task)}
+    assert len(listed) == 4 and listed | made == {(d, k) for d in (0, 1, -2, -1) for k in (False, True)}
+    assert not listed & made and unlisted_calls(get_task("index_fill_inplace")) == []
+
+
 # -- output shapes set by an argument ----------------------------------------------------------
 
 

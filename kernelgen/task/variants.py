@@ -106,8 +106,10 @@ def unlisted_calls(task: Task) -> list[Task]:
     argument that selected a variable rebound with it), keeps that call's tolerance where the
     binding is the same (else a listed call's of the same binding, else the task's), and is
     admitted where the task's golden kernel binds it to the task's output dtypes and the
-    reference returns them. Verified at small sizes (:func:`kernelgen.harness.pipeline.verify_calls`),
-    never timed."""
+    reference returns them. Then, from each listed call, every combination of its ``choice``
+    arguments' values that no call makes (a kernel that takes keepdim's shape from the choice's
+    index 0 only, and so gets ``dim=-2, keepdim=True`` wrong, must not pass unseen either).
+    Verified at small sizes (:func:`kernelgen.harness.pipeline.verify_calls`), never timed."""
     if not task.variants or task.variant is not None:
         return []
     if task.name not in _UNLISTED:
@@ -153,7 +155,35 @@ def _admitted_unlisted(task: Task) -> list[Task]:
                     if _admitted(concrete):
                         found.append(concrete)
                         break
-    return found
+    return found + _choice_combinations(task, found)
+
+
+def _choice_combinations(task: Task, found: list[Task]) -> list[Task]:
+    """The calls that give a listed call's ``choice`` arguments each combination of their values
+    that neither a listed call nor one of ``found`` makes, where the task admits them."""
+    import itertools
+
+    choices = [s for s in task.signature.inputs if not s.is_plain and s.role == "choice" and s.choices]
+
+    def key(variant: Variant) -> tuple:
+        return (tuple(sorted(variant.dtypes.items())), _omitted(task, variant),
+                tuple(variant.args.get(s.name, s.default) for s in choices))
+
+    made = {key(v) for v in [*task.variants, *(t.variant for t in found)]}
+    combined: list[Task] = []
+    for template in task.variants if choices else []:
+        for values in itertools.product(*(s.choices for s in choices)):
+            words = [f"{s.name}_{value}".replace("-", "neg").lower() for s, value in zip(choices, values)]
+            variant = Variant(name="_".join(["unlisted", template.name, *words]), dtypes=template.dtypes,
+                              args={**template.args, **{s.name: value for s, value in zip(choices, values)}},
+                              tolerance=template.tolerance)
+            if key(variant) in made:
+                continue
+            made.add(key(variant))
+            concrete = task._concrete(variant)
+            if _admitted(concrete):
+                combined.append(concrete)
+    return combined
 
 
 def _admitted(concrete: Task) -> bool:
