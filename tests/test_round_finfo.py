@@ -79,7 +79,7 @@ def test_finfo_is_torchs(dtype: str) -> None:
         assert type_info("finfo", dtype, what) == getattr(info, what), what
 
 
-@pytest.mark.parametrize("dtype", ["i32", "i64"])
+@pytest.mark.parametrize("dtype", ["i32", "i64", "i8", "u8", "i16"])
 def test_iinfo_is_torchs(dtype: str) -> None:
     info = torch.iinfo(torch_dtype(dtype))
     assert (type_info("iinfo", dtype, "max"), type_info("iinfo", dtype, "min")) == (info.max, info.min)
@@ -100,7 +100,8 @@ def constants(dtype: str, op: str = "finfo") -> dict:
 
 
 @pytest.mark.parametrize(("dtype", "op"), [("f32", "finfo"), ("f16", "finfo"), ("bf16", "finfo"), ("f64", "finfo"),
-                                           ("f8e4m3", "finfo"), ("i32", "iinfo"), ("i64", "iinfo")])
+                                           ("f8e4m3", "finfo"), ("i32", "iinfo"), ("i64", "iinfo"),
+                                           ("i8", "iinfo"), ("u8", "iinfo"), ("i16", "iinfo")])
 def test_finfo_and_iinfo_per_binding_in_every_stage(dtype: str, op: str,
                                                     triton_interpreter: TritonInterpreter) -> None:
     checked = check(kernel_from_obj(constants(dtype, op)))

@@ -495,7 +495,7 @@ class _Checker(HostChecks, StatementChecks, DotChecks):
     def _typeinfo(self, e: L.TypeInfo, path: str, scope) -> ValueType:
         if e.op == "finfo" and e.dtype not in FLOAT_DTYPES + FP8_DTYPES:
             raise self.fail(child(path, "dtype"), "needs_float", f"finfo takes a float dtype, got {e.dtype}: use iinfo")
-        if e.op == "iinfo" and e.dtype not in INT_DTYPES:
+        if e.op == "iinfo" and e.dtype not in ANY_INT_DTYPES:
             raise self.fail(child(path, "dtype"), "needs_int", f"iinfo takes an integer dtype, got {e.dtype}")
         if e.op == "iinfo" and e.what not in ("max", "min"):
             raise self.fail(child(path, "what"), "bad_value", f"iinfo gives max or min, not {e.what}")
