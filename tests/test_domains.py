@@ -30,6 +30,22 @@ def test_full_integers_span_the_dtype_with_its_extremes(dtype: str) -> None:
     assert (a.abs() > 2 ** 24).float().mean() > 0.9  # beyond what an f32 holds exactly
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32", "f64", "f8e4m3"])
+def test_full_floats_reach_every_exponent_and_stay_finite(dtype: str) -> None:
+    """A float ``full`` domain draws by uniform bits: subnormal, tiny and huge magnitudes, and in
+    f64 values that f32 cannot hold (round's f64 call through f32 fails on them); the NaN and
+    infinite patterns are redrawn, so specials alone place those."""
+    x = draw_tensor(L.Input(name="x", dtype=dtype, shape=["N"]), (5000,), Domain(kind="full"),
+                    torch.Generator().manual_seed(1), {"N": 5000}).double()
+    info = torch.finfo({"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+                        "f64": torch.float64, "f8e4m3": torch.float8_e4m3fn}[dtype])
+    assert x.isfinite().all() and (x > 0).any() and (x < 0).any()
+    assert x.abs().max() > info.max / 4 and ((x != 0) & (x.abs() < info.tiny)).any()  # huge and subnormal
+    if dtype == "f64":
+        past_f32 = (x.abs() > 2 ** 24) & (x.abs() < 2 ** 52) & (x != x.float().double())
+        assert past_f32.sum() > 20
+
+
 def test_a_generic_task_draws_integer_extremes_and_float_nans_from_one_domain() -> None:
     task = get_task("maximum_generic")
     calls = {t.variant.name: t for t in task.variant_tasks()}

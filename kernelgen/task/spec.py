@@ -72,8 +72,9 @@ class Domain(_Model):
     extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none.
 
     What a PyTorch user may pass beyond ordinary values (issue 32), mostly in a task's
-    ``extreme_domains``: ``full``, integers over the dtype's whole range, both extremes among
-    them (a float input bound to the same dtype variable is drawn normal); ``specials``, values
+    ``extreme_domains``: ``full``, every value of the dtype: integers over its whole range, both
+    extremes among them, floats by uniform bits (tiny, subnormal and huge magnitudes, a value
+    past f32's precision in f64; a non-finite pattern is redrawn normal); ``specials``, values
     placed among the drawn ones, each at least once where the tensor has room (``nan``, ``inf``,
     ``-inf``, integers, host expressions of the sizes: an ignore index, targets past C, i64
     targets that an i32 truncation would turn into a class; those its dtype cannot hold are

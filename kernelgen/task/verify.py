@@ -71,6 +71,8 @@ def _drawn(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Gener
             values = torch.randint(0, 1 << 16, (*shape, info.bits // 16), generator=generator, dtype=torch.int32)
             words = values.to(torch.int16).view(dtype).reshape(shape)  # uniform bits: every value of the dtype
         return _with_specials(words, [info.min, info.max, info.min + 1, info.max - 1, -1, 0, 1], generator)
+    if domain is not None and domain.kind == "full" and dtype.is_floating_point:
+        return _float_bits(shape, dtype, generator)
     low, high = domain.bounds(sizes) if domain is not None and domain.kind != "full" else (-100, 100)
     if integer and domain is None:
         low = max(low, torch.iinfo(dtype).min)  # u8: 0..100
@@ -86,6 +88,21 @@ def _drawn(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Gener
     if domain is not None and domain.ties:
         values = (values * 4 / scale).round() * scale / 4 + 0.0  # + 0.0: no -0.0 to tie with +0.0
     return values.to(dtype)
+
+
+def _float_bits(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    """Finite floats of ``dtype`` with uniformly random bits: every exponent equally likely, so
+    subnormals, tiny and huge values and (in f64) values past f32's precision all appear; a
+    pattern that is NaN or infinite is replaced by a normal draw."""
+    bits = torch.finfo(dtype).bits
+    if bits == 8:
+        words = torch.randint(0, 256, shape, generator=generator, dtype=torch.int32).to(torch.uint8).view(dtype)
+    else:
+        halves = torch.randint(0, 1 << 16, (*shape, bits // 16), generator=generator, dtype=torch.int32)
+        words = halves.to(torch.int16).view(dtype).reshape(shape)
+    normal = torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
+    finite = torch.isfinite(words.to(torch.float32) if bits == 8 else words)
+    return torch.where(finite, words.to(torch.float64), normal.to(torch.float64)).to(dtype)
 
 
 SPECIAL_SHARE = 16  # up to one element in SPECIAL_SHARE is a special value, each at least once
