@@ -99,7 +99,7 @@ def _round_even(x):
         negative = x.to(tl.int32, bitcast=True) < 0
     size = tl.abs(x)
     rounded = tl.where(size < shifter, (size + shifter) - shifter, size)
-    return tl.where(negative, -rounded, rounded)
+    return tl.where(negative, rounded * -1.0, rounded)  # -rounded would be 0 - rounded: +0.0 for a zero
 ''',
     "_tanh": '''
 @triton.jit

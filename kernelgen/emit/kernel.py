@@ -174,6 +174,8 @@ class _KernelEmitter:
         if e.op == "neg":
             x = self.expr(e.x, xpath, env)
             x = self.coerce(x, t.dtype, tensor=x.dtype is None)
+            if t.dtype in FLOAT_DTYPES:  # Triton's -x is 0 - x, which gives +0.0 for 0.0; IEEE's -1 * x flips every sign
+                return _Code(f"{x.at(MUL)} * -1.0", MUL, t.dtype, may_be_number=x.may_be_number)
             return _Code(f"-{x.at(UNARY + 1)}", UNARY, t.dtype, may_be_number=x.may_be_number)
         if e.op == "not":
             # On a Python bool (a comparison of constants), ~ would give -2: a tensor first.
