@@ -74,7 +74,7 @@ GPU_BYTE_BUDGET = 4 << 30
 CPU_RANGE_MAX_BUDGET = 1 << 20
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
-RANGE_MAX_OTHERS = 16
+RANGE_MAX_OTHERS = 8
 # A targeted value lies in (extent, TARGET_SPAN * extent): past the first block, within a few.
 TARGET_SPAN = 4
 # The SM counts a kernel that reads num_sms is verified under, besides the interpreter's 3:
@@ -233,16 +233,19 @@ def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool, bu
 
 def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
     """``name`` at its range's maximum (or the largest value within the budget), the other
-    names at :data:`RANGE_MAX_OTHERS` where that fits (clamped to their ranges), else at
-    their minimum."""
+    names at :data:`RANGE_MAX_OTHERS` where that fits (clamped to their ranges), else at the
+    largest of its halves (4, 2, 1) that does, else at their minimum: a table of 131072 rows
+    looked up by 4 ids, not by one, the largest id among them (the extreme domains' integers
+    hold their bounds), where a kernel that keeps ids in 16 bits reads a wrong row."""
     budget = None if gpu else CPU_RANGE_MAX_BUDGET
     lowest = {o: r.min for o, r in task.sizes.items() if o != name}
-    some = {o: min(max(RANGE_MAX_OTHERS, r.min), r.max) for o, r in task.sizes.items() if o != name}
-    for others in (some, lowest):
+    tried = [{o: min(max(value, r.min), r.max) for o, r in task.sizes.items() if o != name}
+             for value in (RANGE_MAX_OTHERS, RANGE_MAX_OTHERS // 2, RANGE_MAX_OTHERS // 4, 1)]
+    for others in tried:
         value = _largest_fitting(task, others, name, gpu, budget)
-        if value == task.sizes[name].max or others is lowest:
+        if value == task.sizes[name].max:
             return Draw({**others, name: value}, extreme=True, kind="range_max")
-    raise AssertionError("unreachable")
+    return Draw({**lowest, name: _largest_fitting(task, lowest, name, gpu, budget)}, extreme=True, kind="range_max")
 
 
 def limit_sizes(task: Task) -> list[dict[str, int]]:
@@ -286,13 +289,17 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             small[other] = rng.choice(choices)
         cap = _largest_fitting(task, small, name, gpu)
         value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
-        draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
         # In CPU mode, along a size the grid spreads over and no loop runs over (8192 rows are
         # 8192 programs, the interpreter's time), the draw past the extent stands for the range's
         # maximum: a size a program covers in blocks or a loop walks (a reduction, whose rounding
         # shows on the other sizes' 16) gets it; on the GPU every size does.
-        if gpu or name not in gridded or name in looped:
-            draws.append(range_max_draw(task, name, gpu))
+        top = range_max_draw(task, name, gpu) if gpu or name not in gridded or name in looped else None
+        # Where the budget keeps the size within the extent, the draw "past" it is the largest
+        # that fits: the range's maximum draw, when it reaches the maximum, holds it already.
+        if top is None or cap > extent or top.sizes[name] < value:
+            draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
+        if top is not None:
+            draws.append(top)
         # Along a size a program reduces over (a block or a loop covers it), values sorted up and
         # down put each row's largest and smallest values at its end, past any leading part:
         # with a domain of few values (ties) or a threshold most blocks reach, a scan of the
@@ -303,9 +310,12 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         # and back, f32's rounding there is past a cumsum's tolerance) and a running product
         # climbs out of range, whatever the kernel; each of its outputs depends on every earlier
         # element, so a truncated scan fails the draws past the extent already.
+        # The other sizes at their minimum: the order along this one is what is judged, and
+        # the interpreter's time grows with the others.
         if not gpu and not scans and (name not in gridded or name in looped):
+            lowest = {other: r.min for other, r in task.sizes.items()}
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
-            draws += [Draw({**small, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
+            draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     return draws
 
 
