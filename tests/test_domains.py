@@ -71,6 +71,22 @@ def test_ids_reach_the_whole_table(task_id: str, name: str, sizes: dict[str, int
     assert 0 <= ids.min() and ids.max() < 4000 and ids.max() > 3000
 
 
+def test_the_largest_table_is_read_at_its_last_row_by_several_ids() -> None:
+    """The range-maximum draw of V: 131072 rows with the others at the largest of 8, 4, 2, 1
+    that fits the budget (not all at their minimum: one id), and V - 1 among the ids, so that a
+    kernel keeping ids in 16 bits (row id - 65536 past 65535) fails on every seed."""
+    from kernelgen.check.checker import check
+    from kernelgen.task.draws import CPU_RANGE_MAX_BUDGET, case_draws
+
+    task = get_task("embedding_bag_mean_f16")
+    (draw,) = [d for d in case_draws(task, check(task.golden), 5, 0, gpu=False)
+               if d.kind == "range_max" and d.sizes["V"] == 131072]
+    assert draw.sizes["T"] >= 4 and task.footprint(draw.sizes)[0] <= CPU_RANGE_MAX_BUDGET
+    for seed in range(3):
+        ids = make_inputs(task, draw.sizes, seed=seed, extreme=True)["ids"]
+        assert ids.max() == 131071 and ids.min() == 0
+
+
 def test_some_blocks_are_all_zero() -> None:
     x = make_inputs(get_task("fp8_quantize_blockwise"), {"M": 8, "NB": 4}, seed=0, extreme=True)["x"]
     blocks = x.reshape(-1, 128).abs().amax(-1)

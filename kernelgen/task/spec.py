@@ -67,7 +67,8 @@ class Domain(_Model):
     nondecreasing along the last axis from low up to a last element equal to high (the ends of
     ragged groups, as torch's grouped matmul takes them). For integers and ends, ``low`` and
     ``high`` may be integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index
-    tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows).
+    tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows);
+    in an extreme draw both bounds are among an integers domain's values (the last row's id).
     ``zeros``: a float input drawn from a normal domain has exact zeros (+0.0 and -0.0) in the
     extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none.
 
