@@ -199,8 +199,10 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
             args[spec.name] = draw_tensor(spec, shape, domain, generator, sizes)
             if extreme and domain is not None and domain.kind == "integers":
-                # Both bounds among the values: an id of V - 1 in every extreme draw, not by chance.
-                args[spec.name] = _with_specials(args[spec.name], [int(b) for b in domain.bounds(sizes)], generator)
+                # Both bounds among the values: an id of V - 1 in every extreme draw, not by chance
+                # (the high one first: a tensor of one or two elements has room for one).
+                args[spec.name] = _with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(sizes))],
+                                                 generator)
             if domain is not None and domain.same_as is not None:
                 args[spec.name] = _rows_of(args[spec.name], args[domain.same_as], generator)
             if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
