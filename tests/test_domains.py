@@ -72,7 +72,7 @@ def test_ids_reach_the_whole_table(task_id: str, name: str, sizes: dict[str, int
 
 
 def test_the_largest_table_is_read_at_its_last_row_by_several_ids() -> None:
-    """The range-maximum draw of V: 131072 rows with the others at the largest of 8, 4, 2, 1
+    """The range-maximum draw of V: 131072 rows with the others at the largest of 16, 8, 4, 1
     that fits the budget (not all at their minimum: one id), and V - 1 among the ids, so that a
     kernel keeping ids in 16 bits (row id - 65536 past 65535) fails on every seed."""
     from kernelgen.check.checker import check

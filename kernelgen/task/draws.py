@@ -74,7 +74,7 @@ GPU_BYTE_BUDGET = 4 << 30
 CPU_RANGE_MAX_BUDGET = 1 << 20
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
-RANGE_MAX_OTHERS = 8
+RANGE_MAX_OTHERS = 16
 # A targeted value lies in (extent, TARGET_SPAN * extent): past the first block, within a few.
 TARGET_SPAN = 4
 # The SM counts a kernel that reads num_sms is verified under, besides the interpreter's 3:
@@ -234,9 +234,9 @@ def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool, bu
 def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
     """``name`` at its range's maximum (or the largest value within the budget), the other
     names at :data:`RANGE_MAX_OTHERS` where that fits (clamped to their ranges), else at the
-    largest of its halves (4, 2, 1) that does, else at their minimum: a table of 131072 rows
-    looked up by 4 ids, not by one, the largest id among them (the extreme domains' integers
-    hold their bounds), where a kernel that keeps ids in 16 bits reads a wrong row."""
+    largest of 8, 4 and 1 that does, else at their minimum: a table of 131072 rows looked up
+    by 4 ids, not by one, the largest id among them (the extreme domains' integers hold their
+    bounds), where a kernel that keeps ids in 16 bits reads a wrong row."""
     budget = None if gpu else CPU_RANGE_MAX_BUDGET
     lowest = {o: r.min for o, r in task.sizes.items() if o != name}
     tried = [{o: min(max(value, r.min), r.max) for o, r in task.sizes.items() if o != name}
