@@ -234,18 +234,17 @@ def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool, bu
 def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
     """``name`` at its range's maximum (or the largest value within the budget), the other
     names at :data:`RANGE_MAX_OTHERS` where that fits (clamped to their ranges), else at the
-    largest of 8, 4 and 1 that does, else at their minimum: a table of 131072 rows looked up
-    by 4 ids, not by one, the largest id among them (the extreme domains' integers hold their
-    bounds), where a kernel that keeps ids in 16 bits reads a wrong row."""
+    largest of 8 and 4 that does, else at their minimum (``name`` then as large as fits): a
+    table of 131072 rows looked up by 4 ids, not by one, the largest id among them (the extreme
+    domains' integers hold their bounds), where a kernel that keeps ids in 16 bits reads a wrong row."""
     budget = None if gpu else CPU_RANGE_MAX_BUDGET
-    lowest = {o: r.min for o, r in task.sizes.items() if o != name}
     tried = [{o: min(max(value, r.min), r.max) for o, r in task.sizes.items() if o != name}
-             for value in (RANGE_MAX_OTHERS, RANGE_MAX_OTHERS // 2, RANGE_MAX_OTHERS // 4, 1)]
+             for value in (RANGE_MAX_OTHERS, RANGE_MAX_OTHERS // 2, RANGE_MAX_OTHERS // 4, 0)]  # 0: their minimum
     for others in tried:
         value = _largest_fitting(task, others, name, gpu, budget)
-        if value == task.sizes[name].max:
+        if value == task.sizes[name].max or others is tried[-1]:
             return Draw({**others, name: value}, extreme=True, kind="range_max")
-    return Draw({**lowest, name: _largest_fitting(task, lowest, name, gpu, budget)}, extreme=True, kind="range_max")
+    raise AssertionError("unreachable: the last assignment tried is returned")
 
 
 def limit_sizes(task: Task) -> list[dict[str, int]]:
@@ -281,6 +280,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     looped = looped_sizes(checked) & set(task.sizes)
     gridded = {n for each in launches_of(checked) for n in _names(list(each.kernel.grid))} & set(task.sizes)
     scans = any(isinstance(node, L.Scan) for node, _ in nodes(checked.kernel, ""))
+    lowest = {name: r.min for name, r in task.sizes.items()}
     draws: list[Draw] = []
     for name in task.sizes:
         small = {}
@@ -313,7 +313,6 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         # The other sizes at their minimum: the order along this one is what is judged, and
         # the interpreter's time grows with the others.
         if not gpu and not scans and (name not in gridded or name in looped):
-            lowest = {other: r.min for other, r in task.sizes.items()}
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     return draws
