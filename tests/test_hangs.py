@@ -191,12 +191,13 @@ def test_a_timeout_with_no_other_job_running_is_the_verdict_at_once(tmp_path: Pa
 # -- the baseline's sandbox: a reported wait counts only while the turn is really held ----------
 
 
+# A child that reports, on the pipe argv[1], the start (argv[3]) and end (argv[4]) of argv[2] s.
 SANDBOXED = """
 import os, sys, time
 fd = int(sys.argv[1])
-os.write(fd, b"wait\\n")
+os.write(fd, sys.argv[3].encode() + b"\\n")
 time.sleep(float(sys.argv[2]))
-os.write(fd, b"turn\\n")
+os.write(fd, sys.argv[4].encode() + b"\\n")
 time.sleep(0.2)
 """
 
@@ -211,7 +212,7 @@ def test_the_sandbox_stops_its_clock_only_for_a_real_wait(tmp_path: Path, monkey
     monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
     other = holding(lock, 3.0, tmp_path) if held else None
     read, write = os.pipe()
-    child = subprocess.Popen([sys.executable, "-c", SANDBOXED, str(write), "2.0"], pass_fds=(write,))
+    child = subprocess.Popen([sys.executable, "-c", SANDBOXED, str(write), "2.0", "wait", "turn"], pass_fds=(write,))
     os.close(write)
     try:
         code = _wait_within(child, read, 1.0)
@@ -223,6 +224,47 @@ def test_the_sandbox_stops_its_clock_only_for_a_real_wait(tmp_path: Path, monkey
         if other is not None:
             other.kill()
             other.wait()
+
+
+@pytest.mark.parametrize("allowance, finishes", [(5.0, True), (0.5, False)])
+def test_the_sandbox_does_not_count_compiles_up_to_their_allowance(allowance: float, finishes: bool) -> None:
+    """2 s of reported compiling within a 1 s limit: not counted under a 5 s allowance; past a
+    0.5 s allowance the rest counts, so an answer that only claims to compile gains no more."""
+    from kernelgen.baseline.sandbox import _wait_within
+
+    read, write = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", SANDBOXED, str(write), "2.0", "compile", "compiled"],
+                             pass_fds=(write,))
+    os.close(write)
+    try:
+        assert (_wait_within(child, read, 1.0, allowance) == 0) == finishes
+    finally:
+        os.close(read)
+        child.kill()
+        child.wait()
+
+
+def test_the_child_reports_tritons_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real compile (PTX for sm_90, no GPU needed) through the child's wrapper of
+    ``triton.compiler.compile``, which Triton's JIT looks up at a kernel's first launch."""
+    import triton
+    import triton.compiler
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    from kernelgen.baseline.child import report_compiles
+
+    @triton.jit
+    def double(x, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+    monkeypatch.setattr(triton.compiler, "compile", triton.compiler.compile)  # restored afterwards
+    told: list[bytes] = []
+    report_compiles(told.append)
+    source = triton.compiler.ASTSource(double, {"x": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64})
+    compiled = triton.compiler.compile(source, target=GPUTarget("cuda", 90, 32))
+    assert "ptx" in compiled.asm and told == [b"compile\n", b"compiled\n"]
 
 
 # -- never-ending answers and the interpreter's budget ----------------------------------------

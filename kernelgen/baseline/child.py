@@ -11,12 +11,13 @@ it reads (what each wall is for is said there; the boundary is :mod:`kernelgen.b
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
@@ -321,6 +322,28 @@ class TensorWriter:
         self.file.flush()
 
 
+def report_compiles(tell: Callable[[bytes], Any]) -> None:
+    """Have Triton's compiles told to the parent (``compile`` ... ``compiled``), whose clock for
+    the answer's run stops meanwhile, up to a compile allowance: the pipeline gives compiling a
+    limit of its own, apart from its runs, and a correct answer whose kernels take Triton 40 s
+    each to compile (a top-k of 256 64-bit keys, once per specialization of its sizes) must not
+    end in ``timeout`` for it. Triton's JIT looks ``triton.compiler.compile`` up when a kernel is
+    first launched, so the wrapper is in place before the answer is imported."""
+    import triton.compiler
+
+    compile_ = triton.compiler.compile
+
+    @functools.wraps(compile_)
+    def reported(*args: Any, **kwargs: Any) -> Any:
+        tell(b"compile\n")
+        try:
+            return compile_(*args, **kwargs)
+        finally:
+            tell(b"compiled\n")
+
+    triton.compiler.compile = reported
+
+
 def _child_main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
@@ -335,6 +358,7 @@ def _child_main(job_dir: Path) -> int:
         # Start CUDA and Triton's driver (which builds its helpers) before the guard.
         torch.cuda.init()
         triton.runtime.driver.active.get_current_device()
+        report_compiles(lambda line: os.write(job["ready_fd"], line))
     else:
         patch_triton_interpreter_index()
         patch_triton_interpreter_fp8()

@@ -16,7 +16,10 @@ Inside, and never relied on alone:
   interpreter mode (CUDA reserves far more address space than it uses, so on a GPU
   ``RLIMIT_DATA``, when asked for), ``RLIMIT_FSIZE``, ``RLIMIT_CPU``, ``RLIMIT_NPROC`` (for a child that
   is not root outside) and no core files. The wall clock starts once the child has imported torch
-  and Triton; past ``timeout_s`` the namespace is killed: outcome ``timeout``.
+  and Triton; past ``timeout_s`` the namespace is killed: outcome ``timeout``. As in the
+  pipeline, where compiling has a limit of its own apart from the runs, the time Triton's JIT
+  spends compiling the answer's kernels (reported by the child) is not counted, up to
+  ``compile_allowance_s`` in all: an answer that only claims to compile gains that much, no more.
 * **An audit hook** (:func:`sys.addaudithook`) refusing sockets, processes (but, on a GPU,
   Triton's compilers) and writes outside the job folder, and **a torch function mode**
   (:class:`~kernelgen.baseline.child.TorchGuard`) refusing torch calls of the answer's own code
@@ -71,6 +74,7 @@ from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable,
                                      unnamed_file, user_options, wall_command)
 from kernelgen.env import SECRET_NAME, scrub
 from kernelgen.errors import KernelgenError, Outcome
+from kernelgen.gpu.compile import COMPILE_TIMEOUT_S
 
 Device = Literal["interpreter", "cuda"]
 
@@ -198,7 +202,8 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
                          repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
                          file_size_limit_bytes: int | None = None, output_bytes_limit: int | None = None,
                          startup_timeout_s: float = 300.0, unsafe: bool = False,
-                         keep_triton_cache: Path | None = None) -> SandboxResult:
+                         keep_triton_cache: Path | None = None,
+                         compile_allowance_s: float = COMPILE_TIMEOUT_S) -> SandboxResult:
     """Call ``entry`` once per input list of ``calls`` in one sandboxed process (starting one
     costs seconds), noting which inputs each call modified; with ``timed_inputs`` on a GPU,
     then time ``entry(*timed_inputs)``: ``warmup`` calls, then ``repetitions`` calls each
@@ -257,7 +262,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
                "compiler_tools": device == "cuda",
                "memory_limit_bytes": memory_limit_bytes, "file_size_limit_bytes": file_limit,
                "process_limit": PROCESS_LIMIT if wall is not None and wall.as_user is not None else None,
-               "cpu_seconds": int(2 * (timeout_s + startup_timeout_s)) + 10}
+               "cpu_seconds": int(2 * (timeout_s + startup_timeout_s + compile_allowance_s)) + 10}
         (job_dir / "job.json").write_text(json.dumps(job))
         if wall is not None and wall.as_user is not None:
             for path in (job_dir, *job_dir.rglob("*")):
@@ -288,8 +293,8 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
                 fds.remove(fd)
         child = _Child(process, info_read if wall is not None else None)
         try:
-            result = _supervise(child, ready_read, timeout_s, startup_timeout_s, status_fd, outputs_fd, log_fd,
-                                expected, outputs_limit, stream_limit, repetitions if timed else 0,
+            result = _supervise(child, ready_read, timeout_s, compile_allowance_s, startup_timeout_s, status_fd,
+                                outputs_fd, log_fd, expected, outputs_limit, stream_limit, repetitions if timed else 0,
                                 wall.describe() if wall is not None else "none (--unsafe-sandbox: audit hook only)")
         finally:
             child.kill()
@@ -358,21 +363,25 @@ def _quietly(send) -> None:
         pass
 
 
-def _supervise(child: _Child, ready_fd: int, timeout_s: float, startup_timeout_s: float, status_fd: int,
+def _supervise(child: _Child, ready_fd: int, timeout_s: float, compile_allowance_s: float, startup_timeout_s: float,
+               status_fd: int,
                outputs_fd: int, log_fd: int, expected: list[list[Any]], outputs_limit: int, stream_limit: int,
                repetitions: int, isolation: str) -> SandboxResult:
     process = child.process
     readable, _, _ = select.select([ready_fd], [], [], startup_timeout_s)
-    if not readable or os.read(ready_fd, 16) != b"ready\n":
+    first = os.read(ready_fd, 16) if readable else b""
+    if not first.startswith(b"ready\n"):
         child.kill()
         why = "did not start in time" if not readable else f"exited with status {process.wait()} before starting"
         raise SandboxError(f"the sandboxed process {why}: {_tail(log_fd)}", code="sandbox_start")
     child.read_info()
     started = time.monotonic()
-    returncode = _wait_within(process, ready_fd, timeout_s)
+    # what came after "ready" in the same read (a compile at once) is the first of its reports
+    returncode = _wait_within(process, ready_fd, timeout_s, compile_allowance_s, pending=first[len(b"ready\n"):])
     if returncode is None:
         child.kill()
-        return SandboxResult(Outcome.TIMEOUT, error=f"no result after {timeout_s:g} s", stderr_tail=_tail(log_fd),
+        return SandboxResult(Outcome.TIMEOUT, error=f"no result after {timeout_s:g} s (Triton's compiles not counted, "
+                             f"up to {compile_allowance_s:g} s)", stderr_tail=_tail(log_fd),
                              duration_s=time.monotonic() - started, isolation=isolation)
     child.kill()  # whatever the answer left running in the namespace
     duration = time.monotonic() - started
@@ -402,25 +411,36 @@ def _supervise(child: _Child, ready_fd: int, timeout_s: float, startup_timeout_s
 _POLL_S = 0.1
 
 
-def _wait_within(process: subprocess.Popen, ready_fd: int, timeout_s: float) -> int | None:
+def _wait_within(process: subprocess.Popen, ready_fd: int, timeout_s: float,
+                 compile_allowance_s: float = 0.0, pending: bytes = b"") -> int | None:
     """The child's exit status, or None past ``timeout_s`` seconds of its work: the time it
     reports waiting for its GPU turn (``wait`` ... ``turn`` on the ready pipe) does not count
     while another process really holds the turn (the lock cannot be taken here), so an answer
-    that claims to wait gains nothing."""
+    that claims to wait gains nothing; the time it reports compiling (``compile`` ...
+    ``compiled``) does not count up to ``compile_allowance_s`` in all, which bounds what an
+    answer that claims to compile gains."""
     from kernelgen.gpu.timing import LOCK_WAIT_S, turn_taken_elsewhere
 
     left, waiting, waited = timeout_s, False, 0.0
-    pending = b""
+    compiling, compile_left = False, compile_allowance_s
+
+    def told(data: bytes) -> None:
+        nonlocal pending, waiting, compiling
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            waiting = {b"wait": True, b"turn": False}.get(line, waiting)
+            compiling = {b"compile": True, b"compiled": False}.get(line, compiling)
+        pending = pending[-64:]  # no line is longer: a stream without newlines is held to this
+
+    told(b"")
     while True:
         step = min(_POLL_S, max(left, 0.0))
         started = time.monotonic()
         readable, _, _ = select.select([ready_fd], [], [], step)
         if readable:
             data = os.read(ready_fd, 4096)
-            pending += data
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                waiting = {b"wait": True, b"turn": False}.get(line, waiting)
+            told(data)
             if not data:  # the child closed the pipe: it exits
                 try:
                     return process.wait(timeout=max(left, 0.0) + 1.0)
@@ -432,6 +452,8 @@ def _wait_within(process: subprocess.Popen, ready_fd: int, timeout_s: float) -> 
         spent = time.monotonic() - started
         if waiting and waited < LOCK_WAIT_S and turn_taken_elsewhere():
             waited += spent
+        elif compiling and compile_left > 0:
+            compile_left -= spent
         else:
             left -= spent
         if left <= 0:
