@@ -549,3 +549,20 @@ def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.Monkey
     if outcome is Outcome.IMPLAUSIBLE_TIME:
         assert (result.stage, result.first_diagnostic().code) == ("time", "implausible_time")
         assert "cannot be true" in result.first_diagnostic().message
+
+
+@pytest.mark.parametrize("task_id, peak", [("expert/int8_gemm_rowcol_scaled", 1979e12),
+                                           ("expert/fp8_gemm_rowwise_bf16", 1979e12),
+                                           ("hard/gemm_bias_relu_f16", 989e12), ("relu", 67e12)])
+def test_the_roofline_takes_the_peak_of_the_fastest_unit_the_golden_uses(task_id: str, peak: float) -> None:
+    """An int8 GEMM measured against f32's peak read 4.4 times its roofline on an H200 (0.029
+    ms at its bench sizes, 296 TOP/s) and the baseline rejected a correct answer's time."""
+    from kernelgen.baseline.ablation import IMPLAUSIBLE_ROOFLINE
+    from kernelgen.gpu.case import peak_flops, roofline_fraction
+    from kernelgen.task.spec import get_task
+
+    task = get_task(task_id)
+    assert peak_flops(task, "sm_90") == peak
+    if task.id == "int8_gemm_rowcol_scaled":
+        measured = roofline_fraction(task, task.bench_sizes, 0.028976e-3, 4.0e12, "sm_90")
+        assert 0.1 < measured < IMPLAUSIBLE_ROOFLINE
