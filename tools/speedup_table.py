@@ -5,7 +5,10 @@ fraction, and the geometric means per tier; the slowest against torch.compile fi
 Run from the repository root on any machine, over the results of a GPU run
 (``tools/gpu_verdicts.sh`` writes ``$OUT/bench.jsonl``)::
 
-    python tools/speedup_table.py bench.jsonl [more.jsonl ...] [--tier med]
+    python tools/speedup_table.py bench.jsonl [more.jsonl ...] [--tier med] [--track baseline]
+
+One track at a time (default: the pipeline's goldens; ``pytest bench`` whole also runs the
+baseline, the goldens emitted as Triton Python, on the same tasks).
 
 As written is the golden's own configuration (``tuning.as_written_ms``, or the timed kernel when
 the run did not tune); tuned is the configuration ``--kg-tune`` kept. Cases that were not
@@ -22,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 
-def rows_of(paths: list[Path]) -> list[dict[str, Any]]:
-    """The cases of the results files, the last of a task's repeated cases kept."""
+def rows_of(paths: list[Path], track: str = "pipeline") -> list[dict[str, Any]]:
+    """The cases of one track in the results files, the last of a task's repeated cases kept."""
     cases: dict[tuple[str, str], dict[str, Any]] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             if line.strip():
                 case = json.loads(line)
-                cases[(case["tier"], case["task"])] = case
+                if case.get("track", "pipeline") == track:
+                    cases[(case["tier"], case["task"])] = case
     return list(cases.values())
 
 
@@ -84,13 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="results files (.jsonl)")
     parser.add_argument("--tier", action="append", help="only these tiers (repeat)")
+    parser.add_argument("--track", default="pipeline", help="pipeline (default), baseline or tritonbench")
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.results if not p.is_file()]
     if missing:
         parser.error(f"no such results file: {', '.join(missing)}")
-    cases = [c for c in rows_of(args.results) if not args.tier or c["tier"] in args.tier]
+    cases = [c for c in rows_of(args.results, args.track) if not args.tier or c["tier"] in args.tier]
     if not cases:
-        parser.error("no cases in the results files" + (f" of tiers {args.tier}" if args.tier else ""))
+        parser.error(f"no {args.track} cases in the results files" + (f" of tiers {args.tier}" if args.tier else ""))
     print(table(cases))
     return 0
 
