@@ -16,7 +16,9 @@
 # minutes, so give it two calls, REDTEAM_SHARD=1/2 and 2/2 (about 4 and 6 minutes: one file's
 # compile runs to its 300 s limit); units about 5 minutes; the easy baseline's reference
 # answers about 4; the easy tier's goldens about 3 as written; med and hard tuned quick about
-# 4.5; the expert tier about 4; the TritonBench-T sample (8 workers) about 2.
+# 4.5; the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
+# whole (SUITES=all, 8 workers, KG_TUNE=quick as pytest's default, 2026-12-03): 362 cases in
+# three shards of over 530, 374 and 462 s; shard 1/3 needs two calls (CASES= the rest).
 # Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
 # bubblewrap from .deb/ (apt-get download bubblewrap) where it is not installed.
 set -uo pipefail
@@ -30,6 +32,9 @@ if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; th
   dpkg-deb -x .deb/bubblewrap_*.deb /tmp/bw && install -m755 /tmp/bw/usr/bin/bwrap /usr/local/bin/bwrap
 fi
 export PYTHONUNBUFFERED=1
+# The TritonBench-T sample copied into the checkout (cp -r ../shared/tritonbench-t-sample/. .tb/):
+# the TritonBench track and the never-ending TritonBench answer (suite hangs) read it there.
+if [ -z "${KERNELGEN_TRITONBENCH_ROOT:-}" ] && [ -d .tb ]; then export KERNELGEN_TRITONBENCH_ROOT=$PWD/.tb; fi
 python3 -c 'from kernelgen.baseline.wall import find_wall as f; w = f(); print("sandbox:", w if isinstance(w, str) else w.describe())'
 suites=" ${SUITES:-redteam sandbox hangs} "
 suite() {  # name, seconds, pytest arguments...
@@ -62,4 +67,7 @@ suite bench "${BENCH_LIMIT:-540}" bench -m "(${BENCH_MARK:-easy or med or hard o
 # as issue 32 asks for it; too long for one call, so give each call a shard (PYTEST_ADDOPTS="--shard 1/3").
 suite all "${BENCH_LIMIT:-540}" bench --kg-mode gpu -n "$workers" --kg-tune "${KG_TUNE:-off}" --kg-compiled on \
   --kg-results "$out/all.jsonl"
+# cases: the bench cases named in CASES (node ids, e.g. those a time-limited shard did not reach).
+[[ -z "${CASES:-}" ]] || suite cases "${BENCH_LIMIT:-540}" $CASES --kg-mode gpu -n "$workers" \
+  --kg-tune "${KG_TUNE:-off}" --kg-compiled on --kg-results "$out/cases.jsonl"
 suite tritonbench "${BENCH_LIMIT:-540}" bench -m tritonbench --kg-mode gpu -n "$workers" --kg-results "$out/tritonbench.jsonl"
