@@ -45,6 +45,22 @@ def test_literal_loop_bounds_and_literal_grids_count() -> None:
     assert block_extent(check(softmax.model_copy(update={"body": body}))) == 4096
 
 
+@pytest.mark.parametrize("threshold", [
+    {"op": "gt", "lhs": "N", "rhs": {"op": "mul", "lhs": "BLOCK", "rhs": 4}},
+    {"op": "gt", "lhs": "N", "rhs": {"op": "shl", "lhs": "BLOCK", "rhs": 2}},
+    {"op": "gt", "lhs": {"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}, "rhs": 4},
+    {"op": "lt", "lhs": 4096.0, "rhs": {"op": "cast", "x": "N", "dtype": "f32"}},
+])
+def test_a_size_threshold_in_a_comparison_counts(threshold: dict) -> None:
+    """A long-row path behind ``N > BLOCK * 4`` (or a shift, a block count, a float) starts at
+    4096: draws past the extent must pass it, not stop at the block's 1024."""
+    from kernelgen.lang.parse import kernel_from_obj, kernel_to_obj
+
+    silu = kernel_to_obj(get_task("silu").golden)
+    silu["body"] = [*silu["body"], {"op": "let", "name": "long_rows", "value": threshold}]
+    assert block_extent(check(kernel_from_obj(silu))) == 4096
+
+
 def test_each_size_gets_a_draw_past_the_extent_not_a_multiple_with_the_others_small() -> None:
     task = get_task("softmax_f16")
     checked = with_block("softmax_f16", 4096)

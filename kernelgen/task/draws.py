@@ -107,7 +107,9 @@ def block_extent(checked: Checked) -> int:
     every loop bound its meta values and literals decide (``CHUNKS * BLOCK``) and such a loop's
     trips times the largest block, and each grid size its meta values and literals decide times
     the largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more); for a
-    program, over all its launches."""
+    program, over all its launches; and every size threshold a comparison with a fixed value
+    states (a long-row path behind ``N > BLOCK * 4``, ``cdiv(N, BLOCK) > 4`` or
+    ``float(N) > 4096.0`` starts at 4096), as far as the sizes' ranges reach."""
     launches = launches_of(checked)
     metas = {m.name: m.value for m in checked.kernel.meta}
     blocks = list(metas.values())
@@ -124,7 +126,73 @@ def block_extent(checked: Checked) -> int:
                 covered.append(abs(stop))
                 if start is not None and step:
                     covered.append(max(0, -(-(stop - start) // step)) * block)
-    return max([block, *literals, *covered])
+    return max([block, *literals, *covered, *size_thresholds(checked)])
+
+
+_CONSTANT_OPS = frozenset({"add", "sub", "mul", "div", "idiv", "cdiv", "maximum", "minimum", "shl", "shr"})
+
+
+def size_thresholds(checked: Checked) -> list[int]:
+    """The values a size would have where a comparison of it with a fixed value (literals and
+    meta values alone) flips, its arithmetic undone (``cdiv(N, BLOCK) > 4``: 4 * BLOCK), those
+    within the sizes' ranges: a kernel may take another path past such a threshold, and a size
+    past it must be drawn."""
+    metas = {m.name: m.value for m in checked.kernel.meta}
+    found: set[int] = set()
+    for node, _ in nodes(checked.kernel, ""):
+        if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge"):
+            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
+                fixed = _fixed_value(other, metas)
+                if fixed is not None and _fixed_value(side, metas) is None:
+                    at = _undone(side, fixed, metas)
+                    if at is not None and 1 < at < 1 << 40:
+                        found.add(math.ceil(at))
+    return sorted(found)
+
+
+def _fixed_value(expr: object, metas: Mapping[str, int]) -> float | None:
+    """An expression's value where literals and meta values alone decide it (floats too)."""
+    if isinstance(expr, bool):
+        return None
+    if isinstance(expr, (int, float)):
+        return float(expr)
+    if isinstance(expr, str):
+        return float(metas[expr]) if expr in metas else None
+    if isinstance(expr, L.Cast):
+        return _fixed_value(expr.x, metas)
+    if not isinstance(expr, L.Binary) or expr.op not in _CONSTANT_OPS:
+        return None
+    lhs, rhs = _fixed_value(expr.lhs, metas), _fixed_value(expr.rhs, metas)
+    if lhs is None or rhs is None:
+        return None
+    try:
+        return {"add": lambda: lhs + rhs, "sub": lambda: lhs - rhs, "mul": lambda: lhs * rhs,
+                "div": lambda: lhs / rhs, "idiv": lambda: float(int(lhs) // int(rhs)),
+                "cdiv": lambda: float(-(-int(lhs) // int(rhs))), "maximum": lambda: max(lhs, rhs),
+                "minimum": lambda: min(lhs, rhs), "shl": lambda: float(int(lhs) << int(rhs)),
+                "shr": lambda: float(int(lhs) >> int(rhs))}[expr.op]()
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+
+
+def _undone(expr: object, value: float, metas: Mapping[str, int]) -> float | None:
+    """What the varying part of ``expr`` is where ``expr`` equals ``value``: through casts and
+    arithmetic with fixed operands (a product, quotient, shift or sum undone), as far as it goes."""
+    if isinstance(expr, L.Cast):
+        return _undone(expr.x, value, metas)
+    if not isinstance(expr, L.Binary):
+        return value
+    lhs, rhs = _fixed_value(expr.lhs, metas), _fixed_value(expr.rhs, metas)
+    if rhs is not None and lhs is None:
+        inverse = {"mul": lambda: value / rhs if rhs else None, "div": lambda: value * rhs,
+                   "idiv": lambda: value * rhs, "cdiv": lambda: value * rhs, "add": lambda: value - rhs,
+                   "sub": lambda: value + rhs, "shl": lambda: value / 2 ** rhs, "shr": lambda: value * 2 ** rhs}
+        if expr.op in inverse:
+            undone = inverse[expr.op]()
+            return None if undone is None else _undone(expr.lhs, undone, metas)
+    if lhs is not None and rhs is None and expr.op in ("mul", "add"):
+        return _undone(expr.rhs, value / lhs if expr.op == "mul" and lhs else value - lhs, metas)
+    return value
 
 
 def _loops(stmts: list) -> list[L.For]:
@@ -279,7 +347,9 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     extent = block_extent(checked)
     looped = looped_sizes(checked) & set(task.sizes)
     gridded = {n for each in launches_of(checked) for n in _names(list(each.kernel.grid))} & set(task.sizes)
-    scans = any(isinstance(node, L.Scan) for node, _ in nodes(checked.kernel, ""))
+    # the task's own scans (its golden's), not the answer's: a kernel that numbers its lanes with
+    # a cumsum must not turn the sorted draws off
+    scans = any(isinstance(node, L.Scan) for node, _ in nodes(task.golden or checked.kernel, ""))
     lowest = {name: r.min for name, r in task.sizes.items()}
     draws: list[Draw] = []
     for name in task.sizes:
@@ -306,7 +376,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         # first block finds the row's maximum (or a hit) there anyway. The size is past twice
         # the extent, so the sorted row's top values are past the first extent too. CPU mode's
         # draws only: GPU mode runs them in the interpreter as well (``interpreter_checks``).
-        # Not for a kernel with a scan: a running sum of sorted values cancels (through -19000
+        # Not for a task whose golden scans: a running sum of sorted values cancels (through -19000
         # and back, f32's rounding there is past a cumsum's tolerance) and a running product
         # climbs out of range, whatever the kernel; each of its outputs depends on every earlier
         # element, so a truncated scan fails the draws past the extent already.
