@@ -102,5 +102,39 @@ def test_ties_on_ordinary_draws_where_ties_are_judged() -> None:
 
 def test_an_extreme_draw_takes_a_scalars_most_demanding_value() -> None:
     task = get_task("softmax_temperature")
-    assert scalar_values(task, {"M": 3, "N": 5}, 0, extreme=True)["temperature"] == 0.1
+    assert scalar_values(task, {"M": 3, "N": 5}, 0, extreme=True)["temperature"] == float(torch.tensor(0.1).float())
     assert scalar_values(task, {"M": 3, "N": 5}, 0)["temperature"] != 0.1
+
+
+def test_float_scalars_are_values_of_their_dtype_and_extreme_draws_hold_them_and_their_neighbours() -> None:
+    """x == threshold, and one step above and below it: a test made >= for >, or made in bf16,
+    differs from F.threshold only there. The scale of the extreme draw leaves them alone."""
+    from kernelgen.task.magnitude import checked_inputs
+
+    task = get_task("threshold")
+    inputs, _ = checked_inputs(task, {"N": 4000}, 0, extreme=True)
+    threshold = inputs["threshold"]
+    assert threshold == float(torch.tensor(threshold, dtype=torch.float32))
+    x = inputs["x"]
+    step = torch.tensor([threshold], dtype=torch.float32)
+    for value in (step, torch.nextafter(step, step + 1), torch.nextafter(step, step - 1)):
+        assert bool((x == value).any())
+
+
+def test_integer_valued_float_draws_get_fractions_and_near_ties_at_each_lines_extremes() -> None:
+    """row_argmax draws integers (for ties); an extreme draw adds fractions to half of them and,
+    in each row and each column, an element one step below the maximum and one above the
+    minimum: an argmax compared in bf16 picks the wrong one of such a pair."""
+    x = make_inputs(get_task("row_argmax"), {"M": 16, "N": 300}, seed=0, extreme=True)["x"]
+    assert bool((x != x.round()).any()) and bool((x == x.round()).any())
+    top = x.max(dim=1).values
+    below = torch.nextafter(top, torch.full_like(top, -torch.inf))
+    assert bool((x == below[:, None]).any(dim=1).all())
+    assert x.min() >= -20 and x.max() <= 20
+
+
+def test_some_rows_of_a_normal_draw_are_all_negative_in_an_extreme_draw() -> None:
+    """A row maximum whose masked lanes read 0 is right on every row holding a positive value."""
+    x = make_inputs(get_task("row_max"), {"M": 16, "N": 300}, seed=0, extreme=True)["x"]
+    negative = (x < 0).all(dim=1)
+    assert 1 <= int(negative.sum()) < 16

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import torch
 
 from kernelgen.task.spec import Task
-from kernelgen.task.verify import make_inputs, reference_call, reference_leaves
+from kernelgen.task.verify import float_scalars, make_inputs, reference_call, reference_leaves, scalar_neighbours
 
 # The scales tried, largest first, per dtype: f16's largest leaves |x| <= ~5000 of 65504 for a
 # normal draw of scale 1; the others reach past exp's overflow (88 in f32) by far.
@@ -72,10 +72,13 @@ def magnified(task: Task, inputs: dict[str, Any], extreme: bool) -> tuple[dict[s
     dtypes = {s.dtype for s in task.signature.inputs if s.name in names}
     ladder = min((SCALES[d] for d in dtypes), key=lambda scales: scales[0])  # the narrowest dtype's
     base = _float_outputs(task, inputs)
+    scalars = float_scalars(task, inputs)
     for scale in ladder:
         scaled = dict(inputs)
         for name in names:
-            scaled[name] = inputs[name] * scale
+            # a scalar's value and its neighbours stay as they are (verify.with_scalar_neighbours)
+            kept = torch.isin(inputs[name], scalar_neighbours(scalars, inputs[name].dtype).to(inputs[name].device))
+            scaled[name] = torch.where(kept, inputs[name], inputs[name] * scale)
         outputs = _float_outputs(task, scaled)
         if outputs is not None and base is not None and _stable(base, outputs):
             return scaled, _growth(base, outputs)

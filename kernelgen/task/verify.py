@@ -15,6 +15,7 @@ GPU; the interpreter checks every access itself).
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from typing import Any, Mapping
 
@@ -158,7 +159,8 @@ def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generato
 def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool = False) -> dict[str, Any]:
     """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
     (reproducible from task, sizes and seed; in an extreme draw, a range's ``extreme`` value
-    where it has one), the bench value where a scalar has no range."""
+    where it has one; a float rounded to the scalar's dtype), the bench value where a scalar has
+    no range."""
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
     for spec in task.signature.inputs:
@@ -166,7 +168,11 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
             drawn = task.scalar_ranges.get(spec.name)
             value = (task.scalars[spec.name] if drawn is None
                      else drawn.draw(rng, integer=spec.dtype in ANY_INT_DTYPES))
-            values[spec.name] = drawn.extreme if extreme and drawn is not None and drawn.extreme is not None else value
+            value = drawn.extreme if extreme and drawn is not None and drawn.extreme is not None else value
+            if isinstance(value, float) and spec.dtype in ("f32", "f16", "bf16"):
+                # a value of the scalar's dtype: the kernel and PyTorch compare with the same one
+                value = float(torch.tensor(value, dtype=torch.float64).to(torch_dtype(spec.dtype)))
+            values[spec.name] = value
     return values
 
 
@@ -203,10 +209,19 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 # (the high one first: a tensor of one or two elements has room for one).
                 args[spec.name] = _with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(sizes))],
                                                  generator)
+            if extreme and domain is not None and domain.kind == "integers" and spec.name not in task.extreme_domains:
+                args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(sizes)[1],
+                                                               size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if domain is not None and domain.same_as is not None:
                 args[spec.name] = _rows_of(args[spec.name], args[domain.same_as], generator)
+            if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
+                args[spec.name] = with_scalar_neighbours(args[spec.name], domain, sizes, float_scalars(task, scalars),
+                                                         size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
                 args[spec.name] = with_zeros(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            if extreme and (domain is None or (domain.kind == "normal" and not domain.zero_rows
+                                               and domain.same_as is None)):
+                args[spec.name] = with_negative_rows(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if order is not None and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     return args
@@ -251,6 +266,78 @@ def with_zeros(values: torch.Tensor, seed: int) -> torch.Tensor:
     zeros = torch.zeros((), dtype=values.dtype)
     values = torch.where(pick == 0, zeros, values)
     return torch.where(pick == 1, -zeros, values)
+
+
+def with_fractions_and_near_ties(values: torch.Tensor, high: float, seed: int) -> torch.Tensor:
+    """A float input whose domain is integers (for ties), in an extreme draw: half its elements
+    given a random fraction (kept at or below ``high``), and along its last and its first axis,
+    in each line, one other element set one step of its dtype below the line's maximum and one
+    one step above its minimum. Integer values alone hide a comparison made in bf16 or f16, a
+    cast that truncates 0.5, an equality "within 1e-5" and a strict test made loose; the near
+    ties show them (the values stay inside the domain's bounds)."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.numel() < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0xF4AC)
+    wide = values.to(torch.float64)
+    fraction = torch.rand(values.shape, generator=generator, dtype=torch.float64)
+    keep = torch.rand(values.shape, generator=generator) < 0.5
+    values = torch.where(keep, wide, torch.clamp(wide + fraction, max=float(high))).to(values.dtype)
+    for axis in sorted({values.dim() - 1, 0}):
+        lines = values.movedim(axis, -1).reshape(-1, values.shape[axis]).clone()
+        if lines.shape[1] < 2:
+            continue
+        rows = torch.arange(lines.shape[0])
+        for find, step in ((torch.argmax, -1.0), (torch.argmin, 1.0)):
+            at = find(lines.to(torch.float64), dim=1)
+            other = torch.randint(0, lines.shape[1] - 1, (lines.shape[0],), generator=generator)
+            other = other + (other >= at).long()  # any element but the extreme itself
+            extreme = lines[rows, at]
+            lines[rows, other] = torch.nextafter(extreme, torch.full_like(extreme, step * math.inf))
+        values = lines.reshape(*[s for i, s in enumerate(values.shape) if i != axis], values.shape[axis]).movedim(-1, axis)
+    return values
+
+
+def scalar_neighbours(scalars: list[float], dtype: torch.dtype) -> torch.Tensor:
+    """Each float scalar of a call in ``dtype`` and the values one step of ``dtype`` above and
+    below it (finite ones)."""
+    exact = torch.tensor(scalars, dtype=torch.float64).to(dtype)
+    near = torch.cat([exact, torch.nextafter(exact, torch.full_like(exact, math.inf)),
+                      torch.nextafter(exact, torch.full_like(exact, -math.inf))])
+    return near[near.isfinite()]
+
+
+def float_scalars(task: Task, inputs: Mapping[str, Any]) -> list[float]:
+    """The call's float scalar arguments."""
+    return [value for spec in task.signature.inputs if spec.shape is None and spec.is_plain
+            and isinstance(value := inputs.get(spec.name), float)]
+
+
+def with_scalar_neighbours(values: torch.Tensor, domain, sizes: Mapping[str, int], scalars: list[float],
+                           seed: int) -> torch.Tensor:
+    """A float input, in an extreme draw: each float scalar of the call (a threshold, a clamp
+    bound) among its values, with the values one step of its dtype above and below it, those
+    inside the domain's bounds (:mod:`kernelgen.task.magnitude` leaves them unscaled). A test
+    made ``>=`` for ``>``, or made in bf16, differs from the operator only there, and
+    continuous draws never land on it."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or not scalars:
+        return values
+    low, high = domain.bounds(sizes) if domain is not None and domain.kind != "normal" else (-math.inf, math.inf)
+    held = [v for v in scalar_neighbours(scalars, values.dtype).double().tolist() if low <= v <= high]
+    return _with_specials(values, held, torch.Generator().manual_seed(seed ^ 0x5CA1)) if held else values
+
+
+def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
+    """A float input of two or more rows drawn from a normal domain, in an extreme draw: about
+    a quarter of its rows (along the last axis) all below -1 (NaN there made -1). A row maximum
+    whose masked lanes read 0 instead of -inf is right on every row that holds a positive value
+    or a NaN, and normal rows of more than a few elements all do. A single row keeps its signs:
+    all negative, it would hide what an elementwise kernel does to positive values."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.dim() < 2 or values.numel() == 0 \
+            or values.numel() // values.shape[-1] < 2:
+        return values
+    wide = values.to(torch.float64)
+    negative = torch.where(wide.isnan(), -1.0, -(wide.abs() + 1.0)).to(values.dtype)
+    return _rows_of(values, negative, torch.Generator().manual_seed(seed ^ 0x5EED))
 
 
 def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
