@@ -485,14 +485,25 @@ def gelu_tanh_exp_ratio():
 
 
 # (new kernels go above this line)
-if __name__ == "__main__":
-    args = sys.argv[1:]
+def run(kernels, argv, set_out, out: Path) -> None:
+    """Write the kernels named in ``argv`` (all without names) into ``out`` or the folder after
+    ``--out``, handed to ``set_out`` first (each round's script writes into its own folder)."""
+    args = list(argv)
     if "--out" in args:
         at = args.index("--out")
-        HERE = Path(args[at + 1])
+        out = Path(args[at + 1])
         del args[at:at + 2]
-    HERE.mkdir(parents=True, exist_ok=True)
-    names = args or list(KERNELS)
-    for n in names:
-        KERNELS[n]()
+    out.mkdir(parents=True, exist_ok=True)
+    set_out(out)
+    for n in args or list(kernels):
+        kernels[n]()
         print("wrote", n)
+
+
+def _set_out(path: Path) -> None:
+    global HERE
+    HERE = path
+
+
+if __name__ == "__main__":
+    run(KERNELS, sys.argv[1:], _set_out, HERE)
