@@ -43,6 +43,7 @@ import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.interp.barrier import unravel
+from kernelgen.interp.masks import any_true
 
 ACQUIRES = ("acquire", "acq_rel")
 RELEASES = ("release", "acq_rel")
@@ -101,7 +102,7 @@ class MemoryOrder:
             last[torch.arange(offs.numel()), progs] = 0  # its own writes: program order
             prior = self.seen[progs]
             relied = (last > 0) & (prior > last) & (self.synced[progs] < last)
-            if bool(relied.any()):
+            if any_true(relied):
                 lane, other = (int(i) for i in relied.nonzero()[0])
                 self._unordered(name, int(offs[lane]), int(progs[lane]), other, int(last[lane, other]),
                                 int(prior[lane, other]), path, sem, describe)
