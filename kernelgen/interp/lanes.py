@@ -19,7 +19,7 @@ import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.interp.barrier import unravel
-from kernelgen.interp.masks import all_true, any_true, positions
+from kernelgen.interp.masks import all_true, positions
 
 
 @dataclass
@@ -70,8 +70,10 @@ def select(base: torch.Tensor, offset: torch.Tensor, active: torch.Tensor | None
     ``base``/``offset``: the pointers (``[programs, *block]``, any strides); ``active``: the lane
     mask of that shape, None when every lane is active; ``programs``: each row's program id."""
     found = None if active is None else positions(active)
-    if found is not None and found.numel() == 0:
-        return []
+    if found is not None and found.numel() in (0, active.numel()):
+        if found.numel() == 0:
+            return []
+        found = None  # every lane is active: no positions to take at
     common = _distinct(base)
     first = int(common.reshape(-1)[0])
     if all_true(common == first):  # most pointer blocks point into one tensor
@@ -83,9 +85,9 @@ def select(base: torch.Tensor, offset: torch.Tensor, active: torch.Tensor | None
     selected = []
     for index, lanes in groups:
         offsets = offset.reshape(-1) if lanes is None else torch.take(offset, lanes)
-        bad = (offsets < 0) | (offsets >= sizes[index])
-        if any_true(bad):
-            at = int(positions(bad)[0])
+        low, high = torch.aminmax(offsets) if offsets.numel() else (0, 0)
+        if low < 0 or high >= sizes[index]:
+            at = int(positions((offsets < 0) | (offsets >= sizes[index]))[0])
             lane = at if lanes is None else int(lanes[at])
             where = unravel(lane, (programs.numel(),) + tuple(base.shape[1:]))
             raise InterpreterError(Diagnostic(

@@ -377,17 +377,26 @@ class _Run:
         ptr = self.eval(e.ptr, child(path, "ptr"), env)
         ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
         lanes = self.active_mask(t.shape, e.mask, path, env, env.get(_ACTIVE))
-        out = torch.empty((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
-        if e.other is not None:
-            _bits(out).copy_(_bits(self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape)))
-        else:
-            _bits(out).zero_()
+        other = None if e.other is None else self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape)
         where = path if where is None else where
-        for sel in self.lanes(where, "load", ptr, lanes):
+        selected = self.lanes(where, "load", ptr, lanes)
+        dtype = torch_dtype(t.dtype)
+        if len(selected) == 1 and selected[0].positions is None:
+            out = None  # every lane loads: the gathered values are the block
+        else:
+            out = torch.empty((self.count,) + t.shape, dtype=dtype)
+            if other is not None:
+                _bits(out).copy_(_bits(other))
+            else:
+                _bits(out).zero_()
+        for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
                                      self.accesses.order.lanes(t.shape, sel.in_block(self.count, math.prod(t.shape))))
-            sel.put(_bits(out), _bits(self.flat[sel.index][sel.offsets].to(out.dtype)))
+            loaded = self.flat[sel.index][sel.offsets].to(dtype)
+            if out is None:
+                return loaded.view((self.count,) + t.shape)
+            sel.put(_bits(out), _bits(loaded))
         return out
 
     def lane_programs(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
