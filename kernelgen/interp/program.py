@@ -392,7 +392,7 @@ class _Run:
         for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     self.accesses.order.lanes(t.shape, sel.in_block(self.count, math.prod(t.shape))))
+                                     self.lane_numbers(sel, t.shape))
             loaded = self.flat[sel.index][sel.offsets].to(dtype)
             if out is None:
                 return loaded.view((self.count,) + t.shape)
@@ -402,6 +402,10 @@ class _Run:
     def lane_programs(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
         """The linear program id of each of an access's lanes (of block ``shape``)."""
         return self.programs[sel.rows(self.count, math.prod(shape))]
+
+    def lane_numbers(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
+        """Each of an access's lanes as the barrier record numbers it (:mod:`kernelgen.interp.barrier`)."""
+        return self.accesses.order.lanes(shape, sel.in_block(self.count, math.prod(shape)))
 
     def store(self, s: L.Store, path: str, env, where: str | None = None) -> None:
         """``where``: as :meth:`_load`'s."""
@@ -418,8 +422,7 @@ class _Run:
             values = sel.take(_bits(value.to(self.flat[sel.index].dtype)))  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
                 self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     values, self.accesses.order.lanes(t.shape, sel.in_block(self.count,
-                                                                                             math.prod(t.shape))))
+                                     values, self.lane_numbers(sel, t.shape))
             _bits(self.flat[sel.index])[sel.offsets] = values
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
