@@ -207,7 +207,8 @@ def literal_type(value: Union[bool, int, float, str]) -> ValueType:
 
 
 def is_literal(expr: L.Expr) -> bool:
-    return isinstance(expr, (bool, int, float)) or expr in L.FLOAT_LITERAL_NAMES
+    # Only a string can be a literal's name: ``in`` would compare a node with each (slowly).
+    return isinstance(expr, (bool, int, float)) or (isinstance(expr, str) and expr in L.FLOAT_LITERAL_NAMES)
 
 
 def literal_value(expr: Union[bool, int, float, str]) -> Union[bool, int, float]:
@@ -217,6 +218,8 @@ def literal_value(expr: Union[bool, int, float, str]) -> Union[bool, int, float]
 
 
 def child(path: str, *parts: Union[str, int]) -> str:
+    if len(parts) == 1:  # the common case, without the join's generator
+        return f"{path}/{parts[0]}"
     return path + "".join(f"/{p}" for p in parts)
 
 

@@ -49,6 +49,7 @@ TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "
                 "i8": "int8", "u8": "uint8", "i16": "int16"}
 
 
+@functools.lru_cache(maxsize=None)  # the interpreter asks for every value it converts
 def torch_dtype(dtype: str):
     import torch
 

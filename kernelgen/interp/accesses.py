@@ -57,6 +57,7 @@ import torch
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.interp.barrier import ProgramOrder, unravel as _unravel
 from kernelgen.interp.memorder import MemoryOrder
+from kernelgen.interp.masks import any_true
 
 _NONE = -1  # no program
 _CTA = "cta scope"  # the atomics at cta scope: a kind of their own for the range records
@@ -145,7 +146,7 @@ class AccessLog:
         slots[offsets] = lanes
         landed = slots[offsets]
         lost = landed != lanes
-        if not bool(lost.any()):
+        if not any_true(lost):
             return
         winner = landed[lost].long()
         offsets, this, other = offsets[lost], programs[lost], programs[winner]
@@ -154,7 +155,7 @@ class AccessLog:
             return
         mine, theirs = bit_pattern(values[lost]), bit_pattern(values[winner])
         differ = mine != theirs
-        if bool(differ.any()):
+        if any_true(differ):
             i = int(differ.nonzero()[0, 0])
             element = list(_unravel(int(offsets[i]), self.shapes[name]))
             raise InterpreterError(Diagnostic(
@@ -254,7 +255,7 @@ class AccessLog:
         missing = ~self.defined[name][offsets] & (writers == _NONE)
         if name in self.last_atomic:
             missing &= self.last_atomic[name][offsets] == _NONE
-        if not bool(missing.any()):
+        if not any_true(missing):
             return
         i = int(missing.nonzero()[0, 0])
         element = list(_unravel(int(offsets[i]), self.shapes[name]))
@@ -307,7 +308,7 @@ class AccessLog:
         first, last = self._range(name, op)
         first, last = first[offsets], last[offsets]
         bad = varied[offsets] & (first != last)
-        if bool(bad.any()):
+        if any_true(bad):
             other = torch.where(first != programs, first, last)
             if op == "atomic_xchg":
                 does, did, rule = "exchanges", "exchanged", "the last exchange wins"
@@ -345,7 +346,7 @@ class AccessLog:
     def _clash(self, name: str, offsets: torch.Tensor, others: torch.Tensor, programs: torch.Tensor,
                bad: torch.Tensor, other_did: str, path: str, reading: bool = False,
                doing: str | None = None, rule: str | None = None) -> None:
-        if not bool(bad.any()):
+        if not any_true(bad):
             return
         i = int(bad.nonzero()[0, 0])
         element = _unravel(int(offsets[i]), self.shapes[name])

@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError
+from kernelgen.interp.masks import any_true
 
 _NONE = -1  # no program
 _MANY = -2  # the element was loaded from several lanes
@@ -46,13 +47,12 @@ class ProgramOrder:
         self.loads: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.slots: dict[str, torch.Tensor] = {}
 
-    def lanes(self, selected: torch.Tensor) -> torch.Tensor:
-        """The lane of each selected element of an access (``selected``: [programs, *block]),
-        in ``tensor[selected]`` order: its block shape's number and its position there."""
-        shape = tuple(selected.shape[1:])
-        code = self.shapes.setdefault(shape, len(self.shapes))
-        positions = torch.arange(math.prod(shape), dtype=torch.int32).reshape(shape)
-        return positions.expand(selected.shape)[selected] + (code << _POSITION_BITS)
+    def lanes(self, shape: Sequence[int], positions: torch.Tensor) -> torch.Tensor:
+        """The lane of each accessed element of an access of block ``shape`` (``positions``:
+        each one's flat position in its program's block): its block shape's number and its
+        position there."""
+        code = self.shapes.setdefault(tuple(shape), len(self.shapes))
+        return positions.to(torch.int32) + (code << _POSITION_BITS)
 
     def barrier(self, programs: torch.Tensor) -> None:
         """``programs`` (linear ids) pass a barrier: their earlier accesses are visible to all
@@ -117,7 +117,7 @@ class ProgramOrder:
         program, epoch, lane = records[name]
         before = lane[offsets]
         bad = (program[offsets] == programs) & (epoch[offsets] == epochs) & (before != lanes)
-        if not bool(bad.any()):
+        if not any_true(bad):
             return
         i = int(bad.nonzero()[0, 0])
         element = list(unravel(int(offsets[i]), self.shapes_of[name]))

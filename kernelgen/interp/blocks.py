@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError
+from kernelgen.interp.masks import any_true
 
 # float dtype -> (its bits' integer dtype, the canonical quiet NaN's bits, the magnitude mask)
 ORDER_KEYS: dict[str, tuple[torch.dtype, int, int]] = {
@@ -92,7 +93,7 @@ def gather(src: torch.Tensor, index: torch.Tensor, axis: int, path: str, program
     wrong = (index < 0) | (index >= n)
     if active is not None:
         wrong = wrong & active.view((-1,) + (1,) * (index.dim() - 1))
-    if wrong.any():
+    if any_true(wrong):
         raise _out_of_range(path, "gather index", wrong, index, programs, n)
     return torch.gather(src, axis + 1, index.clamp(0, n - 1).long())
 
@@ -100,7 +101,7 @@ def gather(src: torch.Tensor, index: torch.Tensor, axis: int, path: str, program
 def histogram(x: torch.Tensor, bins: int, mask: torch.Tensor, path: str, programs: torch.Tensor) -> torch.Tensor:
     """Per program, the count of each value 0..bins-1 among the lanes of ``mask``."""
     wrong = mask & ((x < 0) | (x >= bins))
-    if wrong.any():
+    if any_true(wrong):
         raise _out_of_range(path, "histogram value", wrong, x, programs, bins)
     counts = torch.zeros((x.shape[0], bins), dtype=torch.int32)
     return counts.scatter_add_(1, torch.where(mask, x, torch.zeros_like(x)).long(), mask.to(torch.int32))

@@ -43,6 +43,7 @@ import torch
 
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.interp.barrier import unravel
+from kernelgen.interp.masks import any_true
 
 ACQUIRES = ("acquire", "acq_rel")
 RELEASES = ("release", "acq_rel")
@@ -87,7 +88,7 @@ class MemoryOrder:
         first[1:] = offs[1:] != offs[:-1]
         start = torch.nonzero(first).flatten()
         rank = torch.arange(offs.numel()) - start[torch.cumsum(first, 0) - 1]
-        for r in range(int(rank.max()) + 1):  # one lane per element per round
+        for r in _rounds_that_change(rank, first, programs[order]):  # one lane per element per round
             lanes = order[rank == r]
             self._round(name, offsets[lanes], programs[lanes], path, sem, bound, describe, wrote, knew, released)
 
@@ -101,7 +102,7 @@ class MemoryOrder:
             last[torch.arange(offs.numel()), progs] = 0  # its own writes: program order
             prior = self.seen[progs]
             relied = (last > 0) & (prior > last) & (self.synced[progs] < last)
-            if bool(relied.any()):
+            if any_true(relied):
                 lane, other = (int(i) for i in relied.nonzero()[0])
                 self._unordered(name, int(offs[lane]), int(progs[lane]), other, int(last[lane, other]),
                                 int(prior[lane, other]), path, sem, describe)
@@ -133,3 +134,21 @@ class MemoryOrder:
             f"(its atomic {wrote}), as it saw that program's later atomic ({seen}): no release/acquire orders them, so "
             f"a GPU may read it without that update; release it (that or a later atomic, sem release/acq_rel) and "
             f"acquire it (an earlier named atomic reading the release, sem acquire/acq_rel)"))
+
+
+def _rounds_that_change(rank: torch.Tensor, first: torch.Tensor, programs: torch.Tensor) -> list[int]:
+    """The rounds of one atomic statement worth running (lanes sorted by element, ``rank``: each
+    lane's place on its element, ``first``: rank 0, ``programs``: each lane's program).
+
+    After a round, each (element, program) pair it ran is a fixed point: the program's clocks
+    have joined the element's records and the records the program's clocks, so running any of
+    those pairs again changes nothing, though it is judged on the joined clocks. A round whose
+    lanes each repeat their element's pair of the round before therefore changes nothing, and a
+    round after such a round whose pairs repeat too is judged on exactly the same clocks as
+    it: it is skipped. (A counter that a thousand lanes of one program increment costs two
+    rounds, not a thousand.)"""
+    repeats = torch.zeros_like(first)
+    repeats[1:] = ~first[1:] & (programs[1:] == programs[:-1])
+    rounds = int(rank.max()) + 1
+    repeated = (torch.bincount(rank[~repeats], minlength=rounds) == 0).tolist()
+    return [r for r in range(rounds) if r < 2 or not (repeated[r] and repeated[r - 1])]

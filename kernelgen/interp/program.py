@@ -20,14 +20,16 @@ from kernelgen.interp import blocks as interpret_blocks
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
 from kernelgen.interp.atomics import apply_atomic
+from kernelgen.interp.lanes import Lanes, select as select_lanes
 from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
-from kernelgen.check.checker import CheckedKernel, ValueType, child, is_literal, literal_value
+from kernelgen.check.checker import CheckedKernel, ValueType, child, literal_value
 from kernelgen.check.checked import ANY_INT_DTYPES, DTYPE_BITS, FP8_DTYPES, UNSIGNED_DTYPES
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.check.hints import claim_of, violation
 from kernelgen.host.plan import LaunchPlan, torch_dtype
+from kernelgen.interp.masks import all_true, any_true
 
 # A loop may run at most this many iterations (``bad_loop`` past it), as the checker states.
 MAX_LOOP_ITERATIONS = 1 << 20
@@ -82,6 +84,7 @@ class _Run:
         self.types = self.checked.types
         self.names = list(buffers)
         self.flat = [buffers[n].view(-1) for n in self.names]
+        self.sizes = [f.numel() for f in self.flat]
         self.read_only = [n in plan.inputs for n in self.names]
         self.count = programs.numel()
         g0, g1, _ = plan.grid
@@ -95,7 +98,8 @@ class _Run:
     def typed(self, value: Value, dtype: str, shape: Sequence[int] | None = None) -> torch.Tensor:
         """A value as a tensor of ``dtype`` with the program axis, broadcast to ``shape``."""
         if isinstance(value, torch.Tensor):
-            out = value.to(torch_dtype(dtype))
+            target = torch_dtype(dtype)
+            out = value if value.dtype == target else value.to(target)
         else:
             out = torch.full((self.count,), constant_as(value, dtype), dtype=torch_dtype(dtype))
         if shape is not None:
@@ -104,18 +108,24 @@ class _Run:
 
     def expand(self, value: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
         """Broadcast a per-program value to ``[programs, *shape]`` (NumPy rules on the block)."""
+        full = (self.count, *shape)
+        if value.shape == full:
+            return value
         block = value.shape[1:]
         missing = len(shape) - len(block)
         if missing:
             value = value.reshape((value.shape[0],) + (1,) * missing + tuple(block))
-        return value.expand((self.count,) + tuple(shape))
+        return value.expand(full)
 
     def eval(self, e: L.Expr, path: str, env: dict[str, Value]) -> Value:
-        if is_literal(e):
-            return literal_value(e)
-        if isinstance(e, str):
-            return env[e]
-        return getattr(self, f"_{type(e).__name__.lower()}")(e, path, env)
+        if isinstance(e, str):  # a name, or a float literal's (inf, nan)
+            return literal_value(e) if e in L.FLOAT_LITERAL_NAMES else env[e]
+        if isinstance(e, (bool, int, float)):
+            return e
+        method = _EVALUATORS.get(type(e))
+        if method is None:
+            method = _EVALUATORS[type(e)] = f"_{type(e).__name__.lower()}"
+        return getattr(self, method)(e, path, env)
 
     def eval_as(self, e: L.Expr, path: str, env: dict[str, Value], dtype: str,
                 shape: Sequence[int] | None = None) -> torch.Tensor:
@@ -175,10 +185,9 @@ class _Run:
         lhs = self.eval(e.lhs, child(path, "lhs"), env)
         rhs = self.eval(e.rhs, child(path, "rhs"), env)
         ptr, off = (lhs, rhs) if isinstance(lhs, Pointer) else (rhs, lhs)
-        offset = self.typed(off, "i64")
-        if e.op == "sub":
-            offset = -offset
-        return Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape) + self.expand(offset, t.shape))
+        offset = self.expand(self.typed(off, "i64"), t.shape)
+        start = self.expand(ptr.offset, t.shape)
+        return Pointer(self.expand(ptr.base, t.shape), start - offset if e.op == "sub" else start + offset)
 
     def _where(self, e: L.Where, path: str, env) -> Value:
         t = self.types[path]
@@ -194,7 +203,9 @@ class _Run:
 
     def _fma(self, e: L.Fma, path: str, env) -> Value:
         t = self.types[path]
-        x, y, z = (self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape).double() for f in "xyz")
+        operands = [self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in "xyz"]
+        wide = {_view_key(v): v.double() for v in operands}  # x * x: one conversion
+        x, y, z = (wide[_view_key(v)] for v in operands)
         if t.dtype == "f64":
             return _fma_f64(x, y, z)
         return (x * y + z).to(torch_dtype(t.dtype))
@@ -273,6 +284,8 @@ class _Run:
         xt = self.types[child(path, "x")]
         x = self.eval_as(e.x, child(path, "x"), env, xt.dtype, xt.shape)
         counted = self.active_mask(xt.shape, e.mask, path, env, env.get(_ACTIVE))
+        if counted is None:
+            counted = torch.ones((self.count,) + xt.shape, dtype=torch.bool)
         return interpret_blocks.histogram(x, self.types[path].shape[0], counted, path, self.programs)
 
     def _dot(self, e: L.Dot, path: str, env) -> Value:
@@ -342,35 +355,17 @@ class _Run:
             raise InterpreterError(Diagnostic(path, "hint_violated", f"the hint is false: {problem}"))
         return x
 
-    def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
-        """The (buffer, lane mask) pairs of an access, after checking every active lane."""
-        groups = []
-        if not active.any():
-            return groups
-        first = ptr.base.reshape(-1)[0]
-        # Most pointer blocks point into one tensor: skip the sort torch.unique would do.
-        indices = [int(first)] if bool((ptr.base == first).all()) else torch.unique(ptr.base[active]).tolist()
-        for index in indices:
-            lanes = active & (ptr.base == index)
-            numel = self.flat[index].numel()
-            bad = lanes & ((ptr.offset < 0) | (ptr.offset >= numel))
-            if bad.any():
-                where = bad.nonzero()[0].tolist()
-                program = int(self.programs[where[0]])
-                offset = int(ptr.offset[tuple(where)])
-                raise InterpreterError(Diagnostic(
-                    path, "out_of_bounds",
-                    f"{what} at offset {offset} of {self.names[index]!r}, which has {numel} elements "
-                    f"(program {program}, lane {where[1:]})"))
-            groups.append((index, lanes))
-        return groups
+    def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor | None) -> list[Lanes]:
+        """The active lanes of an access by buffer, after checking every one (``active``: the
+        lane mask, None when all are active)."""
+        return select_lanes(ptr.base, ptr.offset, active, self.sizes, self.names, self.programs, path, what)
 
-    def active_mask(self, shape: Sequence[int], mask: L.Expr | None, path: str, env, active) -> torch.Tensor:
-        lanes = torch.ones((self.count,) + tuple(shape), dtype=torch.bool)
-        if mask is not None:
-            lanes = lanes & self.eval_as(mask, child(path, "mask"), env, "bool", shape)
+    def active_mask(self, shape: Sequence[int], mask: L.Expr | None, path: str, env, active) -> torch.Tensor | None:
+        """The lanes an access or histogram takes, of ``[programs, *shape]``: ``mask``'s, of the
+        programs in ``active`` (None: all of them); None when every lane is taken."""
+        lanes = None if mask is None else self.eval_as(mask, child(path, "mask"), env, "bool", shape)
         if active is not None:
-            lanes = lanes & self.expand(active, shape)
+            lanes = self.expand(active, shape) if lanes is None else lanes & self.expand(active, shape)
         return lanes
 
     def _tileload(self, e: L.TileLoad, path: str, env) -> Value:
@@ -382,22 +377,35 @@ class _Run:
         ptr = self.eval(e.ptr, child(path, "ptr"), env)
         ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
         lanes = self.active_mask(t.shape, e.mask, path, env, env.get(_ACTIVE))
-        if e.other is not None:
-            out = self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape).clone()
-        else:
-            out = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
+        other = None if e.other is None else self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape)
         where = path if where is None else where
-        for index, sel in self.lanes(where, "load", ptr, lanes):
-            offsets = ptr.offset[sel]
-            if self.accesses is not None and not self.read_only[index]:
-                self.accesses.loaded(self.names[index], offsets, self.lane_programs(sel), where,
-                                     self.accesses.order.lanes(sel))
-            _bits(out)[sel] = _bits(self.flat[index][offsets].to(out.dtype))
+        selected = self.lanes(where, "load", ptr, lanes)
+        dtype = torch_dtype(t.dtype)
+        if len(selected) == 1 and selected[0].positions is None:
+            out = None  # every lane loads: the gathered values are the block
+        else:
+            out = torch.empty((self.count,) + t.shape, dtype=dtype)
+            if other is not None:
+                _bits(out).copy_(_bits(other))
+            else:
+                _bits(out).zero_()
+        for sel in selected:
+            if self.accesses is not None and not self.read_only[sel.index]:
+                self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
+                                     self.lane_numbers(sel, t.shape))
+            loaded = self.flat[sel.index][sel.offsets].to(dtype)
+            if out is None:
+                return loaded.view((self.count,) + t.shape)
+            sel.put(_bits(out), _bits(loaded))
         return out
 
-    def lane_programs(self, sel: torch.Tensor) -> torch.Tensor:
-        """The linear program id of each selected lane (in ``tensor[sel]`` order)."""
-        return self.programs.view((self.count,) + (1,) * (sel.dim() - 1)).expand(sel.shape)[sel]
+    def lane_programs(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
+        """The linear program id of each of an access's lanes (of block ``shape``)."""
+        return self.programs[sel.rows(self.count, math.prod(shape))]
+
+    def lane_numbers(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
+        """Each of an access's lanes as the barrier record numbers it (:mod:`kernelgen.interp.barrier`)."""
+        return self.accesses.order.lanes(shape, sel.in_block(self.count, math.prod(shape)))
 
     def store(self, s: L.Store, path: str, env, where: str | None = None) -> None:
         """``where``: as :meth:`_load`'s."""
@@ -407,16 +415,15 @@ class _Run:
         value = self.eval_as(s.value, child(path, "value"), env, t.dtype, t.shape)
         lanes = self.active_mask(t.shape, s.mask, path, env, env.get(_ACTIVE))
         where = path if where is None else where
-        for index, sel in self.lanes(where, "store", ptr, lanes):
-            if self.read_only[index]:
+        for sel in self.lanes(where, "store", ptr, lanes):
+            if self.read_only[sel.index]:
                 raise InterpreterError(Diagnostic(where, "store_to_input",
-                                                  f"store into input {self.names[index]!r}"))
-            offsets = ptr.offset[sel]
-            values = _bits(value.to(self.flat[index].dtype))[sel]  # fp8 as bytes: torch cannot index fp8
+                                                  f"store into input {self.names[sel.index]!r}"))
+            values = sel.take(_bits(value.to(self.flat[sel.index].dtype)))  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
-                self.accesses.stored(self.names[index], offsets, self.lane_programs(sel), where, values,
-                                     self.accesses.order.lanes(sel))
-            _bits(self.flat[index])[offsets] = values
+                self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
+                                     values, self.lane_numbers(sel, t.shape))
+            _bits(self.flat[sel.index])[sel.offsets] = values
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
         """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.interp.atomics`)."""
@@ -427,18 +434,18 @@ class _Run:
         cmp = None if a.cmp is None else self.eval_as(a.cmp, child(path, "cmp"), env, t.dtype, t.shape)
         lanes = self.active_mask(t.shape, a.mask, path, env, env.get(_ACTIVE))
         old = torch.zeros((self.count,) + t.shape, dtype=torch_dtype(t.dtype))
-        for index, sel in self.lanes(path, a.op, ptr, lanes):
-            if self.read_only[index]:
-                raise InterpreterError(Diagnostic(path, "store_to_input", f"{a.op} into input {self.names[index]!r}"))
-            offsets = ptr.offset[sel]
+        for sel in self.lanes(path, a.op, ptr, lanes):
+            if self.read_only[sel.index]:
+                raise InterpreterError(Diagnostic(path, "store_to_input", f"{a.op} into input {self.names[sel.index]!r}"))
+            values, compare = sel.take(val), None if cmp is None else sel.take(cmp)
             if self.accesses is not None:
                 # An exchange whose old values are not bound is a store: it reads nothing.
-                self.accesses.atomic(self.names[index], offsets, self.lane_programs(sel), path,
-                                     within_program=a.scope == "cta", op=a.op, values=val[sel],
+                self.accesses.atomic(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), path,
+                                     within_program=a.scope == "cta", op=a.op, values=values,
                                      reads=a.op != "atomic_xchg" or a.name is not None,
-                                     compare=None if cmp is None else cmp[sel], sem=a.sem, bound=a.name is not None)
-            old[sel] = apply_atomic(a.op, self.flat[index], offsets, val[sel], None if cmp is None else cmp[sel],
-                                    t.dtype, lambda: self.out_of_time(path))
+                                     compare=compare, sem=a.sem, bound=a.name is not None)
+            sel.put(old, apply_atomic(a.op, self.flat[sel.index], sel.offsets, values, compare,
+                                      t.dtype, lambda: self.out_of_time(path)))
         if a.name is not None:
             env[a.name] = old
 
@@ -474,7 +481,7 @@ class _Run:
     def loop(self, f: L.For, path: str, env: dict[str, Value]) -> None:
         var_dtype = self.types[child(path, "var")].dtype
         start, stop, step = (self.eval_as(getattr(f, n), child(path, n), env, "i64") for n in ("start", "stop", "step"))
-        if (step <= 0).any():
+        if any_true(step <= 0):
             raise InterpreterError(Diagnostic(child(path, "step"), "bad_loop",
                                               f"loop step must be positive, got {int(step.min())}"))
         trips = torch.clamp(torch.div(stop - start + step - 1, step, rounding_mode="floor"), min=0)
@@ -485,7 +492,7 @@ class _Run:
         if most > MAX_LOOP_ITERATIONS:
             raise InterpreterError(Diagnostic(child(path, "stop"), "bad_loop",
                                               f"a loop of {most} iterations is beyond the interpreter's limit"))
-        uniform = bool((trips == most).all())
+        uniform = all_true(trips == most)
         carry_types = {c.name: self.types[child(path, "carry", i, "name")] for i, c in enumerate(f.carry)}
         carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
                                              carry_types[c.name])
@@ -514,13 +521,13 @@ class _Run:
         taken: dict[str, list[Value]] = {}
         for side, stmts, chosen in (("then", s.then, cond), ("else", s.else_, ~cond)):
             active = chosen if outer is None else chosen & outer
-            if not active.any():
+            if not any_true(active):
                 continue
             if int(active.sum()) * _FEW <= self.count:
                 taken[side] = self._run_alone(active, s, side, stmts, types, path, env)
                 continue
             inner = dict(env)
-            if outer is not None or not active.all():
+            if outer is not None or not all_true(active):
                 inner[_ACTIVE] = active
             self.block(stmts, child(path, side), inner)
             taken[side] = [self._materialize(self.eval(r.then if side == "then" else r.else_,
@@ -602,12 +609,20 @@ class _Run:
 # A branch taken by at most one program in this many of a chunk runs by those programs alone.
 _FEW = 4
 
+# The method evaluating each node class (``_binary`` for ``Binary``), named once per class.
+_EVALUATORS: dict[type, str] = {}
+
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
     """fp8 tensors as their bytes, where torch lacks fp8 kernels (masked_fill); others as they are."""
     return x.view(torch.uint8) if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else x
+
+
+def _view_key(x: torch.Tensor) -> tuple:
+    """Equal for views of the same memory with the same layout (the same values)."""
+    return x.data_ptr(), x.dtype, tuple(x.shape), x.stride()
 
 
 def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
