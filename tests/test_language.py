@@ -78,10 +78,9 @@ def counting_stores(counts: dict[str, torch.Tensor]) -> Iterator[None]:
     def counted(run, path, what, ptr, active):
         groups = lanes(run, path, what, ptr, active)
         if what == "store":
-            for index, selected in groups:
-                name = run.names[index]
-                offsets = ptr.offset[selected]
-                counts[name].index_add_(0, offsets, torch.ones_like(offsets))
+            for group in groups:
+                offsets = group.offsets.to(torch.int64)
+                counts[run.names[group.index]].index_add_(0, offsets, torch.ones_like(offsets))
         return groups
 
     with mock.patch.object(program._Run, "lanes", counted):

@@ -328,7 +328,7 @@ def with_scalar_neighbours(values: torch.Tensor, domain, sizes: Mapping[str, int
 
 def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
     """A float input of two or more rows drawn from a normal domain, in an extreme draw: about
-    a quarter of its rows (along the last axis) all below -1 (NaN there made -1). A row maximum
+    a quarter of its rows (along the last axis) all negative (NaN and zeros there made -1). A row maximum
     whose masked lanes read 0 instead of -inf is right on every row that holds a positive value
     or a NaN, and normal rows of more than a few elements all do. A single row keeps its signs:
     all negative, it would hide what an elementwise kernel does to positive values."""
@@ -336,7 +336,9 @@ def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
             or values.numel() // values.shape[-1] < 2:
         return values
     wide = values.to(torch.float64)
-    negative = torch.where(wide.isnan(), -1.0, -(wide.abs() + 1.0)).to(values.dtype)
+    # -|x|, not shifted (a row far from zero against its spread is another test), with NaN and
+    # zeros made -1, so that no row's maximum is NaN or 0
+    negative = torch.where(wide.isnan() | (wide == 0), -1.0, -wide.abs()).to(values.dtype)
     return _rows_of(values, negative, torch.Generator().manual_seed(seed ^ 0x5EED))
 
 
