@@ -73,12 +73,13 @@ def magnified(task: Task, inputs: dict[str, Any], extreme: bool) -> tuple[dict[s
     ladder = min((SCALES[d] for d in dtypes), key=lambda scales: scales[0])  # the narrowest dtype's
     base = _float_outputs(task, inputs)
     scalars = float_scalars(task, inputs)
+    # a scalar's value and its neighbours stay as they are (verify.with_scalar_neighbours)
+    kept = {name: torch.isin(inputs[name], scalar_neighbours(scalars, inputs[name].dtype).to(inputs[name].device))
+            for name in names}
     for scale in ladder:
         scaled = dict(inputs)
         for name in names:
-            # a scalar's value and its neighbours stay as they are (verify.with_scalar_neighbours)
-            kept = torch.isin(inputs[name], scalar_neighbours(scalars, inputs[name].dtype).to(inputs[name].device))
-            scaled[name] = torch.where(kept, inputs[name], inputs[name] * scale)
+            scaled[name] = torch.where(kept[name], inputs[name], inputs[name] * scale)
         outputs = _float_outputs(task, scaled)
         if outputs is not None and base is not None and _stable(base, outputs):
             return scaled, _growth(base, outputs)
