@@ -138,3 +138,27 @@ def test_some_rows_of_a_normal_draw_are_all_negative_in_an_extreme_draw() -> Non
     x = make_inputs(get_task("row_max"), {"M": 16, "N": 300}, seed=0, extreme=True)["x"]
     negative = (x < 0).all(dim=1)
     assert 1 <= int(negative.sum()) < 16
+
+
+def test_some_rows_of_an_extreme_draw_have_their_extreme_at_a_scalar() -> None:
+    """any(x > threshold) is true on a row that holds a larger element whatever a kernel does
+    at the tie: some rows hold nothing above the threshold but one element at it or one step
+    above it (and, mirrored, nothing below it but one at it or one step below), and the
+    magnified draw keeps them so."""
+    from kernelgen.task.magnitude import checked_inputs
+
+    for task_id, sizes in (("row_any_above", {"M": 32, "N": 300}), ("rmsnorm_rows", {"M": 32, "N": 300})):
+        task = get_task(task_id)
+        inputs, _ = checked_inputs(task, sizes, 0, extreme=True)
+        scalar = next(value for value in inputs.values() if isinstance(value, float))
+        x = inputs["x"].double()
+        exact = torch.tensor(scalar, dtype=torch.float32)
+        up = float(torch.nextafter(exact, exact + 1))
+        down = float(torch.nextafter(exact, exact - 1))
+        row_max, row_min = x.max(dim=1).values, x.min(dim=1).values
+        above = (x > float(exact)).sum(dim=1)
+        below = (x < float(exact)).sum(dim=1)
+        assert bool(((row_max == up) & (above == 1)).any()), task_id
+        assert bool(((row_max == float(exact)) & (above == 0)).any()), task_id
+        assert bool(((row_min == down) & (below == 1)).any()), task_id
+        assert bool(((row_min == float(exact)) & (below == 0)).any()), task_id

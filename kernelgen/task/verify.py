@@ -222,6 +222,9 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and (domain is None or (domain.kind == "normal" and not domain.zero_rows
                                                and domain.same_as is None)):
                 args[spec.name] = with_negative_rows(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
+                args[spec.name] = with_rows_at_scalars(args[spec.name], domain, sizes, float_scalars(task, scalars),
+                                                       size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if order is not None and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     return args
@@ -324,6 +327,52 @@ def with_scalar_neighbours(values: torch.Tensor, domain, sizes: Mapping[str, int
     low, high = domain.bounds(sizes) if domain is not None and domain.kind != "normal" else (-math.inf, math.inf)
     held = [v for v in scalar_neighbours(scalars, values.dtype).double().tolist() if low <= v <= high]
     return _with_specials(values, held, torch.Generator().manual_seed(seed ^ 0x5CA1)) if held else values
+
+
+def with_rows_at_scalars(values: torch.Tensor, domain, sizes: Mapping[str, int], scalars: list[float],
+                         seed: int) -> torch.Tensor:
+    """A float input of two or more rows (along the last axis), in an extreme draw: for each
+    float scalar of the call, about an eighth of the rows hold every element at or below
+    min(scalar, 0) but one, which is the scalar or the value one step of the dtype above it
+    (alternating), and as many the mirror image (at or above max(scalar, 0), one element at or
+    one step below it). The neighbours :func:`with_scalar_neighbours` scatters are hidden by a
+    row reduction over a test against the scalar: ``any(x > threshold)`` is true on a row that
+    holds a larger element whatever a kernel does at the tie. Zero bounds the other elements,
+    so a magnified draw (:mod:`kernelgen.task.magnitude`, which keeps the scalar's neighbours)
+    keeps them on their side; all stay inside the domain's bounds."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or not scalars or values.dim() < 2 \
+            or values.numel() == 0 or values.numel() // values.shape[-1] < 2:
+        return values
+    low, high = domain.bounds(sizes) if domain is not None and domain.kind != "normal" else (-math.inf, math.inf)
+    generator = torch.Generator().manual_seed(seed ^ 0xA75C)
+    for scalar in scalars:
+        values = _rows_at_scalar(values, scalar, low, high, generator)
+    return values
+
+
+def _rows_at_scalar(values: torch.Tensor, scalar: float, low: float, high: float,
+                    generator: torch.Generator) -> torch.Tensor:
+    """One scalar's rows of :func:`with_rows_at_scalars`."""
+    rows = values.reshape(-1, values.shape[-1]).clone()
+    count = rows.shape[0]
+    exact = torch.tensor(scalar, dtype=torch.float64).to(values.dtype)
+    order = torch.randperm(count, generator=generator)
+    share = max(1, count // 8)
+    for side, chosen in ((1.0, order[:share]), (-1.0, order[share:2 * share])):
+        step = torch.nextafter(exact, torch.tensor(side * math.inf, dtype=values.dtype))
+        bound = min(float(exact), 0.0) if side > 0 else max(float(exact), 0.0)
+        bound = min(max(bound, low), high)
+        if not (math.isfinite(float(step)) and low <= float(step) <= high and (bound - float(exact)) * side <= 0):
+            continue
+        wide = rows[chosen].double()
+        capped = torch.minimum(wide, torch.tensor(bound, dtype=torch.float64)) if side > 0 else \
+            torch.maximum(wide, torch.tensor(bound, dtype=torch.float64))
+        capped = capped.to(values.dtype)
+        at = torch.randint(0, rows.shape[1], (len(chosen),), generator=generator)
+        tip = torch.where(torch.arange(len(chosen)) % 2 == 0, step, exact).to(values.dtype)
+        capped[torch.arange(len(chosen)), at] = tip
+        rows[chosen] = capped
+    return rows.reshape(values.shape)
 
 
 def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
