@@ -208,23 +208,8 @@ def _loops(stmts: list) -> list[L.For]:
 
 def _constant(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
     """An integer expression's value where literals and meta values alone decide it, else None."""
-    from kernelgen.host.plan import HostEnv, eval_host
-
-    def fixed(e: L.Expr) -> bool:
-        if isinstance(e, bool):
-            return False
-        if isinstance(e, int):
-            return True
-        if isinstance(e, str):
-            return e in metas
-        return isinstance(e, L.Binary) and e.op in _FOLDED and fixed(e.lhs) and fixed(e.rhs)
-
-    if not fixed(expr):
-        return None
-    try:
-        return int(eval_host(expr, HostEnv({}, {}, dict(metas))))
-    except Exception:  # noqa: BLE001 - a division by zero, say: no extent from it
-        return None
+    value = _fixed_value(expr, metas)
+    return int(value) if value is not None and math.isfinite(value) and value.is_integer() else None
 
 
 _FOLDED = frozenset({"add", "sub", "mul", "idiv", "cdiv", "maximum", "minimum"})
