@@ -169,6 +169,12 @@ def test_scalar_ranges_are_validated() -> None:
     data["scalar_ranges"] = {"beta": {"min": 0.0, "max": 1.0}}
     with pytest.raises(ValidationError, match="not a scalar input"):
         Task.model_validate(data)
+    # the timed value must be one the checks draw: a window capped at 512 passed every check
+    # of sliding-window attention while the bench timed window 1024 (half the work)
+    data = get_task("sliding_window_attention_f16").model_dump()
+    data["scalar_ranges"] = {"window": {"min": 1, "max": 300}}
+    with pytest.raises(ValidationError, match="window = 1024, which its scalar_ranges .* never draws"):
+        Task.model_validate(data)
 
 
 def test_offsets_are_sorted_segment_starts_within_the_total() -> None:

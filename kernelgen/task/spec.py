@@ -176,6 +176,12 @@ class ScalarRange(_Model):
             return f"one of {self.values}"
         return f"any value in [{self.min:g}, {self.max:g}]"
 
+    def holds(self, value: Union[float, int, bool]) -> bool:
+        """Whether ``value`` is one this range draws."""
+        if self.values is not None:
+            return value in self.values
+        return self.min <= value <= self.max
+
     def draw(self, rng: random.Random, integer: bool) -> Union[float, int, bool]:
         if self.values is not None:
             return rng.choice(self.values)
@@ -326,9 +332,14 @@ class Task(_Model):
             problem = _starts_problem(name, domain, self) or _same_as_problem(name, domain, self)
             if problem is not None:
                 raise ValueError(problem)
-        for name in self.scalar_ranges:
+        for name, drawn in self.scalar_ranges.items():
             if name not in scalar_inputs:
                 raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
+            if not drawn.holds(self.scalars[name]):
+                # the timed value unchecked: a kernel may do anything there (cap a window at
+                # 512 when the bench's is 1024, and time half the work)
+                raise ValueError(f"scalars gives {name} = {self.scalars[name]!r}, which its scalar_ranges "
+                                 f"({drawn.describe()}) never draws: the timed value must be a checked one")
         for name in self.eager_scalars:
             if name not in scalar_inputs:
                 raise ValueError(f"eager_scalars names {name!r}, which is not a scalar input")
