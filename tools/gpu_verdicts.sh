@@ -13,7 +13,7 @@
 # BENCH_MARK picks tiers, e.g. "med or hard"), tritonbench (the TritonBench-T sample's goldens in
 # GPU mode; set KERNELGEN_TRITONBENCH_ROOT to a copy of the sample inside the checkout).
 # Measured on the H200 (2026-12-02, 14 workers): the red-team catalogue needs more than 9
-# minutes, so give it calls of their own; on 2026-12-03 (304 files) REDTEAM_SHARD=1/2 had not
+# minutes, so give it calls of their own; on 2026-12-03 (303 files) REDTEAM_SHARD=1/2 had not
 # finished after 7 minutes (149 passed, no failure; one file's compile runs to its 300 s
 # limit), so give it three, REDTEAM_SHARD=1/3, 2/3 and 3/3; units about 5 minutes; the easy baseline's reference
 # answers about 4; the easy tier's goldens about 3 as written; med and hard tuned quick about
