@@ -362,7 +362,8 @@ def _rows_at_scalar(values: torch.Tensor, scalar: float, low: float, high: float
         step = torch.nextafter(exact, torch.tensor(side * math.inf, dtype=values.dtype))
         bound = min(float(exact), 0.0) if side > 0 else max(float(exact), 0.0)
         bound = min(max(bound, low), high)
-        if not (math.isfinite(float(step)) and low <= float(step) <= high and (bound - float(exact)) * side <= 0):
+        if not (math.isfinite(float(step)) and low <= min(float(step), float(exact)) and
+                max(float(step), float(exact)) <= high and (bound - float(exact)) * side <= 0):
             continue
         wide = rows[chosen].double()
         capped = torch.minimum(wide, torch.tensor(bound, dtype=torch.float64)) if side > 0 else \
