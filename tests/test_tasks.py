@@ -65,10 +65,14 @@ def test_eager_computes_the_reference_function(task) -> None:
             result = task.eager_function()(*inputs.values())
         results = result if isinstance(result, (tuple, list)) else (result,)
         assert len(results) == len(expected)
+        tied = False
         for (name, want), got in zip(expected.items(), results):
             assert got.shape == want.shape, name
             if _tie_order_only(task, inputs, got, want):
+                tied = True
                 continue
+            if tied and not got.is_floating_point():
+                continue  # counts or a permutation computed from those indices follow their tie order
             torch.testing.assert_close(got.to(want.dtype).double(), want.double(), rtol=3e-2, atol=3e-2,
                                        msg=f"{task.id}.{name} with {small}")
         for name, value in inputs.items():
@@ -77,10 +81,11 @@ def test_eager_computes_the_reference_function(task) -> None:
 
 
 def _tie_order_only(task, inputs, got, want) -> bool:
-    """Whether indices into the rows of the input x (a top-k's, a sort's) differ only in how
-    equal values are ordered: torch.topk, the eager twin, leaves the tie order open, the
-    reference follows the prompt's rule, and the ordinary draws hold ties (issue 32)."""
-    x = inputs.get("x")
+    """Whether indices into the rows of the first 2-D float input (a top-k's, a sort's) differ
+    only in how equal values are ordered: torch.topk, the eager twin, leaves the tie order open,
+    the reference follows the prompt's rule, and the ordinary draws hold ties (issue 32)."""
+    x = next((v for v in inputs.values() if isinstance(v, torch.Tensor) and v.is_floating_point() and v.dim() == 2),
+             None)
     if x is None or got.dtype not in (torch.int32, torch.int64) or got.dim() != 2 or x.dim() != 2 \
             or got.shape[0] != x.shape[0] or not all(0 <= int(t.min()) and int(t.max()) < x.shape[1] for t in (got, want)):
         return False
@@ -127,7 +132,7 @@ def test_a_norm_floored_by_eps_draws_zero_rows() -> None:
 # goldens are unverified at such an offset (f16/bf16 inputs need a larger one), or (batchnorm
 # inference) they take the variance as an input.
 VARIANCE_WITHOUT_OFFSET = {"layer_norm_optional", "row_std_f16", "standardize_rows", "add_layernorm_bf16",
-                           "batchnorm_inference", "layernorm_backward", "layernorm_backward_full"}
+                           "batchnorm_inference"}
 
 
 def test_a_variance_is_drawn_with_a_mean_large_against_the_spread() -> None:
