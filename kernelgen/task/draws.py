@@ -96,7 +96,8 @@ class Draw:
     # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); None: as drawn.
     order: str | None = None
-    # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max", "sorted" or "num_sms".
+    # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
+    # range: its maximum, and one less where loops walk it), "sorted" or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -326,8 +327,9 @@ def _past(extent: int, low: int, cap: int, rng: random.Random) -> int:
 
 
 def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[Draw]:
-    """Per size name: a value past the kernel's largest extent, the others small; and the
-    range's maximum (:func:`range_max_draw`). All within the budget, with the extreme domains."""
+    """Per size name: a value past the kernel's largest extent, the others small; the range's
+    maximum (:func:`range_max_draw`) and, along a size only loops walk, one less where that is
+    even. All within the budget, with the extreme domains."""
     rng = random.Random(f"{task.id}:{seed}:targeted")
     extent = block_extent(checked)
     looped = looped_sizes(checked) & set(task.sizes)
@@ -355,6 +357,14 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
         if top is not None:
             draws.append(top)
+            # Along a size only loops walk (a matmul's K, a long row), one less than that
+            # maximum where it is even, the others at their minimum: the maximum (8192) is a
+            # multiple of every block, so no draw at the top of the range had a partial last
+            # block, and a loop that drops a partial tail only past some size (K >= 4096)
+            # passed everything.
+            reach = top.sizes[name]
+            if name in looped and name not in gridded and reach % 2 == 0 and reach - 1 >= task.sizes[name].min:
+                draws.append(Draw({**lowest, name: reach - 1}, extreme=True, kind="range_max"))
         # Along a size a program reduces over (a block or a loop covers it), values sorted up and
         # down put each row's largest and smallest values at its end, past any leading part:
         # with a domain of few values (ties) or a threshold most blocks reach, a scan of the
