@@ -11,17 +11,44 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-HERE = Path("redteam_candidates")
 
 
 def golden(task):
     return copy.deepcopy(yaml.safe_load((BENCH / f"{task}.yaml").read_text())["golden"])
 
 
-def write(task, what, outcome, why, kernel):
-    name = f"{task.split('/')[1]}_{what}"
-    (HERE / f"{name}.json").write_text(json.dumps(
-        {"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
+class Round:
+    """One round's candidates: ``kernel`` registers a function that writes its file(s) with
+    ``write`` into ``out``; ``main`` writes those named on the command line (all without names)
+    into ``out`` or the folder after ``--out``. Every round's script is one of these."""
+
+    def __init__(self) -> None:
+        self.kernels = {}
+        self.out = Path("redteam_candidates")
+
+    def kernel(self, fn):
+        self.kernels[fn.__name__] = fn
+        return fn
+
+    def write(self, task, what, outcome, why, kernel):
+        name = f"{task.split('/')[1]}_{what}"
+        (self.out / f"{name}.json").write_text(json.dumps(
+            {"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
+
+    def main(self, argv) -> None:
+        args = list(argv)
+        if "--out" in args:
+            at = args.index("--out")
+            self.out = Path(args[at + 1])
+            del args[at:at + 2]
+        self.out.mkdir(parents=True, exist_ok=True)
+        for n in args or list(self.kernels):
+            self.kernels[n]()
+            print("wrote", n)
+
+
+ROUND = Round()
+kernel, write = ROUND.kernel, ROUND.write
 
 
 def find_let(body, name):
@@ -50,14 +77,6 @@ def find_all_lets(body, name, found=None):
 
 def loops(body):
     return [s for s in body if s.get("op") == "for"]
-
-
-KERNELS = {}
-
-
-def kernel(fn):
-    KERNELS[fn.__name__] = fn
-    return fn
 
 
 # ---------------------------------------------------------------- attention without max
@@ -318,8 +337,8 @@ def outer_greater_not_le():
 
 @kernel
 def embedding_bf16_token_per_program_axis_0_control():
-    KERNELS["embedding_bf16_tokens_on_grid_axis_1"]()
-    k = json.loads((HERE / "embedding_bf16_tokens_on_grid_axis_1.json").read_text())["kernel"]
+    ROUND.kernels["embedding_bf16_tokens_on_grid_axis_1"]()
+    k = json.loads((ROUND.out / "embedding_bf16_tokens_on_grid_axis_1.json").read_text())["kernel"]
     k["grid"] = ["T", {"op": "cdiv", "lhs": "D", "rhs": "BLOCK_D"}]
     k["body"][0]["value"]["axis"] = 0
     k["body"][1]["value"]["lhs"]["lhs"]["axis"] = 1
@@ -349,8 +368,8 @@ def index_add_rows_grid_capped_with_stride_loop_control():
 
 @kernel
 def sign_nan_to_zero_control():
-    KERNELS["sign_nan_passes_through"]()
-    k = json.loads((HERE / "sign_nan_passes_through.json").read_text())["kernel"]
+    ROUND.kernels["sign_nan_passes_through"]()
+    k = json.loads((ROUND.out / "sign_nan_passes_through.json").read_text())["kernel"]
     store = next(s for s in k["body"] if s.get("op") == "store")
     store["value"]["y"]["y"] = 0.0
     write("easy/sign", "where_chain_zero_otherwise_control", "ok",
@@ -485,25 +504,5 @@ def gelu_tanh_exp_ratio():
 
 
 # (new kernels go above this line)
-def run(kernels, argv, set_out, out: Path) -> None:
-    """Write the kernels named in ``argv`` (all without names) into ``out`` or the folder after
-    ``--out``, handed to ``set_out`` first (each round's script writes into its own folder)."""
-    args = list(argv)
-    if "--out" in args:
-        at = args.index("--out")
-        out = Path(args[at + 1])
-        del args[at:at + 2]
-    out.mkdir(parents=True, exist_ok=True)
-    set_out(out)
-    for n in args or list(kernels):
-        kernels[n]()
-        print("wrote", n)
-
-
-def _set_out(path: Path) -> None:
-    global HERE
-    HERE = path
-
-
 if __name__ == "__main__":
-    run(KERNELS, sys.argv[1:], _set_out, HERE)
+    ROUND.main(sys.argv[1:])

@@ -5,19 +5,14 @@ tests/redteam/ came from these.
 
 Run from the repository root: ``python tools/redteam_round4.py [NAME ...] [--out DIR]`` (default
 ``redteam_candidates/``), then ``python tools/redteam_verdicts.py DIR/*.json``."""
-import json, sys
+import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redteam_candidates import find_let, golden, loops, run  # noqa: E402 - the round-2 script's helpers
+from redteam_candidates import Round, find_let, golden, loops  # noqa: E402 - the round-2 script's helpers
 
-HERE = Path("redteam_candidates")
-
-
-def write(task, what, outcome, why, kernel):
-    name = f"{task.split('/')[1]}_{what}"
-    (HERE / f"{name}.json").write_text(json.dumps(
-        {"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
+ROUND = Round()
+kernel, write = ROUND.kernel, ROUND.write
 
 
 def stores(body):
@@ -42,13 +37,6 @@ def U(op, x):
 def cast(x, dt):
     return {"op": "cast", "x": x, "dtype": dt}
 
-
-KERNELS = {}
-
-
-def kernel(fn):
-    KERNELS[fn.__name__] = fn
-    return fn
 
 # ============================================================================ batch 1
 
@@ -487,10 +475,5 @@ def row_range_min_as_negated_max_control():
           "CONTROL (correct): the row minimum reduced as -max(-lane_min): negation is exact, so the same value", g)
 
 # (new kernels above)
-def _set_out(path: Path) -> None:
-    global HERE
-    HERE = path
-
-
 if __name__ == "__main__":
-    run(KERNELS, sys.argv[1:], _set_out, HERE)
+    ROUND.main(sys.argv[1:])

@@ -5,20 +5,15 @@ never produce, tolerances that hide small outputs, boundary cases of ragged leng
 
 Run from the repository root: ``python tools/redteam_round5.py [NAME ...] [--out DIR]`` (default
 ``redteam_candidates/``), then ``python tools/redteam_verdicts.py DIR/*.json``."""
-import json, sys
+import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redteam_candidates import find_let, golden, loops, run  # noqa: E402 - the round-2 script's helpers
+from redteam_candidates import Round, find_let, golden, loops  # noqa: E402 - the round-2 script's helpers
 from redteam_round4 import B, U, cast, stores  # noqa: E402
 
-HERE = Path("redteam_candidates")
-
-
-def write(task, what, outcome, why, kernel):
-    name = f"{task.split('/')[1]}_{what}"
-    (HERE / f"{name}.json").write_text(json.dumps(
-        {"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
+ROUND = Round()
+kernel, write = ROUND.kernel, ROUND.write
 
 
 def rename(node, old, new):
@@ -50,13 +45,6 @@ def R(op, x, axis, keepdims=False):
         r["keepdims"] = True
     return r
 
-
-KERNELS = {}
-
-
-def kernel(fn):
-    KERNELS[fn.__name__] = fn
-    return fn
 
 # ============================================================================ batch 1
 
@@ -311,10 +299,5 @@ def layernorm_backward_one_pass_variance():
           "stays); the task has no offset domain, unlike layernorm_stats", g)
 
 # (new kernels above)
-def _set_out(path: Path) -> None:
-    global HERE
-    HERE = path
-
-
 if __name__ == "__main__":
-    run(KERNELS, sys.argv[1:], _set_out, HERE)
+    ROUND.main(sys.argv[1:])

@@ -9,25 +9,13 @@ import json, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redteam_candidates import find_let, golden, loops, run  # noqa: E402 - the round-2 script's helpers
+from redteam_candidates import Round, find_let, golden, loops  # noqa: E402 - the round-2 script's helpers
 from redteam_round4 import B, U, cast, stores  # noqa: E402
 from redteam_round5 import R, W, ex, let, rename  # noqa: E402
 
-HERE = Path("redteam_candidates")
+ROUND = Round()
+kernel, write = ROUND.kernel, ROUND.write
 
-
-def write(task, what, outcome, why, kernel):
-    name = f"{task.split('/')[1]}_{what}"
-    (HERE / f"{name}.json").write_text(json.dumps(
-        {"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
-
-
-KERNELS = {}
-
-
-def kernel(fn):
-    KERNELS[fn.__name__] = fn
-    return fn
 
 # ============================================================================ batch 1
 
@@ -133,10 +121,5 @@ def avgpool3x3_count_from_edge_flags_control():
           "count_include_pad=False asks (lanes past the image are masked at the store)", g)
 
 # (new kernels above)
-def _set_out(path: Path) -> None:
-    global HERE
-    HERE = path
-
-
 if __name__ == "__main__":
-    run(KERNELS, sys.argv[1:], _set_out, HERE)
+    ROUND.main(sys.argv[1:])
