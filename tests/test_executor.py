@@ -31,6 +31,12 @@ def raise_cuda_error() -> None:
     raise LaunchError("an illegal memory access was encountered", code="cuda_error")
 
 
+def raise_raw_cuda_error() -> None:
+    """A CUDA error as torch raises it at a copy made after a kernel faulted, outside any
+    cuda_errors block (torch.AcceleratorError is a RuntimeError)."""
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
 def raise_unpicklable() -> None:
     class LocalError(Exception):
         pass
@@ -145,6 +151,17 @@ def test_a_cuda_error_retires_the_child(executor: Executor) -> None:
     with pytest.raises(LaunchError) as info:
         executor.call(raise_cuda_error)
     assert info.value.code == "cuda_error"
+    assert executor.pid is None and is_reaped(old_pid)
+    assert executor.call(operator.mul, 6, 7) == 42
+
+
+def test_a_cuda_error_raised_outside_the_launch_is_the_jobs_launch_error(executor: Executor) -> None:
+    executor.call(operator.add, 1, 1)
+    old_pid = executor.pid
+    with pytest.raises(LaunchError) as info:
+        executor.call(raise_raw_cuda_error)
+    assert info.value.code == "cuda_error" and info.value.outcome == Outcome.LAUNCH_ERROR
+    assert "raise_raw_cuda_error" in str(info.value) and "illegal memory access" in str(info.value)
     assert executor.pid is None and is_reaped(old_pid)
     assert executor.call(operator.mul, 6, 7) == 42
 
@@ -293,6 +310,30 @@ def test_a_kernel_that_faults_fails_with_launch_error_and_the_next_one_passes(gp
     assert is_reaped(old_pid)
     check_add_one(gpu_executor, gpu_kernels)
     assert gpu_executor.pid != old_pid
+
+
+def launch_unchecked(kernel, grid: tuple[int, int, int], tensors: list[torch.Tensor], scalars: list,
+                     copy_back: bool) -> str:
+    """Launch a cubin with no cuda_errors block and no synchronize: a fault is left for CUDA to
+    report later, at the copy back (``copy_back``) or not at all within the job."""
+    from kernelgen.gpu.launch import load_kernel
+
+    on_gpu = [t.cuda() for t in tensors]
+    load_kernel(kernel).launch(grid, [*on_gpu, *scalars])
+    if copy_back:
+        [t.cpu() for t in on_gpu]
+    return "returned"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("copy_back", [True, False], ids=["reported_at_a_copy", "never_reported_by_the_job"])
+def test_a_fault_cuda_reports_late_is_charged_to_the_job_that_caused_it(gpu_executor, gpu_kernels, copy_back) -> None:
+    """Not to the next job of the process (another case's), nor as the harness's crash."""
+    check_add_one(gpu_executor, gpu_kernels)
+    with pytest.raises(LaunchError) as info:
+        gpu_executor.call(launch_unchecked, gpu_kernels["store_far_away"], (1, 1, 1), [torch.zeros(4)], [2**40], copy_back)
+    assert info.value.code == "cuda_error" and "launch_unchecked" in str(info.value)
+    check_add_one(gpu_executor, gpu_kernels)
 
 
 @pytest.mark.gpu

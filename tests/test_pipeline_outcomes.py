@@ -77,3 +77,19 @@ def test_a_generic_kernel_whose_variables_miss_the_tasks_dtype_is_refused() -> N
     result = evaluate_answer(get_task("elu"), generic_golden("elu", ["f64"]), SETTINGS)
     assert (result.outcome, result.stage) == (Outcome.SEMANTIC_ERROR, "check")
     assert result.diagnostics[0]["code"] == "bad_dtype_variable"
+
+
+def test_a_crash_in_an_executors_child_keeps_where_it_was_raised_there() -> None:
+    """The parent's frames end in Executor.call; the child's traceback says where it happened."""
+    from kernelgen.gpu.executor import Executor
+    from kernelgen.task.results import CaseResult
+
+    with Executor(name="test") as executor:
+        try:
+            executor.call(json.loads, "{not json")
+        except ValueError as exc:
+            fields = CaseResult.crash_fields(exc, "verify")
+    message = fields["diagnostics"][0]["message"]
+    assert fields["outcome"] == Outcome.HARNESS_ERROR
+    assert "executor.py" in message and "in the child process:" in message
+    assert "json/decoder.py" in message.split("in the child process:")[1]

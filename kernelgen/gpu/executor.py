@@ -8,7 +8,9 @@ A call whose function raises gets the exception back (its remote traceback attac
 its timeout kills the child (SIGTERM, then SIGKILL after a grace period) and fails with
 :class:`KernelTimeout` (the time the child spends waiting for its GPU turn, which it reports,
 does not count: a job's limit is its own work); one that raises a CUDA error (:class:`LaunchError` ``cuda_error``)
-retires the child, whose context is unusable. In each case the next call starts a fresh child.
+retires the child, whose context is unusable. Every job ends by synchronizing the device, so a
+fault CUDA reports late is charged to the job whose kernel caused it, never to the next one. In
+each case the next call starts a fresh child.
 
 The child is started with multiprocessing's "spawn" (a fork would inherit the parent's CUDA
 state, if any, and its threads). Requests and replies are pickled with the standard pickler
@@ -276,6 +278,34 @@ def dumps(obj: Any) -> bytes:
 # The child
 
 
+def _settle_device() -> None:
+    """Wait for the job's GPU work to end. A fault its kernel caused that no call has reported
+    yet (CUDA reports them asynchronously, at a later call) is raised here, in the job that
+    caused it, never in the next job the process runs."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _charged_to_job(exc: BaseException, fn: Any) -> BaseException:
+    """``exc`` as the job's failure. A CUDA error that reached the job's end outside any
+    :class:`~kernelgen.gpu.launch.cuda_errors` block (torch's ``AcceleratorError`` from a copy
+    made after the kernel faulted) is the kernel's: the context was sound when the job began
+    (every job ends with :func:`_settle_device`) and the harness's own CUDA work does not fault.
+    A failed job's pending fault is looked for too, so the next job starts sound."""
+    from kernelgen.gpu.launch import is_cuda_error
+
+    if not is_cuda_error(exc):
+        try:
+            _settle_device()
+        except Exception as fault:
+            if is_cuda_error(fault):  # the job's kernel faulted, whatever the job raised after
+                exc = fault
+    if isinstance(exc, Exception) and not isinstance(exc, LaunchError) and is_cuda_error(exc):
+        return LaunchError(Diagnostic("", "cuda_error", f"{_describe(fn) if fn is not None else 'a job'}: {exc}"))
+    return exc
+
+
 def _failure(exc: BaseException) -> bytes:
     """A pickled failure reply. An exception that does not survive pickling is replaced by a
     RuntimeError naming it, so the parent always learns what happened."""
@@ -316,11 +346,14 @@ def _serve(conn: Connection, env: Mapping[str, str], initializer: Callable[[], N
             request = conn.recv_bytes()
         except (EOFError, OSError):
             return
+        fn: Any = None
         try:
             fn, args, kwargs = pickle.loads(request)
             result = fn(*args, **kwargs)
+            _settle_device()
             reply = dumps(("ok", result))
-        except BaseException as exc:
+        except BaseException as raised:
+            exc = _charged_to_job(raised, fn)
             reply = _failure(exc)
             if poisons_process(exc):
                 with sending:

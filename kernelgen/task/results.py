@@ -162,6 +162,10 @@ class CaseResult(BaseModel):
         if len(message) > CRASH_MESSAGE_CHARS:
             message = message[:CRASH_MESSAGE_CHARS] + f"... ({len(message)} characters)"
         frames = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)[-CRASH_FRAMES:]))
+        # Raised in an executor's child (kernelgen.gpu.executor.RemoteTraceback): where it was raised there.
+        remote = getattr(exc.__cause__, "text", None)
+        if isinstance(remote, str):
+            frames += "in the child process:\n" + "\n".join(remote.rstrip().splitlines()[-2 * CRASH_FRAMES - 1:])
         return {"outcome": Outcome.HARNESS_ERROR, "stage": stage,
                 "diagnostics": [Diagnostic("", "uncaught_exception", f"{type(exc).__name__}: {message}\n"
                                            f"innermost frames:\n{frames.rstrip()}").to_dict()]}
