@@ -15,7 +15,7 @@
 # Measured on the H200 (2026-12-02, 14 workers): the red-team catalogue needs more than 9
 # minutes, so give it calls of their own; on 2026-12-03 (303 files) REDTEAM_SHARD=1/2 had not
 # finished after 7 minutes (149 passed, no failure; one file's compile runs to its 300 s
-# limit), so give it three, REDTEAM_SHARD=1/3, 2/3 and 3/3; units about 5 minutes; the easy baseline's reference
+# limit), so give it three, REDTEAM_SHARD=1/3, 2/3 and 3/3 (2026-12-03, 308 files: 214, 128 and 355 s); units about 5 minutes; the easy baseline's reference
 # answers about 4; the easy tier's goldens about 3 as written; med and hard tuned quick about
 # 4.5; the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
 # whole (SUITES=all, 8 workers, KG_TUNE=quick as pytest's default, 2026-12-03): 362 cases in
