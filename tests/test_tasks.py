@@ -73,11 +73,12 @@ def test_eager_computes_the_reference_function(task) -> None:
                 continue
             if tied and not got.is_floating_point():
                 continue  # counts or a permutation computed from those indices follow their tie order
-            torch.testing.assert_close(got.to(want.dtype).double(), want.double(), rtol=3e-2, atol=3e-2,
+            torch.testing.assert_close(got.to(want.dtype).double(), want.double(), rtol=3e-2, atol=3e-2, equal_nan=True,
                                        msg=f"{task.id}.{name} with {small}")
         for name, value in inputs.items():
             if isinstance(value, torch.Tensor):
-                assert torch.equal(value, before[name]), f"eager modified {name}"
+                assert torch.equal(value, before[name]) or torch.allclose(value, before[name], rtol=0, atol=0, equal_nan=True), \
+                    f"eager modified {name}"
 
 
 def _tie_order_only(task, inputs, got, want) -> bool:

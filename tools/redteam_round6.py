@@ -136,6 +136,17 @@ def channel_affine_bf16_product_rounded_to_bf16():
           "0.0473633. The default bf16 atol 1e-2 hid every such error", g)
 
 
+@kernel
+def addmm_f16_beta_zero_scales_nan_c():
+    g = golden("hard/addmm_f16")
+    find_let(g["body"], "result")["value"] = B("add", B("mul", "c_tile", "beta"), B("mul", "acc", "alpha"))
+    write("hard/addmm_f16", "beta_zero_scales_nan_c", "wrong_result",
+          "adds beta * c whatever beta is (the golden did once): with beta = 0, torch.addmm ignores c, so a NaN "
+          "or infinity in c does not reach the result, while 0 * NaN and 0 * inf are NaN. Input: M = N = K = 1, "
+          "c = [[nan]], a = b = [[1]], beta = 0, alpha = 1: torch gives 1, the kernel NaN. No draw held a "
+          "non-finite c, nor beta = 0", g)
+
+
 # (new kernels above)
 if __name__ == "__main__":
     ROUND.main(sys.argv[1:])
