@@ -71,6 +71,31 @@ def test_ids_reach_the_whole_table(task_id: str, name: str, sizes: dict[str, int
     assert 0 <= ids.min() and ids.max() < 4000 and ids.max() > 3000
 
 
+def test_an_index_along_the_chosen_dim_reaches_that_dims_extent() -> None:
+    """index_fill_'s indices are bounded by the size along the call's dim: rows past the column
+    count in a dim-0 call, so a kernel guarding every index with N fails."""
+    calls = {t.variant.name: t for t in get_task("index_fill_inplace").variant_tasks()}
+    for name, sizes, extent in (("rows", {"M": 200, "N": 3, "K": 16}, 200),
+                                ("columns", {"M": 3, "N": 200, "K": 16}, 200)):
+        index = make_inputs(calls[name], sizes, seed=0, extreme=True)["index"]
+        assert index.min() >= 0 and index.max() == extent - 1
+        assert (make_inputs(calls[name], sizes, seed=0)["index"] >= 3).any()
+
+
+def test_a_domain_bound_names_sizes_and_choices_only() -> None:
+    from kernelgen.task.spec import TaskError, load_task_file
+    import tempfile
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "bench/med/index_fill_inplace.yaml").read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "med").mkdir()
+        bad = Path(tmp) / "med" / "index_fill_inplace.yaml"
+        bad.write_text(text.replace("lhs: dim, rhs: 0}, x: M", "lhs: value, rhs: 0}, x: M"))
+        with pytest.raises(TaskError, match="neither a size name nor a choice input"):
+            load_task_file(bad)
+
+
 def test_the_largest_table_is_read_at_its_last_row_by_several_ids() -> None:
     """The range-maximum draw of V: 131072 rows with the others at the largest of 16, 8, 4, 1
     that fits the budget (not all at their minimum: one id), and V - 1 among the ids, so that a

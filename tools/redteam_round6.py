@@ -120,6 +120,33 @@ def avgpool3x3_count_from_edge_flags_control():
           "not min/max arithmetic: a 1-pixel-wide image gives 3 - 1 - 1 = 1, an edge 2, the interior 3, as "
           "count_include_pad=False asks (lanes past the image are masked at the store)", g)
 
+@kernel
+def channel_affine_bf16_product_rounded_to_bf16():
+    g = golden("easy/channel_affine_bf16")
+    g = json.loads(json.dumps(g).replace('"dtype": "f32"', '"dtype": "bf16"'))
+    affine = find_let(g["body"], "affine")["value"]
+    affine.update({"op": "add", "lhs": B("mul", affine["x"], affine["y"]), "rhs": affine["z"]})
+    for key in ("x", "y", "z"):
+        del affine[key]
+    write("easy/channel_affine_bf16", "product_rounded_to_bf16", "wrong_result",
+          "loads x, weight and bias as bf16 and computes x * weight and the + bias in bf16, two roundings (the "
+          "prompt asks for f32, rounding to bf16 once at the store): where bias nearly cancels the product, the "
+          "product's rounding (up to 2**-9 of it) is a large part of the result. Input: x = weight = 1.0234375, "
+          "bias = -1: the product 1.0474243 rounds to 1.046875 in bf16 and the result is 0.046875, torch gives "
+          "0.0473633. The default bf16 atol 1e-2 hid every such error", g)
+
+
+@kernel
+def addmm_f16_beta_zero_scales_nan_c():
+    g = golden("hard/addmm_f16")
+    find_let(g["body"], "result")["value"] = B("add", B("mul", "c_tile", "beta"), B("mul", "acc", "alpha"))
+    write("hard/addmm_f16", "beta_zero_scales_nan_c", "wrong_result",
+          "adds beta * c whatever beta is (the golden did once): with beta = 0, torch.addmm ignores c, so a NaN "
+          "or infinity in c does not reach the result, while 0 * NaN and 0 * inf are NaN. Input: M = N = K = 1, "
+          "c = [[nan]], a = b = [[1]], beta = 0, alpha = 1: torch gives 1, the kernel NaN. No draw held a "
+          "non-finite c, nor beta = 0", g)
+
+
 # (new kernels above)
 if __name__ == "__main__":
     ROUND.main(sys.argv[1:])

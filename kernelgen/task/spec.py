@@ -68,6 +68,9 @@ class Domain(_Model):
     ragged groups, as torch's grouped matmul takes them). For integers and ends, ``low`` and
     ``high`` may be integer host expressions of the sizes (``{op: sub, lhs: P, rhs: 1}``): index
     tables that must point inside a tensor whose extent is a size (pages of a KV cache, rows);
+    and of the call's choice inputs (an index along the chosen dim: ``{op: where, cond: {op: eq,
+    lhs: dim, rhs: 0}, x: M, y: N}``, so each call's indices reach its own extent, not the
+    smaller of the two);
     in an extreme draw both bounds are among an integers domain's values (the last row's id).
     ``zeros``: a float input drawn from a normal domain has exact zeros (+0.0 and -0.0) in the
     extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none.
@@ -329,7 +332,8 @@ class Task(_Model):
         for name, domain in list(self.domains.items()) + list(self.extreme_domains.items()):
             if name not in names:
                 raise ValueError(f"domains names {name!r}, which is not an input")
-            problem = _starts_problem(name, domain, self) or _same_as_problem(name, domain, self)
+            problem = _starts_problem(name, domain, self) or _same_as_problem(name, domain, self) \
+                or _bound_names_problem(name, domain, self)
             if problem is not None:
                 raise ValueError(problem)
         for name, drawn in self.scalar_ranges.items():
@@ -474,6 +478,27 @@ def _starts_problem(name: str, domain: Domain, task: Task) -> str | None:
         return f"domains/{name}: segment starts are drawn for a 1-D i32 or i64 tensor"
     if domain.total not in task.sizes:
         return f"domains/{name}/total: {domain.total!r} is not a size name of the task"
+    return None
+
+
+def _bound_names_problem(name: str, domain: Domain, task: Task) -> str | None:
+    """What is wrong with the names a domain's bounds and specials use, or None: each is a
+    size name or a choice input (the call's value: :func:`kernelgen.task.verify.domain_env`)."""
+    allowed = set(task.sizes) | {i.name for i in task.signature.inputs if i.role == "choice"}
+
+    def names(expr: Any) -> set[str]:
+        if isinstance(expr, str):
+            return set() if expr in L.FLOAT_LITERAL_NAMES else {expr}
+        if isinstance(expr, BaseModel):
+            return {n for field in type(expr).model_fields for n in names(getattr(expr, field))
+                    if field != "op"}
+        return set()
+
+    for part in ("low", "high", "specials"):
+        value = getattr(domain, part)
+        unknown = sorted(set().union(*(names(v) for v in (value if isinstance(value, list) else [value]))) - allowed)
+        if unknown:
+            return f"domains/{name}/{part}: {unknown[0]!r} is neither a size name nor a choice input"
     return None
 
 

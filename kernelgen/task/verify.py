@@ -189,6 +189,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
     given = task.variant.args if task.variant is not None else {}
+    bounds_at = domain_env(task, sizes)
     for spec in task.signature.inputs:
         if not spec.is_plain:
             value = given.get(spec.name, spec.default)
@@ -203,19 +204,19 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = torch.empty(shape, dtype=torch_dtype(spec.dtype), device="meta")
                 continue
             domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
-            args[spec.name] = draw_tensor(spec, shape, domain, generator, sizes)
+            args[spec.name] = draw_tensor(spec, shape, domain, generator, bounds_at)
             if extreme and domain is not None and domain.kind == "integers":
                 # Both bounds among the values: an id of V - 1 in every extreme draw, not by chance
                 # (the high one first: a tensor of one or two elements has room for one).
-                args[spec.name] = _with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(sizes))],
+                args[spec.name] = _with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
             if extreme and domain is not None and domain.kind == "integers" and spec.name not in task.extreme_domains:
-                args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(sizes)[1],
+                args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(bounds_at)[1],
                                                                size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if domain is not None and domain.same_as is not None:
                 args[spec.name] = _rows_of(args[spec.name], args[domain.same_as], generator)
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
-                args[spec.name] = with_scalar_neighbours(args[spec.name], domain, sizes, float_scalars(task, scalars),
+                args[spec.name] = with_scalar_neighbours(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                          size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or (domain.kind == "normal" and domain.zeros)):
                 args[spec.name] = with_zeros(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
@@ -223,11 +224,25 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                                                and domain.same_as is None)):
                 args[spec.name] = with_negative_rows(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
-                args[spec.name] = with_rows_at_scalars(args[spec.name], domain, sizes, float_scalars(task, scalars),
+                args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if order is not None and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     return args
+
+
+def domain_env(task: Task, sizes: Mapping[str, int]) -> dict[str, Any]:
+    """What a domain's host expressions are evaluated in for one call: the sizes and the
+    call's choice arguments (its variant's, else their defaults). An index table bounded by the
+    extent along the dim the call chooses (index_fill_'s ``{op: where, cond: {op: eq, lhs: dim,
+    rhs: 0}, x: M, y: N}``) reaches that extent's last element in every call; a bound shared by
+    both dims (min(M, N)) never draws a row index past N, where a kernel that guards rows with
+    the column count drops it."""
+    given = task.variant.args if task.variant is not None else {}
+    choices = {spec.name: given.get(spec.name, spec.default) for spec in task.signature.inputs
+               if spec.role == "choice"}
+    return {**sizes, **{name: value for name, value in choices.items()
+                        if isinstance(value, (bool, int, float)) and name not in sizes}}
 
 
 def _sortable(values: torch.Tensor, domain) -> bool:
