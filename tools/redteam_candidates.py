@@ -30,10 +30,13 @@ class Round:
         self.kernels[fn.__name__] = fn
         return fn
 
-    def write(self, task, what, outcome, why, kernel):
+    def write(self, task, what, outcome, why, kernel, code=None):
+        """One file; ``code``: the first diagnostic's code the harness gave it, where recorded."""
         name = f"{task.split('/')[1]}_{what}"
-        (self.out / f"{name}.json").write_text(json.dumps(
-            {"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
+        entry = {"task": task, "outcome": outcome, "why": why, "kernel": kernel}
+        if code is not None:
+            entry = {"task": task, "outcome": outcome, "code": code, "why": why, "kernel": kernel}
+        (self.out / f"{name}.json").write_text(json.dumps(entry, indent=1) + "\n")
 
     def main(self, argv) -> None:
         args = list(argv)
