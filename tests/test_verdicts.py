@@ -133,7 +133,7 @@ def test_fp8_outputs_compare_in_steps_near_ties_only() -> None:
     anywhere fails; one step on a few elements (ties rounded another way) passes."""
     import torch
 
-    from kernelgen.task.compare import FP8_ONE_STEP_SHARE, compare_tensors, fp8_steps
+    from kernelgen.task.compare import ONE_STEP_SHARE, compare_tensors, representable_steps
 
     values = torch.randn(4096, generator=torch.Generator().manual_seed(7), dtype=torch.float64) * 40
     for dtype, torch_dtype, mantissa in (("f8e4m3", torch.float8_e4m3fn, 3), ("f8e5m2", torch.float8_e5m2, 2)):
@@ -142,10 +142,10 @@ def test_fp8_outputs_compare_in_steps_near_ties_only() -> None:
         truncated = (bits & ~((1 << (23 - mantissa)) - 1)).view(torch.float32).to(torch_dtype)
         assert compare_tensors(want.clone(), want, dtype).ok
         truncation = compare_tensors(truncated, want, dtype)
-        assert not truncation.ok and truncation.one_step > 1000 and int(fp8_steps(truncated, want).max()) == 1
+        assert not truncation.ok and truncation.one_step > 1000 and int(representable_steps(truncated, want).max()) == 1
         assert torch.allclose(truncated.double(), want.double(), rtol=0.25, atol=2.0 ** -6)  # what passed before
         nudged = want.clone().view(torch.uint8)
-        few = int(4096 * FP8_ONE_STEP_SHARE)
+        few = int(4096 * ONE_STEP_SHARE)
         nudged[:few] += 1  # one step further from zero (no value here is the largest finite)
         assert compare_tensors(nudged.view(torch_dtype), want, dtype).ok
         nudged[few:few + 1] += 1
@@ -154,8 +154,8 @@ def test_fp8_outputs_compare_in_steps_near_ties_only() -> None:
         assert not far.ok and far.first_mismatch == (0,) and "one step" in str(far)
     nan = torch.tensor([float("nan"), 1.0, -0.0]).to(torch.float8_e4m3fn)
     same = torch.tensor([float("nan"), 1.0, 0.0]).to(torch.float8_e4m3fn)
-    assert fp8_steps(nan, same).tolist() == [0.0, 0.0, 0.0]
-    assert fp8_steps(nan, torch.tensor([0.0, 1.0, 0.0]).to(torch.float8_e4m3fn)).tolist()[0] == float("inf")
+    assert representable_steps(nan, same).tolist() == [0.0, 0.0, 0.0]
+    assert representable_steps(nan, torch.tensor([0.0, 1.0, 0.0]).to(torch.float8_e4m3fn)).tolist()[0] == float("inf")
 
 
 def test_an_exact_fp8_tolerance_sees_a_cast_that_rounds_twice() -> None:
@@ -173,7 +173,7 @@ def test_an_exact_fp8_tolerance_sees_a_cast_that_rounds_twice() -> None:
         assert compare_tensors(twice, want, dtype).ok  # a step off near ties only: within the default share
         exact = compare_tensors(twice, want, dtype, Tolerance(0.0, 0.0))
         assert not exact.ok and 0 < exact.mismatches == exact.one_step < len(values) // 100
-        assert "equal bytes" in str(exact)
+        assert "exact equality" in str(exact)
         assert compare_tensors(want.clone(), want, dtype, Tolerance(0.0, 0.0)).ok
 
 

@@ -58,8 +58,8 @@ def rsqrt_f16_bit_hack_one_newton():
           "the fast inverse square root: the f32 bits' magic-constant guess 0x5f3759df - (i >> 1) and one Newton "
           "step, relative error up to 1.75e-3 (about two f16 ulps), where the prompt asks for rsqrt in f32 rounded "
           "once to f16. Input: x = [1.0, 0.01] (f16): torch gives [1.0, 10.0], the kernel [0.99854, 9.984]. "
-          "The f16 tolerance (rtol = atol = 1e-2) is about ten f16 ulps, so a result two ulps off passes every "
-          "element", g)
+          "The f16 tolerance (rtol = atol = 1e-2) is about ten f16 ulps, so a result two ulps off passed every "
+          "element; the task now compares in f16 steps (one step off near ties only)", g, code="mismatch")
 
 
 @kernel
@@ -71,8 +71,8 @@ def selu_bf16_small_inputs_flushed():
           "returns 0 wherever |x| < 2**-7 (a 'denormal-like' flush of small inputs): every output it zeroes is below "
           "0.0082, inside the default bf16 atol of 1e-2. Input: x = [0.005] (bf16 0.0050049): torch gives 0.0052490 "
           "(bf16), the kernel 0. "
-          "The task keeps the default bf16 atol (1e-2), so any output below it may be anything near 0; sigmoid_bf16"
-          " sets atol 1e-6 for this reason", g)
+          "The task kept the default bf16 atol (1e-2), so any output below it could be anything near 0; it now "
+          "compares in bf16 steps (one step off near ties only)", g, code="mismatch")
 
 
 def _narrow_lanes(task, dtype, term):
@@ -122,8 +122,9 @@ def transpose_bf16_through_f16():
           "through an f16 path would): exact for every bf16 value within f16's range and above 2**-17, but "
           "bf16's range is f32's. Input: x = [[1e5]] (bf16 99840): torch gives 99840, the kernel inf; "
           "x = [[1e-7]]: the kernel 1.19e-7. "
-          "x is normal (magnified in extreme draws by at most 4096, below 65504), and values below 2**-17 are too "
-          "rare to be drawn: every drawn bf16 value survives f16 exactly", g)
+          "x was normal (magnified in extreme draws by at most 4096, below 65504), and values below 2**-17 too "
+          "rare to be drawn: every drawn bf16 value survived f16 exactly; the extreme draws now take every bf16 "
+          "value", g, code="mismatch")
 
 
 @kernel
@@ -196,8 +197,9 @@ def channel_affine_bf16_store_truncates():
           "the prompt asks for round to nearest even at the store: each output up to one bf16 step (2**-7 relative, "
           "0.78%) toward zero. Input: x = [[1.0]], weight = [1.0], bias = [0.005859375] (3 * 2**-9, exact in bf16): "
           "torch gives 1.0078125, the kernel 1.0. "
-          "The bf16 tolerance (rtol 1e-2) is wider than one bf16 step (2**-7 = 0.0078), so rounding toward zero is "
-          "within it for every element", g)
+          "The bf16 tolerance (rtol 1e-2) is wider than one bf16 step (2**-7 = 0.0078), so rounding toward zero "
+          "was within it for every element; the task now compares in bf16 steps, where a step off on about half "
+          "the elements is far past the share of near ties", g, code="mismatch")
 
 
 @kernel

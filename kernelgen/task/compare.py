@@ -8,17 +8,22 @@ integers and booleans must be equal; a task's ``signed_zeros`` also asks each ze
 reference's sign (copysign's point). NaN equals NaN, so an element that both leave
 unwritten (poison) counts as equal, and one that only the kernel leaves unwritten does not.
 
-fp8 outputs (e4m3, e5m2) are compared in representable steps, not by a tolerance: with 3 or 2
-mantissa bits, a relative tolerance wide enough for a near-tie (one step is 1/16 to 1/4 of the
-value) passes a kernel that is one step off everywhere (a truncating or round-away cast). An
-element may be one step off the reference only where the two sides round a value near a tie
-differently (a reference may round from f64 where the kernel rounds from f32; a kernel
-multiplies by a reciprocal), which is rare: at most :data:`FP8_ONE_STEP_SHARE` of the elements
-(at least one) may be one step off, none more. The golden kernels are one step off on ~0.3% of
-their elements, a truncating quantizer on ~40%. A tolerance of rtol = atol = 0 (a task whose
-reference computes the f32 value the kernel must, and casts it as the language does, once)
-asks for every byte: a cast that rounds twice (through f16, ~0.4% of normal draws a step off)
-fails it.
+Outputs in representable steps: fp8 outputs (e4m3, e5m2) always, f16 and bf16 outputs where
+the task's tolerance says ``steps`` (a task whose reference computes an f32 value, or a wider
+one, and rounds it once at the store, as torch's f16/bf16 elementwise ops do in f32 "opmath")
+or is exact (rtol = atol = 0). With 2 to 10 mantissa bits a tolerance wide enough for a near
+tie passes a kernel that is a step off everywhere: one fp8 step is 1/16 to 1/4 of the value,
+f16's 1e-2 is ten steps, bf16's two, so a truncating or round-away cast, a bit-hack rsqrt two
+f16 steps off, or values below atol flushed to zero passed. An element may be one step off the
+reference only where the two sides round a value near a tie differently (a reference may round
+from f64 where the kernel rounds from f32; the GPU's ``exp`` and ``rsqrt`` are a few f32 ulp
+off), which is rare: at most :data:`ONE_STEP_SHARE` of the elements (at least one) may be one
+step off, none more. The fp8 goldens are one step off on ~0.3% of their elements; a truncating
+cast is on ~40% (fp8) to ~50% (bf16). A tolerance of rtol = atol = 0 asks for exact equality (a
+copy, transpose or gather, or an fp8 task whose reference casts the kernel's own f32 value once
+as the language does): a cast that rounds twice (through f16, ~0.4% of normal draws a step off)
+or data moved through a narrower format fails it; ``signed_zeros`` makes -0.0 differ from +0.0
+there too (steps count them as one value).
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ import numpy as np
 import torch
 
 
-# The share of an fp8 output's elements that may be one representable step off the reference.
-FP8_ONE_STEP_SHARE = 1 / 32
+# The share of a stepped output's elements that may be one representable step off the reference.
+ONE_STEP_SHARE = 1 / 32
 FP8_DTYPES = ("f8e4m3", "f8e5m2")
+# Compared in steps where the tolerance asks (``steps``, or rtol = atol = 0); fp8 always.
+HALF_DTYPES = ("f16", "bf16")
+STEP_NAMES = {"f8e4m3": "e4m3", "f8e5m2": "e5m2", "f16": "f16", "bf16": "bf16"}
 
 # Elements compared at a time: a GPU draw of up to 4 GB compares without several f64 copies
 # of the whole output at once.
@@ -45,6 +53,12 @@ class Tolerance:
     atol: float
     # A zero must have the reference's sign too (isclose finds -0.0 equal to +0.0).
     signed_zeros: bool = False
+    # f16 and bf16 compare in representable steps, as fp8 always does (the module's docstring).
+    steps: bool = False
+
+    @property
+    def exact(self) -> bool:
+        return self.rtol == 0 and self.atol == 0
 
 
 TOLERANCES: dict[str, Tolerance] = {
@@ -78,7 +92,7 @@ class Comparison:
     first_mismatch: tuple[int, ...] | None
     tolerance: Tolerance
     shape_mismatch: str | None = None
-    # fp8: the criterion in steps, and how many elements were exactly one step off.
+    # In steps: the criterion, and how many elements were exactly one step off.
     steps: str | None = None
     one_step: int = 0
 
@@ -106,7 +120,7 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
     if actual.shape != expected.shape:
         return Comparison(False, expected.numel(), expected.numel(), math.inf, None, tolerance,
                           f"shape {list(actual.shape)}, expected {list(expected.shape)}")
-    if dtype in FP8_DTYPES:
+    if dtype in FP8_DTYPES or (dtype in HALF_DTYPES and (tolerance.steps or tolerance.exact)):
         return _compare_steps(actual, expected, dtype, tolerance)
     floating = dtype in TOLERANCES and TOLERANCES[dtype].rtol > 0
     largest = torch.finfo(actual.dtype).max if actual.dtype.is_floating_point else math.inf
@@ -147,14 +161,19 @@ def _overflows_within_tolerance(inf: torch.Tensor, finite: torch.Tensor, toleran
         (finite.abs() * (1 + tolerance.rtol) + tolerance.atol > largest)
 
 
-def fp8_steps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """How many representable values of their fp8 dtype lie between ``a`` and ``b``, element by
-    element (0: equal; +0.0 and -0.0 are one value; NaN is 0 from NaN and infinitely far from
-    any number)."""
+def representable_steps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """How many representable values of their float dtype lie between ``a`` and ``b``, element
+    by element (0: equal; +0.0 and -0.0 are one value; NaN is 0 from NaN and infinitely far from
+    any number; an infinity is one step past the largest finite value)."""
+    width = 8 * a.element_size()
+    sign = 1 << (width - 1)
+
     def key(x: torch.Tensor) -> torch.Tensor:
-        bits = x.contiguous().view(torch.uint8).to(torch.int32)
-        magnitude = bits & 0x7F
-        return torch.where(bits >= 0x80, -magnitude, magnitude)  # sign and magnitude, in order
+        # Sign and magnitude, in order: a float's bits below the sign count its steps from zero.
+        same_width = {8: torch.uint8, 16: torch.int16, 32: torch.int32}[width]
+        bits = x.contiguous().view(same_width).to(torch.int64 if width == 32 else torch.int32) & (2 * sign - 1)
+        magnitude = bits & (sign - 1)
+        return torch.where(bits >= sign, -magnitude, magnitude)
 
     steps = (key(a) - key(b)).abs().double()
     nan_a, nan_b = a.float().isnan(), b.float().isnan()
@@ -163,17 +182,18 @@ def fp8_steps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tolerance: Tolerance) -> Comparison:
-    """fp8 in representable steps (the module's docstring), a chunk at a time."""
+    """fp8, f16 or bf16 in representable steps (the module's docstring), a chunk at a time."""
     flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
     total = flat_expected.numel()
-    exact = tolerance.rtol == 0 and tolerance.atol == 0
-    allowed = 0 if exact else max(1, math.ceil(total * FP8_ONE_STEP_SHARE))
+    allowed = 0 if tolerance.exact else max(1, math.ceil(total * ONE_STEP_SHARE))
     far = near = 0
     first_far = first_near = None
     max_error = 0.0
     for begin in range(0, total, CHUNK_ELEMENTS):
         a, e = flat_actual[begin:begin + CHUNK_ELEMENTS], flat_expected[begin:begin + CHUNK_ELEMENTS]
-        steps = fp8_steps(a, e)
+        steps = representable_steps(a, e)
+        if tolerance.signed_zeros:
+            steps[(a == 0) & (e == 0) & (a.signbit() != e.signbit())] = math.inf
         for mask, kind in ((steps > 1, "far"), (steps == 1, "near")):
             count = int(mask.sum())
             if count and (first_far if kind == "far" else first_near) is None:
@@ -181,14 +201,14 @@ def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tol
                 first_far, first_near = (index, first_near) if kind == "far" else (first_far, index)
             far, near = (far + count, near) if kind == "far" else (far, near + count)
         error = (a.float().double() - e.float().double()).abs()
-        error = torch.where(steps == 0, torch.zeros_like(error), error.nan_to_num(nan=math.inf))
+        error = torch.where(steps == 0, torch.zeros_like(error), error.nan_to_num(nan=math.inf, posinf=math.inf))
         max_error = max(max_error, float(error.max()))
     too_many = near > allowed
     mismatches = far + (near if too_many else 0)
     candidates = [i for i in (first_far, first_near if too_many else None) if i is not None]
     first = tuple(int(i) for i in np.unravel_index(min(candidates), tuple(expected.shape))) if candidates else None
-    name = "e4m3" if dtype == "f8e4m3" else "e5m2"
-    criterion = f"equal bytes ({name}; {near} were one step off)" if exact else (
+    name, signs = STEP_NAMES[dtype], ", zeros' signs" if tolerance.signed_zeros else ""
+    criterion = f"exact equality ({name}{signs}; {near} were one step off)" if tolerance.exact else (
         f"one {name} step, and one step on at most {allowed} of {total} elements (near rounding "
-        f"ties; {near} were one step off)")
+        f"ties{signs}; {near} were one step off)")
     return Comparison(mismatches == 0, total, mismatches, max_error, first, tolerance, steps=criterion, one_step=near)

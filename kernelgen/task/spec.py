@@ -18,7 +18,7 @@ import math
 import os
 import random
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -26,6 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kernelgen.lang import nodes as L
 from kernelgen.errors import Diagnostic, KernelgenError
 from kernelgen.task.metrics import TIERS
+
+if TYPE_CHECKING:
+    from kernelgen.task.compare import Tolerance as CompareTolerance
 
 Tier = Literal["easy", "med", "hard", "expert"]
 
@@ -196,13 +199,26 @@ class ScalarRange(_Model):
 
 
 class Tolerance(_Model):
-    """rtol and atol as torch.isclose takes them; ``signed_zeros``: a zero must also have the
-    reference's sign (isclose finds -0.0 equal to +0.0), where the sign of zero is the task's
-    point (copysign)."""
+    """rtol and atol as torch.isclose takes them (rtol = atol = 0: equal values); or ``steps``
+    (no rtol, atol): f16 and bf16 outputs compare in representable steps, as fp8 ones always do
+    (:mod:`kernelgen.task.compare`), for a reference that rounds an f32 (or wider) value once, as
+    an elementwise op does; outputs of other dtypes take their dtype's default. ``signed_zeros``:
+    a zero must also have the reference's sign (isclose finds -0.0 equal to +0.0), where the
+    sign of zero is the task's point (copysign) or the output moves bits (a transpose)."""
 
-    rtol: float = Field(ge=0)
-    atol: float = Field(ge=0)
+    rtol: float | None = Field(None, ge=0)
+    atol: float | None = Field(None, ge=0)
     signed_zeros: bool = False
+    steps: bool = False
+
+    @model_validator(mode="after")
+    def _one_criterion(self) -> Tolerance:
+        given = self.rtol is not None, self.atol is not None
+        if self.steps and any(given):
+            raise ValueError("steps replaces rtol and atol: give neither")
+        if not self.steps and not all(given):
+            raise ValueError("give rtol and atol (or steps: true)")
+        return self
 
 
 class Signature(_Model):
@@ -380,11 +396,16 @@ class Task(_Model):
         return self.model_copy(update={"signature": signature, "dtypes": [], "variants": [], "variant": variant,
                                        "tolerance": variant.tolerance or self.tolerance})
 
-    def tolerance_for(self, dtype: str) -> Tolerance:
-        if self.tolerance is not None:
-            return self.tolerance
-        rtol, atol = DEFAULT_TOLERANCE[dtype]
-        return Tolerance(rtol=rtol, atol=atol)
+    def tolerance_for(self, dtype: str) -> CompareTolerance:
+        """What an output (or in-place input) of ``dtype`` is compared with."""
+        from kernelgen.task.compare import Tolerance as CompareTolerance
+
+        own = self.tolerance
+        if own is None or own.steps:  # steps: rtol and atol for the dtypes that do not step
+            rtol, atol = DEFAULT_TOLERANCE[dtype]
+        else:
+            rtol, atol = own.rtol, own.atol
+        return CompareTolerance(rtol, atol, own is not None and own.signed_zeros, own is not None and own.steps)
 
     def reference_function(self) -> Callable[..., Any]:
         return _compiled_source(self.id, self.reference, "reference")

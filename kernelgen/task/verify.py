@@ -14,6 +14,7 @@ GPU; the interpreter checks every access itself).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import random
@@ -23,11 +24,10 @@ import torch
 
 from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
-from kernelgen.task.compare import Tolerance as CompareTolerance
-from kernelgen.task.compare import compare_tensors
+from kernelgen.task.compare import Tolerance, compare_tensors
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
-from kernelgen.task.spec import Task, Tolerance
+from kernelgen.task.spec import Task
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
 COPY_MIN_DISTINCT = 4  # distinct values an input needs before an output equal to it is a copy
@@ -492,7 +492,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             continue
         tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
         unwritten = ~written[spec.name].detach().to(want.device) if written is not None else None
-        comparison = compare_tensors(got, want, spec.dtype, CompareTolerance(tol.rtol, tol.atol, tol.signed_zeros))
+        comparison = compare_tensors(got, want, spec.dtype, tol)
         if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()
             found.append(Diagnostic(path, "unwritten",
@@ -533,7 +533,7 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                 continue
             base, moved = outputs[spec.name].detach(), other[spec.name].detach()
             tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
-            comparison = compare_tensors(moved, base, spec.dtype, CompareTolerance(tol.rtol, tol.atol, tol.signed_zeros))
+            comparison = compare_tensors(moved, base, spec.dtype, tol)
             if comparison.ok:
                 continue
             first = comparison.first_mismatch
@@ -566,8 +566,7 @@ def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: 
             continue
         want, got = reference_after[name], after[name].to(value.device)
         tol = _scaled(task.tolerance_for(dtype_name(value.dtype)), atol_scale)
-        if got.shape != want.shape or not compare_tensors(got, want, dtype_name(value.dtype),
-                                                          CompareTolerance(tol.rtol, tol.atol, tol.signed_zeros)).ok:
+        if got.shape != want.shape or not compare_tensors(got, want, dtype_name(value.dtype), tol).ok:
             found.append(Diagnostic(f"/inputs/{index}", "input_modified",
                                     f"the reference changes input {name} in place; after the call it is not what "
                                     "the reference leaves (write it with an output's 'into')"))
@@ -576,7 +575,7 @@ def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: 
 
 def _scaled(tolerance: Tolerance, atol_scale: float) -> Tolerance:
     """A task's tolerance with its atol multiplied by ``atol_scale``."""
-    return tolerance if atol_scale == 1.0 else tolerance.model_copy(update={"atol": tolerance.atol * atol_scale})
+    return tolerance if atol_scale == 1.0 else dataclasses.replace(tolerance, atol=tolerance.atol * atol_scale)
 
 
 def reference_leaves(value: Any, reference_after: Any) -> bool:
