@@ -187,3 +187,40 @@ def test_some_rows_of_an_extreme_draw_have_their_extreme_at_a_scalar() -> None:
         assert bool(((row_max == float(exact)) & (above == 0)).any()), task_id
         assert bool(((row_min == down) & (below == 1)).any()), task_id
         assert bool(((row_min == float(exact)) & (below == 0)).any()), task_id
+
+
+# Tasks with a nonnegative bounded (uniform) domain under a function singular at a finite point
+# whose draws need not approach 0, and why.
+SINGULAR_AWAY_FROM_EDGE = {"batchnorm_forward_train": "the rsqrt takes the variance plus eps, not x",
+                           "layernorm_stats": "the rsqrt takes the variance plus eps, not x"}
+
+
+def test_a_bounded_domain_under_a_singular_function_reaches_its_edges_in_the_extreme_draws() -> None:
+    """logit, log, rsqrt, pow and the like grow without bound as their input nears 0 (logit and
+    atanh near 1 too): a task whose reference takes one of a float input drawn from a
+    nonnegative uniform domain draws, in its extreme draws, values within 1e-6 of 0 (and of 1
+    for a function singular there), else a kernel that clamps its input away from the edge
+    (logit's clamp to [1e-6, 1 - 1e-6]) passes every draw."""
+    import re
+
+    from kernelgen.task.spec import load_tasks
+
+    singular = re.compile(r"\b(log|log2|log10|logit|sqrt|rsqrt|reciprocal|pow|atanh|digamma|lgamma)\(")
+    at_one = re.compile(r"\b(logit|atanh)\(")
+    checked, missing = set(), []
+    for task in (v for t in load_tasks() for v in t.variant_tasks()[:1]):
+        if not singular.search(task.reference):
+            continue
+        sizes = {name: min(max(r.min, 64), r.max) for name, r in task.sizes.items()}
+        for spec in task.signature.inputs:
+            domain = task.domains.get(spec.name) or task.extreme_domains.get(spec.name)
+            if spec.shape is None or domain is None or domain.kind != "uniform" or not isinstance(domain.low, float) \
+                    or domain.low < 0 or task.id in SINGULAR_AWAY_FROM_EDGE:
+                continue
+            checked.add(task.id)
+            x = make_inputs(task, sizes, 0, extreme=True)[spec.name].double()
+            if float(x.min()) > 1e-6 or (at_one.search(task.reference) and float(x.max()) < 1 - 1e-6):
+                missing.append(task.id)
+    assert {"logit", "rsqrt_f16", "pow", "log_clamped_eps"} <= checked
+    assert missing == []
+    assert set(SINGULAR_AWAY_FROM_EDGE) <= {t.id for t in load_tasks() if singular.search(t.reference)}

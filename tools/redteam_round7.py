@@ -30,7 +30,8 @@ def logit_clamped_eps():
           "prompt says 'no eps clamping': right for every x in [1e-6, 1 - 1e-6]. Input: x = [1e-7]: torch.logit "
           "gives -16.118, the kernel -13.816; x = [0.9999999] (f32 1 - 1.19e-7): torch 15.94, the kernel 13.82. "
           "The domain draws x uniform in [0.001, 0.999] in every draw (no extreme domain; uniform domains are not "
-          "magnified), so no x ever lies outside the clamp", g)
+          "magnified), so no x ever lies outside the clamp. Caught since the extreme draws hold 1e-7, 1e-30, 1 - 2**-23 "
+          "and 1 - 2**-24", g, code="mismatch")
 
 
 @kernel
@@ -43,7 +44,7 @@ def clamp_tensor_nan_becomes_bound():
           "pair of bounds and for lo > hi (gives hi), but a NaN in x compares false and becomes lo (or hi), "
           "where torch.clamp propagates it. Input: x = [nan], lo = [0], hi = [1]: torch gives nan, the kernel 0. "
           "No draw of the task holds a NaN: x, lo and hi are normal, and only a domain's specials put NaN among the"
-          " values", g)
+          " values. Caught since the extreme draws put NaN (and infinities) in x", g, code="mismatch")
 
 
 @kernel
@@ -182,7 +183,8 @@ def hardtanh_bounds_straddle_zero():
           "but the prompt allows any min_val <= max_val. Input: x = [0.1, -0.3], min_val = 0.25, max_val = 0.5: "
           "F.hardtanh gives [0.25, 0.25], the kernel [0.1, 0.25]. "
           "scalar_ranges draw min_val in [-1.5, -0.1] and max_val in [0.1, 2.0]: no call has both bounds on one "
-          "side of 0", g)
+          "side of 0. Caught since both are drawn from [-2, 2] and sorted (min_val at most max_val), both above 0 "
+          "in the extreme draws", g, code="mismatch")
 
 
 @kernel

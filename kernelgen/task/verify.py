@@ -159,8 +159,8 @@ def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generato
 def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool = False) -> dict[str, Any]:
     """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
     (reproducible from task, sizes and seed; in an extreme draw, a range's ``extreme`` value
-    where it has one; a float rounded to the scalar's dtype), the bench value where a scalar has
-    no range."""
+    where it has one; a float rounded to the scalar's dtype; a range ``at_least`` another scalar
+    sorted against it), the bench value where a scalar has no range."""
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
     for spec in task.signature.inputs:
@@ -173,6 +173,10 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
                 # a value of the scalar's dtype: the kernel and PyTorch compare with the same one
                 value = float(torch.tensor(value, dtype=torch.float64).to(torch_dtype(spec.dtype)))
             values[spec.name] = value
+    for spec in task.signature.inputs:  # pairs drawn from one range, sorted (ScalarRange.at_least)
+        drawn = task.scalar_ranges.get(spec.name)
+        if drawn is not None and drawn.at_least is not None and values[spec.name] < values[drawn.at_least]:
+            values[spec.name], values[drawn.at_least] = values[drawn.at_least], values[spec.name]
     return values
 
 
