@@ -96,7 +96,9 @@ def row_mean_bf16_lanes_in_bf16():
           "x[0, 1024 * k] = 256 for k = 1..7, others 0: each 65536 + 256 is a tie that rounds back to 65536 in "
           "bf16 (a step of 512 there), so the kernel gives 8.0 where torch gives 8.25. "
           "A lane holds at most N / 1024 <= 8 terms, and the means of normal rows are ~1/sqrt(N), inside the bf16 "
-          "atol of 1e-2; the extreme draws' magnification scales the atol with the output", g)
+          "atol of 1e-2; the extreme draws' magnification scales the atol with the output. Caught since some rows of an "
+          "extreme draw hold 16 in their first eighth and 16 * 2**-8 (a tie in bf16 at 16) in the rest "
+          "(verify.with_mixed_magnitude_rows), at N = 8192", g, code="mismatch")
 
 
 @kernel
@@ -109,7 +111,9 @@ def row_l1_norm_f16_lanes_in_f16():
           "N / 1024 terms. Input: N = 1025, x[0, 0] = 2048, x[0, 1024] = 1: lane 0's f16 sum 2049 rounds to "
           "2048 and the kernel gives 2048 where torch gives 2049. "
           "A lane holds at most 8 terms of |x| ~ 0.8 (sums ~6, f16 step 0.004): the error is ~1e-5 of the norm, "
-          "inside rtol 1e-4, in every draw, magnified ones too", g)
+          "inside rtol 1e-4, in every draw, magnified ones too. Caught since some rows of an extreme draw hold 16 in a "
+          "leading part and 16 * 2**-11 (a tie in f16 at 16) in the rest (verify.with_mixed_magnitude_rows)", g,
+          code="mismatch")
 
 
 @kernel
@@ -152,6 +156,17 @@ def logaddexp_infinities_control():
           "CONTROL (correct): where x == y, out = x + ln 2 (the golden's formula there gives x + log1p(1), the "
           "same f32 value), so logaddexp(-inf, -inf) = -inf and logaddexp(inf, inf) = inf as torch gives, "
           "where |x - y| = nan made the golden's NaN", g)
+
+
+@kernel
+def logaddexp_equal_infinities_make_nan():
+    g = golden("easy/logaddexp")
+    stores(g["body"])[0]["value"] = "general"
+    write("easy/logaddexp", "equal_infinities_make_nan", "wrong_result",
+          "m + log1p(exp(-|x - y|)) with m = max(x, y) and no guard (the prompt's own hint, and the golden until "
+          "round 7): where x and y are the same infinity, |x - y| = inf - inf is NaN. Input: x = [-inf, inf], "
+          "y = [-inf, inf]: torch.logaddexp gives [-inf, inf], the kernel [nan, nan]. Caught since the extreme "
+          "draws put NaN and infinities in both inputs, every pair of them at the same element", g, code="mismatch")
 
 
 # ============================================================================ batch 2: sizes
