@@ -185,7 +185,8 @@ def row_mean_abs_dev_tail_dropped_past_2pow18_elements():
           "out = 0.976 where torch gives 1.950. "
           "No CPU draw has M * N >= 2**18: hypothesis draws stop at cpu_max (48 x 2500), a targeted draw makes one "
           "size large and the others small (<= 17), the range-maximum draws take the others at 16 (8192 x 16 = "
-          "131072); GPU draws (M, N up to 8192) would reach it", g)
+          "131072); GPU draws (M, N up to 8192) would reach it. Caught since CPU mode's joint draw takes every size at "
+          "one odd value within 2**19 elements (M = N = 723: 522729 elements, draws.joint_draw)", g, code="mismatch")
 
 @kernel
 def hardtanh_bounds_straddle_zero():
