@@ -186,7 +186,7 @@ def row_mean_abs_dev_tail_dropped_past_2pow18_elements():
           "No CPU draw has M * N >= 2**18: hypothesis draws stop at cpu_max (48 x 2500), a targeted draw makes one "
           "size large and the others small (<= 17), the range-maximum draws take the others at 16 (8192 x 16 = "
           "131072); GPU draws (M, N up to 8192) would reach it. Caught since CPU mode's joint draw takes every size at "
-          "one odd value within 2**19 elements (M = N = 723: 522729 elements, draws.joint_draw)", g, code="mismatch")
+          "one odd value within 5 * 2**16 elements (M = N = 571: 326041 elements, draws.joint_draw)", g, code="mismatch")
 
 @kernel
 def hardtanh_bounds_straddle_zero():
