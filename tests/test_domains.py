@@ -187,3 +187,81 @@ def test_some_rows_of_an_extreme_draw_have_their_extreme_at_a_scalar() -> None:
         assert bool(((row_max == float(exact)) & (above == 0)).any()), task_id
         assert bool(((row_min == down) & (below == 1)).any()), task_id
         assert bool(((row_min == float(exact)) & (below == 0)).any()), task_id
+
+
+# Tasks with a nonnegative bounded (uniform) domain under a function singular at a finite point
+# whose draws need not approach 0, and why.
+SINGULAR_AWAY_FROM_EDGE = {"batchnorm_forward_train": "the rsqrt takes the variance plus eps, not x",
+                           "layernorm_stats": "the rsqrt takes the variance plus eps, not x"}
+
+
+def test_a_bounded_domain_under_a_singular_function_reaches_its_edges_in_the_extreme_draws() -> None:
+    """logit, log, rsqrt, pow and the like grow without bound as their input nears 0 (logit and
+    atanh near 1 too): a task whose reference takes one of a float input drawn from a
+    nonnegative uniform domain draws, in its extreme draws, values within 1e-6 of 0 (and of 1
+    for a function singular there), else a kernel that clamps its input away from the edge
+    (logit's clamp to [1e-6, 1 - 1e-6]) passes every draw."""
+    import re
+
+    from kernelgen.task.spec import load_tasks
+
+    singular = re.compile(r"\b(log|log2|log10|logit|sqrt|rsqrt|reciprocal|pow|atanh|digamma|lgamma)\(")
+    at_one = re.compile(r"\b(logit|atanh)\(")
+    checked, missing = set(), []
+    for task in (v for t in load_tasks() for v in t.variant_tasks()[:1]):
+        if not singular.search(task.reference):
+            continue
+        sizes = {name: min(max(r.min, 64), r.max) for name, r in task.sizes.items()}
+        for spec in task.signature.inputs:
+            domain = task.domains.get(spec.name) or task.extreme_domains.get(spec.name)
+            if spec.shape is None or domain is None or domain.kind != "uniform" or not isinstance(domain.low, float) \
+                    or domain.low < 0 or task.id in SINGULAR_AWAY_FROM_EDGE:
+                continue
+            checked.add(task.id)
+            x = make_inputs(task, sizes, 0, extreme=True)[spec.name].double()
+            if float(x.min()) > 1e-6 or (at_one.search(task.reference) and float(x.max()) < 1 - 1e-6):
+                missing.append(task.id)
+    assert {"logit", "rsqrt_f16", "pow", "log_clamped_eps"} <= checked
+    assert missing == []
+    assert set(SINGULAR_AWAY_FROM_EDGE) <= {t.id for t in load_tasks() if singular.search(t.reference)}
+
+
+def test_two_inputs_with_specials_meet_every_pair_of_them_at_some_element() -> None:
+    """logaddexp(-inf, -inf) is -inf and m + log1p(exp(-|x - y|)) makes it NaN: placed
+    independently, two inputs' specials rarely meet, so an extreme draw puts every pair of them
+    at the same element."""
+    inf, nan = float("inf"), float("nan")
+    for task_id in ("logaddexp", "maximum_f16"):
+        inputs = make_inputs(get_task(task_id), {"N": 300}, seed=0, extreme=True)
+        x, y = inputs["x"].double(), inputs["y"].double()
+        for a in (nan, inf, -inf):
+            for b in (nan, inf, -inf):
+                at_a = x.isnan() if a != a else x == a
+                at_b = y.isnan() if b != b else y == b
+                assert bool((at_a & at_b).any()), (task_id, a, b)
+
+
+def test_some_rows_of_a_narrow_float_extreme_draw_mix_large_and_half_step_values() -> None:
+    """A row reduction whose lanes keep their running sums in bf16 (f16) loses every small
+    value added to a large one: some rows of an extreme draw hold +-16 in a leading part (an
+    eighth or half of the row) and half a step of the dtype at 16 in the rest, so that such a sum
+    loses them all while f32 keeps them; the magnified draw scales them exactly."""
+    from kernelgen.task.magnitude import checked_inputs
+
+    for task_id, step in (("row_mean_bf16", 2.0 ** -8), ("row_l1_norm_f16", 2.0 ** -11)):
+        task = get_task(task_id)
+        inputs, _ = checked_inputs(task, {"M": 16, "N": 8192}, 0, extreme=True)
+        x = inputs["x"].double()
+        large = x.abs().max(dim=1, keepdim=True).values
+        mixed = ((x.abs() == large) | (x.abs() == large * step)).all(dim=1) & (x.abs() == large * step).any(dim=1)
+        leading = (x.abs() == large).sum(dim=1)[mixed]
+        assert int(mixed.sum()) == 4, task_id  # a quarter of the rows
+        assert set(leading.tolist()) == {1024, 4096}, task_id
+        # a bf16 (f16) running sum of such a row stays at its leading part's sum
+        row = x[mixed][0]
+        narrow = torch.zeros((), dtype=inputs["x"].dtype)
+        for value in row[row.abs() == row.abs().max()].tolist()[:1] + row[row.abs() != row.abs().max()].tolist()[:64]:
+            narrow = narrow + torch.tensor(value, dtype=inputs["x"].dtype)
+        assert float(narrow) == float(row.abs().max() * row.sign()[0])
+    plain = make_inputs(get_task("row_mean_bf16"), {"M": 16, "N": 8192}, 0)["x"].double()
+    assert float(plain.abs().max()) < 16

@@ -14,7 +14,7 @@ from kernelgen.task.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_exte
 from kernelgen.harness.plugin import summarize
 from kernelgen.task.results import CaseResult
 from kernelgen.task.spec import ScalarRange, Task, get_task
-from kernelgen.task.verify import make_inputs
+from kernelgen.task.verify import scalar_values, make_inputs
 
 
 def with_block(task_id: str, block: int):
@@ -175,6 +175,44 @@ def test_scalar_ranges_are_validated() -> None:
     data["scalar_ranges"] = {"window": {"min": 1, "max": 300}}
     with pytest.raises(ValidationError, match="window = 1024, which its scalar_ranges .* never draws"):
         Task.model_validate(data)
+
+
+def test_an_ordered_pair_of_bounds_is_drawn_anywhere_the_prompt_allows() -> None:
+    """hardtanh promises min_val <= max_val: both are drawn from one range and sorted, so both lie
+    above 0 in some draws and below it in others (a kernel that clamps each sign against one
+    bound passed every pair from two disjoint ranges); the extreme draws put both above 0."""
+    task = get_task("hardtanh")
+    pairs = [scalar_values(task, {"N": n}, 0) for n in range(1, 200)]
+    assert all(p["min_val"] <= p["max_val"] for p in pairs)
+    assert any(p["min_val"] > 0 for p in pairs) and any(p["max_val"] < 0 for p in pairs)
+    assert any(p["min_val"] < 0 < p["max_val"] for p in pairs)
+    extreme = scalar_values(task, {"N": 5}, 0, extreme=True)
+    assert 0 < extreme["min_val"] <= extreme["max_val"]
+    assert "max_val: f32 scalar, any value in [-2, 2], at least min_val" in task.render_prompt()
+    data = task.model_dump()
+    data["scalar_ranges"]["max_val"] = {"min": 0.1, "max": 2.0, "at_least": "min_val"}
+    with pytest.raises(ValidationError, match="drawn from the same range"):
+        Task.model_validate(data)
+
+
+# Scalar pairs that bound a clamp (lower, upper).
+BOUND_PAIRS = (("min_val", "max_val"), ("min", "max"), ("lo", "hi"), ("low", "high"), ("lower", "upper"))
+
+
+def test_a_pair_of_clamp_bounds_may_lie_on_one_side_of_zero() -> None:
+    """Each scalar of a lower/upper pair is drawn from a range with both signs, so both bounds
+    lie above 0 (or below it) in some draws: a kernel that assumes they straddle 0 fails."""
+    from kernelgen.task.spec import load_tasks
+
+    found = []
+    for task in load_tasks():
+        for low, high in BOUND_PAIRS:
+            if {low, high} <= set(task.scalars):
+                found.append(task.id)
+                for name in (low, high):
+                    r = task.scalar_ranges[name]
+                    assert r.min < 0 < r.max, (task.id, name)
+    assert {"hardtanh", "clamp_optional"} <= set(found)
 
 
 def test_offsets_are_sorted_segment_starts_within_the_total() -> None:

@@ -135,3 +135,25 @@ def test_a_launch_whose_programs_share_memory_is_not_sampled_and_its_draw_stays_
     for name in ("row_topk8_ticket_slots_packed_keys_control", "bincount_bytes_persistent_all_partials_control"):
         assert why_not_sampled(catalogued(name)) is not None, name
     assert why_not_sampled(check(get_task("attention_f16").golden)) is None
+
+
+def test_cpu_mode_draws_every_size_large_together_once() -> None:
+    """A tail dropped only where M * N >= 2**18 passed every CPU draw (48 x 2500 at most by
+    hypothesis, one size large and the others small in the targeted ones): one draw has every
+    size at one odd value (or its range's maximum), its product past 2**18, within the joint budget; the GPU's draws
+    reach such products by themselves."""
+    from kernelgen.task.draws import CPU_JOINT_BUDGET
+
+    for task_id in ("row_mean_abs_dev", "matmul_f16", "bmm_f16"):
+        task = get_task(task_id)
+        (joint,) = [d for d in case_draws(task, check(task.golden), 5, 0, gpu=False) if d.kind == "joint"]
+        values = {v for n, v in joint.sizes.items() if v != task.sizes[n].max}  # bmm's B stops at 32
+        assert len(values) == 1 and values.pop() % 2 == 1, joint
+        elements = task.footprint(joint.sizes)[0]
+        assert CPU_JOINT_BUDGET // 2 < elements <= CPU_JOINT_BUDGET
+    task = get_task("row_mean_abs_dev")
+    (joint,) = [d for d in case_draws(task, check(task.golden), 5, 0, gpu=False) if d.kind == "joint"]
+    assert joint.sizes["M"] * joint.sizes["N"] >= 1 << 18
+    assert not [d for d in case_draws(task, check(task.golden), 5, 0, gpu=True) if d.kind == "joint"]
+    assert not [d for d in case_draws(get_task("relu"), check(get_task("relu").golden), 5, 0, gpu=False)
+                if d.kind == "joint"]

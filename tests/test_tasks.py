@@ -144,6 +144,41 @@ def test_a_float_extremum_draws_nan() -> None:
     assert set(EXTREMUM_WITHOUT_NAN) <= taking
 
 
+# Tasks whose reference clamps or selects on a float input (clamp, minimum, maximum, hardtanh,
+# relu, threshold, ...) that do not draw NaN, and why no kernel can drop a NaN there or why it is
+# left open.
+CLAMP_WITHOUT_NAN = {"elu": "both branches of the select are NaN at a NaN x: no select drops it",
+                     "selu_bf16": "both branches of the select are NaN at a NaN x: no select drops it",
+                     "leaky_relu": "both branches (x, slope * x) are NaN at a NaN x: no select drops it",
+                     "hardswish": "x * relu6(x + 3) / 6 multiplies by x: NaN whatever the clamp does",
+                     "hardswish_generic": "x * relu6(x + 3) / 6 multiplies by x: NaN whatever the clamp does",
+                     "fp8_quantize_per_tensor": "the clamp saturates before an fp8 cast; a NaN's fp8 code is unstated",
+                     "fp8_quantize_blockwise": "the block's amax is a scale; a NaN's quantized value is unstated",
+                     "embedding_bag_mean_f16": "the clamp floors a bag's count (integers), not a float input",
+                     "gemm_bias_relu_f16": "open: an extreme domain for bias would turn off the magnified x and w "
+                                           "(kernelgen.task.magnitude), where an f16 accumulation shows"}
+
+
+def test_a_float_clamp_or_select_draws_nan() -> None:
+    """torch.clamp, minimum, maximum, hardtanh, relu, hardsigmoid and threshold propagate NaN,
+    and a clamp written as where(x > lo, x, lo) drops it (clamp_tensor's did): a task whose
+    reference takes one on float inputs draws NaN in some domain, and its prompt says NaN
+    propagates, else such a kernel passes."""
+    import re
+
+    select = re.compile(r"\bclamp(_min|_max)?\(|\bclip\(|\bminimum\(|\bmaximum\(|\bfmax\(|\bfmin\(|hardtanh|"
+                        r"\brelu6?\(|\.relu\(|hardsigmoid|hardswish|\bthreshold\(|leaky_relu|\belu\(|\bcelu\(|\bselu\(")
+    taking = {t.id for t in TASKS if select.search(t.reference)
+              and any(i.dtype in ("f16", "bf16", "f32", "f64") or i.dtype in {v.name for v in t.dtypes}
+                      for i in t.signature.inputs if i.shape is not None)}
+    assert {"clamp_tensor", "hardtanh", "relu", "bias_relu", "threshold", "clamp_optional", "maximum_f16"} <= taking
+    drawing = {t.id for t in TASKS if any(str(v) == "nan" for d in _domains(t) for v in d.specials)}
+    assert sorted(taking - drawing - set(CLAMP_WITHOUT_NAN)) == []
+    assert set(CLAMP_WITHOUT_NAN) <= taking and not set(CLAMP_WITHOUT_NAN) & drawing
+    unsaid = [t.id for t in TASKS if t.id in taking & drawing and not re.search(r"\bNaN\b", t.prompt)]
+    assert unsaid == []
+
+
 def test_a_norm_floored_by_eps_draws_zero_rows() -> None:
     """max(norm, eps) is the prompt's promise for an all-zero row (0, not 0 / 0): some draw has one."""
     import re

@@ -290,8 +290,8 @@ def threshold_difference_sign_control():
     c["lhs"] = B("sub", "v", "threshold")
     c["rhs"] = 0.0
     write("easy/threshold", "difference_sign_control", "ok",
-          "CONTROL (correct): tests x - threshold > 0 instead of x > threshold: with gradual underflow x - t is 0 "
-          "only where x == t, so the strict comparison is the same (NaN: false either way)", g)
+          "CONTROL (correct): tests x - threshold <= 0 instead of x <= threshold: with gradual underflow x - t is 0 "
+          "only where x == t, so the comparison is the same (NaN: false either way, and x stays NaN)", g)
 
 
 # ============================================================================ batch 3

@@ -30,7 +30,8 @@ def logit_clamped_eps():
           "prompt says 'no eps clamping': right for every x in [1e-6, 1 - 1e-6]. Input: x = [1e-7]: torch.logit "
           "gives -16.118, the kernel -13.816; x = [0.9999999] (f32 1 - 1.19e-7): torch 15.94, the kernel 13.82. "
           "The domain draws x uniform in [0.001, 0.999] in every draw (no extreme domain; uniform domains are not "
-          "magnified), so no x ever lies outside the clamp", g)
+          "magnified), so no x ever lies outside the clamp. Caught since the extreme draws hold 1e-7, 1e-30, 1 - 2**-23 "
+          "and 1 - 2**-24", g, code="mismatch")
 
 
 @kernel
@@ -43,7 +44,7 @@ def clamp_tensor_nan_becomes_bound():
           "pair of bounds and for lo > hi (gives hi), but a NaN in x compares false and becomes lo (or hi), "
           "where torch.clamp propagates it. Input: x = [nan], lo = [0], hi = [1]: torch gives nan, the kernel 0. "
           "No draw of the task holds a NaN: x, lo and hi are normal, and only a domain's specials put NaN among the"
-          " values", g)
+          " values. Caught since the extreme draws put NaN (and infinities) in x", g, code="mismatch")
 
 
 @kernel
@@ -95,7 +96,9 @@ def row_mean_bf16_lanes_in_bf16():
           "x[0, 1024 * k] = 256 for k = 1..7, others 0: each 65536 + 256 is a tie that rounds back to 65536 in "
           "bf16 (a step of 512 there), so the kernel gives 8.0 where torch gives 8.25. "
           "A lane holds at most N / 1024 <= 8 terms, and the means of normal rows are ~1/sqrt(N), inside the bf16 "
-          "atol of 1e-2; the extreme draws' magnification scales the atol with the output", g)
+          "atol of 1e-2; the extreme draws' magnification scales the atol with the output. Caught since some rows of an "
+          "extreme draw hold 16 in their first eighth and 16 * 2**-8 (a tie in bf16 at 16) in the rest "
+          "(verify.with_mixed_magnitude_rows), at N = 8192", g, code="mismatch")
 
 
 @kernel
@@ -108,7 +111,9 @@ def row_l1_norm_f16_lanes_in_f16():
           "N / 1024 terms. Input: N = 1025, x[0, 0] = 2048, x[0, 1024] = 1: lane 0's f16 sum 2049 rounds to "
           "2048 and the kernel gives 2048 where torch gives 2049. "
           "A lane holds at most 8 terms of |x| ~ 0.8 (sums ~6, f16 step 0.004): the error is ~1e-5 of the norm, "
-          "inside rtol 1e-4, in every draw, magnified ones too", g)
+          "inside rtol 1e-4, in every draw, magnified ones too. Caught since some rows of an extreme draw hold 16 in a "
+          "leading part and 16 * 2**-11 (a tie in f16 at 16) in the rest (verify.with_mixed_magnitude_rows)", g,
+          code="mismatch")
 
 
 @kernel
@@ -154,6 +159,17 @@ def logaddexp_infinities_control():
           "where |x - y| = nan made the golden's NaN", g)
 
 
+@kernel
+def logaddexp_equal_infinities_make_nan():
+    g = golden("easy/logaddexp")
+    stores(g["body"])[0]["value"] = "general"
+    write("easy/logaddexp", "equal_infinities_make_nan", "wrong_result",
+          "m + log1p(exp(-|x - y|)) with m = max(x, y) and no guard (the prompt's own hint, and the golden until "
+          "round 7): where x and y are the same infinity, |x - y| = inf - inf is NaN. Input: x = [-inf, inf], "
+          "y = [-inf, inf]: torch.logaddexp gives [-inf, inf], the kernel [nan, nan]. Caught since the extreme "
+          "draws put NaN and infinities in both inputs, every pair of them at the same element", g, code="mismatch")
+
+
 # ============================================================================ batch 2: sizes
 
 @kernel
@@ -170,7 +186,8 @@ def row_mean_abs_dev_tail_dropped_past_2pow18_elements():
           "out = 0.976 where torch gives 1.950. "
           "No CPU draw has M * N >= 2**18: hypothesis draws stop at cpu_max (48 x 2500), a targeted draw makes one "
           "size large and the others small (<= 17), the range-maximum draws take the others at 16 (8192 x 16 = "
-          "131072); GPU draws (M, N up to 8192) would reach it", g)
+          "131072); GPU draws (M, N up to 8192) would reach it. Caught since CPU mode's joint draw takes every size at "
+          "one odd value within 5 * 2**16 elements (M = N = 571: 326041 elements, draws.joint_draw)", g, code="mismatch")
 
 @kernel
 def hardtanh_bounds_straddle_zero():
@@ -183,7 +200,8 @@ def hardtanh_bounds_straddle_zero():
           "but the prompt allows any min_val <= max_val. Input: x = [0.1, -0.3], min_val = 0.25, max_val = 0.5: "
           "F.hardtanh gives [0.25, 0.25], the kernel [0.1, 0.25]. "
           "scalar_ranges draw min_val in [-1.5, -0.1] and max_val in [0.1, 2.0]: no call has both bounds on one "
-          "side of 0", g)
+          "side of 0. Caught since both are drawn from [-2, 2] and sorted (min_val at most max_val), both above 0 "
+          "in the extreme draws", g, code="mismatch")
 
 
 @kernel

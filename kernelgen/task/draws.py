@@ -72,6 +72,11 @@ GPU_BYTE_BUDGET = 4 << 30
 # The range-maximum draws in CPU mode: all their inputs and outputs within this many elements
 # (1 x 65536 fits with room; the interpreter takes a fraction of a second on it).
 CPU_RANGE_MAX_BUDGET = 1 << 20
+# The joint draw in CPU mode (:func:`joint_draw`): every size as large as the others, all inputs
+# and outputs within this many elements, so that a product of sizes passes 2**18 (a matrix of
+# 571 x 571), where each other CPU draw keeps all sizes but one small. 2**19 cost the goldens
+# ~10% more interpreter time; this, about 6%.
+CPU_JOINT_BUDGET = 5 << 16
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -97,7 +102,8 @@ class Draw:
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
-    # range: its maximum, and one less where loops walk it), "sorted" or "num_sms".
+    # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
+    # together, :func:`joint_draw`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -301,6 +307,31 @@ def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
     raise AssertionError("unreachable: the last assignment tried is returned")
 
 
+def joint_draw(task: Task) -> Draw | None:
+    """CPU mode's draw with every size large together: each name at one value v (clamped to its
+    range; v odd, so no block divides it), the largest within :data:`CPU_JOINT_BUDGET`. The
+    hypothesis draws stop at ``cpu_max`` (48 x 2500) and the targeted and range-maximum draws make
+    one size large and the others small (8192 x 16), so no CPU draw had M * N >= 2**18: a kernel
+    that takes another path, or drops a tail, only past a threshold on a product of sizes passed.
+    None for a task of fewer than two sizes (its other draws reach its range already)."""
+    if len(task.sizes) < 2:
+        return None
+
+    def at(value: int) -> dict[str, int]:
+        return {name: min(max(value, r.min), r.max) for name, r in task.sizes.items()}
+
+    low, high = 1, max(r.max for r in task.sizes.values())
+    while low < high:  # the footprint grows with v: bisect
+        mid = (low + high + 1) // 2
+        if _fits(task, at(mid), False, CPU_JOINT_BUDGET):
+            low = mid
+        else:
+            high = mid - 1
+    value = low - 1 if low % 2 == 0 and low > 1 else low
+    sizes = at(value)
+    return Draw(sizes, kind="joint") if _fits(task, sizes, False, CPU_JOINT_BUDGET) else None
+
+
 def limit_sizes(task: Task) -> list[dict[str, int]]:
     """The assignments a kernel's launches are planned at without running (grid, shapes,
     params; no memory, no interpretation): each name at its range's maximum with the others at
@@ -380,6 +411,9 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
+    joint = None if gpu else joint_draw(task)
+    if joint is not None:
+        draws.append(joint)
     return draws
 
 

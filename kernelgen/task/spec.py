@@ -165,6 +165,10 @@ class ScalarRange(_Model):
     # The value the extreme draws take (the most demanding end: a softmax temperature at its
     # smallest, where x / temperature overflows exp first); None: drawn as in the other draws.
     extreme: Union[float, int, bool, None] = None
+    # Another scalar this one is at least (a pair of bounds whose prompt promises lo <= hi): both
+    # are drawn from the same range and the pair is sorted, so every ordered pair the prompt
+    # allows is drawn (both bounds on one side of 0 too), not only those of two disjoint ranges.
+    at_least: str | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScalarRange:
@@ -178,9 +182,10 @@ class ScalarRange(_Model):
         return self
 
     def describe(self) -> str:
+        above = f", at least {self.at_least}" if self.at_least is not None else ""
         if self.values is not None:
-            return f"one of {self.values}"
-        return f"any value in [{self.min:g}, {self.max:g}]"
+            return f"one of {self.values}{above}"
+        return f"any value in [{self.min:g}, {self.max:g}]{above}"
 
     def holds(self, value: Union[float, int, bool]) -> bool:
         """Whether ``value`` is one this range draws."""
@@ -355,6 +360,12 @@ class Task(_Model):
         for name, drawn in self.scalar_ranges.items():
             if name not in scalar_inputs:
                 raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
+            below = self.scalar_ranges.get(drawn.at_least) if drawn.at_least is not None else None
+            if drawn.at_least is not None and (below is None or below.model_dump(exclude={"extreme", "at_least"})
+                                               != drawn.model_dump(exclude={"extreme", "at_least"})
+                                               or self.scalars[drawn.at_least] > self.scalars[name]):
+                raise ValueError(f"scalar_ranges: {name} is at least {drawn.at_least!r}, which must be a scalar "
+                                 f"drawn from the same range, its bench value at most {name}'s")
             if not drawn.holds(self.scalars[name]):
                 # the timed value unchecked: a kernel may do anything there (cap a window at
                 # 512 when the bench's is 1024, and time half the work)

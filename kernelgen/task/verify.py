@@ -159,8 +159,8 @@ def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generato
 def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool = False) -> dict[str, Any]:
     """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
     (reproducible from task, sizes and seed; in an extreme draw, a range's ``extreme`` value
-    where it has one; a float rounded to the scalar's dtype), the bench value where a scalar has
-    no range."""
+    where it has one; a float rounded to the scalar's dtype; a range ``at_least`` another scalar
+    sorted against it), the bench value where a scalar has no range."""
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
     for spec in task.signature.inputs:
@@ -173,6 +173,10 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
                 # a value of the scalar's dtype: the kernel and PyTorch compare with the same one
                 value = float(torch.tensor(value, dtype=torch.float64).to(torch_dtype(spec.dtype)))
             values[spec.name] = value
+    for spec in task.signature.inputs:  # pairs drawn from one range, sorted (ScalarRange.at_least)
+        drawn = task.scalar_ranges.get(spec.name)
+        if drawn is not None and drawn.at_least is not None and values[spec.name] < values[drawn.at_least]:
+            values[spec.name], values[drawn.at_least] = values[drawn.at_least], values[spec.name]
     return values
 
 
@@ -190,6 +194,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     args: dict[str, Any] = {}
     given = task.variant.args if task.variant is not None else {}
     bounds_at = domain_env(task, sizes)
+    specialled: list[str] = []  # float inputs drawn with specials, for with_special_pairs
     for spec in task.signature.inputs:
         if not spec.is_plain:
             value = given.get(spec.name, spec.default)
@@ -223,9 +228,21 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and (domain is None or (domain.kind == "normal" and not domain.zero_rows
                                                and domain.same_as is None)):
                 args[spec.name] = with_negative_rows(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            if extreme and (domain is None or (domain.kind == "normal" and not domain.zero_rows and not domain.ties
+                                               and domain.same_as is None)):
+                args[spec.name] = with_mixed_magnitude_rows(args[spec.name],
+                                                            size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            if extreme and domain is not None and domain.specials and args[spec.name].is_floating_point():
+                for other in specialled:
+                    if args[other].shape == args[spec.name].shape:
+                        args[other], args[spec.name] = with_special_pairs(
+                            args[other], args[spec.name], task.extreme_domains[other].special_values(bounds_at),
+                            domain.special_values(bounds_at), size_seed(task, sizes, seed) ^ hash_name(f"{other}|{spec.name}"))
+                if spec.name in task.extreme_domains:
+                    specialled.append(spec.name)
             if order is not None and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     return args
@@ -388,6 +405,58 @@ def _rows_at_scalar(values: torch.Tensor, scalar: float, low: float, high: float
         tip = torch.where(torch.arange(len(chosen)) % 2 == 0, step, exact).to(values.dtype)
         capped[torch.arange(len(chosen)), at] = tip
         rows[chosen] = capped
+    return rows.reshape(values.shape)
+
+
+def with_special_pairs(first: torch.Tensor, second: torch.Tensor, first_specials: list, second_specials: list,
+                       seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two float inputs of one shape whose extreme domains both have specials, in an extreme
+    draw: every pair of their specials (each one's that its dtype holds) at the same element, each
+    pair at least once where there is room (at most half the elements), then repeated up to one
+    element in 2 * :data:`SPECIAL_SHARE`. Placed independently, two specials meet at an element
+    rarely: logaddexp(-inf, -inf), inf - inf in a difference, max(nan, nan) went undrawn, and a
+    formula that makes NaN of two equal infinities (|x - y| = inf - inf) passed."""
+    if first.numel() < 2:
+        return first, second
+    pairs = [(a, b) for a in first_specials for b in second_specials]
+    count = min(max(len(pairs), first.numel() // (2 * SPECIAL_SHARE)), first.numel() // 2)
+    places = torch.randperm(first.numel(), generator=torch.Generator().manual_seed(seed ^ 0x9A125))[:count]
+    ours = [pairs[i % len(pairs)] for i in range(count)]
+    a, b = first.clone().reshape(-1), second.clone().reshape(-1)
+    a[places] = torch.tensor([float(x) for x, _ in ours], dtype=torch.float64).to(a.dtype)
+    b[places] = torch.tensor([float(y) for _, y in ours], dtype=torch.float64).to(b.dtype)
+    return a.reshape(first.shape), b.reshape(second.shape)
+
+
+# Mantissa bits of the narrow float dtypes whose rows :func:`with_mixed_magnitude_rows` mixes.
+NARROW_MANTISSA = {torch.float16: 10, torch.bfloat16: 7}
+
+
+def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
+    """An f16 or bf16 input of two or more rows (along the last axis) drawn from a normal
+    domain, in an extreme draw: about a quarter of its rows hold a large value L = +-16 in a
+    leading part (half the row in some, an eighth in others) and the small value L * 2**-(p + 1)
+    (half a step of the dtype at L, p its mantissa bits) in the rest. A running sum kept in the
+    input's dtype, as a per-lane accumulator of a row reduction is when a kernel keeps it narrow,
+    holds L (or more) after the leading part wherever its lanes span no more than that part, and
+    each small value added to it is a tie that rounds back (to even): it loses them all, a few
+    percent of an eighth-led row's sum at 8 terms a lane (N = 8192 in lanes of 1024), while an
+    f32 accumulation keeps every bit. Rows of uniform magnitude hide this whatever their scale.
+    L is large against the normal rows (16, not 1) so that such a row's output stays large
+    against the atol, which a magnified draw (:mod:`kernelgen.task.magnitude`) scales up with
+    the largest output: a bf16 mean of 2 loses 0.05 there, past atol + rtol * 2."""
+    if values.dtype not in NARROW_MANTISSA or values.dim() < 2 or values.numel() == 0 \
+            or values.numel() // values.shape[-1] < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x313D)
+    rows = values.reshape(-1, values.shape[-1]).clone()
+    chosen = torch.randperm(rows.shape[0], generator=generator)[:max(1, rows.shape[0] // 4)]
+    # the chosen rows in turn: an eighth-led one first (the bf16 mean's), then a half-led one
+    leading = torch.where(torch.arange(len(chosen)) % 2 == 0, -(-rows.shape[1] // 8), -(-rows.shape[1] // 2))
+    sign = torch.where(torch.rand(len(chosen), generator=generator) < 0.5, -16.0, 16.0).double()
+    small = 2.0 ** -(NARROW_MANTISSA[values.dtype] + 1)
+    mixed = torch.where(torch.arange(rows.shape[1])[None, :] < leading[:, None], 1.0, small).double() * sign[:, None]
+    rows[chosen] = mixed.to(values.dtype)
     return rows.reshape(values.shape)
 
 
