@@ -229,7 +229,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                                                and domain.same_as is None)):
                 args[spec.name] = with_negative_rows(args[spec.name], size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or (domain.kind == "normal" and not domain.zero_rows and not domain.ties
-                                               and domain.same_as is None)):
+                                               and domain.same_as is None)) and not golden_dots(task):
                 args[spec.name] = with_mixed_magnitude_rows(args[spec.name],
                                                             size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
@@ -458,6 +458,16 @@ def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
     mixed = torch.where(torch.arange(rows.shape[1])[None, :] < leading[:, None], 1.0, small).double() * sign[:, None]
     rows[chosen] = mixed.to(values.dtype)
     return rows.reshape(values.shape)
+
+
+def golden_dots(task: Task) -> bool:
+    """Whether the task's golden multiplies with ``dot`` (tensor cores on a GPU), whose inputs
+    get no mixed-magnitude rows (:func:`with_mixed_magnitude_rows`): a dot accumulates in f32
+    by the language's rule, so there is no narrow running sum to expose, and the H200's tensor
+    cores do not round each of their adds to nearest: same-sign sums of those rows over K = 8192
+    and 16384 came out 2.5e-4 and 4.4e-4 low (matmul_bf16_f32out, linear_weight_grad_f16), past
+    an f32 output's rtol of 1e-4, where the mixed signs of normal rows cancel that drift."""
+    return '"op":"dot"' in task.golden.model_dump_json()
 
 
 def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
