@@ -203,9 +203,8 @@ class _Run:
 
     def _fma(self, e: L.Fma, path: str, env) -> Value:
         t = self.types[path]
-        # Widened before broadcasting: a [1, N] row of a [M, N] block converts N values, not M * N.
         operands = [self.eval_as(getattr(e, f), child(path, f), env, t.dtype) for f in "xyz"]
-        wide = {_view_key(v): v.double() for v in operands}  # x * x: one conversion
+        wide = {_view_key(v): v.double() for v in operands}  # x * x: one conversion; a row: N, not M * N
         x, y, z = (self.expand(wide[_view_key(v)], t.shape) for v in operands)
         if t.dtype == "f64":
             return _fma_f64(x, y, z)
