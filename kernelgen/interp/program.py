@@ -12,7 +12,7 @@ import copy
 import math
 import time
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 import torch
 
@@ -203,9 +203,9 @@ class _Run:
 
     def _fma(self, e: L.Fma, path: str, env) -> Value:
         t = self.types[path]
-        operands = [self.eval_as(getattr(e, f), child(path, f), env, t.dtype, t.shape) for f in "xyz"]
-        wide = {_view_key(v): v.double() for v in operands}  # x * x: one conversion
-        x, y, z = (wide[_view_key(v)] for v in operands)
+        operands = [self.eval_as(getattr(e, f), child(path, f), env, t.dtype) for f in "xyz"]
+        wide = {_view_key(v): v.double() for v in operands}  # x * x: one conversion; a row: N, not M * N
+        x, y, z = (self.expand(wide[_view_key(v)], t.shape) for v in operands)
         if t.dtype == "f64":
             return _fma_f64(x, y, z)
         return (x * y + z).to(torch_dtype(t.dtype))
@@ -479,7 +479,6 @@ class _Run:
                 self.accesses.barrier(self.programs if active is None else self.programs[active])
 
     def loop(self, f: L.For, path: str, env: dict[str, Value]) -> None:
-        var_dtype = self.types[child(path, "var")].dtype
         start, stop, step = (self.eval_as(getattr(f, n), child(path, n), env, "i64") for n in ("start", "stop", "step"))
         if any_true(step <= 0):
             raise InterpreterError(Diagnostic(child(path, "step"), "bad_loop",
@@ -492,24 +491,45 @@ class _Run:
         if most > MAX_LOOP_ITERATIONS:
             raise InterpreterError(Diagnostic(child(path, "stop"), "bad_loop",
                                               f"a loop of {most} iterations is beyond the interpreter's limit"))
-        uniform = all_true(trips == most)
         carry_types = {c.name: self.types[child(path, "carry", i, "name")] for i, c in enumerate(f.carry)}
         carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
                                              carry_types[c.name])
                    for i, c in enumerate(f.carry)}
-        for i in range(most):
+        self._iterate(f, path, env, carries, carry_types, (start, step, trips), 0, most)
+        env.update(carries)
+
+    def _iterate(self, f: L.For, path: str, env: dict[str, Value], carries: dict[str, Value],
+                 carry_types: dict[str, ValueType], bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                 first: int, most: int) -> None:
+        """Iterations ``first`` to ``most`` of loop ``f`` (``bounds``: each program's start, step
+        and trips), updating ``carries``. Once at most one program in :data:`_FEW` still
+        iterates (the last programs of a persistent loop, the few long rows of a ragged batch),
+        those run the rest alone, as a branch few programs take does (:meth:`_run_alone`): the
+        others' values no longer change, and computing their rows was most of the work."""
+        start, step, trips = bounds
+        uniform = all_true(trips == most)
+        var_dtype = torch_dtype(self.types[child(path, "var")].dtype)
+        for i in range(first, most):
+            active = None if uniform else trips > i
+            if active is not None and int(active.sum()) * _FEW <= self.count:
+                rows = active.nonzero().flatten()
+                sub, mine = self._subset(rows)
+                alone = {name: mine(value) for name, value in carries.items()}
+                sub._iterate(f, path, {name: mine(value) for name, value in env.items() if name != _ACTIVE}, alone,
+                             carry_types, (start[rows], step[rows], trips[rows]), i, most)
+                for name, t in carry_types.items():
+                    carries[name] = self._select(active, self._at_rows(rows, alone[name], t), carries[name], t)
+                return
             inner = dict(env)
             inner.update(carries)
-            inner[f.var] = (start + i * step).to(torch_dtype(var_dtype))
-            active = None if uniform else trips > i
+            inner[f.var] = (start + i * step).to(var_dtype)
             if active is not None:
-                inner[_ACTIVE] = active if outer_active is None else active & outer_active
+                inner[_ACTIVE] = active  # trips > i only where the enclosing loop or branch is active
             self.block(f.body, child(path, "body"), inner)
             for j, c in enumerate(f.carry):
                 t = carry_types[c.name]
                 nxt = self._materialize(self.eval(c.next, child(path, "carry", j, "next"), inner), t)
                 carries[c.name] = nxt if active is None else self._select(active, nxt, carries[c.name], t)
-        env.update(carries)
 
     def branch(self, s: L.If, path: str, env: dict[str, Value]) -> None:
         """Each program takes one branch: a branch runs for the programs (of those active)
@@ -550,6 +570,19 @@ class _Run:
         atomics as when run masked over every program, without computing every program's rows.
         Its results come back at those programs' rows (zeros elsewhere, never selected)."""
         rows = active.nonzero().flatten()
+        sub, mine = self._subset(rows)
+        inner = {name: mine(value) for name, value in env.items() if name != _ACTIVE}
+        sub.block(stmts, child(path, side), inner)
+        results = []
+        for i, (r, t) in enumerate(zip(s.results, types)):
+            value = sub._materialize(sub.eval(r.then if side == "then" else r.else_,
+                                              child(path, "results", i, side), inner), t)
+            results.append(self._at_rows(rows, value, t))
+        return results
+
+    def _subset(self, rows: torch.Tensor) -> tuple[_Run, Callable[[Value], Value]]:
+        """This run over the chunk's ``rows`` alone (in the chunk's order), and the function
+        taking a value of this run at those rows."""
         sub = copy.copy(self)
         sub.programs, sub.count = self.programs[rows], int(rows.numel())
         g0, g1, _ = self.plan.grid
@@ -561,14 +594,7 @@ class _Run:
             return value[rows] if isinstance(value, torch.Tensor) and value.dim() and value.shape[0] == self.count \
                 else value
 
-        inner = {name: mine(value) for name, value in env.items() if name != _ACTIVE}
-        sub.block(stmts, child(path, side), inner)
-        results = []
-        for i, (r, t) in enumerate(zip(s.results, types)):
-            value = sub._materialize(sub.eval(r.then if side == "then" else r.else_,
-                                              child(path, "results", i, side), inner), t)
-            results.append(self._at_rows(rows, value, t))
-        return results
+        return sub, mine
 
     def _at_rows(self, rows: torch.Tensor, value: Value, t: ValueType) -> Value:
         if isinstance(value, Pointer):
