@@ -462,22 +462,17 @@ def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
 
 
 def reduces_rows(task: Task, spec: L.Input) -> bool:
-    """Whether an output of the task is ``spec`` reduced along its last axis (shape ``[M]`` or
-    ``[M, 1]`` of an input ``[M, N]``): the rows :func:`with_mixed_magnitude_rows` mixes are
-    the ones such a kernel sums lane by lane. Elsewhere those rows only raise the largest
-    output, and with it a magnified draw's atol, past what other wrong kernels differ by (a
-    column sum missing row tiles, a tanh GELU for the erf one, both caught before)."""
+    """Whether an output is ``spec`` reduced along its last axis (``[M]`` or ``[M, 1]`` of an
+    ``[M, N]`` input), whose rows a kernel sums lane by lane: elsewhere mixed-magnitude rows only
+    raise a magnified draw's atol past what other wrong kernels differ by (a tanh GELU)."""
     rows = list(spec.shape[:-1])
     return len(spec.shape) >= 2 and any(list(out.shape) in (rows, rows + [1]) for out in task.signature.outputs)
 
 
 def golden_dots(task: Task) -> bool:
-    """Whether the task's golden multiplies with ``dot`` (tensor cores on a GPU), whose inputs
-    get no mixed-magnitude rows (:func:`with_mixed_magnitude_rows`): a dot accumulates in f32
-    by the language's rule, so there is no narrow running sum to expose, and the H200's tensor
-    cores do not round each of their adds to nearest: same-sign sums of those rows over K = 8192
-    and 16384 came out 2.5e-4 and 4.4e-4 low (matmul_bf16_f32out, linear_weight_grad_f16), past
-    an f32 output's rtol of 1e-4, where the mixed signs of normal rows cancel that drift."""
+    """Whether the golden uses ``dot``, whose inputs get no mixed-magnitude rows: a dot sums in
+    f32 by the language's rule, and the H200's tensor cores do not round each add to nearest
+    (same-sign sums of those rows at K = 8192 came out 2.5e-4 low, past an f32 rtol of 1e-4)."""
     return '"op":"dot"' in task.golden.model_dump_json()
 
 
