@@ -466,7 +466,7 @@ def reduces_rows(task: Task, spec: L.Input) -> bool:
     ``[M, N]`` input), whose rows a kernel sums lane by lane: elsewhere mixed-magnitude rows only
     raise a magnified draw's atol past what other wrong kernels differ by (a tanh GELU)."""
     rows = list(spec.shape[:-1])
-    return len(spec.shape) >= 2 and any(list(out.shape) in (rows, rows + [1]) for out in task.signature.outputs)
+    return len(spec.shape) >= 2 and any(list(out.shape or []) in (rows, rows + [1]) for out in task.signature.outputs)
 
 
 def golden_dots(task: Task) -> bool:
