@@ -1,0 +1,93 @@
+"""Variants of task goldens as a bench folder of their own, to time configurations the quick
+tuner does not search (programs of several launches, load eviction hints) with the harness's
+own timer and against torch.compile, before one is written into the golden.
+
+Each variant is a copy of the task ``<task>_v<k>`` whose golden has some meta values,
+``num_warps`` (every launch), ``num_stages`` or load hints changed:
+
+    python tools/golden_variants.py --out /tmp/variants med/col_mean_var \\
+        "BLOCK_N=64 warps=8" "SPLIT=64" + hard/maxpool2x2 "load0=evict_last load1=evict_last"
+    KERNELGEN_BENCH_DIR=/tmp/variants pytest bench/med bench/hard -m "not ablation" \\
+        --kg-mode gpu --kg-tune off --kg-compiled on --kg-results variants.jsonl
+    python tools/speedup_table.py variants.jsonl
+
+A spec item ``NAME=VALUE`` sets a meta value, ``warps=N`` and ``stages=N`` every launch's
+warps and stages, ``loadK=HINT`` the cache hint of the golden's K-th load (0-based, in file
+order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``). ``+`` starts the next task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def _loads(node: object, found: list[dict]) -> list[dict]:
+    """Every load node under ``node``, in document order."""
+    if isinstance(node, dict):
+        if node.get("op") == "load":
+            found.append(node)
+        for value in node.values():
+            _loads(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _loads(value, found)
+    return found
+
+
+def apply(golden: dict, spec: str) -> dict:
+    """The golden with the spec's changes (see the module docstring)."""
+    launches = golden.get("launches") or [golden]
+    loads = _loads(golden, [])
+    for item in spec.split():
+        name, _, value = item.partition("=")
+        if not value:
+            raise SystemExit(f"{item!r}: a spec item is NAME=VALUE")
+        if name in ("warps", "stages"):
+            for launch in launches:
+                launch["num_" + name] = int(value)
+        elif re.fullmatch(r"load\d+", name):
+            index = int(name[4:])
+            if index >= len(loads):
+                raise SystemExit(f"{item!r}: the golden has {len(loads)} loads")
+            loads[index]["cache"] = value
+        else:
+            meta = {m["name"]: m for m in golden.get("meta", [])}
+            if name not in meta:
+                raise SystemExit(f"{item!r}: the golden has no meta value {name!r} (it has {sorted(meta)})")
+            meta[name]["value"] = int(value)
+    return golden
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="the variant bench folder (KERNELGEN_BENCH_DIR)")
+    parser.add_argument("items", nargs="+", help="TIER/TASK SPEC... [+ TIER/TASK SPEC...]")
+    args = parser.parse_args()
+    groups: list[list[str]] = [[]]
+    for item in args.items:
+        if item == "+":
+            groups.append([])
+        else:
+            groups[-1].append(item)
+    for group in filter(None, groups):
+        task_path, specs = group[0], group[1:]
+        tier, task = task_path.split("/")
+        source = yaml.safe_load((BENCH / tier / f"{task}.yaml").read_text())
+        (args.out / tier).mkdir(parents=True, exist_ok=True)
+        for k, spec in enumerate(["", *specs]):
+            variant = yaml.safe_load((BENCH / tier / f"{task}.yaml").read_text()) if k else source
+            variant["golden"] = apply(variant["golden"], spec)
+            path = args.out / tier / f"{task}_v{k}.yaml"
+            path.write_text(yaml.safe_dump(variant, sort_keys=False))
+            print(f"{path}: {spec or 'as written'}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
