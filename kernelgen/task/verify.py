@@ -25,7 +25,7 @@ import torch
 from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Tolerance, compare_tensors
-from kernelgen.task.reductions import golden_dots, reduces_rows, with_mixed_magnitude_rows
+from kernelgen.task.reductions import golden_dots, reduces_rows, with_cancelling_halves, with_mixed_magnitude_rows
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
@@ -189,7 +189,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     ``bench``: scalars take their bench values (timing), else they are drawn (checking);
     ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
     shapes without their memory); ``order``: float inputs of an ordinary domain sorted
-    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`)."""
+    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`), or a
+    reduction's halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
@@ -245,8 +246,10 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                             domain.special_values(bounds_at), size_seed(task, sizes, seed) ^ hash_name(f"{other}|{spec.name}"))
                 if spec.name in task.extreme_domains:
                     specialled.append(spec.name)
-            if order is not None and _sortable(args[spec.name], domain):
+            if order in ("ascending", "descending") and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
+    if order == "cancelling" and not shapes_only:
+        args = with_cancelling_halves(task, args, sizes, size_seed(task, sizes, seed), run_reference)
     return args
 
 
