@@ -7,6 +7,7 @@ sums are merged in a narrow dtype or by a first writer.
 
 Run from the repository root: ``python tools/redteam_round7.py [NAME ...] [--out DIR]`` (default
 ``redteam_candidates/``), then ``python tools/redteam_verdicts.py DIR/*.json``."""
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from redteam_round5 import W, let  # noqa: E402
 
 ROUND = Round()
 kernel, write = ROUND.kernel, ROUND.write
+CATALOGUE = Path(__file__).resolve().parents[1] / "tests" / "redteam"
 
 
 # ============================================================================ batch 1: values and dtypes
@@ -309,7 +311,47 @@ def gemv_f16_split_k_f16_atomics():
           "then zeros: the f32 sum is 128, but the first two splits' partials, 256000 and -255872, overflow f16 "
           "(max 65504) to inf and -inf, and the kernel gives nan where torch gives 128. "
           "Drawn partials (normal products, |partial| ~ sqrt(K / 8)) stay far below f16's range, and 8 roundings of"
-          " a sum are within the f16 rtol/atol of 1e-2 except for sums very near zero", g)
+          " a sum are within the f16 rtol/atol of 1e-2 except for sums very near zero. Caught since CPU mode's "
+          "cancelling draw (N = 16, K = 16384) gives a quarter of the rows halves that sum to about +-328 and cancel "
+          "to ~0.1 (reductions.with_cancelling_halves): an f16 partial there is rounded by up to 0.03, y by up to "
+          "0.125", g, code="mismatch")
+
+
+def _splitk_combine(f16_partials: bool):
+    """The catalogue's split-K kernel for splitk_gemv_f16 (each of 8 splits stores its f32 partial sums in
+    scratch, a combine launch adds them) with a combine that adds every split's partial in f32, each one
+    rounded to f16 first where ``f16_partials``."""
+    g = json.loads((CATALOGUE / "splitk_gemv_f16_first_split_only.json").read_text())["kernel"]
+    body = g["launches"][1]["body"]
+    at = body.index(find_let(body, "partials"))
+    term = {"op": "load", "ptr": B("add", B("add", "partial", B("mul", "split", "MN")), "offsets"), "mask": "in_bounds"}
+    term = cast(cast(term, "f16"), "f32") if f16_partials else term
+    body[at] = {"op": "for", "var": "split", "stop": "SPLIT", "step": 1,
+                "carry": [{"name": "total", "init": {"op": "full", "shape": ["BLOCK"], "value": 0.0, "dtype": "f32"},
+                           "next": "new_total"}],
+                "body": [let("new_total", B("add", "total", term))]}
+    stores(body)[0]["value"] = cast("total", "f16")
+    return g
+
+
+@kernel
+def splitk_gemv_f16_combine_adds_f16_partials():
+    write("expert/splitk_gemv_f16", "combine_adds_partials_rounded_to_f16", "wrong_result",
+          "splits K over 8 programs, each storing its f32 partial sums in scratch, and the combine launch adds the 8 "
+          "partials in f32 after rounding each to f16 (as a kernel that keeps its scratch in f16 would): the prompt "
+          "says not to round partial sums to f16. Input: M = N = 1, K = 2048, x = ones, weight[0] = [1000.5] * 256 "
+          "then [-1000] * 256, then zeros: the f32 sum is 128, the two splits' partials 256128 and -256000 overflow f16, "
+          "and the kernel gives nan. Partials of normal products (~sqrt(K / 8)) are rounded by far less than the atol; "
+          "caught by CPU mode's cancelling draw (M = N = 8, K = 32768: halves of about +-328 that cancel, "
+          "reductions.with_cancelling_halves)", _splitk_combine(True), code="mismatch")
+
+
+@kernel
+def splitk_gemv_f16_combine_adds_f32_partials_control():
+    write("expert/splitk_gemv_f16", "combine_adds_f32_partials_control", "ok",
+          "CONTROL (correct): splits K over 8 programs, each storing its f32 partial sums (a dot) in scratch, and a "
+          "combine launch adds the 8 partials in f32 and rounds once to f16: passes the cancelling draw, whose "
+          "partials are large and whose result is small", _splitk_combine(False))
 
 
 @kernel

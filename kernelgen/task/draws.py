@@ -36,6 +36,11 @@ grid past 65535 programs on axis 1, or an i32 param that overflows, at sizes the
 a ``launch_error`` even where no draw there is affordable. A grid capped by a literal
 (``minimum(cdiv(T, 16), 4096)``) bounds the extent by the cap times the block.
 
+A sum into an f16 or bf16 output (a gemv, a row mean) also gets, in CPU mode, a draw at the top
+of its reduced size's range whose halves are large and cancel (:func:`cancelling_draw`): a kernel
+that rounds its partial sums to the output's dtype before the final sum (a split-K gemv
+atomic_adding f16 partials) is within tolerance wherever the partials are as small as the result.
+
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
 drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
@@ -56,6 +61,7 @@ from typing import Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
+from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.spec import Task
 
 DEFAULT_CPU_MAX = 4096
@@ -99,11 +105,12 @@ class Draw:
     extreme: bool = False
     num_sms: int | None = None
     # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
-    # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); None: as drawn.
+    # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
+    # reduction's halves large and cancelling (:func:`cancelling_draw`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
-    # together, :func:`joint_draw`) or "num_sms".
+    # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -332,6 +339,21 @@ def joint_draw(task: Task) -> Draw | None:
     return Draw(sizes, kind="joint") if _fits(task, sizes, False, CPU_JOINT_BUDGET) else None
 
 
+def cancelling_draw(task: Task) -> Draw | None:
+    """CPU mode's draw for a sum into an f16 or bf16 output (a gemv, a row mean:
+    :func:`kernelgen.task.reductions.cancelling_inputs`): the reduced size at the top of its
+    range, the others as :func:`range_max_draw` puts them, the halves of the reduction large and
+    cancelling (:func:`kernelgen.task.reductions.with_cancelling_halves`), where a partial sum
+    rounded to the output's dtype (a split-K's partials atomic_added into an f16 output) is far off
+    the small result; None for other tasks. Not on the GPU (GPU mode runs it in the interpreter,
+    as it does the sorted draws): a correct answer's tensor-core dot truncates each accumulation
+    step, and on these sums it drifts as far as an f16 rounding of the partials by K = 32768."""
+    found = cancelling_inputs(task)
+    if found is None:
+        return None
+    return Draw(range_max_draw(task, found[0], gpu=False).sizes, order="cancelling", kind="cancelling")
+
+
 def limit_sizes(task: Task) -> list[dict[str, int]]:
     """The assignments a kernel's launches are planned at without running (grid, shapes,
     params; no memory, no interpretation): each name at its range's maximum with the others at
@@ -411,10 +433,8 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    joint = None if gpu else joint_draw(task)
-    if joint is not None:
-        draws.append(joint)
-    return draws
+    extra = [] if gpu else [joint_draw(task), cancelling_draw(task)]
+    return draws + [draw for draw in extra if draw is not None]
 
 
 def looped_sizes(checked: Checked) -> set[str]:

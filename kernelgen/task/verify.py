@@ -25,6 +25,7 @@ import torch
 from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Tolerance, compare_tensors
+from kernelgen.task.reductions import golden_dots, reduces_rows, with_cancelling_halves, with_mixed_magnitude_rows
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
@@ -188,7 +189,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     ``bench``: scalars take their bench values (timing), else they are drawn (checking);
     ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
     shapes without their memory); ``order``: float inputs of an ordinary domain sorted
-    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`)."""
+    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`), or a
+    reduction's halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
@@ -244,8 +246,10 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                             domain.special_values(bounds_at), size_seed(task, sizes, seed) ^ hash_name(f"{other}|{spec.name}"))
                 if spec.name in task.extreme_domains:
                     specialled.append(spec.name)
-            if order is not None and _sortable(args[spec.name], domain):
+            if order in ("ascending", "descending") and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
+    if order == "cancelling" and not shapes_only:
+        args = with_cancelling_halves(task, args, sizes, size_seed(task, sizes, seed), run_reference)
     return args
 
 
@@ -427,53 +431,6 @@ def with_special_pairs(first: torch.Tensor, second: torch.Tensor, first_specials
     a[places] = torch.tensor([float(x) for x, _ in ours], dtype=torch.float64).to(a.dtype)
     b[places] = torch.tensor([float(y) for _, y in ours], dtype=torch.float64).to(b.dtype)
     return a.reshape(first.shape), b.reshape(second.shape)
-
-
-# Mantissa bits of the narrow float dtypes whose rows :func:`with_mixed_magnitude_rows` mixes.
-NARROW_MANTISSA = {torch.float16: 10, torch.bfloat16: 7}
-
-
-def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
-    """An f16 or bf16 input of two or more rows (along the last axis) drawn from a normal
-    domain, in an extreme draw: about a quarter of its rows hold a large value L = +-16 in a
-    leading part (half the row in some, an eighth in others) and the small value L * 2**-(p + 1)
-    (half a step of the dtype at L, p its mantissa bits) in the rest. A running sum kept in the
-    input's dtype, as a per-lane accumulator of a row reduction is when a kernel keeps it narrow,
-    holds L (or more) after the leading part wherever its lanes span no more than that part, and
-    each small value added to it is a tie that rounds back (to even): it loses them all, a few
-    percent of an eighth-led row's sum at 8 terms a lane (N = 8192 in lanes of 1024), while an
-    f32 accumulation keeps every bit. Rows of uniform magnitude hide this whatever their scale.
-    L is large against the normal rows (16, not 1) so that such a row's output stays large
-    against the atol, which a magnified draw (:mod:`kernelgen.task.magnitude`) scales up with
-    the largest output: a bf16 mean of 2 loses 0.05 there, past atol + rtol * 2."""
-    if values.dtype not in NARROW_MANTISSA or values.dim() < 2 or values.numel() == 0 \
-            or values.numel() // values.shape[-1] < 2:
-        return values
-    generator = torch.Generator().manual_seed(seed ^ 0x313D)
-    rows = values.reshape(-1, values.shape[-1]).clone()
-    chosen = torch.randperm(rows.shape[0], generator=generator)[:max(1, rows.shape[0] // 4)]
-    # the chosen rows in turn: an eighth-led one first (the bf16 mean's), then a half-led one
-    leading = torch.where(torch.arange(len(chosen)) % 2 == 0, -(-rows.shape[1] // 8), -(-rows.shape[1] // 2))
-    sign = torch.where(torch.rand(len(chosen), generator=generator) < 0.5, -16.0, 16.0).double()
-    small = 2.0 ** -(NARROW_MANTISSA[values.dtype] + 1)
-    mixed = torch.where(torch.arange(rows.shape[1])[None, :] < leading[:, None], 1.0, small).double() * sign[:, None]
-    rows[chosen] = mixed.to(values.dtype)
-    return rows.reshape(values.shape)
-
-
-def reduces_rows(task: Task, spec: L.Input) -> bool:
-    """Whether an output is ``spec`` reduced along its last axis (``[M]`` or ``[M, 1]`` of an
-    ``[M, N]`` input), whose rows a kernel sums lane by lane: elsewhere mixed-magnitude rows only
-    raise a magnified draw's atol past what other wrong kernels differ by (a tanh GELU)."""
-    rows = list(spec.shape[:-1])
-    return len(spec.shape) >= 2 and any(list(out.shape or []) in (rows, rows + [1]) for out in task.signature.outputs)
-
-
-def golden_dots(task: Task) -> bool:
-    """Whether the golden uses ``dot``, whose inputs get no mixed-magnitude rows: a dot sums in
-    f32 by the language's rule, and the H200's tensor cores do not round each add to nearest
-    (same-sign sums of those rows at K = 8192 came out 2.5e-4 low, past an f32 rtol of 1e-4)."""
-    return '"op":"dot"' in task.golden.model_dump_json()
 
 
 def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:

@@ -1,0 +1,175 @@
+"""Draws for reductions: values that show a sum kept narrower than a prompt asks.
+
+A reduction into an f16 or bf16 output may keep its sums in f32 only in part, and values of one
+magnitude hide the narrow part, since the output's tolerance (1e-2: ten f16 steps) is wider than
+a few roundings of a sum of about the result's size. Two shapes of it, and the draws that show them:
+
+- a running sum kept in the narrow dtype, lane by lane: it loses each small value added to a
+  large one (:func:`with_mixed_magnitude_rows`, in every extreme draw);
+- partial sums rounded to the narrow dtype before the final sum (a split-K gemv that
+  atomic_adds each split's partial into its f16 output; per-chunk sums stored as f16): each
+  rounding is relative to the partial, not to the result, and with both of one size the
+  tolerance covers them (:func:`with_cancelling_halves`, CPU mode's ``cancelling`` draw, makes
+  the partials large and the result small).
+
+Neither is drawn for the inputs of a golden's ``dot`` (:func:`golden_dots`): the GPU's tensor
+cores do not round each add to nearest, so the goldens themselves drift on such values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import torch
+
+from kernelgen.lang import nodes as L
+from kernelgen.task.spec import Task
+
+# Mantissa bits of the narrow float dtypes whose rows :func:`with_mixed_magnitude_rows` mixes.
+NARROW_MANTISSA = {torch.float16: 10, torch.bfloat16: 7}
+
+def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
+    """An f16 or bf16 input of two or more rows (along the last axis) drawn from a normal
+    domain, in an extreme draw: about a quarter of its rows hold a large value L = +-16 in a
+    leading part (half the row in some, an eighth in others) and the small value L * 2**-(p + 1)
+    (half a step of the dtype at L, p its mantissa bits) in the rest. A running sum kept in the
+    input's dtype, as a per-lane accumulator of a row reduction is when a kernel keeps it narrow,
+    holds L (or more) after the leading part wherever its lanes span no more than that part, and
+    each small value added to it is a tie that rounds back (to even): it loses them all, a few
+    percent of an eighth-led row's sum at 8 terms a lane (N = 8192 in lanes of 1024), while an
+    f32 accumulation keeps every bit. Rows of uniform magnitude hide this whatever their scale.
+    L is large against the normal rows (16, not 1) so that such a row's output stays large
+    against the atol, which a magnified draw (:mod:`kernelgen.task.magnitude`) scales up with
+    the largest output: a bf16 mean of 2 loses 0.05 there, past atol + rtol * 2."""
+    if values.dtype not in NARROW_MANTISSA or values.dim() < 2 or values.numel() == 0 \
+            or values.numel() // values.shape[-1] < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x313D)
+    rows = values.reshape(-1, values.shape[-1]).clone()
+    chosen = torch.randperm(rows.shape[0], generator=generator)[:max(1, rows.shape[0] // 4)]
+    # the chosen rows in turn: an eighth-led one first (the bf16 mean's), then a half-led one
+    leading = torch.where(torch.arange(len(chosen)) % 2 == 0, -(-rows.shape[1] // 8), -(-rows.shape[1] // 2))
+    sign = torch.where(torch.rand(len(chosen), generator=generator) < 0.5, -16.0, 16.0).double()
+    small = 2.0 ** -(NARROW_MANTISSA[values.dtype] + 1)
+    mixed = torch.where(torch.arange(rows.shape[1])[None, :] < leading[:, None], 1.0, small).double() * sign[:, None]
+    rows[chosen] = mixed.to(values.dtype)
+    return rows.reshape(values.shape)
+
+def reduces_rows(task: Task, spec: L.Input) -> bool:
+    """Whether an output is ``spec`` reduced along its last axis (``[M]`` or ``[M, 1]`` of an
+    ``[M, N]`` input), whose rows a kernel sums lane by lane: elsewhere mixed-magnitude rows only
+    raise a magnified draw's atol past what other wrong kernels differ by (a tanh GELU)."""
+    rows = list(spec.shape[:-1])
+    return len(spec.shape) >= 2 and any(list(out.shape or []) in (rows, rows + [1]) for out in task.signature.outputs)
+
+def golden_dots(task: Task) -> bool:
+    """Whether the golden uses ``dot``, whose inputs get no mixed-magnitude rows: a dot sums in
+    f32 by the language's rule, and the H200's tensor cores do not round each add to nearest
+    (same-sign sums of those rows at K = 8192 came out 2.5e-4 low, past an f32 rtol of 1e-4)."""
+    return '"op":"dot"' in task.golden.model_dump_json()
+
+
+# :func:`with_cancelling_halves`: the reduced size's half at least this long (a short one has
+# few partials to round, and needs large elements to make them large); the
+# half-sums' size in the output, in atols of its tolerance (2**15 * 1e-2 = 328: an f16 partial of
+# a quarter of it is rounded by up to 0.03, three atols, an f32 sum of it by ~2e-5); and the
+# relative noise between the halves (their roundings must not mirror each other's).
+CANCEL_MIN_HALF = 64
+CANCEL_HALF_ATOLS = 2.0 ** 15
+CANCEL_NOISE = 1.0 / 16
+NARROW_OUTPUTS = ("f16", "bf16")
+
+
+def cancelling_inputs(task: Task) -> tuple[str, list[str]] | None:
+    """The reduced size and the inputs :func:`with_cancelling_halves` structures, or None where it
+    does not apply: every tensor input (one or two) is a float of an ordinary normal domain whose
+    last axis is one size that no output has (a row sum or mean, a gemv, a row-wise dot), some
+    output is f16 or bf16 and none of those is compared in steps (there the result's own steps
+    would judge an f32 sum's rounding of the large halves), the task has no extreme domains (it
+    states the large values it takes, and these rows would stand in for them) and its golden no
+    ``dot`` (a GPU answer's tensor cores drift by about an f16 rounding on such sums at K = 32768)."""
+    outputs = task.signature.outputs
+    narrow = [o for o in outputs if o.dtype in NARROW_OUTPUTS]
+    if task.extreme_domains or golden_dots(task) or not narrow or any(o.shape is None for o in outputs) \
+            or any(task.tolerance_for(o.dtype).steps or task.tolerance_for(o.dtype).exact for o in narrow):
+        return None
+    tensors = [s for s in task.signature.inputs if s.is_plain and s.shape is not None]
+    if not 1 <= len(tensors) <= 2:
+        return None
+    for spec in tensors:
+        domain = task.domains.get(spec.name)
+        if spec.dtype not in ("f16", "bf16", "f32") or not spec.shape or (domain is not None and (
+                domain.kind != "normal" or domain.ties or domain.specials or domain.zero_rows or domain.same_as)):
+            return None
+    size = tensors[0].shape[-1]
+    if not isinstance(size, str) or any(s.shape[-1] != size for s in tensors) \
+            or any(size in o.shape for o in outputs):
+        return None
+    return size, [s.name for s in tensors]
+
+
+def with_cancelling_halves(task: Task, args: dict[str, Any], sizes: Mapping[str, int], seed: int,
+                           reference: Callable[[Task, Mapping[str, Any]], dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """A draw's inputs (``args``) of a task :func:`cancelling_inputs` names, with sums along the
+    reduced axis (length K, h = K // 2) whose halves are large and cancel: for one input, about a
+    quarter of its rows hold u_k in the first half and -u_k (1 + e_k) in the second; for two, the
+    one with fewer rows (A) holds -A[k] (1 + e_k) at k + h in every row, and about a quarter of
+    the other's rows u_k and u_k again at k + h, with the signs of A's row (of its first row,
+    where the shapes differ). u is uniform in [0.5, 1], scaled so that a half's sum comes to
+    :data:`CANCEL_HALF_ATOLS` atols in the output (measured by ``reference`` on the first halves
+    alone: a mean divides by K); e is uniform noise of :data:`CANCEL_NOISE`, so that the halves'
+    roundings do not mirror each other. The products then sum to about +T over the first half
+    and -T over the second, and the result to ~0.04 T / sqrt(h): a partial sum rounded to f16
+    (a split-K's partials atomic_added into the f16 output) is off by up to |partial| * 2**-11,
+    far outside the atol, while an f32 sum's error (2**-24 of the partials a rounding) stays far
+    inside it. Unchanged where the half is shorter than :data:`CANCEL_MIN_HALF` or the reference
+    fails."""
+    found = cancelling_inputs(task)
+    if found is None:
+        return args
+    size, names = found
+    half = int(sizes[size]) // 2
+    if half < CANCEL_MIN_HALF or not all(isinstance(args[n], torch.Tensor) and args[n].numel() for n in names):
+        return args
+    generator = torch.Generator().manual_seed(seed ^ 0xCA9CE1)
+    rows = {n: args[n].reshape(-1, args[n].shape[-1]).double() for n in names}
+    ordered = sorted(names, key=lambda n: rows[n].shape[0])  # stable: equal shapes keep their order
+    anti, other = ordered[0], ordered[-1]
+    count = rows[other].shape[0]
+    chosen = torch.randperm(count, generator=generator)[:max(1, count // 4)]
+    u = 0.5 + 0.5 * torch.rand((len(chosen), half), generator=generator, dtype=torch.float64)
+    noise = 1 + CANCEL_NOISE * (2 * torch.rand((rows[anti].shape[0], half), generator=generator, dtype=torch.float64) - 1)
+    if anti != other:
+        signs_of = rows[anti][chosen] if args[anti].shape == args[other].shape else rows[anti][:1]
+        u = u * torch.where(signs_of[:, :half] < 0, -1.0, 1.0)
+    # the first halves alone, u scaled by a power of two near 1 / sqrt(h), so that the
+    # reference's narrow output of their sums stays in range: the output a unit u gives
+    shrink = 2.0 ** -(half.bit_length() // 2)
+    alone = torch.zeros_like(rows[other])
+    alone[chosen, :half] = u * shrink
+    halves = {other: alone}
+    if anti != other:
+        halves[anti] = torch.cat([rows[anti][:, :half], torch.zeros_like(rows[anti][:, half:])], dim=1)
+    try:
+        outputs = reference(task, {**args, **{n: v.to(args[n].dtype).reshape(args[n].shape) for n, v in halves.items()}})
+    except Exception:  # noqa: BLE001 - a reference that refuses these values keeps the draw as it was
+        return args
+    narrow = [v.double() for v in outputs.values() if v.dtype in (torch.float16, torch.bfloat16)]
+    top = max((float(v[v.isfinite()].abs().max()) for v in narrow if v.isfinite().any()), default=0.0)
+    if top == 0:
+        return args
+    atol = min(task.tolerance_for(o.dtype).atol for o in task.signature.outputs if o.dtype in NARROW_OUTPUTS)
+    first = (u * (CANCEL_HALF_ATOLS * atol * shrink / top)).to(args[other].dtype).double()
+    if not bool(first.isfinite().all()):
+        return args
+    structured = rows[other].clone()
+    if anti == other:
+        structured[chosen, :half] = first
+        structured[chosen, half:2 * half] = -first * noise[chosen]
+    else:
+        structured[chosen, :half] = first
+        structured[chosen, half:2 * half] = first
+        mirrored = rows[anti].clone()
+        mirrored[:, half:2 * half] = -mirrored[:, :half] * noise
+        args = {**args, anti: mirrored.to(args[anti].dtype).reshape(args[anti].shape)}
+    return {**args, other: structured.to(args[other].dtype).reshape(args[other].shape)}
