@@ -100,7 +100,7 @@ def row_mean_bf16_lanes_in_bf16():
           "A lane holds at most N / 1024 <= 8 terms, and the means of normal rows are ~1/sqrt(N), inside the bf16 "
           "atol of 1e-2; the extreme draws' magnification scales the atol with the output. Caught since some rows of an "
           "extreme draw hold 16 in their first eighth and 16 * 2**-8 (a tie in bf16 at 16) in the rest "
-          "(verify.with_mixed_magnitude_rows), at N = 8192", g, code="mismatch")
+          "(reductions.with_mixed_magnitude_rows), at N = 8192", g, code="mismatch")
 
 
 @kernel
@@ -114,7 +114,7 @@ def row_l1_norm_f16_lanes_in_f16():
           "2048 and the kernel gives 2048 where torch gives 2049. "
           "A lane holds at most 8 terms of |x| ~ 0.8 (sums ~6, f16 step 0.004): the error is ~1e-5 of the norm, "
           "inside rtol 1e-4, in every draw, magnified ones too. Caught since some rows of an extreme draw hold 16 in a "
-          "leading part and 16 * 2**-11 (a tie in f16 at 16) in the rest (verify.with_mixed_magnitude_rows)", g,
+          "leading part and 16 * 2**-11 (a tie in f16 at 16) in the rest (reductions.with_mixed_magnitude_rows)", g,
           code="mismatch")
 
 
