@@ -64,20 +64,24 @@ def _distinct(values: torch.Tensor) -> torch.Tensor:
 
 
 def select(base: torch.Tensor, offset: torch.Tensor, active: torch.Tensor | None, sizes: Sequence[int],
-           names: Sequence[str], programs: torch.Tensor, path: str, what: str) -> list[Lanes]:
+           names: Sequence[str], programs: torch.Tensor, path: str, what: str,
+           buffer: int | None = None) -> list[Lanes]:
     """The active lanes of an access grouped by buffer (increasing), after checking that every
     one lies inside its buffer (``sizes``: each buffer's elements, ``names`` for the message).
     ``base``/``offset``: the pointers (``[programs, *block]``, any strides); ``active``: the lane
-    mask of that shape, None when every lane is active; ``programs``: each row's program id."""
+    mask of that shape, None when every lane is active; ``programs``: each row's program id;
+    ``buffer``: the one buffer every lane points into, where the pointer's origin says so."""
     found = None if active is None else positions(active)
     if found is not None and found.numel() in (0, active.numel()):
         if found.numel() == 0:
             return []
         found = None  # every lane is active: no positions to take at
-    common = _distinct(base)
-    first = int(common.reshape(-1)[0])
-    if all_true(common == first):  # most pointer blocks point into one tensor
-        groups = [(first, found)]
+    if buffer is None:
+        common = _distinct(base)
+        first = int(common.reshape(-1)[0])
+        buffer = first if all_true(common == first) else None  # most pointer blocks point into one tensor
+    if buffer is not None:
+        groups = [(buffer, found)]
     else:
         where = base.reshape(-1) if found is None else torch.take(base, found)
         lanes = torch.arange(where.numel()) if found is None else found
@@ -85,7 +89,7 @@ def select(base: torch.Tensor, offset: torch.Tensor, active: torch.Tensor | None
     selected = []
     for index, lanes in groups:
         offsets = offset.reshape(-1) if lanes is None else torch.take(offset, lanes)
-        low, high = torch.aminmax(offsets) if offsets.numel() else (0, 0)
+        low, high = (int(v) for v in torch.aminmax(offsets)) if offsets.numel() else (0, 0)
         if low < 0 or high >= sizes[index]:
             at = int(positions((offsets < 0) | (offsets >= sizes[index]))[0])
             lane = at if lanes is None else int(lanes[at])

@@ -11,8 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Callable, Sequence
 
 import torch
 
@@ -25,49 +24,17 @@ from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
 from kernelgen.check.checker import CheckedKernel, ValueType, child, literal_value
-from kernelgen.check.checked import ANY_INT_DTYPES, DTYPE_BITS, FP8_DTYPES, UNSIGNED_DTYPES
+from kernelgen.check.checked import ANY_INT_DTYPES, FP8_DTYPES, UNSIGNED_DTYPES
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.check.hints import claim_of, violation
 from kernelgen.host.plan import LaunchPlan, torch_dtype
 from kernelgen.interp.masks import all_true, any_true
+from kernelgen.interp.values import (BINARY as _BINARY, UNARY as _UNARY, Pointer, Value, bits_of, constant_as, fma_f64,
+                                     round_tf32 as _round_tf32, view_key)
 
 # A loop may run at most this many iterations (``bad_loop`` past it), as the checker states.
 MAX_LOOP_ITERATIONS = 1 << 20
 
-
-@dataclass
-class Pointer:
-    """A block of pointers: which buffer each lane points into, and the element offset."""
-
-    base: torch.Tensor
-    offset: torch.Tensor
-
-
-Value = Union[torch.Tensor, Pointer, bool, int, float]
-
-
-def _round_tf32(x: torch.Tensor) -> torch.Tensor:
-    bits = x.contiguous().view(torch.int32)
-    rounded = (bits + 0x1000) & ~0x1FFF
-    return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
-
-
-def constant_as(value: Union[bool, int, float], dtype: str) -> Union[bool, int, float]:
-    """A Python number as ``dtype`` holds it: integers wrap around (two's complement), floats
-    out of a narrow dtype's range round to infinity (as a constant does on the GPU); torch
-    would refuse both."""
-    if dtype == "bool":
-        return bool(value)
-    if dtype in ANY_INT_DTYPES:
-        if isinstance(value, float):
-            return value
-        bits = DTYPE_BITS[dtype]
-        if dtype in UNSIGNED_DTYPES:
-            return int(value) % (1 << bits)
-        return (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**1024:
-        return math.inf if value > 0 else -math.inf
-    return float(torch.tensor(float(value), dtype=torch.float64).to(torch_dtype(dtype)))
 
 
 class _Run:
@@ -92,6 +59,9 @@ class _Run:
         self.pid = (programs % g0, (programs // g0) % g1, programs // (g0 * g1))
         self.accesses = accesses
         self.deadline = deadline
+        # The offsets of every parameter's pointer (zeros): arithmetic on such a pointer, recognised
+        # by this very tensor, skips adding them, a pass over a whole block per access otherwise.
+        self.origin = torch.zeros(self.count, dtype=torch.int64)
 
     # -- values -----------------------------------------------------------------------------
 
@@ -178,7 +148,8 @@ class _Run:
             return philox.umulhi(a, b)
         if e.op in L.BIT_OPS:
             return philox.shift(e.op, a, b)
-        return _BINARY[e.op](a, b).to(torch_dtype(t.dtype))
+        out, dtype = _BINARY[e.op](a, b), torch_dtype(t.dtype)
+        return out if out.dtype == dtype else out.to(dtype)  # a no-op conversion costs a torch call
 
     def pointer_arith(self, e: L.Binary, path: str, env) -> Pointer:
         t = self.types[path]
@@ -186,8 +157,11 @@ class _Run:
         rhs = self.eval(e.rhs, child(path, "rhs"), env)
         ptr, off = (lhs, rhs) if isinstance(lhs, Pointer) else (rhs, lhs)
         offset = self.expand(self.typed(off, "i64"), t.shape)
+        if ptr.offset is self.origin and e.op == "add":  # a parameter's own pointer: nothing to add
+            return Pointer(self.expand(ptr.base, t.shape), offset, ptr.buffer)
         start = self.expand(ptr.offset, t.shape)
-        return Pointer(self.expand(ptr.base, t.shape), start - offset if e.op == "sub" else start + offset)
+        return Pointer(self.expand(ptr.base, t.shape), start - offset if e.op == "sub" else start + offset,
+                       ptr.buffer)
 
     def _where(self, e: L.Where, path: str, env) -> Value:
         t = self.types[path]
@@ -195,7 +169,8 @@ class _Run:
         if t.pointer:
             x, y = self.eval(e.x, child(path, "x"), env), self.eval(e.y, child(path, "y"), env)
             return Pointer(torch.where(cond, self.expand(x.base, t.shape), self.expand(y.base, t.shape)),
-                           torch.where(cond, self.expand(x.offset, t.shape), self.expand(y.offset, t.shape)))
+                           torch.where(cond, self.expand(x.offset, t.shape), self.expand(y.offset, t.shape)),
+                           x.buffer if x.buffer == y.buffer else None)
         dtype = self.checked.operand_dtypes[path]
         x = self.eval_as(e.x, child(path, "x"), env, dtype, t.shape)
         y = self.eval_as(e.y, child(path, "y"), env, dtype, t.shape)
@@ -204,11 +179,13 @@ class _Run:
     def _fma(self, e: L.Fma, path: str, env) -> Value:
         t = self.types[path]
         operands = [self.eval_as(getattr(e, f), child(path, f), env, t.dtype) for f in "xyz"]
-        wide = {_view_key(v): v.double() for v in operands}  # x * x: one conversion; a row: N, not M * N
-        x, y, z = (self.expand(wide[_view_key(v)], t.shape) for v in operands)
+        wide = {view_key(v): v.double() for v in operands}  # x * x: one conversion; a row: N, not M * N
+        x, y, z = (self.expand(wide[view_key(v)], t.shape) for v in operands)
         if t.dtype == "f64":
-            return _fma_f64(x, y, z)
-        return (x * y + z).to(torch_dtype(t.dtype))
+            return fma_f64(x, y, z)
+        # The product of two narrower floats is exact in f64, so z + x * y rounds there once, fused
+        # or not: addcmul computes it in one pass over the block, not two.
+        return torch.addcmul(z, x, y).to(torch_dtype(t.dtype))
 
     def _clamp(self, e: L.Clamp, path: str, env) -> Value:
         t = self.types[path]
@@ -320,7 +297,7 @@ class _Run:
         x = self.eval(e.x, child(path, "x"), env)
         if isinstance(x, Pointer):
             return Pointer(self._reshape_one(e, path, self.expand(x.base, t.shape)),
-                           self._reshape_one(e, path, self.expand(x.offset, t.shape)))
+                           self._reshape_one(e, path, self.expand(x.offset, t.shape)), x.buffer)
         return self._reshape_one(e, path, self.typed(x, t.dtype, t.shape))
 
     def _reshape_one(self, e, path: str, x: torch.Tensor) -> torch.Tensor:
@@ -358,7 +335,8 @@ class _Run:
     def lanes(self, path: str, what: str, ptr: Pointer, active: torch.Tensor | None) -> list[Lanes]:
         """The active lanes of an access by buffer, after checking every one (``active``: the
         lane mask, None when all are active)."""
-        return select_lanes(ptr.base, ptr.offset, active, self.sizes, self.names, self.programs, path, what)
+        return select_lanes(ptr.base, ptr.offset, active, self.sizes, self.names, self.programs, path, what,
+                            ptr.buffer)
 
     def active_mask(self, shape: Sequence[int], mask: L.Expr | None, path: str, env, active) -> torch.Tensor | None:
         """The lanes an access or histogram takes, of ``[programs, *shape]``: ``mask``'s, of the
@@ -375,7 +353,7 @@ class _Run:
         """``where``: the path faults and races are reported at (a tile's, for its pointer form)."""
         t = self.types[path]
         ptr = self.eval(e.ptr, child(path, "ptr"), env)
-        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        ptr = self._materialize(ptr, t)
         lanes = self.active_mask(t.shape, e.mask, path, env, env.get(_ACTIVE))
         other = None if e.other is None else self.eval_as(e.other, child(path, "other"), env, t.dtype, t.shape)
         where = path if where is None else where
@@ -386,17 +364,18 @@ class _Run:
         else:
             out = torch.empty((self.count,) + t.shape, dtype=dtype)
             if other is not None:
-                _bits(out).copy_(_bits(other))
+                bits_of(out).copy_(bits_of(other))
             else:
-                _bits(out).zero_()
+                bits_of(out).zero_()
         for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
                                      self.lane_numbers(sel, t.shape))
-            loaded = self.flat[sel.index][sel.offsets].to(dtype)
+            loaded = self.flat[sel.index][sel.offsets]
+            loaded = loaded if loaded.dtype == dtype else loaded.to(dtype)
             if out is None:
                 return loaded.view((self.count,) + t.shape)
-            sel.put(_bits(out), _bits(loaded))
+            sel.put(bits_of(out), bits_of(loaded))
         return out
 
     def lane_programs(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
@@ -411,7 +390,7 @@ class _Run:
         """``where``: as :meth:`_load`'s."""
         ptr = self.eval(s.ptr, child(path, "ptr"), env)
         t = self.types[child(path, "ptr")]
-        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        ptr = self._materialize(ptr, t)
         value = self.eval_as(s.value, child(path, "value"), env, t.dtype, t.shape)
         lanes = self.active_mask(t.shape, s.mask, path, env, env.get(_ACTIVE))
         where = path if where is None else where
@@ -419,17 +398,17 @@ class _Run:
             if self.read_only[sel.index]:
                 raise InterpreterError(Diagnostic(where, "store_to_input",
                                                   f"store into input {self.names[sel.index]!r}"))
-            values = sel.take(_bits(value.to(self.flat[sel.index].dtype)))  # fp8 as bytes: torch cannot index fp8
+            values = sel.take(bits_of(value.to(self.flat[sel.index].dtype)))  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
                 self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
                                      values, self.lane_numbers(sel, t.shape))
-            _bits(self.flat[sel.index])[sel.offsets] = values
+            bits_of(self.flat[sel.index])[sel.offsets] = values
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
         """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.interp.atomics`)."""
         t = self.types[child(path, "ptr")]
         ptr = self.eval(a.ptr, child(path, "ptr"), env)
-        ptr = Pointer(self.expand(ptr.base, t.shape), self.expand(ptr.offset, t.shape))
+        ptr = self._materialize(ptr, t)
         val = self.eval_as(a.val, child(path, "val"), env, t.dtype, t.shape)
         cmp = None if a.cmp is None else self.eval_as(a.cmp, child(path, "cmp"), env, t.dtype, t.shape)
         lanes = self.active_mask(t.shape, a.mask, path, env, env.get(_ACTIVE))
@@ -590,7 +569,7 @@ class _Run:
 
         def mine(value: Value) -> Value:
             if isinstance(value, Pointer):
-                return Pointer(mine(value.base), mine(value.offset))
+                return Pointer(mine(value.base), mine(value.offset), value.buffer)
             return value[rows] if isinstance(value, torch.Tensor) and value.dim() and value.shape[0] == self.count \
                 else value
 
@@ -605,13 +584,14 @@ class _Run:
 
     def _materialize(self, value: Value, t: ValueType) -> Value:
         if isinstance(value, Pointer):
-            return Pointer(self.expand(value.base, t.shape), self.expand(value.offset, t.shape))
+            return Pointer(self.expand(value.base, t.shape), self.expand(value.offset, t.shape), value.buffer)
         return self.typed(value, t.dtype, t.shape)
 
     def _select(self, active: torch.Tensor, new: Value, old: Value, t: ValueType) -> Value:
         mask = self.expand(active, t.shape)
         if isinstance(new, Pointer):
-            return Pointer(torch.where(mask, new.base, old.base), torch.where(mask, new.offset, old.offset))
+            return Pointer(torch.where(mask, new.base, old.base), torch.where(mask, new.offset, old.offset),
+                           new.buffer if new.buffer == old.buffer else None)
         return torch.where(mask, new, old)
 
     def initial_env(self) -> dict[str, Value]:
@@ -620,8 +600,7 @@ class _Run:
         for binding, value in zip(self.checked.params, self.plan.param_values):
             if binding.tensor is not None:
                 index = self.names.index(binding.tensor)
-                env[binding.name] = Pointer(torch.full((self.count,), index, dtype=torch.int64),
-                                            torch.zeros(self.count, dtype=torch.int64))
+                env[binding.name] = Pointer(torch.full((self.count,), index, dtype=torch.int64), self.origin, index)
             else:
                 env[binding.name] = self.typed(value, binding.type.dtype)
         for name, value in self.checked.meta.items():
@@ -639,62 +618,3 @@ _FEW = 4
 _EVALUATORS: dict[type, str] = {}
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
-
-
-def _bits(x: torch.Tensor) -> torch.Tensor:
-    """fp8 tensors as their bytes, where torch lacks fp8 kernels (masked_fill); others as they are."""
-    return x.view(torch.uint8) if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else x
-
-
-def _view_key(x: torch.Tensor) -> tuple:
-    """Equal for views of the same memory with the same layout (the same values)."""
-    return x.data_ptr(), x.dtype, tuple(x.shape), x.stride()
-
-
-def _fma_f64(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """``x * y + z`` of f64 tensors nearly rounded once (f64 has no wider type to compute in):
-    the product as the exact sum ``p + e`` (Dekker), ``p + z`` as the exact sum ``s + t``
-    (Knuth), then ``s + (t + e)``: within an ulp of the fma, and exact where ``p + z`` cancels."""
-    p = x * y
-    split = 134217729.0  # 2**27 + 1
-
-    def halves(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        c = split * a
-        high = c - (c - a)
-        return high, a - high
-
-    (xh, xl), (yh, yl) = halves(x), halves(y)
-    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
-    s = p + z
-    b = s - p
-    t = (p - (s - b)) + (z - b)
-    compensated = s + (t + e)
-    return torch.where(torch.isfinite(compensated), compensated, s)
-
-
-def _sigmoid(x: torch.Tensor) -> torch.Tensor:
-    return 1.0 / (1.0 + torch.exp(-x))
-
-
-def _exp2_ftz(x: torch.Tensor) -> torch.Tensor:
-    """exp2 with results below the smallest normal f32 (2**-126) flushed to 0, as
-    ex2.approx.ftz.f32 gives them (NaN stays NaN: it compares false)."""
-    result = torch.exp2(x)
-    return result.masked_fill(result < 2.0**-126, 0.0)
-
-
-_UNARY = {
-    "exp": torch.exp, "exp2": torch.exp2, "exp2_ftz": _exp2_ftz, "log": torch.log, "log2": torch.log2, "log1p": torch.log1p,
-    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": _sigmoid, "erf": torch.erf,
-    "sin": torch.sin, "cos": torch.cos, "abs": torch.abs, "neg": torch.neg, "floor": torch.floor,
-    "ceil": torch.ceil, "round": torch.round, "not": torch.logical_not,
-}
-
-_BINARY = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "rem": torch.fmod,
-    "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
-    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
-    "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
-}
-
-
