@@ -35,7 +35,7 @@ class Outcome(str, enum.Enum):
     # kernelgen itself failed on the case (an exception that is not a KernelgenError): a
     # failure that is counted, never a case that vanishes from the results.
     HARNESS_ERROR = "harness_error"
-    # CPU mode only: the interpreter's budget (its work estimate or its wall-clock limit) ran
+    # CPU mode only: the interpreter's budget (its work estimate or its CPU-time limit) ran
     # out before the kernel was judged. Not a verdict on the kernel (a GPU may run it in a
     # millisecond): counted apart, never as passed.
     NOT_JUDGED = "not_judged"
@@ -130,7 +130,7 @@ class InterpreterError(KernelgenError):
 
 class InterpreterLimit(KernelgenError):
     """The reference interpreter refused a launch whose estimated work is past its budget
-    (``over_budget``, before running) or ran past its wall-clock limit (``timeout``): the case
+    (``over_budget``, before running) or ran past its CPU-time limit (``timeout``): the case
     is not judged on the CPU (``not_judged``), since the interpreter is 1e4 to 1e6 times slower
     than a GPU and a correct kernel with a long idle loop runs out of it too."""
 

@@ -20,7 +20,7 @@ What is exact and what is not:
   per add; f32 and f64 add in their own precision): a bf16 accumulation that loses its small
   terms once the sum is large loses them here too. Lanes adding into one element run in
   rounds (one lane per element per round), so an element that thousands of lanes add into
-  costs thousands of small steps; the interpreter's wall-clock limit applies between rounds;
+  costs thousands of small steps; the interpreter's time limit applies between rounds;
 * float ``max``/``min`` order bit patterns as Triton's lowering does (a signed maximum of the
   bits of non-negative values, an unsigned minimum of negative ones): -0.0 < 0.0, a NaN above
   +inf when its sign bit is clear and below -inf when it is set. A NaN value is taken as the

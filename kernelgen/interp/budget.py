@@ -3,7 +3,7 @@
 A model can write a kernel whose launch never ends on the CPU: a grid thousands of times too
 large, a grid of 2**31 - 1 programs, loops nested a million deep. The interpreter estimates
 the work of a launch first, in element operations, and refuses it past :data:`BUDGET` with
-``over_budget`` (outcome ``timeout``, like a GPU launch past its time limit); the wall-clock
+``over_budget`` (outcome ``timeout``, like a GPU launch past its time limit); the CPU-time
 limit in :mod:`kernelgen.interp.execute` catches what the estimate cannot see.
 
 The estimate: every statement costs the elements of its largest value (a ``dot`` its

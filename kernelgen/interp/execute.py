@@ -11,7 +11,8 @@ store wrote, and which were read before anything wrote them. A launch the record
 (it binds atomics' old values) runs again under other orders, whose results the verifier
 compares. Before running, the work a launch needs is estimated and refused past a budget
 (:mod:`kernelgen.interp.budget`; the memory a call's outputs and scratch take is refused
-earlier, by the host: ``too_large``); while running, a wall-clock limit applies. Both end in
+earlier, by the host: ``too_large``); while running, a limit on its thread's CPU time applies
+(:func:`~kernelgen.interp.program.interpreter_clock`: the machine's load does not move it). Both end in
 ``timeout``, as a launch past its time limit does on a GPU.
 
 Semantics, where Triton leaves a choice or a subtlety:
@@ -53,7 +54,6 @@ Semantics, where Triton leaves a choice or a subtlety:
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, Union
 
@@ -68,7 +68,7 @@ from kernelgen.check.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, KernelgenError
 from kernelgen.host.plan import LaunchPlan, plan_sequence, torch_dtype
 from kernelgen.check.sequence import relocated
-from kernelgen.interp.program import _Run
+from kernelgen.interp.program import _Run, interpreter_clock
 
 # The interpreter holds at most about this many elements per live value: small enough that a
 # chunk's temporaries stay near the CPU's caches (16384 programs of 1024-lane blocks ran 25% faster
@@ -155,14 +155,14 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
             defined: Mapping[str, torch.Tensor] | None = None, deadline: float | None = None,
             programs: torch.Tensor | None = None) -> Execution:
     """Run every program of the grid on the CPU in ``order``, after the budget check (lockstep
-    only: the others run a launch that passed it) and under a wall-clock limit of ``timeout_s``
-    (or until ``deadline``, a ``time.monotonic()`` value; none when both are None). The outputs
+    only: the others run a launch that passed it) and under a limit of ``timeout_s`` seconds of
+    CPU time (or until ``deadline``, an :func:`interpreter_clock` value; none when both are None). The outputs
     are poison-filled first unless given; ``defined`` says, per given output, where an element
     holds a value before the launch (read_before_write elsewhere). ``programs`` (linear ids, in
     increasing order) runs only those, in lockstep chunks, without the budget check: a sample
     whose size :func:`affordable_programs` chose (:mod:`kernelgen.interp.sampled`)."""
     if deadline is None and timeout_s is not None:
-        deadline = time.monotonic() + timeout_s
+        deadline = interpreter_clock() + timeout_s
     outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
     buffers = _buffers(plan, outs)
     total = plan.num_programs
@@ -236,7 +236,7 @@ def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: f
     nothing wrote holding :func:`second_poison`; ``Execution.orders`` has what each gave (a
     fault in one is raised, naming the order). ``timeout_s`` covers every run."""
     kernel = checked.kernel
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    deadline = None if timeout_s is None else interpreter_clock() + timeout_s
     outputs = [o.name for o in kernel.outputs]
     buffers = {n: t for n, t in allocate_outputs(plans[0]).items() if n in outputs}
     buffers |= allocate_scratch(checked, plans[0])
