@@ -31,7 +31,7 @@ Semantics, where Triton leaves a choice or a subtlety:
 * atomics run lane after lane in the chunk's program order (:mod:`kernelgen.interp.atomics`):
   integer results are exact, a float add rounds to the element's dtype after every add;
 * every output element must be written (stored or atomically updated) by some program
-  (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill;
+  (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill or ``alias``;
 * an ``if`` runs each branch for the programs whose condition takes it (as a loop runs for
   the programs still iterating): the other programs' loads, stores and hints there do not
   happen; each result is the taken branch's value, per program;
