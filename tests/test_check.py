@@ -232,6 +232,8 @@ SEMANTIC_CASES = [
     case("flatten-without-inner-loop", SOFTMAX, {"/body/4/flatten": True}, "flatten_nest", "/body/4/flatten"),
     # memory
     case("store-into-input", VADD, {"/body/5/ptr/lhs": "x"}, "store_to_input", "/body/5/ptr"),
+    case("param-binds-aliased-input", VADD, {"/outputs/0/into": "x", "/outputs/0/alias": True},
+         "aliased_input", "/params/0/name"),
     case("store-through-where-of-input", VADD,
          {"/body/5/ptr": {"op": "where", "cond": "in_bounds", "x": {"op": "add", "lhs": "out", "rhs": "offsets"},
                           "y": {"op": "add", "lhs": "y", "rhs": "offsets"}}},

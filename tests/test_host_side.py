@@ -225,7 +225,11 @@ def test_into_changes_the_callers_tensor_in_interpreter_and_launcher(triton_inte
     result = interpreted(doc, 1, given, index, 2.5)
     assert result is given and torch.equal(given, expected)
     kernel = kernel_from_obj(doc)
-    assert replay_of(kernel, [1, given, index, 2.5], {}, bind_call(kernel, [1, given, index, 2.5], {})) is None
+    # A later call of the signature replays the binding, and its result goes into its own x.
+    replay = replay_of(kernel, [1, given, index, 2.5], {}, bind_call(kernel, [1, given, index, 2.5], {}))
+    later = x.clone()
+    call = replay.bind([1, later, index, 2.5], {})
+    assert call.finish(interpret(check(kernel, call.meta), call.args)) is later and torch.equal(later, expected)
     checked = check(kernel, {"dim": 1})
     source = emit_triton(checked) + (
         "\n\ndef returned_and_changed(dim, x, index, value):\n"
@@ -261,7 +265,7 @@ def test_a_kernel_ignoring_keepdim_fails() -> None:
 
 def test_a_kernel_that_returns_a_new_tensor_instead_of_changing_x_fails() -> None:
     doc = golden("index_fill_inplace")
-    del doc["outputs"][0]["into"]
+    del doc["outputs"][0]["into"], doc["outputs"][0]["alias"]
     fails("index_fill_inplace", "rows", doc, "input_modified")
 
 

@@ -106,8 +106,12 @@ class HostChecks:
                 except _Invalid:
                     pass
             self.tensors[out.name] = HostTensor(out.name, out.dtype, tuple(out.shape), True)
+        # The inputs outputs alias (by input name: the output's name), where 'into' names one.
+        aliased: dict[str, str] = {}
         for i, out in enumerate(k.outputs):
-            self.check_returned(out, f"/outputs/{i}")
+            if self.check_returned(out, f"/outputs/{i}") and aliased.setdefault(out.into, out.name) != out.name:
+                self.error(f"/outputs/{i}/alias", "bad_signature", f"{aliased[out.into]!r} already aliases "
+                                                                   f"{out.into!r}: one output per input")
 
         for i, dim in enumerate(k.grid):
             self.host_int(dim, f"/grid/{i}")
@@ -123,7 +127,14 @@ class HostChecks:
                 continue
             param_names.add(p.name)
             binding = self.bind_param(p, path)
-            if binding is not None:
+            if binding is not None and binding.tensor in aliased:
+                # Two names for one buffer would hide a read of x racing a store to out from the
+                # race detector and the program-order runs, which track outputs by name.
+                self.error(child(path, "value") if p.value is not None else child(path, "name"), "aliased_input",
+                           f"output {aliased[binding.tensor]!r} aliases input {binding.tensor!r}: load its values "
+                           f"through {aliased[binding.tensor]!r} (it starts as them), bind no param to "
+                           f"{binding.tensor!r}")
+            elif binding is not None:
                 self.params.append(binding)
 
     def optional_tensor(self, inp: L.Input, index: int, declare) -> None:
@@ -315,8 +326,9 @@ class HostChecks:
                 kind = None
             self.host_values[value.name] = kind
 
-    def check_returned(self, out: L.Output, path: str) -> None:
-        """``call_shapes`` (view null, not batch) and ``into`` (a tensor input of the output's dtype and rank)."""
+    def check_returned(self, out: L.Output, path: str) -> bool:
+        """``call_shapes`` (view null, not batch) and ``into`` (a tensor input of the output's dtype
+        and rank); whether the output aliases the input its ``into`` names."""
         for j, shape in enumerate(out.call_shapes):
             where = child(path, "call_shapes", j)
             if self.kernel.view is not None or out.batch or out.raises is not None:
@@ -330,15 +342,39 @@ class HostChecks:
             for d, dim in enumerate(shape.shape):
                 self.host_int(dim, child(where, "shape", d))
         if out.into is None:
-            return
+            if out.alias:
+                self.error(child(path, "alias"), "bad_signature", "'alias' goes with 'into': the input it aliases")
+            return False
         target = next((i for i in self.kernel.inputs if i.name == out.into and i.is_plain and i.shape is not None), None)
         if target is None or out.raises is not None:
             self.error(child(path, "into"), "bad_signature", f"'into' names a tensor input of a returned output, "
                                                               f"got {out.into!r}")
-        elif target.dtype != out.dtype or target.number or target.optional or \
+            return False
+        if target.dtype != out.dtype or target.number or target.optional or \
                 (len(target.shape) != len(out.shape) and not out.call_shapes):
             self.error(child(path, "into"), "bad_signature", f"{out.into!r} is not a required tensor of "
                                                               f"{out.name}'s dtype and rank")
+            return False
+        if out.alias:
+            self.check_alias(out, target, path)
+        return out.alias
+
+    def check_alias(self, out: L.Output, target: L.Input, path: str) -> None:
+        """An output that is its ``into`` input's memory: its shape is the input's, dim for dim
+        (the launcher hands the kernel that buffer as it is), and nothing reshapes or refills it
+        per call: not ``init`` (it starts as the input), ``batch`` or ``call_shapes`` (the call's
+        shape is the input's), nor a role ``inplace`` flag (a call with it false would need a
+        fresh copy where the plan hands over the caller's tensor)."""
+        where = child(path, "alias")
+        if out.init is not None or out.batch or out.call_shapes:
+            self.error(where, "bad_signature", "an aliasing output takes no init, batch or call_shapes: it starts as "
+                                               f"{target.name!r} and has its shape")
+        elif any(i.role == "inplace" for i in self.kernel.inputs):
+            self.error(where, "bad_signature", "an aliasing output always changes its input: drop the role "
+                                               "'inplace' flag, or alias")
+        elif list(out.shape) != list(target.shape):
+            self.error(child(path, "shape"), "bad_signature", f"an aliasing output has its input's shape "
+                                                               f"{list(target.shape)}, got {list(out.shape)}")
 
     def host_int(self, expr: L.Expr, path: str) -> None:
         try:

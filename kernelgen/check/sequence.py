@@ -155,8 +155,9 @@ def nodes(item: object, path: str) -> Iterator[tuple[object, str]]:
 def sequence_diagnostics(kernel: L.Kernel, launches: list[CheckedKernel]) -> list[Diagnostic]:
     """The rules only the whole sequence can judge (the module's docstring)."""
     found: list[Diagnostic] = []
-    # Zero-filled scratch and outputs with an init fill hold values before any launch runs.
-    zeroed = {s.name for s in kernel.scratch if s.zero} | {o.name for o in kernel.outputs if o.init is not None}
+    # Zero-filled scratch and outputs with an init fill or an aliased input's values hold values
+    # before any launch runs.
+    zeroed = {s.name for s in kernel.scratch if s.zero} | {o.name for o in kernel.outputs if o.prefilled}
     kinds = {**{o.name: "output" for o in kernel.outputs}, **{s.name: "scratch" for s in kernel.scratch}}
     written: set[str] = set()
     read: set[str] = set()

@@ -67,8 +67,8 @@ class GeneratedKernel:
     def constructs(self) -> set[str]:
         """The optional constructs the kernel uses (hint, cache, num_sms, the kernel's and a
         loop's num_stages, an if with results or without: a store split at the tail, several
-        launches, a zero-filled scratch, each atomic op, each operation across a block), so that a
-        differential run can say how often each was exercised."""
+        launches, a zero-filled scratch, an aliasing output, each atomic op, each operation
+        across a block), so that a differential run can say how often each was exercised."""
         found = {"kernel num_stages"} if self.kernel.num_stages != 3 else set()
         found |= {f"{t.dtype} tensor" for t in (*self.kernel.inputs, *self.kernel.outputs) if t.dtype in FP8_DTYPES}
         if self.template == "dot" and self.kernel.inputs[0].dtype in FP8_DTYPES:
@@ -101,6 +101,8 @@ class GeneratedKernel:
 
         document = self.kernel.model_dump(exclude_none=True)
         walk([document.get("body", []), document.get("launches", []), document.get("grid", [])])
+        if any(out.alias for out in self.kernel.outputs):
+            found.add("aliasing output")
         if self.kernel.is_program:
             found.add("several launches")
             if any(s.zero for s in self.kernel.scratch):

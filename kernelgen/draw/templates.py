@@ -177,8 +177,23 @@ def _elementwise(g: _Gen, spec: _Spec, inputs: list[tuple[str, str]], outputs: l
             _store(g, spec, out, dtype, (block,), ptr, op("and", lhs="in_bounds", rhs=op("not", x=chosen)))
         else:
             _store(g, spec, out, dtype, (block,), ptr, "in_bounds")
+    if g.chance(20):
+        _aliased(g, spec, block)
     if g.chance(25):
         _exchanged(g, spec, block, size)
+
+
+def _aliased(g: _Gen, spec: _Spec, block: int) -> None:
+    """An output that is an input's memory (Output ``alias``, no param for the input): each
+    program loads its block of it (the input's values) and stores into the lanes a predicate
+    picks; the others keep the input's values, which both sides must leave there."""
+    dtype = _tensor_dtype(g)
+    spec.inputs.append({"name": "xa", "dtype": dtype, "shape": ["N"]})
+    spec.output("ya", dtype, ["N"])
+    spec.outputs[-1].update(into="xa", alias=True)
+    ptr = op("add", lhs="ya", rhs="offsets")
+    g.bind(_loaded(op("load", ptr=ptr, mask="in_bounds"), dtype, (block,)), "ya_")
+    _store(g, spec, "ya", dtype, (block,), ptr, op("and", lhs="in_bounds", rhs=g.boolean((block,), 2).expr))
 
 
 # Atomics whose final values do not depend on the order the programs run in (rule 7).

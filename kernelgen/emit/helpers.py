@@ -154,6 +154,19 @@ def _pow(x, y):
 }
 HELPERS.update(emit_blocks.HELPERS)
 HOST_HELPERS: dict[str, str] = {
+    "_alias_buffer": '''
+def _alias_buffer(tensor, others):
+    """The memory an aliasing output is: the input itself (the kernel changes it in place), or
+    a copy where another tensor argument overlaps it (the kernel reads those as passed). All are
+    contiguous: each spans numel elements from its data_ptr."""
+    start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
+    for other in others:
+        low = other.data_ptr()
+        if other.numel() and tensor.numel() and low < end and start < low + other.numel() * other.element_size():
+            return tensor.new_empty(tensor.shape).copy_(tensor)
+    return tensor
+''',
     "_div_toward_zero": '''
 def _div_toward_zero(a, b):
     """Integer division rounding toward zero (C), as the kernel language's host expressions do."""

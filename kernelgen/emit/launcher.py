@@ -240,7 +240,11 @@ def _wrapper_lines(checked: Checked, entry: str, kernel_fns: list[str], host: _H
                             f"else tuple(float(item) for item in {value})")
     for out in kernel.outputs:
         shape = _tuple([host.emit(d)[0] for d in out.shape])
-        if out.init is None:
+        if out.alias:  # the input's memory itself (contiguous, converted above): no allocation, no copy
+            host.helpers.add("_alias_buffer")
+            others = [names(i.name) for i in tensors if i.name != out.into]
+            body.append(f"{names(out.name)} = _alias_buffer({names(out.into)}, ({''.join(o + ', ' for o in others)}))")
+        elif out.init is None:
             body.append(f"{names(out.name)} = torch.empty({shape}, dtype={TORCH_DTYPES[out.dtype]}, device={device})")
         else:  # the fill atomics accumulate onto
             fill = repr(literal_value(out.init)).replace("inf", "float('inf')").replace("nan", "float('nan')")
@@ -283,7 +287,8 @@ def _inplace_targets(kernel: L.Kernel) -> dict[str, str]:
 def _returned_lines(kernel: L.Kernel, names: Namer, host: _HostExpressions, given: dict[str, str]) -> list[str]:
     """Each output reshaped to its first call shape whose ``when`` holds, and copied into its
     ``into`` input as the caller passed it (``given``; with a role ``inplace`` flag, only when it
-    is true), which is returned."""
+    is true; an ``alias`` output only where it is not that tensor's memory already), which is
+    returned."""
     lines: list[str] = []
     flag = next((names(i.name) for i in kernel.inputs if i.role == "inplace"), None)
     targets = _inplace_targets(kernel)
@@ -295,6 +300,9 @@ def _returned_lines(kernel: L.Kernel, names: Namer, host: _HostExpressions, give
         if out.name in targets:
             target = given[targets[out.name]]
             copy = [f"{target}.copy_({name})", f"{name} = {target}"]
+            if out.alias:  # copied back only where the caller's tensor was not the kernel's memory
+                copy = [f"if {name}.data_ptr() != {target}.data_ptr() or not {target}.is_contiguous():",
+                        f"    {copy[0]}", copy[1]]
             lines += [f"if {flag}:", *("    " + line for line in copy)] if flag is not None else copy
     return lines
 

@@ -144,8 +144,9 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
     and of an integer maximum, the second is neither: a kernel that merges into memory it never
     initialized (an output, or a scratch) is wrong in the second launch, whose result is
     compared. An output declared with an ``init`` fill starts as that fill in both launches
-    (atomics accumulate onto it) and counts as written everywhere: its value is defined from the
-    start, and the comparison with the reference judges it. (The interpreter, which GPU mode
+    (atomics accumulate onto it), an ``alias`` one as its input's values, and either counts as
+    written everywhere: its value is defined from the start, and the comparison with the
+    reference judges it. (The interpreter, which GPU mode
     runs as well, tracks every read of memory nothing wrote exactly: read_before_write.)"""
     import torch
 
@@ -162,10 +163,14 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
             views[name] = value
     with cuda_errors(f"running kernel {checked.kernel.name}"):
         plans = plan_sequence(checked, views)
-        outputs = {}
+        outputs, starts = {}, {}
         for out in checked.kernel.outputs:
             blank = torch.empty(plans[0].output_shapes[out.name], dtype=torch_dtype(out.dtype), device=device)
-            buffers[out.name], outputs[out.name] = guarded(blank.fill_(initial_fill(out)), guard_fill(blank.dtype))
+            # An aliasing output starts as its input's values (a copy here: the input's guarded
+            # view stays as drawn, so inputs_unchanged still judges every input).
+            starts[out.name] = views[out.into] if out.alias else \
+                torch.full((), initial_fill(out), dtype=blank.dtype, device=device).expand(blank.shape)
+            buffers[out.name], outputs[out.name] = guarded(blank.copy_(starts[out.name]), guard_fill(blank.dtype))
 
         calls = iter(range(1, 3))
 
@@ -183,17 +188,16 @@ def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],
         fills = {}
         for out in checked.kernel.outputs:
             tensor = outputs[out.name]
-            one = torch.full((), initial_fill(out), dtype=tensor.dtype, device=tensor.device)
-            fills[out.name] = (one.expand(tensor.shape), second_poison(out.dtype, tuple(tensor.shape), tensor.device))
-            tensor.copy_(fills[out.name][1] if out.init is None else fills[out.name][0])
+            fills[out.name] = (starts[out.name], second_poison(out.dtype, tuple(tensor.shape), tensor.device))
+            tensor.copy_(fills[out.name][0] if out.prefilled else fills[out.name][1])
         run()
         torch.cuda.synchronize(device)
     # Unwritten: the first poison after the first launch and the second after the second.
     # Not "the same bits both times": a value reduced with float atomics differs in its last
     # bits from run to run (the GPU orders them), and is written all the same.
-    written = {out.name: ~(same_bits(first[out.name], fills[out.name][0])
-                           & same_bits(outputs[out.name], fills[out.name][1])) if out.init is None
-               else torch.ones_like(outputs[out.name], dtype=torch.bool) for out in checked.kernel.outputs}
+    written = {out.name: torch.ones_like(outputs[out.name], dtype=torch.bool) if out.prefilled
+               else ~(same_bits(first[out.name], fills[out.name][0]) & same_bits(outputs[out.name], fills[out.name][1]))
+               for out in checked.kernel.outputs}
     problems = [d for name, buffer in buffers.items() for d in guards_intact(name, buffer)]
     problems += inputs_unchanged(inputs, views)
     return outputs, written, problems
@@ -234,6 +238,8 @@ def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], fl
         # Outputs with an init fill are refilled before each call, inside the timing: the
         # fill is part of the work (a Triton wrapper's torch.zeros), and atomics would
         # otherwise accumulate across repetitions.
+        # An aliasing output is not refilled: the kernel changes it in place again each call, as
+        # a user's repeated in-place calls do.
         fills = [(outputs[out.name], initial_fill(out)) for out in checked.kernel.outputs if out.init is not None]
 
         def run() -> None:

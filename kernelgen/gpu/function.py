@@ -16,7 +16,8 @@ replays that binding and launch (:mod:`kernelgen.host.call_replay`, :class:`~ker
   device once, in this process, then kept in memory (and in the compile cache on disk).
   Outputs are pre-filled with NaN so an element no store writes is noticed, except inside
   :func:`unfilled_outputs`, which timing uses: the fill is a memory pass the reference does
-  not make;
+  not make. An aliasing output (Output ``alias``) is the caller's tensor itself where it can
+  be (:func:`_alias_buffer`): an in-place call writes only what it stores;
 * otherwise with the reference interpreter (CPU tensors, numbers).
 
 A wrapper may carry tuned configurations (``--kg-tune``, :mod:`kernelgen.tritonbench.tuning`):
@@ -116,6 +117,7 @@ class _OutputSpec:
     dtype: Any
     always: Union[float, int, bool, None]
     poison: Union[float, int, bool]
+    alias: str | None = None  # the input whose memory an aliasing output is (:func:`_alias_buffer`)
 
 
 @dataclass
@@ -140,8 +142,9 @@ class _Launch:
         for name in self.inputs:
             if values[name].data_ptr() % DIVISIBILITY:
                 values = {**values, name: values[name].clone()}
-        outputs = _allocate(self.outputs, self.device)
-        tensors = {**values, **outputs, **_allocate(self.scratch, self.device)} if self.scratch else values | outputs
+        outputs = _allocate(self.outputs, self.device, values)
+        tensors = {**values, **outputs, **_allocate(self.scratch, self.device, values)} if self.scratch \
+            else values | outputs
         for launch in self.launches:
             launch(tensors)
         return outputs
@@ -376,16 +379,21 @@ def _output_spec(out: L.Output, shape: Any, zero: bool | None = None) -> _Output
 
     always = 0 if zero else initial_fill(out) if out.init is not None else \
         poison(out.dtype) if out.raises is not None else None
-    return _OutputSpec(out.name, tuple(shape), torch_dtype(out.dtype), always, poison(out.dtype))
+    return _OutputSpec(out.name, tuple(shape), torch_dtype(out.dtype), always, poison(out.dtype),
+                       out.into if out.alias else None)
 
 
-def _allocate(specs: tuple[_OutputSpec, ...], device: Any) -> dict[str, Any]:
-    """A call's outputs (or scratch), filled as the module docstring says."""
+def _allocate(specs: tuple[_OutputSpec, ...], device: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's outputs (or scratch), filled as the module docstring says; an aliasing output
+    is its input's memory (:func:`_alias_buffer`), neither allocated nor filled."""
     import torch
 
     fill = _fill_outputs.get()
     outputs = {}
     for spec in specs:
+        if spec.alias is not None:
+            outputs[spec.name] = _alias_buffer(values, spec.alias)
+            continue
         tensor = torch.empty(spec.shape, dtype=spec.dtype, device=device)
         if spec.always is not None:
             tensor.fill_(spec.always)
@@ -393,6 +401,27 @@ def _allocate(specs: tuple[_OutputSpec, ...], device: Any) -> dict[str, Any]:
             tensor.fill_(spec.poison)
         outputs[spec.name] = tensor
     return outputs
+
+
+def _alias_buffer(values: Mapping[str, Any], name: str) -> Any:
+    """The memory an aliasing output is: the bound input ``name`` itself (the caller's tensor
+    where binding copied nothing: the call changes it in place, and the wrapper's finish has
+    nothing to copy back), or a copy of it where the kernel could not take it as it is: not
+    16-byte aligned as the compiled kernel assumes, or overlapping another tensor argument (the
+    kernel reads those as the caller passed them). Bound tensors are contiguous: each spans
+    numel elements from its data_ptr (the emitted launcher's ``_alias_buffer`` tests the same)."""
+    import torch
+
+    tensor = values[name]
+
+    def span(t: Any) -> tuple[int, int]:
+        return t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+
+    start, end = span(tensor)
+    others = [span(v) for key, v in values.items() if key != name and isinstance(v, torch.Tensor) and v.numel()]
+    if tensor.data_ptr() % DIVISIBILITY or (tensor.numel() and any(low < end and start < high for low, high in others)):
+        return tensor.clone()
+    return tensor
 
 
 def wrapper(ast_json: str, name: str, configs: Mapping[str, Config] | None = None,

@@ -11,9 +11,12 @@ tensors, which it reads in one place: a one-element tensor passed for a number.
 binds: each kernel argument is either the caller's tensor viewed at the bound shape (the
 binding made no copy) or a value the signature alone decides (a number, the zeros of an
 omitted tensor, the tensor of a number; inputs are read-only, so one such tensor serves every
-call). A call whose binding copied a tensor (a dtype conversion, a broadcast, a
-non-contiguous input), read a tensor's value, or returns through ``out=``, ``inplace=`` or an
-output's ``into`` is not replayed: it binds afresh every time.
+call). An output's ``into`` target is the later call's own tensor: its finish is made for it
+(:attr:`~kernelgen.host.wrapper.BoundCall.finish_into`), so an in-place operator (an aliasing
+output above all, whose whole point is a call that costs its few stores) replays too. A call
+whose binding copied a tensor (a dtype conversion, a broadcast, a non-contiguous input), read a
+tensor's value, or returns through ``out=`` or ``inplace=`` is not replayed: it binds afresh
+every time.
 """
 
 from __future__ import annotations
@@ -68,21 +71,24 @@ class Replay:
     order: tuple[str, ...]  # the bound arguments' order, as bind_call gives them
     meta: tuple[tuple[str, int], ...]
     dtypes: tuple[tuple[str, str], ...]
-    finish: Any
+    finish: Any  # the first call's, where it has no in-place target; else BoundCall.finish_into
     notes: tuple[str, ...]
+    targets: tuple[tuple[str, int | str], ...] = ()  # (input name, positional index or keyword)
 
     def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> BoundCall:
         values = dict(self.constants)
         for name, where, shape in self.views:
             value = args[where] if isinstance(where, int) else kwargs[where]
             values[name] = value.view(shape)
-        return BoundCall({name: values[name] for name in self.order}, dict(self.meta), self.finish,
+        finish = self.finish({name: args[where] if isinstance(where, int) else kwargs[where]
+                              for name, where in self.targets}) if self.targets else self.finish
+        return BoundCall({name: values[name] for name in self.order}, dict(self.meta), finish,
                          list(self.notes), dict(self.dtypes))
 
     def with_constants(self, constants: Mapping[str, Any]) -> Replay:
         """The same replay with these constants (the same values, moved to a call's device)."""
         return Replay(self.views, tuple((name, constants.get(name, value)) for name, value in self.constants),
-                      self.order, self.meta, self.dtypes, self.finish, self.notes)
+                      self.order, self.meta, self.dtypes, self.finish, self.notes, self.targets)
 
 
 def replay_of(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], call: BoundCall) -> Replay | None:
@@ -96,11 +102,11 @@ def replay_of(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], 
         if inp.role == "out" and value is not None or \
                 inp.role == "inplace" and value is not None and (type(value) not in (bool, int) or value):
             return None  # the result goes into this call's tensor
-    if any(o.into is not None for o in kernel.outputs) and not any(inp.role == "inplace" for inp in kernel.inputs):
-        return None  # an in-place operator: its result goes into this call's tensor
     names = [inp.name for inp in kernel.inputs]
     where: dict[str, int | str] = {names[index]: index for index in range(len(args))}
     where.update((name, name) for name in kwargs)
+    # With no role inplace flag (a true one returned above), every into is a target.
+    targets = tuple(sorted({(o.into, where[o.into]) for o in kernel.outputs if o.into is not None}, key=str))
     views: list[tuple[str, int | str, tuple[int, ...]]] = []
     constants: list[tuple[str, Any]] = []
     for name, value in call.args.items():
@@ -112,7 +118,7 @@ def replay_of(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], 
         else:
             return None  # a copy of the tensor, or a number read from it
     return Replay(tuple(views), tuple(constants), tuple(call.args), tuple(call.meta.items()),
-                  tuple(call.dtypes.items()), call.finish, tuple(call.notes))
+                  tuple(call.dtypes.items()), call.finish_into if targets else call.finish, tuple(call.notes), targets)
 
 
 def _plain_view(value: Any, passed: Any) -> bool:

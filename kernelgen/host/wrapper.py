@@ -37,6 +37,9 @@ class BoundCall:
     notes: list[str] = field(default_factory=list)
     # The binding of the kernel's dtype variables (kernelgen.lang.generic); empty if it has none.
     dtypes: dict[str, str] = field(default_factory=dict)
+    # The finish of a call of the same signature that passes these tensors for the in-place
+    # targets (by input name; kernelgen.host.call_replay): ``finish`` keeps this call's own.
+    finish_into: Callable[[Mapping[str, Any]], Callable[..., Any]] | None = None
 
 
 def _error(index: int | None, message: str, code: str = "bad_arguments") -> HostError:
@@ -293,12 +296,14 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
 
     out_index, out = role_values.get("out", (None, None))
     targets = _inplace_targets(kernel, role_values, first_input)
-    # Only an in-place call keeps the caller's tensors: a finish may serve later calls
-    # (kernelgen.host.call_replay), and must not keep this one's alive.
-    originals = {name: bound[name] for name in set(targets.values())}
     call_shapes = _call_shapes(kernel, values, meta)
 
-    def finish(outputs: Mapping[str, Any], copy: bool = True) -> Any:
+    def finish_into(originals: Mapping[str, Any]) -> Callable[..., Any]:
+        """The finish of a call whose in-place targets are ``originals`` (by input name): only
+        that call's finish keeps them alive, never one that serves later calls."""
+        return lambda outputs, copy=True: finish(outputs, copy, originals)
+
+    def finish(outputs: Mapping[str, Any], copy: bool, originals: Mapping[str, Any]) -> Any:
         """The call's result; ``copy`` False: shaped only, copied into no ``out=`` or in-place
         target (which elements were written, say)."""
         raise_preconditions(kernel, outputs)
@@ -323,11 +328,20 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
                     or target.dtype != results[k].dtype:
                 raise _error(None, f"in place: {name} must have the result's shape {list(results[k].shape)} and "
                                    f"dtype {results[k].dtype}")
-            target.copy_(results[k].to(target.device))
+            if not same_memory(results[k], target):  # an aliasing output wrote the caller's tensor itself
+                target.copy_(results[k].to(target.device))
             results[k] = target
         return results[0] if len(results) == 1 else tuple(results)
 
-    return BoundCall(values, meta, finish, dtypes=dtypes)
+    originals = {name: bound[name] for name in set(targets.values())}
+    return BoundCall(values, meta, finish_into(originals), dtypes=dtypes, finish_into=finish_into)
+
+
+def same_memory(result: Any, target: Any) -> bool:
+    """Whether a result of ``target``'s shape is ``target``'s own elements (an aliasing output
+    run on the caller's contiguous tensor): then there is nothing to copy back."""
+    return result.device == target.device and result.data_ptr() == target.data_ptr() and target.is_contiguous() \
+        and result.is_contiguous()
 
 
 def _inplace_targets(kernel: L.Kernel, role_values: Mapping[str, Any], first_input: str | None) -> dict[int, str]:

@@ -32,7 +32,7 @@ Semantics, where Triton leaves a choice or a subtlety:
 * atomics run lane after lane in the chunk's program order (:mod:`kernelgen.interp.atomics`):
   integer results are exact, a float add rounds to the element's dtype after every add;
 * every output element must be written (stored or atomically updated) by some program
-  (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill;
+  (``unwritten``), whatever its dtype, unless the output declares an ``init`` fill or ``alias``;
 * an ``if`` runs each branch for the programs whose condition takes it (as a loop runs for
   the programs still iterating): the other programs' loads, stores and hints there do not
   happen; each result is the taken branch's value, per program;
@@ -94,8 +94,11 @@ def initial_fill(out: L.Output) -> Union[float, int, bool]:
 
 
 def allocate_outputs(plan: LaunchPlan, device: Union[str, torch.device] = "cpu") -> dict[str, torch.Tensor]:
-    return {out.name: torch.full(plan.output_shapes[out.name], initial_fill(out),
-                                 dtype=torch_dtype(out.dtype), device=device)
+    """A call's outputs, filled as :func:`initial_fill` says; an ``alias`` output is a copy of
+    its input's values (the interpreter never writes the caller's memory: the wrapper's finish
+    copies the result into it, as for any ``into``)."""
+    return {out.name: plan.inputs[out.into].to(device, copy=True) if out.alias else
+            torch.full(plan.output_shapes[out.name], initial_fill(out), dtype=torch_dtype(out.dtype), device=device)
             for out in plan.kernel.outputs}
 
 
@@ -166,7 +169,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
     buffers = _buffers(plan, outs)
     total = plan.num_programs
-    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.init is not None},
+    accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.prefilled},
                          defined=defined, observes=needs_orders(plan.checked))
     chunk = _chunk(plan)
     with torch.no_grad():
@@ -240,7 +243,7 @@ def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: f
     outputs = [o.name for o in kernel.outputs]
     buffers = {n: t for n, t in allocate_outputs(plans[0]).items() if n in outputs}
     buffers |= allocate_scratch(checked, plans[0])
-    filled = {s.name for s in kernel.scratch if s.zero} | {o.name for o in kernel.outputs if o.init is not None}
+    filled = {s.name for s in kernel.scratch if s.zero} | {o.name for o in kernel.outputs if o.prefilled}
     defined = {n: torch.full(t.shape, n in filled, dtype=torch.bool) for n, t in buffers.items()}
     ordered = [i for i, plan in enumerate(plans) if needs_orders(plan.checked)] if orders else []
     before = None

@@ -58,6 +58,8 @@ def why_not_sampled(checked: Checked) -> str | None:
         return "scratch memory (programs share it)"
     if any(out.init is not None for out in kernel.outputs):
         return "an output with an init fill (updated by several programs)"
+    if any(out.alias for out in kernel.outputs):
+        return "an aliasing output (it holds values everywhere: what unsampled programs store is not told apart)"
     if any(isinstance(node, L.Atomic) for node, _ in nodes(kernel.body, "/body")):
         return "atomics (programs combine into one element)"
     return None

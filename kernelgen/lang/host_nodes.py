@@ -82,15 +82,18 @@ class CallShape(Node):
 
 class Output(Node):
     """A returned tensor; ``shape``: integer host expressions. It starts as garbage: an element no
-    store writes fails (output_not_written: none is), one loaded or atomically updated before a write is read_before_write. ``batch``: ``shape[0]`` is a batch size name; the call gets the batched inputs'
-    broadcast dims there. A dim named by an ``optional_dims`` size the call left out is dropped.
-    ``call_shapes`` (view null, not batch): the call gets it reshaped to the first whose ``when``
-    holds (same element count, else bad_arguments), e.g. ``keepdim``'s rank.
-    ``into``: the tensor input an in-place operator writes (same shape, dtype): the output is
-    copied into it, which is returned (with a role ``inplace`` flag: if true).
-    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not batch, not returned (another is); any true
-    element makes the call raise it with ``message``. With ``init`` (e.g. 0 or "-inf" for
-    atomics to accumulate into; bad_value) it starts so, and every element counts as written."""
+    store writes fails (output_not_written: none is), one loaded or atomically updated before a
+    write is read_before_write. ``batch``: ``shape[0]`` is a batch size name, the batched
+    inputs' broadcast dims in the call. A dim of an ``optional_dims`` size the call left out is
+    dropped. ``call_shapes`` (view null, not batch): the call gets it reshaped to the first
+    whose ``when`` holds (same element count, else bad_arguments), e.g. ``keepdim``'s rank.
+    ``into``: the tensor input an in-place operator writes (same shape, dtype), then returned
+    (if a role ``inplace`` flag is true): the output is copied into it, or with ``alias`` (no
+    init, batch, call_shapes, inplace flag; the input's dims) IS its memory, starting as its
+    values, all written: store only what changes; no param binds it (aliased_input).
+    ``raises`` (a precondition, e.g. ``ValueError``): a bool output, not batch, not returned
+    (another is); a true element raises it with ``message``. ``init`` (e.g. 0 or "-inf" for
+    atomics to accumulate into; bad_value): it starts so, every element written."""
 
     name: Name
     dtype: DtypeRef
@@ -101,6 +104,13 @@ class Output(Node):
     raises: Literal["ValueError", "RuntimeError", "TypeError", "IndexError", "ZeroDivisionError"] | None = None
     message: str | None = None
     init: Union[bool, int, float, Literal["inf", "-inf", "nan"], None] = None
+    alias: bool = False
+
+    @property
+    def prefilled(self) -> bool:
+        """Whether the output holds values before any launch (an ``init`` fill, or the aliased
+        input's): every element counts as written, none is read before a write."""
+        return self.init is not None or self.alias
 
 
 class Param(Node):

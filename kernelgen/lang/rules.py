@@ -42,6 +42,7 @@ RULES: dict[str, str] = {
     "flatten_nest": "a flattened for that is not the outer loop of a two-loop nest (see For)",
     "if_result_type": "an if result whose then and else values differ in shape or dtype",
     "store_to_input": "a store through a pointer that may point into an input",
+    "aliased_input": "a param bound to an aliased input (see Output)",
     "tile_view": "a tile's base, rank, shape, strides or offsets break its rules (see TileLoad)",
     "tile_block": "a tile's block dims or dtype that TMA cannot copy (see TileLoad)",
     "not_a_pointer": "load or store through a non-pointer",
