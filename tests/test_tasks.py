@@ -124,24 +124,33 @@ def test_a_prompt_that_says_what_nan_or_inf_gives_draws_it(word: str, value: str
 # prompt does not state (open: each needs its prompt to say it, then NaN in its draws).
 EXTREMUM_WITHOUT_NAN = {"absmax_quantize": "the row's amax is a scale; a NaN's quantized value is unstated",
                         "fp8_quantize_blockwise": "the block's amax is a scale; a NaN's quantized value is unstated",
-                        "minmax_scale_rows": "(x - min) / (max - min): NaN's meaning unstated",
-                        "top1_mask": "x == amax: a row holding NaN marks nothing; unstated"}
+                        "minmax_scale_rows": "(x - min) / (max - min): NaN's meaning unstated"}
+# Tasks whose reference takes an extremum's index or an order (argmax, argmin, topk, sort) whose
+# prompt promises finite values (the router's logits, the top-k's and sort's rows): no NaN drawn.
+FINITE_BY_PROMPT = {"row_top2", "row_topk8", "row_topk64", "row_sort", "moe_top2_routing"}
 
 
-def test_a_float_extremum_draws_nan() -> None:
-    """torch's max pooling, amax, amin and cummax propagate NaN, and a maximum written as
-    where(a > b, a, b) drops it (as Triton's tl.maximum does by default): a task whose reference
-    takes one draws NaN in some domain, else such a kernel passes (maxpool2x2 did)."""
+def test_a_float_extremum_or_its_index_draws_nan() -> None:
+    """torch's max pooling, amax, amin and cummax propagate NaN, and argmax, argmin, topk and
+    sort count it as larger (argmin: smaller) than every number; a maximum written as
+    where(a > b, a, b) drops it (as Triton's tl.maximum does by default), and an argmax that
+    merges blocks with > never lets it win: a task whose reference takes one draws NaN in some
+    domain, else such a kernel passes (maxpool2x2, row_argmax, col_argmin and top1_mask did),
+    unless its prompt promises finite values."""
     import re
 
-    extremum = re.compile(r"max_pool\w*\(|\.amax\(|\.amin\(|\bcummax\b|\bcummin\b")
+    extremum = re.compile(r"max_pool\w*\(|\.amax\(|\.amin\(|\bcummax\b|\bcummin\b|\barg(max|min|sort)\(|\btopk\(|"
+                          r"\bsort\(|\bkthvalue\(|\bmedian\(|\b(max|min)\((\w+, )?dim=")
     taking = {t.id for t in TASKS if extremum.search(t.reference)
               and any(i.dtype in ("f16", "bf16", "f32", "f64") for i in t.signature.inputs if i.shape is not None)}
-    assert {"maxpool2x2", "col_max", "row_max", "row_range", "amax_keepdim"} <= taking
-    missing = sorted(i for i in taking - set(EXTREMUM_WITHOUT_NAN)
+    assert {"maxpool2x2", "col_max", "row_max", "row_range", "amax_keepdim", "row_argmax", "col_argmin",
+            "top1_mask"} | FINITE_BY_PROMPT <= taking
+    missing = sorted(i for i in taking - set(EXTREMUM_WITHOUT_NAN) - FINITE_BY_PROMPT
                      if not any(str(v) == "nan" for t in TASKS if t.id == i for d in _domains(t) for v in d.specials))
     assert missing == []
     assert set(EXTREMUM_WITHOUT_NAN) <= taking
+    unpromised = [t.id for t in TASKS if t.id in FINITE_BY_PROMPT and not re.search(r"\bfinite\b", t.prompt)]
+    assert unpromised == []
 
 
 # Tasks whose reference clamps or selects on a float input (clamp, minimum, maximum, hardtanh,

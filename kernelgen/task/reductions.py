@@ -14,10 +14,16 @@ a few roundings of a sum of about the result's size. Two shapes of it, and the d
 
 Neither is drawn for the inputs of a golden's ``dot`` (:func:`golden_dots`): the GPU's tensor
 cores do not round each add to nearest, so the goldens themselves drift on such values.
+
+A reduction that takes an extremum or its index (amax, argmax, argmin) counts a NaN as the
+extremum, and a kernel that merges blocks with ``>`` drops it; with NaN at one element in 48 of
+an extreme draw every long line holds one in its first block, where a kernel that handles NaN
+within a block only is right: :func:`with_lone_nan_lines` gives some lines a single NaN anywhere.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Mapping
 
 import torch
@@ -61,6 +67,42 @@ def reduces_rows(task: Task, spec: L.Input) -> bool:
     raise a magnified draw's atol past what other wrong kernels differ by (a tanh GELU)."""
     rows = list(spec.shape[:-1])
     return len(spec.shape) >= 2 and any(list(out.shape or []) in (rows, rows + [1]) for out in task.signature.outputs)
+
+def reduced_axes(task: Task, spec: L.Input) -> list[int]:
+    """The axes of ``spec`` an output reduces it along: its last (:func:`reduces_rows`) and, for a
+    matrix, its first (an output ``[N]`` or ``[1, N]`` of an ``[M, N]`` input)."""
+    columns = [list(spec.shape[1:]), [1] + list(spec.shape[1:])] if len(spec.shape) == 2 else []
+    return [axis for axis, reduced in ((len(spec.shape) - 1, reduces_rows(task, spec)),
+                                       (0, any(list(out.shape or []) in columns for out in task.signature.outputs)))
+            if reduced]
+
+
+def with_lone_nan_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Tensor:
+    """A float input holding NaN, in an extreme draw of a reduction along ``axis``: about a
+    quarter of its lines along that axis that hold NaN hold exactly one, at a uniformly random
+    place (their other NaNs replaced by one of the line's numbers; lines without NaN, such as
+    all-negative rows, stay as they are). NaN placed at one element in 48 puts one in
+    nearly every line's first block of 1024, so a kernel that merges later blocks with ``>``
+    (the first block's argmax counted NaN, the merge never does) passed; a lone NaN lies past
+    the first block in most long lines."""
+    if not values.dtype.is_floating_point or values.numel() == 0:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x10AE)
+    moved = values.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone()
+    holding = lines.isnan().any(dim=1).nonzero().flatten()
+    if len(holding) == 0:
+        return values
+    chosen = holding[torch.randperm(len(holding), generator=generator)[:max(1, len(holding) // 4)]]
+    lone = lines[chosen]
+    # one of the line's own numbers for its NaNs: its maximum and minimum (and their near ties) stay
+    pick = torch.where(lone.isfinite(), torch.rand(lone.shape, generator=generator), -1.0).argmax(dim=1)
+    fill = lone[torch.arange(len(chosen)), pick].nan_to_num(nan=0.0)
+    lone = torch.where(lone.isnan(), fill[:, None], lone)
+    lone[torch.arange(len(chosen)), torch.randint(lone.shape[1], (len(chosen),), generator=generator)] = math.nan
+    lines[chosen] = lone
+    return lines.reshape(moved.shape).movedim(-1, axis)
+
 
 def golden_dots(task: Task) -> bool:
     """Whether the golden uses ``dot``, whose inputs get no mixed-magnitude rows: a dot sums in

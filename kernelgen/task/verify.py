@@ -25,7 +25,8 @@ import torch
 from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Tolerance, compare_tensors
-from kernelgen.task.reductions import golden_dots, reduces_rows, with_cancelling_halves, with_mixed_magnitude_rows
+from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
+                                       with_lone_nan_lines, with_mixed_magnitude_rows)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
@@ -217,7 +218,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 # (the high one first: a tensor of one or two elements has room for one).
                 args[spec.name] = _with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
-            if extreme and domain is not None and domain.kind == "integers" and spec.name not in task.extreme_domains:
+            if extreme and domain is not None and domain.kind == "integers" and _adds_only_specials(task, spec.name):
                 args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(bounds_at)[1],
                                                                size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if domain is not None and domain.same_as is not None:
@@ -238,6 +239,9 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.specials else ():
+                args[spec.name] = with_lone_nan_lines(args[spec.name], axis,
+                                                      size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             if extreme and domain is not None and domain.specials and args[spec.name].is_floating_point():
                 for other in specialled:
                     if args[other].shape == args[spec.name].shape:
@@ -251,6 +255,14 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     if order == "cancelling" and not shapes_only:
         args = with_cancelling_halves(task, args, sizes, size_seed(task, sizes, seed), run_reference)
     return args
+
+
+def _adds_only_specials(task: Task, name: str) -> bool:
+    """Whether an input's extreme domain is its ordinary one (none of its own) or that with
+    specials added (argmax's NaN): the extreme draws of an integers domain then get fractions
+    and near ties as well; an extreme domain of its own (small integers, for ties) keeps its ties."""
+    extreme = task.extreme_domains.get(name)
+    return extreme is None or extreme.model_copy(update={"specials": []}) == task.domains.get(name)
 
 
 def domain_env(task: Task, sizes: Mapping[str, int]) -> dict[str, Any]:
@@ -314,21 +326,22 @@ def with_fractions_and_near_ties(values: torch.Tensor, high: float, seed: int) -
     in each line, one other element set one step of its dtype below the line's maximum and one
     one step above its minimum. Integer values alone hide a comparison made in bf16 or f16, a
     cast that truncates 0.5, an equality "within 1e-5" and a strict test made loose; the near
-    ties show them (the values stay inside the domain's bounds)."""
+    ties show them (the values stay inside the domain's bounds; NaN and infinities, an extreme
+    domain's specials, stay, and the near ties are to the line's numbers)."""
     if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.numel() < 2:
         return values
     generator = torch.Generator().manual_seed(seed ^ 0xF4AC)
     wide = values.to(torch.float64)
     fraction = torch.rand(values.shape, generator=generator, dtype=torch.float64)
     keep = torch.rand(values.shape, generator=generator) < 0.5
-    values = torch.where(keep, wide, torch.clamp(wide + fraction, max=float(high))).to(values.dtype)
+    values = torch.where(keep | ~wide.isfinite(), wide, torch.clamp(wide + fraction, max=float(high))).to(values.dtype)
     for axis in sorted({values.dim() - 1, 0}):
         lines = values.movedim(axis, -1).reshape(-1, values.shape[axis]).clone()
         if lines.shape[1] < 2:
             continue
         rows = torch.arange(lines.shape[0])
         for find, step in ((torch.argmax, -1.0), (torch.argmin, 1.0)):
-            at = find(lines.to(torch.float64), dim=1)
+            at = find(torch.where(lines.isfinite(), lines.to(torch.float64), step * math.inf), dim=1)  # of the numbers
             other = torch.randint(0, lines.shape[1] - 1, (lines.shape[0],), generator=generator)
             other = other + (other >= at).long()  # any element but the extreme itself
             extreme = lines[rows, at]
