@@ -1,5 +1,7 @@
 """The CPU-mode cost of each draw a task's golden is verified on (issue 31: the interpreter's
 time per tier), one line per draw with its kind, sizes and verdict, a total per task and in all.
+Times are the process's CPU time (a loaded machine stretches wall time several-fold, not this);
+run single-threaded (``OMP_NUM_THREADS=1``) to compare commits.
 
     python tools/draw_times.py expert/layernorm_backward_full med/softmax_dtype
     python tools/draw_times.py --tier expert
@@ -31,18 +33,18 @@ def time_task(path: Path, settings: Settings) -> float | None:
     checked = check(task.golden)
     total = 0.0
     for draw in draws.case_draws(task, checked, settings.shapes, settings.seed, settings.gpu):
-        start, sampled = time.monotonic(), []
+        start, sampled = time.process_time(), []
         try:
             verify_cpu(task, checked, draw.sizes, settings.seed, draw.extreme, settings.timeout_s, draw.num_sms,
                        draw.order, sampled)
             verdict = "ok, on a sample of programs" if sampled else "ok"
         except KernelgenError as error:
             verdict = f"{type(error).__name__}: {str(error)[:100]}"
-        spent = time.monotonic() - start
+        spent = time.process_time() - start
         total += spent
-        print(f"  {spent:6.2f} s  {draw.kind:11s} {draw.sizes} extreme={draw.extreme} num_sms={draw.num_sms} "
+        print(f"  {spent:6.2f} CPU-s  {draw.kind:11s} {draw.sizes} extreme={draw.extreme} num_sms={draw.num_sms} "
               f"order={draw.order}: {verdict}")
-    print(f"{task.tier}/{task.id}: {total:.1f} s")
+    print(f"{task.tier}/{task.id}: {total:.1f} CPU-s")
     return total
 
 
@@ -60,7 +62,7 @@ def main() -> None:
     if missing:
         parser.error(f"no such task file: {', '.join(missing)}")
     times = [t for t in (time_task(p, Settings()) for p in paths) if t is not None]
-    print(f"total: {sum(times):.1f} s over {len(times)} tasks")
+    print(f"total: {sum(times):.1f} CPU-s over {len(times)} tasks")
 
 
 if __name__ == "__main__":
