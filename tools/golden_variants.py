@@ -19,6 +19,7 @@ order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``). ``+`` starts th
 from __future__ import annotations
 
 import argparse
+import copy
 import re
 import sys
 from pathlib import Path
@@ -82,7 +83,7 @@ def main() -> None:
         source = yaml.safe_load((BENCH / tier / f"{task}.yaml").read_text())
         (args.out / tier).mkdir(parents=True, exist_ok=True)
         for k, spec in enumerate(["", *specs]):
-            variant = yaml.safe_load((BENCH / tier / f"{task}.yaml").read_text()) if k else source
+            variant = copy.deepcopy(source)
             variant["golden"] = apply(variant["golden"], spec)
             path = args.out / tier / f"{task}_v{k}.yaml"
             path.write_text(yaml.safe_dump(variant, sort_keys=False))

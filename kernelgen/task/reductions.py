@@ -34,6 +34,7 @@ from kernelgen.task.spec import Task
 # Mantissa bits of the narrow float dtypes whose rows :func:`with_mixed_magnitude_rows` mixes.
 NARROW_MANTISSA = {torch.float16: 10, torch.bfloat16: 7}
 
+
 def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
     """An f16 or bf16 input of two or more rows (along the last axis) drawn from a normal
     domain, in an extreme draw: about a quarter of its rows hold a large value L = +-16 in a
@@ -61,12 +62,14 @@ def with_mixed_magnitude_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
     rows[chosen] = mixed.to(values.dtype)
     return rows.reshape(values.shape)
 
+
 def reduces_rows(task: Task, spec: L.Input) -> bool:
     """Whether an output is ``spec`` reduced along its last axis (``[M]`` or ``[M, 1]`` of an
     ``[M, N]`` input), whose rows a kernel sums lane by lane: elsewhere mixed-magnitude rows only
     raise a magnified draw's atol past what other wrong kernels differ by (a tanh GELU)."""
     rows = list(spec.shape[:-1])
     return len(spec.shape) >= 2 and any(list(out.shape or []) in (rows, rows + [1]) for out in task.signature.outputs)
+
 
 def reduced_axes(task: Task, spec: L.Input) -> list[int]:
     """The axes of ``spec`` an output reduces it along: its last (:func:`reduces_rows`) and, for a
