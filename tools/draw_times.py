@@ -1,5 +1,6 @@
 """The CPU-mode cost of each draw a task's golden is verified on (issue 31: the interpreter's
-time per tier), one line per draw with its kind, sizes and verdict, a total per task and in all.
+time per tier), one line per draw with its kind, sizes and verdict, a total per task, per kind of draw
+(why it is drawn: hypothesis, past the extent, a range's maximum, sorted, ...) and in all.
 Times are the process's CPU time (a loaded machine stretches wall time several-fold, not this);
 run single-threaded (``OMP_NUM_THREADS=1``) to compare commits.
 
@@ -25,7 +26,8 @@ from kernelgen.task.spec import load_task_file
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def time_task(path: Path, settings: Settings) -> float | None:
+def time_task(path: Path, settings: Settings, kinds: dict[str, float]) -> float | None:
+    """The task's draws' CPU time in all, each draw's added to ``kinds`` by its kind."""
     task = load_task_file(path)
     if task.variants or task.in_place:
         print(f"{task.tier}/{task.id}: a task with calls, left out")
@@ -42,6 +44,7 @@ def time_task(path: Path, settings: Settings) -> float | None:
             verdict = f"{type(error).__name__}: {str(error)[:100]}"
         spent = time.process_time() - start
         total += spent
+        kinds[draw.kind] = kinds.get(draw.kind, 0.0) + spent
         print(f"  {spent:6.2f} CPU-s  {draw.kind:11s} {draw.sizes} extreme={draw.extreme} num_sms={draw.num_sms} "
               f"order={draw.order}: {verdict}")
     print(f"{task.tier}/{task.id}: {total:.1f} CPU-s")
@@ -61,7 +64,10 @@ def main() -> None:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         parser.error(f"no such task file: {', '.join(missing)}")
-    times = [t for t in (time_task(p, Settings()) for p in paths) if t is not None]
+    kinds: dict[str, float] = {}
+    times = [t for t in (time_task(p, Settings(), kinds) for p in paths) if t is not None]
+    for kind, spent in sorted(kinds.items(), key=lambda item: -item[1]):
+        print(f"{kind}: {spent:.1f} CPU-s")
     print(f"total: {sum(times):.1f} CPU-s over {len(times)} tasks")
 
 
