@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import struct
 import time
 from typing import Callable, Sequence
 
@@ -31,6 +32,9 @@ from kernelgen.host.plan import LaunchPlan, torch_dtype
 from kernelgen.interp.masks import all_true, any_true
 from kernelgen.interp.values import (BINARY as _BINARY, UNARY as _UNARY, Pointer, Value, bits_of, constant_as, fma_f64,
                                      round_tf32 as _round_tf32, view_key)
+
+# A node's evaluation: its value from a run and an environment (:meth:`_Run.evaluator`).
+Evaluator = Callable[["_Run", dict[str, Value]], Value]
 
 # A loop may run at most this many iterations (``bad_loop`` past it), as the checker states.
 MAX_LOOP_ITERATIONS = 1 << 20
@@ -73,18 +77,26 @@ class _Run:
         # The offsets of every parameter's pointer (zeros): arithmetic on such a pointer, recognised
         # by this very tensor, skips adding them, a pass over a whole block per access otherwise.
         self.origin = torch.zeros(self.count, dtype=torch.int64)
+        self.constants: dict[tuple, torch.Tensor] = {}  # :meth:`typed`'s tensors of constants
+        self.evaluators: dict[str, Evaluator] = {}  # by node path (:meth:`evaluator`)
+        self.statement_paths: dict[str, list[str]] = {}  # by a block's path, its statements'
 
     # -- values -----------------------------------------------------------------------------
 
     def typed(self, value: Value, dtype: str, shape: Sequence[int] | None = None) -> torch.Tensor:
-        """A value as a tensor of ``dtype`` with the program axis, broadcast to ``shape``."""
+        """A value as a tensor of ``dtype`` with the program axis, broadcast to ``shape``. A
+        constant's tensor is made once per run (values are never written in place): a loop
+        iteration over small blocks would otherwise spend more on building it than on using it."""
         if isinstance(value, torch.Tensor):
             target = torch_dtype(dtype)
             out = value if value.dtype == target else value.to(target)
-        else:
+            return out if shape is None else self.expand(out, shape)
+        key = (dtype, value if type(value) is not float else struct.pack("<d", value),  # -0.0 is not 0.0
+               () if shape is None else tuple(shape))
+        out = self.constants.get(key)
+        if out is None:
             out = torch.full((self.count,), constant_as(value, dtype), dtype=torch_dtype(dtype))
-        if shape is not None:
-            out = self.expand(out, shape)
+            out = self.constants[key] = self.expand(out, key[2])
         return out
 
     def expand(self, value: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
@@ -92,21 +104,48 @@ class _Run:
         full = (self.count, *shape)
         if value.shape == full:
             return value
-        block = value.shape[1:]
-        missing = len(shape) - len(block)
-        if missing:
-            value = value.reshape((value.shape[0],) + (1,) * missing + tuple(block))
-        return value.expand(full)
+        return self.align(value, len(shape)).expand(full)
+
+    @staticmethod
+    def align(value: torch.Tensor, rank: int) -> torch.Tensor:
+        """A per-program value with leading 1s added to its block up to ``rank`` axes, so that
+        torch broadcasts it as NumPy's rules do on the block (the program axis stays first)."""
+        missing = rank + 1 - value.dim()
+        if not missing:
+            return value
+        return value.reshape((value.shape[0],) + (1,) * missing + tuple(value.shape[1:]))
 
     def eval(self, e: L.Expr, path: str, env: dict[str, Value]) -> Value:
-        if isinstance(e, str):  # a name, or a float literal's (inf, nan)
-            return literal_value(e) if e in L.FLOAT_LITERAL_NAMES else env[e]
-        if isinstance(e, (bool, int, float)):
-            return e
-        method = _EVALUATORS.get(type(e))
-        if method is None:
-            method = _EVALUATORS[type(e)] = f"_{type(e).__name__.lower()}"
-        return getattr(self, method)(e, path, env)
+        """The value of ``e``, the node at ``path``."""
+        fn = self.evaluators.get(path)
+        return (fn or self.evaluator(e, path))(self, env)
+
+    def evaluator(self, e: L.Expr, path: str) -> Evaluator:
+        """The function computing ``e`` (the node at ``path``) from a run and an environment, made
+        once per path: what a node's evaluation looks up (its types, its children's paths and
+        evaluators) is the same on every loop iteration, and looking it up again was most of
+        the time of a loop over small blocks. Names, literals and binary ops (most of a
+        kernel's nodes) are evaluated right here; other nodes by their ``_<node>`` method."""
+        fn = self.evaluators.get(path)
+        if fn is not None:
+            return fn
+        if isinstance(e, str) and e not in L.FLOAT_LITERAL_NAMES:
+            def fn(run: _Run, env: dict[str, Value]) -> Value:
+                return env[e]
+        elif isinstance(e, (str, bool, int, float)):  # a literal (inf and nan by name)
+            value = literal_value(e)
+
+            def fn(run: _Run, env: dict[str, Value]) -> Value:
+                return value
+        elif isinstance(e, L.Binary):
+            fn = self._binary(e, path)
+        else:
+            method = f"_{type(e).__name__.lower()}"  # looked up per call: tests replace methods
+
+            def fn(run: _Run, env: dict[str, Value]) -> Value:
+                return getattr(run, method)(e, path, env)
+        self.evaluators[path] = fn
+        return fn
 
     def eval_as(self, e: L.Expr, path: str, env: dict[str, Value], dtype: str,
                 shape: Sequence[int] | None = None) -> torch.Tensor:
@@ -134,45 +173,42 @@ class _Run:
         x = self.eval_as(e.x, child(path, "x"), env, t.dtype if e.op != "not" else "bool")
         return _UNARY[e.op](x)
 
-    def _binary(self, e: L.Binary, path: str, env) -> Value:
+    def _binary(self, e: L.Binary, path: str) -> Evaluator:
+        """A binary op's evaluator (see :meth:`evaluator`)."""
         t = self.types[path]
+        lhs, rhs = self.evaluator(e.lhs, child(path, "lhs")), self.evaluator(e.rhs, child(path, "rhs"))
         if t.pointer:
-            return self.pointer_arith(e, path, env)
+            def pointer(run: _Run, env: dict[str, Value]) -> Value:
+                return run.pointer_arith(e.op, lhs(run, env), rhs(run, env), t.shape)
+            return pointer
         dtype = self.checked.operand_dtypes[path]
-        a = self.eval_as(e.lhs, child(path, "lhs"), env, dtype)
-        b = self.eval_as(e.rhs, child(path, "rhs"), env, dtype)
-        a, b = self.expand(a, t.shape), self.expand(b, t.shape)
-        if e.op in ("idiv", "cdiv", "rem") and dtype in ANY_INT_DTYPES:
-            # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
-            # of the minimum integer by -1 traps and kills the process). u8 has no -1.
-            zero = b == 0
-            minus_one = torch.zeros_like(zero) if dtype in UNSIGNED_DTYPES else b == -1
-            safe = torch.where(zero | minus_one, torch.ones_like(b), b)
-            if e.op == "rem":
-                out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
-            else:
-                if e.op == "cdiv":
-                    a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
-                out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
-            return torch.where(zero, torch.zeros_like(out), out)
-        if e.op == "umulhi":
-            return philox.umulhi(a, b)
-        if e.op in L.BIT_OPS:
-            return philox.shift(e.op, a, b)
-        out, dtype = _BINARY[e.op](a, b), torch_dtype(t.dtype)
-        return out if out.dtype == dtype else out.to(dtype)  # a no-op conversion costs a torch call
+        plain = _BINARY.get(e.op)
+        if plain is None or (e.op == "rem" and dtype in ANY_INT_DTYPES):
+            def special(run: _Run, env: dict[str, Value]) -> Value:
+                a, b = run.typed(lhs(run, env), dtype, t.shape), run.typed(rhs(run, env), dtype, t.shape)
+                return _special_binary(e.op, dtype, a, b)
+            return special
+        rank, operand, target = len(t.shape), torch_dtype(dtype), torch_dtype(t.dtype)
 
-    def pointer_arith(self, e: L.Binary, path: str, env) -> Pointer:
-        t = self.types[path]
-        lhs = self.eval(e.lhs, child(path, "lhs"), env)
-        rhs = self.eval(e.rhs, child(path, "rhs"), env)
+        def binary(run: _Run, env: dict[str, Value]) -> Value:
+            a, b = lhs(run, env), rhs(run, env)
+            if type(a) is not torch.Tensor or a.dtype != operand:  # (:meth:`typed`, without a call per operand)
+                a = run.typed(a, dtype)
+            if type(b) is not torch.Tensor or b.dtype != operand:
+                b = run.typed(b, dtype)
+            # torch broadcasts the aligned operands itself: expanding them first costs two calls.
+            out = run.expand(plain(run.align(a, rank), run.align(b, rank)), t.shape)
+            return out if out.dtype == target else out.to(target)  # a no-op conversion costs a torch call
+        return binary
+
+    def pointer_arith(self, op: str, lhs: Value, rhs: Value, shape: tuple[int, ...]) -> Pointer:
+        """A pointer plus or minus an offset (either operand the pointer), of block ``shape``."""
         ptr, off = (lhs, rhs) if isinstance(lhs, Pointer) else (rhs, lhs)
-        offset = self.expand(self.typed(off, "i64"), t.shape)
-        if ptr.offset is self.origin and e.op == "add":  # a parameter's own pointer: nothing to add
-            return Pointer(self.expand(ptr.base, t.shape), offset, ptr.buffer)
-        start = self.expand(ptr.offset, t.shape)
-        return Pointer(self.expand(ptr.base, t.shape), start - offset if e.op == "sub" else start + offset,
-                       ptr.buffer)
+        offset = self.expand(self.typed(off, "i64"), shape)
+        if ptr.offset is self.origin and op == "add":  # a parameter's own pointer: nothing to add
+            return Pointer(self.typed(ptr.buffer, "i64", shape), offset, ptr.buffer)  # its base, made once
+        start = self.expand(ptr.offset, shape)
+        return Pointer(self.expand(ptr.base, shape), start - offset if op == "sub" else start + offset, ptr.buffer)
 
     def _where(self, e: L.Where, path: str, env) -> Value:
         t = self.types[path]
@@ -372,12 +408,11 @@ class _Run:
         dtype = torch_dtype(t.dtype)
         if len(selected) == 1 and selected[0].positions is None:
             out = None  # every lane loads: the gathered values are the block
-        else:
-            out = torch.empty((self.count,) + t.shape, dtype=dtype)
-            if other is not None:
-                bits_of(out).copy_(bits_of(other))
-            else:
-                bits_of(out).zero_()
+        elif other is None:
+            out = torch.zeros((self.count,) + t.shape, dtype=dtype)
+        else:  # a fresh copy, written below (fp8 as bytes: torch lacks some fp8 kernels)
+            out = bits_of(other).clone(memory_format=torch.contiguous_format)
+            out = out if out.dtype == dtype else out.view(dtype)
         for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
@@ -449,11 +484,16 @@ class _Run:
                                               "too much work for its sizes"))
 
     def block(self, stmts: list[L.Stmt], path: str, env: dict[str, Value]) -> None:
-        for i, s in enumerate(stmts):
-            spath = child(path, i)
+        paths = self.statement_paths.get(path)
+        if paths is None:
+            paths = self.statement_paths[path] = [child(path, i) for i in range(len(stmts))]
+        for s, spath in zip(stmts, paths):
             self.out_of_time(spath)
             if isinstance(s, L.Let):
-                env[s.name] = self.eval(s.value, child(spath, "value"), env)
+                value = self.evaluators.get(spath)  # a let's own path holds its value's evaluator
+                if value is None:
+                    value = self.evaluators[spath] = self.evaluator(s.value, child(spath, "value"))
+                env[s.name] = value(self, env)
             elif isinstance(s, L.Store):
                 self.store(s, spath, env)
             elif isinstance(s, L.TileStore):
@@ -513,7 +553,8 @@ class _Run:
                 return
             inner = dict(env)
             inner.update(carries)
-            inner[f.var] = (start + i * step).to(var_dtype)
+            var = torch.add(start, step, alpha=i)  # start + i * step, in one call
+            inner[f.var] = var if var.dtype == var_dtype else var.to(var_dtype)
             if active is not None:
                 inner[_ACTIVE] = active  # trips > i only where the enclosing loop or branch is active
             self.block(f.body, child(path, "body"), inner)
@@ -575,7 +616,7 @@ class _Run:
         """This run over the chunk's ``rows`` alone (in the chunk's order), and the function
         taking a value of this run at those rows."""
         sub = copy.copy(self)
-        sub.programs, sub.count = self.programs[rows], int(rows.numel())
+        sub.programs, sub.count, sub.constants = self.programs[rows], int(rows.numel()), {}
         g0, g1, _ = self.plan.grid
         sub.pid = (sub.programs % g0, (sub.programs // g0) % g1, sub.programs // (g0 * g1))
 
@@ -626,7 +667,26 @@ class _Run:
 # A branch taken by at most one program in this many of a chunk runs by those programs alone.
 _FEW = 4
 
-# The method evaluating each node class (``_binary`` for ``Binary``), named once per class.
-_EVALUATORS: dict[type, str] = {}
+
+def _special_binary(op: str, dtype: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The binary ops torch has no one function for, on operands of the result's shape: integer
+    division and remainder, ``umulhi`` and the shifts."""
+    if op in ("idiv", "cdiv", "rem"):  # of integers: the checker admits idiv and cdiv on integers only
+        # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
+        # of the minimum integer by -1 traps and kills the process). u8 has no -1.
+        zero = b == 0
+        minus_one = torch.zeros_like(zero) if dtype in UNSIGNED_DTYPES else b == -1
+        safe = torch.where(zero | minus_one, torch.ones_like(b), b)
+        if op == "rem":
+            out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
+        else:
+            if op == "cdiv":
+                a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
+            out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
+        return torch.where(zero, torch.zeros_like(out), out)
+    if op == "umulhi":
+        return philox.umulhi(a, b)
+    return philox.shift(op, a, b)
+
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch
