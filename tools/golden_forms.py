@@ -1,17 +1,20 @@
-"""Other forms of two GEMM goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33:
-the measurements in swiglu_mlp_f16's and linear_optional_bias's golden comments): the persistent,
-tile-load form of matmul_f16 / linear_f16 applied to them, which ``tools/golden_variants.py``
-(meta values, warps, stages, hints) cannot write.
+"""Other forms of goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33: the
+measurements in swiglu_mlp_f16's, linear_optional_bias's and row_std_f16's golden comments), which
+``tools/golden_variants.py`` (meta values, warps, stages, hints) cannot write: matmul_f16's
+persistent tile-load form applied to the two GEMMs, and Inductor's several-rows-per-program Welford
+pass for row_std_f16.
 
-    python tools/gemm_forms.py --out /tmp/variants swiglu-fused 23 128 128 8 3
-    python tools/gemm_forms.py --out /tmp/variants swiglu-two 27 128 128 8 3
-    python tools/gemm_forms.py --out /tmp/variants linear-bias 30 128 128 64 8 3
+    python tools/golden_forms.py --out /tmp/variants swiglu-fused 23 128 128 8 3
+    python tools/golden_forms.py --out /tmp/variants swiglu-two 27 128 128 8 3
+    python tools/golden_forms.py --out /tmp/variants linear-bias 30 128 128 64 8 3
+    python tools/golden_forms.py --out /tmp/variants row-std-rows 40 4 512 4
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 ``linear-bias K BM BN BK WARPS STAGES``: linear_f16's form with linear_optional_bias's bias
-epilogue. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as golden_variants.py
-says."""
+epilogue; ``row-std-rows K ROWS BLOCK WARPS``: [ROWS, BLOCK] tiles of ROWS rows, one Welford
+pass (row_var's merge, per row). Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time
+them as golden_variants.py says."""
 
 from __future__ import annotations
 
@@ -106,19 +109,62 @@ def linear_bias(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
     return task
 
 
+ROW_STD_BODY = """
+- {op: let, name: rows, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: ROWS}, rhs: {op: arange, size: ROWS}}}
+- {op: let, name: row_in, value: {op: lt, lhs: rows, rhs: M}}
+- {op: let, name: row_column, value: {op: expand_dims, x: rows, axis: 1}}
+- {op: let, name: row_mask, value: {op: expand_dims, x: row_in, axis: 1}}
+- {op: let, name: lanes, value: {op: arange, size: BLOCK}}
+- op: for
+  var: chunk_start
+  stop: N
+  step: BLOCK
+  carry:
+    - {name: means, init: {op: full, shape: [ROWS, BLOCK], value: 0.0, dtype: f32}, next: new_means}
+    - {name: squares, init: {op: full, shape: [ROWS, BLOCK], value: 0.0, dtype: f32}, next: new_squares}
+  body:
+    - {op: let, name: cols, value: {op: expand_dims, x: {op: add, lhs: chunk_start, rhs: lanes}, axis: 0}}
+    - {op: let, name: in_tile, value: {op: and, lhs: row_mask, rhs: {op: lt, lhs: cols, rhs: N}}}
+    - {op: let, name: chunk, value: {op: cast, x: {op: load, ptr: {op: add, lhs: x, rhs: {op: add, lhs: {op: mul, lhs: row_column, rhs: N}, rhs: cols}}, mask: in_tile, cache: evict_first}, dtype: f32}}
+    - {op: let, name: step_weight, value: {op: div, lhs: 1.0, rhs: {op: cast, x: {op: add, lhs: {op: idiv, lhs: chunk_start, rhs: BLOCK}, rhs: 1}, dtype: f32}}}
+    - {op: let, name: delta, value: {op: sub, lhs: chunk, rhs: means}}
+    - {op: let, name: new_means, value: {op: where, cond: in_tile, x: {op: fma, x: delta, y: step_weight, z: means}, y: means}}
+    - {op: let, name: new_squares, value: {op: where, cond: in_tile, x: {op: fma, x: delta, y: {op: sub, lhs: chunk, rhs: new_means}, z: squares}, y: squares}}
+- {op: let, name: counts, value: {op: expand_dims, x: {op: where, cond: {op: lt, lhs: lanes, rhs: N}, x: {op: cast, x: {op: add, lhs: {op: idiv, lhs: {op: sub, lhs: {op: sub, lhs: N, rhs: 1}, rhs: lanes}, rhs: BLOCK}, rhs: 1}, dtype: f32}, y: 0.0}, axis: 0}}
+- {op: let, name: pivot, value: {op: expand_dims, x: {op: cast, x: {op: load, ptr: {op: add, lhs: x, rhs: {op: mul, lhs: rows, rhs: N}}, mask: row_in}, dtype: f32}, axis: 1}}
+- {op: let, name: mean, value: {op: add, lhs: pivot, rhs: {op: expand_dims, x: {op: div, lhs: {op: sum, x: {op: mul, lhs: counts, rhs: {op: sub, lhs: means, rhs: pivot}}, axis: 1}, rhs: {op: cast, x: N, dtype: f32}}, axis: 1}}}
+- {op: let, name: spread, value: {op: sub, lhs: means, rhs: mean}}
+- {op: let, name: m2, value: {op: add, lhs: {op: sum, x: squares, axis: 1}, rhs: {op: sum, x: {op: mul, lhs: counts, rhs: {op: mul, lhs: spread, rhs: spread}}, axis: 1}}}
+- {op: store, ptr: {op: add, lhs: out, rhs: rows}, value: {op: cast, x: {op: sqrt, x: {op: div, lhs: m2, rhs: {op: cast, x: N, dtype: f32}}}, dtype: f16}, mask: row_in}
+"""
+
+
+def row_std_rows(rows: int, block: int, warps: int) -> dict:
+    task = yaml.safe_load((BENCH / "med" / "row_std_f16.yaml").read_text())
+    old = task["golden"]
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "params": [{"name": "x"}, {"name": "out"}, {"name": "M"}, {"name": "N"}],
+                      "meta": [{"name": "ROWS", "value": rows}, {"name": "BLOCK", "value": block}],
+                      "grid": [{"op": "cdiv", "lhs": "M", "rhs": "ROWS"}], "num_warps": warps,
+                      "body": yaml.safe_load(ROW_STD_BODY)}
+    return task
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the variant bench folder (KERNELGEN_BENCH_DIR)")
-    parser.add_argument("form", choices=["swiglu-fused", "swiglu-two", "linear-bias"])
+    parser.add_argument("form", choices=["swiglu-fused", "swiglu-two", "linear-bias", "row-std-rows"])
     parser.add_argument("numbers", nargs="+", type=int, help="K, then the form's block sizes, warps and stages")
     args = parser.parse_args()
     k, *config = args.numbers
     if args.form == "linear-bias":
-        task, name = linear_bias(*config), "linear_optional_bias"
+        task, tier, name = linear_bias(*config), "hard", "linear_optional_bias"
+    elif args.form == "row-std-rows":
+        task, tier, name = row_std_rows(*config), "med", "row_std_f16"
     else:
-        task, name = swiglu(args.form == "swiglu-fused", *config), "swiglu_mlp_f16"
-    (args.out / "hard").mkdir(parents=True, exist_ok=True)
-    path = args.out / "hard" / f"{name}_v{k}.yaml"
+        task, tier, name = swiglu(args.form == "swiglu-fused", *config), "hard", "swiglu_mlp_f16"
+    (args.out / tier).mkdir(parents=True, exist_ok=True)
+    path = args.out / tier / f"{name}_v{k}.yaml"
     path.write_text(yaml.safe_dump(task, sort_keys=False))
     print(path)
 
