@@ -13,7 +13,10 @@ Each variant is a copy of the task ``<task>_v<k>`` whose golden has some meta va
 
 A spec item ``NAME=VALUE`` sets a meta value, ``warps=N`` and ``stages=N`` every launch's
 warps and stages, ``loadK=HINT`` the cache hint of the golden's K-th load (0-based, in file
-order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``). ``+`` starts the next task.
+order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``), ``literal=N,M`` (``literal=*``:
+every size) writes those sizes into the bodies as the task's bench sizes (compiled for exact
+sizes, as Inductor's static shapes are: such a variant is wrong at other sizes, so time it with
+``tools/inductor_kernels.py``, which does not verify, not with pytest). ``+`` starts the next task.
 """
 
 from __future__ import annotations
@@ -42,7 +45,18 @@ def _loads(node: object, found: list[dict]) -> list[dict]:
     return found
 
 
-def apply(golden: dict, spec: str) -> dict:
+def _literal(node: object, sizes: dict[str, int]) -> object:
+    """``node`` with every expression that names one of ``sizes`` replaced by its value."""
+    if isinstance(node, str):
+        return sizes.get(node, node)
+    if isinstance(node, list):
+        return [_literal(value, sizes) for value in node]
+    if isinstance(node, dict):
+        return {key: value if key in ("name", "var") else _literal(value, sizes) for key, value in node.items()}
+    return node
+
+
+def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) -> dict:
     """The golden with the spec's changes (see the module docstring)."""
     launches = golden.get("launches") or [golden]
     loads = _loads(golden, [])
@@ -50,7 +64,12 @@ def apply(golden: dict, spec: str) -> dict:
         name, _, value = item.partition("=")
         if not value:
             raise SystemExit(f"{item!r}: a spec item is NAME=VALUE")
-        if name in ("warps", "stages"):
+        if name == "literal":
+            names = list(bench_sizes or {}) if value == "*" else value.split(",")
+            sizes = {size: (bench_sizes or {})[size] for size in names}
+            for launch in launches:  # the grids keep the names: the checker proves bounds against them
+                launch["body"] = _literal(launch["body"], sizes)
+        elif name in ("warps", "stages"):
             for launch in launches:
                 launch["num_" + name] = int(value)
         elif re.fullmatch(r"load\d+", name):
@@ -84,7 +103,7 @@ def main() -> None:
         (args.out / tier).mkdir(parents=True, exist_ok=True)
         for k, spec in enumerate(["", *specs]):
             variant = copy.deepcopy(source)
-            variant["golden"] = apply(variant["golden"], spec)
+            variant["golden"] = apply(variant["golden"], spec, source.get("bench_sizes"))
             path = args.out / tier / f"{task}_v{k}.yaml"
             path.write_text(yaml.safe_dump(variant, sort_keys=False))
             print(f"{path}: {spec or 'as written'}", file=sys.stderr)
