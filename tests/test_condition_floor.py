@@ -65,3 +65,14 @@ def test_no_floor_where_the_reference_refuses_f64() -> None:
     want = run_reference(strict, {"x": X})["out"]
     assert torch.equal(WideReference(strict, {"x": X}).error("out", want), torch.zeros(X.shape, dtype=torch.float64))
     assert [d.code for d in judged(standardized(X.double()).float(), strict)] == ["mismatch"]
+
+
+def test_no_floor_where_the_reference_reads_its_dtypes_limits() -> None:
+    """log_clamped_eps clamps at torch.finfo(x.dtype).eps: on f64 copies at f64's eps, another
+    function, whose distance from the f32 reference (20 at x = 0) is no rounding error."""
+    (f32,) = [t for t in get_task("easy/log_clamped_eps").variant_tasks() if t.variant.name == "f32"]
+    x = torch.tensor([[0.0, 1e-9, 0.5, 2.0]])
+    expected = run_reference(f32, {"x": x})
+    for floor in (1e-10, 1e-6):
+        got = torch.log(torch.clamp(x, min=floor))
+        assert [d.code for d in compare_outputs(f32, {"y": got}, expected, {"x": x}, {"M": 1, "N": 4})] == ["mismatch"]
