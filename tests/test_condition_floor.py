@@ -58,6 +58,16 @@ def test_wrong_answers_still_fail_on_the_same_draw() -> None:
         assert FLOOR_CRITERION in problems[0].message, name
 
 
+def test_a_later_output_is_judged_with_its_floor_too() -> None:
+    """col_mean_var: the mean right, the variance not (N - 1 for N)."""
+    task = get_task("med/col_mean_var")
+    x = torch.tensor([[1.5, -2.0, 3.25], [0.5, 4.0, -1.0], [2.0, 2.5, 7.0]])
+    expected = run_reference(task, {"x": x})
+    got = {"mean": x.mean(0), "var": x.var(0, correction=1)}
+    assert [(d.path, d.code) for d in compare_outputs(task, got, expected, {"x": x}, {"M": 3, "N": 3})] == \
+        [("/outputs/1", "mismatch")]
+
+
 def test_no_floor_where_the_reference_refuses_f64() -> None:
     strict = TASK.model_copy(update={"reference": "def reference(x):\n"
                                                   "    assert x.dtype == torch.float32\n"

@@ -536,7 +536,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
     computed in f64 may give 1e-13 where the true value is 0)."""
     found: list[Diagnostic] = []
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
-    wide = WideReference(task, inputs if drawn is None else drawn)
+    reference64 = WideReference(task, inputs if drawn is None else drawn)
     for index, spec in enumerate(task.signature.outputs):
         path = f"/outputs/{index}"
         # On the reference's device: the GPU in GPU mode, where a CPU comparison of a large
@@ -559,7 +559,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "unwritten",
                                     f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
                                     f"written (first at {first}) ({where})"))
-        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, wide)).ok:
+        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, reference64)).ok:
             first = comparison.first_mismatch
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
@@ -580,13 +580,13 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 
 
 def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol: Tolerance,
-              wide: WideReference) -> Comparison:
+              reference64: WideReference) -> Comparison:
     """``got`` against ``want`` under ``tol``; where that fails a float output, again with the
     reference's own error as a floor (computed only then)."""
     comparison = compare_tensors(got, want, dtype, tol)
     if comparison.ok or not floorable(dtype, tol):
         return comparison
-    return compare_tensors(got, want, dtype, tol, wide.error(name, want))
+    return compare_tensors(got, want, dtype, tol, reference64.error(name, want))
 
 
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
