@@ -75,7 +75,8 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
         shaped_written = outputs_by_name(task, call.finish(written, copy=False))
         with harness_work():
             problems += inputs_as_reference(task, before, reference_after, inputs, atol_scale)
-            return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written, atol_scale)
+            return problems + compare_outputs(task, shaped, expected, inputs, sizes, shaped_written, atol_scale,
+                                              drawn=before)
 
 
 def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int,

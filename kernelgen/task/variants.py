@@ -250,7 +250,7 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     outputs = outputs_by_name(task, call.finish(run.outputs))
     written = outputs_by_name(task, call.finish(run.written, copy=False))
     problems = inputs_as_reference(task, before, reference_after, inputs, atol_scale)
-    problems += compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale)
+    problems += compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale, drawn=before)
     if not problems:  # the other program orders agree (the kernel's own outputs: finish may copy)
         problems = order_problems(task, run.outputs, run.orders, sizes, checked.kernel.outputs, atol_scale)
     if problems:

@@ -6,10 +6,11 @@ So: inputs of both signs (unless a task's domain says otherwise), drawn per size
 from a seed; the reference runs on its own copies of the inputs; every output element must be
 written, whatever its dtype (the interpreter records each store; on the GPU two launches with
 two poisons show which elements no store wrote), and an element written as NaN is a
-mismatch, not an unwritten one; ``allclose`` with dtype-based tolerances; a result
-that is all zeros, or a copy of an input, while the reference is not, is rejected; inputs must
-come back unchanged; and guard bands around every buffer catch writes out of bounds (on the
-GPU; the interpreter checks every access itself).
+mismatch, not an unwritten one; ``allclose`` with dtype-based tolerances (or, where the
+reference's own rounding error exceeds them, twice that error:
+:mod:`kernelgen.task.wide_reference`); a result that is all zeros, or a copy of an input, while
+the reference is not, is rejected; inputs must come back unchanged; and guard bands around
+every buffer catch writes out of bounds (on the GPU; the interpreter checks every access itself).
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ import torch
 
 from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
-from kernelgen.task.compare import Tolerance, compare_tensors
+from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
                                        with_lone_nan_lines, with_mixed_magnitude_rows)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
+from kernelgen.task.wide_reference import WideReference
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
 COPY_MIN_DISTINCT = 4  # distinct values an input needs before an output equal to it is a copy
@@ -519,10 +521,14 @@ def _number(element: torch.Tensor) -> str:
 
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
                     inputs: Mapping[str, Any], sizes: Mapping[str, int],
-                    written: Mapping[str, torch.Tensor] | None = None, atol_scale: float = 1.0) -> list[Diagnostic]:
+                    written: Mapping[str, torch.Tensor] | None = None, atol_scale: float = 1.0,
+                    drawn: Mapping[str, Any] | None = None) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
     ``atol_scale`` multiplies the tolerance's atol (a draw of scaled-up inputs,
-    :mod:`kernelgen.task.magnitude`).
+    :mod:`kernelgen.task.magnitude`). A float output's mismatching elements are judged again
+    with the reference's own error as a floor (:mod:`kernelgen.task.wide_reference`), from the
+    inputs the reference was called on: ``drawn`` where the call changed ``inputs`` (an
+    in-place operator: the reference on what it left would judge another draw).
 
     ``written`` says, per output, which elements the kernel stored (None where the caller
     cannot know, as for the baseline's own allocations): any other element is ``unwritten``.
@@ -530,6 +536,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
     computed in f64 may give 1e-13 where the true value is 0)."""
     found: list[Diagnostic] = []
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    reference64 = WideReference(task, inputs if drawn is None else drawn)
     for index, spec in enumerate(task.signature.outputs):
         path = f"/outputs/{index}"
         # On the reference's device: the GPU in GPU mode, where a CPU comparison of a large
@@ -547,13 +554,12 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             continue
         tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
         unwritten = ~written[spec.name].detach().to(want.device) if written is not None else None
-        comparison = compare_tensors(got, want, spec.dtype, tol)
         if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()
             found.append(Diagnostic(path, "unwritten",
                                     f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
                                     f"written (first at {first}) ({where})"))
-        elif not comparison.ok:
+        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, reference64)).ok:
             first = comparison.first_mismatch
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
@@ -571,6 +577,16 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
                     and _same(value.to(got.device), got) and not _same(value.to(got.device), want) and _telling(value):
                 found.append(Diagnostic(path, "copies_input", f"{spec.name} is a copy of input {name} ({where})"))
     return found
+
+
+def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol: Tolerance,
+              reference64: WideReference) -> Comparison:
+    """``got`` against ``want`` under ``tol``; where that fails a float output, again with the
+    reference's own error as a floor (computed only then)."""
+    comparison = compare_tensors(got, want, dtype, tol)
+    if comparison.ok or not floorable(dtype, tol):
+        return comparison
+    return compare_tensors(got, want, dtype, tol, reference64.error(name, want))
 
 
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
