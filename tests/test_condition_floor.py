@@ -12,7 +12,7 @@ import torch
 
 from kernelgen.host.wrapper import call_kernel
 from kernelgen.interp.execute import interpret
-from kernelgen.task.compare import FLOOR_CRITERION, compare_tensors
+from kernelgen.task.compare import FLOOR_CRITERION, Tolerance, compare_tensors, floorable
 from kernelgen.task.spec import get_task
 from kernelgen.task.verify import compare_outputs, run_reference
 from kernelgen.task.wide_reference import WideReference
@@ -73,7 +73,7 @@ def test_no_floor_where_the_reference_refuses_f64() -> None:
                                                   "    assert x.dtype == torch.float32\n"
                                                   "    return (x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True)\n"})
     want = run_reference(strict, {"x": X})["out"]
-    assert torch.equal(WideReference(strict, {"x": X}).error("out", want), torch.zeros(X.shape, dtype=torch.float64))
+    assert bool(WideReference(strict, {"x": X}).result("out", want).isnan().all())
     assert [d.code for d in judged(standardized(X.double()).float(), strict)] == ["mismatch"]
 
 
@@ -86,3 +86,20 @@ def test_no_floor_where_the_reference_reads_its_dtypes_limits() -> None:
     for floor in (1e-10, 1e-6):
         got = torch.log(torch.clamp(x, min=floor))
         assert [d.code for d in compare_outputs(f32, {"y": got}, expected, {"x": x}, {"M": 1, "N": 4})] == ["mismatch"]
+
+
+def test_the_floor_counts_from_both_the_reference_and_its_f64_result() -> None:
+    """Within twice the reference's own error of both: an answer on the far side of the
+    reference, twice its error from it but three from the f64 result, fails (0.8187 against
+    0.7443, whose f64 result is 0.7071); the golden's, the reference's and the f64 result pass."""
+    want, wide = torch.tensor([0.7443]), torch.tensor([0.7071], dtype=torch.float64)
+    for value, ok in [(0.7433, True), (0.7443, True), (0.7071, True), (0.8187, False), (0.68, True), (0.6, False)]:
+        assert compare_tensors(torch.tensor([value]), want, "f32", wide=wide).ok is ok, value
+
+
+def test_exact_outputs_get_no_floor() -> None:
+    """A tolerance of 0 asks for equal values, floor or not (f32 and f16 alike)."""
+    exact = Tolerance(rtol=0.0, atol=0.0)
+    assert not floorable("f32", exact) and not floorable("f16", exact)
+    want, wide = torch.tensor([1.0]), torch.tensor([1.5], dtype=torch.float64)
+    assert not compare_tensors(torch.tensor([1.25]), want, "f32", exact, wide=wide).ok

@@ -586,7 +586,7 @@ def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol:
     comparison = compare_tensors(got, want, dtype, tol)
     if comparison.ok or not floorable(dtype, tol):
         return comparison
-    return compare_tensors(got, want, dtype, tol, reference64.error(name, want))
+    return compare_tensors(got, want, dtype, tol, reference64.result(name, want))
 
 
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],

@@ -6,8 +6,8 @@ ill-conditioned at the drawn inputs it is not: standardize_rows on a row [9.6459
 (19 f32 ulps apart) is exactly +-0.7071, but the f32 mean's rounding moves torch's f32 result
 to 0.7443 and the golden's to 0.7433, 5% off, as any f32 kernel is; one computing in f64 would
 fail too. :func:`kernelgen.task.compare.compare_tensors` lets such an element pass within a
-multiple of this error (:data:`kernelgen.task.compare.REFERENCE_ERROR_FACTOR`); a wrong element
-is as far from the f64 result as from the reference, so it still fails.
+multiple of this error from both results (:data:`kernelgen.task.compare.REFERENCE_ERROR_FACTOR`);
+a wrong element is far from both, so it still fails.
 """
 
 from __future__ import annotations
@@ -34,17 +34,15 @@ class WideReference:
         self._results: dict[str, torch.Tensor] | None = None
         self._computed = False
 
-    def error(self, name: str, expected: torch.Tensor) -> torch.Tensor:
-        """|``expected`` - the wide result| for output ``name``, per element in f64 on
-        ``expected``'s device; 0 where the wide result is not finite (nor ``expected``), and
-        everywhere when the reference refused the wide inputs, had none to widen or returned
-        another shape."""
+    def result(self, name: str, expected: torch.Tensor) -> torch.Tensor:
+        """The wide result for output ``name``, in f64 on ``expected``'s device, NaN where it is
+        not finite and everywhere when the reference refused the wide inputs, had none to widen
+        or returned another shape (NaN: no floor there)."""
         wide = self._wide().get(name)
-        zero = torch.zeros(expected.shape, dtype=torch.float64, device=expected.device)
         if wide is None or tuple(wide.shape) != tuple(expected.shape):
-            return zero
-        error = (expected.double() - wide.to(expected.device, torch.float64)).abs()
-        return torch.where(error.isfinite(), error, zero)
+            return torch.full(expected.shape, float("nan"), dtype=torch.float64, device=expected.device)
+        wide = wide.to(expected.device, torch.float64)
+        return torch.where(wide.isfinite(), wide, torch.full_like(wide, float("nan")))
 
     def _wide(self) -> dict[str, torch.Tensor]:
         if not self._computed:
