@@ -103,3 +103,27 @@ def test_exact_outputs_get_no_floor() -> None:
     assert not floorable("f32", exact) and not floorable("f16", exact)
     want, wide = torch.tensor([1.0]), torch.tensor([1.5], dtype=torch.float64)
     assert not compare_tensors(torch.tensor([1.25]), want, "f32", exact, wide=wide).ok
+
+
+def test_no_floor_where_the_f64_run_computes_another_function() -> None:
+    """The review's cases: a reference that branches on its dtype, one that maps an overflow to
+    f32's largest value, and an f16 input compared with an f32 scalar (torch rounds the scalar to
+    f16, f64 does not): their f64 results differ by more than rounding, and wrong answers there
+    fail."""
+    relu = get_task("easy/relu")
+    x = torch.tensor([100.0, 1.0, -2.0])
+    for reference, wrong in [
+        ("def reference(x):\n    return x * 2 if x.dtype == torch.float32 else x * 5\n", x * 7),
+        ("def reference(x):\n    return torch.nan_to_num(torch.exp(x))\n",
+         torch.tensor([0.0, float(torch.exp(torch.tensor(1.0))), float(torch.exp(torch.tensor(-2.0)))])),
+    ]:
+        task = relu.model_copy(update={"reference": reference})
+        expected = run_reference(task, {"x": x})
+        got = {name: wrong for name in expected}
+        assert [d.code for d in compare_outputs(task, got, expected, {"x": x}, {"N": 3})] == ["mismatch"], reference
+    threshold = torch.tensor(0.3, dtype=torch.float32).item()
+    x16 = torch.tensor([0.3, 0.5, 0.1], dtype=torch.float16)
+    want = torch.where(x16 > threshold, x16, torch.full_like(x16, -1.0))
+    wide = torch.where(x16.double() > threshold, x16.double(), torch.full_like(x16.double(), -1.0))
+    at_least = torch.where(x16 >= threshold, x16, torch.full_like(x16, -1.0))  # '>=' for '>'
+    assert not compare_tensors(at_least, want, "f16", wide=wide).ok
