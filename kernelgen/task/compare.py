@@ -57,8 +57,8 @@ STEP_NAMES = {"f8e4m3": "e4m3", "f8e5m2": "e5m2", "f16": "f16", "bf16": "bf16"}
 # torch, as the interpreter gives it): the golden mismatched rtol/atol on 4 elements, at most 0.08
 # reference errors off the reference (so at most 1.08 off the f64 result); a variance divided by N
 # and a bf16 result mismatch on 46% to 100% of the elements, every one of them beyond 2 reference
-# errors off the reference (all but 2 beyond 4). On rows a few ulps
-# apart (not the task's draws) any f32 answer is noise: the golden was up to 6 off at N = 33.
+# errors off the reference (all but 2 beyond 4). On rows a few ulps apart (not the task's draws)
+# any f32 answer is noise: the golden was up to 6 off at N = 33.
 REFERENCE_ERROR_FACTOR = 2.0
 # Rounding moves a result by part of its size, another function by all of it: where the reference
 # and its f64 result differ by more than this share of the larger, there is no floor. A reference
@@ -171,7 +171,7 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
     if stepped(dtype, tolerance):
         return _compare_steps(actual, expected, dtype, tolerance)
     floating = _floating(dtype)
-    floor = wide.to(expected.device).reshape(-1) if floating and wide is not None and not tolerance.exact else None
+    floor = wide.to(expected.device).reshape(-1) if wide is not None and floorable(dtype, tolerance) else None
     largest = torch.finfo(actual.dtype).max if actual.dtype.is_floating_point else math.inf
     flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
     mismatches, first_flat, max_error = 0, None, 0.0

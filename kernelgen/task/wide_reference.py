@@ -12,6 +12,7 @@ a wrong element is far from both, so it still fails.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping
 
 import torch
@@ -25,30 +26,26 @@ WIDENED = (torch.float16, torch.bfloat16, torch.float32)
 
 class WideReference:
     """The reference's results on f64 copies of one call's float tensor inputs, computed when
-    :meth:`error` first asks (only a comparison with mismatches does, so a passing one pays
+    :meth:`result` first asks (only a comparison with mismatches does, so a passing one pays
     nothing), then kept."""
 
     def __init__(self, task: Task, inputs: Mapping[str, Any]) -> None:
         self._task = task
         self._inputs = inputs
-        self._results: dict[str, torch.Tensor] | None = None
-        self._computed = False
 
     def result(self, name: str, expected: torch.Tensor) -> torch.Tensor:
         """The wide result for output ``name``, in f64 on ``expected``'s device, NaN where it is
         not finite and everywhere when the reference refused the wide inputs, had none to widen
         or returned another shape (NaN: no floor there)."""
-        wide = self._wide().get(name)
+        wide = self._wide.get(name)
         if wide is None or tuple(wide.shape) != tuple(expected.shape):
             return torch.full(expected.shape, float("nan"), dtype=torch.float64, device=expected.device)
         wide = wide.to(expected.device, torch.float64)
         return torch.where(wide.isfinite(), wide, torch.full_like(wide, float("nan")))
 
+    @functools.cached_property
     def _wide(self) -> dict[str, torch.Tensor]:
-        if not self._computed:
-            self._computed = True
-            self._results = _wide_results(self._task, self._inputs)
-        return self._results or {}
+        return _wide_results(self._task, self._inputs) or {}
 
 
 def _wide_results(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
