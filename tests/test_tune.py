@@ -324,19 +324,20 @@ def test_the_choice_and_both_times_reach_the_results_file_allure_and_wandb() -> 
     assert "**torch.compile failed**: default: RuntimeError: boom" in allure_describe(failed)
 
 
-def test_the_torch_compile_baseline_records_its_mode_and_compile_time_or_why_it_failed() -> None:
-    from kernelgen.gpu.case import record_compiled_baseline
+def test_a_timing_records_every_repetition_and_torch_compiles_mode_and_compile_time_or_why_it_failed() -> None:
+    from kernelgen.gpu.case import record_times
 
     extra: dict = {}
-    record_compiled_baseline(extra, {"compiled_ms": [0.1], "compiled_mode": "max-autotune-no-cudagraphs",
-                                     "compile_s": 31.5, "kernel_ms": [0.2]})
-    assert extra == {"torch_compile": {"mode": "max-autotune-no-cudagraphs", "compile_s": 31.5}}
+    record_times(extra, {"compiled_ms": [0.1, 0.3], "compiled_mode": "max-autotune-no-cudagraphs",
+                         "compile_s": 31.5, "kernel_ms": [0.2], "eager_ms": [0.4, 0.5]})
+    assert extra == {"kernel_times_ms": [0.2], "eager_times_ms": [0.4, 0.5],
+                     "torch_compile": {"mode": "max-autotune-no-cudagraphs", "compile_s": 31.5, "times_ms": [0.1, 0.3]}}
     extra = {}
-    record_compiled_baseline(extra, {"compiled_error": "max-autotune-no-cudagraphs: X; default: Y"})
-    assert extra == {"torch_compile": {"error": "max-autotune-no-cudagraphs: X; default: Y"}}
+    record_times(extra, {"compiled_error": "max-autotune-no-cudagraphs: X; default: Y", "kernel_ms": [0.2]})
+    assert extra["torch_compile"] == {"error": "max-autotune-no-cudagraphs: X; default: Y"}
     extra = {}
-    record_compiled_baseline(extra, {"kernel_ms": [0.2]})  # --kg-compiled off: nothing said
-    assert extra == {}
+    record_times(extra, {"kernel_ms": [0.2], "eager_ms": [0.3]})  # --kg-compiled off: nothing said of it
+    assert "torch_compile" not in extra
 
 
 # -- on a GPU -------------------------------------------------------------------------------------

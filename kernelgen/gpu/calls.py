@@ -22,7 +22,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.gpu.case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, WARMUP, _eager_times, _to_device,
-                                bench_inputs, guarded_launches, record_compiled_baseline, roofline_fraction)
+                                bench_inputs, guarded_launches, record_times, roofline_fraction)
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work
@@ -112,8 +112,7 @@ def time_calls(case: Case) -> Timing:
             roofline_fraction=roofline_fraction(task, sizes, seconds, measured["bandwidth"], case.settings.target),
             flagged=eager_ms / kernel_ms > FLAG_SPEEDUP)
         if len(timings) == 1:
-            record_compiled_baseline(case.extra, measured)
-            case.extra["kernel_times_ms"] = measured["kernel_ms"]
+            record_times(case.extra, measured)
             case.artifacts["times"] = f"device: {measured['device']}\n"
         case.artifacts["times"] += (f"{task.variant.name}: kernel_ms: {measured['kernel_ms']}\n"
                                     f"{task.variant.name}: eager_ms: {measured['eager_ms']}\n")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import statistics
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case
@@ -218,36 +218,42 @@ def copy_bandwidth() -> float:
     return 2 * source.numel() / (statistics.median(times) / 1e3)
 
 
-def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], flush: Any,
-                  repetitions: int, warmup: int) -> list[float]:
-    """Event times of one call: every launch of a program, with its scratch allocated (and
-    zero-filled where declared) inside the timed region, as each real call does."""
+def kernel_call(checked: Checked, compiled: Any, inputs: Mapping[str, Any]) -> Callable[[], None]:
+    """One call of the kernel as timed: every launch of a program, with its scratch allocated
+    (and zero-filled where declared) inside the call, as each real call does."""
     import torch
 
     from kernelgen.host.plan import plan_sequence
     from kernelgen.interp.execute import allocate_outputs, allocate_scratch, initial_fill
-    from kernelgen.gpu.launch import cuda_errors, sequence_runner
+    from kernelgen.gpu.launch import sequence_runner
 
     device = torch.device("cuda", torch.cuda.current_device())
+    plans = plan_sequence(checked, inputs)
+    names = {out.name for out in checked.kernel.outputs}
+    outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
+    scratch = (lambda: allocate_scratch(checked, plans[0], device)) if checked.kernel.scratch else None
+    launches = sequence_runner(_compiled_list(compiled), plans, outputs, scratch)
+    # Outputs with an init fill are refilled before each call, inside the timing: the fill is
+    # part of the work (a Triton wrapper's torch.zeros), and atomics would otherwise accumulate
+    # across repetitions. An aliasing output is not refilled: the kernel changes it in place
+    # again each call, as a user's repeated in-place calls do.
+    fills = [(outputs[out.name], initial_fill(out)) for out in checked.kernel.outputs if out.init is not None]
+
+    def run() -> None:
+        for tensor, value in fills:
+            tensor.fill_(value)
+        launches()
+
+    return run
+
+
+def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], flush: Any,
+                  repetitions: int, warmup: int) -> list[float]:
+    """Event times of one call (:func:`kernel_call`)."""
+    from kernelgen.gpu.launch import cuda_errors
+
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
-        plans = plan_sequence(checked, inputs)
-        names = {out.name for out in checked.kernel.outputs}
-        outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
-        scratch = (lambda: allocate_scratch(checked, plans[0], device)) if checked.kernel.scratch else None
-        launches = sequence_runner(_compiled_list(compiled), plans, outputs, scratch)
-        # Outputs with an init fill are refilled before each call, inside the timing: the
-        # fill is part of the work (a Triton wrapper's torch.zeros), and atomics would
-        # otherwise accumulate across repetitions.
-        # An aliasing output is not refilled: the kernel changes it in place again each call, as
-        # a user's repeated in-place calls do.
-        fills = [(outputs[out.name], initial_fill(out)) for out in checked.kernel.outputs if out.init is not None]
-
-        def run() -> None:
-            for tensor, value in fills:
-                tensor.fill_(value)
-            launches()
-
-        return event_times(run, flush, repetitions, warmup)
+        return event_times(kernel_call(checked, compiled, inputs), flush, repetitions, warmup)
 
 
 def time_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int], seed: int,
@@ -373,14 +379,13 @@ def time_case(case: Case) -> Timing:
     kernel_ms = statistics.median(measured["kernel_ms"])
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None
-    record_compiled_baseline(case.extra, measured)
+    record_times(case.extra, measured)
     moved = case.task.bytes_moved(sizes)
     flops = case.task.flop_count(sizes)
     seconds = kernel_ms / 1e3
     speedup = eager_ms / kernel_ms
     case.artifacts["times"] = (f"device: {measured['device']}\nkernel_ms: {measured['kernel_ms']}\n"
                                f"eager_ms: {measured['eager_ms']}\n")
-    case.extra["kernel_times_ms"] = measured["kernel_ms"]
     return Timing(sizes=sizes, kernel_ms=kernel_ms, eager_ms=eager_ms, speedup=speedup, compiled_ms=compiled_ms,
                   speedup_vs_compiled=compiled_ms / kernel_ms if compiled_ms else None,
                   gbps=moved / seconds / 1e9, tflops=flops / seconds / 1e12,
@@ -389,11 +394,17 @@ def time_case(case: Case) -> Timing:
                   flagged=speedup > FLAG_SPEEDUP)
 
 
-def record_compiled_baseline(extra: dict[str, Any], measured: Mapping[str, Any]) -> None:
-    """What torch.compile did, into a result's ``extra``: its mode and compile time (left out
-    of its times), or why it failed."""
+def record_times(extra: dict[str, Any], measured: Mapping[str, Any]) -> None:
+    """Every repetition's time of the kernel and of eager into a result's ``extra``, and what
+    torch.compile did: its mode, compile time (left out of its times) and times, or why it
+    failed. All repetitions, not only the medians: a spread, or two modes, in a baseline's times
+    is what a contended GPU or an unlucky autotuning choice leaves (``tools/timing_noise.py``)."""
+    extra["kernel_times_ms"] = measured["kernel_ms"]
+    if "eager_ms" in measured:
+        extra["eager_times_ms"] = measured["eager_ms"]
     if "compiled_ms" in measured:
-        extra["torch_compile"] = {"mode": measured["compiled_mode"], "compile_s": measured["compile_s"]}
+        extra["torch_compile"] = {"mode": measured["compiled_mode"], "compile_s": measured["compile_s"],
+                                  "times_ms": measured["compiled_ms"]}
     elif "compiled_error" in measured:
         extra["torch_compile"] = {"error": measured["compiled_error"]}
 

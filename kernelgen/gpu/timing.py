@@ -26,6 +26,7 @@ waiting at the gate, before its timeout is a verdict.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -266,7 +267,24 @@ def flush_buffer() -> Any:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
 
 
+@dataclasses.dataclass(frozen=True)
+class Windows:
+    """What :func:`timed_windows` measured: each repetition's time (ms), how many times the
+    repetitions were queued (1 to :data:`QUEUE_ATTEMPTS`), and how many windows of the attempt
+    kept the GPU had entered before the host had queued their call. Those may hold host time:
+    a time with late windows is an upper bound on the GPU's, which a report can flag."""
+
+    times: list[float]
+    attempts: int
+    late: int
+
+
 def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int) -> list[float]:
+    """The times (ms) of :func:`timed_windows`."""
+    return timed_windows(fn, flush, repetitions, warmup).times
+
+
+def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int) -> Windows:
     """Times (ms) of ``repetitions`` calls of ``fn`` after ``warmup`` untimed ones, each between
     CUDA events on the current stream with ``flush`` zeroed just before it, in this process's
     turn on the GPU (:func:`gpu_turn`).
@@ -306,7 +324,7 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
         typical_s = sorted(host_s)[len(host_s) // 2] if host_s else 0.0
         wait_s = 2 * repetitions * (typical_s + _HOST_FLOOR_S)
         spin = getattr(torch.cuda, "_sleep", None)  # private (torch's own tests use it): without it, no head start
-        for _ in range(QUEUE_ATTEMPTS):
+        for attempt in range(1, QUEUE_ATTEMPTS + 1):
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
             if spin is not None:
@@ -324,7 +342,7 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
             if not any(late) or late[0] or spin is None:
                 break
             wait_s *= 4
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+    return Windows([start.elapsed_time(end) for start, end in zip(starts, ends)], attempt, sum(late))
 
 
 
