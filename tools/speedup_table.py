@@ -11,7 +11,10 @@ One track at a time (default: the pipeline's goldens; ``pytest bench`` whole als
 baseline, the goldens emitted as Triton Python, on the same tasks).
 
 As written is the golden's own configuration (``tuning.as_written_ms``, or the timed kernel when
-the run did not tune); tuned is the configuration ``--kg-tune`` kept. Cases that were not
+the run did not tune); tuned is the configuration ``--kg-tune`` kept. Where the tuner kept the
+configuration as written, the run timed one kernel twice: the 90th percentile of those pairs'
+ratio is the run's repeat spread, and a golden below torch.compile by no more than it is counted
+apart (at parity as far as the run can tell). Cases that were not
 timed (a wrong result, a harness error) are listed under the table with their outcome.
 """
 
@@ -59,9 +62,24 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
 
 
+def repeat_spread(cases: list[dict[str, Any]]) -> tuple[float, int] | None:
+    """How far apart one run times the same kernel: over the cases whose tuner kept the
+    configuration as written (timed once in the search, once at the end), the 90th percentile of
+    the larger of the two times over the smaller, and how many such cases; None without any. A
+    golden that far or less below torch.compile is at parity as far as the run can tell."""
+    ratios = sorted(max(r, 1 / r) for case in cases
+                    if (tuning := case.get("tuning") or {}).get("config") == tuning.get("as_written")
+                    and tuning.get("as_written_ms") and (case.get("timing") or {}).get("kernel_ms")
+                    for r in [case["timing"]["kernel_ms"] / tuning["as_written_ms"]])
+    if not ratios:
+        return None
+    return ratios[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)], len(ratios)
+
+
 def table(cases: list[dict[str, Any]]) -> str:
     """The markdown table and the per-tier summary lines."""
     timed = [(case, s) for case in cases if (s := speeds(case)) is not None]
+    spread = repeat_spread(cases)
     timed.sort(key=lambda item: (item[1]["compiled_tuned"] if not math.isnan(item[1]["compiled_tuned"]) else math.inf))
     lines = ["| task | tier | as written ms | tuned ms | eager ms | compile ms | vs eager (written / tuned) "
              "| vs compile (written / tuned) | roofline |", "|---|---|---|---|---|---|---|---|---|"]
@@ -76,7 +94,13 @@ def table(cases: list[dict[str, Any]]) -> str:
         lines.append(f"{tier}: {len(mine)} timed; geomean vs eager {geomean([s['eager_written'] for s in mine]):.2f}x "
                      f"as written, {geomean([s['eager_tuned'] for s in mine]):.2f}x tuned; vs torch.compile "
                      f"{geomean([s['compiled_written'] for s in mine]):.2f}x as written, "
-                     f"{geomean([s['compiled_tuned'] for s in mine]):.2f}x tuned; {at_least} at or above 1.0x tuned")
+                     f"{geomean([s['compiled_tuned'] for s in mine]):.2f}x tuned; {at_least} at or above 1.0x tuned"
+                     + (f", {sum(1 / spread[0] <= s['compiled_tuned'] < 1.0 for s in mine)} more within the repeat spread"
+                        if spread else ""))
+    if spread:
+        lines.append(f"repeat spread: the same configuration timed twice in this run (the tuner's search, then the "
+                     f"final timing) differs by up to {spread[0] - 1:.1%} in 9 of 10 of the {spread[1]} cases that "
+                     f"kept theirs")
     untimed = [case for case in cases if speeds(case) is None]
     for case in untimed:
         first = (case.get("diagnostics") or [{}])[0]
