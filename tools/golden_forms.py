@@ -1,20 +1,22 @@
 """Other forms of goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33: the
-measurements in swiglu_mlp_f16's, linear_optional_bias's and row_std_f16's golden comments), which
-``tools/golden_variants.py`` (meta values, warps, stages, hints) cannot write: matmul_f16's
-persistent tile-load form applied to the two GEMMs, and Inductor's several-rows-per-program Welford
-pass for row_std_f16.
+measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's and row_std_f16's
+golden comments), which ``tools/golden_variants.py`` (meta values, warps, stages, hints) cannot
+write: matmul_f16's persistent tile-load form applied to the GEMMs, and Inductor's
+several-rows-per-program Welford pass for row_std_f16.
 
     python tools/golden_forms.py --out /tmp/variants swiglu-fused 23 128 128 8 3
     python tools/golden_forms.py --out /tmp/variants swiglu-two 27 128 128 8 3
     python tools/golden_forms.py --out /tmp/variants linear-bias 30 128 128 64 8 3
+    python tools/golden_forms.py --out /tmp/variants linear-gelu 1 128 256 64 8 3
     python tools/golden_forms.py --out /tmp/variants row-std-rows 40 4 512 4
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 ``linear-bias K BM BN BK WARPS STAGES``: linear_f16's form with linear_optional_bias's bias
-epilogue; ``row-std-rows K ROWS BLOCK WARPS``: [ROWS, BLOCK] tiles of ROWS rows, one Welford
-pass (row_var's merge, per row). Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time
-them as golden_variants.py says."""
+epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
+``row-std-rows K ROWS BLOCK WARPS``: [ROWS, BLOCK] tiles of ROWS rows, one Welford pass (row_var's
+merge, per row). Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
+golden_variants.py says."""
 
 from __future__ import annotations
 
@@ -88,25 +90,55 @@ def swiglu(fused: bool, bm: int, bn: int, warps: int, stages: int) -> dict:
     return task
 
 
-def linear_bias(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
-    task = yaml.safe_load((BENCH / "hard" / "linear_optional_bias.yaml").read_text())
+def _linear_with_epilogue(task_name: str, epilogue: Any, bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
+    """linear_f16's persistent tile walk for ``task_name``, its store's value ``epilogue(h)`` where
+    h is the f32 tile plus the bias row (``bias_read``: the bias load's mask)."""
+    task = yaml.safe_load((BENCH / "hard" / f"{task_name}.yaml").read_text())
     linear = yaml.safe_load((BENCH / "hard" / "linear_f16.yaml").read_text())["golden"]
     outer = copy.deepcopy(linear["body"][0])
     outer["num_stages"] = stages
     store = outer["body"][-1]
     cols = {"op": "add", "lhs": COL0, "rhs": {"op": "arange", "size": "BLOCK_N"}}
-    read = {"op": "and", "lhs": {"op": "lt", "lhs": "cols", "rhs": "N"}, "rhs": {"op": "eq", "lhs": "HAS_BIAS", "rhs": 1}}
+    read = epilogue.bias_read
     bias = {"op": "load", "ptr": {"op": "add", "lhs": "bias", "rhs": "cols"}, "mask": read}
-    store["value"] = {"op": "cast", "x": {"op": "add", "lhs": "acc", "rhs": "bias_row"}, "dtype": "T"}
+    store["value"] = epilogue.value({"op": "add", "lhs": "acc", "rhs": "bias_row"})
     outer["body"][-1:] = [{"op": "let", "name": "cols", "value": cols},
                           {"op": "let", "name": "bias_row",
                            "value": {"op": "expand_dims", "x": {"op": "cast", "x": bias, "dtype": "f32"}, "axis": 0}},
                           store]
     old = task["golden"]
-    task["golden"] = {**{k: old[k] for k in ("name", "dtypes", "inputs", "outputs", "params")},
+    task["golden"] = {**{k: old[k] for k in ("name", "dtypes", "inputs", "outputs", "params") if k in old},
                       "meta": _meta(bm, bn, bk), "grid": linear["grid"], "num_warps": warps, "num_stages": stages,
                       "body": [outer]}
     return task
+
+
+class _OptionalBias:
+    """linear_optional_bias: the bias read only where HAS_BIAS, the result in the call's dtype T."""
+    bias_read = {"op": "and", "lhs": {"op": "lt", "lhs": "cols", "rhs": "N"}, "rhs": {"op": "eq", "lhs": "HAS_BIAS", "rhs": 1}}
+
+    @staticmethod
+    def value(h: dict) -> dict:
+        return {"op": "cast", "x": h, "dtype": "T"}
+
+
+class _ExactGelu:
+    """linear_bias_gelu_f16: 0.5 h (1 + erf(h / sqrt 2)) in f32, rounded to f16 at the store."""
+    bias_read = {"op": "lt", "lhs": "cols", "rhs": "N"}
+
+    @staticmethod
+    def value(h: dict) -> dict:
+        half = {"op": "mul", "lhs": 0.5, "rhs": h}
+        erf = {"op": "erf", "x": {"op": "mul", "lhs": h, "rhs": 0.7071067811865476}}
+        return {"op": "cast", "x": {"op": "mul", "lhs": half, "rhs": {"op": "add", "lhs": 1.0, "rhs": erf}}, "dtype": "f16"}
+
+
+def linear_bias(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
+    return _linear_with_epilogue("linear_optional_bias", _OptionalBias, bm, bn, bk, warps, stages)
+
+
+def linear_gelu(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
+    return _linear_with_epilogue("linear_bias_gelu_f16", _ExactGelu, bm, bn, bk, warps, stages)
 
 
 ROW_STD_BODY = """
@@ -153,12 +185,14 @@ def row_std_rows(rows: int, block: int, warps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the variant bench folder (KERNELGEN_BENCH_DIR)")
-    parser.add_argument("form", choices=["swiglu-fused", "swiglu-two", "linear-bias", "row-std-rows"])
+    parser.add_argument("form", choices=["swiglu-fused", "swiglu-two", "linear-bias", "linear-gelu", "row-std-rows"])
     parser.add_argument("numbers", nargs="+", type=int, help="K, then the form's block sizes, warps and stages")
     args = parser.parse_args()
     k, *config = args.numbers
     if args.form == "linear-bias":
         task, tier, name = linear_bias(*config), "hard", "linear_optional_bias"
+    elif args.form == "linear-gelu":
+        task, tier, name = linear_gelu(*config), "hard", "linear_bias_gelu_f16"
     elif args.form == "row-std-rows":
         task, tier, name = row_std_rows(*config), "med", "row_std_f16"
     else:
