@@ -17,7 +17,7 @@
 # finished after 7 minutes (149 passed, no failure; one file's compile runs to its 300 s
 # limit), so give it three, REDTEAM_SHARD=1/3, 2/3 and 3/3 (2026-12-03, 308 files: 214, 128 and 355 s); units about 5 minutes; the easy baseline's reference
 # answers about 4; the easy tier's goldens about 3 as written; med and hard tuned quick about
-# 4.5; the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
+# 4.5 (easy, med and hard together, tuned quick, 12 workers: 371 s for 144 cases, 2026-12-03); the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
 # whole (SUITES=all, 8 workers, KG_TUNE=quick as pytest's default, 2026-12-03): 362 cases in
 # three shards of over 530, 374 and 462 s; shard 1/3 needs two calls (CASES= the rest).
 # Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
