@@ -227,3 +227,18 @@ def test_the_baseline_without_its_sandbox_is_one_usage_line(project: pytest.Pyte
                                          "--import-mode=importlib")
     assert unsafe.ret == pytest.ExitCode.OK
     assert "WARNING: the raw-LLM baseline runs model code WITHOUT its operating-system sandbox" in unsafe.stdout.str()
+
+
+def test_the_baseline_without_its_sandbox_under_xdist_is_one_line_too(project: pytest.Pytester,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """Under ``-n 2`` the check runs in the workers, where a usage error at the end of collection
+    reached the controller as an INTERNALERROR naming a case and hid the line (a fresh machine
+    without bubblewrap, 2026-12-03). The workers now leave every case out and stop with the line."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it (workers start from sys.executable)
+    result = project.runpytest_subprocess("-m", "easy and ablation", "-n", "2", "-p", "no:randomly")
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    assert ("Interrupted: ERROR: the baseline runs model code only inside its sandbox, and bubblewrap (bwrap) "
+            "is not installed") in out, out
+    assert "no tests ran" in out and result.ret == pytest.ExitCode.INTERRUPTED, out

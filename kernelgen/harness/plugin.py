@@ -270,8 +270,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             kg_session(session.config)
         except KernelgenError as error:
             raise usage_error(error) from None
-    if any("kg_baseline_case" in getattr(item, "fixturenames", ()) for item in session.items):
+    if _baseline_cases(session.items):
         _check_baseline_sandbox(run_options(session.config))
+
+
+def _baseline_cases(items: list[pytest.Item]) -> bool:
+    return any("kg_baseline_case" in getattr(item, "fixturenames", ()) for item in items)
 
 
 def _check_baseline_sandbox(options: RunOptions) -> None:
@@ -409,6 +413,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
     _leave_out_the_baseline(config, items)
+    if hasattr(config, "workerinput") and _baseline_cases(items):
+        _stop_worker_without_sandbox(config, items)
+
+
+def _stop_worker_without_sandbox(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """:func:`_check_baseline_sandbox` on an xdist worker, where a usage error raised at the end
+    of collection reaches the controller as an INTERNALERROR that hides its line (the controller
+    has been sent the worker's cases, and the worker ends with them unrun). Here, before they are
+    sent, the worker leaves out every case and stops its session with the line as its reason,
+    which the controller prints as the run's ("Interrupted: ERROR: ..."); nothing runs."""
+    from kernelgen.baseline.wall import SandboxUnavailable, require_wall
+
+    try:
+        require_wall(run_options(config).unsafe_sandbox)
+    except SandboxUnavailable as error:
+        config.hook.pytest_deselected(items=list(items))
+        items[0].session.shouldstop = f"ERROR: {error.message}"
+        items[:] = []
 
 
 _TRACK_NAMES = re.compile(r"\b(ablation|baseline)\b")
