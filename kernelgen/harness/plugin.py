@@ -403,6 +403,7 @@ def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
     report_to_benchmark(request.getfixturevalue("benchmark"), result)
 
 
+@pytest.hookimpl(trylast=True)  # after -m, -k and --deselect: what is left is what runs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from kernelgen.gpu.devices import gpu_unavailable_reason
 
