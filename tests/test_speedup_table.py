@@ -14,30 +14,43 @@ speedup_table = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(speedup_table)
 
 
-def case(task: str, tier: str, written: float, final: float, compiled: float, kept: bool = True) -> dict:
+def case(task: str, tier: str, written: float, final: float, compiled: float, kept: bool = True,
+         cached: bool = False) -> dict:
     config = {"meta": {"BLOCK": 1024}, "num_warps": 8}
     return {"task": task, "tier": tier, "outcome": "ok",
             "timing": {"kernel_ms": final, "eager_ms": 2 * final, "compiled_ms": compiled, "roofline_fraction": 0.8},
             "tuning": {"config": config if kept else {**config, "num_warps": 4}, "as_written": config,
-                       "as_written_ms": written}}
+                       "as_written_ms": written, "cached": cached}}
+
+
+def steady(n: int) -> list[dict]:
+    """n cases timed twice, two of them 5% apart: a spread of exactly 1.05 over up to 20 pairs."""
+    return [case(f"s{i}", "med", 1.0, 1.05 if i < 2 else 1.0, 1.0) for i in range(n)]
 
 
 def test_the_repeat_spread_is_the_90th_percentile_of_same_configuration_pairs_either_way() -> None:
     cases = [case(f"t{i}", "med", 1.0, 1.0 + i / 100, 1.0) for i in range(10)]  # 1.00 .. 1.09 slower
     cases.append(case("faster", "med", 1.1, 1.0, 1.0))  # 10% faster the second time counts as 1.1
     cases.append(case("retuned", "med", 2.0, 1.0, 1.0, kept=False))  # another configuration: no pair
+    cases.append(case("cached", "med", 3.0, 1.0, 1.0, cached=True))  # its search was another run's: no pair
     spread, pairs = speedup_table.repeat_spread(cases)
     assert pairs == 11
     assert spread == pytest.approx(1.09)
 
 
 def test_a_golden_just_below_torch_compile_is_counted_within_the_spread_not_at_or_above() -> None:
-    cases = [case("a", "med", 1.0, 1.05, 0.9), case("b", "med", 1.0, 1.0, 0.97), case("c", "med", 1.0, 1.0, 0.5),
-             case("d", "med", 1.0, 1.0, 1.2)]
+    cases = steady(9) + [case("b", "hard", 1.0, 1.0, 0.97), case("c", "hard", 1.0, 1.0, 0.5),
+                         case("d", "hard", 1.0, 1.0, 1.2), case("e", "hard", 1.0, 1.0, 0.9)]
     text = speedup_table.table(cases)
-    # spread 1.05: b (0.97x) is within it, a (0.86x of its final time) and c (0.5x) are not
-    assert "2 at or above 1.0x tuned" not in text and "1 at or above 1.0x tuned, 1 more within the repeat spread" in text
+    # spread 1.05 over 13 pairs: b (0.97x) is within it, c (0.5x) and e (0.9x) are not
+    assert "hard: 4 timed" in text and "1 at or above 1.0x tuned, 1 more within the repeat spread" in text
     assert "differs by up to 5.0%" in text
+
+
+def test_too_few_pairs_give_no_spread() -> None:
+    cases = steady(speedup_table.MIN_PAIRS - 1)
+    assert speedup_table.repeat_spread(cases) is None
+    assert speedup_table.repeat_spread(steady(speedup_table.MIN_PAIRS)) is not None
 
 
 def test_without_tuning_there_is_no_spread_to_speak_of() -> None:

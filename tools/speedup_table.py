@@ -11,10 +11,10 @@ One track at a time (default: the pipeline's goldens; ``pytest bench`` whole als
 baseline, the goldens emitted as Triton Python, on the same tasks).
 
 As written is the golden's own configuration (``tuning.as_written_ms``, or the timed kernel when
-the run did not tune); tuned is the configuration ``--kg-tune`` kept. Where the tuner kept the
-configuration as written, the run timed one kernel twice: the 90th percentile of those pairs'
-ratio is the run's repeat spread, and a golden below torch.compile by no more than it is counted
-apart (at parity as far as the run can tell). Cases that were not
+the run did not tune); tuned is the configuration ``--kg-tune`` kept. Where the tuner searched in
+this run (no cached choice) and kept the configuration as written, the run timed one kernel twice:
+the 90th percentile of those pairs' ratio is the run's repeat spread (the kernel's repeatability,
+not torch.compile's), and a golden below torch.compile by no more than it is counted apart. Cases that were not
 timed (a wrong result, a harness error) are listed under the table with their outcome.
 """
 
@@ -62,18 +62,26 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
 
 
+# Fewer same-configuration pairs than this and the 90th percentile is only the largest pair: no spread.
+MIN_PAIRS = 10
+
+
 def repeat_spread(cases: list[dict[str, Any]]) -> tuple[float, int] | None:
-    """How far apart one run times the same kernel: over the cases whose tuner kept the
-    configuration as written (timed once in the search, once at the end), the 90th percentile of
-    the larger of the two times over the smaller, and how many such cases; None without any. A
-    golden that far or less below torch.compile is at parity as far as the run can tell."""
+    """How far apart one run times the same kernel: over the cases whose tuner searched in this
+    run (not a cached choice, whose search time is another run's) and kept the configuration as
+    written, timed once in the search (fewer repetitions, other workers compiling) and once at the
+    end, the 90th percentile of the larger of the two times over the smaller, and how many such
+    cases; None with fewer than :data:`MIN_PAIRS`. It is the kernel's repeatability, not
+    torch.compile's: a golden that far or less below torch.compile cannot be told from parity by
+    this run's kernel timings."""
     ratios = sorted(max(r, 1 / r) for case in cases
                     if (tuning := case.get("tuning") or {}).get("config") == tuning.get("as_written")
+                    and not tuning.get("cached")
                     and tuning.get("as_written_ms") and (case.get("timing") or {}).get("kernel_ms")
                     for r in [case["timing"]["kernel_ms"] / tuning["as_written_ms"]])
-    if not ratios:
+    if len(ratios) < MIN_PAIRS:
         return None
-    return ratios[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)], len(ratios)
+    return ratios[math.ceil(0.9 * len(ratios)) - 1], len(ratios)
 
 
 def table(cases: list[dict[str, Any]]) -> str:
@@ -100,7 +108,7 @@ def table(cases: list[dict[str, Any]]) -> str:
     if spread:
         lines.append(f"repeat spread: the same configuration timed twice in this run (the tuner's search, then the "
                      f"final timing) differs by up to {spread[0] - 1:.1%} in 9 of 10 of the {spread[1]} cases that "
-                     f"kept theirs")
+                     f"searched and kept theirs (the kernel's repeatability, not torch.compile's)")
     untimed = [case for case in cases if speeds(case) is None]
     for case in untimed:
         first = (case.get("diagnostics") or [{}])[0]

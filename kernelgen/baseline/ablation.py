@@ -196,7 +196,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                         fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [Diagnostic(
                             "", "implausible_time", "the kernel's median time is 0 ms: no GPU is that fast")])
                     else:
-                        timing = _timing(concrete[0], settings, run.times_ms)
+                        timing = _timing(concrete[0], settings, run.times_ms, extra)
                         if timing.roofline_fraction > IMPLAUSIBLE_ROOFLINE:
                             fields = _failure(Outcome.IMPLAUSIBLE_TIME, "time", [_implausible(timing)])
     except Exception as exc:  # noqa: BLE001 - kernelgen's own crash is this case's outcome, counted
@@ -281,18 +281,20 @@ def _implausible(timing: Timing) -> Diagnostic:
                       "answer's own process, and this one cannot be true")
 
 
-def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...]) -> Timing:
-    """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's.
+def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...], extra: dict[str, Any]) -> Timing:
+    """The baseline's GPU times against PyTorch eager, timed in the executor like the pipeline's,
+    every repetition of each into ``extra`` as the pipeline's (:func:`kernelgen.gpu.case.record_times`).
 
     The kernel's times come from the answer's own process (its launcher must run there), so
     they are a claim: the caller rejects one the roofline cannot allow (``implausible_time``)."""
-    from kernelgen.gpu.case import COMPILED_TIMEOUT_S, eager_job, roofline_fraction
+    from kernelgen.gpu.case import COMPILED_TIMEOUT_S, eager_job, record_times, roofline_fraction
     from kernelgen.gpu.timing import call_retried_alone
 
     sizes = dict(task.bench_sizes)
     timeout = max(settings.timeout_s, COMPILED_TIMEOUT_S if settings.torch_compile else 120.0)
     measured = call_retried_alone(settings.executor, eager_job, task, sizes, settings.seed,
                                   torch_compile=settings.torch_compile, timeout=timeout)
+    record_times(extra, {**measured, "kernel_ms": list(kernel_times)})
     kernel_ms = statistics.median(kernel_times)
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None

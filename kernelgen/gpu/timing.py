@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 # Larger than any GPU's L2 (60 MB on an H200): writing it evicts the previous repetition's data.
 L2_FLUSH_BYTES = 256 << 20
-# event_times queues its repetitions behind a spin of the GPU: its length in cycles per second
+# timed_windows queues its repetitions behind a spin of the GPU: its length in cycles per second
 # of wait (at or above the SM clock of current GPUs, 1.98 GHz on an H200, so the wait lasts at
 # least as long as asked), its longest wait, the host time a call is assumed to take at least,
 # and how many times the repetitions are taken at most when the wait proved too short.
@@ -285,9 +285,9 @@ def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int
 
 
 def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int) -> Windows:
-    """Times (ms) of ``repetitions`` calls of ``fn`` after ``warmup`` untimed ones, each between
+    """The times (ms) of ``repetitions`` calls of ``fn`` after ``warmup`` untimed ones, each between
     CUDA events on the current stream with ``flush`` zeroed just before it, in this process's
-    turn on the GPU (:func:`gpu_turn`).
+    turn on the GPU (:func:`gpu_turn`), and how they were queued (:class:`Windows`).
 
     The GPU time of each call, not the host's: the repetitions are queued behind a spin kernel
     (``torch.cuda._sleep``) that lasts longer than the host takes to queue them all, so a

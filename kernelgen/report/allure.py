@@ -200,6 +200,7 @@ def timings(result: CaseResult) -> dict[str, Any]:
             "timing": result.timing.model_dump() if result.timing else None,
             "sizes_checked": result.sizes_checked,
             "kernel_times_ms": result.extra.get("kernel_times_ms"),
+            "eager_times_ms": result.extra.get("eager_times_ms"),
             "tuning": result.tuning.model_dump() if result.tuning else result.extra.get("tuning"),
             "torch_compile": result.extra.get("torch_compile")}
 
