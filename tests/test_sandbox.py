@@ -541,7 +541,7 @@ def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.Monkey
                              again=outputs[-1], times_ms=(1e-4,) * 100)
 
     monkeypatch.setattr(sandbox, "run_calls_in_sandbox", sandboxed)
-    monkeypatch.setattr(ablation, "_timing", lambda task, settings, times: Timing(
+    monkeypatch.setattr(ablation, "_timing", lambda task, settings, times, extra: Timing(
         sizes={"N": 1 << 24}, kernel_ms=1e-4, eager_ms=0.1, speedup=1000.0, gbps=1e6, tflops=1.0,
         roofline_fraction=roofline))
     result = ablation.evaluate_baseline(task, ablation.reference_answer(task), Settings(gpu=False, shapes=1))
