@@ -17,7 +17,7 @@ import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -403,8 +403,9 @@ def _record_benchmark(request: pytest.FixtureRequest, result) -> None:
     report_to_benchmark(request.getfixturevalue("benchmark"), result)
 
 
-@pytest.hookimpl(trylast=True)  # after -m, -k and --deselect: what is left is what runs
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # after every other plugin's: -m, -k, --deselect and --shard have left what runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    result = yield
     from kernelgen.gpu.devices import gpu_unavailable_reason
 
     reason = None
@@ -416,6 +417,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _leave_out_the_baseline(config, items)
     if hasattr(config, "workerinput") and _baseline_cases(items):
         _stop_worker_without_sandbox(config, items)
+    return result
 
 
 def _stop_worker_without_sandbox(config: pytest.Config, items: list[pytest.Item]) -> None:
