@@ -294,7 +294,7 @@ def _timing(task: Task, settings: Settings, kernel_times: tuple[float, ...], ext
     timeout = max(settings.timeout_s, COMPILED_TIMEOUT_S if settings.torch_compile else 120.0)
     measured = call_retried_alone(settings.executor, eager_job, task, sizes, settings.seed,
                                   torch_compile=settings.torch_compile, timeout=timeout)
-    record_times(extra, {**measured, "kernel_ms": list(kernel_times)})
+    record_times(extra, measured)  # eager's and torch.compile's; the kernel's are the caller's (its own process)
     kernel_ms = statistics.median(kernel_times)
     eager_ms = statistics.median(measured["eager_ms"])
     compiled_ms = statistics.median(measured["compiled_ms"]) if "compiled_ms" in measured else None

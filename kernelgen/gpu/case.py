@@ -395,13 +395,14 @@ def time_case(case: Case) -> Timing:
 
 
 def record_times(extra: dict[str, Any], measured: Mapping[str, Any]) -> None:
-    """Every repetition's time of the kernel and of eager into a result's ``extra``, and what
-    torch.compile did: its mode, compile time (left out of its times) and times, or why it
-    failed. All repetitions, not only the medians: a spread, or two modes, in a baseline's times
-    is what a contended GPU or an unlucky autotuning choice leaves (``tools/timing_noise.py``)."""
-    extra["kernel_times_ms"] = measured["kernel_ms"]
-    if "eager_ms" in measured:
-        extra["eager_times_ms"] = measured["eager_ms"]
+    """Every repetition's time of the kernel and of eager (those measured) into a result's
+    ``extra``, and what torch.compile did: its mode, compile time (left out of its times) and
+    times, or why it failed. All repetitions, not only the medians: a spread, or two modes, in a
+    baseline's times is what a contended GPU or an unlucky autotuning choice leaves
+    (``tools/timing_noise.py``)."""
+    for series, key in (("kernel_ms", "kernel_times_ms"), ("eager_ms", "eager_times_ms")):
+        if series in measured:
+            extra[key] = measured[series]
     if "compiled_ms" in measured:
         extra["torch_compile"] = {"mode": measured["compiled_mode"], "compile_s": measured["compile_s"],
                                   "times_ms": measured["compiled_ms"]}

@@ -426,13 +426,11 @@ def _stop_worker_without_sandbox(config: pytest.Config, items: list[pytest.Item]
     has been sent the worker's cases, and the worker ends with them unrun). Here, before they are
     sent, the worker leaves out every case and stops its session with the line as its reason,
     which the controller prints as the run's ("Interrupted: ERROR: ..."); nothing runs."""
-    from kernelgen.baseline.wall import SandboxUnavailable, require_wall
-
     try:
-        require_wall(run_options(config).unsafe_sandbox)
-    except SandboxUnavailable as error:
+        _check_baseline_sandbox(run_options(config))
+    except pytest.UsageError as error:
         config.hook.pytest_deselected(items=list(items))
-        items[0].session.shouldstop = f"ERROR: {error.message}"
+        items[0].session.shouldstop = f"ERROR: {error}"
         items[:] = []
 
 
