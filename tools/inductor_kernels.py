@@ -13,7 +13,8 @@ Run on a GPU machine, from the repository root::
 
 The output is one JSON object per task: ``eager_ms``, ``compiled_ms``, ``golden_ms`` (medians),
 ``code`` (the output modules Inductor wrote, its Triton kernels in them), ``configs`` (the
-configuration its autotuner kept, per kernel) and ``error`` where something failed. A task with
+configuration its autotuner kept, per kernel), ``autotune`` (its autotuning log:
+:mod:`kernelgen.gpu.autotune_log`) and ``error`` where something failed. A task with
 calls is measured on its first (the golden is then not timed: its variants need the harness).
 """
 
@@ -41,7 +42,10 @@ def chosen_configs(before: set[str]) -> dict[str, list[str]]:
             continue
         for name, value in vars(module).items():
             if isinstance(value, CachingAutotuner):
-                found[name] = [str(getattr(launcher, "config", launcher)) for launcher in value.launchers or []]
+                # Launchers are emptied when a module is pickled for the cache; its compile
+                # results (the kept one, after autotuning) then still say it.
+                kept = value.launchers or getattr(value, "compile_results", None) or []
+                found[name] = [str(getattr(each, "config", each)) for each in kept]
     return found
 
 
@@ -56,9 +60,10 @@ def measure(task_id: str, repetitions: int) -> dict[str, Any]:
     import torch
 
     from kernelgen.check.checker import check
+    from kernelgen.gpu.autotune_log import autotune_lines
     from kernelgen.gpu.case import _kernel_times, _to_device
     from kernelgen.gpu.compile import compile_document
-    from kernelgen.gpu.timing import event_times, flush_buffer
+    from kernelgen.gpu.timing import event_times, flush_buffer, inductor_timed_by_harness
     from kernelgen.host.plan import sequence_for_sizes
     from kernelgen.task.spec import get_task
     from kernelgen.task.verify import make_inputs
@@ -74,14 +79,16 @@ def measure(task_id: str, repetitions: int) -> dict[str, Any]:
     values = list(inputs.values())
     flush = flush_buffer()
     eager = concrete.eager_function()
+    inductor_timed_by_harness()  # its autotuner times candidates as in a bench run
     with torch.no_grad():
         found["eager_ms"] = statistics.median(event_times(lambda: eager(*values), flush, repetitions, 5))
         torch._dynamo.reset()
         before = set(loaded_modules())
         compiled = torch.compile(eager, mode=MODE)
         start = time.perf_counter()
-        _, found["code"] = run_and_get_code(compiled, *values)
-        torch.cuda.synchronize()
+        with autotune_lines() as found["autotune"]:
+            _, found["code"] = run_and_get_code(compiled, *values)
+            torch.cuda.synchronize()
         found["compile_s"] = round(time.perf_counter() - start, 1)
         found["compiled_ms"] = statistics.median(event_times(lambda: compiled(*values), flush, repetitions, 5))
         try:

@@ -27,19 +27,20 @@ from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.host.plan import plan_for_sizes, sequence_for_sizes
 from kernelgen.check.sequence import nodes
+from kernelgen.gpu.autotune_log import autotune_lines
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
-from kernelgen.gpu.timing import (call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work,
-                                  inductor_takes_turns, waited_seconds)
+from kernelgen.gpu.timing import (AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP, call_retried_alone, event_times,
+                                  flush_buffer, gpu_turn, harness_work, inductor_timed_by_harness, waited_seconds)
 from kernelgen.task.magnitude import magnified
 from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
 
 WARMUP = 10
 REPETITIONS = 100
-# A tuning candidate is timed with fewer repetitions: the choice needs a ranking, not a report.
-TUNE_WARMUP = 3
-TUNE_REPETITIONS = 25
+# A tuning candidate is timed as torch.compile's are (the choice needs a ranking, not a report).
+TUNE_WARMUP = AUTOTUNE_WARMUP
+TUNE_REPETITIONS = AUTOTUNE_REPETITIONS
 # torch.compile's modes, tried in order (the first that works is timed).
 COMPILE_MODES = ("max-autotune-no-cudagraphs", "default")
 # torch.compile with max-autotune benchmarks its own candidates on the first call: minutes.
@@ -303,7 +304,7 @@ def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int)
 
     import torch
 
-    inductor_takes_turns()  # its autotuning runs kernels on the GPU while it compiles
+    inductor_timed_by_harness()  # its autotuning times candidates on the GPU while it compiles
     errors = []
     for mode in COMPILE_MODES:
         torch._dynamo.reset()
@@ -311,15 +312,16 @@ def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int)
             compiled = torch.compile(eager, mode=mode)
             with torch.no_grad():
                 start, waited = time.perf_counter(), waited_seconds()
-                compiled(*values)
-                torch.cuda.synchronize()
+                with autotune_lines() as autotune:
+                    compiled(*values)
+                    torch.cuda.synchronize()
                 # Its autotuning's benchmarks wait for other workers' turns: not compile time.
                 compile_s = time.perf_counter() - start - (waited_seconds() - waited)
                 times = event_times(lambda: compiled(*values), flush, repetitions, WARMUP)
         except Exception as exc:  # noqa: BLE001 - any failure of torch.compile is this baseline's finding
             errors.append(f"{mode}: {type(exc).__name__}: {str(exc).strip()[:300]}")
             continue
-        return {"compiled_ms": times, "compiled_mode": mode, "compile_s": compile_s}
+        return {"compiled_ms": times, "compiled_mode": mode, "compile_s": compile_s, "compiled_autotune": autotune}
     return {"compiled_error": "; ".join(errors)}
 
 
@@ -397,7 +399,8 @@ def time_case(case: Case) -> Timing:
 def record_times(extra: dict[str, Any], measured: Mapping[str, Any]) -> None:
     """Every repetition's time of the kernel and of eager (those measured) into a result's
     ``extra``, and what torch.compile did: its mode, compile time (left out of its times) and
-    times, or why it failed. All repetitions, not only the medians: a spread, or two modes, in a
+    times, the lines of its autotuning log (:mod:`kernelgen.gpu.autotune_log`), or why it
+    failed. All repetitions, not only the medians: a spread, or two modes, in a
     baseline's times is what a contended GPU or an unlucky autotuning choice leaves
     (``tools/timing_noise.py``)."""
     for series, key in (("kernel_ms", "kernel_times_ms"), ("eager_ms", "eager_times_ms")):
@@ -405,7 +408,8 @@ def record_times(extra: dict[str, Any], measured: Mapping[str, Any]) -> None:
             extra[key] = measured[series]
     if "compiled_ms" in measured:
         extra["torch_compile"] = {"mode": measured["compiled_mode"], "compile_s": measured["compile_s"],
-                                  "times_ms": measured["compiled_ms"]}
+                                  "times_ms": measured["compiled_ms"],
+                                  "autotune": measured.get("compiled_autotune", [])}
     elif "compiled_error" in measured:
         extra["torch_compile"] = {"error": measured["compiled_error"]}
 

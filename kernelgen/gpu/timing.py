@@ -10,9 +10,9 @@ Workers that share a GPU (``pytest -n 4`` on fewer GPUs) take turns: a timed win
 verification's launches, hold an exclusive lock on a file named for the GPU
 (:func:`gpu_turn`, the path in ``KERNELGEN_GPU_LOCK``). Compiling, tuning's compiles and
 torch.compile's own compile still overlap; only GPU work is serialized, so one worker's timed
-launches never share the GPU with another's. torch.compile's autotuning benchmarks take turns
-too (:func:`inductor_takes_turns`); its first call also runs the compiled code once, outside a
-turn. Without the variable (one process, or a GPU of its own) nothing is locked. A process
+launches never share the GPU with another's. torch.compile's autotuning benchmarks are timed
+by it too, in turns (:func:`inductor_timed_by_harness`); its first call also runs the compiled
+code once, outside a turn. Without the variable (one process, or a GPU of its own) nothing is locked. A process
 waiting for its turn tells its executor's parent (:func:`listen_for_waits`), whose clock for
 the job stops meanwhile: waiting is not part of a job's limit. Nor is the harness's own work
 inside a job (:func:`harness_work`: drawing the inputs, the reference, the comparison), which a
@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import statistics
 import sys
 import threading
 import time
@@ -44,6 +45,10 @@ _SPIN_HZ = 2.0e9
 _MAX_WAIT_S = 5.0
 _HOST_FLOOR_S = 50e-6
 QUEUE_ATTEMPTS = 3
+# A candidate (a tuning candidate, one of torch.compile's autotuner's) is timed with fewer
+# repetitions than a reported time: the choice needs a ranking.
+AUTOTUNE_WARMUP = 3
+AUTOTUNE_REPETITIONS = 25
 
 
 LOCK_VARIABLE = "KERNELGEN_GPU_LOCK"
@@ -228,37 +233,53 @@ def waited_seconds() -> float:
     return _waited_s
 
 
-def inductor_takes_turns() -> str:
-    """Make torch.compile's GPU benchmarks take this process's turn (:func:`gpu_turn`).
+def inductor_timed_by_harness() -> str:
+    """Make torch.compile's autotuner time its candidates with this harness's timer
+    (:func:`timed_windows`: in this process's turn, queued behind a spin so the host's launch
+    time never reaches a window), ranking them by the median of :data:`AUTOTUNE_REPETITIONS`.
 
-    ``max-autotune`` times candidate kernels on the GPU while it compiles, outside any timed window
-    of this process; on a GPU shared by workers those runs would land in another worker's timed
-    window. Only the benchmarks hold the turn, not the compile, so compiling still overlaps. torch
-    2.13 has a hook for this (``set_gpu_benchmark_lock_context``). Older versions get the turn
-    around the benchmarker's ``benchmark_gpu``, which Inductor's autotuners call. Returns how the
-    turn was installed: ``hook``, ``wrapped``, or ``none`` where this torch offers neither."""
+    ``max-autotune`` times candidate kernels while it compiles (block sizes, warps, coordinate
+    descent). Its own benchmarker queues each repetition from the host behind an L2 flush of
+    20 us: for a kernel of tens of microseconds the host falls behind, and its windows measure
+    Python's launch time. On the H200 (2026-12-03, ``tools/timing_noise.py``) it timed
+    bce_logits_rows's five reduction configurations at 0.17-0.33 ms on an idle host, where they
+    take 0.04-0.33 ms; under host load it kept one that takes 124 us for the 39 us one, and a
+    12-worker bench run had kept a 79 us row_var for the 22 us one. Its choices were a draw from
+    host noise, and torch.compile's time with them. Timed as the harness times everything, its
+    autotuner keeps what is fastest on the GPU: torch.compile at its best, the same in every run.
+
+    Where torch offers its hook (``set_gpu_benchmark_lock_context``, torch 2.13), its other GPU
+    benchmarks take the turn too. Returns ``timed``, or ``none`` where this torch has no
+    benchmarker to replace (its benchmarks then run untimed by the harness, and unlocked)."""
     try:
         from torch._inductor.runtime import benchmarking
-    except ImportError:  # torch before 2.5 has no benchmarking module: its benchmarks run unlocked
+    except ImportError:  # torch before 2.5 has no benchmarking module
         return "none"
 
     install = getattr(benchmarking, "set_gpu_benchmark_lock_context", None)
     if install is not None:
         install(gpu_turn)
-        return "hook"
     instance = getattr(benchmarking, "benchmarker", None)
     if instance is None or not hasattr(instance, "benchmark_gpu"):
         return "none"
-    if not getattr(instance, "_kernelgen_turns", False):
-        unlocked = instance.benchmark_gpu
+    if not getattr(instance, "_kernelgen_timed", False):
+        instance.benchmark_gpu = _autotune_benchmark
+        instance._kernelgen_timed = True
+    return "timed"
 
-        def benchmark_gpu(*args: Any, **kwargs: Any) -> Any:
-            with gpu_turn():
-                return unlocked(*args, **kwargs)
 
-        instance.benchmark_gpu = benchmark_gpu
-        instance._kernelgen_turns = True
-    return "wrapped"
+def _autotune_benchmark(fn: Callable[[], Any], *_: Any, return_mode: str = "min", **__: Any) -> Any:
+    """Inductor's ``benchmark_gpu``, by :func:`timed_windows`: the median (ms), or every
+    repetition for ``return_mode="all"``; a call too slow to time within a turn is ``inf``,
+    which Inductor's autotuners read as a candidate to pass over. Its other arguments (the
+    repetitions and warm-up it asks for, in counts or milliseconds) are this harness's choice."""
+    from kernelgen.errors import KernelTimeout
+
+    try:
+        times = timed_windows(fn, flush_buffer(), AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP).times
+    except KernelTimeout:
+        return float("inf")
+    return list(times) if return_mode == "all" else statistics.median(times)
 
 
 def flush_buffer() -> Any:
