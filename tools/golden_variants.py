@@ -16,13 +16,17 @@ warps and stages, ``loadK=HINT`` the cache hint of the golden's K-th load (0-bas
 order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``), ``literal=N,M`` (``literal=*``:
 every size) writes those sizes into the bodies as the task's bench sizes (compiled for exact
 sizes, as Inductor's static shapes are: such a variant is wrong at other sizes, so time it with
-``tools/inductor_kernels.py``, which does not verify, not with pytest). ``+`` starts the next task.
+``tools/inductor_kernels.py``, which does not verify, not with pytest), ``divide=reciprocal``
+multiplies by a reciprocal where the golden divides an f32 tile by a literal, a scalar or a
+smaller tile broadcast over it.
+``+`` starts the next task.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import math
 import re
 import sys
 from pathlib import Path
@@ -56,6 +60,47 @@ def _literal(node: object, sizes: dict[str, int]) -> object:
     return node
 
 
+def _reciprocal(golden: dict) -> int:
+    """Rewrite each f32 division of a tile by a literal, a scalar or a smaller tile broadcast
+    over it (one value per row: a norm, a sum) as a multiplication by the divisor's reciprocal,
+    taken once per divisor element: what ATen's
+    own kernels do for a constant (hardsigmoid multiplies by 1/6) and what Inductor's ``/``
+    costs (the 2-ulp ``div.full.f32``), against the correctly rounded ``div.rn.f32`` per element
+    that the language's ``div`` lowers to. Returns how many were rewritten."""
+    import json
+
+    from kernelgen.check.checked import launches_of
+    from kernelgen.check.checker import check
+    from kernelgen.lang.parse import parse_kernel
+
+    checked = check(parse_kernel(json.dumps(golden)))
+    count = 0
+    for launch, each in zip(golden.get("launches") or [golden], launches_of(checked)):
+        types = each.types
+
+        def rewrite(node: object, path: str) -> None:
+            nonlocal count
+            if isinstance(node, list):
+                for index, value in enumerate(node):
+                    rewrite(value, f"{path}/{index}")
+                return
+            if not isinstance(node, dict):
+                return
+            for key, value in list(node.items()):
+                rewrite(value, f"{path}/{key}")
+            lhs, rhs, result = types.get(f"{path}/lhs"), types.get(f"{path}/rhs"), types.get(path)
+            if (node.get("op") == "div" and lhs is not None and rhs is not None and result is not None
+                    and result.dtype == "f32" and math.prod(rhs.shape) < math.prod(lhs.shape)):
+                divisor = node["rhs"]
+                node["op"] = "mul"
+                node["rhs"] = (1.0 / divisor if isinstance(divisor, (int, float)) and divisor
+                               else {"op": "div", "lhs": 1.0, "rhs": divisor})
+                count += 1
+
+        rewrite(launch["body"], "/body")
+    return count
+
+
 def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) -> dict:
     """The golden with the spec's changes (see the module docstring)."""
     launches = golden.get("launches") or [golden]
@@ -69,6 +114,9 @@ def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) ->
             sizes = {size: (bench_sizes or {})[size] for size in names}
             for launch in launches:  # the grids keep the names: the checker proves bounds against them
                 launch["body"] = _literal(launch["body"], sizes)
+        elif name == "divide" and value == "reciprocal":
+            if not _reciprocal(golden):
+                raise SystemExit(f"{item!r}: the golden divides no f32 tile by a literal, a scalar or a broadcast tile")
         elif name in ("warps", "stages"):
             for launch in launches:
                 launch["num_" + name] = int(value)
