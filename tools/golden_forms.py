@@ -9,13 +9,17 @@ several-rows-per-program Welford pass for row_std_f16.
     python tools/golden_forms.py --out /tmp/variants linear-bias 30 128 128 64 8 3
     python tools/golden_forms.py --out /tmp/variants linear-gelu 1 128 256 64 8 3
     python tools/golden_forms.py --out /tmp/variants row-std-rows 40 4 512 4
+    python tools/golden_forms.py --out /tmp/variants maxpool-flat 1 512 8 1
+    python tools/golden_forms.py --out /tmp/variants prelu-flat 1 1024 4
+    python tools/golden_forms.py --out /tmp/variants gemv-row-x 1 4 256 4
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 ``linear-bias K BM BN BK WARPS STAGES``: linear_f16's form with linear_optional_bias's bias
 epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
 ``row-std-rows K ROWS BLOCK WARPS``: [ROWS, BLOCK] tiles of ROWS rows, one Welford pass (row_var's
-merge, per row). Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
+merge, per row); ``maxpool-flat K BLOCK WARPS EVICT_LAST`` and ``prelu-flat K BLOCK WARPS``: Inductor's
+flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
 golden_variants.py says."""
 
 from __future__ import annotations
@@ -182,21 +186,96 @@ def row_std_rows(rows: int, block: int, warps: int) -> dict:
     return task
 
 
+MAXPOOL_FLAT_BODY = """
+- {op: let, name: outs, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK}, rhs: {op: arange, size: BLOCK}}}
+- {op: let, name: in_range, value: {op: lt, lhs: outs, rhs: total}}
+- {op: let, name: out_col, value: {op: rem, lhs: outs, rhs: OW}}
+- {op: let, name: out_row, value: {op: idiv, lhs: outs, rhs: OW}}
+- {op: let, name: upper, value: {op: add, lhs: {op: mul, lhs: out_row, rhs: {op: mul, lhs: 4, rhs: OW}}, rhs: {op: mul, lhs: out_col, rhs: 2}}}
+- {op: let, name: pair_offsets, value: {op: add, lhs: {op: expand_dims, x: upper, axis: 1}, rhs: {op: expand_dims, x: {op: arange, size: 2}, axis: 0}}}
+- {op: let, name: pair_mask, value: {op: expand_dims, x: in_range, axis: 1}}
+- {op: let, name: top, value: {op: load, ptr: {op: add, lhs: x, rhs: pair_offsets}, mask: pair_mask, cache: CACHE}}
+- {op: let, name: bottom, value: {op: load, ptr: {op: add, lhs: x, rhs: {op: add, lhs: pair_offsets, rhs: {op: mul, lhs: 2, rhs: OW}}}, mask: pair_mask, cache: CACHE}}
+- {op: store, ptr: {op: add, lhs: out, rhs: outs}, value: {op: max, x: {op: maximum, lhs: top, rhs: bottom}, axis: 1}, mask: in_range}
+"""
+
+
+def maxpool_flat(block: int, warps: int, evict_last: int) -> dict:
+    """maxpool2x2 as Inductor writes it: one flat range of BLOCK outputs per program, each
+    output's row and column by division, its two input pairs loaded as [BLOCK, 2] tiles."""
+    task = yaml.safe_load((BENCH / "hard" / "maxpool2x2.yaml").read_text())
+    old = task["golden"]
+    total = {"op": "mul", "lhs": {"op": "mul", "lhs": {"op": "mul", "lhs": "B", "rhs": "C"}, "rhs": "OH"}, "rhs": "OW"}
+    body = MAXPOOL_FLAT_BODY.replace("CACHE", "evict_last" if evict_last else "evict_first")
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "params": [{"name": "x"}, {"name": "out"}, {"name": "OW"}, {"name": "total", "value": total}],
+                      "meta": [{"name": "BLOCK", "value": block}], "grid": [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}],
+                      "num_warps": warps, "body": yaml.safe_load(body)}
+    return task
+
+
+PRELU_FLAT_BODY = """
+- {op: let, name: offs, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK}, rhs: {op: arange, size: BLOCK}}}
+- {op: let, name: in_range, value: {op: lt, lhs: offs, rhs: total}}
+- {op: let, name: v, value: {op: load, ptr: {op: add, lhs: x, rhs: offs}, mask: in_range}}
+- {op: let, name: slope, value: {op: load, ptr: {op: add, lhs: weight, rhs: {op: rem, lhs: offs, rhs: N}}, mask: in_range, cache: evict_last}}
+- {op: store, ptr: {op: add, lhs: y, rhs: offs}, value: {op: where, cond: {op: gt, lhs: v, rhs: 0.0}, x: v, y: {op: mul, lhs: slope, rhs: v}}, mask: in_range}
+"""
+
+
+def prelu_flat(block: int, warps: int) -> dict:
+    """prelu_channels as Inductor writes it: flat BLOCK elements per program, each one's slope
+    gathered by its column (offset mod N), kept in cache (evict_last)."""
+    task = yaml.safe_load((BENCH / "med" / "prelu_channels.yaml").read_text())
+    old = task["golden"]
+    total = {"op": "mul", "lhs": "M", "rhs": "N"}
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "params": [{"name": "x"}, {"name": "weight"}, {"name": "y"}, {"name": "N"},
+                                 {"name": "total", "value": total}],
+                      "meta": [{"name": "BLOCK", "value": block}], "grid": [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}],
+                      "num_warps": warps, "body": yaml.safe_load(PRELU_FLAT_BODY)}
+    return task
+
+
+def gemv_row_x(block_n: int, block_k: int, warps: int) -> dict:
+    """gemv_f16 with x loaded as Inductor loads it: a [1, BLOCK_K] row (evict_last), broadcast
+    against the weight tile in registers, where the golden loads it as a [BLOCK_N, BLOCK_K]
+    broadcast of pointers (one load per weight element, L1 hits)."""
+    task = yaml.safe_load((BENCH / "hard" / "gemv_f16.yaml").read_text())
+    golden = task["golden"]
+    golden["meta"] = [{"name": "BLOCK_N", "value": block_n}, {"name": "BLOCK_K", "value": block_k}]
+    golden["num_warps"] = warps
+    loop = next(s for s in golden["body"] if s.get("op") == "for")
+    x_let = next(s for s in loop["body"] if s.get("name") == "x_chunk")
+    row = {"op": "expand_dims", "x": "ks", "axis": 0}
+    x_let["value"] = {"op": "cast", "x": {"op": "load", "ptr": {"op": "add", "lhs": "x", "rhs": row},
+                                          "mask": {"op": "expand_dims", "x": "k_in_bounds", "axis": 0},
+                                          "cache": "evict_last"}, "dtype": "f32"}
+    return task
+
+
+# Each form: how it builds its task file from the numbers after K, and the task it is a form of.
+FORMS = {
+    "swiglu-fused": (lambda *c: swiglu(True, *c), "hard", "swiglu_mlp_f16"),
+    "swiglu-two": (lambda *c: swiglu(False, *c), "hard", "swiglu_mlp_f16"),
+    "linear-bias": (linear_bias, "hard", "linear_optional_bias"),
+    "linear-gelu": (linear_gelu, "hard", "linear_bias_gelu_f16"),
+    "row-std-rows": (row_std_rows, "med", "row_std_f16"),
+    "maxpool-flat": (maxpool_flat, "hard", "maxpool2x2"),
+    "prelu-flat": (prelu_flat, "med", "prelu_channels"),
+    "gemv-row-x": (gemv_row_x, "hard", "gemv_f16"),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the variant bench folder (KERNELGEN_BENCH_DIR)")
-    parser.add_argument("form", choices=["swiglu-fused", "swiglu-two", "linear-bias", "linear-gelu", "row-std-rows"])
+    parser.add_argument("form", choices=list(FORMS))
     parser.add_argument("numbers", nargs="+", type=int, help="K, then the form's block sizes, warps and stages")
     args = parser.parse_args()
     k, *config = args.numbers
-    if args.form == "linear-bias":
-        task, tier, name = linear_bias(*config), "hard", "linear_optional_bias"
-    elif args.form == "linear-gelu":
-        task, tier, name = linear_gelu(*config), "hard", "linear_bias_gelu_f16"
-    elif args.form == "row-std-rows":
-        task, tier, name = row_std_rows(*config), "med", "row_std_f16"
-    else:
-        task, tier, name = swiglu(args.form == "swiglu-fused", *config), "hard", "swiglu_mlp_f16"
+    build, tier, name = FORMS[args.form]
+    task = build(*config)
     (args.out / tier).mkdir(parents=True, exist_ok=True)
     path = args.out / tier / f"{name}_v{k}.yaml"
     path.write_text(yaml.safe_dump(task, sort_keys=False))
