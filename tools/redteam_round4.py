@@ -460,7 +460,7 @@ def softshrink_clamp_difference_control():
 def prelu_channels_max_min_control():
     g = golden("med/prelu_channels")
     st = stores(g["body"])[0]
-    st["value"] = B("add", B("maximum", "tile", 0.0), B("mul", "slopes", B("minimum", "tile", 0.0)))
+    st["value"] = B("add", B("maximum", "v", 0.0), B("mul", "slope", B("minimum", "v", 0.0)))
     write("med/prelu_channels", "max_plus_slope_min_control", "ok",
           "CONTROL (correct): y = max(x, 0) + w * min(x, 0): for x > 0 x + w * 0, otherwise 0 + w * x; right for "
           "every slope, negative or above 1 (unlike maximum(x, w * x))", g)

@@ -59,9 +59,9 @@ def addmm_f16_k_tail_dropped_past_4096():
 @kernel
 def maxpool2x2_where_gt_drops_nan():
     g = golden("hard/maxpool2x2")
-    find_let(g["body"], "window_max")["value"]["x"] = W(B("gt", "upper", "lower"), "upper", "lower")
+    stores(g["body"])[0]["value"]["x"] = W(B("gt", "top", "bottom"), "top", "bottom")
     write("hard/maxpool2x2", "where_gt_drops_nan", "wrong_result",
-          "the vertical pair's maximum as where(upper > lower, upper, lower): a NaN in the upper row compares "
+          "the vertical pair's maximum as where(top > bottom, top, bottom): a NaN in the upper row compares "
           "false and is replaced by the lower value, where F.max_pool2d propagates it. Input: "
           "x = [[nan, 0], [1, 2]] (one 2x2 window): torch gives nan, the kernel 2", g)
 
