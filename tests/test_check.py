@@ -31,7 +31,7 @@ def example(name: str) -> dict[str, Any]:
 
 # Statement indices of the bases, named so that each case reads as the one change it makes.
 VADD = example("vector_add")  # 0 block_start, 1 offsets, 2 in_bounds, 3 x_block, 4 y_block, 5 store
-SOFTMAX = example("softmax")  # 4: first loop (carry 0 row_max, 1 row_sum; body 2 chunk, 6 new_sum)
+SOFTMAX = example("softmax")  # 4: first loop (carry 0 row_max, 1 row_sum; body 2 chunk, 6 new_sum), 6: second
 MATMUL = example("matmul")  # 7: the K loop (body 5 a_tile, 8 b_tile, 9 new_acc = dot), 9: store
 
 
@@ -110,8 +110,8 @@ SEMANTIC_CASES = [
     case("unknown-name-in-grid", VADD, {"/grid/0/lhs": "L"}, "undefined_name", "/grid/0/lhs"),
     case("param-bound-to-unknown-name", VADD, {"/params/3": {"name": "n", "value": "L"}},
          "undefined_name", "/params/3/value"),
-    case("loop-value-used-after-loop", SOFTMAX, {"/body/5/body/3/value/lhs/x/rhs": "new_max"},
-         "undefined_name", "/body/5/body/3/value/lhs/x/rhs"),
+    case("loop-value-used-after-loop", SOFTMAX, {"/body/6/body/3/value/lhs/x/rhs": "new_max"},
+         "undefined_name", "/body/6/body/3/value/lhs/x/rhs"),
     case("let-rebinds-a-name", VADD, {"/body/4/name": "x_block", "/body/5/value/rhs": "x_block"},
          "duplicate_name", "/body/4/name"),
     case("param-declared-twice", VADD, {"/params/4": {"name": "x"}}, "duplicate_name", "/params/4/name"),

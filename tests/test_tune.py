@@ -328,10 +328,12 @@ def test_a_timing_records_every_repetition_and_torch_compiles_mode_and_compile_t
     from kernelgen.gpu.case import record_times
 
     extra: dict = {}
+    log = ["Best config for triton_red_fused_var_0: XBLOCK: 2, R0_BLOCK: 512, num_warps: 2: 0.022"]
     record_times(extra, {"compiled_ms": [0.1, 0.3], "compiled_mode": "max-autotune-no-cudagraphs",
-                         "compile_s": 31.5, "kernel_ms": [0.2], "eager_ms": [0.4, 0.5]})
+                         "compile_s": 31.5, "compiled_autotune": log, "kernel_ms": [0.2], "eager_ms": [0.4, 0.5]})
     assert extra == {"kernel_times_ms": [0.2], "eager_times_ms": [0.4, 0.5],
-                     "torch_compile": {"mode": "max-autotune-no-cudagraphs", "compile_s": 31.5, "times_ms": [0.1, 0.3]}}
+                     "torch_compile": {"mode": "max-autotune-no-cudagraphs", "compile_s": 31.5, "times_ms": [0.1, 0.3],
+                                       "autotune": log}}
     extra = {}
     record_times(extra, {"compiled_error": "max-autotune-no-cudagraphs: X; default: Y", "kernel_ms": [0.2]})
     assert extra["torch_compile"] == {"error": "max-autotune-no-cudagraphs: X; default: Y"}
