@@ -32,13 +32,17 @@ def test_the_autotuners_lines_are_kept_and_the_loggers_restored(caplog: pytest.L
         heuristics.setLevel(logging.NOTSET)
 
 
-def test_a_long_log_is_cut_and_says_how_much_was_left_out() -> None:
-    heuristics = logging.getLogger(LOGGERS[0])
+def test_a_long_log_is_cut_keeps_what_was_kept_and_says_how_much_was_left_out() -> None:
+    heuristics, descent = (logging.getLogger(name) for name in LOGGERS)
+    kept = "k: Improve from " + "XBLOCK: 1, R0_BLOCK: 2048, num_warps: 16, num_ctas: 1, num_stages: 1 " * 4 + "0.020, 1.50x"
     with autotune_lines() as lines:
         for k in range(MAX_LINES + 5):
             heuristics.debug("COORDESC: config %d: %f", k, 0.01)
-    assert len(lines) == MAX_LINES + 1
+        descent.debug(kept)
+        heuristics.debug("Function hash h has best config XBLOCK: 1")
+    assert len(lines) == MAX_LINES + 3
     assert lines[0] == "COORDESC: config 0: 0.010000" and lines[-1] == "... 5 more lines"
+    assert lines[-3:-1] == [kept, "Function hash h has best config XBLOCK: 1"]  # whole: its time and ratio too
 
 
 def test_the_lines_are_kept_when_the_compile_fails() -> None:

@@ -208,8 +208,11 @@ def test_torch_compiles_autotuning_benchmarks_take_turns(tmp_path: Path, monkeyp
     lock.touch()
     env = {**os.environ, "KERNELGEN_GPU_LOCK": str(lock), "PYTHONPATH": str(REPO)}
     monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    # A fresh benchmarker and tag, so that the rest of this process keeps torch's own.
+    monkeypatch.setattr(benchmarking, "benchmarker", type(benchmarking.benchmarker)())
     previous = benchmarking._gpu_benchmark_lock_context
-    assert timing.inductor_timed_by_harness() == "timed"
+    with torch.compiler.config.patch(cache_key_tag=""):  # a config module: monkeypatch would delete it after
+        assert timing.inductor_timed_by_harness() == "timed"
     try:
         holder = subprocess.Popen([sys.executable, "-c", HOLD_A_TURN, str(tmp_path / "a"), "1.5"], env=env)
         while not (tmp_path / "a").exists() or not (tmp_path / "a").read_text():
@@ -259,9 +262,10 @@ def test_threads_of_one_process_take_turns(tmp_path: Path, monkeypatch: pytest.M
 
 def test_torch_compiles_autotuner_ranks_candidates_by_the_harness_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inductor's own benchmarker measured the host's launch time for short kernels (0.17-0.33 ms
-    for 0.04 ms reductions on the H200), so its choices were noise: its ``benchmark_gpu`` is
-    replaced, once, by the harness's timer, whose median ranks candidates; every repetition
-    where asked for all, and ``inf`` (pass over it) for a call too slow to time in a turn."""
+    for reduction configurations that take 0.04-0.33 ms on the H200), so its choices were noise:
+    its ``benchmark_gpu`` is replaced, once, by the harness's timer, whose median ranks
+    candidates; every repetition where asked for all, and ``inf`` (pass over it) for a call too
+    slow to time in a turn. Its caches' key tag gains the harness's, keeping a user's."""
     from torch._inductor.runtime import benchmarking
 
     from kernelgen.errors import Diagnostic, KernelTimeout
@@ -284,17 +288,19 @@ def test_torch_compiles_autotuner_ranks_candidates_by_the_harness_timer(monkeypa
     monkeypatch.setattr(timing, "flush_buffer", lambda: None)
     previous = getattr(benchmarking, "_gpu_benchmark_lock_context", None)
     try:
-        assert timing.inductor_timed_by_harness() == timing.inductor_timed_by_harness() == "timed"
+        with torch.compiler.config.patch(cache_key_tag="mine"):  # a config module: monkeypatch would delete it
+            assert timing.inductor_timed_by_harness() == timing.inductor_timed_by_harness() == "timed"
+            assert torch.compiler.config.cache_key_tag == f"mine+{timing.CACHE_KEY_TAG}"
         bench = benchmarking.benchmarker.benchmark_gpu
         assert bench(lambda: "a", warmup=25, rep=100) == pytest.approx(0.25)
         assert calls == [("a", timing.AUTOTUNE_REPETITIONS, timing.AUTOTUNE_WARMUP)]
         assert bench(lambda: "a", return_mode="all") == [0.3, 0.1, 0.2, 0.9]
-        assert bench(lambda: "slow") == float("inf")
+        assert bench(lambda: "slow") == float("inf") and bench(lambda: "slow", return_mode="all") == [float("inf")]
+        monkeypatch.setattr(benchmarking, "benchmarker", object())
+        assert timing.inductor_timed_by_harness() == "none"
     finally:
         if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
             benchmarking.set_gpu_benchmark_lock_context(previous)
-    monkeypatch.setattr(benchmarking, "benchmarker", object())
-    assert timing.inductor_timed_by_harness() == "none"
 
 
 def test_a_case_records_its_worker_and_gpu() -> None:

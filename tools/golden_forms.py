@@ -1,8 +1,10 @@
 """Other forms of goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33: the
-measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's and row_std_f16's
-golden comments), which ``tools/golden_variants.py`` (meta values, warps, stages, hints) cannot
-write: matmul_f16's persistent tile-load form applied to the GEMMs, and Inductor's
-several-rows-per-program Welford pass for row_std_f16.
+measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's, row_std_f16's,
+maxpool2x2's, prelu_channels's and gemv_f16's golden comments), which ``tools/golden_variants.py``
+(meta values, warps, stages, hints) cannot write: matmul_f16's persistent tile-load form applied
+to the GEMMs, Inductor's several-rows-per-program Welford pass for row_std_f16, and the forms
+maxpool2x2, prelu_channels and gemv_f16 now have (Inductor's flat range of outputs per program, x
+as a row), with their block sizes and warps as arguments.
 
     python tools/golden_forms.py --out /tmp/variants swiglu-fused 23 128 128 8 3
     python tools/golden_forms.py --out /tmp/variants swiglu-two 27 128 128 8 3
@@ -239,8 +241,8 @@ def prelu_flat(block: int, warps: int) -> dict:
 
 def gemv_row_x(block_n: int, block_k: int, warps: int) -> dict:
     """gemv_f16 with x loaded as Inductor loads it: a [1, BLOCK_K] row (evict_last), broadcast
-    against the weight tile in registers, where the golden loads it as a [BLOCK_N, BLOCK_K]
-    broadcast of pointers (one load per weight element, L1 hits)."""
+    against the weight tile in registers (the golden's form since 2026-12-03; before, a
+    [BLOCK_N, BLOCK_K] broadcast of x's pointers), with the given block sizes and warps."""
     task = yaml.safe_load((BENCH / "hard" / "gemv_f16.yaml").read_text())
     golden = task["golden"]
     golden["meta"] = [{"name": "BLOCK_N", "value": block_n}, {"name": "BLOCK_K", "value": block_k}]

@@ -17,11 +17,13 @@ import logging
 from typing import Iterator
 
 LOGGERS = ("torch._inductor.runtime.triton_heuristics", "torch._inductor.runtime.coordinate_descent_tuner")
-# Coordinate descent logs every neighbour it tries; the baseline, the benchmarked configurations,
-# the improvement and the kept one say what was chosen and why.
+# Coordinate descent logs every neighbour it tries twice (the tuner's "Try config", then the
+# measured "COORDESC:" line, which is kept); past MAX_LINES only the lines that say what was kept
+# are (each kernel's best configuration, coordinate descent's improvement and kept one).
 _SKIPPED = ("Try config", "  CACHED", "Triton cache dir", "Got exception")
+_KEPT = ("Best config for", "Improve from", "has best config")
 MAX_LINES = 80
-_LINE_CHARS = 240
+_LINE_CHARS = 400
 
 
 class _Lines(logging.Handler):
@@ -37,7 +39,7 @@ class _Lines(logging.Handler):
             return
         if text.startswith(_SKIPPED):
             return
-        if len(self.lines) < MAX_LINES:
+        if len(self.lines) < MAX_LINES or any(kept in text for kept in _KEPT):
             self.lines.append(text.strip()[:_LINE_CHARS])
         else:
             self.dropped += 1
@@ -45,8 +47,10 @@ class _Lines(logging.Handler):
 
 @contextlib.contextmanager
 def autotune_lines() -> Iterator[list[str]]:
-    """Inductor's autotuning log while the block runs, as lines (at most :data:`MAX_LINES`, then
-    one saying how many more): the list yielded fills as it runs. The loggers are set to DEBUG
+    """Inductor's autotuning log while the block runs, as lines (at most :data:`MAX_LINES` and
+    then only those saying what was kept, then one saying how many were left out): the list
+    yielded fills as it runs. Triton kernels' autotuning only: a GEMM template's choice
+    (``select_algorithm``) logs elsewhere. The loggers are set to DEBUG
     and kept from propagating meanwhile (pytest's log capture would otherwise hold every line),
     and restored after."""
     handler = _Lines()

