@@ -38,9 +38,6 @@ from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_
 
 WARMUP = 10
 REPETITIONS = 100
-# A tuning candidate is timed as torch.compile's are (the choice needs a ranking, not a report).
-TUNE_WARMUP = AUTOTUNE_WARMUP
-TUNE_REPETITIONS = AUTOTUNE_REPETITIONS
 # torch.compile's modes, tried in order (the first that works is timed).
 COMPILE_MODES = ("max-autotune-no-cudagraphs", "default")
 # torch.compile with max-autotune benchmarks its own candidates on the first call: minutes.
@@ -279,7 +276,7 @@ def candidate_times_job(task: Task, checked: CheckedKernel, compiled: Any, sizes
     if key not in _TUNE_INPUTS:
         _TUNE_INPUTS.clear()
         _TUNE_INPUTS[key] = bench_inputs(task, sizes, seed)
-    return _kernel_times(checked, compiled, _TUNE_INPUTS[key], flush_buffer(), repetitions, TUNE_WARMUP)
+    return _kernel_times(checked, compiled, _TUNE_INPUTS[key], flush_buffer(), repetitions, AUTOTUNE_WARMUP)
 
 
 def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions: int,
@@ -438,7 +435,7 @@ def tune_case(case: Case) -> None:
 
     def time_candidate(candidate: Candidate, compiled: Any) -> float:
         times = case.settings.executor.call(candidate_times_job, case.task, candidate.checked, compiled, sizes,
-                                            case.settings.seed, TUNE_REPETITIONS, timeout=timeout)
+                                            case.settings.seed, AUTOTUNE_REPETITIONS, timeout=timeout)
         return statistics.median(times)
 
     def verify(candidate: Candidate) -> None:

@@ -233,9 +233,8 @@ def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int,
     perf call ``index`` (outputs not NaN-filled, as the speedup stage times it)."""
     import torch
 
-    from kernelgen.gpu.case import TUNE_REPETITIONS, TUNE_WARMUP
     from kernelgen.gpu.launch import cuda_errors
-    from kernelgen.gpu.timing import event_times, flush_buffer
+    from kernelgen.gpu.timing import AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP, event_times, flush_buffer
     from kernelgen.gpu.function import unfilled_outputs
 
     key = (operator.name, index, seed)
@@ -249,8 +248,8 @@ def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int,
     candidate = _FUNCTIONS[ast_json]
     candidate.force = config
     with torch.no_grad(), unfilled_outputs(), cuda_errors(f"timing a configuration of {operator.name}"):
-        return statistics.median(event_times(lambda: candidate(*args, **kwargs), flush_buffer(), TUNE_REPETITIONS,
-                                             TUNE_WARMUP))
+        return statistics.median(event_times(lambda: candidate(*args, **kwargs), flush_buffer(), AUTOTUNE_REPETITIONS,
+                                             AUTOTUNE_WARMUP))
 
 
 def tune_on_gpu(operator: Operator, ast_json: str, settings: Settings) -> OperatorTuning:
