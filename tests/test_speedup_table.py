@@ -58,3 +58,16 @@ def test_without_tuning_there_is_no_spread_to_speak_of() -> None:
               "timing": {"kernel_ms": 1.0, "eager_ms": 1.0, "compiled_ms": 1.0, "roofline_fraction": 0.5}}]
     assert speedup_table.repeat_spread(cases) is None
     assert "repeat spread" not in speedup_table.table(cases)
+
+
+def test_the_attainable_floor_adds_the_timers_fixed_cost_to_the_roofline_time() -> None:
+    """A 20 us kernel at roofline fraction 0.8 has 16 us of roofline time; with 5 us of fixed cost its
+    floor is 21 us, above the kernel itself (1.05 of it) and above torch.compile at 30 us (0.70)."""
+    cases = [case("a", "med", 0.020, 0.020, 0.030), case("b", "med", 0.010, 0.010, 0.010)]
+    s = speedup_table.speeds(cases[0], fixed_ms=0.005)
+    assert s["floor_ms"] == pytest.approx(0.021)
+    text = speedup_table.table(cases, fixed_us=5.0)
+    assert "| 0.0210 | 1.05 / 0.70 |" in text
+    # ceiling: torch.compile over the floor per case (30/21 and 10/13), their geometric mean
+    assert "goldens at their attainable floors would be 1.05x torch.compile" in text
+    assert "floor" not in speedup_table.table(cases)

@@ -16,6 +16,12 @@ this run (no cached choice) and kept the configuration as written, the run timed
 the 90th percentile of those pairs' ratio is the run's repeat spread (the kernel's repeatability,
 not torch.compile's), and a golden below torch.compile by no more than it is counted apart. Cases that were not
 timed (a wrong result, a harness error) are listed under the table with their outcome.
+
+``--fixed-us C`` (the timer's fixed cost, from ``tools/timer_floor.py``) adds each task's attainable
+floor: its roofline time (its bytes at the measured copy bandwidth, or its FLOPs at peak) plus C,
+which every time under this timer carries. The columns give the tuned golden's and torch.compile's
+fraction of it, and each tier's line the ceiling: the geometric mean against torch.compile that
+goldens at their floors would show.
 """
 
 from __future__ import annotations
@@ -40,8 +46,9 @@ def rows_of(paths: list[Path], track: str = "pipeline") -> list[dict[str, Any]]:
     return list(cases.values())
 
 
-def speeds(case: dict[str, Any]) -> dict[str, float] | None:
-    """The case's times (ms) and ratios, or None where it was not timed."""
+def speeds(case: dict[str, Any], fixed_ms: float = 0.0) -> dict[str, float] | None:
+    """The case's times (ms) and ratios, or None where it was not timed; with ``fixed_ms``, its
+    attainable floor (ms) too."""
     timing = case.get("timing")
     if not timing or not timing.get("kernel_ms"):
         return None
@@ -54,6 +61,8 @@ def speeds(case: dict[str, Any]) -> dict[str, float] | None:
         "compiled_written": compiled / written if compiled else math.nan,
         "compiled_tuned": compiled / tuned if compiled else math.nan,
         "roofline": timing.get("roofline_fraction") or math.nan,
+        # The roofline fraction is the roofline time over the kernel's: its time, back.
+        "floor_ms": (timing["roofline_fraction"] * tuned + fixed_ms) if timing.get("roofline_fraction") else math.nan,
     }
 
 
@@ -84,17 +93,22 @@ def repeat_spread(cases: list[dict[str, Any]]) -> tuple[float, int] | None:
     return ratios[math.ceil(0.9 * len(ratios)) - 1], len(ratios)
 
 
-def table(cases: list[dict[str, Any]]) -> str:
-    """The markdown table and the per-tier summary lines."""
-    timed = [(case, s) for case in cases if (s := speeds(case)) is not None]
+def table(cases: list[dict[str, Any]], fixed_us: float | None = None) -> str:
+    """The markdown table and the per-tier summary lines (with ``fixed_us``, the attainable floor's
+    columns and ceilings)."""
+    floor = fixed_us is not None
+    timed = [(case, s) for case in cases if (s := speeds(case, (fixed_us or 0.0) / 1e3)) is not None]
     spread = repeat_spread(cases)
     timed.sort(key=lambda item: (item[1]["compiled_tuned"] if not math.isnan(item[1]["compiled_tuned"]) else math.inf))
     lines = ["| task | tier | as written ms | tuned ms | eager ms | compile ms | vs eager (written / tuned) "
-             "| vs compile (written / tuned) | roofline |", "|---|---|---|---|---|---|---|---|---|"]
+             "| vs compile (written / tuned) | roofline |" + (" floor ms | of floor (tuned / compile) |" if floor else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if floor else "")]
     for case, s in timed:
         lines.append(f"| {case['task']} | {case['tier']} | {s['written_ms']:.4f} | {s['tuned_ms']:.4f} | "
                      f"{s['eager_ms']:.4f} | {s['compiled_ms']:.4f} | {s['eager_written']:.2f}x / {s['eager_tuned']:.2f}x | "
-                     f"{s['compiled_written']:.2f}x / {s['compiled_tuned']:.2f}x | {s['roofline']:.2f} |")
+                     f"{s['compiled_written']:.2f}x / {s['compiled_tuned']:.2f}x | {s['roofline']:.2f} |"
+                     + (f" {s['floor_ms']:.4f} | {s['floor_ms'] / s['tuned_ms']:.2f} / {s['floor_ms'] / s['compiled_ms']:.2f} |"
+                        if floor else ""))
     lines.append("")
     for tier in sorted({case["tier"] for case, _ in timed}):
         mine = [s for case, s in timed if case["tier"] == tier]
@@ -104,7 +118,9 @@ def table(cases: list[dict[str, Any]]) -> str:
                      f"{geomean([s['compiled_written'] for s in mine]):.2f}x as written, "
                      f"{geomean([s['compiled_tuned'] for s in mine]):.2f}x tuned; {at_least} at or above 1.0x tuned"
                      + (f", {sum(1 / spread[0] <= s['compiled_tuned'] < 1.0 for s in mine)} more within the repeat spread"
-                        if spread else ""))
+                        if spread else "")
+                     + (f"; goldens at their attainable floors would be {geomean([s['compiled_ms'] / s['floor_ms'] for s in mine]):.2f}x"
+                        " torch.compile" if floor else ""))
     if spread:
         lines.append(f"repeat spread: the same configuration timed twice in this run (the tuner's search, then the "
                      f"final timing) differs by up to {spread[0] - 1:.1%} in 9 of 10 of the {spread[1]} cases that "
@@ -121,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", nargs="+", type=Path, help="results files (.jsonl)")
     parser.add_argument("--tier", action="append", help="only these tiers (repeat)")
     parser.add_argument("--track", default="pipeline", help="pipeline (default), baseline or tritonbench")
+    parser.add_argument("--fixed-us", type=float, help="the timer's fixed cost in microseconds (tools/timer_floor.py): "
+                                                       "adds each task's attainable floor and each tier's ceiling")
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.results if not p.is_file()]
     if missing:
@@ -128,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in rows_of(args.results, args.track) if not args.tier or c["tier"] in args.tier]
     if not cases:
         parser.error(f"no {args.track} cases in the results files" + (f" of tiers {args.tier}" if args.tier else ""))
-    print(table(cases))
+    print(table(cases, args.fixed_us))
     return 0
 
 
