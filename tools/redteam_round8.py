@@ -1,6 +1,9 @@
 """Red-team round 8 candidates: argmax-like kernels that compare with ``>`` or ``<``, so that a
 NaN never wins, where torch.argmax, argmin and amax count NaN as the extremum (the first NaN's
 index; a row holding NaN has NaN as its maximum). Each is a minimal edit of a golden.
+row_argmax's two are edits of its lane-wise golden (2026-12-04); the catalogue's
+``row_argmax_chunk_merge_gt_drops_nan`` and ``row_argmax_peeled_first_chunk_then_gt`` are the same
+edits of the golden before it, which reduced each chunk and merged (``git show 4f2f40c:tools/redteam_round8.py``).
 
 Run from the repository root: ``python tools/redteam_round8.py [NAME ...] [--out DIR]`` (default
 ``redteam_candidates/``), then ``python tools/redteam_verdicts.py DIR/*.json``."""
@@ -19,35 +22,34 @@ CATALOGUE = Path(__file__).resolve().parents[1] / "tests" / "redteam"
 
 
 @kernel
-def row_argmax_chunk_merge_gt_drops_nan():
+def row_argmax_lane_gt_drops_nan():
     g = golden("med/row_argmax")
-    find_let(g["body"], "improves")["value"] = B("gt", "chunk_max", "best_value")
-    write("med/row_argmax", "chunk_merge_gt_drops_nan", "wrong_result",
-          "merges each chunk's max and argmax into the running pair with chunk_max > best_value: the chunk's own "
-          "argmax finds its first NaN, but a NaN maximum compares false, so the running index stays where it was "
-          "(0 from the start), where torch.argmax gives the first NaN's index. Input: x = [[1, nan, 3]]: torch "
-          "gives 1, the kernel 0. No draw held NaN (integers in [-20, 20]); caught since the extreme draws put "
-          "NaN and infinities in x", g, code="mismatch")
+    find_let(loops(g["body"])[0]["body"], "improves")["value"] = B("gt", "chunk", "best_value")
+    write("med/row_argmax", "lane_gt_drops_nan", "wrong_result",
+          "merges each chunk into its lanes' running maxima with chunk > best_value: a NaN compares false, so "
+          "no lane ever keeps one, and the row's index is that of its largest number, where torch.argmax gives "
+          "the first NaN's index. Input: x = [[1, nan, 3]]: torch gives 1, the kernel 2. No draw held NaN "
+          "(integers in [-20, 20]); caught since the extreme draws put NaN and infinities in x", g, code="mismatch")
 
 
 @kernel
-def row_argmax_peeled_first_chunk_then_gt():
+def row_argmax_peeled_first_chunk_lanes_then_gt():
     g = golden("med/row_argmax")
     loop = loops(g["body"])[0]
     first = {"op": "load", "ptr": B("add", "x_row", "lanes"), "mask": B("lt", "lanes", "N"), "other": "-inf"}
     at = g["body"].index(loop)
     g["body"][at:at] = [let("first_chunk", first)]
     loop["start"] = "BLOCK"
-    loop["carry"][0]["init"] = {"op": "max", "x": "first_chunk", "axis": 0}
-    loop["carry"][1]["init"] = {"op": "argmax", "x": "first_chunk", "axis": 0}
-    find_let(loop["body"], "improves")["value"] = B("gt", "chunk_max", "best_value")
-    write("med/row_argmax", "peeled_first_chunk_then_gt", "wrong_result",
-          "takes the first chunk's max and argmax (which count NaN as the maximum) before the loop, then merges "
-          "later chunks with chunk_max > best_value: right for a row whose first NaN lies in its first 1024 "
-          "columns, wrong where the first NaN comes later (it never wins). Input: a row of 1025 zeros with "
-          "x[0, 1024] = nan: torch gives 1024, the kernel 0. Caught only by extreme-draw rows that hold one "
-          "NaN past the first block (kernelgen.task.verify.with_lone_nan_lines): rows holding NaN at one "
-          "element in 48 have one in their first 1024 columns", g, code="mismatch")
+    loop["carry"][0]["init"] = "first_chunk"
+    loop["carry"][1]["init"] = "lanes"
+    find_let(loop["body"], "improves")["value"] = B("gt", "chunk", "best_value")
+    write("med/row_argmax", "peeled_first_chunk_lanes_then_gt", "wrong_result",
+          "takes the first chunk as its lanes' running maxima before the loop (so a NaN there is kept, and wins "
+          "the final reduction), then merges later chunks with chunk > best_value: right for a row whose first "
+          "NaN lies in its first 1024 columns, wrong where the first NaN comes later (it never wins). Input: a "
+          "row of 1025 zeros with x[0, 1024] = nan: torch gives 1024, the kernel 0. Caught only by extreme-draw "
+          "rows that hold one NaN past the first block (kernelgen.task.verify.with_lone_nan_lines): rows holding "
+          "NaN at one element in 48 have one in their first 1024 columns", g, code="mismatch")
 
 
 @kernel
