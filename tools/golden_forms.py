@@ -1,8 +1,9 @@
 """Other forms of goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33: the
 measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's, row_std_f16's,
-maxpool2x2's, prelu_channels's and gemv_f16's golden comments), which ``tools/golden_variants.py``
+maxpool2x2's, prelu_channels's, gemv_f16's and row_mean_bf16's golden comments), which ``tools/golden_variants.py``
 (meta values, warps, stages, hints) cannot write: matmul_f16's persistent tile-load form applied
-to the GEMMs, Inductor's several-rows-per-program Welford pass for row_std_f16, and the forms
+to the GEMMs, Inductor's several-rows-per-program Welford pass for row_std_f16 (its golden's form since
+2026-12-04), row_mean_bf16's rows per program, and the forms
 maxpool2x2, prelu_channels and gemv_f16 now have (Inductor's flat range of outputs per program, x
 as a row), with their block sizes and warps as arguments.
 
@@ -14,6 +15,7 @@ as a row), with their block sizes and warps as arguments.
     python tools/golden_forms.py --out /tmp/variants maxpool-flat 1 512 8 1
     python tools/golden_forms.py --out /tmp/variants prelu-flat 1 1024 4
     python tools/golden_forms.py --out /tmp/variants gemv-row-x 1 4 256 4
+    python tools/golden_forms.py --out /tmp/variants row-mean-rows 1 8 256 4
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
@@ -21,7 +23,8 @@ silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
 ``row-std-rows K ROWS BLOCK WARPS``: [ROWS, BLOCK] tiles of ROWS rows, one Welford pass (row_var's
 merge, per row); ``maxpool-flat K BLOCK WARPS EVICT_LAST`` and ``prelu-flat K BLOCK WARPS``: Inductor's
-flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
+flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
+BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
 golden_variants.py says."""
 
 from __future__ import annotations
@@ -256,6 +259,41 @@ def gemv_row_x(block_n: int, block_k: int, warps: int) -> dict:
     return task
 
 
+ROW_MEAN_BODY = """
+- {op: let, name: rows, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: ROWS}, rhs: {op: arange, size: ROWS}}}
+- {op: let, name: row_in, value: {op: lt, lhs: rows, rhs: M}}
+- {op: let, name: row_column, value: {op: expand_dims, x: rows, axis: 1}}
+- {op: let, name: row_mask, value: {op: expand_dims, x: row_in, axis: 1}}
+- {op: let, name: lanes, value: {op: arange, size: BLOCK}}
+- op: for
+  var: chunk_start
+  stop: N
+  step: BLOCK
+  carry:
+    - {name: partial_sums, init: {op: full, shape: [ROWS, BLOCK], value: 0.0, dtype: f32}, next: new_partial_sums}
+  body:
+    - {op: let, name: cols, value: {op: expand_dims, x: {op: add, lhs: chunk_start, rhs: lanes}, axis: 0}}
+    - {op: let, name: in_tile, value: {op: and, lhs: row_mask, rhs: {op: lt, lhs: cols, rhs: N}}}
+    - {op: let, name: chunk, value: {op: load, ptr: {op: add, lhs: x, rhs: {op: add, lhs: {op: mul, lhs: row_column, rhs: N}, rhs: cols}}, mask: in_tile, other: 0.0, cache: evict_first}}
+    - {op: let, name: new_partial_sums, value: {op: add, lhs: partial_sums, rhs: {op: cast, x: chunk, dtype: f32}}}
+- {op: let, name: means, value: {op: div, lhs: {op: sum, x: partial_sums, axis: 1}, rhs: {op: cast, x: N, dtype: f32}}}
+- {op: store, ptr: {op: add, lhs: out, rhs: rows}, value: {op: cast, x: means, dtype: bf16}, mask: row_in}
+"""
+
+
+def row_mean_rows(rows: int, block: int, warps: int) -> dict:
+    """row_mean_bf16 as Inductor's mean: [ROWS, BLOCK] tiles of ROWS rows per program, loads
+    evict_first, one f32 sum per row."""
+    task = yaml.safe_load((BENCH / "med" / "row_mean_bf16.yaml").read_text())
+    old = task["golden"]
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "params": [{"name": "x"}, {"name": "out"}, {"name": "M"}, {"name": "N"}],
+                      "meta": [{"name": "ROWS", "value": rows}, {"name": "BLOCK", "value": block}],
+                      "grid": [{"op": "cdiv", "lhs": "M", "rhs": "ROWS"}], "num_warps": warps,
+                      "body": yaml.safe_load(ROW_MEAN_BODY)}
+    return task
+
+
 # Each form: how it builds its task file from the numbers after K, and the task it is a form of.
 FORMS = {
     "swiglu-fused": (lambda *c: swiglu(True, *c), "hard", "swiglu_mlp_f16"),
@@ -266,6 +304,7 @@ FORMS = {
     "maxpool-flat": (maxpool_flat, "hard", "maxpool2x2"),
     "prelu-flat": (prelu_flat, "med", "prelu_channels"),
     "gemv-row-x": (gemv_row_x, "hard", "gemv_f16"),
+    "row-mean-rows": (row_mean_rows, "med", "row_mean_bf16"),
 }
 
 
