@@ -1,0 +1,66 @@
+"""Red-team round 9 candidates: GELU by the tanh approximation where the prompt asks for the
+exact erf GELU, under the f16/bf16 default tolerances (1e-2 and 2e-2, five to ten steps) that its
+error of at most ~5e-4 fits inside on every draw, and controls that write the exact GELU another
+way (so the tolerance that catches the approximation must still pass them). Each is a minimal
+edit of a golden.
+
+Run from the repository root: ``python tools/redteam_round9.py [NAME ...] [--out DIR]`` (default
+``redteam_candidates/``), then ``python tools/redteam_verdicts.py DIR/*.json``."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from redteam_candidates import Round, find_let, golden  # noqa: E402 - the round-2 script's helpers
+from redteam_round4 import B, U  # noqa: E402
+
+ROUND = Round()
+kernel, write = ROUND.kernel, ROUND.write
+
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+def tanh_cdf(h: str) -> dict:
+    """0.5 (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3))): the tanh approximation of Phi(h)."""
+    inner = B("mul", SQRT_2_OVER_PI, B("add", h, B("mul", 0.044715, B("mul", h, B("mul", h, h)))))
+    return B("mul", 0.5, B("add", 1.0, U("tanh", inner)))
+
+
+@kernel
+def linear_bias_gelu_f16_tanh_approximate_gelu():
+    g = golden("hard/linear_bias_gelu_f16")
+    find_let(g["body"], "gelu")["value"] = B("mul", "h", tanh_cdf("h"))
+    write("hard/linear_bias_gelu_f16", "tanh_approximate_gelu", "wrong_result",
+          "gelu by the tanh approximation (F.gelu(approximate='tanh')) where the prompt asks for the exact erf "
+          "GELU: its error is at most 4.7e-4 (at h near -2.3), 10% of the value at h = -3 and 45% at h = -4. "
+          "Input: h = -3 (x = [[1]], weight = [[1]], bias = [-4]): F.gelu gives -4.05e-3, the kernel -3.64e-3, "
+          "about 100 f16 steps apart. Under the f16 default tolerance (rtol = atol = 1e-2) no h passes atol's 1e-2, so "
+          "every draw passed; caught by the task's tolerance of two f16 steps (rtol 2e-3, atol 1e-4), which "
+          "h in [-4, -2] (most of the values there) exceeds", g, code="mismatch")
+
+
+@kernel
+def linear_bias_gelu_f16_distributed_gelu_control():
+    g = golden("hard/linear_bias_gelu_f16")
+    erf = {"op": "erf", "x": B("mul", "h", 0.7071067811865476)}
+    half = B("mul", 0.5, "h")
+    find_let(g["body"], "gelu")["value"] = {"op": "fma", "x": half, "y": erf, "z": half}
+    write("hard/linear_bias_gelu_f16", "distributed_gelu_control", "ok",
+          "CONTROL (correct): the exact GELU written as fma(0.5 h, erf(h / sqrt(2)), 0.5 h), another rounding "
+          "of the same f32 value: within one f16 step of the reference everywhere but near ties, so the "
+          "tolerance that catches the tanh approximation (two f16 steps) passes it", g)
+
+
+@kernel
+def geglu_halves_bf16_distributed_gelu_control():
+    g = golden("med/geglu_halves_bf16")
+    erf = {"op": "erf", "x": B("mul", "gate", 0.7071067811865476)}
+    find_let(g["body"], "gate_cdf")["value"] = {"op": "fma", "x": 0.5, "y": erf, "z": 0.5}
+    write("med/geglu_halves_bf16", "distributed_gelu_control", "ok",
+          "CONTROL (correct): Phi(b) as fma(0.5, erf(b / sqrt(2)), 0.5) instead of 0.5 * (1 + erf(b / sqrt(2))), "
+          "another rounding of the same f32 value, so the two-step tolerance that catches the tanh "
+          "approximation (rtol 8e-3, atol 1e-4) passes it", g)
+
+
+# (new kernels above)
+if __name__ == "__main__":
+    ROUND.main(sys.argv[1:])
