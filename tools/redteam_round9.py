@@ -1,7 +1,8 @@
-"""Red-team round 9 candidates: GELU by the tanh approximation where the prompt asks for the
-exact erf GELU, under the f16/bf16 default tolerances (1e-2 and 2e-2, five to ten steps) that its
-error of at most ~5e-4 fits inside on every draw, and controls that write the exact GELU another
-way (so the tolerance that catches the approximation must still pass them). Each is a minimal
+"""Red-team round 9 candidates: approximations that the f16/bf16 default tolerances (1e-2 and
+2e-2, five to ten steps) let through on every draw: GELU by the tanh approximation where the
+prompt asks for the exact erf GELU (its error is at most ~5e-4) and a row's rsqrt by the fast
+inverse square root (1.75e-3 off), with controls that compute the exact function another way (so
+the tighter comparison that catches the approximation must still pass them). Each is a minimal
 edit of a golden.
 
 Run from the repository root: ``python tools/redteam_round9.py [NAME ...] [--out DIR]`` (default
@@ -59,6 +60,38 @@ def geglu_halves_bf16_distributed_gelu_control():
           "CONTROL (correct): Phi(b) as fma(0.5, erf(b / sqrt(2)), 0.5) instead of 0.5 * (1 + erf(b / sqrt(2))), "
           "another rounding of the same f32 value, so the two-step tolerance that catches the tanh "
           "approximation (rtol 8e-3, atol 1e-4) passes it", g)
+
+
+def bit_hack_rsqrt(v: str) -> dict:
+    """The fast inverse square root of f32 ``v``: 0x5f3759df - (bits >> 1), one Newton step
+    (relative error up to 1.75e-3)."""
+    y0 = {"op": "bitcast", "x": B("sub", 1597463007, B("shr", {"op": "bitcast", "x": v, "dtype": "i32"}, 1)), "dtype": "f32"}
+    return B("mul", y0, B("sub", 1.5, B("mul", B("mul", 0.5, v), B("mul", y0, y0))))
+
+
+@kernel
+def rmsnorm_f16_bit_hack_rsqrt():
+    g = golden("hard/rmsnorm_f16")
+    let = find_let(g["body"], "inv_rms")
+    let["value"] = bit_hack_rsqrt(let["value"]["x"])
+    write("hard/rmsnorm_f16", "bit_hack_rsqrt", "wrong_result",
+          "each row's rsqrt by the fast inverse square root (0x5f3759df - (bits >> 1), one Newton step), up "
+          "to 1.75e-3 off, where the prompt asks for rsqrt in f32: every element of a row is scaled by the same "
+          "error, about two f16 steps. Input: a row x = [0.1] * 4, weight = [1] * 4: torch gives 1.0 (0.99999 "
+          "before rounding), the kernel 0.9985 (after rounding to f16). The f16 default tolerance (rtol = atol "
+          "= 1e-2, ten steps) passed every row; caught since the task compares in f16 steps (one step off near "
+          "ties only): a row more than about one step off fails", g, code="mismatch")
+
+
+@kernel
+def rmsnorm_f16_divide_by_sqrt_control():
+    g = golden("hard/rmsnorm_f16")
+    let = find_let(g["body"], "inv_rms")
+    let["value"] = B("div", 1.0, U("sqrt", let["value"]["x"]))
+    write("hard/rmsnorm_f16", "divide_by_sqrt_control", "ok",
+          "CONTROL (correct): each row's 1 / sqrt(mean square + eps) instead of rsqrt, a few f32 ulps from it: "
+          "one f16 step off at most, near ties, so the comparison in f16 steps that catches the fast inverse "
+          "square root passes it", g)
 
 
 # (new kernels above)
