@@ -3,7 +3,9 @@
 prompt asks for the exact erf GELU (its error is at most ~5e-4) and a row's rsqrt by the fast
 inverse square root (1.75e-3 off), with controls that compute the exact function another way (so
 the tighter comparison that catches the approximation must still pass them). Each is a minimal
-edit of a golden.
+edit of a golden. ``linear_bias_gelu_f16_tanh_approximate_gelu`` is not in the catalogue: it is a
+known gap, which ``redteam_verdicts.py`` flags as a false pass (the task file says why), and its
+control is judged under the task's default tolerance.
 
 Run from the repository root: ``python tools/redteam_round9.py [NAME ...] [--out DIR]`` (default
 ``redteam_candidates/``), then ``python tools/redteam_verdicts.py DIR/*.json``."""
@@ -32,11 +34,11 @@ def linear_bias_gelu_f16_tanh_approximate_gelu():
     find_let(g["body"], "gelu")["value"] = B("mul", "h", tanh_cdf("h"))
     write("hard/linear_bias_gelu_f16", "tanh_approximate_gelu", "wrong_result",
           "gelu by the tanh approximation (F.gelu(approximate='tanh')) where the prompt asks for the exact erf "
-          "GELU: its error is at most 4.7e-4 (at h near -2.3), 10% of the value at h = -3 and 45% at h = -4. "
+          "GELU: its error is at most 4.7e-4 (at h near -2.7), 10% of the value at h = -3 and 45% at h = -4. "
           "Input: h = -3 (x = [[1]], weight = [[1]], bias = [-4]): F.gelu gives -4.05e-3, the kernel -3.64e-3, "
-          "about 100 f16 steps apart. Under the f16 default tolerance (rtol = atol = 1e-2) no h passes atol's 1e-2, so "
-          "every draw passed; caught by the task's tolerance of two f16 steps (rtol 2e-3, atol 1e-4), which "
-          "h in [-4, -2] (most of the values there) exceeds", g, code="mismatch")
+          "about 100 f16 steps apart. Under the f16 default tolerance (rtol = atol = 1e-2) no h's error reaches atol's 1e-2, so "
+          "every draw passes. NOT IN THE CATALOGUE: a known gap (bench/hard/linear_bias_gelu_f16.yaml says why "
+          "two f16 steps failed the golden on the H200)", g, code="mismatch")
 
 
 @kernel
@@ -47,8 +49,7 @@ def linear_bias_gelu_f16_distributed_gelu_control():
     find_let(g["body"], "gelu")["value"] = {"op": "fma", "x": half, "y": erf, "z": half}
     write("hard/linear_bias_gelu_f16", "distributed_gelu_control", "ok",
           "CONTROL (correct): the exact GELU written as fma(0.5 h, erf(h / sqrt(2)), 0.5 h), another rounding "
-          "of the same f32 value: within one f16 step of the reference everywhere but near ties, so the "
-          "tolerance that catches the tanh approximation (two f16 steps) passes it", g)
+          "of the same f32 value, well within the task's tolerance", g)
 
 
 @kernel
@@ -77,8 +78,8 @@ def rmsnorm_f16_bit_hack_rsqrt():
     write("hard/rmsnorm_f16", "bit_hack_rsqrt", "wrong_result",
           "each row's rsqrt by the fast inverse square root (0x5f3759df - (bits >> 1), one Newton step), up "
           "to 1.75e-3 off, where the prompt asks for rsqrt in f32: every element of a row is scaled by the same "
-          "error, about two f16 steps. Input: a row x = [0.1] * 4, weight = [1] * 4: torch gives 1.0 (0.99999 "
-          "before rounding), the kernel 0.9985 (after rounding to f16). The f16 default tolerance (rtol = atol "
+          "error, two to four f16 steps. Input: a row x = [0.1] * 4, weight = [1] * 4: torch gives 1.0 (0.99999 "
+          "before rounding), the kernel 0.99805, four f16 steps below it. The f16 default tolerance (rtol = atol "
           "= 1e-2, ten steps) passed every row; caught since the task compares in f16 steps (one step off near "
           "ties only): a row more than about one step off fails", g, code="mismatch")
 
