@@ -1,9 +1,8 @@
 """Other forms of goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33: the
-measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's, row_std_f16's,
+measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's,
 maxpool2x2's, prelu_channels's, gemv_f16's and row_mean_bf16's golden comments), which ``tools/golden_variants.py``
 (meta values, warps, stages, hints) cannot write: matmul_f16's persistent tile-load form applied
-to the GEMMs, Inductor's several-rows-per-program Welford pass for row_std_f16 (its golden's form since
-2026-12-04), row_mean_bf16's rows per program, and the forms
+to the GEMMs, row_mean_bf16's rows per program, and the forms
 maxpool2x2, prelu_channels and gemv_f16 now have (Inductor's flat range of outputs per program, x
 as a row), with their block sizes and warps as arguments.
 
@@ -11,7 +10,6 @@ as a row), with their block sizes and warps as arguments.
     python tools/golden_forms.py --out /tmp/variants swiglu-two 27 128 128 8 3
     python tools/golden_forms.py --out /tmp/variants linear-bias 30 128 128 64 8 3
     python tools/golden_forms.py --out /tmp/variants linear-gelu 1 128 256 64 8 3
-    python tools/golden_forms.py --out /tmp/variants row-std-rows 40 4 512 4
     python tools/golden_forms.py --out /tmp/variants maxpool-flat 1 512 8 1
     python tools/golden_forms.py --out /tmp/variants prelu-flat 1 1024 4
     python tools/golden_forms.py --out /tmp/variants gemv-row-x 1 4 256 4
@@ -21,8 +19,7 @@ as a row), with their block sizes and warps as arguments.
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 ``linear-bias K BM BN BK WARPS STAGES``: linear_f16's form with linear_optional_bias's bias
 epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
-``row-std-rows K ROWS BLOCK WARPS``: [ROWS, BLOCK] tiles of ROWS rows, one Welford pass (row_var's
-merge, per row); ``maxpool-flat K BLOCK WARPS EVICT_LAST`` and ``prelu-flat K BLOCK WARPS``: Inductor's
+``maxpool-flat K BLOCK WARPS EVICT_LAST`` and ``prelu-flat K BLOCK WARPS``: Inductor's
 flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
 BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
 golden_variants.py says."""
@@ -150,47 +147,6 @@ def linear_gelu(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
     return _linear_with_epilogue("linear_bias_gelu_f16", _ExactGelu, bm, bn, bk, warps, stages)
 
 
-ROW_STD_BODY = """
-- {op: let, name: rows, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: ROWS}, rhs: {op: arange, size: ROWS}}}
-- {op: let, name: row_in, value: {op: lt, lhs: rows, rhs: M}}
-- {op: let, name: row_column, value: {op: expand_dims, x: rows, axis: 1}}
-- {op: let, name: row_mask, value: {op: expand_dims, x: row_in, axis: 1}}
-- {op: let, name: lanes, value: {op: arange, size: BLOCK}}
-- op: for
-  var: chunk_start
-  stop: N
-  step: BLOCK
-  carry:
-    - {name: means, init: {op: full, shape: [ROWS, BLOCK], value: 0.0, dtype: f32}, next: new_means}
-    - {name: squares, init: {op: full, shape: [ROWS, BLOCK], value: 0.0, dtype: f32}, next: new_squares}
-  body:
-    - {op: let, name: cols, value: {op: expand_dims, x: {op: add, lhs: chunk_start, rhs: lanes}, axis: 0}}
-    - {op: let, name: in_tile, value: {op: and, lhs: row_mask, rhs: {op: lt, lhs: cols, rhs: N}}}
-    - {op: let, name: chunk, value: {op: cast, x: {op: load, ptr: {op: add, lhs: x, rhs: {op: add, lhs: {op: mul, lhs: row_column, rhs: N}, rhs: cols}}, mask: in_tile, cache: evict_first}, dtype: f32}}
-    - {op: let, name: step_weight, value: {op: div, lhs: 1.0, rhs: {op: cast, x: {op: add, lhs: {op: idiv, lhs: chunk_start, rhs: BLOCK}, rhs: 1}, dtype: f32}}}
-    - {op: let, name: delta, value: {op: sub, lhs: chunk, rhs: means}}
-    - {op: let, name: new_means, value: {op: where, cond: in_tile, x: {op: fma, x: delta, y: step_weight, z: means}, y: means}}
-    - {op: let, name: new_squares, value: {op: where, cond: in_tile, x: {op: fma, x: delta, y: {op: sub, lhs: chunk, rhs: new_means}, z: squares}, y: squares}}
-- {op: let, name: counts, value: {op: expand_dims, x: {op: where, cond: {op: lt, lhs: lanes, rhs: N}, x: {op: cast, x: {op: add, lhs: {op: idiv, lhs: {op: sub, lhs: {op: sub, lhs: N, rhs: 1}, rhs: lanes}, rhs: BLOCK}, rhs: 1}, dtype: f32}, y: 0.0}, axis: 0}}
-- {op: let, name: pivot, value: {op: expand_dims, x: {op: cast, x: {op: load, ptr: {op: add, lhs: x, rhs: {op: mul, lhs: rows, rhs: N}}, mask: row_in}, dtype: f32}, axis: 1}}
-- {op: let, name: mean, value: {op: add, lhs: pivot, rhs: {op: expand_dims, x: {op: div, lhs: {op: sum, x: {op: mul, lhs: counts, rhs: {op: sub, lhs: means, rhs: pivot}}, axis: 1}, rhs: {op: cast, x: N, dtype: f32}}, axis: 1}}}
-- {op: let, name: spread, value: {op: sub, lhs: means, rhs: mean}}
-- {op: let, name: m2, value: {op: add, lhs: {op: sum, x: squares, axis: 1}, rhs: {op: sum, x: {op: mul, lhs: counts, rhs: {op: mul, lhs: spread, rhs: spread}}, axis: 1}}}
-- {op: store, ptr: {op: add, lhs: out, rhs: rows}, value: {op: cast, x: {op: sqrt, x: {op: div, lhs: m2, rhs: {op: cast, x: N, dtype: f32}}}, dtype: f16}, mask: row_in}
-"""
-
-
-def row_std_rows(rows: int, block: int, warps: int) -> dict:
-    task = yaml.safe_load((BENCH / "med" / "row_std_f16.yaml").read_text())
-    old = task["golden"]
-    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
-                      "params": [{"name": "x"}, {"name": "out"}, {"name": "M"}, {"name": "N"}],
-                      "meta": [{"name": "ROWS", "value": rows}, {"name": "BLOCK", "value": block}],
-                      "grid": [{"op": "cdiv", "lhs": "M", "rhs": "ROWS"}], "num_warps": warps,
-                      "body": yaml.safe_load(ROW_STD_BODY)}
-    return task
-
-
 MAXPOOL_FLAT_BODY = """
 - {op: let, name: outs, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK}, rhs: {op: arange, size: BLOCK}}}
 - {op: let, name: in_range, value: {op: lt, lhs: outs, rhs: total}}
@@ -300,7 +256,6 @@ FORMS = {
     "swiglu-two": (lambda *c: swiglu(False, *c), "hard", "swiglu_mlp_f16"),
     "linear-bias": (linear_bias, "hard", "linear_optional_bias"),
     "linear-gelu": (linear_gelu, "hard", "linear_bias_gelu_f16"),
-    "row-std-rows": (row_std_rows, "med", "row_std_f16"),
     "maxpool-flat": (maxpool_flat, "hard", "maxpool2x2"),
     "prelu-flat": (prelu_flat, "med", "prelu_channels"),
     "gemv-row-x": (gemv_row_x, "hard", "gemv_f16"),

@@ -18,8 +18,10 @@ not torch.compile's), and a golden below torch.compile by no more than it is cou
 timed (a wrong result, a harness error) are listed under the table with their outcome.
 
 ``--fixed-us C`` (the timer's fixed cost, from ``tools/timer_floor.py``) adds each task's attainable
-floor: its roofline time (its bytes at the measured copy bandwidth, or its FLOPs at peak) plus C,
-which every time under this timer carries. The columns give the tuned golden's and torch.compile's
+floor, an estimate: its roofline time (its bytes at the measured copy bandwidth, or its FLOPs at
+peak) plus C, which every time under this timer carries. It is not a strict bound: a kernel that
+only reads writes nothing back while the flush's dirty lines drain, so it can come in a few
+percent under its floor (a fraction above 1). The columns give the tuned golden's and torch.compile's
 fraction of it, and each tier's line the ceiling: the geometric mean against torch.compile that
 goldens at their floors would show.
 """

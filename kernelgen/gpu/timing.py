@@ -35,7 +35,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterator
 
-# Larger than any GPU's L2 (60 MB on an H200): writing it evicts the previous repetition's data.
+# Larger than any GPU's L2 (50 MB on an H200): writing it evicts the previous repetition's data.
 L2_FLUSH_BYTES = 256 << 20
 # timed_windows queues its repetitions behind a spin of the GPU: its length in cycles per second
 # of wait (at or above the SM clock of current GPUs, 1.98 GHz on an H200, so the wait lasts at
