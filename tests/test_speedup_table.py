@@ -71,3 +71,17 @@ def test_the_attainable_floor_adds_the_timers_fixed_cost_to_the_roofline_time() 
     # ceiling: torch.compile over the floor per case (30/21 and 10/13), their geometric mean
     assert "goldens at their attainable floors would be 1.05x torch.compile" in text
     assert "floor" not in speedup_table.table(cases)
+
+
+def test_goldens_below_torch_compile_are_split_by_whether_both_are_at_the_floor() -> None:
+    """5 us fixed: a 20 us golden at roofline fraction 0.8 has a 21 us floor, and against torch.compile
+    at 19 us both are past 0.9 of it; a 40 us golden at 0.4 (16 us of roofline time) is at 0.53 of
+    its floor, torch.compile at 30 us at 0.7; a scatter whose roofline fraction is above 1 has none."""
+    far = case("far", "hard", 0.040, 0.040, 0.030)
+    far["timing"]["roofline_fraction"] = 0.4
+    cases = steady(10) + [case("near", "hard", 0.020, 0.020, 0.019), far]
+    scatter = case("scatter", "hard", 0.005, 0.005, 0.004)
+    scatter["timing"]["roofline_fraction"] = 6.5
+    text = speedup_table.table(cases + [scatter], fixed_us=5.0)
+    assert "hard: 3 below torch.compile past the spread; 1 of them with both at 90% of the attainable floor or " \
+           "more (near); the rest: far, scatter" in text

@@ -19,11 +19,13 @@ timed (a wrong result, a harness error) are listed under the table with their ou
 
 ``--fixed-us C`` (the timer's fixed cost, from ``tools/timer_floor.py``) adds each task's attainable
 floor, an estimate: its roofline time (its bytes at the measured copy bandwidth, or its FLOPs at
-peak) plus C, which every time under this timer carries. It is not a strict bound: a kernel that
-only reads writes nothing back while the flush's dirty lines drain, so it can come in a few
-percent under its floor (a fraction above 1). The columns give the tuned golden's and torch.compile's
-fraction of it, and each tier's line the ceiling: the geometric mean against torch.compile that
-goldens at their floors would show.
+peak) plus C, which every time under this timer carries (none where the roofline fraction is above
+1: the task's byte count overstates what it moves). It is not a strict bound: a kernel that only
+reads writes nothing back while the flush's dirty lines drain, so it can come in a few percent
+under its floor (a fraction above 1). The columns give the tuned golden's and torch.compile's
+fraction of it; each tier's lines, the ceiling (the geometric mean against torch.compile that
+goldens at their floors would show) and which goldens below torch.compile past the spread have
+both at 90% of the floor or more.
 """
 
 from __future__ import annotations
@@ -63,8 +65,10 @@ def speeds(case: dict[str, Any], fixed_ms: float = 0.0) -> dict[str, float] | No
         "compiled_written": compiled / written if compiled else math.nan,
         "compiled_tuned": compiled / tuned if compiled else math.nan,
         "roofline": timing.get("roofline_fraction") or math.nan,
-        # The roofline fraction is the roofline time over the kernel's: its time, back.
-        "floor_ms": (timing["roofline_fraction"] * tuned + fixed_ms) if timing.get("roofline_fraction") else math.nan,
+        # The roofline fraction is the roofline time over the kernel's: its time, back. Above 1 the
+        # task's byte count overstates what it moves (a scatter into part of a tensor): no floor.
+        "floor_ms": (timing["roofline_fraction"] * tuned + fixed_ms)
+        if timing.get("roofline_fraction") and timing["roofline_fraction"] <= 1.0 else math.nan,
     }
 
 
@@ -73,6 +77,9 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
 
 
+# A golden below torch.compile is at parity in the floor's sense where both are at least this share of
+# their attainable floor: neither can gain more than the rest on it.
+AT_FLOOR = 0.9
 # Fewer same-configuration pairs than this and the 90th percentile is only the largest pair: no spread.
 MIN_PAIRS = 10
 
@@ -93,6 +100,20 @@ def repeat_spread(cases: list[dict[str, Any]]) -> tuple[float, int] | None:
     if len(ratios) < MIN_PAIRS:
         return None
     return ratios[math.ceil(0.9 * len(ratios)) - 1], len(ratios)
+
+
+def _below_line(tier: str, timed: list[tuple[dict[str, Any], dict[str, float]]],
+                spread: tuple[float, int] | None) -> str:
+    """The tier's goldens below torch.compile past the repeat spread (tuned), split into those at
+    parity in the floor's sense (both at :data:`AT_FLOOR` of the attainable floor or more) and the rest."""
+    bar = 1 / spread[0] if spread else 1.0
+    below = [(case["task"], s) for case, s in timed if s["compiled_tuned"] < bar]
+    at_floor = [name for name, s in below
+                if s["floor_ms"] / s["tuned_ms"] >= AT_FLOOR and s["floor_ms"] / s["compiled_ms"] >= AT_FLOOR]
+    rest = [name for name, _ in below if name not in at_floor]
+    return (f"{tier}: {len(below)} below torch.compile past the spread; {len(at_floor)} of them with both at "
+            f"{AT_FLOOR:.0%} of the attainable floor or more ({', '.join(at_floor) or 'none'}); the rest: "
+            f"{', '.join(rest) or 'none'}")
 
 
 def table(cases: list[dict[str, Any]], fixed_us: float | None = None) -> str:
@@ -123,6 +144,8 @@ def table(cases: list[dict[str, Any]], fixed_us: float | None = None) -> str:
                         if spread else "")
                      + (f"; goldens at their attainable floors would be {geomean([s['compiled_ms'] / s['floor_ms'] for s in mine]):.2f}x"
                         " torch.compile" if floor else ""))
+        if floor:
+            lines.append(_below_line(tier, [(case, s) for case, s in timed if case["tier"] == tier], spread))
     if spread:
         lines.append(f"repeat spread: the same configuration timed twice in this run (the tuner's search, then the "
                      f"final timing) differs by up to {spread[0] - 1:.1%} in 9 of 10 of the {spread[1]} cases that "
