@@ -93,9 +93,33 @@ def test_other_dtypes_ignore_steps() -> None:
     assert compare_tensors(want * (1 + 5e-5), want, "f32", Tolerance(1e-4, 1e-5, steps=True)).ok
 
 
+def test_an_atol_with_steps_passes_a_cancelled_value_and_still_counts_the_rest() -> None:
+    """A layer norm's ``normed * weight + bias`` cancels to near zero: a few f32 ulps of the
+    terms (H200: -3.77e-6 against -3.81e-6) are many bf16 steps of the result. Within the atol
+    it is equal; an element past it, and a relative error on every element (a bit-hack rsqrt,
+    1.75e-3 off), still fail."""
+    exact = torch.randn(1 << 14, generator=torch.Generator().manual_seed(3)) * 2
+    want = exact.bfloat16()
+    want[5] = -3.8147e-06
+    got = want.clone()
+    got[5] = -3.76999e-06
+    plain = Tolerance(1e-2, 1e-2, steps=True)
+    cancelled = Tolerance(1e-2, 1e-2, steps=True, step_atol=1e-5)
+    assert not compare_tensors(got, want, "bf16", plain).ok
+    judged = compare_tensors(got, want, "bf16", cancelled)
+    assert judged.ok and "one bf16 step (or atol=1e-05)" in judged.criterion
+    assert judged.max_abs_error == pytest.approx(4.5e-8, rel=0.1)  # the error is still reported
+    got[9] = want[9].float() + 0.05  # past the atol: far
+    assert not compare_tensors(got, want, "bf16", cancelled).ok
+    approximate = (exact * (1 + 1.75e-3)).bfloat16()
+    judged = compare_tensors(approximate, want, "bf16", cancelled)
+    assert not judged.ok and judged.one_step > len(want) // 8
+
+
 def test_a_task_tolerance_is_rtol_and_atol_or_steps() -> None:
     assert TaskTolerance(steps=True).rtol is None
-    for wrong in ({"steps": True, "rtol": 0.01}, {"rtol": 0.01}, {}):
+    assert TaskTolerance(steps=True, atol=1e-5).atol == 1e-5
+    for wrong in ({"steps": True, "rtol": 0.01}, {"steps": True, "rtol": 0.01, "atol": 0.01}, {"rtol": 0.01}, {}):
         with pytest.raises(ValueError):
             TaskTolerance(**wrong)
 
@@ -107,5 +131,7 @@ def test_a_steps_task_steps_its_half_outputs_and_keeps_the_defaults_of_the_other
     stepped = task.model_copy(update={"tolerance": TaskTolerance(steps=True)})
     assert stepped.tolerance_for("f16") == Tolerance(*DEFAULT_TOLERANCE["f16"], steps=True)
     assert stepped.tolerance_for("f32") == Tolerance(*DEFAULT_TOLERANCE["f32"], steps=True)
+    cancelling = task.model_copy(update={"tolerance": TaskTolerance(steps=True, atol=1e-5)})
+    assert cancelling.tolerance_for("f16") == Tolerance(*DEFAULT_TOLERANCE["f16"], steps=True, step_atol=1e-5)
     plain = task.model_copy(update={"tolerance": None}).tolerance_for("f16")
     assert not plain.steps and (plain.rtol, plain.atol) == DEFAULT_TOLERANCE["f16"]

@@ -645,8 +645,9 @@ def inputs_as_reference(task: Task, before: Mapping[str, Any], reference_after: 
 
 
 def _scaled(tolerance: Tolerance, atol_scale: float) -> Tolerance:
-    """A task's tolerance with its atol multiplied by ``atol_scale``."""
-    return tolerance if atol_scale == 1.0 else dataclasses.replace(tolerance, atol=tolerance.atol * atol_scale)
+    """A task's tolerance with its atols (rtol's and the stepped one) multiplied by ``atol_scale``."""
+    return tolerance if atol_scale == 1.0 else dataclasses.replace(
+        tolerance, atol=tolerance.atol * atol_scale, step_atol=tolerance.step_atol * atol_scale)
 
 
 def reference_leaves(value: Any, reference_after: Any) -> bool:
