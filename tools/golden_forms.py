@@ -14,6 +14,8 @@ as a row), with their block sizes and warps as arguments.
     python tools/golden_forms.py --out /tmp/variants prelu-flat 1 1024 4
     python tools/golden_forms.py --out /tmp/variants gemv-row-x 1 4 256 4
     python tools/golden_forms.py --out /tmp/variants row-mean-rows 1 8 256 4
+    python tools/golden_forms.py --out /tmp/variants avgpool-flat 1 512 8 1
+    python tools/golden_forms.py --out /tmp/variants row-var-rows 1 2 512 16
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
@@ -21,7 +23,9 @@ silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
 ``maxpool-flat K BLOCK WARPS EVICT_LAST`` and ``prelu-flat K BLOCK WARPS``: Inductor's
 flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
-BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
+BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean; ``avgpool-flat BLOCK WARPS
+EVICT_LAST``: avg_pool1d_stride over a flat range of outputs; ``row-var-rows ROWS BLOCK WARPS``:
+row_var in row_std_f16's [ROWS, BLOCK] Welford form. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
 golden_variants.py says."""
 
 from __future__ import annotations
@@ -250,6 +254,53 @@ def row_mean_rows(rows: int, block: int, warps: int) -> dict:
     return task
 
 
+AVGPOOL_FLAT_BODY = """
+- {op: let, name: offs, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK}, rhs: {op: arange, size: BLOCK}}}
+- {op: let, name: in_range, value: {op: lt, lhs: offs, rhs: total}}
+- {op: let, name: window, value: {op: add, lhs: x, rhs: {op: add, lhs: {op: mul, lhs: {op: idiv, lhs: offs, rhs: n_out}, rhs: L}, rhs: {op: mul, lhs: {op: rem, lhs: offs, rhs: n_out}, rhs: step}}}}
+- op: for
+  var: t
+  stop: K
+  carry: [{name: total_sum, init: {op: full, shape: [BLOCK], value: 0.0, dtype: f32}, next: new_total_sum}]
+  body:
+    - {op: let, name: new_total_sum, value: {op: add, lhs: total_sum, rhs: {op: load, ptr: {op: add, lhs: window, rhs: t}, mask: in_range, cache: CACHE}}}
+- {op: store, ptr: {op: add, lhs: y, rhs: offs}, value: {op: mul, lhs: total_sum, rhs: {op: div, lhs: 1.0, rhs: {op: cast, x: K, dtype: f32}}}, mask: in_range}
+"""
+
+
+def avgpool_flat(block: int, warps: int, evict_last: int) -> dict:
+    """avg_pool1d_stride as Inductor writes it: one flat range of BLOCK outputs over every channel
+    per program (contiguous, aligned stores), each output's channel and position by division, its
+    K inputs loaded evict_last (Inductor's hint: the next output's window shares their lines) or
+    evict_first."""
+    task = yaml.safe_load((BENCH / "med" / "avg_pool1d_stride.yaml").read_text())
+    golden = task["golden"]
+    total = {"op": "mul", "lhs": "C", "rhs": "n_out"}
+    golden["params"] = [{"name": "x"}, {"name": "y"}, {"name": "L"}, {"name": "n_out"}, {"name": "step"},
+                        {"name": "total", "value": total}]
+    golden["meta"] = [{"name": "BLOCK", "value": block}]
+    golden["grid"] = [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}]
+    golden["num_warps"] = warps
+    golden["body"] = yaml.safe_load(AVGPOOL_FLAT_BODY.replace("CACHE", "evict_last" if evict_last else "evict_first"))
+    return task
+
+
+def row_var_rows(rows: int, block: int, warps: int) -> dict:
+    """row_var as Inductor's var: row_std_f16's golden (one Welford pass over [ROWS, BLOCK] tiles
+    of ROWS rows per program), in f32, dividing by N - 1 and not taking the root."""
+    task = yaml.safe_load((BENCH / "med" / "row_var.yaml").read_text())
+    source = yaml.safe_load((BENCH / "med" / "row_std_f16.yaml").read_text())["golden"]
+    old = task["golden"]
+    body = copy.deepcopy(source["body"])
+    store = body[-1]
+    store["value"] = {"op": "div", "lhs": "m2", "rhs": {"op": "cast", "x": {"op": "sub", "lhs": "N", "rhs": 1}, "dtype": "f32"}}
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "params": [{"name": "x"}, {"name": "out"}, {"name": "M"}, {"name": "N"}],
+                      "meta": [{"name": "ROWS", "value": rows}, {"name": "BLOCK", "value": block}],
+                      "grid": [{"op": "cdiv", "lhs": "M", "rhs": "ROWS"}], "num_warps": warps, "body": body}
+    return task
+
+
 # Each form: how it builds its task file from the numbers after K, and the task it is a form of.
 FORMS = {
     "swiglu-fused": (lambda *c: swiglu(True, *c), "hard", "swiglu_mlp_f16"),
@@ -260,6 +311,8 @@ FORMS = {
     "prelu-flat": (prelu_flat, "med", "prelu_channels"),
     "gemv-row-x": (gemv_row_x, "hard", "gemv_f16"),
     "row-mean-rows": (row_mean_rows, "med", "row_mean_bf16"),
+    "avgpool-flat": (avgpool_flat, "med", "avg_pool1d_stride"),
+    "row-var-rows": (row_var_rows, "med", "row_var"),
 }
 
 
