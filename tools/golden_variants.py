@@ -3,7 +3,7 @@ tuner does not search (programs of several launches, load eviction hints) with t
 own timer and against torch.compile, before one is written into the golden.
 
 Each variant is a copy of the task ``<task>_v<k>`` whose golden has some meta values,
-``num_warps`` (every launch), ``num_stages`` or load hints changed:
+``num_warps`` (every launch), ``num_stages`` (every launch's, or every loop's) or load hints changed:
 
     python tools/golden_variants.py --out /tmp/variants med/col_mean_var \\
         "BLOCK_N=64 warps=8" "SPLIT=64" + hard/maxpool2x2 "load0=evict_last load1=evict_last"
@@ -12,7 +12,8 @@ Each variant is a copy of the task ``<task>_v<k>`` whose golden has some meta va
     python tools/speedup_table.py variants.jsonl
 
 A spec item ``NAME=VALUE`` sets a meta value, ``warps=N`` and ``stages=N`` every launch's
-warps and stages, ``loadK=HINT`` the cache hint of the golden's K-th load (0-based, in file
+warps and stages, ``loop_stages=N`` every ``for`` loop's ``num_stages`` (a loop whose loads feed
+no dot is software-pipelined only with its own), ``loadK=HINT`` the cache hint of the golden's K-th load (0-based, in file
 order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``), ``literal=N,M`` (``literal=*``:
 every size) writes those sizes into the bodies as the task's bench sizes (compiled for exact
 sizes, as Inductor's static shapes are: such a variant is wrong at other sizes, so time it with
@@ -36,16 +37,16 @@ import yaml
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def _loads(node: object, found: list[dict]) -> list[dict]:
-    """Every load node under ``node``, in document order."""
+def _nodes(node: object, op: str, found: list[dict]) -> list[dict]:
+    """Every ``op`` node (a load, a for loop) under ``node``, in document order."""
     if isinstance(node, dict):
-        if node.get("op") == "load":
+        if node.get("op") == op:
             found.append(node)
         for value in node.values():
-            _loads(value, found)
+            _nodes(value, op, found)
     elif isinstance(node, list):
         for value in node:
-            _loads(value, found)
+            _nodes(value, op, found)
     return found
 
 
@@ -104,7 +105,7 @@ def _reciprocal(golden: dict) -> int:
 def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) -> dict:
     """The golden with the spec's changes (see the module docstring)."""
     launches = golden.get("launches") or [golden]
-    loads = _loads(golden, [])
+    loads = _nodes(golden, "load", [])
     for item in spec.split():
         name, _, value = item.partition("=")
         if not value:
@@ -120,6 +121,12 @@ def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) ->
         elif name in ("warps", "stages"):
             for launch in launches:
                 launch["num_" + name] = int(value)
+        elif name == "loop_stages":
+            loops = _nodes(golden, "for", [])
+            if not loops:
+                raise SystemExit(f"{item!r}: the golden has no for loop")
+            for loop in loops:
+                loop["num_stages"] = int(value)
         elif re.fullmatch(r"load\d+", name):
             index = int(name[4:])
             if index >= len(loads):
