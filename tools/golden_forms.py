@@ -1,6 +1,7 @@
 """Other forms of goldens, as variant task files for ``KERNELGEN_BENCH_DIR`` (issue 33: the
 measurements in swiglu_mlp_f16's, linear_optional_bias's, linear_bias_gelu_f16's,
-maxpool2x2's, prelu_channels's, gemv_f16's and row_mean_bf16's golden comments), which ``tools/golden_variants.py``
+maxpool2x2's, prelu_channels's, gemv_f16's, row_mean_bf16's, avg_pool1d_stride's, row_var's and
+col_mean_var's golden comments), which ``tools/golden_variants.py``
 (meta values, warps, stages, hints) cannot write: matmul_f16's persistent tile-load form applied
 to the GEMMs, row_mean_bf16's rows per program, and the forms
 maxpool2x2, prelu_channels and gemv_f16 now have (Inductor's flat range of outputs per program, x
@@ -16,6 +17,7 @@ as a row), with their block sizes and warps as arguments.
     python tools/golden_forms.py --out /tmp/variants row-mean-rows 1 8 256 4
     python tools/golden_forms.py --out /tmp/variants avgpool-flat 1 512 8 1
     python tools/golden_forms.py --out /tmp/variants row-var-rows 1 2 512 16
+    python tools/golden_forms.py --out /tmp/variants col-mean-var-columns-first 1 32 32 128 2
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
@@ -25,7 +27,8 @@ epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact G
 flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
 BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean; ``avgpool-flat BLOCK WARPS
 EVICT_LAST``: avg_pool1d_stride over a flat range of outputs; ``row-var-rows ROWS BLOCK WARPS``:
-row_var in row_std_f16's [ROWS, BLOCK] Welford form. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
+row_var in row_std_f16's [ROWS, BLOCK] Welford form; ``col-mean-var-columns-first SPLIT BLOCK_M
+BLOCK_N WARPS``: col_mean_var's first launch with the column block as the grid's first axis. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
 golden_variants.py says."""
 
 from __future__ import annotations
@@ -301,6 +304,33 @@ def row_var_rows(rows: int, block: int, warps: int) -> dict:
     return task
 
 
+def _swap_program_axes(node: object) -> object:
+    """``node`` with ``program_id`` axes 0 and 1 exchanged."""
+    if isinstance(node, list):
+        return [_swap_program_axes(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _swap_program_axes(value) for key, value in node.items()}
+    if node.get("op") == "program_id":
+        node["axis"] = 1 - node.get("axis", 0)
+    return node
+
+
+def col_mean_var_columns_first(split: int, block_m: int, block_n: int, warps: int) -> dict:
+    """col_mean_var with launch 1's grid as (column block, split): programs dispatched together
+    read neighbouring column blocks of the same rows (as Inductor's flat x index, column fastest,
+    orders them) instead of one column block in SPLIT row chunks far apart."""
+    task = yaml.safe_load((BENCH / "med" / "col_mean_var.yaml").read_text())
+    golden = task["golden"]
+    first = golden["launches"][0]
+    first["grid"] = list(reversed(first["grid"]))
+    first["body"] = _swap_program_axes(first["body"])
+    first["num_warps"] = warps
+    for meta in golden["meta"]:
+        meta["value"] = {"SPLIT": split, "BLOCK_M": block_m, "BLOCK_N": block_n}.get(meta["name"], meta["value"])
+    return task
+
+
 # Each form: how it builds its task file from the numbers after K, and the task it is a form of.
 FORMS = {
     "swiglu-fused": (lambda *c: swiglu(True, *c), "hard", "swiglu_mlp_f16"),
@@ -313,6 +343,7 @@ FORMS = {
     "row-mean-rows": (row_mean_rows, "med", "row_mean_bf16"),
     "avgpool-flat": (avgpool_flat, "med", "avg_pool1d_stride"),
     "row-var-rows": (row_var_rows, "med", "row_var"),
+    "col-mean-var-columns-first": (col_mean_var_columns_first, "med", "col_mean_var"),
 }
 
 
