@@ -16,7 +16,13 @@ median over rounds of wall time / calls is reported. GPU only.
     python benchmarks/launch_overhead.py [--calls 2000] [--rounds 7] [--size 1024] [--profile sub]
 
 ``--profile OPERATOR`` also prints where kernelgen's calls of that operator spend their time
-(cProfile, the functions with the most time of their own).
+(cProfile, the functions with the most time of their own). ``--windows`` prints instead what the
+harness's timer sees (:func:`kernelgen.gpu.timing.event_times`: GPU time between events, the L2
+flushed before each window, the host's queueing hidden behind a spin): the median window of 1, 2
+and 4 back-to-back calls of each way. The increase per call is the GPU-side cost of one more
+launch, which a program of several launches pays in its reported time.
+
+    python benchmarks/launch_overhead.py --windows [--size 1024]
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--size", type=int, default=1024, help="elements per input tensor")
     parser.add_argument("--profile", metavar="OPERATOR", help="profile kernelgen's calls of this operator")
+    parser.add_argument("--windows", action="store_true", help="GPU time per window of 1, 2 and 4 calls (the timer's view)")
     args = parser.parse_args()
 
     import torch
@@ -88,6 +95,8 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("launch_overhead needs a CUDA GPU", file=sys.stderr)
         return 2
+    if args.windows:
+        return windows(args.size)
     print(f"host time per call (µs), {args.size} f32 elements, median of {args.rounds} rounds of {args.calls} calls")
     print(f"{'operator':<10}{'torch':>10}{'kernelgen':>12}{'triton':>10}")
     for operator, (torch_function, arity) in _operators().items():
@@ -102,6 +111,27 @@ def main() -> int:
         print(f"{operator:<10}{row[0]:>10.1f}{row[1]:>12.1f}{row[2]:>10.1f}")
     if args.profile:
         profile(args.profile, args.size, args.calls)
+    return 0
+
+
+def windows(size: int, repetitions: int = 100) -> int:
+    """The median event window (µs) of 1, 2 and 4 back-to-back calls of each operator's three ways."""
+    import torch
+
+    from kernelgen.gpu.timing import event_times, flush_buffer
+
+    flush = flush_buffer()
+    print(f"GPU time per window (µs), {size} f32 elements, median of {repetitions} windows, L2 flushed before each")
+    print(f"{'operator':<10}{'way':<11}{'1 call':>8}{'2 calls':>9}{'4 calls':>9}")
+    for operator, (torch_function, arity) in _operators().items():
+        inputs = [torch.randn(size, device="cuda") for _ in range(arity)]
+        ways = {"torch": torch_function, "kernelgen": wrapper(golden_answer(operator), operator),
+                "triton": emitted_launcher(operator, arity)}
+        for way, function in ways.items():
+            with unfilled_outputs():
+                row = [statistics.median(event_times(lambda f=function, n=n: [f(*inputs) for _ in range(n)],
+                                                     flush, repetitions, 10)) * 1e3 for n in (1, 2, 4)]
+            print(f"{operator:<10}{way:<11}" + "".join(f"{us:>9.2f}" for us in row))
     return 0
 
 

@@ -100,7 +100,7 @@ def measure(task_id: str, rounds: int, load: int, gpu_load: int, repetitions: in
     values = list(inputs.values())
     flush = flush_buffer()
     eager = concrete.eager_function()
-    golden: Callable[[], Any] | None = None
+    golden: Any = None  # the golden's TimedCall
     if task.golden is not None and concrete is task:
         checked = check(task.golden)
         plans = sequence_for_sizes(checked, task.bench_sizes, task.scalars)
@@ -127,7 +127,8 @@ def measure(task_id: str, rounds: int, load: int, gpu_load: int, repetitions: in
                 yield {**base, "what": "compiled", "configs": configs, "autotune": autotune,
                        **summary(timed_windows(lambda: compiled(*values), flush, repetitions, WARMUP))}
                 if golden is not None:
-                    yield {**base, "what": "golden", **summary(timed_windows(golden, flush, repetitions, WARMUP))}
+                    yield {**base, "what": "golden", **summary(timed_windows(golden.run, flush, repetitions, WARMUP,
+                                                                                   golden.prepare))}
             if processes:  # what was compiled under load, timed once the load has stopped
                 with torch.no_grad():
                     yield {**base, "what": "compiled after", **summary(timed_windows(lambda: compiled(*values), flush,

@@ -83,13 +83,13 @@ def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int
                   repetitions: int = REPETITIONS, torch_compile: bool = False) -> dict[str, Any]:
     """In the executor's child: event times (ms) of the kernel called through its wrapper, of
     PyTorch eager and, with ``torch_compile``, of torch.compile of the eager code."""
-    from kernelgen.gpu.function import KernelFunction, unfilled_outputs
+    from kernelgen.gpu.function import KernelFunction, prepared_outputs
 
     inputs = bench_inputs(task, sizes, seed)
     function = KernelFunction(kernel)
     flush = flush_buffer()
-    with unfilled_outputs():
-        kernel_ms = event_times(lambda: function(**inputs), flush, repetitions, WARMUP)
+    with prepared_outputs() as prepare:
+        kernel_ms = event_times(lambda: function(**inputs), flush, repetitions, WARMUP, prepare)
     return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions, torch_compile)}
 
 

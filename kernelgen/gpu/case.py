@@ -16,6 +16,7 @@ inter-process calls.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import statistics
 from typing import Any, Callable, Mapping
@@ -216,9 +217,28 @@ def copy_bandwidth() -> float:
     return 2 * source.numel() / (statistics.median(times) / 1e3)
 
 
-def kernel_call(checked: Checked, compiled: Any, inputs: Mapping[str, Any]) -> Callable[[], None]:
-    """One call of the kernel as timed: every launch of a program, with its scratch allocated
-    (and zero-filled where declared) inside the call, as each real call does."""
+@dataclasses.dataclass(frozen=True)
+class TimedCall:
+    """One call of a kernel as timed (``run``, inside the window), what resets its memory
+    before each call, outside the window (``prepare``: :func:`kernel_call`; ``run`` needs it
+    before every call), and the outputs every call writes."""
+
+    run: Callable[[], None]
+    prepare: Callable[[], None]
+    outputs: Mapping[str, Any]
+
+
+def kernel_call(checked: Checked, compiled: Any, inputs: Mapping[str, Any]) -> TimedCall:
+    """One call of the kernel as timed: every launch of a program, with the scratch declared
+    ``zero`` allocated and zero-filled inside the call, as each real call does.
+
+    Before each call, outside its window, every output is poisoned again (an aliasing one set
+    back to its input's values) and the other scratch is allocated poisoned: no call finds what
+    an earlier call left, as none does in the verification. A kernel that read its previous
+    results there, at the bench sizes only (the interpreter's read_before_write sees the small
+    sizes), could otherwise skip its work in every repetition after the first and be timed
+    faster than any correct kernel. The poison fills, which no real call runs, stay out of the
+    time (inside it they took 4.4 of col_mean_var's 34.8 us on the H200: two fills of 512 KiB)."""
     import torch
 
     from kernelgen.host.plan import plan_sequence
@@ -228,21 +248,36 @@ def kernel_call(checked: Checked, compiled: Any, inputs: Mapping[str, Any]) -> C
     device = torch.device("cuda", torch.cuda.current_device())
     plans = plan_sequence(checked, inputs)
     names = {out.name for out in checked.kernel.outputs}
+    kept = [out for out in plans[0].kernel.outputs if out.name in names]  # of concrete dtypes, no scratch
     outputs = {n: t for n, t in allocate_outputs(plans[0], device=device).items() if n in names}
-    scratch = (lambda: allocate_scratch(checked, plans[0], device)) if checked.kernel.scratch else None
-    launches = sequence_runner(_compiled_list(compiled), plans, outputs, scratch)
-    # Outputs with an init fill are refilled before each call, inside the timing: the fill is
-    # part of the work (a Triton wrapper's torch.zeros), and atomics would otherwise accumulate
-    # across repetitions. An aliasing output is not refilled: the kernel changes it in place
-    # again each call, as a user's repeated in-place calls do.
-    fills = [(outputs[out.name], initial_fill(out)) for out in checked.kernel.outputs if out.init is not None]
+    # Outputs with an init fill are refilled inside the call: the fill is part of the work (a
+    # Triton wrapper's torch.zeros), and atomics would otherwise accumulate across repetitions.
+    fills = [(outputs[out.name], initial_fill(out)) for out in kept if out.init is not None]
+    resets = [(outputs[out.name], plans[0].inputs[out.into] if out.alias else initial_fill(out))
+              for out in kept if out.init is None]
+    poisoned: dict[str, Any] = {}
+
+    def prepare() -> None:
+        for tensor, value in resets:
+            if isinstance(value, torch.Tensor):
+                tensor.copy_(value)
+            else:
+                tensor.fill_(value)
+        if checked.kernel.scratch:
+            poisoned.clear()
+            poisoned.update(allocate_scratch(checked, plans[0], device, zero=False))
+
+    def scratch() -> dict[str, Any]:
+        return {**poisoned, **allocate_scratch(checked, plans[0], device, zero=True)}
+
+    launches = sequence_runner(_compiled_list(compiled), plans, outputs, scratch if checked.kernel.scratch else None)
 
     def run() -> None:
         for tensor, value in fills:
             tensor.fill_(value)
         launches()
 
-    return run
+    return TimedCall(run, prepare, outputs)
 
 
 def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], flush: Any,
@@ -251,7 +286,8 @@ def _kernel_times(checked: Checked, compiled: Any, inputs: Mapping[str, Any], fl
     from kernelgen.gpu.launch import cuda_errors
 
     with cuda_errors(f"timing kernel {checked.kernel.name}"):
-        return event_times(kernel_call(checked, compiled, inputs), flush, repetitions, warmup)
+        call = kernel_call(checked, compiled, inputs)
+        return event_times(call.run, flush, repetitions, warmup, call.prepare)
 
 
 def time_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int], seed: int,
@@ -415,8 +451,6 @@ def tune_case(case: Case) -> None:
     """Tune the verified kernel at the task's bench sizes (:mod:`kernelgen.gpu.tune`): the chosen
     configuration becomes the case's (``checked``, ``num_warps``, ``num_stages``), verified on
     every size assignment the as-written one passed; the choice is recorded in ``case.tuning``."""
-    import dataclasses
-
     from kernelgen.gpu.compile import divisible_params
     from kernelgen.check.checker import check
     from kernelgen.task.draws import case_draws

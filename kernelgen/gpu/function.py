@@ -15,8 +15,9 @@ replays that binding and launch (:mod:`kernelgen.host.call_replay`, :class:`~ker
   specialized, see :func:`kernelgen.gpu.compile.divisible_params`) is compiled for the tensors'
   device once, in this process, then kept in memory (and in the compile cache on disk).
   Outputs are pre-filled with NaN so an element no store writes is noticed, except inside
-  :func:`unfilled_outputs`, which timing uses: the fill is a memory pass the reference does
-  not make. An aliasing output (Output ``alias``) is the caller's tensor itself where it can
+  :func:`unfilled_outputs` and :func:`prepared_outputs`, which timing uses: the fill is a memory
+  pass the reference does not make (the latter has it made before each call, outside the timed
+  window, so that no call finds an earlier call's results). An aliasing output (Output ``alias``) is the caller's tensor itself where it can
   be (:func:`_alias_buffer`): an in-place call writes only what it stores;
 * otherwise with the reference interpreter (CPU tensors, numbers).
 
@@ -87,6 +88,44 @@ def unfilled_outputs() -> Iterator[None]:
         yield
     finally:
         _fill_outputs.reset(token)
+
+
+@dataclass
+class _Prepared:
+    """What :func:`prepared_outputs` hands the next call: the tensors a call allocated (by
+    spec and device), and those made ready for the next call, poisoned."""
+
+    seen: dict[tuple[Any, ...], tuple[_OutputSpec, Any]]
+    ready: dict[tuple[Any, ...], Any]
+
+
+_prepared: contextvars.ContextVar[_Prepared | None] = contextvars.ContextVar("kernelgen_prepared_outputs",
+                                                                            default=None)
+
+
+@contextlib.contextmanager
+def prepared_outputs() -> Iterator[Callable[[], None]]:
+    """For timing a wrapper's calls: inside, a call allocates no poison fill of its own (as in
+    :func:`unfilled_outputs`); the yielded ``prepare``, which the timer runs before each call
+    outside its window (:func:`kernelgen.gpu.timing.timed_windows`), makes the next call's
+    outputs and scratch, poisoned, for its allocation to take. Without it the caching allocator
+    hands a call the memory its previous call wrote, results a kernel could find and reuse,
+    skipping its work in every repetition after the first. An aliasing output is the caller's
+    tensor and is left to change in place from call to call."""
+    state = _Prepared({}, {})
+
+    def prepare() -> None:
+        import torch
+
+        state.ready = {key: torch.full(spec.shape, spec.poison, dtype=spec.dtype, device=device)
+                       for key, (spec, device) in state.seen.items()}
+
+    token, fill = _prepared.set(state), _fill_outputs.set(False)
+    try:
+        yield prepare
+    finally:
+        _fill_outputs.reset(fill)
+        _prepared.reset(token)
 
 
 def _cuda_device(values: Mapping[str, Any]) -> Any:
@@ -388,13 +427,19 @@ def _allocate(specs: tuple[_OutputSpec, ...], device: Any, values: Mapping[str, 
     is its input's memory (:func:`_alias_buffer`), neither allocated nor filled."""
     import torch
 
-    fill = _fill_outputs.get()
+    fill, prepared = _fill_outputs.get(), _prepared.get()
     outputs = {}
     for spec in specs:
         if spec.alias is not None:
             outputs[spec.name] = _alias_buffer(values, spec.alias)
             continue
-        tensor = torch.empty(spec.shape, dtype=spec.dtype, device=device)
+        tensor = None
+        if prepared is not None:
+            key = (spec.name, spec.shape, spec.dtype, str(device))
+            prepared.seen[key] = (spec, device)
+            tensor = prepared.ready.pop(key, None)
+        if tensor is None:
+            tensor = torch.empty(spec.shape, dtype=spec.dtype, device=device)
         if spec.always is not None:
             tensor.fill_(spec.always)
         elif fill:

@@ -323,15 +323,20 @@ class Windows:
     late: int
 
 
-def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int) -> list[float]:
+def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int,
+                prepare: Callable[[], Any] | None = None) -> list[float]:
     """The times (ms) of :func:`timed_windows`."""
-    return timed_windows(fn, flush, repetitions, warmup).times
+    return timed_windows(fn, flush, repetitions, warmup, prepare).times
 
 
-def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int) -> Windows:
+def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int,
+                  prepare: Callable[[], Any] | None = None) -> Windows:
     """The times (ms) of ``repetitions`` calls of ``fn`` after ``warmup`` untimed ones, each between
     CUDA events on the current stream with ``flush`` zeroed just before it, in this process's
     turn on the GPU (:func:`gpu_turn`), and how they were queued (:class:`Windows`).
+    ``prepare``, where given, runs before every call (before the flush: outside the window), to
+    reset what one call must not find of another (a kernel's outputs and scratch poisoned again:
+    otherwise a kernel may find its previous call's results there and skip the work).
 
     The GPU time of each call, not the host's: the repetitions are queued behind a spin kernel
     (``torch.cuda._sleep``) that lasts longer than the host takes to queue them all, so a
@@ -347,10 +352,15 @@ def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: i
     # Outside the turn: the first call (which may compile, or never end) and a second one that
     # says how long a call takes, so that no turn is held while a kernel compiles or runs away,
     # and none for longer than TURN_LIMIT_S (a slow function times fewer repetitions).
-    fn()
+    def call() -> None:
+        if prepare is not None:
+            prepare()
+        fn()
+
+    call()
     torch.cuda.synchronize()
     started = time.perf_counter()
-    fn()
+    call()
     torch.cuda.synchronize()
     call_s = time.perf_counter() - started
     repetitions, warmup = fitted_repetitions(call_s, repetitions, warmup)
@@ -359,7 +369,7 @@ def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: i
         host_s = []
         for _ in range(warmup):
             started = time.perf_counter()
-            fn()
+            call()
             host_s.append(time.perf_counter() - started)
         torch.cuda.synchronize()
         # How long the host takes to queue the repetitions, going by the warmup's median call
@@ -375,6 +385,8 @@ def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: i
                 spin(int(min(wait_s, _MAX_WAIT_S) * _SPIN_HZ))
             late = []
             for start, end in zip(starts, ends):
+                if prepare is not None:
+                    prepare()
                 flush.zero_()
                 start.record()
                 fn()

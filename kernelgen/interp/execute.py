@@ -120,14 +120,15 @@ def second_poison(dtype: str, shape: Sequence[int], device: Union[str, torch.dev
 
 
 def allocate_scratch(checked: Checked, plan: LaunchPlan, device: Union[str, torch.device] = "cpu",
-                     second: bool = False) -> dict[str, torch.Tensor]:
+                     second: bool = False, zero: bool | None = None) -> dict[str, torch.Tensor]:
     """A program's scratch tensors for one call (``plan``: any launch's; they share the host
     values, and its kernel has the scratch's concrete dtypes): zeros where declared ``zero``,
-    else poison-filled as outputs are (``second``: with :func:`second_poison`)."""
+    else poison-filled as outputs are (``second``: with :func:`second_poison`). ``zero`` True
+    or False: only the scratch declared so, or not (a timed call fills them at different times)."""
     declared = {s.name: s.zero for s in checked.kernel.scratch}
     found = {}
     for out in plan.kernel.outputs:
-        if out.name not in declared:
+        if out.name not in declared or zero is not None and declared[out.name] != zero:
             continue
         shape = plan.output_shapes[out.name]
         if second and not declared[out.name]:
