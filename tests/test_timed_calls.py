@@ -45,19 +45,38 @@ def output_counter() -> dict[str, Any]:
             "body": [OFFS, incremented("y", "y")]}
 
 
+def copied(target: str, source: str) -> dict[str, Any]:
+    return op("store", ptr=op("add", lhs=target, rhs="offs"), value=op("load", ptr=op("add", lhs=source, rhs="offs"),
+                                                                       mask=OK), mask=OK)
+
+
 def scratch_counter() -> dict[str, Any]:
-    """Two launches: s = s + 1 in scratch, then y = s."""
-    copy = op("store", ptr=op("add", lhs="y", rhs="offs"), value=op("load", ptr=op("add", lhs="s", rhs="offs"), mask=OK),
-              mask=OK)
+    """Two launches: s = s + 1 and z = z + 1 in scratch (s poisoned, z zeroed), then y = s, z1 = z."""
     return {"name": "scratch_counter", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
-            "outputs": [{"name": "y", "dtype": "i32", "shape": ["N"]}],
+            "outputs": [{"name": "y", "dtype": "i32", "shape": ["N"]}, {"name": "z1", "dtype": "i32", "shape": ["N"]}],
             "scratch": [{"name": "s", "dtype": "i32", "shape": ["N"]}, {"name": "z", "dtype": "i32", "shape": ["N"],
                                                                           "zero": True}],
             "launches": [
                 {"name": "count", "params": [{"name": "x"}, {"name": "s"}, {"name": "z"}, {"name": "N"}],
                  "grid": [op("cdiv", lhs="N", rhs=16)], "body": [OFFS, incremented("s", "s"), incremented("z", "z")]},
-                {"name": "copy", "params": [{"name": "s"}, {"name": "y"}, {"name": "N"}],
-                 "grid": [op("cdiv", lhs="N", rhs=16)], "body": [OFFS, copy]}]}
+                {"name": "copy", "params": [{"name": "s"}, {"name": "z"}, {"name": "y"}, {"name": "z1"}, {"name": "N"}],
+                 "grid": [op("cdiv", lhs="N", rhs=16)], "body": [OFFS, copied("y", "s"), copied("z1", "z")]}]}
+
+
+def init_counter() -> dict[str, Any]:
+    """y (init 0) += 1 by an atomic add: every call fills y with its init as part of its work."""
+    return {"name": "init_counter", "inputs": [{"name": "x", "dtype": "f32", "shape": ["N"]}],
+            "outputs": [{"name": "y", "dtype": "i32", "shape": ["N"], "init": 0}],
+            "params": [{"name": "x"}, {"name": "y"}, {"name": "N"}], "grid": [op("cdiv", lhs="N", rhs=16)],
+            "body": [OFFS, op("atomic_add", ptr=op("add", lhs="y", rhs="offs"), val=1, mask=OK)]}
+
+
+def inplace_counter() -> dict[str, Any]:
+    """x += 1 in place (an output aliasing x)."""
+    return {"name": "inplace_counter", "inputs": [{"name": "x", "dtype": "i32", "shape": ["N"]}],
+            "outputs": [{"name": "y", "dtype": "i32", "shape": ["N"], "into": "x", "alias": True}],
+            "params": [{"name": "y"}, {"name": "N"}], "grid": [op("cdiv", lhs="N", rhs=16)],
+            "body": [OFFS, incremented("y", "y")]}
 
 
 def test_a_timed_call_allocates_the_zero_scratch_and_the_poisoned_scratch_apart() -> None:
@@ -81,8 +100,52 @@ def test_prepared_outputs_is_scoped() -> None:
     assert _fill_outputs.get() is True and _prepared.get() is None
 
 
-def _timed(document: dict[str, Any]) -> Any:
-    """The output y after a kernel_call timed by event_times."""
+def test_restoring_sets_every_tensor_argument_back() -> None:
+    import torch
+
+    from kernelgen.gpu.timing import restoring
+
+    x, y, z = torch.arange(4.0), torch.zeros(3, dtype=torch.int32), torch.ones(2)
+    restore = restoring([x, 3, {"y": y}], (z,))
+    x.add_(1), y.fill_(7), z.zero_()
+    restore()
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0] and y.tolist() == [0, 0, 0] and z.tolist() == [1.0, 1.0]
+
+
+def test_prepared_outputs_makes_ready_as_many_as_one_call_took_and_poisons_flags_before_the_call() -> None:
+    """Each of several calls in one timed function takes a tensor made ready by ``prepare``; a
+    precondition's flags are poisoned there, an ``init`` output filled by the call itself."""
+    import torch
+
+    from kernelgen.gpu.function import _allocate, _OutputSpec, _prepared, prepared_outputs
+
+    specs = (_OutputSpec("y", (4,), torch.int32, None, POISON), _OutputSpec("bad", (2,), torch.bool, None, True, True),
+             _OutputSpec("acc", (4,), torch.int32, 0, POISON))
+    device, restored = torch.device("cpu"), []
+    with prepared_outputs(lambda: restored.append(True)) as prepare:
+        first = _allocate(specs, device, {})
+        assert first["bad"].all() and (first["acc"] == 0).all()  # flags and init are filled even unprepared
+        _allocate(specs, device, {})  # the timed function calls twice
+        prepare()
+        state = _prepared.get()
+        ready = {key[0]: [id(t) for t in tensors] for key, tensors in state.ready.items()}
+        assert {name: len(ids) for name, ids in ready.items()} == {"y": 2, "bad": 2, "acc": 2} and restored == [True]
+        state.ready[next(k for k in state.ready if k[0] == "bad")][0].fill_(False)  # what the call must not refill
+        calls = [_allocate(specs, device, {}), _allocate(specs, device, {})]
+        assert {id(c["y"]) for c in calls} == set(ready["y"]) and all((c["y"] == POISON).all() for c in calls)
+        assert sorted(c["bad"].tolist() for c in calls) == [[False, False], [True, True]]
+        assert all((c["acc"] == 0).all() for c in calls)
+
+
+def _x(document: dict[str, Any]) -> Any:
+    import torch
+
+    dtype = torch.int32 if document["inputs"][0]["dtype"] == "i32" else torch.float32
+    return torch.zeros(1000, dtype=dtype, device="cuda")
+
+
+def _timed(document: dict[str, Any]) -> dict[str, Any]:
+    """The outputs after a kernel_call timed by event_times."""
     import torch
 
     from kernelgen.gpu.case import kernel_call
@@ -90,47 +153,59 @@ def _timed(document: dict[str, Any]) -> Any:
     from kernelgen.gpu.timing import event_times, flush_buffer
 
     checked = check(kernel_from_obj(document))
-    x = torch.zeros(1000, device="cuda")
-    call = kernel_call(checked, compile_document(checked), {"x": x})
+    call = kernel_call(checked, compile_document(checked), {"x": _x(document)})
     times = event_times(call.run, flush_buffer(), 10, 2, call.prepare)
     torch.cuda.synchronize()
     assert len(times) == 10
-    return call.outputs["y"]
+    return dict(call.outputs)
+
+
+# What each output holds after any number of timed calls, as after one.
+ONE_CALL = {"output_counter": {"y": POISON + 1}, "scratch_counter": {"y": POISON + 1, "z1": 1},
+            "init_counter": {"y": 1}, "inplace_counter": {"y": 1}}
+COUNTERS = [output_counter, scratch_counter, init_counter, inplace_counter]
+
+
+@pytest.mark.parametrize("document", COUNTERS)
+def test_the_counters_check(document: Any) -> None:
+    assert check(kernel_from_obj(document())).kernel.name == document.__name__
 
 
 @pytest.mark.gpu
-def test_each_timed_call_starts_from_poisoned_outputs() -> None:
-    y = _timed(output_counter())
-    assert (y == POISON + 1).all(), y[:4].tolist()
+@pytest.mark.parametrize("document", COUNTERS)
+def test_each_timed_call_starts_from_poisoned_memory(document: Any) -> None:
+    outputs = _timed(document())
+    for name, value in ONE_CALL[document.__name__].items():
+        assert (outputs[name] == value).all(), (name, outputs[name][:4].tolist())
 
 
 @pytest.mark.gpu
-def test_each_timed_call_of_a_program_starts_from_poisoned_scratch_and_zeroed_scratch() -> None:
-    y = _timed(scratch_counter())
-    assert (y == POISON + 1).all(), y[:4].tolist()
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("document", [output_counter, scratch_counter])
-def test_each_timed_wrapper_call_starts_from_poisoned_memory(document: Any) -> None:
+@pytest.mark.parametrize("calls", [1, 2])
+@pytest.mark.parametrize("document", COUNTERS)
+def test_each_timed_wrapper_call_starts_from_poisoned_memory(document: Any, calls: int) -> None:
+    """Through the wrapper, as tasks with calls and TritonBench time it, one call or two in
+    each timed function; an in-place call's argument is set back before each."""
     import torch
 
     from kernelgen.gpu.function import KernelFunction, prepared_outputs
-    from kernelgen.gpu.timing import event_times, flush_buffer
+    from kernelgen.gpu.timing import event_times, flush_buffer, restoring
 
     function = KernelFunction(kernel_from_obj(document()))
-    x = torch.zeros(1000, device="cuda")
+    x = _x(document())
     last: list[Any] = []
 
     def call() -> None:
-        last[:] = [function(x=x)]
+        last[:] = [function(x=x) for _ in range(calls)]
 
-    with prepared_outputs() as prepare:
-        def reset() -> None:  # drop the last result first, as the timer's calls do, so its memory is free again
+    with prepared_outputs(restoring(x)) as prepare:
+        def reset() -> None:  # drop the last results first, as the timer's calls do, so their memory is free again
             last.clear()
             prepare()
 
         event_times(call, flush_buffer(), 10, 2, reset)
     torch.cuda.synchronize()
-    y = last[-1]["y"] if isinstance(last[-1], dict) else last[-1]
-    assert (y == POISON + 1).all(), y[:4].tolist()
+    names = [out["name"] for out in document()["outputs"]]
+    for result in last:
+        outputs = dict(zip(names, result)) if isinstance(result, tuple) else {names[0]: result}
+        for name, value in ONE_CALL[document.__name__].items():
+            assert (outputs[name] == value).all(), (name, outputs[name][:4].tolist())

@@ -25,7 +25,7 @@ from kernelgen.gpu.case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, W
                                 bench_inputs, guarded_launches, record_times, roofline_fraction)
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
-from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work
+from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work, restoring
 from kernelgen.task.variants import bound_call, named, outputs_by_name
 from kernelgen.task.magnitude import magnified
 from kernelgen.task.verify import compare_outputs, inputs_as_reference, make_inputs, reference_call
@@ -88,8 +88,11 @@ def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int
     inputs = bench_inputs(task, sizes, seed)
     function = KernelFunction(kernel)
     flush = flush_buffer()
-    with prepared_outputs() as prepare:
+    restore = restoring(inputs)  # an in-place call's inputs are set back before each call
+    with prepared_outputs(restore) as prepare:
         kernel_ms = event_times(lambda: function(**inputs), flush, repetitions, WARMUP, prepare)
+    restore()  # as drawn for eager, whose timing keeps its own copies
+    del restore, prepare
     return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions, torch_compile)}
 
 

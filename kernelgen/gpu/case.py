@@ -32,7 +32,8 @@ from kernelgen.gpu.autotune_log import autotune_lines
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import (AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP, call_retried_alone, event_times,
-                                  flush_buffer, gpu_turn, harness_work, inductor_timed_by_harness, waited_seconds)
+                                  flush_buffer, gpu_turn, harness_work, inductor_timed_by_harness, restoring,
+                                  waited_seconds)
 from kernelgen.task.magnitude import magnified
 from kernelgen.task.verify import (compare_outputs, guard_fill, guarded, guards_intact, inputs_unchanged, make_inputs,
                               run_reference, scalar_values)
@@ -321,15 +322,17 @@ def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions:
 
     eager = task.eager_function()
     values = list(inputs.values())
+    restore = restoring(values)  # an in-place operation is timed on its inputs as drawn every time
     with torch.no_grad():
-        eager_ms = event_times(lambda: eager(*values), flush, repetitions, WARMUP)
+        eager_ms = event_times(lambda: eager(*values), flush, repetitions, WARMUP, restore)
     found = {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}
     if torch_compile:
-        found |= _compiled_times(eager, values, flush, repetitions)
+        found |= _compiled_times(eager, values, flush, repetitions, restore)
     return found
 
 
-def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int) -> dict[str, Any]:
+def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int,
+                    restore: Callable[[], None] | None = None) -> dict[str, Any]:
     """torch.compile of the eager code: ``max-autotune-no-cudagraphs``, else the default mode;
     the first call (compiling, autotuning) is timed apart and left out of the times. Dynamo
     is reset first: past its recompile limit (8 functions) it would silently run eager."""
@@ -350,7 +353,7 @@ def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int)
                     torch.cuda.synchronize()
                 # Its autotuning's benchmarks wait for other workers' turns: not compile time.
                 compile_s = time.perf_counter() - start - (waited_seconds() - waited)
-                times = event_times(lambda: compiled(*values), flush, repetitions, WARMUP)
+                times = event_times(lambda: compiled(*values), flush, repetitions, WARMUP, restore)
         except Exception as exc:  # noqa: BLE001 - any failure of torch.compile is this baseline's finding
             errors.append(f"{mode}: {type(exc).__name__}: {str(exc).strip()[:300]}")
             continue

@@ -17,8 +17,10 @@ replays that binding and launch (:mod:`kernelgen.host.call_replay`, :class:`~ker
   Outputs are pre-filled with NaN so an element no store writes is noticed, except inside
   :func:`unfilled_outputs` and :func:`prepared_outputs`, which timing uses: the fill is a memory
   pass the reference does not make (the latter has it made before each call, outside the timed
-  window, so that no call finds an earlier call's results). An aliasing output (Output ``alias``) is the caller's tensor itself where it can
-  be (:func:`_alias_buffer`): an in-place call writes only what it stores;
+  window, so that no call finds an earlier call's results, and sets in-place arguments back).
+  A precondition's flags are filled always (outside the window under :func:`prepared_outputs`).
+  An aliasing output (Output ``alias``) is the caller's tensor itself where it can be
+  (:func:`_alias_buffer`): an in-place call writes only what it stores;
 * otherwise with the reference interpreter (CPU tensors, numbers).
 
 A wrapper may carry tuned configurations (``--kg-tune``, :mod:`kernelgen.tritonbench.tuning`):
@@ -92,11 +94,14 @@ def unfilled_outputs() -> Iterator[None]:
 
 @dataclass
 class _Prepared:
-    """What :func:`prepared_outputs` hands the next call: the tensors a call allocated (by
-    spec and device), and those made ready for the next call, poisoned."""
+    """What :func:`prepared_outputs` keeps: how each tensor a call allocates is made (by spec
+    and device), the most of each that one call took, how many the call since the last
+    ``prepare`` took, and the tensors made ready for the next call, poisoned."""
 
-    seen: dict[tuple[Any, ...], tuple[_OutputSpec, Any]]
-    ready: dict[tuple[Any, ...], Any]
+    specs: dict[tuple[Any, ...], tuple[_OutputSpec, Any]]
+    most: dict[tuple[Any, ...], int]
+    taken: dict[tuple[Any, ...], int]
+    ready: dict[tuple[Any, ...], list[Any]]
 
 
 _prepared: contextvars.ContextVar[_Prepared | None] = contextvars.ContextVar("kernelgen_prepared_outputs",
@@ -104,21 +109,32 @@ _prepared: contextvars.ContextVar[_Prepared | None] = contextvars.ContextVar("ke
 
 
 @contextlib.contextmanager
-def prepared_outputs() -> Iterator[Callable[[], None]]:
+def prepared_outputs(restore: Callable[[], None] | None = None) -> Iterator[Callable[[], None]]:
     """For timing a wrapper's calls: inside, a call allocates no poison fill of its own (as in
     :func:`unfilled_outputs`); the yielded ``prepare``, which the timer runs before each call
     outside its window (:func:`kernelgen.gpu.timing.timed_windows`), makes the next call's
-    outputs and scratch, poisoned, for its allocation to take. Without it the caching allocator
-    hands a call the memory its previous call wrote, results a kernel could find and reuse,
-    skipping its work in every repetition after the first. An aliasing output is the caller's
-    tensor and is left to change in place from call to call."""
-    state = _Prepared({}, {})
+    outputs and scratch, poisoned (a precondition's flags included, so that their fill is
+    outside the window as in :func:`kernelgen.gpu.case.kernel_call`), for its allocations to
+    take; as many of each as one call took (a timed function may call several times). Without
+    it the caching allocator hands a call the memory its previous call wrote, results a kernel
+    could find and reuse, skipping its work in every repetition after the first.
+
+    ``restore``, where given, runs first (:func:`~kernelgen.gpu.timing.restoring` of the
+    calls' arguments): an in-place call (an aliasing output, ``out=``) writes its caller's
+    tensors, where the next call would find the previous call's results."""
+    import torch
+
+    state = _Prepared({}, {}, {}, {})
 
     def prepare() -> None:
-        import torch
-
-        state.ready = {key: torch.full(spec.shape, spec.poison, dtype=spec.dtype, device=device)
-                       for key, (spec, device) in state.seen.items()}
+        if restore is not None:
+            restore()
+        for key, count in state.taken.items():
+            state.most[key] = max(state.most.get(key, 0), count)
+        state.taken.clear()
+        state.ready = {key: [torch.full(spec.shape, spec.poison, dtype=spec.dtype, device=device)
+                             for _ in range(state.most[key])]
+                       for key, (spec, device) in state.specs.items()}
 
     token, fill = _prepared.set(state), _fill_outputs.set(False)
     try:
@@ -147,15 +163,17 @@ def call_bucket(kernel: L.Kernel, call: BoundCall) -> tuple[dict[str, int], Vari
 
 @dataclass(frozen=True)
 class _OutputSpec:
-    """How one tensor a call allocates is made: its shape and dtype, the value it is always
-    filled with (atomics' ``init``, a precondition's flags, a ``zero`` scratch) and the one it
-    is filled with outside timing only (the poison)."""
+    """How one tensor a call allocates is made: its shape and dtype, the value every call fills
+    it with as part of its work (atomics' ``init``, a ``zero`` scratch), the poison, and whether
+    it is a precondition's flags (poisoned before every call, timed or not: an element the
+    kernel leaves unwritten must raise, never read as garbage)."""
 
     name: str
     shape: tuple[int, ...]
     dtype: Any
     always: Union[float, int, bool, None]
     poison: Union[float, int, bool]
+    flag: bool = False
     alias: str | None = None  # the input whose memory an aliasing output is (:func:`_alias_buffer`)
 
 
@@ -410,16 +428,13 @@ def _on_device(values: Mapping[str, Any], device: Any) -> dict[str, Any]:
 
 
 def _output_spec(out: L.Output, shape: Any, zero: bool | None = None) -> _OutputSpec:
-    """How an output (or, with ``zero`` not None, a scratch) of a plan's kernel is allocated.
-    A precondition's flags are filled even when timing: an element the kernel leaves unwritten
-    must raise, never read as garbage."""
+    """How an output (or, with ``zero`` not None, a scratch) of a plan's kernel is allocated."""
     from kernelgen.host.plan import torch_dtype
     from kernelgen.interp.execute import initial_fill, poison
 
-    always = 0 if zero else initial_fill(out) if out.init is not None else \
-        poison(out.dtype) if out.raises is not None else None
+    always = 0 if zero else initial_fill(out) if out.init is not None else None
     return _OutputSpec(out.name, tuple(shape), torch_dtype(out.dtype), always, poison(out.dtype),
-                       out.into if out.alias else None)
+                       out.raises is not None, out.into if out.alias else None)
 
 
 def _allocate(specs: tuple[_OutputSpec, ...], device: Any, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -436,13 +451,16 @@ def _allocate(specs: tuple[_OutputSpec, ...], device: Any, values: Mapping[str, 
         tensor = None
         if prepared is not None:
             key = (spec.name, spec.shape, spec.dtype, str(device))
-            prepared.seen[key] = (spec, device)
-            tensor = prepared.ready.pop(key, None)
+            prepared.specs[key] = (spec, device)
+            prepared.taken[key] = prepared.taken.get(key, 0) + 1
+            ready = prepared.ready.get(key)
+            tensor = ready.pop() if ready else None
+        poisoned = tensor is not None
         if tensor is None:
             tensor = torch.empty(spec.shape, dtype=spec.dtype, device=device)
         if spec.always is not None:
             tensor.fill_(spec.always)
-        elif fill:
+        elif fill or (spec.flag and not poisoned):
             tensor.fill_(spec.poison)
         outputs[spec.name] = tensor
     return outputs

@@ -323,6 +323,32 @@ class Windows:
     late: int
 
 
+def restoring(*arguments: Any) -> Callable[[], None]:
+    """A ``prepare`` (:func:`timed_windows`) that sets every tensor among ``arguments``
+    (tensors, or lists, tuples and dicts of them) back to its values now: an in-place call
+    writes its arguments, where the next timed call would find the previous call's results
+    (and values drifting over a hundred repetitions). A copy of each is kept meanwhile."""
+    import torch
+
+    def tensors(value: Any) -> Iterator[Any]:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from tensors(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from tensors(item)
+
+    kept = [(tensor, tensor.clone()) for tensor in tensors(list(arguments))]
+
+    def restore() -> None:
+        for tensor, original in kept:
+            tensor.copy_(original)
+
+    return restore
+
+
 def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int,
                 prepare: Callable[[], Any] | None = None) -> list[float]:
     """The times (ms) of :func:`timed_windows`."""

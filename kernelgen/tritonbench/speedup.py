@@ -12,10 +12,13 @@ operator (:attr:`Perf.call`: ``logsumexp(case[0], dim=0)``). Per size, in the ex
    truth as the reference is (large reductions with cancellation, which no fixed tolerance
    judges fairly at perf sizes);
 2. both are timed with CUDA events, the L2 cache flushed before each repetition, after a
-   warm-up, as :mod:`kernelgen.gpu.case` times tasks; the median counts. Our outputs are not
-   pre-filled with NaN while timed (:func:`~kernelgen.gpu.function.unfilled_outputs`):
-   the reference does not pay for a fill either. Host overhead (binding, planning the launch)
-   is part of the time, as the reference's Python is part of its.
+   warm-up, as :mod:`kernelgen.gpu.case` times tasks; the median counts. Before each
+   repetition, outside its window, our outputs are made poisoned and the call's tensor
+   arguments set back to their values as drawn (:func:`~kernelgen.gpu.function.prepared_outputs`;
+   the reference's arguments likewise, :func:`~kernelgen.gpu.timing.restoring`): no call
+   finds an earlier call's results, and neither side pays for a fill in its window. Host
+   overhead (binding, planning the launch) is part of the time, as the reference's Python is
+   part of its.
 
 With tuned configurations (``--kg-tune``, :mod:`kernelgen.tritonbench.tuning`) our wrapper
 runs each size with its bucket's configuration, and where that is not the one as written the
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernelgen.errors import Diagnostic, KernelgenError, KernelTimeout, WrongResult
 from kernelgen.gpu.timing import call_retried_alone
@@ -170,13 +173,13 @@ def _copies(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[st
     return [copy(a) for a in args], {k: copy(v) for k, v in kwargs.items()}
 
 
-def _median_ms(function: Any, flush: Any) -> float:
+def _median_ms(function: Any, flush: Any, prepare: Callable[[], None]) -> float:
     from kernelgen.gpu.case import REPETITIONS
     from kernelgen.gpu.timing import event_times
 
-    probe = event_times(function, flush, 1, WARMUP)[0]
+    probe = event_times(function, flush, 1, WARMUP, prepare)[0]
     repetitions = max(MIN_REPETITIONS, min(REPETITIONS, int(TIME_BUDGET_MS / max(probe, 1e-3))))
-    return statistics.median(event_times(function, flush, repetitions, 1))
+    return statistics.median(event_times(function, flush, repetitions, 1, prepare))
 
 
 def disagreement(reference: Any, candidate: Any, args: list[Any], kwargs: dict[str, Any]) -> list[Diagnostic]:
@@ -228,9 +231,9 @@ def perf_job(operator: Operator, ast_json: str, index: int, seed: int,
     module doc) and the reference on one perf case."""
     import torch
 
-    from kernelgen.gpu.timing import flush_buffer
+    from kernelgen.gpu.timing import flush_buffer, restoring
     from kernelgen.gpu.launch import cuda_errors
-    from kernelgen.gpu.function import unfilled_outputs, wrapper
+    from kernelgen.gpu.function import prepared_outputs, wrapper
     from kernelgen.host.wrapper import bind_call
 
     reference = getattr(load_reference_namespace(operator, "cuda"), operator.wrapper)
@@ -247,14 +250,17 @@ def perf_job(operator: Operator, ast_json: str, index: int, seed: int,
             tuned = function.config_for(bind_call(function.kernel, args, kwargs)) if configs else None
             function.configs, function.force = {}, tuned
             flush = flush_buffer()
-            reference_ms = _median_ms(lambda: reference(*args, **kwargs), flush)
-            with unfilled_outputs():
-                kernel_ms = _median_ms(lambda: candidate(*args, **kwargs), flush)
-                as_written_ms = None
-                if configs is not None:
-                    as_written = wrapper(ast_json, operator.wrapper)
-                    as_written_ms = kernel_ms if tuned is None else _median_ms(lambda: as_written(*args, **kwargs),
-                                                                               flush)
+            restore = restoring(args, kwargs)  # an in-place call's arguments, set back before each call
+            reference_ms = _median_ms(lambda: reference(*args, **kwargs), flush, restore)
+            with prepared_outputs(restore) as prepare:
+                kernel_ms = _median_ms(lambda: candidate(*args, **kwargs), flush, prepare)
+            as_written_ms = None
+            if configs is not None and tuned is None:
+                as_written_ms = kernel_ms
+            elif configs is not None:
+                as_written = wrapper(ast_json, operator.wrapper)
+                with prepared_outputs(restore) as prepare:
+                    as_written_ms = _median_ms(lambda: as_written(*args, **kwargs), flush, prepare)
     except KernelgenError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory at a large size: this size fails

@@ -223,33 +223,36 @@ def cpu_verify(operator: Operator, ast_json: str, seed: int) -> VerifyPerf:
 # -- on the GPU -----------------------------------------------------------------------------------
 
 # In the executor's child, kept between jobs: the perf call's inputs (between one bucket's
-# candidates) and the answer's wrapper, whose compiled and loaded variants serve every bucket.
-_INPUTS: dict[tuple[str, int, int], tuple[list[Any], dict[str, Any]]] = {}
+# candidates; with what sets them back as drawn, after an in-place call) and the answer's
+# wrapper, whose compiled and loaded variants serve every bucket.
+_INPUTS: dict[tuple[str, int, int], tuple[list[Any], dict[str, Any], Any]] = {}
 _FUNCTIONS: dict[str, KernelFunction] = {}
 
 
 def candidate_time_job(operator: Operator, ast_json: str, index: int, seed: int, config: Config) -> float:
     """In the executor's child: the median time (ms) of the wrapper with ``config`` forced on
-    perf call ``index`` (outputs not NaN-filled, as the speedup stage times it)."""
+    perf call ``index`` (its memory prepared before each call, as the speedup stage times it)."""
     import torch
 
     from kernelgen.gpu.launch import cuda_errors
-    from kernelgen.gpu.timing import AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP, event_times, flush_buffer
-    from kernelgen.gpu.function import unfilled_outputs
+    from kernelgen.gpu.timing import AUTOTUNE_REPETITIONS, AUTOTUNE_WARMUP, event_times, flush_buffer, restoring
+    from kernelgen.gpu.function import prepared_outputs
 
     key = (operator.name, index, seed)
     if key not in _INPUTS:
         _INPUTS.clear()
-        _INPUTS[key] = perf_arguments(operator, index, "cuda", seed)
-    args, kwargs = _INPUTS[key]
+        args, kwargs = perf_arguments(operator, index, "cuda", seed)
+        _INPUTS[key] = args, kwargs, restoring(args, kwargs)
+    args, kwargs, restore = _INPUTS[key]
     if ast_json not in _FUNCTIONS:
         _FUNCTIONS.clear()
         _FUNCTIONS[ast_json] = KernelFunction(parse_kernel(ast_json))
     candidate = _FUNCTIONS[ast_json]
     candidate.force = config
-    with torch.no_grad(), unfilled_outputs(), cuda_errors(f"timing a configuration of {operator.name}"):
+    with torch.no_grad(), prepared_outputs(restore) as prepare, \
+            cuda_errors(f"timing a configuration of {operator.name}"):
         return statistics.median(event_times(lambda: candidate(*args, **kwargs), flush_buffer(), AUTOTUNE_REPETITIONS,
-                                             AUTOTUNE_WARMUP))
+                                             AUTOTUNE_WARMUP, prepare))
 
 
 def tune_on_gpu(operator: Operator, ast_json: str, settings: Settings) -> OperatorTuning:
