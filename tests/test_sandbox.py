@@ -454,6 +454,55 @@ def test_a_correct_answer_runs_on_the_gpu() -> None:
     torch.testing.assert_close(run.outputs[0], X + Y)
 
 
+def test_each_timed_repetition_gets_its_inputs_as_drawn_floats_scaled_afresh() -> None:
+    from kernelgen.baseline.child import VARY_SCALE, varied_inputs
+
+    x, i, b = torch.randn(64), torch.arange(8), torch.randn(64).to(torch.bfloat16)
+    f8 = torch.randn(8).to(torch.float8_e4m3fn)
+    drawn = [t.clone() for t in (x, i, b, f8)]
+    prepare = varied_inputs([x, 3, i, b, f8], torch.mul, torch.Tensor.copy_, __import__("random").Random(0).uniform)
+    seen = []
+    for _ in range(3):
+        x.zero_(), i.add_(5), b.zero_(), f8.zero_()  # what an in-place answer left
+        prepare()
+        factor = (x / drawn[0]).mean().item()
+        assert VARY_SCALE[0] <= factor <= VARY_SCALE[1] and torch.allclose(x, drawn[0] * factor)
+        assert (b != drawn[2]).float().mean() > 0.5  # most bf16 values change
+        assert torch.equal(i, drawn[1]) and torch.equal(f8.view(torch.uint8), drawn[3].view(torch.uint8))
+        seen.append(factor)
+    assert len(set(seen)) == 3
+
+
+# Timing cheats: PyTorch computing in the calls after the first (the timed ones, where the
+# guard was not), and a result kept by data_ptr, returned again in every call but the first
+# after a pause (the calls a check makes came after one: every timed repetition after the
+# first returned it).
+TIMED_TORCH = "CALLS = [0]\n\n" + KERNEL.format(body=textwrap.indent(textwrap.dedent("""\
+    CALLS[0] += 1
+    if CALLS[0] > 1:
+        return torch.add(x, y)
+    """), "    "))
+PAUSE_CACHE = "import time\nSEEN, LAST = {}, [0.0]\n\n" + KERNEL.format(body=textwrap.indent(textwrap.dedent("""\
+    now, before = time.perf_counter(), LAST[0]
+    LAST[0] = now
+    if x.data_ptr() in SEEN and now - before < 0.002:
+        return SEEN[x.data_ptr()]
+    """), "    ")).replace("    return out\n", "    SEEN[x.data_ptr()] = out\n    return out\n")
+
+
+@pytest.mark.gpu
+def test_the_timed_calls_run_under_the_torch_guard() -> None:
+    run = run_in_sandbox(TIMED_TORCH, "vector_add", [X, Y], device="cuda", timed_inputs=[X, Y])
+    assert run.outcome is Outcome.FORBIDDEN_CONSTRUCT, (run.outcome, run.error, run.stderr_tail)
+
+
+@pytest.mark.gpu
+def test_the_call_made_again_cannot_be_told_from_a_timed_repetition() -> None:
+    run = run_in_sandbox(PAUSE_CACHE, "vector_add", [X, Y], device="cuda", timed_inputs=[X, Y], refill=[X2, Y2])
+    assert run.outcome is Outcome.OK and torch.equal(run.outputs[0].cpu(), (X + Y)), run.stderr_tail
+    assert not torch.allclose(run.again[0].cpu(), X2 + Y2)  # stale: the harness's comparison fails it
+
+
 # -- where the wall cannot stand ---------------------------------------------------------------
 
 
