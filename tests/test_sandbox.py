@@ -454,40 +454,103 @@ def test_a_correct_answer_runs_on_the_gpu() -> None:
     torch.testing.assert_close(run.outputs[0], X + Y)
 
 
-def test_each_timed_repetition_gets_its_inputs_as_drawn_floats_scaled_afresh() -> None:
-    from kernelgen.baseline.child import VARY_SCALE, varied_inputs
+def timed_tools(offset: int = 5) -> Any:
+    """The timed calls' tools on the CPU, the checked repetition the ``offset``-th."""
+    import random
 
-    x, i, b = torch.randn(64), torch.arange(8), torch.randn(64).to(torch.bfloat16)
-    f8 = torch.randn(8).to(torch.float8_e4m3fn)
+    from kernelgen.baseline.timed import Tools
+
+    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.no_grad, torch.Generator().manual_seed(0),
+                 lambda low, high: min(low + offset, high) if offset >= 0 else random.Random(0).randint(low, high))
+
+
+def timer(timed: Any, calls: int) -> None:
+    """What the timer does with them: ``prepare`` before each call, outside the window."""
+    for _ in range(calls):
+        timed.prepare()
+        timed()
+
+
+def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_by_element() -> None:
+    from kernelgen.baseline.timed import VARY_SCALE, TimedCalls
+
+    x, i, b = torch.randn(256), torch.arange(8), torch.randn(256).to(torch.bfloat16)
+    f8, wide = torch.randn(8).to(torch.float8_e4m3fn), torch.zeros(1).expand(16)  # expanded: never written
     drawn = [t.clone() for t in (x, i, b, f8)]
-    prepare = varied_inputs([x, 3, i, b, f8], torch.mul, torch.Tensor.copy_, __import__("random").Random(0).uniform)
-    seen = []
+    seen: list[Any] = []
+
+    def entry() -> Any:  # what an in-place answer leaves
+        seen.append(x.clone())
+        for t in (x, b, f8):
+            t.zero_()
+        i.add_(5)
+        return x
+
+    timed = TimedCalls(entry, [x, 3, i, b, f8, wide], None, 2, 3, timed_tools(), lambda r: [r])
     for _ in range(3):
-        x.zero_(), i.add_(5), b.zero_(), f8.zero_()  # what an in-place answer left
-        prepare()
-        factor = (x / drawn[0]).mean().item()
-        assert VARY_SCALE[0] <= factor <= VARY_SCALE[1] and torch.allclose(x, drawn[0] * factor)
+        timed.prepare()
+        factors = x / drawn[0]
+        assert VARY_SCALE[0] <= factors.min() and factors.max() <= VARY_SCALE[1]
+        assert factors.std() > 1e-3  # element by element: not one scale a kept sample would reveal
         assert (b != drawn[2]).float().mean() > 0.5  # most bf16 values change
         assert torch.equal(i, drawn[1]) and torch.equal(f8.view(torch.uint8), drawn[3].view(torch.uint8))
-        seen.append(factor)
-    assert len(set(seen)) == 3
+        timed()
+    assert not torch.equal(seen[0], seen[1]) and timed.finish() is None  # no refill: nothing checked
+
+
+@pytest.mark.parametrize("offset", [0, 7, 99, -1])
+def test_one_timed_repetition_at_random_runs_on_the_refill_and_is_kept(offset: int) -> None:
+    """The checked call is one of the timed repetitions (after the first two calls and the
+    warm-up); an answer returning what it kept from an earlier call is stale there, whichever
+    it is, while an honest one's outputs are the refill's."""
+    from kernelgen.baseline.timed import TimedCalls
+
+    x, y = torch.randn(64), torch.randn(64)
+    x2, y2 = torch.randn(64), torch.randn(64)
+    kept: list[Any] = []
+
+    def honest() -> Any:
+        return x + y
+
+    def keeps() -> Any:  # computes in its first call only
+        if not kept:
+            kept.append(x + y)
+        return kept[0]
+
+    for entry, fresh in ((honest, True), (keeps, False)):
+        timed = TimedCalls(entry, [x, y], [x2, y2], 10, 100, timed_tools(offset), lambda r: [r])
+        timer(timed, 2 + 10 + 100)
+        assert 13 <= timed.chosen <= 112
+        outputs, after = timed.finish()
+        assert torch.equal(outputs[0], x2 + y2) is fresh
+        assert torch.equal(after[0], x2) and torch.equal(after[1], y2)
+
+
+def test_a_timer_that_made_fewer_calls_than_chosen_checks_a_call_after_its_own() -> None:
+    from kernelgen.baseline.timed import TimedCalls
+
+    x, x2 = torch.randn(8), torch.randn(8)
+    timed = TimedCalls(lambda: x * 2, [x], [x2], 10, 100, timed_tools(50), lambda r: [r])
+    timer(timed, 2 + 1 + 3)  # a slow answer: 1 warm-up, 3 repetitions
+    made = timed.count
+    outputs, after = timed.finish()
+    assert torch.equal(outputs[0], x2 * 2) and torch.equal(after[0], x2) and timed.count > made + 1
 
 
 # Timing cheats: PyTorch computing in the calls after the first (the timed ones, where the
-# guard was not), and a result kept by data_ptr, returned again in every call but the first
-# after a pause (the calls a check makes came after one: every timed repetition after the
-# first returned it).
+# guard was not), and a result kept by data_ptr and returned in the timed repetitions alone,
+# which it finds by counting its calls (it computes in the first two and from the 113th on,
+# where a check after the timing came).
 TIMED_TORCH = "CALLS = [0]\n\n" + KERNEL.format(body=textwrap.indent(textwrap.dedent("""\
     CALLS[0] += 1
     if CALLS[0] > 1:
         return torch.add(x, y)
     """), "    "))
-PAUSE_CACHE = "import time\nSEEN, LAST = {}, [0.0]\n\n" + KERNEL.format(body=textwrap.indent(textwrap.dedent("""\
-    now, before = time.perf_counter(), LAST[0]
-    LAST[0] = now
-    if x.data_ptr() in SEEN and now - before < 0.002:
-        return SEEN[x.data_ptr()]
-    """), "    ")).replace("    return out\n", "    SEEN[x.data_ptr()] = out\n    return out\n")
+COUNTING_CACHE = "CALLS, KEPT = {}, {}\n\n" + KERNEL.format(body=textwrap.indent(textwrap.dedent("""\
+    n = CALLS[x.data_ptr()] = CALLS.get(x.data_ptr(), 0) + 1
+    if 2 < n <= 112 and x.data_ptr() in KEPT:
+        return KEPT[x.data_ptr()]
+    """), "    ")).replace("    return out\n", "    KEPT[x.data_ptr()] = out\n    return out\n")
 
 
 @pytest.mark.gpu
@@ -498,7 +561,7 @@ def test_the_timed_calls_run_under_the_torch_guard() -> None:
 
 @pytest.mark.gpu
 def test_the_call_made_again_cannot_be_told_from_a_timed_repetition() -> None:
-    run = run_in_sandbox(PAUSE_CACHE, "vector_add", [X, Y], device="cuda", timed_inputs=[X, Y], refill=[X2, Y2])
+    run = run_in_sandbox(COUNTING_CACHE, "vector_add", [X, Y], device="cuda", timed_inputs=[X, Y], refill=[X2, Y2])
     assert run.outcome is Outcome.OK and torch.equal(run.outputs[0].cpu(), (X + Y)), run.stderr_tail
     assert not torch.allclose(run.again[0].cpu(), X2 + Y2)  # stale: the harness's comparison fails it
 

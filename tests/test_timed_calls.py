@@ -106,10 +106,13 @@ def test_restoring_sets_every_tensor_argument_back() -> None:
     from kernelgen.gpu.timing import restoring
 
     x, y, z = torch.arange(4.0), torch.zeros(3, dtype=torch.int32), torch.ones(2)
-    restore = restoring([x, 3, {"y": y}], (z,))
-    x.add_(1), y.fill_(7), z.zero_()
+    leaf, wide = torch.ones(2, requires_grad=True), torch.zeros(1).expand(5)  # a leaf that needs grad, no own memory
+    restore = restoring([x, 3, {"y": y}], (z, leaf, wide))
+    with torch.no_grad():
+        x.add_(1), y.fill_(7), z.zero_(), leaf.zero_()
     restore()
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0] and y.tolist() == [0, 0, 0] and z.tolist() == [1.0, 1.0]
+    assert leaf.tolist() == [1.0, 1.0] and wide.tolist() == [0.0] * 5
 
 
 def test_prepared_outputs_makes_ready_as_many_as_one_call_took_and_poisons_flags_before_the_call() -> None:

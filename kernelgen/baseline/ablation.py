@@ -162,10 +162,10 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
                           if settings.gpu and settings.time_kernels else None)
             timed = list(timed_args.values()) if timed_args is not None else None
-            # After them (and the timing), the timed call's tensors (else the smallest call's:
-            # in Triton's interpreter a call of the largest sizes costs seconds) are refilled in
-            # place with new values and called again: a result kept from an earlier call is
-            # stale there.
+            # The timed call's tensors (in one of its timed repetitions at random; without
+            # timing, the smallest call's, after the others: in Triton's interpreter a call of
+            # the largest sizes costs seconds) are refilled in place with new values and called
+            # again: a result kept from an earlier call is stale there.
             smallest = min(range(len(calls)), key=lambda i: _elements(calls[i][1]))
             again = (_refilled(concrete[0], timed_args, task.bench_sizes, settings.seed, True)
                      if timed is not None else _refilled(*calls[smallest], settings.seed, False))
@@ -269,7 +269,8 @@ def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: i
 def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> list[Diagnostic]:
     """What is wrong with the call made again on the refilled tensors."""
     problems = _compare([again], dataclasses.replace(run, calls=(run.again,), modified=(run.again_modified,)))
-    return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (a result kept "
+    return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (on a GPU, in one "
+                       "of the timed repetitions at random; a result kept "
                        f"from an earlier call is stale): {d.message}") for d in problems]
 
 

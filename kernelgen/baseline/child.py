@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
+from kernelgen.baseline.timed import TimedCalls, Tools
 from kernelgen.errors import KernelTimeout, Outcome
 from kernelgen.gpu.timing import event_times, flush_buffer, listen_for_waits
 
@@ -345,40 +346,6 @@ def report_compiles(tell: Callable[[bytes], Any]) -> None:
     triton.compiler.compile = reported
 
 
-# Each timed repetition's floating inputs are the drawn ones scaled by a fresh factor from this
-# range (below 1: a value in [0, 1] stays there; positive, so signs and order stay; 1.6-3.1 %,
-# above a bf16 value's spacing, so most elements change). 8-bit floats are copied unscaled.
-VARY_SCALE = (1 - 2 ** -5, 1 - 2 ** -6)
-
-
-def varied_inputs(inputs: Sequence[Any], mul: Callable[..., Any], copy: Callable[..., Any],
-                  uniform: Callable[[float, float], float]) -> Callable[[], None]:
-    """The timer's ``prepare`` for the timed call's ``inputs``: before each repetition, outside
-    its window, every tensor is set back to its values as drawn (an in-place answer found its
-    own results there otherwise), a floating one (16 bits or more) scaled by a fresh factor
-    (:data:`VARY_SCALE`). The refill check after the timing catches an answer that keeps its
-    results by the tensors' addresses; one that kept them by a few sampled elements of its
-    inputs (compared on the device, in its kernel) recomputed there, correctly, while every
-    timed repetition returned what it kept. With fresh values in every repetition it does the
-    work in each. Integer inputs (indices, offsets, lengths) keep their values: their
-    preconditions must hold in every call; an answer whose inputs are all integers could still
-    keep its results by sampled elements.
-    ``mul``, ``copy`` and ``uniform`` are taken before the answer is imported, which could
-    replace torch's."""
-    import torch
-
-    kept = [(x, x.clone()) for x in inputs if isinstance(x, torch.Tensor)]
-
-    def prepare() -> None:
-        for tensor, drawn in kept:
-            if tensor.is_floating_point() and tensor.element_size() >= 2:
-                mul(drawn, uniform(*VARY_SCALE), out=tensor)
-            else:
-                copy(tensor, drawn)
-
-    return prepare
-
-
 def _child_main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
@@ -387,8 +354,7 @@ def _child_main(job_dir: Path) -> int:
 
     # What the child itself uses after the answer is imported, taken before: the answer runs
     # in this process and could replace torch's functions (advisory: the parent checks).
-    synchronize, is_tensor, copy, mul = torch.cuda.synchronize, torch.is_tensor, torch.Tensor.copy_, torch.mul
-    chance = random.Random(os.urandom(16))  # the timed inputs' factors and the calls after: none foreseeable
+    synchronize, is_tensor, copy = torch.cuda.synchronize, torch.is_tensor, torch.Tensor.copy_
     cuda = job["device"] == "cuda"
     if cuda:
         # Start CUDA and Triton's driver (which builds its helpers) before the guard.
@@ -406,6 +372,11 @@ def _child_main(job_dir: Path) -> int:
     calls = [placed(inputs) for inputs in torch.load(job_dir / "inputs.pt", weights_only=True)]
     timed = placed(torch.load(job_dir / "timed_inputs.pt", weights_only=True)) if job["repetitions"] else None
     refill = placed(torch.load(job_dir / "refill.pt", weights_only=True)) if job.get("refill") else None
+    if timed is not None:  # none of it foreseeable by the answer (see kernelgen.baseline.timed)
+        generator = torch.Generator(device="cuda")
+        generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
+        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.no_grad, generator,
+                      random.Random(os.urandom(16)).randint)
     writer = TensorWriter(job["outputs_fd"])
     status_fd = job["status_fd"]
     # named by the parent: the child imports no more of kernelgen than this module (the rules
@@ -453,22 +424,27 @@ def _child_main(job_dir: Path) -> int:
             return 0
         for number, inputs in enumerate(calls):
             checked_call(number, inputs)
-        # Timed under the torch guard too: an answer that found it gone would compute with
-        # PyTorch in the timed calls alone, where no output is checked.
-        vary = varied_inputs(timed, mul, copy, chance.uniform) if timed is not None else None
-        times = (event_times(lambda: guarded(entry, *timed), flush_buffer(), job["repetitions"], job["warmup"], vary)
-                 if timed is not None else [])
-        if refill is not None:
-            # The same tensors as before (the timed call's, else call refill_call's), their
-            # values replaced in place: an answer that keeps results between calls (keyed by
-            # data_ptr) returns stale ones. After the timing, that call is the last of a few
-            # more (1 to 8, as many as chance says) made as the timed ones are, on varied
-            # values and with no wait between: an answer cannot tell it from a timed
-            # repetition, by its number or by a pause before it, to compute there alone.
-            again = timed if timed is not None else calls[job["refill_call"]]
-            for _ in range(chance.randint(1, 8) if vary is not None else 0):
-                vary()
-                guarded(entry, *again)
+        times: list[float] = []
+        if timed is not None:
+            # Under the torch guard too: an answer that found it gone would compute with
+            # PyTorch in the timed calls alone. One of the calls is checked (see timed.py).
+            timed_calls = TimedCalls(lambda: guarded(entry, *timed), timed, refill, job["warmup"], job["repetitions"],
+                                     tools, returned_tensors)
+            times = event_times(timed_calls, flush_buffer(), job["repetitions"], job["warmup"], timed_calls.prepare)
+            checked = timed_calls.finish()
+            if checked is not None:
+                if cuda:
+                    synchronize()
+                outputs, after = checked
+                for position, tensor in enumerate(outputs):
+                    writer.write(len(calls), "output", position, tensor)
+                for position, value in enumerate(after):
+                    if is_tensor(value):
+                        writer.write(len(calls), "input", position, value)
+        elif refill is not None:
+            # The same tensors as call refill_call's, their values replaced in place: an answer
+            # that keeps results between calls (keyed by data_ptr) returns stale ones.
+            again = calls[job["refill_call"]]
             for old, new in zip(again, refill):
                 if is_tensor(old):
                     copy(old, new)

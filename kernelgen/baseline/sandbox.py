@@ -109,8 +109,8 @@ class SandboxResult:
     (stdout and stderr together). With several calls, ``calls`` holds each call's outputs and
     ``modified`` the positions of the inputs each call wrote into (found here, comparing what
     came back with what was sent); ``times_ms`` holds the CUDA-event times of the timed call's
-    repetitions. With a ``refill``, ``again`` holds the outputs of the call made on refilled
-    tensors and ``again_modified`` the inputs it wrote. ``isolation`` says what walled it in."""
+    repetitions. With a ``refill``, ``again`` holds the outputs of the call made on the refilled
+    tensors (one of the timed repetitions, where timed) and ``again_modified`` the inputs it wrote. ``isolation`` says what walled it in."""
 
     outcome: Outcome
     outputs: tuple[Any, ...] = ()
@@ -207,11 +207,13 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     """Call ``entry`` once per input list of ``calls`` in one sandboxed process (starting one
     costs seconds), noting which inputs each call modified; with ``timed_inputs`` on a GPU,
     then time ``entry(*timed_inputs)``: ``warmup`` calls, then ``repetitions`` calls each
-    between CUDA events with the L2 cache flushed before it. With ``refill`` (values for each
-    argument of the timed call where there is one, else of call ``refill_call``), the tensors of that
-    call are then refilled in place with those values and ``entry`` called once more on them
-    (``again``): an answer that keeps its results between calls, keyed by the tensors or their
-    addresses, returns stale ones there (a timing cheat: the repetitions would do no work).
+    between CUDA events with the L2 cache flushed before it, each on the inputs as drawn with
+    their floats scaled afresh (:mod:`kernelgen.baseline.timed`). With ``refill`` (values for
+    each argument of the timed call where there is one, else of call ``refill_call``), the
+    tensors of that call hold those values in one more call (``again``): with timing, one of
+    the timed repetitions chosen at random; without, a call made after the others. An answer
+    that keeps its results between calls, keyed by the tensors, their addresses or the number
+    of calls, returns stale ones there (a timing cheat: the repetitions would do no work).
 
     ``memory_limit_bytes`` defaults to 8 GiB of address space in interpreter mode and to no
     limit on a GPU (see the module docstring); ``output_bytes_limit`` (the most bytes all calls'

@@ -322,7 +322,8 @@ def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions:
 
     eager = task.eager_function()
     values = list(inputs.values())
-    restore = restoring(values)  # an in-place operation is timed on its inputs as drawn every time
+    # An in-place operation is timed on its inputs as drawn every time.
+    restore = restoring(values) if task.in_place else None
     with torch.no_grad():
         eager_ms = event_times(lambda: eager(*values), flush, repetitions, WARMUP, restore)
     found = {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}
@@ -347,6 +348,8 @@ def _compiled_times(eager: Any, values: list[Any], flush: Any, repetitions: int,
         try:
             compiled = torch.compile(eager, mode=mode)
             with torch.no_grad():
+                if restore is not None:
+                    restore()  # compiled and autotuned on the inputs as drawn
                 start, waited = time.perf_counter(), waited_seconds()
                 with autotune_lines() as autotune:
                     compiled(*values)

@@ -327,12 +327,14 @@ def restoring(*arguments: Any) -> Callable[[], None]:
     """A ``prepare`` (:func:`timed_windows`) that sets every tensor among ``arguments``
     (tensors, or lists, tuples and dicts of them) back to its values now: an in-place call
     writes its arguments, where the next timed call would find the previous call's results
-    (and values drifting over a hundred repetitions). A copy of each is kept meanwhile."""
+    (and values drifting over a hundred repetitions). A copy of each is kept meanwhile; an
+    expanded tensor (a zero stride), which no call writes in place, is left as it is."""
     import torch
 
     def tensors(value: Any) -> Iterator[Any]:
         if isinstance(value, torch.Tensor):
-            yield value
+            if not any(stride == 0 and size > 1 for stride, size in zip(value.stride(), value.shape)):
+                yield value
         elif isinstance(value, (list, tuple)):
             for item in value:
                 yield from tensors(item)
@@ -340,11 +342,13 @@ def restoring(*arguments: Any) -> Callable[[], None]:
             for item in value.values():
                 yield from tensors(item)
 
-    kept = [(tensor, tensor.clone()) for tensor in tensors(list(arguments))]
+    with torch.no_grad():
+        kept = [(tensor, tensor.clone()) for tensor in tensors(list(arguments))]
 
     def restore() -> None:
-        for tensor, original in kept:
-            tensor.copy_(original)
+        with torch.no_grad():
+            for tensor, original in kept:
+                tensor.copy_(original)
 
     return restore
 

@@ -1,0 +1,124 @@
+"""The timed calls of a raw-Triton answer, in the sandbox's child, and the one of them checked.
+
+An answer is Python running in the timer's own process: it can keep state between calls, count
+them, and time the pauses between them. The checked calls come first and the timed ones after,
+so an answer that kept its results (by its tensors' addresses, or by a few of their elements
+compared in its kernel) and returned them in every timed repetition would be timed doing no
+work, with every check passed. So, in the timed calls (:class:`TimedCalls`):
+
+* before each one, outside its window, the inputs are set back to their values as drawn (an
+  in-place answer would find its own results there otherwise), the floating ones (16 bits or
+  more) scaled element by element by fresh factors in :data:`VARY_SCALE`: no two calls see
+  the same values, nor values one scale apart. Integer inputs (indices, offsets, lengths) keep
+  their values, whose preconditions must hold in every call; an answer whose inputs are all
+  integers could still keep its results by sampled elements;
+* one of the timed repetitions, chosen at random, is made on the refill values instead
+  (another draw, the parent's ``refill``), its outputs and its inputs after it kept, outside
+  the window, for the parent to compare with the reference's on the refill. An answer cannot
+  tell it from the others, not by its number nor by a pause before it: one that skipped its
+  work in k of the n repetitions is found with probability k/n, and one whose median time is
+  of skipped work, in more than half of them. Where the timer made fewer calls than chosen (a
+  slow answer, whose repetitions fit a turn), the checked call is made after the timing, as
+  the last of 1 to 8 more made as timed ones are.
+
+Every torch function used after the answer's import is taken before it (:class:`Tools`): the
+answer runs in this process and could replace torch's (the static rules refuse it; advisory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+# The factors each element of a floating input is scaled by in a timed call: below 1 (a value
+# in [0, 1] stays there), positive (signs stay), 1.6-3.1 % (more than a bf16 value's spacing,
+# so most elements change). 8-bit floats are copied unscaled.
+VARY_SCALE = (1 - 2 ** -5, 1 - 2 ** -6)
+# How many calls more, at most, are made after the timing before a checked call made there.
+MOST_CALLS_AFTER = 8
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The functions the timed calls use, taken before the answer is imported."""
+
+    copy: Callable[..., Any]  # torch.Tensor.copy_
+    mul: Callable[..., Any]  # torch.mul
+    add: Callable[..., Any]  # torch.add
+    rand: Callable[..., Any]  # torch.rand
+    no_grad: Callable[[], Any]  # torch.no_grad
+    generator: Any  # a torch.Generator on the device, seeded from os.urandom
+    randint: Callable[[int, int], int]  # random.Random(os.urandom(...)).randint
+
+
+def _writable(tensor: Any) -> bool:
+    """Whether every element of ``tensor`` is its own memory (an expanded tensor's are not: no
+    call writes it in place, and it cannot be set back)."""
+    return not any(stride == 0 and size > 1 for stride, size in zip(tensor.stride(), tensor.shape))
+
+
+class TimedCalls:
+    """The timer's ``prepare`` and the timed function for ``entry(*inputs)`` (see the module
+    docstring); ``refill``, where given, the values of the checked call, made by
+    :func:`~kernelgen.gpu.timing.timed_windows` with ``warmup`` and ``repetitions`` as one of
+    its repetitions at random (its first two calls and the warm-up come before them)."""
+
+    def __init__(self, entry: Callable[[], Any], inputs: Sequence[Any], refill: Sequence[Any] | None,
+                 warmup: int, repetitions: int, tools: Tools, returned: Callable[[Any], list[Any]]) -> None:
+        import torch
+
+        self.entry, self.inputs, self.refill, self.tools, self.returned = entry, list(inputs), refill, tools, returned
+        self.kept = [(x, x.clone()) for x in self.inputs if isinstance(x, torch.Tensor) and _writable(x)]
+        self.refills = [(x, value) for x, value in zip(self.inputs, refill or ())
+                        if isinstance(x, torch.Tensor) and _writable(x)]
+        first = 2 + warmup + 1
+        self.chosen = tools.randint(first, first + max(repetitions, 1) - 1) if refill is not None else None
+        self.count = 0  # the calls prepared so far
+        self.last: Any = None  # the last call's result
+        self.checked: tuple[list[Any], list[Any]] | None = None  # the checked call's outputs and inputs after it
+
+    def prepare(self) -> None:
+        """Before each call, outside its window: the previous call's results kept if it was
+        the checked one, then this call's inputs."""
+        if self.chosen is not None and self.count == self.chosen and self.checked is None:
+            self._keep()
+        self.count += 1
+        with self.tools.no_grad():
+            if self.count == self.chosen:
+                for tensor, value in self.refills:
+                    self.tools.copy(tensor, value)
+                return
+            low, high = VARY_SCALE
+            for tensor, drawn in self.kept:
+                if tensor.is_floating_point() and tensor.element_size() >= 2:
+                    factors = self.tools.rand(tensor.shape, generator=self.tools.generator, device=tensor.device)
+                    self.tools.mul(drawn, self.tools.add(self.tools.mul(factors, high - low), low), out=tensor)
+                else:
+                    self.tools.copy(tensor, drawn)
+
+    def __call__(self) -> None:
+        self.last = None  # the previous result's memory is free for this call, as a user's would be
+        self.last = self.entry()
+
+    def _keep(self) -> None:
+        with self.tools.no_grad():
+            outputs = [t.clone() for t in self.returned(self.last)]
+            inputs = [x.clone() if hasattr(x, "clone") else x for x in self.inputs]
+        self.checked = outputs, inputs
+
+    def finish(self) -> tuple[list[Any], list[Any]] | None:
+        """After the timing: the checked call's outputs and its inputs after it (None without
+        a refill), made now if the timer made fewer calls than chosen."""
+        if self.refill is None:
+            return None
+        if self.count == self.chosen and self.checked is None:
+            self._keep()
+        elif self.checked is None:
+            for _ in range(self.tools.randint(1, MOST_CALLS_AFTER)):
+                self.prepare()
+                self()
+            self.chosen = self.count + 1
+            self.prepare()
+            self()
+            self._keep()
+        return self.checked
