@@ -290,8 +290,8 @@ def test_pytorch_computing_is_refused_as_it_runs(results: dict[str, Any], name: 
 def test_a_refilled_call_shows_results_kept_between_calls(results: dict[str, Any]) -> None:
     run = result(results, "cache_by_data_ptr")
     assert run.outcome is Outcome.OK, run.stderr_tail
-    assert len(run.calls) == 1 and torch.equal(run.outputs[0], X + Y) and torch.equal(run.again[0], X + Y)
-    assert run.again_modified == ()  # the refill itself is not the answer's modification
+    assert len(run.calls) == 1 and torch.equal(run.outputs[0], X + Y) and torch.equal(run.again[0][0], X + Y)
+    assert run.again_modified == ((),)  # the refill itself is not the answer's modification
 
 
 def test_the_baseline_judges_results_kept_between_calls_wrong() -> None:
@@ -454,14 +454,29 @@ def test_a_correct_answer_runs_on_the_gpu() -> None:
     torch.testing.assert_close(run.outputs[0], X + Y)
 
 
-def timed_tools(offset: int = 5) -> Any:
-    """The timed calls' tools on the CPU, the checked repetition the ``offset``-th."""
-    import random
+class Chance:
+    """A stand-in for the child's random.Random: the checked repetitions are those from
+    ``offset`` on (every other one), or a seeded choice where ``offset`` is negative."""
 
+    def __init__(self, offset: int) -> None:
+        import random
+
+        self.offset, self.random = offset, random.Random(0)
+
+    def sample(self, population: range, k: int) -> list[int]:
+        if self.offset < 0:
+            return self.random.sample(population, k)
+        return [population[min(self.offset + 2 * j, len(population) - 1 - j)] for j in range(k)]
+
+    def randint(self, low: int, high: int) -> int:
+        return self.random.randint(low, high)
+
+
+def timed_tools(offset: int = 5) -> Any:
     from kernelgen.baseline.timed import Tools
 
     return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.no_grad, torch.Generator().manual_seed(0),
-                 lambda low, high: min(low + offset, high) if offset >= 0 else random.Random(0).randint(low, high))
+                 Chance(offset))
 
 
 def timer(timed: Any, calls: int) -> None:
@@ -495,15 +510,15 @@ def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_b
         assert (b != drawn[2]).float().mean() > 0.5  # most bf16 values change
         assert torch.equal(i, drawn[1]) and torch.equal(f8.view(torch.uint8), drawn[3].view(torch.uint8))
         timed()
-    assert not torch.equal(seen[0], seen[1]) and timed.finish() is None  # no refill: nothing checked
+    assert not torch.equal(seen[0], seen[1]) and timed.finish() == []  # no refill: nothing checked
 
 
 @pytest.mark.parametrize("offset", [0, 7, 99, -1])
-def test_one_timed_repetition_at_random_runs_on_the_refill_and_is_kept(offset: int) -> None:
-    """The checked call is one of the timed repetitions (after the first two calls and the
-    warm-up); an answer returning what it kept from an earlier call is stale there, whichever
-    it is, while an honest one's outputs are the refill's."""
-    from kernelgen.baseline.timed import TimedCalls
+def test_timed_repetitions_at_random_run_on_the_refill_and_are_kept(offset: int) -> None:
+    """The checked calls are timed repetitions (after the first two calls and the warm-up); an
+    answer returning what it kept from an earlier call is stale there, whichever they are,
+    while an honest one's outputs are the refill's."""
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
 
     x, y = torch.randn(64), torch.randn(64)
     x2, y2 = torch.randn(64), torch.randn(64)
@@ -520,27 +535,45 @@ def test_one_timed_repetition_at_random_runs_on_the_refill_and_is_kept(offset: i
     for entry, fresh in ((honest, True), (keeps, False)):
         timed = TimedCalls(entry, [x, y], [x2, y2], 10, 100, timed_tools(offset), lambda r: [r])
         timer(timed, 2 + 10 + 100)
-        assert 13 <= timed.chosen <= 112
-        outputs, after = timed.finish()
-        assert torch.equal(outputs[0], x2 + y2) is fresh
-        assert torch.equal(after[0], x2) and torch.equal(after[1], y2)
+        assert len(timed.chosen) == CHECKED_REPETITIONS and all(13 <= n <= 112 for n in timed.chosen)
+        checked = timed.finish()
+        assert len(checked) == CHECKED_REPETITIONS
+        for outputs, after in checked:
+            assert torch.equal(outputs[0], x2 + y2) is fresh
+            assert torch.equal(after[0], x2) and torch.equal(after[1], y2)
 
 
-def test_a_timer_that_made_fewer_calls_than_chosen_checks_a_call_after_its_own() -> None:
-    from kernelgen.baseline.timed import TimedCalls
+@pytest.mark.parametrize("calls, reached", [(2 + 1 + 3, 0), (18, 2)])
+def test_a_timer_that_made_fewer_calls_than_chosen_checks_the_rest_after_its_own(calls: int, reached: int) -> None:
+    """A slow answer's timer makes fewer repetitions than asked (here the checked ones are calls
+    15, 17 and 19): those it did not reach are made after it, each after 1 to 8 varied calls."""
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
 
     x, x2 = torch.randn(8), torch.randn(8)
-    timed = TimedCalls(lambda: x * 2, [x], [x2], 10, 100, timed_tools(50), lambda r: [r])
-    timer(timed, 2 + 1 + 3)  # a slow answer: 1 warm-up, 3 repetitions
-    made = timed.count
-    outputs, after = timed.finish()
-    assert torch.equal(outputs[0], x2 * 2) and torch.equal(after[0], x2) and timed.count > made + 1
+    timed = TimedCalls(lambda: x * 2, [x], [x2], 10, 100, timed_tools(2), lambda r: [r])
+    assert timed.chosen == {15, 17, 19}
+    timer(timed, calls)
+    assert len(timed.checked) == reached  # each kept at the prepare after it, outside the window
+    checked = timed.finish()
+    assert len(checked) == CHECKED_REPETITIONS and timed.count >= calls + 2 * (CHECKED_REPETITIONS - reached)
+    assert all(torch.equal(outputs[0], x2 * 2) and torch.equal(after[0], x2) for outputs, after in checked)
+
+
+def test_fewer_repetitions_than_checks_still_make_every_check() -> None:
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
+
+    x, x2 = torch.randn(8), torch.randn(8)
+    timed = TimedCalls(lambda: x + 1, [x], [x2], 1, 2, timed_tools(-1), lambda r: [r])
+    assert timed.chosen == {4, 5}
+    timer(timed, 2 + 1 + 2)
+    checked = timed.finish()
+    assert len(checked) == CHECKED_REPETITIONS and all(torch.equal(o[0], x2 + 1) for o, _ in checked)
 
 
 # Timing cheats: PyTorch computing in the calls after the first (the timed ones, where the
 # guard was not), and a result kept by data_ptr and returned in the timed repetitions alone,
 # which it finds by counting its calls (it computes in the first two and from the 113th on,
-# where a check after the timing came).
+# where a check after the timing came: every checked repetition is now stale).
 TIMED_TORCH = "CALLS = [0]\n\n" + KERNEL.format(body=textwrap.indent(textwrap.dedent("""\
     CALLS[0] += 1
     if CALLS[0] > 1:
@@ -563,7 +596,8 @@ def test_the_timed_calls_run_under_the_torch_guard() -> None:
 def test_the_call_made_again_cannot_be_told_from_a_timed_repetition() -> None:
     run = run_in_sandbox(COUNTING_CACHE, "vector_add", [X, Y], device="cuda", timed_inputs=[X, Y], refill=[X2, Y2])
     assert run.outcome is Outcome.OK and torch.equal(run.outputs[0].cpu(), (X + Y)), run.stderr_tail
-    assert not torch.allclose(run.again[0].cpu(), X2 + Y2)  # stale: the harness's comparison fails it
+    assert len(run.again) == 3  # the checked repetitions, all stale: the harness's comparison fails them
+    assert not any(torch.allclose(again[0].cpu(), X2 + Y2) for again in run.again)
 
 
 # -- where the wall cannot stand ---------------------------------------------------------------
@@ -650,7 +684,7 @@ def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.Monkey
     def sandboxed(code, entry, calls, *args, refill=None, **options) -> SandboxResult:
         outputs = tuple(tuple(run_reference(task, dict(zip(["x"], call))).values()) for call in [*calls, refill])
         return SandboxResult(Outcome.OK, outputs[0], calls=outputs[:-1], modified=((),) * len(calls),
-                             again=outputs[-1], times_ms=(1e-4,) * 100)
+                             again=(outputs[-1],), again_modified=((),), times_ms=(1e-4,) * 100)
 
     monkeypatch.setattr(sandbox, "run_calls_in_sandbox", sandboxed)
     monkeypatch.setattr(ablation, "_timing", lambda task, settings, times, extra: Timing(

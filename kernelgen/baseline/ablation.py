@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from kernelgen.baseline.answer import EntryPoint, check_answer
+from kernelgen.baseline.timed import CHECKED_REPETITIONS
 from kernelgen.lang import nodes as L
 from kernelgen.lang.generic import bound_variables
 from kernelgen.check.checker import check
@@ -162,7 +163,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
                           if settings.gpu and settings.time_kernels else None)
             timed = list(timed_args.values()) if timed_args is not None else None
-            # The timed call's tensors (in one of its timed repetitions at random; without
+            # The timed call's tensors (in some of its timed repetitions at random; without
             # timing, the smallest call's, after the others: in Triton's interpreter a call of
             # the largest sizes costs seconds) are refilled in place with new values and called
             # again: a result kept from an earlier call is stale there.
@@ -174,7 +175,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                 timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                 device="cuda" if settings.gpu else "interpreter", timed_inputs=timed, refill=list(again[1].values()),
-                refill_call=smallest, output_bytes_limit=_output_bytes_limit([*calls, again]),
+                refill_call=smallest, output_bytes_limit=_output_bytes_limit([*calls] + [again] * CHECKED_REPETITIONS),
                 unsafe=settings.unsafe_sandbox), timed_out=lambda result: result.outcome is Outcome.TIMEOUT)
             artifacts["sandbox"] = run.stderr_tail
             extra["sandbox"] = run.isolation  # what walled the answer in (bubblewrap, or --unsafe-sandbox's none)
@@ -267,9 +268,9 @@ def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: i
 
 
 def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> list[Diagnostic]:
-    """What is wrong with the call made again on the refilled tensors."""
-    problems = _compare([again], dataclasses.replace(run, calls=(run.again,), modified=(run.again_modified,)))
-    return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (on a GPU, in one "
+    """What is wrong with the calls made again on the refilled tensors."""
+    problems = _compare([again] * len(run.again), dataclasses.replace(run, calls=run.again, modified=run.again_modified))
+    return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (on a GPU, in some "
                        "of the timed repetitions at random; a result kept "
                        f"from an earlier call is stale): {d.message}") for d in problems]
 

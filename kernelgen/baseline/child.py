@@ -375,8 +375,7 @@ def _child_main(job_dir: Path) -> int:
     if timed is not None:  # none of it foreseeable by the answer (see kernelgen.baseline.timed)
         generator = torch.Generator(device="cuda")
         generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
-        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.no_grad, generator,
-                      random.Random(os.urandom(16)).randint)
+        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.no_grad, generator, random.Random(os.urandom(16)))
     writer = TensorWriter(job["outputs_fd"])
     status_fd = job["status_fd"]
     # named by the parent: the child imports no more of kernelgen than this module (the rules
@@ -427,20 +426,19 @@ def _child_main(job_dir: Path) -> int:
         times: list[float] = []
         if timed is not None:
             # Under the torch guard too: an answer that found it gone would compute with
-            # PyTorch in the timed calls alone. One of the calls is checked (see timed.py).
+            # PyTorch in the timed calls alone. Some of the calls are checked (see timed.py).
             timed_calls = TimedCalls(lambda: guarded(entry, *timed), timed, refill, job["warmup"], job["repetitions"],
                                      tools, returned_tensors)
             times = event_times(timed_calls, flush_buffer(), job["repetitions"], job["warmup"], timed_calls.prepare)
             checked = timed_calls.finish()
-            if checked is not None:
-                if cuda:
-                    synchronize()
-                outputs, after = checked
+            if cuda:
+                synchronize()
+            for number, (outputs, after) in enumerate(checked, len(calls)):
                 for position, tensor in enumerate(outputs):
-                    writer.write(len(calls), "output", position, tensor)
+                    writer.write(number, "output", position, tensor)
                 for position, value in enumerate(after):
                     if is_tensor(value):
-                        writer.write(len(calls), "input", position, value)
+                        writer.write(number, "input", position, value)
         elif refill is not None:
             # The same tensors as call refill_call's, their values replaced in place: an answer
             # that keeps results between calls (keyed by data_ptr) returns stale ones.

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
+from kernelgen.baseline.timed import CHECKED_REPETITIONS
 from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable, Wall, require_wall, seccomp_file,
                                      unnamed_file, user_options, wall_command)
 from kernelgen.env import SECRET_NAME, scrub
@@ -109,8 +110,9 @@ class SandboxResult:
     (stdout and stderr together). With several calls, ``calls`` holds each call's outputs and
     ``modified`` the positions of the inputs each call wrote into (found here, comparing what
     came back with what was sent); ``times_ms`` holds the CUDA-event times of the timed call's
-    repetitions. With a ``refill``, ``again`` holds the outputs of the call made on the refilled
-    tensors (one of the timed repetitions, where timed) and ``again_modified`` the inputs it wrote. ``isolation`` says what walled it in."""
+    repetitions. With a ``refill``, ``again`` holds the outputs of each call made on the refilled
+    tensors (some of the timed repetitions, where timed; else one call after the others) and
+    ``again_modified`` the inputs each wrote. ``isolation`` says what walled it in."""
 
     outcome: Outcome
     outputs: tuple[Any, ...] = ()
@@ -121,8 +123,8 @@ class SandboxResult:
     calls: tuple[tuple[Any, ...], ...] = ()
     modified: tuple[tuple[int, ...], ...] = ()
     times_ms: tuple[float, ...] = ()
-    again: tuple[Any, ...] = ()
-    again_modified: tuple[int, ...] = ()
+    again: tuple[tuple[Any, ...], ...] = ()
+    again_modified: tuple[tuple[int, ...], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -210,8 +212,8 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     between CUDA events with the L2 cache flushed before it, each on the inputs as drawn with
     their floats scaled afresh (:mod:`kernelgen.baseline.timed`). With ``refill`` (values for
     each argument of the timed call where there is one, else of call ``refill_call``), the
-    tensors of that call hold those values in one more call (``again``): with timing, one of
-    the timed repetitions chosen at random; without, a call made after the others. An answer
+    tensors of that call hold those values in more calls (``again``): with timing, some of the
+    timed repetitions chosen at random; without, one call made after the others. An answer
     that keeps its results between calls, keyed by the tensors, their addresses or the number
     of calls, returns stale ones there (a timing cheat: the repetitions would do no work).
 
@@ -234,7 +236,9 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     if refill is not None:  # what the call made again receives: the refill where a tensor was
         base = list(timed_inputs) if timed else sent[refill_call]
         again_sent = [new if isinstance(old, torch.Tensor) else old for old, new in zip(base, refill)]
-    expected = sent + ([again_sent] if again_sent is not None else [])
+    # the calls made on the refill: some of the timed repetitions (kernelgen.baseline.timed), else one
+    checks = (CHECKED_REPETITIONS if timed else 1) if again_sent is not None else 0
+    expected = sent + [again_sent] * checks
     input_bytes = sum(_nbytes(x) for inputs in expected for x in inputs)
     outputs_limit = output_bytes_limit if output_bytes_limit is not None else 4 * input_bytes + (64 << 20)
     stream_limit = outputs_limit + input_bytes + RECORD_HEADER_BYTES * (1 + sum(len(i) + 16 for i in expected))
@@ -302,9 +306,9 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
             child.kill()
         if keep_triton_cache is not None and result.ok:
             _copy_tree(job_dir / ".triton", keep_triton_cache)
-        if refill is not None and result.ok:  # the refilled call is the last
-            return dataclasses.replace(result, calls=result.calls[:-1], modified=result.modified[:-1],
-                                       again=result.calls[-1], again_modified=result.modified[-1])
+        if checks and result.ok:  # the calls on the refill are the last
+            return dataclasses.replace(result, calls=result.calls[:-checks], modified=result.modified[:-checks],
+                                       again=result.calls[-checks:], again_modified=result.modified[-checks:])
         return result
     finally:
         for fd in fds:

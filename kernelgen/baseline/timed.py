@@ -12,14 +12,15 @@ work, with every check passed. So, in the timed calls (:class:`TimedCalls`):
   the same values, nor values one scale apart. Integer inputs (indices, offsets, lengths) keep
   their values, whose preconditions must hold in every call; an answer whose inputs are all
   integers could still keep its results by sampled elements;
-* one of the timed repetitions, chosen at random, is made on the refill values instead
-  (another draw, the parent's ``refill``), its outputs and its inputs after it kept, outside
-  the window, for the parent to compare with the reference's on the refill. An answer cannot
-  tell it from the others, not by its number nor by a pause before it: one that skipped its
-  work in k of the n repetitions is found with probability k/n, and one whose median time is
-  of skipped work, in more than half of them. Where the timer made fewer calls than chosen (a
-  slow answer, whose repetitions fit a turn), the checked call is made after the timing, as
-  the last of 1 to 8 more made as timed ones are.
+* :data:`CHECKED_REPETITIONS` of the timed repetitions, chosen at random, are made on the
+  refill values instead (another draw, the parent's ``refill``), each one's outputs and its
+  inputs after it kept, outside the window, for the parent to compare with the reference's on
+  the refill. An answer cannot tell them from the others, not by their number nor by a pause
+  before them: one that skipped its work in a fraction f of the repetitions is found with
+  probability 1 - (1 - f)^3 or more, and one whose median time is of skipped work (f > 1/2),
+  seven times in eight or more. Where the timer made fewer calls than chosen (a slow answer,
+  whose repetitions fit a turn), each checked call it did not make is made after the timing,
+  as the last of 1 to 8 more made as timed ones are.
 
 Every torch function used after the answer's import is taken before it (:class:`Tools`): the
 answer runs in this process and could replace torch's (the static rules refuse it; advisory).
@@ -34,7 +35,9 @@ from typing import Any, Callable, Sequence
 # in [0, 1] stays there), positive (signs stay), 1.6-3.1 % (more than a bf16 value's spacing,
 # so most elements change). 8-bit floats are copied unscaled.
 VARY_SCALE = (1 - 2 ** -5, 1 - 2 ** -6)
-# How many calls more, at most, are made after the timing before a checked call made there.
+# How many timed repetitions are checked (on the refill values), and how many calls more, at
+# most, are made after the timing before a checked call made there.
+CHECKED_REPETITIONS = 3
 MOST_CALLS_AFTER = 8
 
 
@@ -48,7 +51,7 @@ class Tools:
     rand: Callable[..., Any]  # torch.rand
     no_grad: Callable[[], Any]  # torch.no_grad
     generator: Any  # a torch.Generator on the device, seeded from os.urandom
-    randint: Callable[[int, int], int]  # random.Random(os.urandom(...)).randint
+    chance: Any  # a random.Random seeded from os.urandom
 
 
 def _writable(tensor: Any) -> bool:
@@ -59,8 +62,8 @@ def _writable(tensor: Any) -> bool:
 
 class TimedCalls:
     """The timer's ``prepare`` and the timed function for ``entry(*inputs)`` (see the module
-    docstring); ``refill``, where given, the values of the checked call, made by
-    :func:`~kernelgen.gpu.timing.timed_windows` with ``warmup`` and ``repetitions`` as one of
+    docstring); ``refill``, where given, the values of the checked calls, made by
+    :func:`~kernelgen.gpu.timing.timed_windows` with ``warmup`` and ``repetitions`` as some of
     its repetitions at random (its first two calls and the warm-up come before them)."""
 
     def __init__(self, entry: Callable[[], Any], inputs: Sequence[Any], refill: Sequence[Any] | None,
@@ -71,20 +74,22 @@ class TimedCalls:
         self.kept = [(x, x.clone()) for x in self.inputs if isinstance(x, torch.Tensor) and _writable(x)]
         self.refills = [(x, value) for x, value in zip(self.inputs, refill or ())
                         if isinstance(x, torch.Tensor) and _writable(x)]
-        first = 2 + warmup + 1
-        self.chosen = tools.randint(first, first + max(repetitions, 1) - 1) if refill is not None else None
+        first, repetitions = 2 + warmup + 1, max(repetitions, 1)
+        self.wanted = CHECKED_REPETITIONS if refill is not None else 0  # made after the timing where it made fewer
+        self.chosen: set[int] = set(tools.chance.sample(range(first, first + repetitions),
+                                                        min(self.wanted, repetitions)))
         self.count = 0  # the calls prepared so far
         self.last: Any = None  # the last call's result
-        self.checked: tuple[list[Any], list[Any]] | None = None  # the checked call's outputs and inputs after it
+        self.checked: list[tuple[list[Any], list[Any]]] = []  # each checked call's outputs and inputs after it
 
     def prepare(self) -> None:
-        """Before each call, outside its window: the previous call's results kept if it was
-        the checked one, then this call's inputs."""
-        if self.chosen is not None and self.count == self.chosen and self.checked is None:
+        """Before each call, outside its window: the previous call's results kept if it was a
+        checked one, then this call's inputs."""
+        if self.count in self.chosen and len(self.checked) < self._made():
             self._keep()
         self.count += 1
         with self.tools.no_grad():
-            if self.count == self.chosen:
+            if self.count in self.chosen:
                 for tensor, value in self.refills:
                     self.tools.copy(tensor, value)
                 return
@@ -100,24 +105,28 @@ class TimedCalls:
         self.last = None  # the previous result's memory is free for this call, as a user's would be
         self.last = self.entry()
 
+    def _made(self) -> int:
+        """How many of the checked calls have been made."""
+        return sum(1 for number in self.chosen if number <= self.count)
+
     def _keep(self) -> None:
         with self.tools.no_grad():
             outputs = [t.clone() for t in self.returned(self.last)]
             inputs = [x.clone() if hasattr(x, "clone") else x for x in self.inputs]
-        self.checked = outputs, inputs
+        self.checked.append((outputs, inputs))
 
-    def finish(self) -> tuple[list[Any], list[Any]] | None:
-        """After the timing: the checked call's outputs and its inputs after it (None without
-        a refill), made now if the timer made fewer calls than chosen."""
-        if self.refill is None:
-            return None
-        if self.count == self.chosen and self.checked is None:
+    def finish(self) -> list[tuple[list[Any], list[Any]]]:
+        """After the timing: each checked call's outputs and its inputs after it (none without
+        a refill), those the timer did not make made now."""
+        if self.count in self.chosen and len(self.checked) < self._made():
             self._keep()
-        elif self.checked is None:
-            for _ in range(self.tools.randint(1, MOST_CALLS_AFTER)):
+        missing = self.wanted - len(self.checked)
+        self.chosen = {number for number in self.chosen if number <= self.count}
+        for _ in range(missing):
+            for _ in range(self.tools.chance.randint(1, MOST_CALLS_AFTER)):
                 self.prepare()
                 self()
-            self.chosen = self.count + 1
+            self.chosen.add(self.count + 1)
             self.prepare()
             self()
             self._keep()
