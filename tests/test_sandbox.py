@@ -667,6 +667,46 @@ def test_results_are_read_within_their_bounds(tmp_path: Path) -> None:
         os.close(fd)
 
 
+def test_the_checked_repetitions_reach_the_parent_as_calls_after_the_others(tmp_path: Path) -> None:
+    """The child's part (timed_and_checked, the timer stood in for by a loop) and the parent's
+    (_results, as run_calls_in_sandbox reads them): an in-place answer's checked repetitions come
+    back as the calls after the checked ones, each with the refill's outputs and its input
+    modified, whatever the timed repetitions left."""
+    from kernelgen.baseline.child import TensorWriter, timed_and_checked
+    from kernelgen.baseline.sandbox import _results
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS
+
+    x, x2 = torch.randn(16), torch.randn(16)
+    sent_first = [torch.randn(16)]
+
+    def entry(v: Any) -> Any:  # in place: v += 1, returns 2 v
+        v.add_(1)
+        return v * 2
+
+    def timer(fn: Any, prepare: Any) -> list[float]:
+        for _ in range(2 + 3 + 10):
+            prepare()
+            fn()
+        return [1.0] * 10
+
+    fd = os.open(tmp_path / "results", os.O_RDWR | os.O_CREAT)
+    try:
+        writer = TensorWriter(fd)
+        first = [sent_first[0].clone()]
+        writer.write(0, "output", 0, entry(*first))
+        writer.write(0, "input", 0, first[0])
+        times = timed_and_checked(lambda: entry(x), [x], [x2], timed_tools(-1), writer, 1, timer, 3, 10)
+        writer.close()
+        expected = [sent_first] + [[x2.clone()]] * CHECKED_REPETITIONS
+        calls, modified = _results(fd, expected, 1 << 20, 1 << 24)
+    finally:
+        os.close(fd)
+    assert times == [1.0] * 10 and len(calls) == 1 + CHECKED_REPETITIONS
+    assert torch.equal(calls[0][0], (sent_first[0] + 1) * 2) and modified[0] == (0,)
+    for outputs, written in zip(calls[1:], modified[1:]):
+        assert torch.equal(outputs[0], (x2 + 1) * 2) and written == (0,)
+
+
 @pytest.mark.parametrize("roofline, outcome", [(0.8, Outcome.OK), (2.5, Outcome.OK), (40.0, Outcome.IMPLAUSIBLE_TIME)])
 def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.MonkeyPatch, roofline: float,
                                                       outcome: Outcome) -> None:

@@ -346,6 +346,27 @@ def report_compiles(tell: Callable[[bytes], Any]) -> None:
     triton.compiler.compile = reported
 
 
+def timed_and_checked(call: Callable[[], Any], timed: list[Any], refill: list[Any] | None, tools: Tools,
+                      writer: TensorWriter, number: int, timer: Callable[[Any, Callable[[], None]], list[float]],
+                      warmup: int, repetitions: int, synchronize: Callable[[], None] | None = None) -> list[float]:
+    """The times of ``call`` (``entry(*timed)``) by ``timer`` (the timed function and its
+    prepare: :func:`~kernelgen.gpu.timing.event_times`), with ``warmup`` and ``repetitions``;
+    with a ``refill``, the checked repetitions' outputs and inputs after them written as calls
+    ``number``, ``number + 1``, ... (:mod:`kernelgen.baseline.timed`)."""
+    calls = TimedCalls(call, timed, refill, warmup, repetitions, tools, returned_tensors)
+    times = timer(calls, calls.prepare)
+    checked = calls.finish()
+    if synchronize is not None:
+        synchronize()
+    for index, (outputs, after) in enumerate(checked, number):
+        for position, tensor in enumerate(outputs):
+            writer.write(index, "output", position, tensor)
+        for position, value in enumerate(after):
+            if writer.is_tensor(value):
+                writer.write(index, "input", position, value)
+    return times
+
+
 def _child_main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     _apply_limits(job)
@@ -426,19 +447,11 @@ def _child_main(job_dir: Path) -> int:
         times: list[float] = []
         if timed is not None:
             # Under the torch guard too: an answer that found it gone would compute with
-            # PyTorch in the timed calls alone. Some of the calls are checked (see timed.py).
-            timed_calls = TimedCalls(lambda: guarded(entry, *timed), timed, refill, job["warmup"], job["repetitions"],
-                                     tools, returned_tensors)
-            times = event_times(timed_calls, flush_buffer(), job["repetitions"], job["warmup"], timed_calls.prepare)
-            checked = timed_calls.finish()
-            if cuda:
-                synchronize()
-            for number, (outputs, after) in enumerate(checked, len(calls)):
-                for position, tensor in enumerate(outputs):
-                    writer.write(number, "output", position, tensor)
-                for position, value in enumerate(after):
-                    if is_tensor(value):
-                        writer.write(number, "input", position, value)
+            # PyTorch in the timed calls alone.
+            times = timed_and_checked(
+                lambda: guarded(entry, *timed), timed, refill, tools, writer, len(calls),
+                lambda fn, prepare: event_times(fn, flush_buffer(), job["repetitions"], job["warmup"], prepare),
+                job["warmup"], job["repetitions"], synchronize)
         elif refill is not None:
             # The same tensors as call refill_call's, their values replaced in place: an answer
             # that keeps results between calls (keyed by data_ptr) returns stale ones.
