@@ -16,7 +16,7 @@ work, with every check passed. So, in the timed calls (:class:`TimedCalls`):
   refill values instead (another draw, the parent's ``refill``), each one's outputs and its
   inputs after it kept, outside the window, for the parent to compare with the reference's on
   the refill. An answer cannot tell them from the others, not by their number nor by a pause
-  before them: one that skipped its work in a fraction f of the repetitions is found with
+  before them (their preparation makes the same varied values and copies the same bytes): one that skipped its work in a fraction f of the repetitions is found with
   probability 1 - (1 - f)^3 or more, and one whose median time is of skipped work (f > 1/2),
   seven times in eight or more. Where the timer made fewer calls than chosen (a slow answer,
   whose repetitions fit a turn), each checked call it did not make is made after the timing,
@@ -71,9 +71,11 @@ class TimedCalls:
         import torch
 
         self.entry, self.inputs, self.refill, self.tools, self.returned = entry, list(inputs), refill, tools, returned
-        self.kept = [(x, x.clone()) for x in self.inputs if isinstance(x, torch.Tensor) and _writable(x)]
-        self.refills = [(x, value) for x, value in zip(self.inputs, refill or ())
-                        if isinstance(x, torch.Tensor) and _writable(x)]
+        # Each input tensor: its values as drawn, where its varied values are made (floats of 16
+        # bits or more) and its refill values.
+        refills = list(refill) if refill is not None else [None] * len(self.inputs)
+        self.kept = [(x, x.clone(), torch.empty_like(x) if x.is_floating_point() and x.element_size() >= 2 else None,
+                      value) for x, value in zip(self.inputs, refills) if isinstance(x, torch.Tensor) and _writable(x)]
         first, repetitions = 2 + warmup + 1, max(repetitions, 1)
         self.wanted = CHECKED_REPETITIONS if refill is not None else 0  # made after the timing where it made fewer
         self.chosen: set[int] = set(tools.chance.sample(range(first, first + repetitions),
@@ -88,18 +90,16 @@ class TimedCalls:
         if self.count in self.chosen and len(self.checked) < self._made():
             self._keep()
         self.count += 1
+        checked = self.count in self.chosen
+        # A checked call's preparation makes the same varied values as any other's and copies
+        # the same bytes: neither the host's time nor the GPU's before it tells it apart.
         with self.tools.no_grad():
-            if self.count in self.chosen:
-                for tensor, value in self.refills:
-                    self.tools.copy(tensor, value)
-                return
             low, high = VARY_SCALE
-            for tensor, drawn in self.kept:
-                if tensor.is_floating_point() and tensor.element_size() >= 2:
+            for tensor, drawn, varied, refill in self.kept:
+                if varied is not None:
                     factors = self.tools.rand(tensor.shape, generator=self.tools.generator, device=tensor.device)
-                    self.tools.mul(drawn, self.tools.add(self.tools.mul(factors, high - low), low), out=tensor)
-                else:
-                    self.tools.copy(tensor, drawn)
+                    self.tools.mul(drawn, self.tools.add(self.tools.mul(factors, high - low), low), out=varied)
+                self.tools.copy(tensor, refill if checked else drawn if varied is None else varied)
 
     def __call__(self) -> None:
         self.last = None  # the previous result's memory is free for this call, as a user's would be
