@@ -479,11 +479,19 @@ def timed_tools(offset: int = 5) -> Any:
                  Chance(offset))
 
 
-def timer(timed: Any, calls: int) -> None:
-    """What the timer does with them: ``prepare`` before each call, outside the window."""
-    for _ in range(calls):
+def timer(timed: Any, warmup: int, repetitions: int, attempts: int = 1) -> None:
+    """What kernelgen.gpu.timing.timed_windows does with them: two calls outside the turn, the
+    warm-up, then each series (``series`` told first), ``prepare`` before every call."""
+    def call() -> None:
         timed.prepare()
         timed()
+
+    for _ in range(2 + warmup):
+        call()
+    for _ in range(attempts):
+        timed.series(repetitions)
+        for _ in range(repetitions):
+            call()
 
 
 def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_by_element() -> None:
@@ -501,7 +509,7 @@ def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_b
         i.add_(5)
         return x
 
-    timed = TimedCalls(entry, [x, 3, i, b, f8, wide], None, 2, 3, timed_tools(), lambda r: [r])
+    timed = TimedCalls(entry, [x, 3, i, b, f8, wide], None, timed_tools(), lambda r: [r])
     for _ in range(3):
         timed.prepare()
         factors = x / drawn[0]
@@ -514,15 +522,17 @@ def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_b
 
 
 @pytest.mark.parametrize("offset", [0, 7, 99, -1])
-def test_timed_repetitions_at_random_run_on_the_refill_and_are_kept(offset: int) -> None:
-    """The checked calls are timed repetitions (after the first two calls and the warm-up); an
-    answer returning what it kept from an earlier call is stale there, whichever they are,
-    while an honest one's outputs are the refill's."""
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_timed_repetitions_at_random_run_on_the_refill_and_are_kept(offset: int, attempts: int) -> None:
+    """The checked calls are repetitions of the last series (the one whose times count); an
+    answer returning what it kept from an earlier call is stale there, whichever they are, and
+    so is one that computed through the first series and forced another (a late window)."""
     from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
 
     x, y = torch.randn(64), torch.randn(64)
     x2, y2 = torch.randn(64), torch.randn(64)
     kept: list[Any] = []
+    calls = [0]
 
     def honest() -> Any:
         return x + y
@@ -532,42 +542,38 @@ def test_timed_repetitions_at_random_run_on_the_refill_and_are_kept(offset: int)
             kept.append(x + y)
         return kept[0]
 
-    for entry, fresh in ((honest, True), (keeps, False)):
-        timed = TimedCalls(entry, [x, y], [x2, y2], 10, 100, timed_tools(offset), lambda r: [r])
-        timer(timed, 2 + 10 + 100)
-        assert len(timed.chosen) == CHECKED_REPETITIONS and all(13 <= n <= 112 for n in timed.chosen)
+    def first_series_only() -> Any:  # computes through the first series, then returns its first call's result
+        calls[0] += 1
+        if not kept:
+            kept.append(x + y)
+        return x + y if calls[0] <= 112 else kept[0]
+
+    cases = [(honest, True), (keeps, False)] + ([(first_series_only, False)] if attempts > 1 else [])
+    for entry, fresh in cases:
+        kept.clear()
+        timed = TimedCalls(entry, [x, y], [x2, y2], timed_tools(offset), lambda r: [r])
+        timer(timed, 10, 100, attempts)
+        last = range(13 + 100 * (attempts - 1), 113 + 100 * (attempts - 1))
+        assert len(timed.chosen) == CHECKED_REPETITIONS and all(n in last for n in timed.chosen)
         checked = timed.finish()
         assert len(checked) == CHECKED_REPETITIONS
         for outputs, after in checked:
-            assert torch.equal(outputs[0], x2 + y2) is fresh
+            assert torch.equal(outputs[0], x2 + y2) is fresh, entry.__name__
             assert torch.equal(after[0], x2) and torch.equal(after[1], y2)
 
 
-@pytest.mark.parametrize("calls, reached", [(2 + 1 + 3, 0), (18, 2)])
-def test_a_timer_that_made_fewer_calls_than_chosen_checks_the_rest_after_its_own(calls: int, reached: int) -> None:
-    """A slow answer's timer makes fewer repetitions than asked (here the checked ones are calls
-    15, 17 and 19): those it did not reach are made after it, each after 1 to 8 varied calls."""
-    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
-
-    x, x2 = torch.randn(8), torch.randn(8)
-    timed = TimedCalls(lambda: x * 2, [x], [x2], 10, 100, timed_tools(2), lambda r: [r])
-    assert timed.chosen == {15, 17, 19}
-    timer(timed, calls)
-    assert len(timed.checked) == reached  # each kept at the prepare after it, outside the window
-    checked = timed.finish()
-    assert len(checked) == CHECKED_REPETITIONS and timed.count >= calls + 2 * (CHECKED_REPETITIONS - reached)
-    assert all(torch.equal(outputs[0], x2 * 2) and torch.equal(after[0], x2) for outputs, after in checked)
-
-
 def test_fewer_repetitions_than_checks_still_make_every_check() -> None:
+    """A slow answer's timer fits fewer repetitions in a turn: those it makes are checked, and
+    the rest of the checks are made after it, each after 1 to 8 varied calls."""
     from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
 
     x, x2 = torch.randn(8), torch.randn(8)
-    timed = TimedCalls(lambda: x + 1, [x], [x2], 1, 2, timed_tools(-1), lambda r: [r])
-    assert timed.chosen == {4, 5}
-    timer(timed, 2 + 1 + 2)
+    timed = TimedCalls(lambda: x + 1, [x], [x2], timed_tools(-1), lambda r: [r])
+    timer(timed, 1, 2)
+    assert timed.chosen == {4, 5} and len(timed.checked) == 1  # the second is kept at finish
     checked = timed.finish()
-    assert len(checked) == CHECKED_REPETITIONS and all(torch.equal(o[0], x2 + 1) for o, _ in checked)
+    assert len(checked) == CHECKED_REPETITIONS and timed.count >= 5 + 2
+    assert all(torch.equal(outputs[0], x2 + 1) and torch.equal(after[0], x2) for outputs, after in checked)
 
 
 # Timing cheats: PyTorch computing in the calls after the first (the timed ones, where the
@@ -683,8 +689,12 @@ def test_the_checked_repetitions_reach_the_parent_as_calls_after_the_others(tmp_
         v.add_(1)
         return v * 2
 
-    def timer(fn: Any, prepare: Any) -> list[float]:
-        for _ in range(2 + 3 + 10):
+    def timer(fn: Any, prepare: Any, series: Any) -> list[float]:
+        for _ in range(2 + 3):
+            prepare()
+            fn()
+        series(10)
+        for _ in range(10):
             prepare()
             fn()
         return [1.0] * 10
@@ -695,7 +705,7 @@ def test_the_checked_repetitions_reach_the_parent_as_calls_after_the_others(tmp_
         first = [sent_first[0].clone()]
         writer.write(0, "output", 0, entry(*first))
         writer.write(0, "input", 0, first[0])
-        times = timed_and_checked(lambda: entry(x), [x], [x2], timed_tools(-1), writer, 1, timer, 3, 10)
+        times = timed_and_checked(lambda: entry(x), [x], [x2], timed_tools(-1), writer, 1, timer)
         writer.close()
         expected = [sent_first] + [[x2.clone()]] * CHECKED_REPETITIONS
         calls, modified = _results(fd, expected, 1 << 20, 1 << 24)

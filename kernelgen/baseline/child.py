@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
-from kernelgen.baseline.timed import TimedCalls, Tools
+from kernelgen.baseline.timed import TimedCalls, Tools, writable
 from kernelgen.errors import KernelTimeout, Outcome
 from kernelgen.gpu.timing import event_times, flush_buffer, listen_for_waits
 
@@ -347,14 +347,14 @@ def report_compiles(tell: Callable[[bytes], Any]) -> None:
 
 
 def timed_and_checked(call: Callable[[], Any], timed: list[Any], refill: list[Any] | None, tools: Tools,
-                      writer: TensorWriter, number: int, timer: Callable[[Any, Callable[[], None]], list[float]],
-                      warmup: int, repetitions: int, synchronize: Callable[[], None] | None = None) -> list[float]:
-    """The times of ``call`` (``entry(*timed)``) by ``timer`` (the timed function and its
-    prepare: :func:`~kernelgen.gpu.timing.event_times`), with ``warmup`` and ``repetitions``;
-    with a ``refill``, the checked repetitions' outputs and inputs after them written as calls
-    ``number``, ``number + 1``, ... (:mod:`kernelgen.baseline.timed`)."""
-    calls = TimedCalls(call, timed, refill, warmup, repetitions, tools, returned_tensors)
-    times = timer(calls, calls.prepare)
+                      writer: TensorWriter, number: int, timer: Callable[..., list[float]],
+                      synchronize: Callable[[], None] | None = None) -> list[float]:
+    """The times of ``call`` (``entry(*timed)``) by ``timer`` (given the timed function, its
+    prepare and its series: :func:`~kernelgen.gpu.timing.event_times`); with a ``refill``, the
+    checked repetitions' outputs and inputs after them written as calls ``number``,
+    ``number + 1``, ... (:mod:`kernelgen.baseline.timed`)."""
+    calls = TimedCalls(call, timed, refill, tools, returned_tensors)
+    times = timer(calls, calls.prepare, calls.series)
     checked = calls.finish()
     if synchronize is not None:
         synchronize()
@@ -450,14 +450,14 @@ def _child_main(job_dir: Path) -> int:
             # PyTorch in the timed calls alone.
             times = timed_and_checked(
                 lambda: guarded(entry, *timed), timed, refill, tools, writer, len(calls),
-                lambda fn, prepare: event_times(fn, flush_buffer(), job["repetitions"], job["warmup"], prepare),
-                job["warmup"], job["repetitions"], synchronize)
+                lambda fn, prepare, series: event_times(fn, flush_buffer(), job["repetitions"], job["warmup"], prepare,
+                                                        series), synchronize)
         elif refill is not None:
             # The same tensors as call refill_call's, their values replaced in place: an answer
             # that keeps results between calls (keyed by data_ptr) returns stale ones.
             again = calls[job["refill_call"]]
             for old, new in zip(again, refill):
-                if is_tensor(old):
+                if is_tensor(old) and writable(old):
                     copy(old, new)
             checked_call(len(calls), again)
         writer.close()

@@ -230,8 +230,15 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     wall = require_wall(unsafe)
     if memory_limit_bytes is None and device == "interpreter":
         memory_limit_bytes = DEFAULT_MEMORY_LIMIT_BYTES
-    sent = [list(inputs) for inputs in calls]
-    timed = timed_inputs is not None and device == "cuda"
+    def dense(values: Sequence[Any]) -> list[Any]:
+        """The tensors in their own memory, as the child gets them on every device (copying an
+        expanded tensor to a GPU makes it contiguous; the child refills each in place)."""
+        return [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]
+
+    sent = [dense(inputs) for inputs in calls]
+    timed = timed_inputs is not None and device == "cuda" and repetitions > 0
+    timed_inputs = dense(timed_inputs) if timed_inputs is not None else None
+    refill = dense(refill) if refill is not None else None
     again_sent = None
     if refill is not None:  # what the call made again receives: the refill where a tensor was
         base = list(timed_inputs) if timed else sent[refill_call]

@@ -54,20 +54,21 @@ class Tools:
     chance: Any  # a random.Random seeded from os.urandom
 
 
-def _writable(tensor: Any) -> bool:
+def writable(tensor: Any) -> bool:
     """Whether every element of ``tensor`` is its own memory (an expanded tensor's are not: no
-    call writes it in place, and it cannot be set back)."""
+    call writes it in place, and it can be neither set back nor refilled: the parent expects
+    it unchanged in the calls on the refill)."""
     return not any(stride == 0 and size > 1 for stride, size in zip(tensor.stride(), tensor.shape))
 
 
 class TimedCalls:
-    """The timer's ``prepare`` and the timed function for ``entry(*inputs)`` (see the module
-    docstring); ``refill``, where given, the values of the checked calls, made by
-    :func:`~kernelgen.gpu.timing.timed_windows` with ``warmup`` and ``repetitions`` as some of
-    its repetitions at random (its first two calls and the warm-up come before them)."""
+    """The timer's ``prepare``, its ``series`` and the timed function for ``entry(*inputs)``
+    (see the module docstring); ``refill``, where given, the values of the checked calls, some
+    of the repetitions of each series :func:`~kernelgen.gpu.timing.timed_windows` queues (it
+    returns the last series' times: the checks kept are that series')."""
 
     def __init__(self, entry: Callable[[], Any], inputs: Sequence[Any], refill: Sequence[Any] | None,
-                 warmup: int, repetitions: int, tools: Tools, returned: Callable[[Any], list[Any]]) -> None:
+                 tools: Tools, returned: Callable[[Any], list[Any]]) -> None:
         import torch
 
         self.entry, self.inputs, self.refill, self.tools, self.returned = entry, list(inputs), refill, tools, returned
@@ -75,14 +76,19 @@ class TimedCalls:
         # bits or more) and its refill values.
         refills = list(refill) if refill is not None else [None] * len(self.inputs)
         self.kept = [(x, x.clone(), torch.empty_like(x) if x.is_floating_point() and x.element_size() >= 2 else None,
-                      value) for x, value in zip(self.inputs, refills) if isinstance(x, torch.Tensor) and _writable(x)]
-        first, repetitions = 2 + warmup + 1, max(repetitions, 1)
+                      value) for x, value in zip(self.inputs, refills) if isinstance(x, torch.Tensor) and writable(x)]
         self.wanted = CHECKED_REPETITIONS if refill is not None else 0  # made after the timing where it made fewer
-        self.chosen: set[int] = set(tools.chance.sample(range(first, first + repetitions),
-                                                        min(self.wanted, repetitions)))
+        self.chosen: set[int] = set()  # the numbers of the checked calls
         self.count = 0  # the calls prepared so far
         self.last: Any = None  # the last call's result
         self.checked: list[tuple[list[Any], list[Any]]] = []  # each checked call's outputs and inputs after it
+
+    def series(self, repetitions: int) -> None:
+        """Before the timer queues ``repetitions`` calls: some of them are checked (those of an
+        earlier series are dropped, its times too)."""
+        following = range(self.count + 1, self.count + repetitions + 1)
+        self.chosen = set(self.tools.chance.sample(following, min(self.wanted, repetitions)))
+        self.checked = []
 
     def prepare(self) -> None:
         """Before each call, outside its window: the previous call's results kept if it was a

@@ -354,19 +354,22 @@ def restoring(*arguments: Any) -> Callable[[], None]:
 
 
 def event_times(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int,
-                prepare: Callable[[], Any] | None = None) -> list[float]:
+                prepare: Callable[[], Any] | None = None, series: Callable[[int], Any] | None = None) -> list[float]:
     """The times (ms) of :func:`timed_windows`."""
-    return timed_windows(fn, flush, repetitions, warmup, prepare).times
+    return timed_windows(fn, flush, repetitions, warmup, prepare, series).times
 
 
 def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: int,
-                  prepare: Callable[[], Any] | None = None) -> Windows:
+                  prepare: Callable[[], Any] | None = None, series: Callable[[int], Any] | None = None) -> Windows:
     """The times (ms) of ``repetitions`` calls of ``fn`` after ``warmup`` untimed ones, each between
     CUDA events on the current stream with ``flush`` zeroed just before it, in this process's
     turn on the GPU (:func:`gpu_turn`), and how they were queued (:class:`Windows`).
     ``prepare``, where given, runs before every call (before the flush: outside the window), to
     reset what one call must not find of another (a kernel's outputs and scratch poisoned again:
     otherwise a kernel may find its previous call's results there and skip the work).
+    ``series``, where given, is told the number of repetitions before each series of them is
+    queued (the last series is the one whose times are returned), so that a caller can check
+    some of them (:mod:`kernelgen.baseline.timed`).
 
     The GPU time of each call, not the host's: the repetitions are queued behind a spin kernel
     (``torch.cuda._sleep``) that lasts longer than the host takes to queue them all, so a
@@ -414,6 +417,8 @@ def timed_windows(fn: Callable[[], Any], flush: Any, repetitions: int, warmup: i
             if spin is not None:
                 spin(int(min(wait_s, _MAX_WAIT_S) * _SPIN_HZ))
             late = []
+            if series is not None:
+                series(repetitions)
             for start, end in zip(starts, ends):
                 if prepare is not None:
                     prepare()
