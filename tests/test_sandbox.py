@@ -12,6 +12,7 @@ at a time, in a module fixture, and the tests look at their results.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -475,8 +476,8 @@ class Chance:
 def timed_tools(offset: int = 5) -> Any:
     from kernelgen.baseline.timed import Tools
 
-    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.no_grad, torch.Generator().manual_seed(0),
-                 Chance(offset))
+    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.empty_like, torch.no_grad,
+                 torch.Generator().manual_seed(0), Chance(offset))
 
 
 def timer(timed: Any, warmup: int, repetitions: int, attempts: int = 1) -> None:
@@ -560,6 +561,27 @@ def test_timed_repetitions_at_random_run_on_the_refill_and_are_kept(offset: int,
         for outputs, after in checked:
             assert torch.equal(outputs[0], x2 + y2) is fresh, entry.__name__
             assert torch.equal(after[0], x2) and torch.equal(after[1], y2)
+
+
+def test_in_a_series_every_call_copies_its_results_to_memory_made_before_it() -> None:
+    """A checked call's results go to a slot made before the series, and every other call's to a
+    spare one: no check allocates, or copies more than another call, for the next call to see."""
+    from kernelgen.baseline.timed import TimedCalls
+
+    x, x2 = torch.randn(8), torch.randn(8)
+    timed = TimedCalls(lambda: x * 3, [x], [x2], timed_tools(0), lambda r: [r])
+    timer(timed, 2, 0)
+    timed.series(10)
+    slots, spare = [id(slot) for slot in timed.slots], timed.spare
+    copied = []
+    copy = timed.tools.copy
+    timed.tools = dataclasses.replace(timed.tools, copy=lambda a, b: copied.append(tuple(a.shape)) or copy(a, b))
+    for _ in range(10):
+        timed.prepare()
+        timed()
+    assert [id(slot) for slot in timed.checked] == slots[:3] and timed.spare is spare
+    per_call = len(copied) // 10
+    assert per_call == 3 and len(copied) == 30  # each prepare: the results copied (2) and the input set (1)
 
 
 def test_fewer_repetitions_than_checks_still_make_every_check() -> None:

@@ -396,7 +396,8 @@ def _child_main(job_dir: Path) -> int:
     if timed is not None:  # none of it foreseeable by the answer (see kernelgen.baseline.timed)
         generator = torch.Generator(device="cuda")
         generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
-        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.no_grad, generator, random.Random(os.urandom(16)))
+        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.empty_like, torch.no_grad, generator,
+                      random.Random(os.urandom(16)))
     writer = TensorWriter(job["outputs_fd"])
     status_fd = job["status_fd"]
     # named by the parent: the child imports no more of kernelgen than this module (the rules

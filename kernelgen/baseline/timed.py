@@ -49,6 +49,7 @@ class Tools:
     mul: Callable[..., Any]  # torch.mul
     add: Callable[..., Any]  # torch.add
     rand: Callable[..., Any]  # torch.rand
+    empty_like: Callable[..., Any]  # torch.empty_like
     no_grad: Callable[[], Any]  # torch.no_grad
     generator: Any  # a torch.Generator on the device, seeded from os.urandom
     chance: Any  # a random.Random seeded from os.urandom
@@ -72,6 +73,7 @@ class TimedCalls:
         import torch
 
         self.entry, self.inputs, self.refill, self.tools, self.returned = entry, list(inputs), refill, tools, returned
+        self.tensors = [isinstance(x, torch.Tensor) for x in self.inputs]
         # Each input tensor: its values as drawn, where its varied values are made (floats of 16
         # bits or more) and its refill values.
         refills = list(refill) if refill is not None else [None] * len(self.inputs)
@@ -82,19 +84,28 @@ class TimedCalls:
         self.count = 0  # the calls prepared so far
         self.last: Any = None  # the last call's result
         self.checked: list[tuple[list[Any], list[Any]]] = []  # each checked call's outputs and inputs after it
+        # Where, in a series, each call's outputs and inputs after it are copied before the next
+        # call: a slot per check, and a spare for the other calls. Made before the series, so
+        # that a checked call's copy allocates nothing and does no other work than any call's
+        # (an answer would see its next output's address move, or a longer gap on the GPU, and
+        # know a check had passed).
+        self.slots: list[tuple[list[Any], list[Any]]] = []
+        self.spare: tuple[list[Any], list[Any]] | None = None
 
     def series(self, repetitions: int) -> None:
         """Before the timer queues ``repetitions`` calls: some of them are checked (those of an
         earlier series are dropped, its times too)."""
         following = range(self.count + 1, self.count + repetitions + 1)
         self.chosen = set(self.tools.chance.sample(following, min(self.wanted, repetitions)))
-        self.checked = []
+        self.checked, self.slots, self.spare = [], [], None
+        if self.wanted and self.last is not None:
+            self.slots = [self._slot() for _ in range(self.wanted)]
+            self.spare = self._slot()
 
     def prepare(self) -> None:
         """Before each call, outside its window: the previous call's results kept if it was a
         checked one, then this call's inputs."""
-        if self.count in self.chosen and len(self.checked) < self._made():
-            self._keep()
+        self._keep()
         self.count += 1
         checked = self.count in self.chosen
         # A checked call's preparation makes the same varied values as any other's and copies
@@ -115,19 +126,38 @@ class TimedCalls:
         """How many of the checked calls have been made."""
         return sum(1 for number in self.chosen if number <= self.count)
 
-    def _keep(self) -> None:
+    def _slot(self) -> tuple[list[Any], list[Any]]:
+        """Memory for the last call's outputs and inputs after it."""
         with self.tools.no_grad():
-            outputs = [t.clone() for t in self.returned(self.last)]
-            inputs = [x.clone() if hasattr(x, "clone") else x for x in self.inputs]
-        self.checked.append((outputs, inputs))
+            return ([self.tools.empty_like(t) for t in self.returned(self.last)],
+                    [self.tools.empty_like(x) if tensor else x for x, tensor in zip(self.inputs, self.tensors)])
+
+    def _keep(self) -> None:
+        """The last call's outputs and inputs after it: kept where it was a checked call not yet
+        kept, else copied to the spare slot (in a series)."""
+        checked = self.count in self.chosen and len(self.checked) < self._made()
+        if self.last is None or not (checked or self.spare):
+            return
+        if checked:
+            slot = self.slots[len(self.checked)] if len(self.slots) > len(self.checked) else self._slot()
+        else:
+            slot = self.spare
+        with self.tools.no_grad():
+            for kept, tensor in zip(slot[0], self.returned(self.last), strict=True):
+                self.tools.copy(kept, tensor)
+            for kept, value, tensor in zip(slot[1], self.inputs, self.tensors):
+                if tensor:
+                    self.tools.copy(kept, value)
+        if checked:
+            self.checked.append(slot)
 
     def finish(self) -> list[tuple[list[Any], list[Any]]]:
         """After the timing: each checked call's outputs and its inputs after it (none without
         a refill), those the timer did not make made now."""
-        if self.count in self.chosen and len(self.checked) < self._made():
-            self._keep()
+        self._keep()
         missing = self.wanted - len(self.checked)
         self.chosen = {number for number in self.chosen if number <= self.count}
+        self.spare = None  # the calls after the timing copy nothing but their checks
         for _ in range(missing):
             for _ in range(self.tools.chance.randint(1, MOST_CALLS_AFTER)):
                 self.prepare()
