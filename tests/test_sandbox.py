@@ -739,6 +739,18 @@ def test_the_checked_repetitions_reach_the_parent_as_calls_after_the_others(tmp_
         assert torch.equal(outputs[0], (x2 + 1) * 2) and written == (0,)
 
 
+def test_a_slow_answers_fewer_repetitions_are_its_times() -> None:
+    """The timer fits as few as 3 repetitions of a slow call in a GPU turn: those are its times,
+    not a fault; fewer, more, or anything but finite non-negative numbers are."""
+    from kernelgen.baseline.sandbox import AnswerFault, _checked_times
+
+    assert _checked_times([1.0] * 100, 100) == (1.0,) * 100 and _checked_times([2.0] * 3, 100) == (2.0,) * 3
+    assert _checked_times([5.0], 0) == ()
+    for times in ([1.0] * 2, [1.0] * 101, [1.0, float("nan"), 1.0], [1.0, -1.0, 1.0], [True] * 3, "fast"):
+        with pytest.raises(AnswerFault):
+            _checked_times(times, 100)
+
+
 @pytest.mark.parametrize("roofline, outcome", [(0.8, Outcome.OK), (2.5, Outcome.OK), (40.0, Outcome.IMPLAUSIBLE_TIME)])
 def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.MonkeyPatch, roofline: float,
                                                       outcome: Outcome) -> None:
