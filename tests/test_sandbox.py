@@ -473,11 +473,11 @@ class Chance:
         return self.random.randint(low, high)
 
 
-def timed_tools(offset: int = 5) -> Any:
+def timed_tools(offset: int = 5, seed: int = 0) -> Any:
     from kernelgen.baseline.timed import Tools
 
-    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.empty_like, torch.no_grad,
-                 torch.Generator().manual_seed(0), Chance(offset))
+    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like,
+                 torch.no_grad, torch.Generator().manual_seed(seed), Chance(offset))
 
 
 def timer(timed: Any, warmup: int, repetitions: int, attempts: int = 1) -> None:
@@ -510,7 +510,7 @@ def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_b
         i.add_(5)
         return x
 
-    timed = TimedCalls(entry, [x, 3, i, b, f8, wide], None, timed_tools(), lambda r: [r])
+    timed = TimedCalls(entry, [x, 3, i, b, f8, wide], None, None, timed_tools(), lambda r: [r])
     for _ in range(3):
         timed.prepare()
         factors = x / drawn[0]
@@ -552,7 +552,7 @@ def test_timed_repetitions_at_random_run_on_the_refill_and_are_kept(offset: int,
     cases = [(honest, True), (keeps, False)] + ([(first_series_only, False)] if attempts > 1 else [])
     for entry, fresh in cases:
         kept.clear()
-        timed = TimedCalls(entry, [x, y], [x2, y2], timed_tools(offset), lambda r: [r])
+        timed = TimedCalls(entry, [x, y], [x2, y2], [x2, y2], timed_tools(offset), lambda r: [r])
         timer(timed, 10, 100, attempts)
         last = range(13 + 100 * (attempts - 1), 113 + 100 * (attempts - 1))
         assert len(timed.chosen) == CHECKED_REPETITIONS and all(n in last for n in timed.chosen)
@@ -569,7 +569,7 @@ def test_in_a_series_every_call_copies_its_results_to_memory_made_before_it() ->
     from kernelgen.baseline.timed import TimedCalls
 
     x, x2 = torch.randn(8), torch.randn(8)
-    timed = TimedCalls(lambda: x * 3, [x], [x2], timed_tools(0), lambda r: [r])
+    timed = TimedCalls(lambda: x * 3, [x], [x2], [x2], timed_tools(0), lambda r: [r])
     timer(timed, 2, 0)
     timed.series(10)
     slots, spare = [id(slot) for slot in timed.slots], timed.spare
@@ -584,13 +584,57 @@ def test_in_a_series_every_call_copies_its_results_to_memory_made_before_it() ->
     assert per_call == 3 and len(copied) == 30  # each prepare: the results copied (2) and the input set (1)
 
 
+def test_varied_values_mix_in_the_other_draw_and_checked_values_are_of_the_same_family() -> None:
+    from kernelgen.baseline.timed import MIXED, VARY_SCALE, checked_values, vary
+
+    tools = timed_tools(-1)
+    x, other = torch.rand(4096) + 1, -torch.rand(4096) - 1  # the other draw's elements show by their sign
+    out = torch.empty_like(x)
+    vary(x, other, out, tools)
+    mixed = out < 0
+    assert abs(mixed.float().mean().item() - MIXED) < 0.02
+    for source, part in ((x, ~mixed), (other, mixed)):
+        ratio = out[part] / source[part]
+        assert VARY_SCALE[0] <= ratio.min() and ratio.max() <= VARY_SCALE[1]
+    i, i2 = torch.arange(8), torch.arange(8) + 100
+    with_float = checked_values([x, i, 2.0], [other, i2, 2.0], tools)
+    assert (with_float[0] < 0).any() and torch.equal(with_float[1], i) and with_float[2] == 2.0
+    assert torch.equal(checked_values([i], [i2], tools)[0], i2)  # integers alone: the other draw's
+
+
+def test_an_answer_testing_sampled_elements_cannot_tell_the_checked_calls() -> None:
+    """The reviewer's cheat: keep 16 sampled elements of the first call and skip the work where
+    most of a call's are within a few percent of them. Every timed call passes that test, the
+    checked ones too (the same family of values), so the kept result reaches the checks."""
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls, checked_values
+
+    x, x2 = torch.randn(4096), torch.randn(4096)
+    samples = torch.arange(0, 4096, 256)
+    kept: list[Any] = []
+
+    def cheat() -> Any:
+        if kept:
+            ratio = x[samples] / kept[0]
+            if ((ratio > 0.9) & (ratio < 1.1)).sum() >= 12:
+                return kept[1]
+        kept[:] = [x[samples].clone(), x * 2]
+        return kept[1]
+
+    checks = checked_values([x], [x2], timed_tools(-1, seed=1))  # the parent's randomness is not the child's
+    timed = TimedCalls(cheat, [x], [x2], checks, timed_tools(-1), lambda r: [r])
+    timer(timed, 10, 100)
+    checked = timed.finish()
+    assert len(checked) == CHECKED_REPETITIONS
+    assert not all(torch.allclose(outputs[0], checks[0] * 2) for outputs, _ in checked)  # stale: found
+
+
 def test_fewer_repetitions_than_checks_still_make_every_check() -> None:
     """A slow answer's timer fits fewer repetitions in a turn: those it makes are checked, and
     the rest of the checks are made after it, each after 1 to 8 varied calls."""
     from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls
 
     x, x2 = torch.randn(8), torch.randn(8)
-    timed = TimedCalls(lambda: x + 1, [x], [x2], timed_tools(-1), lambda r: [r])
+    timed = TimedCalls(lambda: x + 1, [x], [x2], [x2], timed_tools(-1), lambda r: [r])
     timer(timed, 1, 2)
     assert timed.chosen == {4, 5} and len(timed.checked) == 1  # the second is kept at finish
     checked = timed.finish()
@@ -727,7 +771,7 @@ def test_the_checked_repetitions_reach_the_parent_as_calls_after_the_others(tmp_
         first = [sent_first[0].clone()]
         writer.write(0, "output", 0, entry(*first))
         writer.write(0, "input", 0, first[0])
-        times = timed_and_checked(lambda: entry(x), [x], [x2], timed_tools(-1), writer, 1, timer)
+        times = timed_and_checked(lambda: entry(x), [x], [x2], [x2], timed_tools(-1), writer, 1, timer)
         writer.close()
         expected = [sent_first] + [[x2.clone()]] * CHECKED_REPETITIONS
         calls, modified = _results(fd, expected, 1 << 20, 1 << 24)
@@ -768,7 +812,8 @@ def test_a_time_the_roofline_cannot_allow_is_rejected(monkeypatch: pytest.Monkey
     def sandboxed(code, entry, calls, *args, refill=None, **options) -> SandboxResult:
         outputs = tuple(tuple(run_reference(task, dict(zip(["x"], call))).values()) for call in [*calls, refill])
         return SandboxResult(Outcome.OK, outputs[0], calls=outputs[:-1], modified=((),) * len(calls),
-                             again=(outputs[-1],), again_modified=((),), times_ms=(1e-4,) * 100)
+                             again=(outputs[-1],), again_modified=((),), again_inputs=tuple(refill),
+                             times_ms=(1e-4,) * 100)
 
     monkeypatch.setattr(sandbox, "run_calls_in_sandbox", sandboxed)
     monkeypatch.setattr(ablation, "_timing", lambda task, settings, times, extra: Timing(

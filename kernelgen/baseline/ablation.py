@@ -268,8 +268,11 @@ def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: i
 
 
 def _compare_again(again: tuple[Task, dict[str, Any], dict[str, int]], run) -> list[Diagnostic]:
-    """What is wrong with the calls made again on the refilled tensors."""
-    problems = _compare([again] * len(run.again), dataclasses.replace(run, calls=run.again, modified=run.again_modified))
+    """What is wrong with the calls made again on new values (the refill's, or on a GPU the
+    timed repetitions' checked ones: run.again_inputs)."""
+    task, inputs, sizes = again
+    given = (task, dict(zip(inputs, run.again_inputs)), sizes)
+    problems = _compare([given] * len(run.again), dataclasses.replace(run, calls=run.again, modified=run.again_modified))
     return [Diagnostic(d.path, d.code, "called again on the same tensors refilled with new values (on a GPU, in some "
                        "of the timed repetitions at random; a result kept "
                        f"from an earlier call is stale): {d.message}") for d in problems]

@@ -346,14 +346,14 @@ def report_compiles(tell: Callable[[bytes], Any]) -> None:
     triton.compiler.compile = reported
 
 
-def timed_and_checked(call: Callable[[], Any], timed: list[Any], refill: list[Any] | None, tools: Tools,
-                      writer: TensorWriter, number: int, timer: Callable[..., list[float]],
+def timed_and_checked(call: Callable[[], Any], timed: list[Any], other: list[Any] | None, checks: list[Any] | None,
+                      tools: Tools, writer: TensorWriter, number: int, timer: Callable[..., list[float]],
                       synchronize: Callable[[], None] | None = None) -> list[float]:
     """The times of ``call`` (``entry(*timed)``) by ``timer`` (given the timed function, its
-    prepare and its series: :func:`~kernelgen.gpu.timing.event_times`); with a ``refill``, the
-    checked repetitions' outputs and inputs after them written as calls ``number``,
-    ``number + 1``, ... (:mod:`kernelgen.baseline.timed`)."""
-    calls = TimedCalls(call, timed, refill, tools, returned_tensors)
+    prepare and its series: :func:`~kernelgen.gpu.timing.event_times`), its inputs varied with
+    ``other`` (another draw); with ``checks``, the checked repetitions' outputs and inputs after
+    them written as calls ``number``, ``number + 1``, ... (:mod:`kernelgen.baseline.timed`)."""
+    calls = TimedCalls(call, timed, other, checks, tools, returned_tensors)
     times = timer(calls, calls.prepare, calls.series)
     checked = calls.finish()
     if synchronize is not None:
@@ -393,11 +393,12 @@ def _child_main(job_dir: Path) -> int:
     calls = [placed(inputs) for inputs in torch.load(job_dir / "inputs.pt", weights_only=True)]
     timed = placed(torch.load(job_dir / "timed_inputs.pt", weights_only=True)) if job["repetitions"] else None
     refill = placed(torch.load(job_dir / "refill.pt", weights_only=True)) if job.get("refill") else None
+    checks = placed(torch.load(job_dir / "checks.pt", weights_only=True)) if job.get("checks") else None
     if timed is not None:  # none of it foreseeable by the answer (see kernelgen.baseline.timed)
         generator = torch.Generator(device="cuda")
         generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
-        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.empty_like, torch.no_grad, generator,
-                      random.Random(os.urandom(16)))
+        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like, torch.no_grad,
+                      generator, random.Random(os.urandom(16)))
     writer = TensorWriter(job["outputs_fd"])
     status_fd = job["status_fd"]
     # named by the parent: the child imports no more of kernelgen than this module (the rules
@@ -450,7 +451,7 @@ def _child_main(job_dir: Path) -> int:
             # Under the torch guard too: an answer that found it gone would compute with
             # PyTorch in the timed calls alone.
             times = timed_and_checked(
-                lambda: guarded(entry, *timed), timed, refill, tools, writer, len(calls),
+                lambda: guarded(entry, *timed), timed, refill, checks, tools, writer, len(calls),
                 lambda fn, prepare, series: event_times(fn, flush_buffer(), job["repetitions"], job["warmup"], prepare,
                                                         series), synchronize)
         elif refill is not None:

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
-from kernelgen.baseline.timed import CHECKED_REPETITIONS
+from kernelgen.baseline.timed import CHECKED_REPETITIONS, Tools, checked_values
 from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable, Wall, require_wall, seccomp_file,
                                      unnamed_file, user_options, wall_command)
 from kernelgen.env import SECRET_NAME, scrub
@@ -110,9 +110,9 @@ class SandboxResult:
     (stdout and stderr together). With several calls, ``calls`` holds each call's outputs and
     ``modified`` the positions of the inputs each call wrote into (found here, comparing what
     came back with what was sent); ``times_ms`` holds the CUDA-event times of the timed call's
-    repetitions. With a ``refill``, ``again`` holds the outputs of each call made on the refilled
-    tensors (some of the timed repetitions, where timed; else one call after the others) and
-    ``again_modified`` the inputs each wrote. ``isolation`` says what walled it in."""
+    repetitions. With a ``refill``, ``again`` holds the outputs of each call made on new values
+    (some of the timed repetitions, where timed; else one call after the others),
+    ``again_modified`` the inputs each wrote and ``again_inputs`` the values they were given. ``isolation`` says what walled it in."""
 
     outcome: Outcome
     outputs: tuple[Any, ...] = ()
@@ -125,6 +125,7 @@ class SandboxResult:
     times_ms: tuple[float, ...] = ()
     again: tuple[tuple[Any, ...], ...] = ()
     again_modified: tuple[tuple[int, ...], ...] = ()
+    again_inputs: tuple[Any, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -210,10 +211,12 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     costs seconds), noting which inputs each call modified; with ``timed_inputs`` on a GPU,
     then time ``entry(*timed_inputs)``: ``warmup`` calls, then ``repetitions`` calls each
     between CUDA events with the L2 cache flushed before it, each on the inputs as drawn with
-    their floats scaled afresh (:mod:`kernelgen.baseline.timed`). With ``refill`` (values for
-    each argument of the timed call where there is one, else of call ``refill_call``), the
-    tensors of that call hold those values in more calls (``again``): with timing, some of the
-    timed repetitions chosen at random; without, one call made after the others. An answer
+    their floats varied afresh (:mod:`kernelgen.baseline.timed`). With ``refill`` (another draw
+    of the arguments of the timed call where there is one, else of call ``refill_call``), the
+    tensors of that call hold new values in more calls (``again``): with timing, some of the
+    timed repetitions chosen at random, on values varied with the refill as every timed call's
+    are (:func:`~kernelgen.baseline.timed.checked_values`); without, the refill, in one call
+    made after the others. ``again_inputs`` holds what those calls were given. An answer
     that keeps its results between calls, keyed by the tensors, their addresses or the number
     of calls, returns stale ones there (a timing cheat: the repetitions would do no work).
 
@@ -239,10 +242,11 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     timed = timed_inputs is not None and device == "cuda" and repetitions > 0
     timed_inputs = dense(timed_inputs) if timed_inputs is not None else None
     refill = dense(refill) if refill is not None else None
-    again_sent = None
-    if refill is not None:  # what the call made again receives: the refill where a tensor was
-        base = list(timed_inputs) if timed else sent[refill_call]
-        again_sent = [new if isinstance(old, torch.Tensor) else old for old, new in zip(base, refill)]
+    again_sent = checked = None
+    if refill is not None and timed:  # the checked repetitions' values: the timed ones varied with the refill
+        checked = again_sent = checked_values(timed_inputs, refill, _parent_tools())
+    elif refill is not None:  # what the call made again receives: the refill where a tensor was
+        again_sent = [new if isinstance(old, torch.Tensor) else old for old, new in zip(sent[refill_call], refill)]
     # the calls made on the refill: some of the timed repetitions (kernelgen.baseline.timed), else one
     checks = (CHECKED_REPETITIONS if timed else 1) if again_sent is not None else 0
     expected = sent + [again_sent] * checks
@@ -263,13 +267,15 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
             torch.save(list(timed_inputs), job_dir / "timed_inputs.pt")
         if refill is not None:
             torch.save(list(refill), job_dir / "refill.pt")
+        if checked is not None:
+            torch.save(list(checked), job_dir / "checks.pt")
         status_fd, outputs_fd, log_fd = unnamed_file(), unnamed_file(), unnamed_file()
         ready_read, ready_write = os.pipe()
         info_read, info_write = os.pipe()
         fds += [status_fd, outputs_fd, log_fd, ready_read, ready_write, info_read, info_write]
         job = {"entry": entry, "device": device, "ready_fd": ready_write, "status_fd": status_fd,
                "outputs_fd": outputs_fd, "repetitions": repetitions if timed else 0, "warmup": warmup,
-               "refill": refill is not None, "refill_call": refill_call,
+               "refill": refill is not None, "checks": checked is not None, "refill_call": refill_call,
                "write_roots": [str(inside), os.devnull],
                "torch_allowed": sorted(runtime_allowed_torch_names()),
                "compiler_tools": device == "cuda",
@@ -315,12 +321,26 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
             _copy_tree(job_dir / ".triton", keep_triton_cache)
         if checks and result.ok:  # the calls on the refill are the last
             return dataclasses.replace(result, calls=result.calls[:-checks], modified=result.modified[:-checks],
-                                       again=result.calls[-checks:], again_modified=result.modified[-checks:])
+                                       again=result.calls[-checks:], again_modified=result.modified[-checks:],
+                                       again_inputs=tuple(again_sent))
         return result
     finally:
         for fd in fds:
             os.close(fd)
         shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def _parent_tools() -> Tools:
+    """The timed calls' tools in this process, for the checked calls' values: their randomness
+    from os.urandom, as the child's (nothing the answer can foresee)."""
+    import random
+
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
+    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like,
+                 torch.no_grad, generator, random.Random(os.urandom(16)))
 
 
 def runtime_allowed_torch_names() -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""The timed calls of a raw-Triton answer, in the sandbox's child, and the one of them checked.
+"""The timed calls of a raw-Triton answer, in the sandbox's child, and the ones of them checked.
 
 An answer is Python running in the timer's own process: it can keep state between calls, count
 them, and time the pauses between them. The checked calls come first and the timed ones after,
@@ -7,20 +7,23 @@ compared in its kernel) and returned them in every timed repetition would be tim
 work, with every check passed. So, in the timed calls (:class:`TimedCalls`):
 
 * before each one, outside its window, the inputs are set back to their values as drawn (an
-  in-place answer would find its own results there otherwise), the floating ones (16 bits or
-  more) scaled element by element by fresh factors in :data:`VARY_SCALE`: no two calls see
-  the same values, nor values one scale apart. Integer inputs (indices, offsets, lengths) keep
-  their values, whose preconditions must hold in every call; an answer whose inputs are all
-  integers could still keep its results by sampled elements;
-* :data:`CHECKED_REPETITIONS` of the timed repetitions, chosen at random, are made on the
-  refill values instead (another draw, the parent's ``refill``), each one's outputs and its
-  inputs after it kept, outside the window, for the parent to compare with the reference's on
-  the refill. An answer cannot tell them from the others, not by their number nor by a pause
-  before them (their preparation makes the same varied values and copies the same bytes): one that skipped its work in a fraction f of the repetitions is found with
+  in-place answer would find its own results there otherwise) and the floating ones (16 bits
+  or more) varied (:func:`vary`): each element taken from the drawn values or, one in
+  :data:`MIXED`, from another draw (the parent's ``refill``), then scaled by a fresh factor in
+  :data:`VARY_SCALE`. No two calls see the same values, nor values one scale apart, and a
+  result kept from another call is off by the other draw's values. Integer inputs (indices,
+  offsets, lengths) keep their values, whose preconditions must hold in every call; an answer
+  whose inputs are all integers could still keep its results by sampled elements;
+* :data:`CHECKED_REPETITIONS` of the repetitions of each series, chosen at random, are made on
+  values the parent varied the same way (:func:`checked_values`: another call of the same
+  family, which no sample of its elements tells apart), each one's outputs and its inputs
+  after it kept, outside the window, for the parent to compare with the reference's on those
+  values. Nor can their number or a pause before them tell them (their preparation does the
+  same work): one that skipped its work in a fraction f of the repetitions is found with
   probability 1 - (1 - f)^3 or more, and one whose median time is of skipped work (f > 1/2),
-  seven times in eight or more. Where the timer made fewer calls than chosen (a slow answer,
-  whose repetitions fit a turn), each checked call it did not make is made after the timing,
-  as the last of 1 to 8 more made as timed ones are.
+  seven times in eight or more. Where the timer made fewer repetitions than there are checks
+  (a slow answer, whose repetitions fit a turn), the rest are made after the timing, each as
+  the last of 1 to 8 more calls made as timed ones are.
 
 Every torch function used after the answer's import is taken before it (:class:`Tools`): the
 answer runs in this process and could replace torch's (the static rules refuse it; advisory).
@@ -33,9 +36,11 @@ from typing import Any, Callable, Sequence
 
 # The factors each element of a floating input is scaled by in a timed call: below 1 (a value
 # in [0, 1] stays there), positive (signs stay), 1.6-3.1 % (more than a bf16 value's spacing,
-# so most elements change). 8-bit floats are copied unscaled.
+# so most elements change). 8-bit floats are copied unscaled. And the share of its elements
+# taken from the other draw (valid values of the same domain).
 VARY_SCALE = (1 - 2 ** -5, 1 - 2 ** -6)
-# How many timed repetitions are checked (on the refill values), and how many calls more, at
+MIXED = 1 / 8
+# How many timed repetitions are checked (on checked_values), and how many calls more, at
 # most, are made after the timing before a checked call made there.
 CHECKED_REPETITIONS = 3
 MOST_CALLS_AFTER = 8
@@ -49,37 +54,81 @@ class Tools:
     mul: Callable[..., Any]  # torch.mul
     add: Callable[..., Any]  # torch.add
     rand: Callable[..., Any]  # torch.rand
+    where: Callable[..., Any]  # torch.where
+    lt: Callable[..., Any]  # torch.lt
     empty_like: Callable[..., Any]  # torch.empty_like
     no_grad: Callable[[], Any]  # torch.no_grad
     generator: Any  # a torch.Generator on the device, seeded from os.urandom
     chance: Any  # a random.Random seeded from os.urandom
 
 
+def varied(tensor: Any) -> bool:
+    """Whether a timed call's input is varied: a float of 16 bits or more."""
+    return tensor.is_floating_point() and tensor.element_size() >= 2
+
+
+def vary(drawn: Any, other: Any, out: Any, tools: Tools) -> None:
+    """``out`` = each element of ``drawn`` (one in :data:`MIXED`: of ``other``) times a fresh
+    factor in :data:`VARY_SCALE`, rounded to ``out``'s dtype."""
+    low, high = VARY_SCALE
+    coins = tools.rand(drawn.shape, generator=tools.generator, device=drawn.device)
+    factors = tools.rand(drawn.shape, generator=tools.generator, device=drawn.device)
+    source = tools.where(tools.lt(coins, MIXED), other, drawn)
+    tools.mul(source, tools.add(tools.mul(factors, high - low), low), out=out)
+
+
+def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools) -> list[Any]:
+    """The values of a checked call, made by the parent: the floating inputs varied as every
+    timed call's are (:func:`vary`), the others as drawn; where no input is floating, the
+    other draw's (a result kept from another call is then stale there, if not in the calls
+    that repeat one set of integers)."""
+    import torch
+
+    tensors = [x for x in drawn if isinstance(x, torch.Tensor)]
+    floating = any(varied(x) for x in tensors)
+    values = []
+    for x, y in zip(drawn, other):
+        if not isinstance(x, torch.Tensor):
+            values.append(x)
+        elif varied(x):
+            out = torch.empty_like(x)
+            vary(x, y, out, tools)
+            values.append(out)
+        else:
+            values.append(x.clone() if floating else y.clone())
+    return values
+
+
 def writable(tensor: Any) -> bool:
     """Whether every element of ``tensor`` is its own memory (an expanded tensor's are not: no
-    call writes it in place, and it can be neither set back nor refilled: the parent expects
-    it unchanged in the calls on the refill)."""
+    call writes it in place, and it can be neither set back nor varied)."""
     return not any(stride == 0 and size > 1 for stride, size in zip(tensor.stride(), tensor.shape))
 
 
 class TimedCalls:
     """The timer's ``prepare``, its ``series`` and the timed function for ``entry(*inputs)``
-    (see the module docstring); ``refill``, where given, the values of the checked calls, some
-    of the repetitions of each series :func:`~kernelgen.gpu.timing.timed_windows` queues (it
-    returns the last series' times: the checks kept are that series')."""
+    (see the module docstring); ``other``, where given, another draw of the inputs, and
+    ``checks`` the values of the checked calls (:func:`checked_values`), some of the
+    repetitions of each series :func:`~kernelgen.gpu.timing.timed_windows` queues (it returns
+    the last series' times: the checks kept are that series')."""
 
-    def __init__(self, entry: Callable[[], Any], inputs: Sequence[Any], refill: Sequence[Any] | None,
-                 tools: Tools, returned: Callable[[Any], list[Any]]) -> None:
+    def __init__(self, entry: Callable[[], Any], inputs: Sequence[Any], other: Sequence[Any] | None,
+                 checks: Sequence[Any] | None, tools: Tools, returned: Callable[[Any], list[Any]]) -> None:
         import torch
 
-        self.entry, self.inputs, self.refill, self.tools, self.returned = entry, list(inputs), refill, tools, returned
+        self.entry, self.inputs, self.tools, self.returned = entry, list(inputs), tools, returned
         self.tensors = [isinstance(x, torch.Tensor) for x in self.inputs]
         # Each input tensor: its values as drawn, where its varied values are made (floats of 16
-        # bits or more) and its refill values.
-        refills = list(refill) if refill is not None else [None] * len(self.inputs)
-        self.kept = [(x, x.clone(), torch.empty_like(x) if x.is_floating_point() and x.element_size() >= 2 else None,
-                      value) for x, value in zip(self.inputs, refills) if isinstance(x, torch.Tensor) and writable(x)]
-        self.wanted = CHECKED_REPETITIONS if refill is not None else 0  # made after the timing where it made fewer
+        # bits or more), the other draw's and the checked calls'.
+        others = list(other) if other is not None else [None] * len(self.inputs)
+        checked = list(checks) if checks is not None else [None] * len(self.inputs)
+        self.kept = []
+        for x, y, z in zip(self.inputs, others, checked):
+            if isinstance(x, torch.Tensor) and writable(x):
+                drawn = x.clone()
+                self.kept.append((x, drawn, torch.empty_like(x) if varied(x) else None,
+                                  drawn if y is None else y, drawn if z is None else z))
+        self.wanted = CHECKED_REPETITIONS if checks is not None else 0  # made after the timing where it made fewer
         self.chosen: set[int] = set()  # the numbers of the checked calls
         self.count = 0  # the calls prepared so far
         self.last: Any = None  # the last call's result
@@ -111,12 +160,10 @@ class TimedCalls:
         # A checked call's preparation makes the same varied values as any other's and copies
         # the same bytes: neither the host's time nor the GPU's before it tells it apart.
         with self.tools.no_grad():
-            low, high = VARY_SCALE
-            for tensor, drawn, varied, refill in self.kept:
-                if varied is not None:
-                    factors = self.tools.rand(tensor.shape, generator=self.tools.generator, device=tensor.device)
-                    self.tools.mul(drawn, self.tools.add(self.tools.mul(factors, high - low), low), out=varied)
-                self.tools.copy(tensor, refill if checked else drawn if varied is None else varied)
+            for tensor, drawn, made, other, check in self.kept:
+                if made is not None:
+                    vary(drawn, other, made, self.tools)
+                self.tools.copy(tensor, check if checked else drawn if made is None else made)
 
     def __call__(self) -> None:
         self.last = None  # the previous result's memory is free for this call, as a user's would be
@@ -153,7 +200,7 @@ class TimedCalls:
 
     def finish(self) -> list[tuple[list[Any], list[Any]]]:
         """After the timing: each checked call's outputs and its inputs after it (none without
-        a refill), those the timer did not make made now."""
+        ``checks``), those the timer did not make made now."""
         self._keep()
         missing = self.wanted - len(self.checked)
         self.chosen = {number for number in self.chosen if number <= self.count}
