@@ -23,9 +23,9 @@ from typing import Any, Callable, Mapping, Sequence
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
-from kernelgen.baseline.timed import TimedCalls, Tools, writable
+from kernelgen.baseline.timed import TimedCalls, Tools
 from kernelgen.errors import KernelTimeout, Outcome
-from kernelgen.gpu.timing import event_times, flush_buffer, listen_for_waits
+from kernelgen.gpu.timing import event_times, flush_buffer, has_own_memory, listen_for_waits
 
 COMPILER_TOOLS = frozenset({"ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm", "cc", "gcc", "g++", "clang",
                             "clang++", "ldconfig"})
@@ -459,7 +459,7 @@ def _child_main(job_dir: Path) -> int:
             # that keeps results between calls (keyed by data_ptr) returns stale ones.
             again = calls[job["refill_call"]]
             for old, new in zip(again, refill):
-                if is_tensor(old) and writable(old):
+                if is_tensor(old) and has_own_memory(old):
                     copy(old, new)
             checked_call(len(calls), again)
         writer.close()

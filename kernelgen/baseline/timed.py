@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from kernelgen.gpu.timing import has_own_memory
+
 # The factors each element of a floating input is scaled by in a timed call: below 1 (a value
 # in [0, 1] stays there), positive (signs stay), 1.6-3.1 % (more than a bf16 value's spacing,
 # so most elements change). 8-bit floats are copied unscaled. And the share of its elements
@@ -99,12 +101,6 @@ def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools) -> 
     return values
 
 
-def writable(tensor: Any) -> bool:
-    """Whether every element of ``tensor`` is its own memory (an expanded tensor's are not: no
-    call writes it in place, and it can be neither set back nor varied)."""
-    return not any(stride == 0 and size > 1 for stride, size in zip(tensor.stride(), tensor.shape))
-
-
 class TimedCalls:
     """The timer's ``prepare``, its ``series`` and the timed function for ``entry(*inputs)``
     (see the module docstring); ``other``, where given, another draw of the inputs, and
@@ -124,7 +120,7 @@ class TimedCalls:
         checked = list(checks) if checks is not None else [None] * len(self.inputs)
         self.kept = []
         for x, y, z in zip(self.inputs, others, checked):
-            if isinstance(x, torch.Tensor) and writable(x):
+            if isinstance(x, torch.Tensor) and has_own_memory(x):
                 drawn = x.clone()
                 self.kept.append((x, drawn, torch.empty_like(x) if varied(x) else None,
                                   drawn if y is None else y, drawn if z is None else z))

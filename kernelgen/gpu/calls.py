@@ -88,14 +88,12 @@ def time_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed: int
     inputs = bench_inputs(task, sizes, seed)
     function = KernelFunction(kernel)
     flush = flush_buffer()
-    # An in-place call's inputs are set back before each call (the kernel writes no other input).
+    # An in-place call's inputs are set back before each call (the kernel writes no other
+    # input), eager's and torch.compile's too.
     restore = restoring(inputs) if task.in_place else None
     with prepared_outputs(restore) as prepare:
         kernel_ms = event_times(lambda: function(**inputs), flush, repetitions, WARMUP, prepare)
-    if restore is not None:
-        restore()  # as drawn for eager, whose timing keeps its own copies
-    del restore, prepare
-    return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions, torch_compile)}
+    return {"kernel_ms": kernel_ms, **_eager_times(task, inputs, flush, repetitions, torch_compile, restore)}
 
 
 def time_calls(case: Case) -> Timing:

@@ -317,13 +317,15 @@ def candidate_times_job(task: Task, checked: CheckedKernel, compiled: Any, sizes
 
 
 def _eager_times(task: Task, inputs: Mapping[str, Any], flush: Any, repetitions: int,
-                 torch_compile: bool = False) -> dict[str, Any]:
+                 torch_compile: bool = False, restore: Callable[[], None] | None = None) -> dict[str, Any]:
     import torch
 
     eager = task.eager_function()
     values = list(inputs.values())
-    # An in-place operation is timed on its inputs as drawn every time.
-    restore = restoring(values) if task.in_place else None
+    # An in-place operation is timed on its inputs as drawn every time (``restore``: the
+    # caller's setting back of ``inputs``, where it has one).
+    if restore is None and task.in_place:
+        restore = restoring(values)
     with torch.no_grad():
         eager_ms = event_times(lambda: eager(*values), flush, repetitions, WARMUP, restore)
     found = {"eager_ms": eager_ms, "device": torch.cuda.get_device_name(), "bandwidth": copy_bandwidth()}

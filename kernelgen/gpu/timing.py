@@ -323,6 +323,12 @@ class Windows:
     late: int
 
 
+def has_own_memory(tensor: Any) -> bool:
+    """Whether every element of ``tensor`` is its own memory (an expanded tensor's, a zero
+    stride, are not: no call writes it in place, and it can be neither set back nor refilled)."""
+    return not any(stride == 0 and size > 1 for stride, size in zip(tensor.stride(), tensor.shape))
+
+
 def restoring(*arguments: Any) -> Callable[[], None]:
     """A ``prepare`` (:func:`timed_windows`) that sets every tensor among ``arguments``
     (tensors, or lists, tuples and dicts of them) back to its values now: an in-place call
@@ -333,7 +339,7 @@ def restoring(*arguments: Any) -> Callable[[], None]:
 
     def tensors(value: Any) -> Iterator[Any]:
         if isinstance(value, torch.Tensor):
-            if not any(stride == 0 and size > 1 for stride, size in zip(value.stride(), value.shape)):
+            if has_own_memory(value):
                 yield value
         elif isinstance(value, (list, tuple)):
             for item in value:
