@@ -35,7 +35,7 @@ from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Outcome
 from kernelgen.lang.parse import parse_kernel
 from kernelgen.baseline.child import classify
-from kernelgen.baseline.sandbox import SEED_KERNEL, SandboxResult, run_in_sandbox, sandbox_environment
+from kernelgen.baseline.sandbox import SEED_KERNEL, SandboxResult, run_calls_in_sandbox, run_in_sandbox, sandbox_environment
 from kernelgen.baseline.wall import JOB_MOUNT, Wall, find_wall, seccomp_file, user_options, wall_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -476,8 +476,7 @@ class Chance:
 def timed_tools(offset: int = 5, seed: int = 0) -> Any:
     from kernelgen.baseline.timed import Tools
 
-    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like,
-                 torch.no_grad, torch.Generator().manual_seed(seed), Chance(offset))
+    return Tools.taken(torch.Generator().manual_seed(seed), Chance(offset))
 
 
 def timer(timed: Any, warmup: int, repetitions: int, attempts: int = 1) -> None:
@@ -628,6 +627,97 @@ def test_an_answer_testing_sampled_elements_cannot_tell_the_checked_calls() -> N
     assert not all(torch.allclose(outputs[0], checks[0] * 2) for outputs, _ in checked)  # stale: found
 
 
+def test_mixed_inputs_take_the_other_draws_elements_at_the_same_places_in_each_call() -> None:
+    """Inputs named mixed (integers, booleans, 8-bit floats whose domain holds element by
+    element) take about one element in MIXED from the other draw, afresh in each call and at the
+    same places in every input of one shape (a dividend keeps its divisor); the others, as drawn."""
+    from kernelgen.baseline.timed import MIXED, TimedCalls
+
+    a, b, kept = torch.arange(4096), torch.arange(4096) + 7, torch.arange(16)
+    flags, f8 = torch.rand(4096) < 0.5, torch.randn(4096).to(torch.float8_e4m3fn)
+    others = [a + 100_000, b + 100_000, kept + 50, ~flags, (f8.float() * 2 + 1).to(torch.float8_e4m3fn)]
+    drawn = [t.clone() for t in (a, b, kept, flags, f8)]
+    timed = TimedCalls(lambda: a + b, [a, b, kept, flags, f8], others, None, timed_tools(-1), lambda r: [r],
+                       mixed=[True, True, False, True, True])
+    places = []
+    for _ in range(3):
+        timed.prepare()
+        taken = a >= 100_000
+        assert abs(taken.float().mean().item() - MIXED) < 0.02
+        assert torch.equal(a, torch.where(taken, others[0], drawn[0]))
+        assert torch.equal(b, torch.where(taken, others[1], drawn[1]))  # the same places
+        assert torch.equal(flags, torch.where(taken, others[3], drawn[3]))
+        bits = [t.view(torch.uint8) for t in (f8, others[4], drawn[4])]
+        assert torch.equal(bits[0], torch.where(taken, bits[1], bits[2]))
+        assert torch.equal(kept, drawn[2])  # not mixed: as drawn
+        places.append(taken.clone())
+        timed()
+    assert not torch.equal(places[0], places[1])  # afresh in each call
+    alone = TimedCalls(lambda: a, [a], None, None, timed_tools(), lambda r: [r], mixed=[True])
+    assert alone.kept[0][2] is None  # no other draw: nothing to mix with
+
+
+def test_checked_values_mix_as_the_timed_calls_do() -> None:
+    """The parent's checked values are of the timed calls' family: mixed inputs mixed at shared
+    places, the rest as drawn; where nothing is varied or mixed, the other draw's."""
+    from kernelgen.baseline.timed import MIXED, checked_values
+
+    a, b, n = torch.arange(4096), torch.arange(4096) + 7, torch.arange(8)
+    a2, b2, n2 = a + 100_000, b + 100_000, n + 50
+    values = checked_values([a, b, n, 3], [a2, b2, n2, 3], timed_tools(-1), [True, True, False, False])
+    taken = values[0] >= 100_000
+    assert abs(taken.float().mean().item() - MIXED) < 0.02
+    assert torch.equal(values[1], torch.where(taken, b2, b)) and torch.equal(values[2], n) and values[3] == 3
+    assert torch.equal(checked_values([n], [n2], timed_tools(-1), [False])[0], n2)
+
+
+def test_an_integer_answer_keeping_results_by_sampled_elements_is_found() -> None:
+    """The sampled-elements cheat on integers alone: before, every timed call saw the drawn
+    values and the checked ones the other draw's, so it skipped every timed call unseen. Mixed,
+    most samples still match the first call's, the cheat returns its kept result in the checked
+    calls too, and that result is stale where the elements were mixed."""
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls, checked_values
+
+    a, b = torch.randint(-1000, 1000, (4096,)), torch.randint(1, 1000, (4096,))
+    a2, b2 = torch.randint(-1000, 1000, (4096,)), torch.randint(1, 1000, (4096,))
+    samples = torch.arange(0, 4096, 256)
+    kept: list[Any] = []
+
+    def cheat() -> Any:  # a remainder, kept while 12 of 16 sampled elements are as in its first call
+        if kept and (a[samples] == kept[0]).sum() >= 12:
+            return kept[1]
+        kept[:] = [a[samples].clone(), torch.remainder(a, b)]
+        return kept[1]
+
+    checks = checked_values([a, b], [a2, b2], timed_tools(-1, seed=1), [True, True])
+    timed = TimedCalls(cheat, [a, b], [a2, b2], checks, timed_tools(-1), lambda r: [r], mixed=[True, True])
+    timer(timed, 10, 100)
+    checked = timed.finish()
+    assert len(checked) == CHECKED_REPETITIONS
+    assert not all(torch.equal(outputs[0], torch.remainder(checks[0], checks[1])) for outputs, _ in checked)
+    kept.clear()
+    honest = TimedCalls(lambda: torch.remainder(a, b), [a, b], [a2, b2], checks, timed_tools(-1), lambda r: [r],
+                        mixed=[True, True])
+    timer(honest, 10, 100)
+    assert all(torch.equal(outputs[0], torch.remainder(checks[0], checks[1])) for outputs, _ in honest.finish())
+
+
+def test_the_baseline_mixes_the_inputs_whose_domain_holds_element_by_element() -> None:
+    """Integers in a range are mixed; sorted segment starts are not (a mixed one is unsorted)."""
+    from kernelgen.baseline.ablation import _mixed
+    from kernelgen.task.spec import load_tasks
+    from kernelgen.task.verify import make_inputs
+
+    tasks = {t.id: t for t in load_tasks()}
+    for task_id, expected in (("segment_sum_csr", {"values": True, "offsets": False}),
+                              ("remainder_int", None)):
+        task = tasks[task_id].variant_tasks()[0]
+        inputs = make_inputs(task, {name: r.min for name, r in task.sizes.items()}, 0)
+        flags = dict(zip(inputs, _mixed(task, inputs)))
+        assert flags == (expected or {name: True for name in inputs}), task_id
+    assert _mixed(tasks["segment_sum_csr"], None) is None
+
+
 def test_fewer_repetitions_than_checks_still_make_every_check() -> None:
     """A slow answer's timer fits fewer repetitions in a turn: those it makes are checked, and
     the rest of the checks are made after it, each after 1 to 8 varied calls."""
@@ -670,6 +760,21 @@ def test_the_call_made_again_cannot_be_told_from_a_timed_repetition() -> None:
     assert run.outcome is Outcome.OK and torch.equal(run.outputs[0].cpu(), (X + Y)), run.stderr_tail
     assert len(run.again) == 3  # the checked repetitions, all stale: the harness's comparison fails them
     assert not any(torch.allclose(again[0].cpu(), X2 + Y2) for again in run.again)
+
+
+@pytest.mark.gpu
+def test_integer_inputs_named_mixed_are_mixed_in_the_timed_calls_on_the_gpu() -> None:
+    """On the device: the checked repetitions of an all-integer call get the drawn values with one
+    element in eight of the refill's, at the same places in both inputs, and come back right."""
+    a, b = torch.randint(-1000, 1000, (4096,), dtype=torch.int32), torch.randint(-1000, 1000, (4096,), dtype=torch.int32)
+    a2, b2 = a + 100_000, b + 100_000
+    run = run_calls_in_sandbox(SEED_KERNEL, "vector_add", [[a, b]], device="cuda", timed_inputs=[a, b],
+                               refill=[a2, b2], mixed=[True, True])
+    assert run.outcome is Outcome.OK and len(run.again) == 3, run.stderr_tail
+    given_a, given_b = run.again_inputs
+    taken = given_a >= 100_000
+    assert 0.08 < taken.float().mean().item() < 0.17 and torch.equal(given_b, torch.where(taken, b2, b))
+    assert all(torch.equal(again[0].cpu(), given_a + given_b) for again in run.again)
 
 
 # -- where the wall cannot stand ---------------------------------------------------------------

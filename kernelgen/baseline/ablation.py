@@ -32,7 +32,7 @@ from kernelgen.host.plan import TORCH_DTYPES
 from kernelgen.task.case import Settings
 from kernelgen.task.draws import draw_sizes
 from kernelgen.task.results import CaseResult, GenerationInfo, Timing
-from kernelgen.task.spec import Task
+from kernelgen.task.spec import Domain, Task
 from kernelgen.task.verify import compare_outputs, make_inputs, reference_call, reference_leaves
 
 # Triton's interpreter runs each program of the grid in Python, hundreds of times slower than
@@ -175,7 +175,7 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                 timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                 device="cuda" if settings.gpu else "interpreter", timed_inputs=timed, refill=list(again[1].values()),
-                refill_call=smallest, output_bytes_limit=_output_bytes_limit([*calls] + [again] * CHECKED_REPETITIONS),
+                refill_call=smallest, mixed=_mixed(concrete[0], timed_args), output_bytes_limit=_output_bytes_limit([*calls] + [again] * CHECKED_REPETITIONS),
                 unsafe=settings.unsafe_sandbox), timed_out=lambda result: result.outcome is Outcome.TIMEOUT)
             artifacts["sandbox"] = run.stderr_tail
             extra["sandbox"] = run.isolation  # what walled the answer in (bubblewrap, or --unsafe-sandbox's none)
@@ -254,6 +254,18 @@ def _elements(inputs: dict[str, Any], nbytes: bool = False) -> int:
     import torch
 
     return sum(v.numel() * (v.element_size() if nbytes else 1) for v in inputs.values() if isinstance(v, torch.Tensor))
+
+
+def _mixed(task: Task, inputs: dict[str, Any] | None) -> list[bool] | None:
+    """Per timed input, whether a timed call may take its elements one by one from another draw
+    (:func:`kernelgen.baseline.timed.mix`; floats are varied anyway): a tensor whose task domain
+    holds element by element."""
+    import torch
+
+    if inputs is None:
+        return None
+    return [isinstance(value, torch.Tensor) and (task.domains.get(name) or Domain()).by_element
+            for name, value in inputs.items()]
 
 
 def _refilled(task: Task, inputs: dict[str, Any], sizes: dict[str, int], seed: int,

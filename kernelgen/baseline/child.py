@@ -348,12 +348,13 @@ def report_compiles(tell: Callable[[bytes], Any]) -> None:
 
 def timed_and_checked(call: Callable[[], Any], timed: list[Any], other: list[Any] | None, checks: list[Any] | None,
                       tools: Tools, writer: TensorWriter, number: int, timer: Callable[..., list[float]],
-                      synchronize: Callable[[], None] | None = None) -> list[float]:
+                      synchronize: Callable[[], None] | None = None, mixed: list[bool] | None = None) -> list[float]:
     """The times of ``call`` (``entry(*timed)``) by ``timer`` (given the timed function, its
-    prepare and its series: :func:`~kernelgen.gpu.timing.event_times`), its inputs varied with
-    ``other`` (another draw); with ``checks``, the checked repetitions' outputs and inputs after
-    them written as calls ``number``, ``number + 1``, ... (:mod:`kernelgen.baseline.timed`)."""
-    calls = TimedCalls(call, timed, other, checks, tools, returned_tensors)
+    prepare and its series: :func:`~kernelgen.gpu.timing.event_times`), its inputs varied (and
+    those ``mixed`` names mixed) with ``other`` (another draw); with ``checks``, the checked
+    repetitions' outputs and inputs after them written as calls ``number``, ``number + 1``, ...
+    (:mod:`kernelgen.baseline.timed`)."""
+    calls = TimedCalls(call, timed, other, checks, tools, returned_tensors, mixed)
     times = timer(calls, calls.prepare, calls.series)
     checked = calls.finish()
     if synchronize is not None:
@@ -397,8 +398,7 @@ def _child_main(job_dir: Path) -> int:
     if timed is not None:  # none of it foreseeable by the answer (see kernelgen.baseline.timed)
         generator = torch.Generator(device="cuda")
         generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
-        tools = Tools(copy, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like, torch.no_grad,
-                      generator, random.Random(os.urandom(16)))
+        tools = Tools.taken(generator, random.Random(os.urandom(16)))
     writer = TensorWriter(job["outputs_fd"])
     status_fd = job["status_fd"]
     # named by the parent: the child imports no more of kernelgen than this module (the rules
@@ -453,7 +453,7 @@ def _child_main(job_dir: Path) -> int:
             times = timed_and_checked(
                 lambda: guarded(entry, *timed), timed, refill, checks, tools, writer, len(calls),
                 lambda fn, prepare, series: event_times(fn, flush_buffer(), job["repetitions"], job["warmup"], prepare,
-                                                        series), synchronize)
+                                                        series), synchronize, job.get("mixed"))
         elif refill is not None:
             # The same tensors as call refill_call's, their values replaced in place: an answer
             # that keeps results between calls (keyed by data_ptr) returns stale ones.

@@ -202,7 +202,7 @@ def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: floa
 def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], timeout_s: float = 60.0,
                          device: Device | None = None, *, timed_inputs: Sequence[Any] | None = None,
                          refill: Sequence[Any] | None = None, refill_call: int = -1,
-                         repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
+                         mixed: Sequence[bool] | None = None, repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
                          file_size_limit_bytes: int | None = None, output_bytes_limit: int | None = None,
                          startup_timeout_s: float = 300.0, unsafe: bool = False,
                          keep_triton_cache: Path | None = None,
@@ -216,7 +216,9 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     tensors of that call hold new values in more calls (``again``): with timing, some of the
     timed repetitions chosen at random, on values varied with the refill as every timed call's
     are (:func:`~kernelgen.baseline.timed.checked_values`); without, the refill, in one call
-    made after the others. ``again_inputs`` holds what those calls were given. An answer
+    made after the others. ``mixed`` names, per timed input, those not floating whose elements a
+    timed call may take from the refill, one by one (their task's domain holds element by
+    element: :func:`~kernelgen.baseline.timed.mix`). ``again_inputs`` holds what those calls were given. An answer
     that keeps its results between calls, keyed by the tensors, their addresses or the number
     of calls, returns stale ones there (a timing cheat: the repetitions would do no work).
 
@@ -244,7 +246,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     refill = dense(refill) if refill is not None else None
     again_sent = checked = None
     if refill is not None and timed:  # the checked repetitions' values: the timed ones varied with the refill
-        checked = again_sent = checked_values(timed_inputs, refill, _parent_tools())
+        checked = again_sent = checked_values(timed_inputs, refill, _parent_tools(), mixed)
     elif refill is not None:  # what the call made again receives: the refill where a tensor was
         again_sent = [new if isinstance(old, torch.Tensor) else old for old, new in zip(sent[refill_call], refill)]
     # the calls made on the refill: some of the timed repetitions (kernelgen.baseline.timed), else one
@@ -276,6 +278,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
         job = {"entry": entry, "device": device, "ready_fd": ready_write, "status_fd": status_fd,
                "outputs_fd": outputs_fd, "repetitions": repetitions if timed else 0, "warmup": warmup,
                "refill": refill is not None, "checks": checked is not None, "refill_call": refill_call,
+               "mixed": [bool(m) for m in mixed] if mixed is not None else None,
                "write_roots": [str(inside), os.devnull],
                "torch_allowed": sorted(runtime_allowed_torch_names()),
                "compiler_tools": device == "cuda",
@@ -339,8 +342,7 @@ def _parent_tools() -> Tools:
 
     generator = torch.Generator()
     generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
-    return Tools(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like,
-                 torch.no_grad, generator, random.Random(os.urandom(16)))
+    return Tools.taken(generator, random.Random(os.urandom(16)))
 
 
 def runtime_allowed_torch_names() -> frozenset[str]:

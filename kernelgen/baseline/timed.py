@@ -11,9 +11,14 @@ work, with every check passed. So, in the timed calls (:class:`TimedCalls`):
   or more) varied (:func:`vary`): each element taken from the drawn values or, one in
   :data:`MIXED`, from another draw (the parent's ``refill``), then scaled by a fresh factor in
   :data:`VARY_SCALE`. No two calls see the same values, nor values one scale apart, and a
-  result kept from another call is off by the other draw's values. Integer inputs (indices,
-  offsets, lengths) keep their values, whose preconditions must hold in every call; an answer
-  whose inputs are all integers could still keep its results by sampled elements;
+  result kept from another call is off by the other draw's values. The other inputs (integers,
+  booleans, 8-bit floats) that the parent names ``mixed`` (their task's domain holds element by
+  element: integers in a range, not sorted segment starts) take each element from the drawn
+  values or, one in :data:`MIXED`, from the other draw, unscaled (:func:`mix`), at the same
+  places in every such input of one shape, so that a precondition on a pair of elements (a
+  divisor for its dividend) holds as it did in either draw; the rest keep their values as
+  drawn. Without a float or a mixed input, an answer could still keep its results by sampled
+  elements;
 * :data:`CHECKED_REPETITIONS` of the repetitions of each series, chosen at random, are made on
   values the parent varied the same way (:func:`checked_values`: another call of the same
   family, which no sample of its elements tells apart), each one's outputs and its inputs
@@ -59,9 +64,18 @@ class Tools:
     where: Callable[..., Any]  # torch.where
     lt: Callable[..., Any]  # torch.lt
     empty_like: Callable[..., Any]  # torch.empty_like
+    view: Callable[..., Any]  # torch.Tensor.view
     no_grad: Callable[[], Any]  # torch.no_grad
     generator: Any  # a torch.Generator on the device, seeded from os.urandom
     chance: Any  # a random.Random seeded from os.urandom
+
+    @classmethod
+    def taken(cls, generator: Any, chance: Any) -> Tools:
+        """PyTorch's functions as they are now (before the answer's import), with this randomness."""
+        import torch
+
+        return cls(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like,
+                   torch.Tensor.view, torch.no_grad, generator, chance)
 
 
 def varied(tensor: Any) -> bool:
@@ -79,25 +93,49 @@ def vary(drawn: Any, other: Any, out: Any, tools: Tools) -> None:
     tools.mul(source, tools.add(tools.mul(factors, high - low), low), out=out)
 
 
-def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools) -> list[Any]:
-    """The values of a checked call, made by the parent: the floating inputs varied as every
-    timed call's are (:func:`vary`), the others as drawn; where no input is floating, the
-    other draw's (a result kept from another call is then stale there, if not in the calls
-    that repeat one set of integers)."""
+def heads_for(x: Any, heads: dict[tuple[int, ...], Any], tools: Tools) -> Any:
+    """Where a mixed input of ``x``'s shape takes the other draw's element in this call (one in
+    :data:`MIXED`): drawn once per shape into ``heads``, so every such input agrees."""
+    shape = tuple(x.shape)
+    if shape not in heads:
+        heads[shape] = tools.lt(tools.rand(shape, generator=tools.generator, device=x.device), MIXED)
+    return heads[shape]
+
+
+def mix(drawn: Any, other: Any, heads: Any, out: Any, tools: Tools) -> None:
+    """``out`` = ``other``'s element where ``heads`` holds, else ``drawn``'s, bit for bit (a
+    boolean or an 8-bit float as its byte)."""
     import torch
 
-    tensors = [x for x in drawn if isinstance(x, torch.Tensor)]
-    floating = any(varied(x) for x in tensors)
+    if drawn.dtype == torch.bool or drawn.is_floating_point():
+        drawn, other, out = (tools.view(t, torch.uint8) for t in (drawn, other, out))
+    tools.where(heads, other, drawn, out=out)
+
+
+def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools,
+                   mixed: Sequence[bool] | None = None) -> list[Any]:
+    """The values of a checked call, made by the parent as every timed call's are: the floating
+    inputs varied (:func:`vary`), those ``mixed`` names mixed (:func:`mix`), the others as
+    drawn; where no input is either, the other draw's (a result kept from another call is then
+    stale there, if not in the calls that repeat one set of values)."""
+    import torch
+
+    mixed = list(mixed) if mixed is not None else [False] * len(drawn)
+    changed = any(isinstance(x, torch.Tensor) and (varied(x) or m) for x, m in zip(drawn, mixed))
+    heads: dict[tuple[int, ...], Any] = {}
     values = []
-    for x, y in zip(drawn, other):
+    for x, y, m in zip(drawn, other, mixed):
         if not isinstance(x, torch.Tensor):
             values.append(x)
-        elif varied(x):
+        elif varied(x) or m:
             out = torch.empty_like(x)
-            vary(x, y, out, tools)
+            if varied(x):
+                vary(x, y, out, tools)
+            else:
+                mix(x, y, heads_for(x, heads, tools), out, tools)
             values.append(out)
         else:
-            values.append(x.clone() if floating else y.clone())
+            values.append(x.clone() if changed else y.clone())
     return values
 
 
@@ -109,20 +147,24 @@ class TimedCalls:
     the last series' times: the checks kept are that series')."""
 
     def __init__(self, entry: Callable[[], Any], inputs: Sequence[Any], other: Sequence[Any] | None,
-                 checks: Sequence[Any] | None, tools: Tools, returned: Callable[[Any], list[Any]]) -> None:
+                 checks: Sequence[Any] | None, tools: Tools, returned: Callable[[Any], list[Any]],
+                 mixed: Sequence[bool] | None = None) -> None:
         import torch
 
         self.entry, self.inputs, self.tools, self.returned = entry, list(inputs), tools, returned
         self.tensors = [isinstance(x, torch.Tensor) for x in self.inputs]
-        # Each input tensor: its values as drawn, where its varied values are made (floats of 16
-        # bits or more), the other draw's and the checked calls'.
+        # Each input tensor: its values as drawn, where its varied or mixed values are made
+        # (floats of 16 bits or more; the others mixed ones, with the other draw), how
+        # ("vary", "mix" or None: as drawn), the other draw's values and the checked calls'.
         others = list(other) if other is not None else [None] * len(self.inputs)
         checked = list(checks) if checks is not None else [None] * len(self.inputs)
+        mixing = list(mixed) if mixed is not None and other is not None else [False] * len(self.inputs)
         self.kept = []
-        for x, y, z in zip(self.inputs, others, checked):
+        for x, y, z, m in zip(self.inputs, others, checked, mixing):
             if isinstance(x, torch.Tensor) and has_own_memory(x):
                 drawn = x.clone()
-                self.kept.append((x, drawn, torch.empty_like(x) if varied(x) else None,
+                how = "vary" if varied(x) else "mix" if m else None
+                self.kept.append((x, drawn, torch.empty_like(x) if how else None, how,
                                   drawn if y is None else y, drawn if z is None else z))
         self.wanted = CHECKED_REPETITIONS if checks is not None else 0  # made after the timing where it made fewer
         self.chosen: set[int] = set()  # the numbers of the checked calls
@@ -155,10 +197,13 @@ class TimedCalls:
         checked = self.count in self.chosen
         # A checked call's preparation makes the same varied values as any other's and copies
         # the same bytes: neither the host's time nor the GPU's before it tells it apart.
+        heads: dict[tuple[int, ...], Any] = {}  # where this call's mixed inputs take the other draw, by shape
         with self.tools.no_grad():
-            for tensor, drawn, made, other, check in self.kept:
-                if made is not None:
+            for tensor, drawn, made, how, other, check in self.kept:
+                if how == "vary":
                     vary(drawn, other, made, self.tools)
+                elif how == "mix":
+                    mix(drawn, other, heads_for(drawn, heads, self.tools), made, self.tools)
                 self.tools.copy(tensor, check if checked else drawn if made is None else made)
 
     def __call__(self) -> None:

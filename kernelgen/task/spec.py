@@ -108,6 +108,13 @@ class Domain(_Model):
             raise ValueError("total (a size name) is given for, and only for, kind starts")
         return self
 
+    @property
+    def by_element(self) -> bool:
+        """Whether each element is of the domain on its own: an element replaced by another
+        draw's at its place leaves a tensor of the domain (not sorted segment starts or ends,
+        rows all zero or copied from another input)."""
+        return self.kind not in ("starts", "ends") and self.same_as is None and not self.zero_rows
+
     def describe(self) -> str:
         if self.kind == "normal":
             text = f"normal of scale {self.scale:g}" + (", rounded to quarters (ties)" if self.ties else "")
