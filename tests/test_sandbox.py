@@ -772,7 +772,7 @@ def test_integer_inputs_named_mixed_are_mixed_in_the_timed_calls_on_the_gpu() ->
                                refill=[a2, b2], mixed=[True, True])
     assert run.outcome is Outcome.OK and len(run.again) == 3, run.stderr_tail
     given_a, given_b = run.again_inputs
-    taken = given_a >= 100_000
+    taken = given_a >= 50_000  # the refill's elements: 99000 and up
     assert 0.08 < taken.float().mean().item() < 0.17 and torch.equal(given_b, torch.where(taken, b2, b))
     assert all(torch.equal(again[0].cpu(), given_a + given_b) for again in run.again)
 
