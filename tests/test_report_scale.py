@@ -398,9 +398,14 @@ def test_a_turn_gives_the_gpu_memory_it_cached_back(tmp_path: Path, monkeypatch:
     lock = tmp_path / "gpu.lock"
     lock.touch()
     monkeypatch.setenv("KERNELGEN_GPU_LOCK", str(lock))
+    # What the worker holds before the turn stays: live memory of earlier tests in this process,
+    # such as cuBLAS's workspace after a matmul (32 MiB on the H200), which empty_cache keeps.
+    torch.cuda.init()
+    held = torch.cuda.memory_reserved(), cupy.get_default_memory_pool().total_bytes()
     with timing.gpu_turn():
         tensor = torch.empty(256 * 2**20, dtype=torch.float32, device="cuda")
         array = cupy.empty(256 * 2**20, dtype=cupy.float32)
         del tensor, array
-        assert torch.cuda.memory_reserved() >= 2**30 and cupy.get_default_memory_pool().total_bytes() >= 2**30
-    assert torch.cuda.memory_reserved() == 0 and cupy.get_default_memory_pool().total_bytes() == 0
+        assert torch.cuda.memory_reserved() >= held[0] + 2**30
+        assert cupy.get_default_memory_pool().total_bytes() >= held[1] + 2**30
+    assert (torch.cuda.memory_reserved(), cupy.get_default_memory_pool().total_bytes()) == held
