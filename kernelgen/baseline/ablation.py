@@ -175,7 +175,8 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 verdict.code, task.id, [list(c.values()) for _, c, _ in calls],
                 timeout_s=settings.timeout_s * (1 if settings.gpu else INTERPRETER_TIME_FACTOR),
                 device="cuda" if settings.gpu else "interpreter", timed_inputs=timed, refill=list(again[1].values()),
-                refill_call=smallest, mixed=_mixed(concrete[0], timed_args), output_bytes_limit=_output_bytes_limit([*calls] + [again] * CHECKED_REPETITIONS),
+                refill_call=smallest, mixed=_mixed(concrete[0], timed_args),
+                output_bytes_limit=_output_bytes_limit([*calls] + [again] * CHECKED_REPETITIONS),
                 unsafe=settings.unsafe_sandbox), timed_out=lambda result: result.outcome is Outcome.TIMEOUT)
             artifacts["sandbox"] = run.stderr_tail
             extra["sandbox"] = run.isolation  # what walled the answer in (bubblewrap, or --unsafe-sandbox's none)

@@ -202,7 +202,8 @@ def run_in_sandbox(code: str, entry: str, inputs: Sequence[Any], timeout_s: floa
 def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], timeout_s: float = 60.0,
                          device: Device | None = None, *, timed_inputs: Sequence[Any] | None = None,
                          refill: Sequence[Any] | None = None, refill_call: int = -1,
-                         mixed: Sequence[bool] | None = None, repetitions: int = 100, warmup: int = 10, memory_limit_bytes: int | None = None,
+                         mixed: Sequence[bool] | None = None, repetitions: int = 100, warmup: int = 10,
+                         memory_limit_bytes: int | None = None,
                          file_size_limit_bytes: int | None = None, output_bytes_limit: int | None = None,
                          startup_timeout_s: float = 300.0, unsafe: bool = False,
                          keep_triton_cache: Path | None = None,
@@ -218,9 +219,10 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     are (:func:`~kernelgen.baseline.timed.checked_values`); without, the refill, in one call
     made after the others. ``mixed`` names, per timed input, those not floating whose elements a
     timed call may take from the refill, one by one (their task's domain holds element by
-    element: :func:`~kernelgen.baseline.timed.mix`). ``again_inputs`` holds what those calls were given. An answer
-    that keeps its results between calls, keyed by the tensors, their addresses or the number
-    of calls, returns stale ones there (a timing cheat: the repetitions would do no work).
+    element: :func:`~kernelgen.baseline.timed.mix`). ``again_inputs`` holds what those calls
+    were given. An answer that keeps its results between calls, keyed by the tensors, their
+    addresses or the number of calls, returns stale ones there (a timing cheat: the repetitions
+    would do no work).
 
     ``memory_limit_bytes`` defaults to 8 GiB of address space in interpreter mode and to no
     limit on a GPU (see the module docstring); ``output_bytes_limit`` (the most bytes all calls'

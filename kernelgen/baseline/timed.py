@@ -112,6 +112,21 @@ def mix(drawn: Any, other: Any, heads: Any, out: Any, tools: Tools) -> None:
     tools.where(heads, other, drawn, out=out)
 
 
+def change(x: Any, mixed: bool) -> str | None:
+    """How a timed call changes input ``x`` (a tensor): "vary" (a float of 16 bits or more),
+    "mix" (another input the parent named ``mixed``) or None (as drawn)."""
+    return "vary" if varied(x) else "mix" if mixed else None
+
+
+def remake(how: str, drawn: Any, other: Any, out: Any, heads: dict[tuple[int, ...], Any], tools: Tools) -> None:
+    """``out`` = one call's values of an input changed ``how`` (:func:`change`), ``heads`` this
+    call's places of mixed elements by shape (:func:`heads_for`)."""
+    if how == "vary":
+        vary(drawn, other, out, tools)
+    else:
+        mix(drawn, other, heads_for(drawn, heads, tools), out, tools)
+
+
 def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools,
                    mixed: Sequence[bool] | None = None) -> list[Any]:
     """The values of a checked call, made by the parent as every timed call's are: the floating
@@ -121,21 +136,18 @@ def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools,
     import torch
 
     mixed = list(mixed) if mixed is not None else [False] * len(drawn)
-    changed = any(isinstance(x, torch.Tensor) and (varied(x) or m) for x, m in zip(drawn, mixed))
+    hows = [change(x, m) if isinstance(x, torch.Tensor) else None for x, m in zip(drawn, mixed)]
     heads: dict[tuple[int, ...], Any] = {}
     values = []
-    for x, y, m in zip(drawn, other, mixed):
+    for x, y, how in zip(drawn, other, hows):
         if not isinstance(x, torch.Tensor):
             values.append(x)
-        elif varied(x) or m:
+        elif how is not None:
             out = torch.empty_like(x)
-            if varied(x):
-                vary(x, y, out, tools)
-            else:
-                mix(x, y, heads_for(x, heads, tools), out, tools)
+            remake(how, x, y, out, heads, tools)
             values.append(out)
         else:
-            values.append(x.clone() if changed else y.clone())
+            values.append(x.clone() if any(hows) else y.clone())
     return values
 
 
@@ -163,7 +175,7 @@ class TimedCalls:
         for x, y, z, m in zip(self.inputs, others, checked, mixing):
             if isinstance(x, torch.Tensor) and has_own_memory(x):
                 drawn = x.clone()
-                how = "vary" if varied(x) else "mix" if m else None
+                how = change(x, m)
                 self.kept.append((x, drawn, torch.empty_like(x) if how else None, how,
                                   drawn if y is None else y, drawn if z is None else z))
         self.wanted = CHECKED_REPETITIONS if checks is not None else 0  # made after the timing where it made fewer
@@ -200,10 +212,8 @@ class TimedCalls:
         heads: dict[tuple[int, ...], Any] = {}  # where this call's mixed inputs take the other draw, by shape
         with self.tools.no_grad():
             for tensor, drawn, made, how, other, check in self.kept:
-                if how == "vary":
-                    vary(drawn, other, made, self.tools)
-                elif how == "mix":
-                    mix(drawn, other, heads_for(drawn, heads, self.tools), made, self.tools)
+                if how is not None:
+                    remake(how, drawn, other, made, heads, self.tools)
                 self.tools.copy(tensor, check if checked else drawn if made is None else made)
 
     def __call__(self) -> None:
