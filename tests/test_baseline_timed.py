@@ -52,8 +52,64 @@ def timer(timed: Any, warmup: int, repetitions: int, attempts: int = 1) -> None:
             call()
 
 
+def assert_varied(out: torch.Tensor, source: torch.Tensor, within: tuple[float, float] | None = None) -> None:
+    """Each element of ``out`` is ``source``'s times exp(+-s), s in VARY_LOG, as often up as
+    down, except where that left ``within``: there it is at the range's end."""
+    from kernelgen.baseline.timed import VARY_LOG
+
+    factors = out.double() / source.double()
+    if within is not None:
+        assert within[0] <= out.min() and out.max() <= within[1]
+        inside = (out > within[0]) & (out < within[1])
+        assert inside.double().mean() > 0.9
+        factors = factors[inside]
+    logs = factors.log().abs()
+    assert VARY_LOG[0] - 1e-6 <= logs.min() and logs.max() <= VARY_LOG[1] + 1e-6
+    assert abs((factors > 1).double().mean().item() - 0.5) < 0.15
+
+
+def test_a_long_product_of_varied_values_drifts_no_more_than_one_of_drawn_values() -> None:
+    """A running product over 32768 varied values of row_cumprod_long's domain stays in f32's
+    range as one of drawn values does: factors all below 1 took it to 0 after ~4000 terms, so
+    that a kernel computing only a row's first columns and zeros after them passed the checked
+    calls; clamped to the draws' range, the factors cut as much off the top as the bottom."""
+    from kernelgen.baseline.timed import span, vary
+
+    tools = timed_tools(-1)
+    x, other = (0.95 + 0.1 * torch.rand(8, 32768, generator=torch.Generator().manual_seed(s)) for s in (1, 2))
+    out = torch.empty_like(x)
+    vary(x, other, out, tools, span(x, other, tools))
+    drift = out.double().log().sum(dim=1) - x.double().log().sum(dim=1)
+    assert drift.abs().max() < 25 and (out.cumprod(dim=1)[:, -1] > 0).all()
+
+
+def test_varied_values_stay_within_the_range_of_both_draws() -> None:
+    """A value in (0, 1) stays there (logit's precondition), a large f16 stays finite, a
+    non-finite value stays as it is; a constant input, whose range is one point, still varies."""
+    from kernelgen.baseline.timed import checked_values, span, vary
+
+    tools = timed_tools(-1)
+    p, p2 = torch.rand(4096) * 0.98 + 0.01, torch.rand(4096) * 0.98 + 0.01
+    within = span(p, p2, tools)
+    assert within == (min(p.min().item(), p2.min().item()), max(p.max().item(), p2.max().item()))
+    out = torch.empty_like(p)
+    vary(p, p2, out, tools, within)
+    assert within[0] <= out.min() and out.max() <= within[1] and out.max() < 1
+    varied = checked_values([p], [p2], tools)[0]
+    assert 0 < varied.min() and varied.max() < 1 and not torch.equal(varied, p)
+    big = torch.tensor([[65504.0, -65504.0, 60000.0, 1.0, float("nan"), float("inf"), float("-inf")]] * 64).half()
+    out = torch.empty_like(big)
+    vary(big, big, out, tools, span(big, big, tools))
+    assert torch.isfinite(out[:, :4]).all() and out[:, 4].isnan().all() and torch.equal(out[:, 5:], big[:, 5:])
+    constant = torch.full((256,), 2.0)
+    assert span(constant, constant, tools) is None
+    out = torch.empty_like(constant)
+    vary(constant, constant, out, tools, None)
+    assert_varied(out, constant)
+
+
 def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_by_element() -> None:
-    from kernelgen.baseline.timed import VARY_SCALE, TimedCalls
+    from kernelgen.baseline.timed import TimedCalls
 
     x, i, b = torch.randn(256), torch.arange(8), torch.randn(256).to(torch.bfloat16)
     f8, wide = torch.randn(8).to(torch.float8_e4m3fn), torch.zeros(1).expand(16)  # expanded: never written
@@ -71,7 +127,7 @@ def test_each_timed_call_gets_its_inputs_as_drawn_floats_scaled_afresh_element_b
     for _ in range(3):
         timed.prepare()
         factors = x / drawn[0]
-        assert VARY_SCALE[0] <= factors.min() and factors.max() <= VARY_SCALE[1]
+        assert_varied(x, drawn[0], (drawn[0].min().item(), drawn[0].max().item()))
         assert factors.std() > 1e-3  # element by element: not one scale a kept sample would reveal
         assert (b != drawn[2]).float().mean() > 0.5  # most bf16 values change
         assert torch.equal(i, drawn[1]) and torch.equal(f8.view(torch.uint8), drawn[3].view(torch.uint8))
@@ -142,7 +198,7 @@ def test_in_a_series_every_call_copies_its_results_to_memory_made_before_it() ->
 
 
 def test_varied_values_mix_in_the_other_draw_and_checked_values_are_of_the_same_family() -> None:
-    from kernelgen.baseline.timed import MIXED, VARY_SCALE, checked_values, vary
+    from kernelgen.baseline.timed import MIXED, checked_values, vary
 
     tools = timed_tools(-1)
     x, other = torch.rand(4096) + 1, -torch.rand(4096) - 1  # the other draw's elements show by their sign
@@ -151,8 +207,7 @@ def test_varied_values_mix_in_the_other_draw_and_checked_values_are_of_the_same_
     mixed = out < 0
     assert abs(mixed.float().mean().item() - MIXED) < 0.02
     for source, part in ((x, ~mixed), (other, mixed)):
-        ratio = out[part] / source[part]
-        assert VARY_SCALE[0] <= ratio.min() and ratio.max() <= VARY_SCALE[1]
+        assert_varied(out[part], source[part])
     i, i2 = torch.arange(8), torch.arange(8) + 100
     with_float = checked_values([x, i, 2.0], [other, i2, 2.0], tools)
     assert (with_float[0] < 0).any() and torch.equal(with_float[1], i) and with_float[2] == 2.0

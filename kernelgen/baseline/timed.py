@@ -9,9 +9,11 @@ work, with every check passed. So, in the timed calls (:class:`TimedCalls`):
 * before each one, outside its window, the inputs are set back to their values as drawn (an
   in-place answer would find its own results there otherwise) and the floating ones (16 bits
   or more) varied (:func:`vary`): each element taken from the drawn values or, one in
-  :data:`MIXED`, from another draw (the parent's ``refill``), then scaled by a fresh factor in
-  :data:`VARY_SCALE`. No two calls see the same values, nor values one scale apart, and a
-  result kept from another call is off by the other draw's values. The other inputs (integers,
+  :data:`MIXED`, from another draw (the parent's ``refill``), then scaled by a fresh factor
+  whose logarithm's magnitude is in :data:`VARY_LOG`, its sign at random, and kept within the
+  range of both draws' finite values (:func:`span`: a value in (0, 1) stays there, a large f16
+  stays finite). No two calls see the same values, nor values one scale apart, and a result
+  kept from another call is off by the other draw's values. The other inputs (integers,
   booleans, 8-bit floats) that the parent names ``mixed`` (their task's domain holds element by
   element: integers in a range, not sorted segment starts) take each element from the drawn
   values or, one in :data:`MIXED`, from the other draw, unscaled (:func:`mix`), at the same
@@ -41,11 +43,15 @@ from typing import Any, Callable, Sequence
 
 from kernelgen.gpu.timing import has_own_memory
 
-# The factors each element of a floating input is scaled by in a timed call: below 1 (a value
-# in [0, 1] stays there), positive (signs stay), 1.6-3.1 % (more than a bf16 value's spacing,
-# so most elements change). 8-bit floats are copied unscaled. And the share of its elements
-# taken from the other draw (valid values of the same domain).
-VARY_SCALE = (1 - 2 ** -5, 1 - 2 ** -6)
+# The factors each element of a floating input is scaled by in a timed call: exp(+-s), s in
+# VARY_LOG, the sign at random: positive (signs stay), 1.6-3.2 % away from 1 (more than a
+# bf16 value's spacing, so most elements change), and as often up as down, so that a long
+# product of varied values drifts no more than one of drawn values (factors all below 1 took
+# a 32768-long running product to 0 after its first 4000 terms, and its checks with it). The
+# range clamped to (span) cuts as much off the top as off the bottom, so it adds no drift.
+# 8-bit floats are copied unscaled. And the share of its elements taken from the other draw
+# (valid values of the same domain).
+VARY_LOG = (2 ** -6, 2 ** -5)
 MIXED = 1 / 8
 # How many timed repetitions are checked (on checked_values), and how many calls more, at
 # most, are made after the timing before a checked call made there.
@@ -60,6 +66,11 @@ class Tools:
     copy: Callable[..., Any]  # torch.Tensor.copy_
     mul: Callable[..., Any]  # torch.mul
     add: Callable[..., Any]  # torch.add
+    exp: Callable[..., Any]  # torch.exp
+    clamp: Callable[..., Any]  # torch.clamp
+    isfinite: Callable[..., Any]  # torch.isfinite
+    amin: Callable[..., Any]  # torch.amin
+    amax: Callable[..., Any]  # torch.amax
     rand: Callable[..., Any]  # torch.rand
     where: Callable[..., Any]  # torch.where
     lt: Callable[..., Any]  # torch.lt
@@ -74,7 +85,8 @@ class Tools:
         """PyTorch's functions as they are now (before the answer's import), with this randomness."""
         import torch
 
-        return cls(torch.Tensor.copy_, torch.mul, torch.add, torch.rand, torch.where, torch.lt, torch.empty_like,
+        return cls(torch.Tensor.copy_, torch.mul, torch.add, torch.exp, torch.clamp, torch.isfinite, torch.amin, torch.amax,
+                   torch.rand, torch.where, torch.lt, torch.empty_like,
                    torch.Tensor.view, torch.no_grad, generator, chance)
 
 
@@ -83,14 +95,31 @@ def varied(tensor: Any) -> bool:
     return tensor.is_floating_point() and tensor.element_size() >= 2
 
 
-def vary(drawn: Any, other: Any, out: Any, tools: Tools) -> None:
+def span(drawn: Any, other: Any, tools: Tools) -> tuple[float, float] | None:
+    """The range of both draws' finite values, where :func:`vary` keeps a varied value: None
+    where it is a single value or none (a constant input is scaled unclamped, as before)."""
+    lows, highs = [], []
+    for t in (drawn, other) if drawn.numel() else ():
+        finite = tools.isfinite(t)
+        lows.append(float(tools.amin(tools.where(finite, t, float("inf")))))
+        highs.append(float(tools.amax(tools.where(finite, t, float("-inf")))))
+    low, high = min(lows), max(highs)
+    return (low, high) if low < high else None
+
+
+def vary(drawn: Any, other: Any, out: Any, tools: Tools, within: tuple[float, float] | None = None) -> None:
     """``out`` = each element of ``drawn`` (one in :data:`MIXED`: of ``other``) times a fresh
-    factor in :data:`VARY_SCALE`, rounded to ``out``'s dtype."""
-    low, high = VARY_SCALE
-    coins = tools.rand(drawn.shape, generator=tools.generator, device=drawn.device)
-    factors = tools.rand(drawn.shape, generator=tools.generator, device=drawn.device)
+    factor exp(+-s), s in :data:`VARY_LOG`, rounded to ``out``'s dtype; a finite value clamped
+    to ``within`` (:func:`span`, taken once: it waits for the GPU)."""
+    low, high = VARY_LOG
+    coins, sizes, signs = (tools.rand(drawn.shape, generator=tools.generator, device=drawn.device) for _ in range(3))
     source = tools.where(tools.lt(coins, MIXED), other, drawn)
-    tools.mul(source, tools.add(tools.mul(factors, high - low), low), out=out)
+    logs = tools.add(tools.mul(sizes, high - low), low)
+    logs = tools.where(tools.lt(signs, 0.5), logs, tools.mul(logs, -1.0))
+    tools.mul(source, tools.exp(logs), out=out)
+    if within is not None:
+        # where the value was finite: a product past the dtype's range is clamped too
+        tools.where(tools.isfinite(source), tools.clamp(out, *within), out, out=out)
 
 
 def heads_for(x: Any, heads: dict[tuple[int, ...], Any], tools: Tools) -> Any:
@@ -118,11 +147,13 @@ def change(x: Any, mixed: bool) -> str | None:
     return "vary" if varied(x) else "mix" if mixed else None
 
 
-def remake(how: str, drawn: Any, other: Any, out: Any, heads: dict[tuple[int, ...], Any], tools: Tools) -> None:
+def remake(how: str, drawn: Any, other: Any, out: Any, heads: dict[tuple[int, ...], Any], tools: Tools,
+           within: tuple[float, float] | None = None) -> None:
     """``out`` = one call's values of an input changed ``how`` (:func:`change`), ``heads`` this
-    call's places of mixed elements by shape (:func:`heads_for`)."""
+    call's places of mixed elements by shape (:func:`heads_for`), ``within`` a varied one's
+    range (:func:`span`)."""
     if how == "vary":
-        vary(drawn, other, out, tools)
+        vary(drawn, other, out, tools, within)
     else:
         mix(drawn, other, heads_for(drawn, heads, tools), out, tools)
 
@@ -144,7 +175,7 @@ def checked_values(drawn: Sequence[Any], other: Sequence[Any], tools: Tools,
             values.append(x)
         elif how is not None:
             out = torch.empty_like(x)
-            remake(how, x, y, out, heads, tools)
+            remake(how, x, y, out, heads, tools, span(x, y, tools) if how == "vary" else None)
             values.append(out)
         else:
             values.append(x.clone() if any(hows) else y.clone())
@@ -167,17 +198,18 @@ class TimedCalls:
         self.tensors = [isinstance(x, torch.Tensor) for x in self.inputs]
         # Each input tensor: its values as drawn, where its varied or mixed values are made
         # (floats of 16 bits or more; the others mixed ones, with the other draw), how
-        # ("vary", "mix" or None: as drawn), the other draw's values and the checked calls'.
+        # ("vary", "mix" or None: as drawn), the other draw's values, the checked calls' and
+        # the range a varied one's values are kept in (taken now: it waits for the GPU).
         others = list(other) if other is not None else [None] * len(self.inputs)
         checked = list(checks) if checks is not None else [None] * len(self.inputs)
         mixing = list(mixed) if mixed is not None and other is not None else [False] * len(self.inputs)
         self.kept = []
         for x, y, z, m in zip(self.inputs, others, checked, mixing):
             if isinstance(x, torch.Tensor) and has_own_memory(x):
-                drawn = x.clone()
-                how = change(x, m)
-                self.kept.append((x, drawn, torch.empty_like(x) if how else None, how,
-                                  drawn if y is None else y, drawn if z is None else z))
+                drawn, how = x.clone(), change(x, m)
+                other = drawn if y is None else y
+                self.kept.append((x, drawn, torch.empty_like(x) if how else None, how, other,
+                                  drawn if z is None else z, span(drawn, other, tools) if how == "vary" else None))
         self.wanted = CHECKED_REPETITIONS if checks is not None else 0  # made after the timing where it made fewer
         self.chosen: set[int] = set()  # the numbers of the checked calls
         self.count = 0  # the calls prepared so far
@@ -211,9 +243,9 @@ class TimedCalls:
         # the same bytes: neither the host's time nor the GPU's before it tells it apart.
         heads: dict[tuple[int, ...], Any] = {}  # where this call's mixed inputs take the other draw, by shape
         with self.tools.no_grad():
-            for tensor, drawn, made, how, other, check in self.kept:
+            for tensor, drawn, made, how, other, check, within in self.kept:
                 if how is not None:
-                    remake(how, drawn, other, made, heads, self.tools)
+                    remake(how, drawn, other, made, heads, self.tools, within)
                 self.tools.copy(tensor, check if checked else drawn if made is None else made)
 
     def __call__(self) -> None:
