@@ -6,7 +6,8 @@
 # SUITES picks some (default "redteam sandbox hangs"): together they need about 13 minutes, more
 # than one 10-minute call of the device tool, so run the red-team catalogue in a call of its own
 # (SUITES=redteam) and the others in another. Further suites, named only when wanted: units (every
-# other GPU test in tests/), ablation (the raw-Triton baseline's reference answers, easy tier),
+# other GPU test in tests/), ablation (the raw-Triton baseline's reference answers, easy tier;
+# ABLATION_MARK picks tiers, ABLATION_WORKERS and ABLATION_LIMIT its workers and seconds),
 # overhead (benchmarks/sandbox_overhead.py; with BEFORE=DIR, a checkout of an earlier commit, that
 # commit's figure too) and bench (every golden of the four tiers in GPU mode, as written, against
 # eager and torch.compile; the results file is $OUT/bench.jsonl; KG_TUNE=quick tunes them, and
@@ -16,7 +17,9 @@
 # minutes, so give it calls of their own; on 2026-12-03 (303 files) REDTEAM_SHARD=1/2 had not
 # finished after 7 minutes (149 passed, no failure; one file's compile runs to its 300 s
 # limit), so give it three, REDTEAM_SHARD=1/3, 2/3 and 3/3 (2026-12-03, 308 files: 214, 128 and 355 s); units about 5 minutes; the easy baseline's reference
-# answers about 5 (57 cases, 4 workers: 47 in 240 s with the timed checks, 2026-12-04: the limit is 330 s; the sandbox suite 133 s for 33 of 34, its limit 200 s); the easy tier's goldens about 3 as written; med and hard tuned quick about
+# answers about 5 (57 cases, 4 workers: 47 in 240 s with the timed checks, 2026-12-04: the limit is 330 s; 12 workers: 156 s;
+# all four tiers, 178 cases, 2026-12-04: easy and med 326 s with 10 workers, hard and expert 71 cases in two calls, 365 s
+# with 10 workers for 41 and 464 s with 15 for the other 30; the sandbox suite 133 s for 33 of 34, its limit 200 s); the easy tier's goldens about 3 as written; med and hard tuned quick about
 # 4.5 (easy, med and hard together, tuned quick, 12 workers: 371 s for 144 cases, 2026-12-03); the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
 # whole (SUITES=all, 8 workers, KG_TUNE=quick as pytest's default, 2026-12-03): 362 cases in
 # three shards of over 530, 374 and 462 s; shard 1/3 needs two calls (CASES= the rest).
@@ -51,7 +54,8 @@ suite hangs 120 tests/test_hangs.py tests/test_num_sms.py tests/test_executor.py
 suite units 240 tests -m gpu -n "$workers" --ignore=tests/test_redteam.py --ignore=tests/test_sandbox_catalogue.py \
   --ignore=tests/test_sandbox.py --ignore=tests/test_hangs.py --ignore=tests/test_num_sms.py \
   --ignore=tests/test_executor.py --ignore=tests/test_event_times.py
-suite ablation 330 bench -m "ablation and easy" --kg-mode gpu -n 4
+suite ablation "${ABLATION_LIMIT:-330}" bench -m "ablation and (${ABLATION_MARK:-easy})" --kg-mode gpu \
+  -n "${ABLATION_WORKERS:-4}"
 if [[ $suites == *" overhead "* ]]; then
   echo "== overhead"
   timeout -s INT 120 python3 benchmarks/sandbox_overhead.py --device cuda --runs 5 >"$out/overhead.log" 2>&1
