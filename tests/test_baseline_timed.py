@@ -387,3 +387,39 @@ def test_the_checked_repetitions_reach_the_parent_as_calls_after_the_others(tmp_
     assert torch.equal(calls[0][0], (sent_first[0] + 1) * 2) and modified[0] == (0,)
     for outputs, written in zip(calls[1:], modified[1:]):
         assert torch.equal(outputs[0], (x2 + 1) * 2) and written == (0,)
+
+
+def test_an_answer_computing_a_long_products_first_columns_only_is_found() -> None:
+    """row_cumprod_long at its bench row length: an answer that, after its first calls, computes
+    each row's first 8192 columns and writes zeros after them. With factors all below 1, the
+    checked values' products were 0 past ~4400 columns, and it passed; now they are not."""
+    from kernelgen.baseline.ablation import _mixed
+    from kernelgen.baseline.timed import CHECKED_REPETITIONS, TimedCalls, checked_values
+    from kernelgen.task.spec import load_tasks
+    from kernelgen.task.verify import compare_outputs, make_inputs, reference_call
+
+    task = next(t for t in load_tasks() if t.id == "row_cumprod_long").variant_tasks()[0]
+    sizes = {"M": 4, "N": 32768}
+    drawn, other = (make_inputs(task, sizes, seed, bench=True) for seed in (0, 1))
+    (x,), (x2,) = drawn.values(), other.values()
+    calls = [0]
+
+    def cheat() -> Any:
+        calls[0] += 1
+        if calls[0] <= 2:
+            return torch.cumprod(x, dim=1)
+        out = torch.zeros_like(x)
+        out[:, :8192] = torch.cumprod(x[:, :8192], dim=1)
+        return out
+
+    checks = checked_values([x], [x2], timed_tools(-1, seed=1), _mixed(task, drawn))
+    wanted, _ = reference_call(task, {"x": checks[0]})
+    assert (wanted["out"][:, -1] > 0).all()  # the checked values' products reach the last column
+    for answer, found in ((cheat, True), (lambda: torch.cumprod(x, dim=1), False)):
+        timed = TimedCalls(answer, [x], [x2], checks, timed_tools(-1), lambda r: [r])
+        timer(timed, 5, 20)
+        checked = timed.finish()
+        assert len(checked) == CHECKED_REPETITIONS
+        problems = [compare_outputs(task, {"out": outputs[0]}, wanted, {"x": checks[0]}, sizes)
+                    for outputs, _ in checked]
+        assert all(problems) if found else not any(problems)
