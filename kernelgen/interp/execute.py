@@ -62,7 +62,7 @@ import torch
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
 from kernelgen.interp.budget import check_budget, estimated_work
-from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, needs_orders
+from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, binds_old_values, needs_orders
 from kernelgen.check.checker import FLOAT_DTYPES, CheckedKernel, literal_value
 from kernelgen.check.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, KernelgenError
@@ -171,7 +171,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     buffers = _buffers(plan, outs)
     total = plan.num_programs
     accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.prefilled},
-                         defined=defined, observes=needs_orders(plan.checked))
+                         defined=defined, observes=binds_old_values(plan.checked))
     chunk = _chunk(plan)
     with torch.no_grad():
         if programs is not None:
@@ -181,7 +181,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
                 check_budget(plan, _Run(plan, buffers, _ends(total)), -(-total // chunk))
             chunks = order.chunks(total, chunk)
         for each in chunks:
-            _Run(plan, buffers, each, accesses, deadline).run()
+            _Run(plan, buffers, each, accesses, deadline, order).run()
     accesses.finish()
     return Execution(outs, accesses.written())
 

@@ -16,11 +16,20 @@ chunks one after another, each to completion. An order is a list of chunks:
   (every program, one at a time, when the grid has at most :data:`ALL_ALONE` programs), the
   rest in lockstep in the permutation's order.
 
+The lanes of one program's atomic statement reach memory in no defined order either (a GPU's
+warps, and the lanes of one warp's atomic, are not ordered): lockstep applies them in row-major
+order, ``reversed`` in the opposite order, ``shuffled`` in a seeded permutation of the block
+(:meth:`Order.lanes`). Without it, tickets taken by one program's lanes came out ascending in
+every order, and a kernel whose result needs them to (a stable rank by ticket, the lowest lane
+winning a compare-and-swap) passed.
+
 The race detector (:mod:`kernelgen.interp.accesses`) clears a launch that binds no atomic's old
-values: every element is then written by one program, or updated by several with one
-commuting atomic op (exchanges of one value), and read only where no other program of the
-launch writes it, so its result does not depend on the order but for float rounding. A launch
-that binds old values (an atomic with a ``name``) may be right in any order (a ticket that only
+values and neither exchanges nor compare-and-swaps: every element is then written by one
+program, or updated by several with one commuting atomic op, and read only where no other
+program of the launch writes it, so its result does not depend on the order but for float
+rounding. A launch that binds old values (an atomic with a ``name``), or whose lanes exchange
+or compare-and-swap (one program's lanes may write different values into one element; the
+race detector holds only programs to one value), may be right in any order (a ticket that only
 picks a free slot, the last program to arrive finishing a reduction) or not (tickets that must
 come in index order, a total read back before the other programs added to it): it runs under
 every order above, from the same state, with the second poison in memory nothing wrote, and
@@ -63,16 +72,26 @@ class Order:
         alone = total if total <= ALL_ALONE else ALONE
         return [permutation[i:i + 1] for i in range(alone)] + _split(permutation[alone:], size)
 
+    def lanes(self, block: int) -> torch.Tensor | None:
+        """The order in which a program's atomic statement applies the ``block`` lanes of its
+        block (row-major lane numbers; None: row-major, lockstep's)."""
+        if self.kind == "lockstep":
+            return None
+        if self.kind == "reversed":
+            return torch.arange(block - 1, -1, -1, dtype=torch.int64)
+        return torch.randperm(block, generator=torch.Generator().manual_seed(SEED + 1))
+
     def describe(self, total: int) -> str:
         """The order in a message."""
         if self.kind == "lockstep":
             return "lockstep (all programs in step, in increasing order)"
         if self.kind == "reversed":
-            return f"reversed (program {total - 1} alone first, then the others in step from the end)"
+            return (f"reversed (program {total - 1} alone first, then the others in step from the end; "
+                    "an atomic's lanes from the last)")
         alone = self.chunks(total, 1)[:total if total <= ALL_ALONE else ALONE]
         ids = ", ".join(str(int(c)) for c in alone)
         rest = "" if total <= ALL_ALONE else ", then the rest in step"
-        return f"shuffled (seed {SEED}: programs {ids} alone, one after another{rest})"
+        return f"shuffled (seed {SEED}: programs {ids} alone, one after another{rest}; an atomic's lanes shuffled)"
 
 
 LOCKSTEP = Order("lockstep")
@@ -83,7 +102,16 @@ def _split(programs: torch.Tensor, size: int) -> list[torch.Tensor]:
     return [programs[i:i + size] for i in range(0, programs.numel(), size)]
 
 
+def binds_old_values(checked: CheckedKernel) -> bool:
+    """Whether the kernel binds an atomic's old values (what it observes of other programs is
+    judged by :class:`~kernelgen.interp.memorder.MemoryOrder`)."""
+    return any(isinstance(node, L.Atomic) and node.name is not None for node, _ in nodes(checked.kernel.body, "/body"))
+
+
 def needs_orders(checked: CheckedKernel) -> bool:
     """Whether the race detector cannot clear a launch of this kernel by itself: it binds an
-    atomic's old values."""
-    return any(isinstance(node, L.Atomic) and node.name is not None for node, _ in nodes(checked.kernel.body, "/body"))
+    atomic's old values, or compare-and-swaps or exchanges (the race detector holds programs to
+    one value per element, but the lanes of one program's statement may write several: the
+    first, or the last, wins in an order the GPU picks)."""
+    return any(isinstance(node, L.Atomic) and (node.name is not None or node.op in ("atomic_cas", "atomic_xchg"))
+               for node, _ in nodes(checked.kernel.body, "/body"))

@@ -21,6 +21,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
 from kernelgen.interp.atomics import apply_atomic
 from kernelgen.interp.lanes import Lanes, select as select_lanes
+from kernelgen.interp.orders import LOCKSTEP, Order
 from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
@@ -57,11 +58,13 @@ class _Run:
 
     ``accesses`` records the chunk's output accesses for the race detector (None while the
     budget estimate evaluates loop bounds); ``deadline`` is an :func:`interpreter_clock` value.
-    ``programs`` may come in any order: atomics apply lanes in that order."""
+    ``programs`` may come in any order: atomics apply lanes in that order, and a program's
+    lanes in ``order``'s (:meth:`~kernelgen.interp.orders.Order.lanes`)."""
 
     def __init__(self, plan: LaunchPlan, buffers: dict[str, torch.Tensor], programs: torch.Tensor,
-                 accesses: AccessLog | None = None, deadline: float | None = None) -> None:
+                 accesses: AccessLog | None = None, deadline: float | None = None, order: Order = LOCKSTEP) -> None:
         self.plan = plan
+        self.order = order
         self.checked: CheckedKernel = plan.checked
         self.types = self.checked.types
         self.names = list(buffers)
@@ -468,11 +471,29 @@ class _Run:
                 self.accesses.atomic(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), path,
                                      within_program=a.scope == "cta", op=a.op, values=values,
                                      reads=a.op != "atomic_xchg" or a.name is not None,
-                                     compare=compare, sem=a.sem, bound=a.name is not None)
-            sel.put(old, apply_atomic(a.op, self.flat[sel.index], sel.offsets, values, compare,
-                                      t.dtype, lambda: self.out_of_time(path)))
+                                     compare=compare, sem=a.sem, bound=a.name is not None,
+                                     lanes=self.lane_numbers(sel, t.shape))
+            sel.put(old, self._apply_atomic(a.op, sel, math.prod(t.shape), values, compare, t.dtype, path))
         if a.name is not None:
             env[a.name] = old
+
+    def _apply_atomic(self, op: str, sel: Lanes, block: int, values: torch.Tensor, compare: torch.Tensor | None,
+                      dtype: str, path: str) -> torch.Tensor:
+        """The lanes' old values, the atomic applied program by program in the chunk's order and
+        each program's lanes in this order's (:meth:`~kernelgen.interp.orders.Order.lanes`)."""
+        flat, deadline = self.flat[sel.index], lambda: self.out_of_time(path)
+        lane_order = self.order.lanes(block)
+        if lane_order is None or sel.offsets.numel() < 2:
+            return apply_atomic(op, flat, sel.offsets, values, compare, dtype, deadline)
+        rank = torch.empty_like(lane_order)
+        rank[lane_order] = torch.arange(block, dtype=torch.int64)
+        key = sel.rows(self.count, block) * block + rank[sel.in_block(self.count, block)]
+        order = torch.argsort(key, stable=True)
+        applied = apply_atomic(op, flat, sel.offsets[order], values[order],
+                               None if compare is None else compare[order], dtype, deadline)
+        old = torch.empty_like(applied)
+        old[order] = applied
+        return old
 
     # -- statements -------------------------------------------------------------------------
 
