@@ -184,14 +184,15 @@ class AccessLog:
     def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
                within_program: bool = False, op: str = "atomic_add", values: torch.Tensor | None = None,
                reads: bool = True, compare: torch.Tensor | None = None, sem: str = "acq_rel",
-               bound: bool = False) -> None:
+               bound: bool = False, lanes: torch.Tensor | None = None) -> None:
         """Program ``programs[i]`` updates element ``offsets[i]`` of output ``name`` atomically
         with ``op`` (writing ``values[i]``, for an exchange or compare-and-swap, whose lanes with
         ``compare[i] == values[i]`` change nothing); ``reads``: the atomic reads the element (all
         but an ``atomic_xchg`` whose old values are unbound);
         ``within_program``: at ``cta`` scope, atomic only among the program's own threads, so
         another program's atomic on the element races with it as a plain access would; ``sem``
-        and ``bound`` (its old values are used): for :class:`MemoryOrder`."""
+        and ``bound`` (its old values are used): for :class:`MemoryOrder`; ``lanes`` as
+        :meth:`stored`'s."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
         before = self.writer[name][offsets]
@@ -213,6 +214,8 @@ class AccessLog:
             self._others({name: first}, {name: last}, name, offsets, programs,
                          "updated atomically at cta scope (atomic within one program only)", path,
                          doing="updates atomically")
+        if lanes is not None:
+            self.order.updated(name, offsets, programs, lanes, path, self.describe)
         if self.memory is not None:
             self.memory.atomic(name, offsets, programs, path, sem, bound, self.describe)
         if op in _SPLIT and values is not None:

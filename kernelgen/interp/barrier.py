@@ -16,8 +16,11 @@ lanes counts as from every lane). Within a program, since its last barrier,
   threads' race), and
 * a store of an element loaded from another lane (write after read: the load may see it)
 
-are ``missing_barrier``. Accesses of different programs are the race detector's
-(:mod:`kernelgen.interp.accesses`); atomics are ordered by the hardware and not judged here.
+are ``missing_barrier``. An atomic update counts as a store against the plain accesses (a load
+of an element another lane updated atomically, or an atomic update of one another lane stored or
+loaded: the zero a program stores before its lanes add into it, the total it loads back after
+they did), not against other atomics, which the hardware orders. Accesses of different programs
+are the race detector's (:mod:`kernelgen.interp.accesses`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class ProgramOrder:
         self.shapes: dict[tuple[int, ...], int] = {}
         self.stores: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.loads: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self.updates: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}  # atomic updates
         self.slots: dict[str, torch.Tensor] = {}
 
     def lanes(self, shape: Sequence[int], positions: torch.Tensor) -> torch.Tensor:
@@ -71,6 +75,8 @@ class ProgramOrder:
         """Program ``programs[i]``'s lane ``lanes[i]`` reads element ``offsets[i]``."""
         epochs = self._epochs(programs)
         self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "loads", "stored")
+        self._hazard(self.updates, name, offsets, programs, epochs, lanes, path, describe, "loads",
+                     "atomically updated")
         if name not in self.loads:
             self.loads[name] = self._record(name)
         program, epoch, lane = self.loads[name]
@@ -86,9 +92,26 @@ class ProgramOrder:
         epochs = self._epochs(programs)
         self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "stores", "stored")
         self._hazard(self.loads, name, offsets, programs, epochs, lanes, path, describe, "stores", "loaded")
-        if name not in self.stores:
-            self.stores[name] = self._record(name)
-        program, epoch, lane = self.stores[name]
+        self._hazard(self.updates, name, offsets, programs, epochs, lanes, path, describe, "stores",
+                     "atomically updated")
+        self._keep(self.stores, name, offsets, programs, epochs, lanes)
+
+    def updated(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
+                path: str, describe) -> None:
+        """Program ``programs[i]``'s lane ``lanes[i]`` updates element ``offsets[i]`` atomically."""
+        epochs = self._epochs(programs)
+        self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "atomically updates",
+                     "stored")
+        self._hazard(self.loads, name, offsets, programs, epochs, lanes, path, describe, "atomically updates",
+                     "loaded")
+        self._keep(self.updates, name, offsets, programs, epochs, lanes)
+
+    def _keep(self, records: dict, name: str, offsets: torch.Tensor, programs: torch.Tensor, epochs: torch.Tensor,
+              lanes: torch.Tensor) -> None:
+        """These accesses as the last of their kind on their elements."""
+        if name not in records:
+            records[name] = self._record(name)
+        program, epoch, lane = records[name]
         program[offsets], epoch[offsets], lane[offsets] = programs.to(program.dtype), epochs, lanes
 
     def _record(self, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
