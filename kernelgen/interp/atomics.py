@@ -61,10 +61,18 @@ def _from_key(keys: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def apply_atomic(op: str, buffer: torch.Tensor, offsets: torch.Tensor, val: torch.Tensor,
-                 cmp: torch.Tensor | None, dtype: str, deadline: Callable[[], None] | None = None) -> torch.Tensor:
-    """Apply atomic ``op`` of lanes ``offsets``/``val`` (lane order) to the flat ``buffer`` of
-    ``dtype``; return each lane's old value. ``deadline`` is called between rounds of a float
-    add (it raises when the interpreter's time is up)."""
+                 cmp: torch.Tensor | None, dtype: str, deadline: Callable[[], None] | None = None,
+                 sequence: torch.Tensor | None = None) -> torch.Tensor:
+    """Apply atomic ``op`` of lanes ``offsets``/``val`` (lane order, or the lanes ``sequence``
+    lists, in its order) to the flat ``buffer`` of ``dtype``; return each lane's old value.
+    ``deadline`` is called between rounds of a float add (it raises when the interpreter's time
+    is up)."""
+    if sequence is not None:
+        applied = apply_atomic(op, buffer, offsets[sequence], val[sequence], None if cmp is None else cmp[sequence],
+                               dtype, deadline)
+        old = torch.empty_like(applied)
+        old[sequence] = applied
+        return old
     if offsets.numel() == 0:
         return torch.empty(0, dtype=buffer.dtype)
     order = torch.sort(offsets, stable=True).indices

@@ -81,6 +81,15 @@ class Order:
             return torch.arange(block - 1, -1, -1, dtype=torch.int64)
         return torch.randperm(block, generator=torch.Generator().manual_seed(SEED + 1))
 
+    def sequence(self, rows: torch.Tensor, positions: torch.Tensor, block: int) -> torch.Tensor:
+        """The order in which to apply an atomic statement's lanes (each one's program ``rows``
+        in the chunk and ``positions`` in its block of ``block``): programs in the chunk's order,
+        each one's lanes in :meth:`lanes`'s."""
+        lane_order = self.lanes(block)
+        rank = torch.empty(block, dtype=torch.int64)
+        rank[lane_order if lane_order is not None else torch.arange(block)] = torch.arange(block)
+        return torch.argsort(rows.to(torch.int64) * block + rank[positions.long()], stable=True)
+
     def describe(self, total: int) -> str:
         """The order in a message."""
         if self.kind == "lockstep":

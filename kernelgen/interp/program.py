@@ -473,27 +473,13 @@ class _Run:
                                      reads=a.op != "atomic_xchg" or a.name is not None,
                                      compare=compare, sem=a.sem, bound=a.name is not None,
                                      lanes=self.lane_numbers(sel, t.shape))
-            sel.put(old, self._apply_atomic(a.op, sel, math.prod(t.shape), values, compare, t.dtype, path))
+            block = math.prod(t.shape)
+            sequence = None if self.order == LOCKSTEP or sel.offsets.numel() < 2 else self.order.sequence(
+                sel.rows(self.count, block), sel.in_block(self.count, block), block)
+            sel.put(old, apply_atomic(a.op, self.flat[sel.index], sel.offsets, values, compare, t.dtype,
+                                      lambda: self.out_of_time(path), sequence))
         if a.name is not None:
             env[a.name] = old
-
-    def _apply_atomic(self, op: str, sel: Lanes, block: int, values: torch.Tensor, compare: torch.Tensor | None,
-                      dtype: str, path: str) -> torch.Tensor:
-        """The lanes' old values, the atomic applied program by program in the chunk's order and
-        each program's lanes in this order's (:meth:`~kernelgen.interp.orders.Order.lanes`)."""
-        flat, deadline = self.flat[sel.index], lambda: self.out_of_time(path)
-        lane_order = self.order.lanes(block)
-        if lane_order is None or sel.offsets.numel() < 2:
-            return apply_atomic(op, flat, sel.offsets, values, compare, dtype, deadline)
-        rank = torch.empty_like(lane_order)
-        rank[lane_order] = torch.arange(block, dtype=torch.int64)
-        key = sel.rows(self.count, block) * block + rank[sel.in_block(self.count, block)]
-        order = torch.argsort(key, stable=True)
-        applied = apply_atomic(op, flat, sel.offsets[order], values[order],
-                               None if compare is None else compare[order], dtype, deadline)
-        old = torch.empty_like(applied)
-        old[order] = applied
-        return old
 
     # -- statements -------------------------------------------------------------------------
 
