@@ -81,3 +81,23 @@ def test_a_sorted_draw_that_overflows_the_reference_judges_nothing() -> None:
     up = run_reference(task, make_inputs(task, sizes, 0, order="ascending"))
     assert sorting_overflows(task, sizes, 0, down) and not sorting_overflows(task, sizes, 0, up)
     assert not sorting_overflows(task, sizes, 0, run_reference(task, make_inputs(task, sizes, 0)))
+
+
+def test_a_size_compared_for_equality_is_drawn_there_with_the_other_sizes_large() -> None:
+    """vecmat with a path at M == 1 (red-team round 11): the other draws held M at 1 only with
+    N at 1, where reading v with the wrong lanes is right; an equality draw puts N past 8000."""
+    import json
+    from pathlib import Path
+
+    from kernelgen.lang.parse import kernel_from_obj
+    from kernelgen.task.draws import equality_draws, size_equalities
+
+    path = Path(__file__).parent / "redteam" / "vecmat_single_row_path_v_by_column_lanes.json"
+    task = get_task("med/vecmat")
+    checked = check(kernel_from_obj(json.loads(path.read_text())["kernel"]))
+    assert size_equalities(checked) == [1]
+    draws = equality_draws(task, checked)
+    single_row = next(d for d in draws if d.sizes["M"] == 1)  # each size at 1 in turn, the other large
+    assert single_row.sizes["N"] > 4096 and all(d.kind == "at_equality" for d in draws)
+    assert any(d.sizes == single_row.sizes for d in case_draws(task, checked, 4, 0, False))
+    assert size_equalities(check(task.golden)) == []  # the golden compares no size for equality: no cost there

@@ -41,6 +41,11 @@ of its reduced size's range whose halves are large and cancel (:func:`cancelling
 that rounds its partial sums to the output's dtype before the final sum (a split-K gemv
 atomic_adding f16 partials) is within tolerance wherever the partials are as small as the result.
 
+A kernel that compares a size with a fixed value for equality (a decode path at ``M == 1``)
+gets, in CPU mode, draws at that value with the other sizes large (:func:`equality_draws`): the
+other draws hold a size at 1 only with the others small, where a weight read with its axes
+swapped is the same memory.
+
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
 drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
@@ -59,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kernelgen.lang import nodes as L
-from kernelgen.check.checked import Checked, launches_of
+from kernelgen.check.checked import Checked, child, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.spec import Task
@@ -110,7 +115,8 @@ class Draw:
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
-    # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`) or "num_sms".
+    # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`), "at_equality" (a size
+    # at a value the kernel compares it with, the others large: :func:`equality_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -314,18 +320,20 @@ def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
     raise AssertionError("unreachable: the last assignment tried is returned")
 
 
-def joint_draw(task: Task) -> Draw | None:
+def joint_draw(task: Task, fixed: Mapping[str, int] | None = None, kind: str = "joint") -> Draw | None:
     """CPU mode's draw with every size large together: each name at one value v (clamped to its
     range; v odd, so no block divides it), the largest within :data:`CPU_JOINT_BUDGET`. The
     hypothesis draws stop at ``cpu_max`` (48 x 2500) and the targeted and range-maximum draws make
     one size large and the others small (8192 x 16), so no CPU draw had M * N >= 2**18: a kernel
     that takes another path, or drops a tail, only past a threshold on a product of sizes passed.
-    None for a task of fewer than two sizes (its other draws reach its range already)."""
+    None for a task of fewer than two sizes (its other draws reach its range already). ``fixed``:
+    names held at these values, the others large (:func:`equality_draws`)."""
+    fixed = dict(fixed or {})
     if len(task.sizes) < 2:
         return None
 
     def at(value: int) -> dict[str, int]:
-        return {name: min(max(value, r.min), r.max) for name, r in task.sizes.items()}
+        return {name: fixed.get(name, min(max(value, r.min), r.max)) for name, r in task.sizes.items()}
 
     low, high = 1, max(r.max for r in task.sizes.values())
     while low < high:  # the footprint grows with v: bisect
@@ -336,7 +344,46 @@ def joint_draw(task: Task) -> Draw | None:
             high = mid - 1
     value = low - 1 if low % 2 == 0 and low > 1 else low
     sizes = at(value)
-    return Draw(sizes, kind="joint") if _fits(task, sizes, False, CPU_JOINT_BUDGET) else None
+    return Draw(sizes, kind=kind) if _fits(task, sizes, False, CPU_JOINT_BUDGET) else None
+
+
+def size_equalities(checked: Checked) -> list[int]:
+    """The values a scalar is compared with for equality (``eq``, ``ne``; and ``lt``, ``le``,
+    ``gt``, ``ge`` at 2 or less, which :func:`size_thresholds` leaves out), where literals and
+    meta values alone decide them, its arithmetic undone: a kernel may take another path at
+    exactly such a size (a decode path at ``M == 1``), which the other draws reach only with the
+    other sizes small (where a weight read as [K, N] instead of [N, K] is the same memory)."""
+    found: set[int] = set()
+    for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        for node, path in nodes(each.kernel.body, "/body"):
+            if not isinstance(node, L.Binary) or node.op not in ("eq", "ne", "lt", "le", "gt", "ge"):
+                continue
+            for side, other, key in ((node.lhs, node.rhs, "lhs"), (node.rhs, node.lhs, "rhs")):
+                fixed, typed = _fixed_value(other, metas), each.types.get(child(path, key))
+                if fixed is None or _fixed_value(side, metas) is not None or typed is None or typed.shape:
+                    continue
+                at = _undone(side, fixed, metas)
+                if at is None or not 1 <= at < 1 << 40:
+                    continue
+                if node.op in ("eq", "ne") and at == int(at):
+                    found.add(int(at))
+                elif node.op not in ("eq", "ne") and at <= 2:
+                    found.update({1, 2})
+    return sorted(found)
+
+
+def equality_draws(task: Task, checked: Checked) -> list[Draw]:
+    """CPU mode's draws at each value :func:`size_equalities` finds (the first four): each name
+    whose range holds it at that value, the others as large as :func:`joint_draw` makes them."""
+    draws: list[Draw] = []
+    for value in size_equalities(checked)[:4]:
+        for name, r in task.sizes.items():
+            if r.min <= value <= r.max:
+                draw = joint_draw(task, {name: value}, kind="at_equality")
+                if draw is not None and draw not in draws:
+                    draws.append(draw)
+    return draws
 
 
 def cancelling_draw(task: Task) -> Draw | None:
@@ -433,7 +480,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    extra = [] if gpu else [joint_draw(task), cancelling_draw(task)]
+    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked)]
     return draws + [draw for draw in extra if draw is not None]
 
 
