@@ -103,6 +103,7 @@ def test_varied_values_stay_within_the_range_of_both_draws() -> None:
     assert torch.isfinite(out[:, :4]).all() and out[:, 4].isnan().all() and torch.equal(out[:, 5:], big[:, 5:])
     constant = torch.full((256,), 2.0)
     assert span(constant, constant, tools) is None
+    assert span(torch.empty(0), torch.empty(0), tools) is None  # an empty input: nothing to clamp
     out = torch.empty_like(constant)
     vary(constant, constant, out, tools, None)
     assert_varied(out, constant)

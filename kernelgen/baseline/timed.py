@@ -98,8 +98,10 @@ def varied(tensor: Any) -> bool:
 def span(drawn: Any, other: Any, tools: Tools) -> tuple[float, float] | None:
     """The range of both draws' finite values, where :func:`vary` keeps a varied value: None
     where it is a single value or none (a constant input is scaled unclamped, as before)."""
+    if not drawn.numel():
+        return None
     lows, highs = [], []
-    for t in (drawn, other) if drawn.numel() else ():
+    for t in (drawn, other):
         finite = tools.isfinite(t)
         lows.append(float(tools.amin(tools.where(finite, t, float("inf")))))
         highs.append(float(tools.amax(tools.where(finite, t, float("-inf")))))
