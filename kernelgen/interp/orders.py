@@ -41,6 +41,7 @@ programs alone.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -85,9 +86,7 @@ class Order:
         """The order in which to apply an atomic statement's lanes (each one's program ``rows``
         in the chunk and ``positions`` in its block of ``block``): programs in the chunk's order,
         each one's lanes in :meth:`lanes`'s."""
-        lane_order = self.lanes(block)
-        rank = torch.empty(block, dtype=torch.int64)
-        rank[lane_order if lane_order is not None else torch.arange(block)] = torch.arange(block)
+        rank = _lane_ranks(self, block)
         return torch.argsort(rows.to(torch.int64) * block + rank[positions.long()], stable=True)
 
     def describe(self, total: int) -> str:
@@ -105,6 +104,16 @@ class Order:
 
 LOCKSTEP = Order("lockstep")
 ALTERNATIVES = (Order("reversed"), Order("shuffled"))
+
+
+@functools.lru_cache(maxsize=64)
+def _lane_ranks(order: Order, block: int) -> torch.Tensor:
+    """Each lane's place in ``order``'s lanes of a ``block`` (:meth:`Order.lanes`), made once per
+    block: every atomic statement of every chunk asks for it."""
+    lane_order = order.lanes(block)
+    rank = torch.empty(block, dtype=torch.int64)
+    rank[lane_order if lane_order is not None else torch.arange(block)] = torch.arange(block)
+    return rank
 
 
 def _split(programs: torch.Tensor, size: int) -> list[torch.Tensor]:
