@@ -74,13 +74,13 @@ def test_a_sorted_draw_that_overflows_the_reference_judges_nothing() -> None:
     comes back down: every f32 running product stays inf, so that draw is not held against a
     kernel; ascending (tiny but finite products) and the drawn order are judged."""
     from kernelgen.task.spec import get_task
-    from kernelgen.task.verify import make_inputs, run_reference, sorting_overflows
+    from kernelgen.task.verify import make_inputs, run_reference, order_overflows
 
     task, sizes = get_task("row_cumprod_long"), {"M": 2, "N": 7234}
     down = run_reference(task, make_inputs(task, sizes, 0, order="descending"))
     up = run_reference(task, make_inputs(task, sizes, 0, order="ascending"))
-    assert sorting_overflows(task, sizes, 0, down) and not sorting_overflows(task, sizes, 0, up)
-    assert not sorting_overflows(task, sizes, 0, run_reference(task, make_inputs(task, sizes, 0)))
+    assert order_overflows(task, sizes, 0, down) and not order_overflows(task, sizes, 0, up)
+    assert not order_overflows(task, sizes, 0, run_reference(task, make_inputs(task, sizes, 0)))
 
 
 def test_a_size_compared_for_equality_is_drawn_there_with_the_other_sizes_large() -> None:

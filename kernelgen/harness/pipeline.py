@@ -27,7 +27,8 @@ from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.task.spec import Task
 from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.verify import compare_outputs, sorting_overflows, make_inputs, order_problems, run_reference
+from kernelgen.task.offset import OFFSET_ORDERS, InputRounding
+from kernelgen.task.verify import compare_outputs, order_overflows, make_inputs, order_problems, run_reference
 
 
 
@@ -212,8 +213,10 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
 
     inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     expected = run_reference(task, inputs)
-    if order is not None and sorting_overflows(task, sizes, seed, expected):
-        return  # a sorted draw past the task's promise (sorting_overflows)
+    if order is not None and order_overflows(task, sizes, seed, expected):
+        return  # a draw past the task's promise (order_overflows)
+    rounding = InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
+        if order in OFFSET_ORDERS else None
     with verified_num_sms(num_sms):
         try:
             run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
@@ -222,10 +225,11 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
                 raise
             _verify_sampled(task, checked, inputs, expected, sizes, atol_scale, limit, timeout_s, sampled)
             return
-    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written, atol_scale)
+    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written, atol_scale, rounding=rounding)
     if problems:
         raise WrongResult(problems)
-    problems = order_problems(task, run.outputs, run.orders, sizes, atol_scale=atol_scale)  # the other program orders agree
+    # the other program orders agree
+    problems = order_problems(task, run.outputs, run.orders, sizes, atol_scale=atol_scale, rounding=rounding)
     if problems:
         raise WrongResult(problems)
 

@@ -33,6 +33,10 @@ in the task's dtype against its result on f64 copies of the inputs,
 :mod:`kernelgen.task.wide_reference`) of both results is accepted whatever rtol and atol say,
 where the two differ as rounding does (by at most :data:`ROUNDING_GAP_SHARE` of the larger).
 Stepped, exact and integer outputs have no such floor.
+
+A draw whose inputs carry a large common offset (:mod:`kernelgen.task.offset`) is ill-conditioned
+by design; there a float element, stepped or not, also passes within a radius of the exact result
+that rounding the inputs gives (``around``: the centre and radius, element by element).
 """
 
 from __future__ import annotations
@@ -128,13 +132,16 @@ class Comparison:
     one_step: int = 0
     # Whether the reference's own error widened the tolerance (REFERENCE_ERROR_FACTOR).
     floored: bool = False
+    # What ``around`` said in words, where it widened the tolerance.
+    around: str | None = None
 
     @property
     def criterion(self) -> str:
         """What an element had to meet, for a message."""
         signs = ", zeros' signs" if self.tolerance.signed_zeros else ""
         floor = f" and {FLOOR_CRITERION}" if self.floored else ""
-        return self.steps or f"rtol={self.tolerance.rtol:g} atol={self.tolerance.atol:g}{signs}{floor}"
+        around = f", or {self.around}" if self.around else ""
+        return (self.steps or f"rtol={self.tolerance.rtol:g} atol={self.tolerance.atol:g}{signs}{floor}") + around
 
     def __str__(self) -> str:
         if self.shape_mismatch:
@@ -161,19 +168,22 @@ def stepped(dtype: str, tolerance: Tolerance) -> bool:
 
 
 def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
-                    tolerance: Tolerance | None = None, wide: torch.Tensor | None = None) -> Comparison:
+                    tolerance: Tolerance | None = None, wide: torch.Tensor | None = None,
+                    around: tuple[torch.Tensor, torch.Tensor, str] | None = None) -> Comparison:
     """Compare a kernel's output with the reference's, on the reference's device (a GPU
     compares a 1 GB output in milliseconds where two CPU threads took 30 s). ``wide``
     (``expected``'s shape, f64, NaN where there is none): the reference's result on f64 inputs;
     where the tolerance fails an element, it passes within :data:`REFERENCE_ERROR_FACTOR` times
-    the reference's own error (|expected - wide|) of both; only where :func:`floorable`."""
+    the reference's own error (|expected - wide|) of both; only where :func:`floorable`.
+    ``around`` (centre, radius: ``expected``'s shape, f64, NaN where there is none; and the
+    criterion in words): a float element within the radius of the centre passes too."""
     tolerance = tolerance or TOLERANCES[dtype]
     actual, expected = actual.detach().to(expected.device), expected.detach()
     if actual.shape != expected.shape:
         return Comparison(False, expected.numel(), expected.numel(), math.inf, None, tolerance,
                           f"shape {list(actual.shape)}, expected {list(expected.shape)}")
     if stepped(dtype, tolerance):
-        return _compare_steps(actual, expected, dtype, tolerance)
+        return _compare_steps(actual, expected, dtype, tolerance, around)
     floating = _floating(dtype)
     floor = wide.to(expected.device).reshape(-1) if wide is not None and floorable(dtype, tolerance) else None
     largest = torch.finfo(actual.dtype).max if actual.dtype.is_floating_point else math.inf
@@ -192,6 +202,8 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
                 own = torch.where(gap <= ROUNDING_GAP_SHARE * torch.maximum(e.abs(), w.abs()),
                                   REFERENCE_ERROR_FACTOR * gap, torch.zeros_like(gap))
                 close |= ((a - e).abs() <= own) & ((a - w).abs() <= own)
+            if around is not None:
+                close |= _within(a, around, begin)
             if tolerance.signed_zeros:
                 close &= ~((a == 0) & (e == 0) & (a.signbit() != e.signbit()))
             same = (a == e) | (a.isnan() & e.isnan())
@@ -209,7 +221,14 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
     first = tuple(int(i) for i in np.unravel_index(first_flat, tuple(expected.shape))) \
         if first_flat is not None else None
     return Comparison(mismatches == 0, actual.numel(), mismatches, max_error, first, tolerance,
-                      floored=floor is not None)
+                      floored=floor is not None, around=around[2] if around is not None and floating else None)
+
+
+def _within(values: torch.Tensor, around: tuple[torch.Tensor, torch.Tensor, str], begin: int) -> torch.Tensor:
+    """Where a chunk of values (from flat index ``begin``) lies within ``around``'s radius of its
+    centre (false where either is NaN)."""
+    centre, radius = (t.to(values.device).reshape(-1)[begin:begin + values.numel()] for t in around[:2])
+    return (values.double() - centre).abs() <= radius
 
 
 def _overflows_within_tolerance(inf: torch.Tensor, finite: torch.Tensor, tolerance: Tolerance,
@@ -241,8 +260,10 @@ def representable_steps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.where(nan_a & nan_b, torch.zeros_like(steps), steps)
 
 
-def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tolerance: Tolerance) -> Comparison:
-    """fp8, f16 or bf16 in representable steps (the module's docstring), a chunk at a time."""
+def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tolerance: Tolerance,
+                   around: tuple[torch.Tensor, torch.Tensor, str] | None = None) -> Comparison:
+    """fp8, f16 or bf16 in representable steps (the module's docstring), a chunk at a time; an
+    element within ``around``'s radius of its centre counts as equal."""
     flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
     total = flat_expected.numel()
     allowed = 0 if tolerance.exact else max(1, math.ceil(total * ONE_STEP_SHARE))
@@ -257,6 +278,8 @@ def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tol
         max_error = max(max_error, float(error.max()))
         if tolerance.step_atol:
             steps[error <= tolerance.step_atol] = 0
+        if around is not None:
+            steps[_within(a.float(), around, begin)] = 0
         if tolerance.signed_zeros:
             steps[(a == 0) & (e == 0) & (a.signbit() != e.signbit())] = math.inf
         for mask, kind in ((steps > 1, "far"), (steps == 1, "near")):
@@ -271,6 +294,7 @@ def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tol
     first = tuple(int(i) for i in np.unravel_index(min(candidates), tuple(expected.shape))) if candidates else None
     name, signs = STEP_NAMES[dtype], ", zeros' signs" if tolerance.signed_zeros else ""
     within = f" (or atol={tolerance.step_atol:g})" if tolerance.step_atol else ""
+    within += f" (or {around[2]})" if around is not None else ""
     criterion = f"exact equality ({name}{signs}; {near} were one step off)" if tolerance.exact else (
         f"one {name} step{within}, and one step on at most {allowed} of {total} elements (near rounding "
         f"ties{signs}; {near} were one step off)")

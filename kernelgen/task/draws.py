@@ -41,6 +41,11 @@ of its reduced size's range whose halves are large and cancel (:func:`cancelling
 that rounds its partial sums to the output's dtype before the final sum (a split-K gemv
 atomic_adding f16 partials) is within tolerance wherever the partials are as small as the result.
 
+Float inputs of a normal domain also get, in CPU mode, draws with a large common offset against
+their spread (:func:`offset_draws`, :mod:`kernelgen.task.offset`): a variance as E[x^2] - E[x]^2,
+an MSE from moment sums or (x - y)^2 expanded agree with the reference on centred values and
+cancel on these; the comparison there allows what rounding the inputs moves the exact result by.
+
 A kernel that compares a size with a fixed value for equality (a decode path at ``M == 1``)
 gets, in CPU mode, draws at that value with the other sizes large (:func:`equality_draws`): the
 other draws hold a size at 1 only with the others small, where a weight read with its axes
@@ -66,6 +71,7 @@ from typing import Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, child, launches_of
 from kernelgen.check.sequence import nodes
+from kernelgen.task.offset import OFFSET_ORDERS, offset_names
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.spec import Task
 
@@ -88,6 +94,9 @@ CPU_RANGE_MAX_BUDGET = 1 << 20
 # 571 x 571), where each other CPU draw keeps all sizes but one small. 2**19 cost the goldens
 # ~10% more interpreter time; this, about 6%.
 CPU_JOINT_BUDGET = 5 << 16
+# The offset draws in CPU mode (:func:`offset_draws`): a cancellation shows on rows of any length,
+# so a fifth of the joint draw's elements (181 x 181 for an input and an output).
+CPU_OFFSET_BUDGET = 1 << 16
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -111,12 +120,14 @@ class Draw:
     num_sms: int | None = None
     # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
-    # reduction's halves large and cancelling (:func:`cancelling_draw`); None: as drawn.
+    # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset" or
+    # "offset_first": a large common offset (:func:`offset_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
     # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`), "at_equality" (a size
-    # at a value the kernel compares it with, the others large: :func:`equality_draws`) or "num_sms".
+    # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
+    # (:func:`offset_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -328,9 +339,16 @@ def joint_draw(task: Task, fixed: Mapping[str, int] | None = None, kind: str = "
     that takes another path, or drops a tail, only past a threshold on a product of sizes passed.
     None for a task of fewer than two sizes (its other draws reach its range already). ``fixed``:
     names held at these values, the others large (:func:`equality_draws`)."""
-    fixed = dict(fixed or {})
     if len(task.sizes) < 2:
         return None
+    sizes = _together(task, CPU_JOINT_BUDGET, fixed)
+    return Draw(sizes, kind=kind) if sizes is not None else None
+
+
+def _together(task: Task, budget: int, fixed: Mapping[str, int] | None = None) -> dict[str, int] | None:
+    """Each size name at one value v (clamped to its range; v odd, so no block divides it; the
+    names in ``fixed`` at theirs), the largest within ``budget`` elements; None where none fits."""
+    fixed = dict(fixed or {})
 
     def at(value: int) -> dict[str, int]:
         return {name: fixed.get(name, min(max(value, r.min), r.max)) for name, r in task.sizes.items()}
@@ -338,13 +356,25 @@ def joint_draw(task: Task, fixed: Mapping[str, int] | None = None, kind: str = "
     low, high = 1, max(r.max for r in task.sizes.values())
     while low < high:  # the footprint grows with v: bisect
         mid = (low + high + 1) // 2
-        if _fits(task, at(mid), False, CPU_JOINT_BUDGET):
+        if _fits(task, at(mid), False, budget):
             low = mid
         else:
             high = mid - 1
-    value = low - 1 if low % 2 == 0 and low > 1 else low
-    sizes = at(value)
-    return Draw(sizes, kind=kind) if _fits(task, sizes, False, CPU_JOINT_BUDGET) else None
+    sizes = at(low - 1 if low % 2 == 0 and low > 1 else low)
+    return sizes if _fits(task, sizes, False, budget) else None
+
+
+def offset_draws(task: Task) -> list[Draw]:
+    """CPU mode's draws whose float inputs of a normal domain carry a large common offset
+    (:mod:`kernelgen.task.offset`: ``offset``, and ``offset_first`` where two or more inputs
+    take one), every size at one value within :data:`CPU_OFFSET_BUDGET`: a variance as
+    E[x^2] - E[x]^2 is right on centred rows and cancels on these. None for a task without such
+    inputs or sizes."""
+    names = offset_names(task)
+    sizes = _together(task, CPU_OFFSET_BUDGET) if names and task.sizes else None
+    if sizes is None:
+        return []
+    return [Draw(sizes, order=order, kind="offset") for order in OFFSET_ORDERS[:1 if len(names) < 2 else 2]]
 
 
 def size_equalities(checked: Checked) -> list[int]:
@@ -480,7 +510,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked)]
+    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task)]
     return draws + [draw for draw in extra if draw is not None]
 
 

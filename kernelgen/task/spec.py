@@ -311,13 +311,14 @@ class Task(_Model):
     scalars: dict[str, Union[float, int, bool]] = {}
     scalar_ranges: dict[str, ScalarRange] = {}
     domains: dict[str, Domain] = {}
-    # Where ``eager`` draws its random numbers from PyTorch's generator (the same cost, another
-    # mask) while the reference reproduces the kernel's Philox stream: scalar values at which
-    # the two compute one function (dropout's p = 0), so that the eager twin is still checked.
+    # Where ``eager`` draws from PyTorch's generator and the reference from the kernel's Philox
+    # stream: scalar values at which both compute one function (dropout's p = 0, an eager check).
     eager_scalars: dict[str, Union[float, int, bool]] = {}
     # Where a task promises numerical stability: the domains of some checks' inputs (large
-    # magnitudes; those checks also have long rows), so unstable formulas fail.
+    # magnitudes, with long rows), so unstable formulas fail.
     extreme_domains: dict[str, Domain] = {}
+    # False where the prompt promises centred inputs (kernelgen.task.offset's large common offset).
+    offset_draws: bool = True
     tolerance: Tolerance | None = None
     flops: L.Expr = 0
     # The fewest bytes a kernel must move, where it is not every input read once and every

@@ -21,7 +21,8 @@ from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongRes
 from kernelgen.host.plan import dtype_name
 from kernelgen.task.spec import Task, Variant
 from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.verify import compare_outputs, sorting_overflows, inputs_as_reference, order_problems, make_inputs, reference_call
+from kernelgen.task.offset import OFFSET_ORDERS, InputRounding
+from kernelgen.task.verify import compare_outputs, order_overflows, inputs_as_reference, order_problems, make_inputs, reference_call
 from kernelgen.host.wrapper import BoundCall, bind_call
 
 
@@ -239,8 +240,10 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     before = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     expected, reference_after = reference_call(task, inputs)
-    if order is not None and sorting_overflows(task, sizes, seed, expected):
-        return  # a sorted draw past the task's promise (sorting_overflows)
+    if order is not None and order_overflows(task, sizes, seed, expected):
+        return  # a draw past the task's promise (order_overflows)
+    rounding = InputRounding(task, before, order, seed, lambda: make_inputs(task, sizes, seed)) \
+        if order in OFFSET_ORDERS else None
     call, checked = bound_call(task, kernel, inputs)
     try:
         with verified_num_sms(num_sms):
@@ -250,9 +253,10 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     outputs = outputs_by_name(task, call.finish(run.outputs))
     written = outputs_by_name(task, call.finish(run.written, copy=False))
     problems = inputs_as_reference(task, before, reference_after, inputs, atol_scale)
-    problems += compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale, drawn=before)
+    problems += compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale, drawn=before,
+                                rounding=rounding)
     if not problems:  # the other program orders agree (the kernel's own outputs: finish may copy)
-        problems = order_problems(task, run.outputs, run.orders, sizes, checked.kernel.outputs, atol_scale)
+        problems = order_problems(task, run.outputs, run.orders, sizes, checked.kernel.outputs, atol_scale, rounding)
     if problems:
         raise named(task, WrongResult(problems))
 

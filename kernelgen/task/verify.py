@@ -31,6 +31,7 @@ from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, 
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
+from kernelgen.task.offset import InputRounding, with_common_offset, OFFSET_ORDERS
 from kernelgen.task.wide_reference import WideReference
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
@@ -192,8 +193,9 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     ``bench``: scalars take their bench values (timing), else they are drawn (checking);
     ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
     shapes without their memory); ``order``: float inputs of an ordinary domain sorted
-    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`), or a
-    reduction's halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`)."""
+    ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`), a reduction's
+    halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`), or an
+    offset added (:data:`kernelgen.task.offset.OFFSET_ORDERS`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
@@ -256,7 +258,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     if order == "cancelling" and not shapes_only:
         args = with_cancelling_halves(task, args, sizes, size_seed(task, sizes, seed), run_reference)
-    return args
+    return with_common_offset(task, args, order) if order in OFFSET_ORDERS and not shapes_only else args
 
 
 def _adds_only_specials(task: Task, name: str) -> bool:
@@ -478,13 +480,12 @@ def reference_call(task: Task, inputs: Mapping[str, Any]) -> tuple[dict[str, tor
     return _reference_outputs(task, result), copies
 
 
-def sorting_overflows(task: Task, sizes: Mapping[str, int], seed: int,
-                      expected: Mapping[str, torch.Tensor]) -> bool:
-    """Whether the reference's outputs on a sorted draw (:func:`sorted_along_axes`, ``expected``)
-    hold more infinities or NaNs than on the same values in drawn order: the order left what the
+def order_overflows(task: Task, sizes: Mapping[str, int], seed: int, expected: Mapping[str, torch.Tensor]) -> bool:
+    """Whether the reference's outputs on a draw with an order (sorted, cancelling, offset:
+    ``expected``) hold more infinities or NaNs than on the values as drawn: the order left what the
     task's promise covers (a cumprod of values near 1, sorted descending, climbs past f32's
-    largest value before coming back down, and every f32 kernel's running product stays inf),
-    so the draw judges nothing."""
+    largest value and back, and every f32 kernel's running product stays inf; an exp of an
+    offset input overflows), so the draw judges nothing."""
     plain = run_reference(task, make_inputs(task, sizes, seed))
     return any(int((~value.float().isfinite()).sum()) > int((~plain[name].float().isfinite()).sum())
                for name, value in expected.items() if value.is_floating_point())
@@ -522,13 +523,15 @@ def _number(element: torch.Tensor) -> str:
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
                     inputs: Mapping[str, Any], sizes: Mapping[str, int],
                     written: Mapping[str, torch.Tensor] | None = None, atol_scale: float = 1.0,
-                    drawn: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+                    drawn: Mapping[str, Any] | None = None, rounding: InputRounding | None = None) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
     ``atol_scale`` multiplies the tolerance's atol (a draw of scaled-up inputs,
     :mod:`kernelgen.task.magnitude`). A float output's mismatching elements are judged again
     with the reference's own error as a floor (:mod:`kernelgen.task.wide_reference`), from the
     inputs the reference was called on: ``drawn`` where the call changed ``inputs`` (an
-    in-place operator: the reference on what it left would judge another draw).
+    in-place operator: the reference on what it left would judge another draw). ``rounding``: on
+    an offset draw, an element within what rounding the inputs moves the exact result by also
+    passes (:mod:`kernelgen.task.offset`).
 
     ``written`` says, per output, which elements the kernel stored (None where the caller
     cannot know, as for the baseline's own allocations): any other element is ``unwritten``.
@@ -559,7 +562,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "unwritten",
                                     f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
                                     f"written (first at {first}) ({where})"))
-        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, reference64)).ok:
+        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, reference64, rounding)).ok:
             first = comparison.first_mismatch
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
@@ -580,22 +583,28 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 
 
 def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol: Tolerance,
-              reference64: WideReference) -> Comparison:
+              reference64: WideReference, rounding: InputRounding | None = None) -> Comparison:
     """``got`` against ``want`` under ``tol``; where that fails a float output, again with the
-    reference's own error as a floor (computed only then)."""
+    reference's own error as a floor and, on an offset draw, the inputs' rounding (computed only then)."""
     comparison = compare_tensors(got, want, dtype, tol)
-    if comparison.ok or not floorable(dtype, tol):
+    if comparison.ok or (not floorable(dtype, tol) and rounding is None):
         return comparison
-    return compare_tensors(got, want, dtype, tol, reference64.result(name, want))
+    tol = rounding.tolerance(name, tol) if rounding is not None else tol
+    around = rounding.around(name, want) if rounding is not None and not tol.exact else None
+    wide = reference64.result(name, want) if floorable(dtype, tol) else None
+    return compare_tensors(got, want, dtype, tol, wide, around)
 
 
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                    orders: Mapping[str, Mapping[str, torch.Tensor]], sizes: Mapping[str, int],
-                   kernel_outputs: list[L.Output] | None = None, atol_scale: float = 1.0) -> list[Diagnostic]:
+                   kernel_outputs: list[L.Output] | None = None, atol_scale: float = 1.0,
+                   rounding: InputRounding | None = None) -> list[Diagnostic]:
     """Where another program order (:mod:`kernelgen.interp.orders`) gave the interpreter another
     result than lockstep's beyond the task's tolerance (``order_dependent``): a GPU may run the
     programs in that order. The first such output of the first such order. Outputs by the
-    task's names, or (``kernel_outputs``) by the kernel's, as the interpreter returns them."""
+    task's names, or (``kernel_outputs``) by the kernel's, as the interpreter returns them.
+    ``rounding``: on an offset draw, results within what rounding the inputs moves the exact
+    result by of each other agree (a sum's order rounds otherwise, and the draw magnifies it)."""
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
     specs = kernel_outputs if kernel_outputs is not None else task.signature.outputs
     for description, other in orders.items():
@@ -605,6 +614,9 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
             base, moved = outputs[spec.name].detach(), other[spec.name].detach()
             tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
             comparison = compare_tensors(moved, base, spec.dtype, tol)
+            if rounding is not None and not comparison.ok and not tol.exact:
+                comparison = compare_tensors(moved, base, spec.dtype, rounding.tolerance(spec.name, tol),
+                                             around=rounding.around(spec.name, base, centre=base))
             if comparison.ok:
                 continue
             first = comparison.first_mismatch

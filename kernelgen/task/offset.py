@@ -1,0 +1,206 @@
+"""Inputs with a large common offset against their spread (CPU mode's ``offset`` draws), and the
+tolerance such inputs need: what rounding the inputs would do to the exact result.
+
+The other draws' normal inputs are centred: a row's mean is about its spread / sqrt(N). Real
+inputs often are not (a residual stream, the activations batch norm normalizes, a prediction near
+its target), and formulas that are exact in algebra cancel there in floats: a variance as
+E[x^2] - E[x]^2, an MSE from three moment sums, (x - y)^2 expanded to x^2 - 2xy + y^2, a batch
+norm's weight gradient from uncentred sums. On centred draws they agree with the reference to
+f32's precision; with a mean c against a spread s their error grows as (c / s)^2 times f32's unit.
+
+Two draws (:data:`OFFSET_ORDERS`): ``offset`` adds c = scale * 2**k to every input
+:func:`offset_names` finds, k per dtype (:data:`OFFSET_EXPONENT`) so that the values keep a few
+representable steps of spread (an f16 1024 holds steps of 1, a bf16 128 steps of 1);
+``offset_first``, where there are two or more such inputs, subtracts scale * 2**10 from the first
+alone: in f16 or bf16 it collapses to nearly one value, on which the others' spread rides (a
+residual added to a stream with a large mean: x + residual, then a variance).
+
+On such inputs the task is ill-conditioned, and a correct kernel whose every step rounds well is
+still off: a batch norm computed as x * scale + shift rounds x * scale, about c / s times the
+result. So these draws accept an element within :data:`ROUNDING_FACTOR` times what rounding the
+inputs moves the exact result (:class:`InputRounding`: the reference in f64 on the inputs, and on
+them each multiplied by 1 +- f32's unit, random signs, :data:`ROUNDING_SAMPLES` times, the root
+mean square of the moves) of the reference's f64 result. A cancelling formula's error grows as
+(c / s)^2, that move as c / s: at c / s = 1024 they stand ~1000 apart, and the factor sits
+between, above what a sum's order of rounding adds to the move (a mean of N values summed in
+blocks) and far below the cancellation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Mapping
+
+import torch
+
+from kernelgen.task.compare import Tolerance
+from kernelgen.task.spec import Task
+
+OFFSET_ORDERS = ("offset", "offset_first")
+# c = scale * 2**k per input dtype: 2**k steps of 1 in the dtype's mantissa (f16's 10 bits, bf16's 7),
+# the offset input's values keep about five distinct values within +-2 of a spread of 1.
+OFFSET_EXPONENT = {"f16": 10, "bf16": 7, "f32": 10, "f64": 10}
+# ``offset_first``'s exponent, whatever the dtype.
+FIRST_EXPONENT = 10
+# The unit a correct kernel rounds to: f32's for f16, bf16 and f32 inputs (the language computes in
+# f32 at least), f64's where every float input is f64.
+F32_UNIT, F64_UNIT = 2.0 ** -24, 2.0 ** -53
+ROUNDING_SAMPLES = 3
+# How far from the reference's f64 result, in moves, an element may lie (the module's docstring):
+# the golden layer norms' block sums of 1000 values move their means by up to ~4 moves; a
+# one-pass variance at c / s = 1024 is off by thousands.
+ROUNDING_FACTOR = 16.0
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def offset_names(task: Task) -> list[str]:
+    """The inputs an offset draw moves (none where the task says ``offset_draws: false``): float tensors (f16, bf16, f32, f64) of an ordinary normal
+    domain (not ties, specials or zero rows, whose values the task judges as drawn) of the
+    largest rank among the task's tensors: the data a task maps or reduces, not the weights,
+    biases and per-channel statistics broadcast over it (a layer norm's weight and bias offset
+    as well make its output cancel to near zero, about 1000 times the rounding of its normed
+    value: ill-conditioned beyond what the inputs' rounding measures)."""
+    if not task.offset_draws:
+        return []
+    tensors = [s for s in task.signature.inputs if s.is_plain and s.shape is not None]
+    rank = max((len(s.shape) for s in tensors), default=0)
+    names = []
+    for spec in tensors:
+        domain = task.domains.get(spec.name)
+        if len(spec.shape) == rank and spec.dtype in OFFSET_EXPONENT and (
+                domain is None or (domain.kind == "normal" and not domain.ties and not domain.specials
+                                   and not domain.zero_rows)):
+            names.append(spec.name)
+    return names
+
+
+def offset_ratio(task: Task, order: str) -> float:
+    """The largest offset of an ``order`` draw against its input's spread (2**k)."""
+    if order == "offset_first":
+        return 2.0 ** FIRST_EXPONENT
+    dtypes = {s.dtype for s in task.signature.inputs if s.name in offset_names(task)}
+    return max((2.0 ** OFFSET_EXPONENT[d] for d in dtypes), default=1.0)
+
+
+def with_common_offset(task: Task, args: dict[str, Any], order: str) -> dict[str, Any]:
+    """A draw's inputs (``args``) with the offset ``order`` names (the module's docstring); an
+    input the call omits (None) stays omitted."""
+    names = [n for n in offset_names(task) if isinstance(args.get(n), torch.Tensor)]
+    if order == "offset_first":
+        names = names[:1] if len(names) > 1 else []
+    moved = dict(args)
+    for name in names:
+        spec = next(s for s in task.signature.inputs if s.name == name)
+        domain = task.domains.get(name)
+        scale = domain.scale if domain is not None else 1.0
+        offset = -scale * 2.0 ** FIRST_EXPONENT if order == "offset_first" else scale * 2.0 ** OFFSET_EXPONENT[spec.dtype]
+        value = args[name]
+        moved[name] = (value.double() + offset).to(value.dtype)
+    return moved
+
+
+class InputRounding:
+    """What rounding one call's float tensor inputs moves the reference's exact result by, element
+    by element (the module's docstring), computed when :meth:`moves` first asks (only a comparison
+    that fails otherwise does), then kept."""
+
+    def __init__(self, task: Task, inputs: Mapping[str, Any], order: str, seed: int = 0,
+                 plain: Callable[[], Mapping[str, Any]] | None = None) -> None:
+        self._task = task
+        self._inputs = inputs
+        self._seed = seed
+        self._ratio = offset_ratio(task, order)
+        self._plain = plain
+
+    def tolerance(self, name: str, tolerance: Tolerance) -> Tolerance:
+        """Output ``name``'s tolerance on this draw: its atols times how much the offset grew the
+        reference's largest finite value of it (``plain``: the draw's inputs without the offset;
+        a gradient times an offset grad_y rounds alike, larger), and a stepped output's atol for
+        values that cancel (a layer norm's normed * weight + bias; meant for centred inputs) also
+        times the offset's ratio to the spread, by which it magnifies the normed value's rounding."""
+        growth = self._growth.get(name, 1.0)
+        return dataclasses.replace(tolerance, atol=tolerance.atol * growth,
+                                   step_atol=tolerance.step_atol * growth * self._ratio)
+
+    @functools.cached_property
+    def _growth(self) -> dict[str, float]:
+        if self._plain is None:
+            return {}
+        base, moved = self._call(self._plain()), self._call(self._inputs)
+        if base is None or moved is None:
+            return {}
+        found = {}
+        for name, value in moved.items():
+            before, after = base[name].double(), value.double()
+            top = [float(v[v.isfinite()].abs().max()) if v.isfinite().any() else 0.0 for v in (before, after)]
+            found[name] = max(1.0, top[1] / top[0]) if top[0] > 0 else 1.0
+        return found
+
+    def around(self, name: str, expected: torch.Tensor, centre: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, str] | None:
+        """What :func:`kernelgen.task.compare.compare_tensors` takes as ``around`` for output
+        ``name``: the exact result and :data:`ROUNDING_FACTOR` times the moves; or ``centre`` (another
+        result of a kernel: its lockstep run's) and twice that, as each may lie that far from the
+        exact one; None where :meth:`moves` gives none."""
+        found = self.moves(name, expected)
+        if found is None:
+            return None
+        exact, moved = found
+        if centre is None:
+            return exact, ROUNDING_FACTOR * moved, f"within {ROUNDING_FACTOR:g} input roundings of the exact result"
+        return centre.detach().double(), 2 * ROUNDING_FACTOR * moved, \
+            f"within {2 * ROUNDING_FACTOR:g} input roundings of each other"
+
+    def moves(self, name: str, expected: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The reference's f64 result for output ``name`` and how far rounding the inputs moves
+        it (f64, on ``expected``'s device; NaN where either is not finite), or None where the
+        reference refused f64 inputs, returned another shape, or returned a result narrower than
+        f32: rounding the inputs by f32's unit moves an f16 or bf16 result (``.half()``) by its own
+        steps or not at all, and a step times the factor would pass a cancelling formula. A
+        reference that computes in f64 and returns ``.float()`` keeps its moves to f32's steps, no
+        coarser than the moves themselves; one that computes in f32 (``x.float()`` first) rounds
+        the rounded inputs back, and its moves are ~0: no floor beyond the others."""
+        found = self._results
+        if found is None or name not in found[0] or tuple(found[0][name].shape) != tuple(expected.shape) \
+                or found[0][name].dtype not in (torch.float32, torch.float64):
+            return None
+        exact, moved = (t.to(expected.device, torch.float64) for t in (found[0][name], found[1][name]))
+        bad = ~(exact.isfinite() & moved.isfinite())
+        nan = torch.full_like(exact, float("nan"))
+        return torch.where(bad, nan, exact), torch.where(bad, nan, moved)
+
+    @functools.cached_property
+    def _results(self) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+        floats = {n: v for n, v in self._inputs.items() if isinstance(v, torch.Tensor) and v.dtype in _FLOATS}
+        if not floats:
+            return None
+        unit = F64_UNIT if all(v.dtype == torch.float64 for v in floats.values()) else F32_UNIT
+        generator = torch.Generator().manual_seed(self._seed ^ 0x0FF5E7)
+        exact = self._call({n: v.double() for n, v in floats.items()})
+        if exact is None:
+            return None
+        squares = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in exact.items()}
+        for _ in range(ROUNDING_SAMPLES):
+            signs = {n: torch.randint(0, 2, v.shape, generator=generator, dtype=torch.float64) * 2 - 1
+                     for n, v in floats.items()}
+            rounded = self._call({n: v.double() * (1 + unit * signs[n].to(v.device)) for n, v in floats.items()})
+            if rounded is None:
+                return None
+            for n in squares:
+                squares[n] += (rounded[n].double() - exact[n].double()) ** 2
+        return exact, {n: (s / ROUNDING_SAMPLES).sqrt() for n, s in squares.items()}
+
+    def _call(self, floats: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
+        """The reference's results on the inputs with ``floats`` in place of theirs, as returned."""
+        copies = {n: floats[n] if n in floats else (v.clone() if isinstance(v, torch.Tensor) else v)
+                  for n, v in self._inputs.items()}
+        try:
+            with torch.no_grad():
+                result = self._task.reference_function()(*copies.values())
+            results = result if isinstance(result, (tuple, list)) else (result,)
+            values = [torch.as_tensor(r).detach() for r in results]
+        except Exception:  # noqa: BLE001 - a reference that refuses f64 inputs gets no rounding floor
+            return None
+        outputs = self._task.signature.outputs
+        return {s.name: v for s, v in zip(outputs, values)} if len(values) == len(outputs) else None
