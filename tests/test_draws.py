@@ -145,6 +145,17 @@ def test_scalars_are_drawn_per_assignment_within_their_range_and_bench_keeps_its
     assert "eps: f32 scalar, any value in [1e-06, 1]" in task.render_prompt()
 
 
+def test_an_extreme_draw_puts_a_scalar_without_an_extreme_value_at_a_bound_of_its_range() -> None:
+    """softshrink's prompt allows lambd = 0, where a kernel dividing lambd by |x| gives 0 / 0 at
+    x = 0: uniform draws never hit a bound exactly, so each extreme draw takes min or max."""
+    task = get_task("softshrink")
+    r = task.scalar_ranges["lambd"]
+    extreme = {scalar_values(task, {"N": n}, 0, extreme=True)["lambd"] for n in range(1, 40)}
+    assert extreme == {r.min, r.max}
+    plain = {scalar_values(task, {"N": n}, 0)["lambd"] for n in range(1, 40)}
+    assert len(plain) > 30 and not plain & {r.min, r.max}
+
+
 def test_a_set_of_values_is_drawn_from() -> None:
     task = get_task("row_any_above")
     values = task.scalar_ranges["threshold"].values

@@ -170,7 +170,8 @@ class ScalarRange(_Model):
     log: bool = False
     values: list[Union[float, int, bool]] | None = Field(None, min_length=1)
     # The value the extreme draws take (the most demanding end: a softmax temperature at its
-    # smallest, where x / temperature overflows exp first); None: drawn as in the other draws.
+    # smallest, where x / temperature overflows exp first); None: one of the range's bounds, at
+    # random (a boundary the prompt allows, softshrink's lambd = 0, which uniform draws never hit).
     extreme: Union[float, int, bool, None] = None
     # Another scalar this one is at least (a pair of bounds whose prompt promises lo <= hi): both
     # are drawn from the same range and the pair is sorted, so every ordered pair the prompt
@@ -199,6 +200,10 @@ class ScalarRange(_Model):
         if self.values is not None:
             return value in self.values
         return self.min <= value <= self.max
+
+    def bound(self, rng: random.Random, drawn: Union[float, int, bool]) -> Union[float, int, bool]:
+        """min or max at random, in ``drawn``'s type (``drawn`` itself for a list of values)."""
+        return drawn if self.values is not None else type(drawn)(rng.choice((self.min, self.max)))
 
     def draw(self, rng: random.Random, integer: bool) -> Union[float, int, bool]:
         if self.values is not None:

@@ -164,7 +164,7 @@ def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generato
 def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool = False) -> dict[str, Any]:
     """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
     (reproducible from task, sizes and seed; in an extreme draw, a range's ``extreme`` value
-    where it has one; a float rounded to the scalar's dtype; a range ``at_least`` another scalar
+    where it has one, else one of its bounds; a float rounded to the scalar's dtype; a range ``at_least`` another scalar
     sorted against it), the bench value where a scalar has no range."""
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
@@ -173,7 +173,8 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
             drawn = task.scalar_ranges.get(spec.name)
             value = (task.scalars[spec.name] if drawn is None
                      else drawn.draw(rng, integer=spec.dtype in ANY_INT_DTYPES))
-            value = drawn.extreme if extreme and drawn is not None and drawn.extreme is not None else value
+            if extreme and drawn is not None:  # its extreme value, else a bound (ScalarRange.extreme)
+                value = drawn.extreme if drawn.extreme is not None else drawn.bound(rng, value)
             if isinstance(value, float) and spec.dtype in ("f32", "f16", "bf16"):
                 # a value of the scalar's dtype: the kernel and PyTorch compare with the same one
                 value = float(torch.tensor(value, dtype=torch.float64).to(torch_dtype(spec.dtype)))
