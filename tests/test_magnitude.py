@@ -27,6 +27,15 @@ def test_an_extreme_draw_scales_ordinary_inputs_as_far_as_the_reference_stays_fi
     assert one == 1.0 and torch.equal(plain["x"], make_inputs(task, sizes, seed=0)["x"])
 
 
+def test_an_f32_input_is_scaled_past_the_i32_range_where_the_reference_stays_finite() -> None:
+    """frac's extreme draws reach past 2**31, where frac as x - float(int32(x)) wraps (round 11)."""
+    task = get_task("frac")
+    sizes = {"N": 3000}
+    inputs, _ = checked_inputs(task, sizes, seed=0, extreme=True)
+    assert torch.equal(inputs["x"], make_inputs(task, sizes, seed=0, extreme=True)["x"] * 2.0 ** 32)
+    assert float(inputs["x"].abs().max()) > 2.0 ** 31
+
+
 def test_the_scale_backs_off_where_the_reference_would_overflow_and_atol_grows_with_the_outputs() -> None:
     task = get_task("swiglu_f16")  # silu(a) * b in f16: a * b at 1024 ** 2 leaves f16's range
     sizes = {name: 64 for name in task.sizes}
