@@ -55,9 +55,9 @@ _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def offset_names(task: Task) -> list[str]:
-    """The inputs an offset draw moves (none where the task says ``offset_draws: false``): float tensors (f16, bf16, f32, f64) of an ordinary normal
-    domain (not ties, specials or zero rows, whose values the task judges as drawn) of the
-    largest rank among the task's tensors: the data a task maps or reduces, not the weights,
+    """The inputs an offset draw moves (none where the task says ``offset_draws: false``): float
+    tensors (f16, bf16, f32, f64) of a normal domain (ties stay ties: equal values moved alike;
+    zero rows are the point of a domain that has them) of the largest rank among the task's tensors: the data a task maps or reduces, not the weights,
     biases and per-channel statistics broadcast over it (a layer norm's weight and bias offset
     as well make its output cancel to near zero, about 1000 times the rounding of its normed
     value: ill-conditioned beyond what the inputs' rounding measures)."""
@@ -69,8 +69,7 @@ def offset_names(task: Task) -> list[str]:
     for spec in tensors:
         domain = task.domains.get(spec.name)
         if len(spec.shape) == rank and spec.dtype in OFFSET_EXPONENT and (
-                domain is None or (domain.kind == "normal" and not domain.ties and not domain.specials
-                                   and not domain.zero_rows)):
+                domain is None or (domain.kind == "normal" and not domain.zero_rows)):
             names.append(spec.name)
     return names
 
