@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from kernelgen.lang import nodes as L
-from kernelgen.task.spec import Domain, get_task
+from kernelgen.task.ranges import Domain
+from kernelgen.task.spec import get_task
 from kernelgen.task.verify import draw_tensor, make_inputs, scalar_values
 
 

@@ -13,7 +13,8 @@ from kernelgen.check.checker import check
 from kernelgen.task.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws
 from kernelgen.harness.plugin import summarize
 from kernelgen.task.results import CaseResult
-from kernelgen.task.spec import ScalarRange, Task, get_task
+from kernelgen.task.ranges import ScalarRange
+from kernelgen.task.spec import Task, get_task
 from kernelgen.task.verify import scalar_values, make_inputs
 
 

@@ -116,7 +116,7 @@ def test_domain_bounds_that_are_host_expressions_of_the_sizes() -> None:
     """An index table drawn for a cache of P pages points inside it at every P; offsets are
     nondecreasing ends of ragged groups whose last one is the row count."""
     from kernelgen.lang import nodes as L
-    from kernelgen.task.spec import Domain
+    from kernelgen.task.ranges import Domain
     from kernelgen.task.verify import draw_tensor
 
     pages = Domain.model_validate({"kind": "integers", "low": 0, "high": {"op": "sub", "lhs": "P", "rhs": 1}})

@@ -32,7 +32,8 @@ from kernelgen.host.plan import TORCH_DTYPES
 from kernelgen.task.case import Settings
 from kernelgen.task.draws import draw_sizes
 from kernelgen.task.results import CaseResult, GenerationInfo, Timing
-from kernelgen.task.spec import Domain, Task
+from kernelgen.task.ranges import Domain
+from kernelgen.task.spec import Task
 from kernelgen.task.verify import compare_outputs, make_inputs, reference_call, reference_leaves
 
 # Triton's interpreter runs each program of the grid in Python, hundreds of times slower than
