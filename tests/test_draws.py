@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from kernelgen.lang import nodes as L
 from kernelgen.check.checker import check
-from kernelgen.task.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, block_extent, case_draws
+from kernelgen.task.draws import CPU_ELEMENT_BUDGET, GPU_BYTE_BUDGET, case_draws
+from kernelgen.task.size_reads import block_extent
 from kernelgen.harness.plugin import summarize
 from kernelgen.task.results import CaseResult
 from kernelgen.task.ranges import ScalarRange

@@ -9,7 +9,8 @@ import torch
 
 from kernelgen.check.checker import check
 from kernelgen.lang import nodes as L
-from kernelgen.task.draws import block_extent, case_draws, limit_sizes, looped_sizes
+from kernelgen.task.draws import case_draws, limit_sizes
+from kernelgen.task.size_reads import block_extent, looped_sizes
 from kernelgen.task.spec import get_task
 from kernelgen.task.verify import make_inputs, sorted_along_axes
 
@@ -90,7 +91,8 @@ def test_a_size_compared_for_equality_is_drawn_there_with_the_other_sizes_large(
     from pathlib import Path
 
     from kernelgen.lang.parse import kernel_from_obj
-    from kernelgen.task.draws import equality_draws, size_equalities
+    from kernelgen.task.draws import equality_draws
+    from kernelgen.task.size_reads import size_equalities
 
     path = Path(__file__).parent / "redteam" / "vecmat_single_row_path_v_by_column_lanes.json"
     task = get_task("med/vecmat")
@@ -101,3 +103,54 @@ def test_a_size_compared_for_equality_is_drawn_there_with_the_other_sizes_large(
     assert single_row.sizes["N"] > 4096 and all(d.kind == "at_equality" for d in draws)
     assert any(d.sizes == single_row.sizes for d in case_draws(task, checked, 4, 0, False))
     assert size_equalities(check(task.golden)) == []  # the golden compares no size for equality: no cost there
+
+
+def _round12(name: str):
+    import json
+    from pathlib import Path
+
+    entry = json.loads((Path(__file__).parent / "redteam" / f"{name}.json").read_text())
+    return check(L.Kernel.model_validate(entry["kernel"]))
+
+
+def test_a_size_tested_for_a_multiple_of_a_block_is_drawn_at_one() -> None:
+    """relu with an unmasked path where N % 2048 == 0 (NaN to 0 there): the draws past the extent
+    avoid its multiples, the joint and offset draws take odd sizes; a draw at one is added."""
+    from kernelgen.task.draws import multiple_draws
+    from kernelgen.task.size_reads import size_multiples
+
+    checked = _round12("relu_even_n_path_nan_to_zero")
+    assert size_multiples(checked) == [2048]
+    (draw,) = multiple_draws(get_task("relu"), checked, 0)
+    assert draw.sizes == {"N": 4096} and draw.kind == "at_multiple" and draw.extreme
+    assert multiple_draws(get_task("relu"), check(get_task("relu").golden), 0) == []
+
+
+def test_two_sizes_the_kernel_compares_are_drawn_large_each_past_the_other() -> None:
+    """linear_optional_bias taking another path where M > N: the other draws hold one size large
+    and the others small, or all equal."""
+    from kernelgen.task.draws import ordering_draws
+    from kernelgen.task.size_reads import size_pairs
+
+    task = get_task("linear_optional_bias")
+    checked = _round12("linear_optional_bias_tall_m_over_n_bias_first_256_columns")
+    assert size_pairs(task, checked) == [("M", "N")]
+    first, second = ordering_draws(task, checked)
+    assert first.sizes["M"] > first.sizes["N"] > 256 and second.sizes["N"] > second.sizes["M"] > 256
+    assert first.sizes["K"] == 1 and first.kind == "size_order"
+
+
+def test_an_unlisted_call_is_checked_past_the_kernels_extent() -> None:
+    """A call no listed call makes got only the two smallest hypothesis draws; a path it alone takes
+    (amax over dim 0 without keepdim, walking the first 128 rows) passed."""
+    from kernelgen.harness.pipeline import for_each_draw
+    from kernelgen.task.case import Settings
+    from kernelgen.task.variants import unlisted_calls
+
+    task = get_task("amax_keepdim")
+    call = unlisted_calls(task)[0]
+    seen = []
+    for_each_draw(call, check(task.golden), Settings(), seen.append, "small")
+    kinds = [d.kind for d in seen]
+    assert kinds[:2] == ["drawn", "drawn"] and {"past_extent", "range_max"} & set(kinds)
+    assert max(d.sizes["M"] for d in seen) == call.sizes["M"].max

@@ -13,8 +13,8 @@ import torch
 from kernelgen.check.checker import check
 from kernelgen.host.plan import INTERPRETER_NUM_SMS, plan_launch, verified_num_sms
 from kernelgen.lang.parse import parse_kernel
-from kernelgen.task.draws import (CPU_RANGE_MAX_BUDGET, NUM_SMS_CHECKED, RANGE_MAX_OTHERS, block_extent, case_draws,
-                                  reads_num_sms)
+from kernelgen.task.draws import CPU_RANGE_MAX_BUDGET, NUM_SMS_CHECKED, RANGE_MAX_OTHERS, case_draws
+from kernelgen.task.size_reads import block_extent, reads_num_sms
 from kernelgen.task.spec import get_task
 
 CATALOGUE = Path(__file__).parent / "redteam"
@@ -58,7 +58,7 @@ def test_in_cpu_mode_a_size_the_grid_spreads_over_gets_no_range_maximum_unless_a
     """softmax_temperature: M is the grid's (8192 rows cost the interpreter seconds per call) and
     no loop runs over it: the draw past the extent stands for its maximum; N, which the kernel
     loops over, still gets its range's maximum. On the GPU both do."""
-    from kernelgen.task.draws import looped_sizes
+    from kernelgen.task.size_reads import looped_sizes
 
     task = get_task("softmax_temperature")
     checked = check(task.golden)

@@ -27,7 +27,7 @@ from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.task.spec import Task
 from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.offset import OFFSET_ORDERS, InputRounding
+from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.verify import compare_outputs, order_overflows, make_inputs, order_problems, run_reference
 
 
@@ -83,7 +83,7 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
                   plan_one: Callable[[dict[str, int]], None] | None = None) -> list[dict[str, int]]:
     """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in
     order (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
-    :data:`UNLISTED_DRAWS` smallest hypothesis draws); the first failure ends the case and is
+    :data:`UNLISTED_DRAWS` smallest hypothesis draws and the draws past the kernel's extent); the first failure ends the case and is
     raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
     would cost a timeout), its messages naming the num_sms it ran under where the draw set one.
     A draw the harness chose for the kernel (past its extent, a range's maximum, a num_sms)
@@ -101,8 +101,9 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
             except KernelgenError as error:
                 raise at_sizes(error, sizes) from None
     every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
-    if which == "small":
-        every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS]
+    if which == "small":  # and the targeted draws (a path the call alone takes past a block, or at a range's top)
+        every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS] + [
+            d for d in draws.targeted_draws(task, checked, settings.seed, settings.gpu) if d.kind in ("past_extent", "range_max")]
     elif which == "no_range_max":
         every = [d for d in every if d.kind != "range_max"]
     checked_sizes: list[dict[str, int]] = []
@@ -216,7 +217,7 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
     if order is not None and order_overflows(task, sizes, seed, expected):
         return  # a draw past the task's promise (order_overflows)
     rounding = InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
-        if order in OFFSET_ORDERS else None
+        if is_offset(order) else None
     with verified_num_sms(num_sms):
         try:
             run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)

@@ -6,7 +6,7 @@ a grid of one program with a 16384-wide block is right for every N up to 16384, 
 with one K block and no K loop is right while K fits in it. So besides the hypothesis draws from
 the task's ranges (edge values and uniform draws, capped by ``cpu_max`` in CPU mode), every size
 name gets a *targeted* draw: that name just past the largest extent a program of the kernel
-covers (:func:`block_extent`: its blocks as tiles, the product of their axes, so a [32, 512]
+covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles, the product of their axes, so a [32, 512]
 tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
 meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
 times a block; not a multiple of it), the other names small. Every name also gets a draw at its
@@ -46,6 +46,11 @@ their spread (:func:`offset_draws`, :mod:`kernelgen.task.offset`): a variance as
 an MSE from moment sums or (x - y)^2 expanded agree with the reference on centred values and
 cancel on these; the comparison there allows what rounding the inputs moves the exact result by.
 
+A kernel that tests a size for a multiple of a block (``rem(N, BLOCK) == 0``: a path without
+masks) gets, in CPU mode, draws at such a multiple with the others small (:func:`multiple_draws`);
+one that compares two sizes (``M > N``) draws with both large, each past the other
+(:func:`ordering_draws`).
+
 A kernel that compares a size with a fixed value for equality (a decode path at ``M == 1``)
 gets, in CPU mode, draws at that value with the other sizes large (:func:`equality_draws`): the
 other draws hold a size at 1 only with the others small, where a weight read with its axes
@@ -69,10 +74,12 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kernelgen.lang import nodes as L
-from kernelgen.check.checked import Checked, child, launches_of
+from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
-from kernelgen.task.offset import OFFSET_ORDERS, offset_names
+from kernelgen.task.offset import offset_orders
 from kernelgen.task.reductions import cancelling_inputs
+from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
+                                       size_multiples, size_pairs)
 from kernelgen.task.spec import Task
 
 DEFAULT_CPU_MAX = 4096
@@ -121,177 +128,15 @@ class Draw:
     # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset" or
-    # "offset_first": a large common offset (:func:`offset_draws`); None: as drawn.
+    # "offset:NAME": a large common offset (:func:`offset_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
     # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`), "at_equality" (a size
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
-    # (:func:`offset_draws`) or "num_sms".
+    # (:func:`offset_draws`), "at_multiple" (:func:`multiple_draws`), "size_order" (two sizes the
+    # kernel compares, one past the other: :func:`ordering_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
-
-
-def block_extent(checked: Checked) -> int:
-    """How far one program of the kernel reaches along a size: the largest of its meta values,
-    every block the checker inferred as a tile (the product of its axes: a [32, 512] tile covers
-    16384 elements of a row), every integer literal (a loop that stops at 4096 instead of N),
-    every loop bound its meta values and literals decide (``CHUNKS * BLOCK``) and such a loop's
-    trips times the largest block, and each grid size its meta values and literals decide times
-    the largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more); for a
-    program, over all its launches; and every size threshold a comparison with a fixed value
-    states (a long-row path behind ``N > BLOCK * 4``, ``cdiv(N, BLOCK) > 4`` or
-    ``float(N) > 4096.0`` starts at 4096), as far as the sizes' ranges reach."""
-    launches = launches_of(checked)
-    metas = {m.name: m.value for m in checked.kernel.meta}
-    blocks = list(metas.values())
-    blocks += [math.prod(value_type.shape) for each in launches for value_type in each.types.values()
-               if value_type.shape]
-    block = max([1, *blocks])
-    literals = _integer_literals(checked.kernel.model_dump())
-    bounded = [_upper(g, metas) for each in launches for g in each.kernel.grid]
-    covered = [g * block for g in bounded if g is not None]
-    for each in launches:
-        for loop in _loops(each.kernel.body):
-            start, stop, step = (_constant(getattr(loop, n), metas) for n in ("start", "stop", "step"))
-            if stop is not None:
-                covered.append(abs(stop))
-                if start is not None and step:
-                    covered.append(max(0, -(-(stop - start) // step)) * block)
-    return max([block, *literals, *covered, *size_thresholds(checked)])
-
-
-_CONSTANT_OPS = frozenset({"add", "sub", "mul", "div", "idiv", "cdiv", "maximum", "minimum", "shl", "shr"})
-
-
-def size_thresholds(checked: Checked) -> list[int]:
-    """The values a size would have where a comparison of it with a fixed value (literals and
-    meta values alone) flips, its arithmetic undone (``cdiv(N, BLOCK) > 4``: 4 * BLOCK), those
-    within the sizes' ranges: a kernel may take another path past such a threshold, and a size
-    past it must be drawn."""
-    metas = {m.name: m.value for m in checked.kernel.meta}
-    found: set[int] = set()
-    for node, _ in nodes(checked.kernel, ""):
-        if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge"):
-            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
-                fixed = _fixed_value(other, metas)
-                if fixed is not None and _fixed_value(side, metas) is None:
-                    at = _undone(side, fixed, metas)
-                    if at is not None and 1 < at < 1 << 40:
-                        found.add(math.ceil(at))
-    return sorted(found)
-
-
-def _fixed_value(expr: object, metas: Mapping[str, int]) -> float | None:
-    """An expression's value where literals and meta values alone decide it (floats too)."""
-    if isinstance(expr, bool):
-        return None
-    if isinstance(expr, (int, float)):
-        return float(expr)
-    if isinstance(expr, str):
-        return float(metas[expr]) if expr in metas else None
-    if isinstance(expr, L.Cast):
-        return _fixed_value(expr.x, metas)
-    if not isinstance(expr, L.Binary) or expr.op not in _CONSTANT_OPS:
-        return None
-    lhs, rhs = _fixed_value(expr.lhs, metas), _fixed_value(expr.rhs, metas)
-    if lhs is None or rhs is None:
-        return None
-    try:
-        return {"add": lambda: lhs + rhs, "sub": lambda: lhs - rhs, "mul": lambda: lhs * rhs,
-                "div": lambda: lhs / rhs, "idiv": lambda: float(int(lhs) // int(rhs)),
-                "cdiv": lambda: float(-(-int(lhs) // int(rhs))), "maximum": lambda: max(lhs, rhs),
-                "minimum": lambda: min(lhs, rhs), "shl": lambda: float(int(lhs) << int(rhs)),
-                "shr": lambda: float(int(lhs) >> int(rhs))}[expr.op]()
-    except (ZeroDivisionError, ValueError, OverflowError):
-        return None
-
-
-def _undone(expr: object, value: float, metas: Mapping[str, int]) -> float | None:
-    """What the varying part of ``expr`` is where ``expr`` equals ``value``: through casts and
-    arithmetic with fixed operands (a product, quotient, shift or sum undone), as far as it goes."""
-    if isinstance(expr, L.Cast):
-        return _undone(expr.x, value, metas)
-    if not isinstance(expr, L.Binary):
-        return value
-    lhs, rhs = _fixed_value(expr.lhs, metas), _fixed_value(expr.rhs, metas)
-    if rhs is not None and lhs is None:
-        inverse = {"mul": lambda: value / rhs if rhs else None, "div": lambda: value * rhs,
-                   "idiv": lambda: value * rhs, "cdiv": lambda: value * rhs, "add": lambda: value - rhs,
-                   "sub": lambda: value + rhs, "shl": lambda: value / 2 ** rhs, "shr": lambda: value * 2 ** rhs}
-        if expr.op in inverse:
-            undone = inverse[expr.op]()
-            return None if undone is None else _undone(expr.lhs, undone, metas)
-    if lhs is not None and rhs is None and expr.op in ("mul", "add"):
-        return _undone(expr.rhs, value / lhs if expr.op == "mul" and lhs else value - lhs, metas)
-    return value
-
-
-def _loops(stmts: list) -> list[L.For]:
-    """Every ``for`` among ``stmts``, nested ones included."""
-    found = []
-    for s in stmts:
-        if isinstance(s, L.For):
-            found += [s, *_loops(s.body)]
-        elif isinstance(s, L.If):
-            found += _loops(s.then) + _loops(s.else_)
-    return found
-
-
-def _constant(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
-    """An integer expression's value where literals and meta values alone decide it, else None."""
-    value = _fixed_value(expr, metas)
-    return int(value) if value is not None and math.isfinite(value) and value.is_integer() else None
-
-
-_FOLDED = frozenset({"add", "sub", "mul", "idiv", "cdiv", "maximum", "minimum"})
-
-
-def _upper(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
-    """An upper bound of a grid size where literals and meta values give one, else None:
-    ``minimum(cdiv(T, 16), 4096)`` is at most 4096 whatever T is (a grid capped at a fixed
-    number of programs covers that many blocks); sizes are nonnegative, so a sum, product or
-    quotient of bounded nonnegative parts is bounded by theirs."""
-    exact = _constant(expr, metas)
-    if exact is not None or not isinstance(expr, L.Binary) or expr.op not in _FOLDED:
-        return exact
-    lhs, rhs = _upper(expr.lhs, metas), _upper(expr.rhs, metas)
-    if expr.op == "minimum":
-        known = [b for b in (lhs, rhs) if b is not None]
-        return min(known) if known else None
-    if lhs is None or lhs < 0:
-        return None
-    if expr.op in ("idiv", "cdiv", "sub"):  # a bound less, or over, a fixed right-hand side
-        fixed = _constant(expr.rhs, metas)
-        if fixed is None or (expr.op != "sub" and fixed < 1):
-            return None
-        return lhs - fixed if expr.op == "sub" else -(-lhs // fixed) if expr.op == "cdiv" else lhs // fixed
-    if rhs is None or rhs < 0:
-        return None
-    return {"add": lhs + rhs, "mul": lhs * rhs, "maximum": max(lhs, rhs)}[expr.op]
-
-
-def _integer_literals(node: object) -> list[int]:
-    if isinstance(node, bool):
-        return []
-    if isinstance(node, int):
-        return [abs(node)]
-    if isinstance(node, dict):
-        return [i for value in node.values() for i in _integer_literals(value)]
-    if isinstance(node, list):
-        return [i for value in node for i in _integer_literals(value)]
-    return []
-
-
-def reads_num_sms(checked: Checked) -> bool:
-    """Whether the kernel's host part (grid, params, scratch shapes) reads ``num_sms``."""
-    def found(node: object) -> bool:
-        if isinstance(node, dict):
-            return node.get("op") == "num_sms" or any(found(v) for v in node.values())
-        if isinstance(node, list):
-            return any(found(v) for v in node)
-        return False
-
-    return found(checked.kernel.model_dump())
 
 
 def _fits(task: Task, sizes: Mapping[str, int], gpu: bool, budget: int | None = None) -> bool:
@@ -366,45 +211,62 @@ def _together(task: Task, budget: int, fixed: Mapping[str, int] | None = None) -
 
 def offset_draws(task: Task) -> list[Draw]:
     """CPU mode's draws whose float inputs of a normal domain carry a large common offset
-    (:mod:`kernelgen.task.offset`: ``offset``, and ``offset_first`` where two or more inputs
-    take one), every size at one value within :data:`CPU_OFFSET_BUDGET`: a variance as
+    (:mod:`kernelgen.task.offset`: ``offset``, and ``offset:NAME`` for each where two or more
+    inputs take one), every size at one value within :data:`CPU_OFFSET_BUDGET`: a variance as
     E[x^2] - E[x]^2 is right on centred rows and cancels on these. None for a task without such
     inputs or sizes."""
-    names = offset_names(task)
-    sizes = _together(task, CPU_OFFSET_BUDGET) if names and task.sizes else None
-    if sizes is None:
-        return []
-    return [Draw(sizes, order=order, kind="offset") for order in OFFSET_ORDERS[:1 if len(names) < 2 else 2]]
+    orders = offset_orders(task)
+    sizes = _together(task, CPU_OFFSET_BUDGET) if orders and task.sizes else None
+    return [Draw(sizes, order=order, kind="offset") for order in orders] if sizes is not None else []
 
 
-def size_equalities(checked: Checked) -> list[int]:
-    """The values a scalar is compared with for equality (``eq``, ``ne``; and ``lt``, ``le``,
-    ``gt``, ``ge`` at 2 or less, which :func:`size_thresholds` leaves out), where literals and
-    meta values alone decide them, its arithmetic undone: a kernel may take another path at
-    exactly such a size (a decode path at ``M == 1``), which the other draws reach only with the
-    other sizes small (where a weight read as [K, N] instead of [N, K] is the same memory)."""
-    found: set[int] = set()
-    for each in launches_of(checked):
-        metas = {m.name: m.value for m in each.kernel.meta}
-        for node, path in nodes(each.kernel.body, "/body"):
-            if not isinstance(node, L.Binary) or node.op not in ("eq", "ne", "lt", "le", "gt", "ge"):
+def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
+    """CPU mode's draws at a multiple of each of :func:`kernelgen.task.size_reads.size_multiples` (the first four): each size
+    name at the least multiple, past 1, in its range, the others small."""
+    rng = random.Random(f"{task.id}:{seed}:multiples")
+    draws: list[Draw] = []
+    for modulus in size_multiples(checked)[:4]:
+        for name, r in task.sizes.items():
+            value = max(2, -(-r.min // modulus)) * modulus
+            if value > r.max:
                 continue
-            for side, other, key in ((node.lhs, node.rhs, "lhs"), (node.rhs, node.lhs, "rhs")):
-                fixed, typed = _fixed_value(other, metas), each.types.get(child(path, key))
-                if fixed is None or _fixed_value(side, metas) is not None or typed is None or typed.shape:
-                    continue
-                at = _undone(side, fixed, metas)
-                if at is None or not 1 <= at < 1 << 40:
-                    continue
-                if node.op in ("eq", "ne") and at == int(at):
-                    found.add(int(at))
-                elif node.op not in ("eq", "ne") and at <= 2:
-                    found.update({1, 2})
-    return sorted(found)
+            small = {o: rng.choice([v for v in SMALL_SIZES if q.min <= v <= q.max] or [q.min])
+                     for o, q in task.sizes.items() if o != name}
+            draw = Draw({**small, name: value}, extreme=True, kind="at_multiple")
+            if _fits(task, draw.sizes, False) and draw not in draws:
+                draws.append(draw)
+    return draws
+
+
+def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
+    """CPU mode's draws for each pair of :func:`kernelgen.task.size_reads.size_pairs` (the first two): the two sizes as large
+    as :data:`CPU_JOINT_BUDGET` allows with the others at their minimum, one past the other, and
+    the other way round."""
+    draws: list[Draw] = []
+    lowest = {name: r.min for name, r in task.sizes.items()}
+    for a, b in size_pairs(task, checked)[:2]:
+        for big, other in ((a, b), (b, a)):
+            low, high = 1, max(task.sizes[a].max, task.sizes[b].max)
+            while low < high:  # the footprint grows with v: bisect
+                mid = (low + high + 1) // 2
+                if _fits(task, _ordered(task, lowest, big, other, mid), False, CPU_JOINT_BUDGET):
+                    low = mid
+                else:
+                    high = mid - 1
+            sizes = _ordered(task, lowest, big, other, low)
+            if sizes[big] > sizes[other] and _fits(task, sizes, False, CPU_JOINT_BUDGET):
+                draws.append(Draw(sizes, kind="size_order"))
+    return draws
+
+
+def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int) -> dict[str, int]:
+    """``other`` at ``value`` and ``big`` one (odd) past it, clamped to their ranges, the rest as given."""
+    rb, ro = task.sizes[big], task.sizes[other]
+    return {**lowest, other: min(max(value, ro.min), ro.max), big: min(max(value + 2 - value % 2, rb.min), rb.max)}
 
 
 def equality_draws(task: Task, checked: Checked) -> list[Draw]:
-    """CPU mode's draws at each value :func:`size_equalities` finds (the first four): each name
+    """CPU mode's draws at each value :func:`kernelgen.task.size_reads.size_equalities` finds (the first four): each name
     whose range holds it at that value, the others as large as :func:`joint_draw` makes them."""
     draws: list[Draw] = []
     for value in size_equalities(checked)[:4]:
@@ -463,7 +325,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     rng = random.Random(f"{task.id}:{seed}:targeted")
     extent = block_extent(checked)
     looped = looped_sizes(checked) & set(task.sizes)
-    gridded = {n for each in launches_of(checked) for n in _names(list(each.kernel.grid))} & set(task.sizes)
+    gridded = {n for each in launches_of(checked) for n in names_read(list(each.kernel.grid))} & set(task.sizes)
     # the task's own scans (its golden's), not the answer's: a kernel that numbers its lanes with
     # a cumsum must not turn the sorted draws off
     scans = any(isinstance(node, L.Scan) for node, _ in nodes(task.golden or checked.kernel, ""))
@@ -510,64 +372,9 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task)]
+    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task),
+                            *multiple_draws(task, checked, seed), *ordering_draws(task, checked)]
     return draws + [draw for draw in extra if draw is not None]
-
-
-def looped_sizes(checked: Checked) -> set[str]:
-    """The size names a loop's bounds read, directly, through a param's host expression or
-    through lets (``full_blocks = S idiv BLOCK``): the reductions a kernel walks in blocks (a
-    matmul's K, a long row's N)."""
-    names: set[str] = set()
-    for each in launches_of(checked):
-        hosts = {b.name: _names(b.value) for b in each.params if b.value is not None}
-        lets: dict[str, set[str]] = {}
-        for let in _lets(each.kernel.body):  # names are never rebound; a name in two scopes: both
-            lets[let.name] = lets.get(let.name, set()) | _names(let.value)
-        for loop in _loops(each.kernel.body):
-            for bound in (loop.start, loop.stop):
-                names |= _read(_names(bound), lets, hosts)
-    return names
-
-
-def _read(names: set[str], lets: Mapping[str, set[str]], hosts: Mapping[str, set[str]]) -> set[str]:
-    """The names ``names`` read in the end: through lets, then a param's host expression."""
-    found: set[str] = set()
-    seen: set[str] = set()
-    pending = list(names)
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in lets:
-            pending += lets[name]
-        else:
-            found |= hosts.get(name, {name})
-    return found
-
-
-def _lets(stmts: list) -> list[L.Let]:
-    """Every ``let`` among ``stmts``, those in loop bodies and branches included."""
-    found = []
-    for s in stmts:
-        if isinstance(s, L.Let):
-            found.append(s)
-        elif isinstance(s, L.For):
-            found += _lets(s.body)
-        elif isinstance(s, L.If):
-            found += _lets(s.then) + _lets(s.else_)
-    return found
-
-
-def _names(expr: object) -> set[str]:
-    if isinstance(expr, str):
-        return {expr}
-    if isinstance(expr, L.Node):
-        return {n for _, value in L.node_fields(expr) for n in _names(value)}
-    if isinstance(expr, list):
-        return {n for value in expr for n in _names(value)}
-    return set()
 
 
 def num_sms_draws(task: Task, checked: Checked, draws: list[Draw], scalars_of) -> list[Draw]:

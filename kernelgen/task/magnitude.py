@@ -5,9 +5,10 @@ A task's ``extreme_domains`` say what large values it promises to survive; most 
 none, and their draws never leave the standard normal, where a softmax without the row maximum,
 tanh as an exp ratio, or squares summed in f16 are all right. So in every extreme draw of a
 task without extreme domains (a task that has them says what its extreme draws hold) each
-float input drawn from a normal domain is scaled by a power of two, the largest of :data:`SCALES` for its dtype at which the reference stays
-finite wherever it is finite at the ordinary scale: the eager code the task asks a kernel to
-match is stable there, so a kernel must be too. Where the reference is not stable at any of
+float input drawn from a normal domain is scaled by a power of two, the largest of :data:`SCALES`
+for its dtype at which the reference stays finite wherever it is finite at the ordinary scale, its
+outputs grown at most :data:`MAX_GROWTH` times: the eager code the task asks a kernel to match is
+stable there, so a kernel must be too. Where the reference is not stable at any of
 them (an exp of the input overflows, a product leaves f16's range), the draw keeps the ordinary
 scale. A power of two scales the drawn values exactly, so the scaled draw holds the same
 numbers, its zeros included. Uniform and integer domains keep their bounds: they state
@@ -38,6 +39,14 @@ SCALES: dict[str, tuple[float, ...]] = {
     "f32": (2.0 ** 32, 4096.0, 1024.0, 256.0, 64.0, 16.0),
     "f64": (2.0 ** 32, 4096.0, 1024.0, 256.0, 64.0, 16.0),
 }
+
+# The most a scale may grow the reference's outputs: an input of the ordinary scale that adds to
+# them (a bias on x @ w^T, which grows as the scale's square) must stay above the tolerance, or a
+# kernel that drops it past one tile passes every extreme draw, and those hold every draw past a
+# kernel's extent (round 12: at 4096, 4096 * bias against 2**24 * x @ w^T was inside rtol 1e-4).
+# A product of two inputs is scaled by 64 at most, an output that grows as its input (relu) by
+# 4096, and one that does not grow (a softmax, frac, a cosine) by 2**32.
+MAX_GROWTH = 2.0 ** 12
 
 
 def scaled_names(task: Task) -> list[str]:
@@ -83,7 +92,7 @@ def magnified(task: Task, inputs: dict[str, Any], extreme: bool) -> tuple[dict[s
         for name in names:
             scaled[name] = torch.where(kept[name], inputs[name], inputs[name] * scale)
         outputs = _float_outputs(task, scaled)
-        if outputs is not None and base is not None and _stable(base, outputs):
+        if outputs is not None and base is not None and _stable(base, outputs) and _growth(base, outputs) <= MAX_GROWTH:
             return scaled, _growth(base, outputs)
     return inputs, 1.0
 

@@ -1,0 +1,300 @@
+"""What a kernel's code says about the sizes it must be checked at (:mod:`kernelgen.task.draws` draws
+there): the largest extent a program covers, the sizes its loops walk, and the values where its
+comparisons of a size flip (thresholds, equalities, multiples of a block, one size against another),
+read from the checked AST with literals and meta values folded."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from kernelgen.lang import nodes as L
+from kernelgen.check.checked import Checked, child, launches_of
+from kernelgen.check.sequence import nodes
+from kernelgen.task.spec import Task
+
+
+def block_extent(checked: Checked) -> int:
+    """How far one program of the kernel reaches along a size: the largest of its meta values,
+    every block the checker inferred as a tile (the product of its axes: a [32, 512] tile covers
+    16384 elements of a row), every integer literal (a loop that stops at 4096 instead of N),
+    every loop bound its meta values and literals decide (``CHUNKS * BLOCK``) and such a loop's
+    trips times the largest block, and each grid size its meta values and literals decide times
+    the largest block (a grid of 16 blocks of 1024 covers 16384 elements and no more); for a
+    program, over all its launches; and every size threshold a comparison with a fixed value
+    states (a long-row path behind ``N > BLOCK * 4``, ``cdiv(N, BLOCK) > 4`` or
+    ``float(N) > 4096.0`` starts at 4096), as far as the sizes' ranges reach."""
+    launches = launches_of(checked)
+    metas = {m.name: m.value for m in checked.kernel.meta}
+    blocks = list(metas.values())
+    blocks += [math.prod(value_type.shape) for each in launches for value_type in each.types.values()
+               if value_type.shape]
+    block = max([1, *blocks])
+    literals = _integer_literals(checked.kernel.model_dump())
+    bounded = [_upper(g, metas) for each in launches for g in each.kernel.grid]
+    covered = [g * block for g in bounded if g is not None]
+    for each in launches:
+        for loop in _loops(each.kernel.body):
+            start, stop, step = (_constant(getattr(loop, n), metas) for n in ("start", "stop", "step"))
+            if stop is not None:
+                covered.append(abs(stop))
+                if start is not None and step:
+                    covered.append(max(0, -(-(stop - start) // step)) * block)
+    return max([block, *literals, *covered, *size_thresholds(checked)])
+
+
+_CONSTANT_OPS = frozenset({"add", "sub", "mul", "div", "idiv", "cdiv", "maximum", "minimum", "shl", "shr"})
+
+
+def size_thresholds(checked: Checked) -> list[int]:
+    """The values a size would have where a comparison of it with a fixed value (literals and
+    meta values alone) flips, its arithmetic undone (``cdiv(N, BLOCK) > 4``: 4 * BLOCK), those
+    within the sizes' ranges: a kernel may take another path past such a threshold, and a size
+    past it must be drawn."""
+    metas = {m.name: m.value for m in checked.kernel.meta}
+    found: set[int] = set()
+    for node, _ in nodes(checked.kernel, ""):
+        if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge"):
+            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
+                fixed = _fixed_value(other, metas)
+                if fixed is not None and _fixed_value(side, metas) is None:
+                    at = _undone(side, fixed, metas)
+                    if at is not None and 1 < at < 1 << 40:
+                        found.add(math.ceil(at))
+    return sorted(found)
+
+
+def _fixed_value(expr: object, metas: Mapping[str, int]) -> float | None:
+    """An expression's value where literals and meta values alone decide it (floats too)."""
+    if isinstance(expr, bool):
+        return None
+    if isinstance(expr, (int, float)):
+        return float(expr)
+    if isinstance(expr, str):
+        return float(metas[expr]) if expr in metas else None
+    if isinstance(expr, L.Cast):
+        return _fixed_value(expr.x, metas)
+    if not isinstance(expr, L.Binary) or expr.op not in _CONSTANT_OPS:
+        return None
+    lhs, rhs = _fixed_value(expr.lhs, metas), _fixed_value(expr.rhs, metas)
+    if lhs is None or rhs is None:
+        return None
+    try:
+        return {"add": lambda: lhs + rhs, "sub": lambda: lhs - rhs, "mul": lambda: lhs * rhs,
+                "div": lambda: lhs / rhs, "idiv": lambda: float(int(lhs) // int(rhs)),
+                "cdiv": lambda: float(-(-int(lhs) // int(rhs))), "maximum": lambda: max(lhs, rhs),
+                "minimum": lambda: min(lhs, rhs), "shl": lambda: float(int(lhs) << int(rhs)),
+                "shr": lambda: float(int(lhs) >> int(rhs))}[expr.op]()
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+
+
+def _undone(expr: object, value: float, metas: Mapping[str, int]) -> float | None:
+    """What the varying part of ``expr`` is where ``expr`` equals ``value``: through casts and
+    arithmetic with fixed operands (a product, quotient, shift or sum undone), as far as it goes."""
+    if isinstance(expr, L.Cast):
+        return _undone(expr.x, value, metas)
+    if not isinstance(expr, L.Binary):
+        return value
+    lhs, rhs = _fixed_value(expr.lhs, metas), _fixed_value(expr.rhs, metas)
+    if rhs is not None and lhs is None:
+        inverse = {"mul": lambda: value / rhs if rhs else None, "div": lambda: value * rhs,
+                   "idiv": lambda: value * rhs, "cdiv": lambda: value * rhs, "add": lambda: value - rhs,
+                   "sub": lambda: value + rhs, "shl": lambda: value / 2 ** rhs, "shr": lambda: value * 2 ** rhs}
+        if expr.op in inverse:
+            undone = inverse[expr.op]()
+            return None if undone is None else _undone(expr.lhs, undone, metas)
+    if lhs is not None and rhs is None and expr.op in ("mul", "add"):
+        return _undone(expr.rhs, value / lhs if expr.op == "mul" and lhs else value - lhs, metas)
+    return value
+
+
+def _loops(stmts: list) -> list[L.For]:
+    """Every ``for`` among ``stmts``, nested ones included."""
+    found = []
+    for s in stmts:
+        if isinstance(s, L.For):
+            found += [s, *_loops(s.body)]
+        elif isinstance(s, L.If):
+            found += _loops(s.then) + _loops(s.else_)
+    return found
+
+
+def _constant(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
+    """An integer expression's value where literals and meta values alone decide it, else None."""
+    value = _fixed_value(expr, metas)
+    return int(value) if value is not None and math.isfinite(value) and value.is_integer() else None
+
+
+_FOLDED = frozenset({"add", "sub", "mul", "idiv", "cdiv", "maximum", "minimum"})
+
+
+def _upper(expr: L.Expr, metas: Mapping[str, int]) -> int | None:
+    """An upper bound of a grid size where literals and meta values give one, else None:
+    ``minimum(cdiv(T, 16), 4096)`` is at most 4096 whatever T is (a grid capped at a fixed
+    number of programs covers that many blocks); sizes are nonnegative, so a sum, product or
+    quotient of bounded nonnegative parts is bounded by theirs."""
+    exact = _constant(expr, metas)
+    if exact is not None or not isinstance(expr, L.Binary) or expr.op not in _FOLDED:
+        return exact
+    lhs, rhs = _upper(expr.lhs, metas), _upper(expr.rhs, metas)
+    if expr.op == "minimum":
+        known = [b for b in (lhs, rhs) if b is not None]
+        return min(known) if known else None
+    if lhs is None or lhs < 0:
+        return None
+    if expr.op in ("idiv", "cdiv", "sub"):  # a bound less, or over, a fixed right-hand side
+        fixed = _constant(expr.rhs, metas)
+        if fixed is None or (expr.op != "sub" and fixed < 1):
+            return None
+        return lhs - fixed if expr.op == "sub" else -(-lhs // fixed) if expr.op == "cdiv" else lhs // fixed
+    if rhs is None or rhs < 0:
+        return None
+    return {"add": lhs + rhs, "mul": lhs * rhs, "maximum": max(lhs, rhs)}[expr.op]
+
+
+def _integer_literals(node: object) -> list[int]:
+    if isinstance(node, bool):
+        return []
+    if isinstance(node, int):
+        return [abs(node)]
+    if isinstance(node, dict):
+        return [i for value in node.values() for i in _integer_literals(value)]
+    if isinstance(node, list):
+        return [i for value in node for i in _integer_literals(value)]
+    return []
+
+
+def reads_num_sms(checked: Checked) -> bool:
+    """Whether the kernel's host part (grid, params, scratch shapes) reads ``num_sms``."""
+    def found(node: object) -> bool:
+        if isinstance(node, dict):
+            return node.get("op") == "num_sms" or any(found(v) for v in node.values())
+        if isinstance(node, list):
+            return any(found(v) for v in node)
+        return False
+
+    return found(checked.kernel.model_dump())
+
+
+def size_equalities(checked: Checked) -> list[int]:
+    """The values a scalar is compared with for equality (``eq``, ``ne``; and ``lt``, ``le``,
+    ``gt``, ``ge`` at 2 or less, which :func:`size_thresholds` leaves out), where literals and
+    meta values alone decide them, its arithmetic undone: a kernel may take another path at
+    exactly such a size (a decode path at ``M == 1``), which the other draws reach only with the
+    other sizes small (where a weight read as [K, N] instead of [N, K] is the same memory)."""
+    found: set[int] = set()
+    for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        for node, path in nodes(each.kernel.body, "/body"):
+            if not isinstance(node, L.Binary) or node.op not in ("eq", "ne", "lt", "le", "gt", "ge"):
+                continue
+            for side, other, key in ((node.lhs, node.rhs, "lhs"), (node.rhs, node.lhs, "rhs")):
+                fixed, typed = _fixed_value(other, metas), each.types.get(child(path, key))
+                if fixed is None or _fixed_value(side, metas) is not None or typed is None or typed.shape:
+                    continue
+                at = _undone(side, fixed, metas)
+                if at is None or not 1 <= at < 1 << 40:
+                    continue
+                if node.op in ("eq", "ne") and at == int(at):
+                    found.add(int(at))
+                elif node.op not in ("eq", "ne") and at <= 2:
+                    found.update({1, 2})
+    return sorted(found)
+
+
+def size_multiples(checked: Checked) -> list[int]:
+    """The moduli ``m`` of the comparisons ``rem(X, m) == v`` (or ``!=``) with fixed ``m`` and
+    ``v``: a path taken where a size is a multiple of a block (an ``EVEN_N`` path without masks),
+    which :func:`size_equalities` cannot undo and no other draw aims at (the draws past an
+    extent avoid its multiples on purpose, the joint and offset draws take odd sizes)."""
+    found: set[int] = set()
+    for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        for node, _ in nodes(each.kernel.body, "/body"):
+            if not isinstance(node, L.Binary) or node.op not in ("eq", "ne"):
+                continue
+            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
+                while isinstance(side, L.Cast):
+                    side = side.x
+                modulus = _fixed_value(side.rhs, metas) if isinstance(side, L.Binary) and side.op == "rem" else None
+                if modulus is not None and _fixed_value(other, metas) is not None and modulus >= 2 \
+                        and modulus == int(modulus) and _fixed_value(side.lhs, metas) is None:
+                    found.add(int(modulus))
+    return sorted(found)
+
+
+def size_pairs(task: Task, checked: Checked) -> list[tuple[str, str]]:
+    """The pairs of size names a kernel compares with each other (``M > N``, ``M == N``; through
+    casts): a kernel may take another path where one exceeds the other, which the other draws
+    reach only with both small (one size large and the others small, or all equal)."""
+    found: list[tuple[str, str]] = []
+    for each in launches_of(checked):
+        for node, _ in nodes(each.kernel.body, "/body"):
+            if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge", "eq", "ne"):
+                sides = []
+                for side in (node.lhs, node.rhs):
+                    while isinstance(side, L.Cast):
+                        side = side.x
+                    sides.append(side)
+                pair = tuple(sorted(sides)) if all(isinstance(x, str) and x in task.sizes for x in sides) else None
+                if pair is not None and pair[0] != pair[1] and pair not in found:
+                    found.append(pair)
+    return found
+
+
+def looped_sizes(checked: Checked) -> set[str]:
+    """The size names a loop's bounds read, directly, through a param's host expression or
+    through lets (``full_blocks = S idiv BLOCK``): the reductions a kernel walks in blocks (a
+    matmul's K, a long row's N)."""
+    names: set[str] = set()
+    for each in launches_of(checked):
+        hosts = {b.name: names_read(b.value) for b in each.params if b.value is not None}
+        lets: dict[str, set[str]] = {}
+        for let in _lets(each.kernel.body):  # names are never rebound; a name in two scopes: both
+            lets[let.name] = lets.get(let.name, set()) | names_read(let.value)
+        for loop in _loops(each.kernel.body):
+            for bound in (loop.start, loop.stop):
+                names |= _read(names_read(bound), lets, hosts)
+    return names
+
+
+def _read(names: set[str], lets: Mapping[str, set[str]], hosts: Mapping[str, set[str]]) -> set[str]:
+    """The names ``names`` read in the end: through lets, then a param's host expression."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in lets:
+            pending += lets[name]
+        else:
+            found |= hosts.get(name, {name})
+    return found
+
+
+def _lets(stmts: list) -> list[L.Let]:
+    """Every ``let`` among ``stmts``, those in loop bodies and branches included."""
+    found = []
+    for s in stmts:
+        if isinstance(s, L.Let):
+            found.append(s)
+        elif isinstance(s, L.For):
+            found += _lets(s.body)
+        elif isinstance(s, L.If):
+            found += _lets(s.then) + _lets(s.else_)
+    return found
+
+
+def names_read(expr: object) -> set[str]:
+    """The names an expression (or list of them) reads."""
+    if isinstance(expr, str):
+        return {expr}
+    if isinstance(expr, L.Node):
+        return {n for _, value in L.node_fields(expr) for n in names_read(value)}
+    if isinstance(expr, list):
+        return {n for value in expr for n in names_read(value)}
+    return set()
