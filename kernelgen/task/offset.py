@@ -8,19 +8,25 @@ E[x^2] - E[x]^2, an MSE from three moment sums, (x - y)^2 expanded to x^2 - 2xy 
 norm's weight gradient from uncentred sums. On centred draws they agree with the reference to
 f32's precision; with a mean c against a spread s their error grows as (c / s)^2 times f32's unit.
 
-Two draws (:data:`OFFSET_ORDERS`): ``offset`` adds c = scale * 2**k to every input
+The draws (:func:`offset_orders`): ``offset`` adds c = scale * 2**k to every input
 :func:`offset_names` finds, k per dtype (:data:`OFFSET_EXPONENT`) so that the values keep a few
-representable steps of spread (an f16 1024 holds steps of 1, a bf16 128 steps of 1);
-``offset_first``, where there are two or more such inputs, subtracts scale * 2**10 from the first
-alone: in f16 or bf16 it collapses to nearly one value, on which the others' spread rides (a
-residual added to a stream with a large mean: x + residual, then a variance).
+representable steps of spread (an f16 1024 holds steps of 1, a bf16 128 steps of 1); and, where
+there are two or more such inputs, ``offset:NAME`` subtracts it from each alone: the others'
+spread rides on it (a residual added to a stream with a large mean: x + residual, then a
+variance), and an input that multiplies the others (batch norm's grad_y) keeps its scale while x
+and its mean cancel. The offset alternates between c and 2c from one group of reduced elements to
+the next (a row of a row reduction), so each row has its own mean: a variance shifted by one
+element of the whole tensor for every row is right while all rows share one. An input whose
+domain says ``offset_with: x`` (a saved mean of x) takes x's offset; a uniform domain marked
+``offset_draws: true`` (a range the prompt does not promise) is moved too, by 32 times its width.
 
 On such inputs the task is ill-conditioned, and a correct kernel whose every step rounds well is
 still off: a batch norm computed as x * scale + shift rounds x * scale, about c / s times the
 result. So these draws accept an element within :data:`ROUNDING_FACTOR` times what rounding the
 inputs moves the exact result (:class:`InputRounding`: the reference in f64 on the inputs, and on
-them each multiplied by 1 +- f32's unit, random signs, :data:`ROUNDING_SAMPLES` times, the root
-mean square of the moves) of the reference's f64 result. A cancelling formula's error grows as
+one input at a time with its elements multiplied by 1 +- f32's unit, random signs,
+:data:`ROUNDING_SAMPLES` times: the root mean square of each input's moves, added over the
+inputs) of the reference's f64 result. A cancelling formula's error grows as
 (c / s)^2, that move as c / s: at c / s = 1024 they stand ~1000 apart, and the factor sits
 between, above what a sum's order of rounding adds to the move (a mean of N values summed in
 blocks) and far below the cancellation.
@@ -35,18 +41,17 @@ from typing import Any, Callable, Mapping
 import torch
 
 from kernelgen.task.compare import Tolerance
+from kernelgen.task.reductions import reduced_axes
 from kernelgen.task.spec import Task
 
-OFFSET_ORDERS = ("offset", "offset_first")
+
 # c = scale * 2**k per input dtype: 2**k steps of 1 in the dtype's mantissa (f16's 10 bits, bf16's 7),
 # the offset input's values keep about five distinct values within +-2 of a spread of 1.
 OFFSET_EXPONENT = {"f16": 10, "bf16": 7, "f32": 10, "f64": 10}
-# ``offset_first``'s exponent, whatever the dtype.
-FIRST_EXPONENT = 10
 # The unit a correct kernel rounds to: f32's for f16, bf16 and f32 inputs (the language computes in
 # f32 at least), f64's where every float input is f64.
 F32_UNIT, F64_UNIT = 2.0 ** -24, 2.0 ** -53
-ROUNDING_SAMPLES = 3
+ROUNDING_SAMPLES = 2
 # How far from the reference's f64 result, in moves, an element may lie (the module's docstring):
 # the golden layer norms' block sums of 1000 values move their means by up to ~4 moves; a
 # one-pass variance at c / s = 1024 is off by thousands.
@@ -57,8 +62,9 @@ _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 def offset_names(task: Task) -> list[str]:
     """The inputs an offset draw moves (none where the task says ``offset_draws: false``): float
     tensors (f16, bf16, f32, f64) of a normal domain (ties stay ties: equal values moved alike;
-    zero rows are the point of a domain that has them) of the largest rank among the task's tensors: the data a task maps or reduces, not the weights,
-    biases and per-channel statistics broadcast over it (a layer norm's weight and bias offset
+    zero rows are the point of a domain that has them) of the largest rank among the task's
+    tensors: the data a task maps or reduces, not the weights, biases and per-channel statistics
+    broadcast over it (a layer norm's weight and bias offset
     as well make its output cancel to near zero, about 1000 times the rounding of its normed
     value: ill-conditioned beyond what the inputs' rounding measures)."""
     if not task.offset_draws:
@@ -68,35 +74,71 @@ def offset_names(task: Task) -> list[str]:
     names = []
     for spec in tensors:
         domain = task.domains.get(spec.name)
+        ordinary = domain is None or (domain.kind == "normal" and not domain.zero_rows)
         if len(spec.shape) == rank and spec.dtype in OFFSET_EXPONENT and (
-                domain is None or (domain.kind == "normal" and not domain.zero_rows)):
+                ordinary if domain is None or domain.offset_draws is None else domain.offset_draws):
             names.append(spec.name)
     return names
 
 
+def offset_orders(task: Task) -> list[str]:
+    """The offset draws' orders for ``task``: ``offset``, and ``offset:NAME`` for each input of
+    :func:`offset_names` where there are two or more (none without any)."""
+    names = offset_names(task)
+    return (["offset"] + [f"offset:{n}" for n in names if len(names) > 1]) if names else []
+
+
+def is_offset(order: str | None) -> bool:
+    """Whether a draw's ``order`` is an offset draw's."""
+    return order is not None and (order == "offset" or order.startswith("offset:"))
+
+
 def offset_ratio(task: Task, order: str) -> float:
-    """The largest offset of an ``order`` draw against its input's spread (2**k)."""
-    if order == "offset_first":
-        return 2.0 ** FIRST_EXPONENT
-    dtypes = {s.dtype for s in task.signature.inputs if s.name in offset_names(task)}
-    return max((2.0 ** OFFSET_EXPONENT[d] for d in dtypes), default=1.0)
+    """The largest offset of an ``order`` draw against its input's spread (2 * 2**k: every other
+    group takes twice the offset)."""
+    names = offset_names(task) if order == "offset" else [order.partition(":")[2]]
+    return max((2 * 2.0 ** OFFSET_EXPONENT[s.dtype] for s in task.signature.inputs if s.name in names), default=1.0)
 
 
 def with_common_offset(task: Task, args: dict[str, Any], order: str) -> dict[str, Any]:
     """A draw's inputs (``args``) with the offset ``order`` names (the module's docstring); an
     input the call omits (None) stays omitted."""
-    names = [n for n in offset_names(task) if isinstance(args.get(n), torch.Tensor)]
-    if order == "offset_first":
-        names = names[:1] if len(names) > 1 else []
-    moved = dict(args)
+    alone = order.partition(":")[2]
+    names = [n for n in offset_names(task) if isinstance(args.get(n), torch.Tensor) and n == (alone or n)]
+    moved, offsets = dict(args), {}
     for name in names:
         spec = next(s for s in task.signature.inputs if s.name == name)
         domain = task.domains.get(name)
-        scale = domain.scale if domain is not None else 1.0
-        offset = -scale * 2.0 ** FIRST_EXPONENT if order == "offset_first" else scale * 2.0 ** OFFSET_EXPONENT[spec.dtype]
-        value = args[name]
-        moved[name] = (value.double() + offset).to(value.dtype)
+        # a uniform range (marked offset_draws: true) sits off 0 already; 1/32 of its width makes c
+        # about 110 times its spread (2c, 220): a variance about a pivot from another row is off by
+        # (c / s)^2 f32 units, ~1e-3, while one about the row's own first element loses c / s units
+        scale = 1.0 if domain is None else domain.scale if domain.kind == "normal" else (domain.high - domain.low) / 32
+        offsets[name] = (-1 if alone else 1) * scale * 2.0 ** OFFSET_EXPONENT[spec.dtype]
+    # inputs that move with another's offset (Domain.offset_with: a saved mean of it)
+    offsets.update({name: offsets[d.offset_with] for name, d in task.domains.items()
+                    if d.offset_with in offsets and isinstance(args.get(name), torch.Tensor)})
+    for name, offset in offsets.items():
+        spec = next(s for s in task.signature.inputs if s.name == name)
+        moved[name] = (args[name].double() + offset * _groups(task, spec, args[name])).to(args[name].dtype)
     return moved
+
+
+def _groups(task: Task, spec: Any, value: torch.Tensor) -> torch.Tensor | float:
+    """1 or 2 per element of an input the task reduces (:func:`kernelgen.task.reductions.reduced_axes`),
+    alternating from one group of reduced elements to the next (a row of a row reduction, a column
+    of a column one), so that neighbouring groups' means differ by the offset: a one-pass variance
+    shifted by one element of the whole tensor (x[0, 0]) for every row is right while all rows
+    share a mean; 1 for an input reduced along no axis or along all of them."""
+    axes = reduced_axes(task, spec) if spec.shape else []
+    kept = [a for a in range(value.dim()) if a not in axes]
+    if not axes or not kept:
+        return 1.0
+    index = torch.zeros(value.shape, dtype=torch.int64)
+    for axis in kept:  # the group's flat index over the kept axes
+        shape = [1] * value.dim()
+        shape[axis] = value.shape[axis]
+        index = index * value.shape[axis] + torch.arange(value.shape[axis]).reshape(shape)
+    return (1 + index % 2).to(value.device, torch.float64)
 
 
 class InputRounding:
@@ -176,19 +218,25 @@ class InputRounding:
             return None
         unit = F64_UNIT if all(v.dtype == torch.float64 for v in floats.values()) else F32_UNIT
         generator = torch.Generator().manual_seed(self._seed ^ 0x0FF5E7)
-        exact = self._call({n: v.double() for n, v in floats.items()})
+        wide = {n: v.double() for n, v in floats.items()}
+        exact = self._call(wide)
         if exact is None:
             return None
-        squares = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in exact.items()}
-        for _ in range(ROUNDING_SAMPLES):
-            signs = {n: torch.randint(0, 2, v.shape, generator=generator, dtype=torch.float64) * 2 - 1
-                     for n, v in floats.items()}
-            rounded = self._call({n: v.double() * (1 + unit * signs[n].to(v.device)) for n, v in floats.items()})
-            if rounded is None:
-                return None
-            for n in squares:
-                squares[n] += (rounded[n].double() - exact[n].double()) ** 2
-        return exact, {n: (s / ROUNDING_SAMPLES).sqrt() for n, s in squares.items()}
+        # Each input rounded alone, its moves added: rounded together, x - mean's two roundings
+        # cancel wherever their signs agree (an eighth of the elements over three draws).
+        moves = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in exact.items()}
+        for name, value in wide.items():
+            squares = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in exact.items()}
+            for _ in range(ROUNDING_SAMPLES):
+                signs = torch.randint(0, 2, value.shape, generator=generator, dtype=torch.float64) * 2 - 1
+                rounded = self._call({**wide, name: value * (1 + unit * signs.to(value.device))})
+                if rounded is None:
+                    return None
+                for n in squares:
+                    squares[n] += (rounded[n].double() - exact[n].double()) ** 2
+            for n in moves:
+                moves[n] += (squares[n] / ROUNDING_SAMPLES).sqrt()
+        return exact, moves
 
     def _call(self, floats: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
         """The reference's results on the inputs with ``floats`` in place of theirs, as returned."""

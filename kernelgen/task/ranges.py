@@ -75,6 +75,14 @@ class Domain(StrictModel):
     zero_rows: bool = False
     ties: bool = False
     same_as: str | None = None
+    # An input whose offset draws (kernelgen.task.offset) add the offset this input takes: a
+    # per-channel mean of that input (batch norm's saved or running mean), so the pair cancels as
+    # real statistics do.
+    offset_with: str | None = None
+    # Whether the offset draws move this input: None as kernelgen.task.offset decides (a normal
+    # domain of the largest rank); true for a uniform range the prompt does not promise (row_var's
+    # [50, 54] stands for any rows with a large mean).
+    offset_draws: bool | None = None
 
     @model_validator(mode="after")
     def _total_for_starts(self) -> Domain:

@@ -196,7 +196,7 @@ class Task(StrictModel):
             if name not in names:
                 raise ValueError(f"domains names {name!r}, which is not an input")
             problem = _starts_problem(name, domain, self) or _same_as_problem(name, domain, self) \
-                or _bound_names_problem(name, domain, self)
+                or _bound_names_problem(name, domain, self) or _offset_with_problem(name, domain, self)
             if problem is not None:
                 raise ValueError(problem)
         for name, drawn in self.scalar_ranges.items():
@@ -375,6 +375,18 @@ def _bound_names_problem(name: str, domain: Domain, task: Task) -> str | None:
         unknown = sorted(set().union(*(names(v) for v in (value if isinstance(value, list) else [value]))) - allowed)
         if unknown:
             return f"domains/{name}/{part}: {unknown[0]!r} is neither a size name nor a choice input"
+    return None
+
+
+def _offset_with_problem(name: str, domain: Domain, task: Task) -> str | None:
+    """What is wrong with a domain's ``offset_with``, or None: it names another float tensor
+    input, and ``name`` is a float tensor of a normal domain."""
+    if domain.offset_with is None:
+        return None
+    floats = {i.name for i in task.signature.inputs if i.shape is not None and i.dtype in ("f16", "bf16", "f32", "f64")}
+    if domain.offset_with not in floats - {name} or name not in floats or domain.kind != "normal":
+        return (f"domains/{name}/offset_with: {domain.offset_with!r} must be another float tensor input, and "
+                f"{name!r} a float tensor of a normal domain")
     return None
 
 

@@ -31,7 +31,7 @@ from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, 
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.spec import Task
-from kernelgen.task.offset import InputRounding, with_common_offset, OFFSET_ORDERS
+from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
 from kernelgen.task.wide_reference import WideReference
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
@@ -196,7 +196,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     shapes without their memory); ``order``: float inputs of an ordinary domain sorted
     ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`), a reduction's
     halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`), or an
-    offset added (:data:`kernelgen.task.offset.OFFSET_ORDERS`)."""
+    offset added (:func:`kernelgen.task.offset.offset_orders`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
@@ -259,7 +259,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     if order == "cancelling" and not shapes_only:
         args = with_cancelling_halves(task, args, sizes, size_seed(task, sizes, seed), run_reference)
-    return with_common_offset(task, args, order) if order in OFFSET_ORDERS and not shapes_only else args
+    return with_common_offset(task, args, order) if is_offset(order) and not shapes_only else args
 
 
 def _adds_only_specials(task: Task, name: str) -> bool:
