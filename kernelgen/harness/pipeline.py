@@ -81,19 +81,19 @@ UNLISTED_DRAWS = 2
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
                   which: str = "all", unjudged: list[dict[str, Any]] | None = None,
                   plan_one: Callable[[dict[str, int]], None] | None = None) -> list[dict[str, int]]:
-    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in
-    order (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
-    :data:`UNLISTED_DRAWS` smallest hypothesis draws and the draws past the kernel's extent); the first failure ends the case and is
-    raised as is (no shrinking or replay: a failing kernel may hang or fault, and every rerun
-    would cost a timeout), its messages naming the num_sms it ran under where the draw set one.
-    A draw the harness chose for the kernel (past its extent, a range's maximum, a num_sms)
-    that the interpreter cannot afford, even on a sample of its programs where ``check_one``
-    takes one (:func:`verify_cpu`), is left out, recorded in ``unjudged`` (the GPU judges it),
-    where the hypothesis draws' own ``not_judged`` ends the case. First, where given,
-    ``plan_one`` plans the launches at each of :func:`kernelgen.task.draws.limit_sizes` (the
-    ranges' maxima, cheap: nothing runs), and
-    the error a GPU would meet there (``bad_grid``, an i32 param's overflow) ends the case.
-    Returns the size assignments checked."""
+    """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in order
+    (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
+    :data:`UNLISTED_DRAWS` smallest hypothesis draws, the draws past the kernel's extent and the
+    ranges' maxima); the first failure ends the case and is raised as is (no shrinking or replay: a
+    failing kernel may hang or fault, and every rerun would cost a timeout), its messages naming the
+    num_sms it ran under where the draw set one. A draw the harness chose for the kernel (past its
+    extent, a range's maximum, a num_sms) that the interpreter cannot afford, even on a sample of
+    its programs where ``check_one`` takes one (:func:`verify_cpu`), is left out, recorded in
+    ``unjudged`` (the GPU judges it), where the hypothesis draws' own ``not_judged`` ends the case.
+    First, where given, ``plan_one`` plans the launches at each of
+    :func:`kernelgen.task.draws.limit_sizes` (the ranges' maxima, cheap: nothing runs), and the
+    error a GPU would meet there (``bad_grid``, an i32 param's overflow) ends the case. Returns the
+    size assignments checked."""
     if plan_one is not None and which != "small":
         for sizes in draws.limit_sizes(task):
             try:
@@ -101,9 +101,10 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
             except KernelgenError as error:
                 raise at_sizes(error, sizes) from None
     every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
-    if which == "small":  # and the targeted draws (a path the call alone takes past a block, or at a range's top)
+    if which == "small":  # and the targeted draws: a path the call alone takes past a block, or at a range's top
         every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS] + [
-            d for d in draws.targeted_draws(task, checked, settings.seed, settings.gpu) if d.kind in ("past_extent", "range_max")]
+            d for d in draws.targeted_draws(task, checked, settings.seed, settings.gpu)
+            if d.kind in ("past_extent", "range_max")]
     elif which == "no_range_max":
         every = [d for d in every if d.kind != "range_max"]
     checked_sizes: list[dict[str, int]] = []

@@ -379,8 +379,12 @@ def _bound_names_problem(name: str, domain: Domain, task: Task) -> str | None:
 
 
 def _offset_with_problem(name: str, domain: Domain, task: Task) -> str | None:
-    """What is wrong with a domain's ``offset_with``, or None: it names another float tensor
-    input, and ``name`` is a float tensor of a normal domain."""
+    """What is wrong with a domain's ``offset_with`` or ``offset_draws``, or None: ``offset_with``
+    names another float tensor input, ``name`` a float tensor of a normal domain; ``offset_draws``
+    moves a normal domain or a uniform one of literal bounds."""
+    if domain.offset_draws and (domain.kind not in ("normal", "uniform") or not all(
+            isinstance(b, (int, float)) for b in (domain.low, domain.high))):
+        return f"domains/{name}/offset_draws: only a normal domain, or a uniform one of literal bounds, is moved"
     if domain.offset_with is None:
         return None
     floats = {i.name for i in task.signature.inputs if i.shape is not None and i.dtype in ("f16", "bf16", "f32", "f64")}
