@@ -71,7 +71,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Iterable, Mapping
 
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
@@ -148,16 +148,27 @@ def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool, bu
     """The largest value of ``name`` in its range, the others as given, within the budget
     (the range's minimum where even that does not fit)."""
     r = task.sizes[name]
-    low, high = r.min, r.max
-    if _fits(task, {**sizes, name: high}, gpu, budget):
+    return _largest(lambda value: _fits(task, {**sizes, name: value}, gpu, budget), r.min, r.max)
+
+
+def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest value in [low, high] that ``fits`` (a footprint grows with the value: bisect),
+    ``low`` where none does."""
+    if fits(high):
         return high
-    while low < high:  # the footprint grows with every size: bisect
+    while low < high:
         mid = (low + high + 1) // 2
-        if _fits(task, {**sizes, name: mid}, gpu, budget):
+        if fits(mid):
             low = mid
         else:
             high = mid - 1
     return low
+
+
+def _small(task: Task, names: Iterable[str], rng: random.Random) -> dict[str, int]:
+    """Each of ``names`` at a small value of its range (:data:`SMALL_SIZES`; its minimum where it holds none)."""
+    return {name: rng.choice([v for v in SMALL_SIZES if task.sizes[name].min <= v <= task.sizes[name].max]
+                             or [task.sizes[name].min]) for name in names}
 
 
 def range_max_draw(task: Task, name: str, gpu: bool) -> Draw:
@@ -198,13 +209,7 @@ def _together(task: Task, budget: int, fixed: Mapping[str, int] | None = None) -
     def at(value: int) -> dict[str, int]:
         return {name: fixed.get(name, min(max(value, r.min), r.max)) for name, r in task.sizes.items()}
 
-    low, high = 1, max(r.max for r in task.sizes.values())
-    while low < high:  # the footprint grows with v: bisect
-        mid = (low + high + 1) // 2
-        if _fits(task, at(mid), False, budget):
-            low = mid
-        else:
-            high = mid - 1
+    low = _largest(lambda value: _fits(task, at(value), False, budget), 1, max(r.max for r in task.sizes.values()))
     sizes = at(low - 1 if low % 2 == 0 and low > 1 else low)
     return sizes if _fits(task, sizes, False, budget) else None
 
@@ -230,8 +235,7 @@ def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
             value = max(2, -(-r.min // modulus)) * modulus
             if value > r.max:
                 continue
-            small = {o: rng.choice([v for v in SMALL_SIZES if q.min <= v <= q.max] or [q.min])
-                     for o, q in task.sizes.items() if o != name}
+            small = _small(task, [o for o in task.sizes if o != name], rng)
             draw = Draw({**small, name: value}, extreme=True, kind="at_multiple")
             if _fits(task, draw.sizes, False) and draw not in draws:
                 draws.append(draw)
@@ -246,13 +250,8 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
     lowest = {name: r.min for name, r in task.sizes.items()}
     for a, b in size_pairs(task, checked)[:2]:
         for big, other in ((a, b), (b, a)):
-            low, high = 1, max(task.sizes[a].max, task.sizes[b].max)
-            while low < high:  # the footprint grows with v: bisect
-                mid = (low + high + 1) // 2
-                if _fits(task, _ordered(task, lowest, big, other, mid), False, CPU_JOINT_BUDGET):
-                    low = mid
-                else:
-                    high = mid - 1
+            low = _largest(lambda value: _fits(task, _ordered(task, lowest, big, other, value), False, CPU_JOINT_BUDGET),
+                           1, max(task.sizes[a].max, task.sizes[b].max))
             sizes = _ordered(task, lowest, big, other, low)
             if sizes[big] > sizes[other] and _fits(task, sizes, False, CPU_JOINT_BUDGET):
                 draws.append(Draw(sizes, kind="size_order"))
@@ -332,10 +331,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     lowest = {name: r.min for name, r in task.sizes.items()}
     draws: list[Draw] = []
     for name in task.sizes:
-        small = {}
-        for other, r in task.sizes.items():
-            choices = [v for v in SMALL_SIZES if r.min <= v <= r.max] or [r.min]
-            small[other] = rng.choice(choices)
+        small = _small(task, task.sizes, rng)
         cap = _largest_fitting(task, small, name, gpu)
         value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
         # In CPU mode, along a size the grid spreads over and no loop runs over (8192 rows are

@@ -43,6 +43,7 @@ import torch
 from kernelgen.task.compare import Tolerance
 from kernelgen.task.reductions import reduced_axes
 from kernelgen.task.spec import Task
+from kernelgen.task.wide_reference import reference_results
 
 
 # c = scale * 2**k per input dtype: 2**k steps of 1 in the dtype's mantissa (f16's 10 bits, bf16's 7),
@@ -240,14 +241,4 @@ class InputRounding:
 
     def _call(self, floats: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
         """The reference's results on the inputs with ``floats`` in place of theirs, as returned."""
-        copies = {n: floats[n] if n in floats else (v.clone() if isinstance(v, torch.Tensor) else v)
-                  for n, v in self._inputs.items()}
-        try:
-            with torch.no_grad():
-                result = self._task.reference_function()(*copies.values())
-            results = result if isinstance(result, (tuple, list)) else (result,)
-            values = [torch.as_tensor(r).detach() for r in results]
-        except Exception:  # noqa: BLE001 - a reference that refuses f64 inputs gets no rounding floor
-            return None
-        outputs = self._task.signature.outputs
-        return {s.name: v for s, v in zip(outputs, values)} if len(values) == len(outputs) else None
+        return reference_results(self._task, {**self._inputs, **floats})

@@ -60,14 +60,21 @@ def _wide_results(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tens
     if "finfo" in task.reference or \
             not any(isinstance(v, torch.Tensor) and v.dtype in WIDENED for v in inputs.values()):
         return None
-    copies = {name: (v.double() if v.dtype in WIDENED else v.clone()) if isinstance(v, torch.Tensor) else v
-              for name, v in inputs.items()}
+    return reference_results(task, {name: v.double() if isinstance(v, torch.Tensor) and v.dtype in WIDENED else v
+                                    for name, v in inputs.items()})
+
+
+def reference_results(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
+    """The reference's outputs on private copies of ``inputs``, as it returns them (not cast to
+    the outputs' dtypes), by output name; None where it raises (an op without an f64 kernel, a
+    reference that asserts its dtype: then there is no floor) or returns another count."""
+    copies = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     try:
         with torch.no_grad():
             result = task.reference_function()(*copies.values())
         results = result if isinstance(result, (tuple, list)) else (result,)
-        wide = [torch.as_tensor(value).detach() for value in results]
+        values = [torch.as_tensor(value).detach() for value in results]
     except Exception:  # noqa: BLE001 - whatever the reference refuses, the tolerance alone stands
         return None
     outputs = task.signature.outputs
-    return {spec.name: value for spec, value in zip(outputs, wide)} if len(wide) == len(outputs) else None
+    return {spec.name: value for spec, value in zip(outputs, values)} if len(values) == len(outputs) else None
