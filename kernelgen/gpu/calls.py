@@ -63,9 +63,11 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
     device = torch.device("cuda", torch.cuda.current_device())
     with harness_work():  # on the CPU, before the turn
         drawn = make_inputs(task, sizes, seed, extreme=extreme)
+        plain = make_inputs(task, sizes, seed) if extreme and task.extreme_domains else None
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         with harness_work():  # an extreme draw's scale is chosen on the GPU
-            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme)
+            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme,
+                                          None if plain is None else lambda: _to_device(plain, device))
             before = {name: value.clone() if isinstance(value, torch.Tensor) else value
                       for name, value in inputs.items()}
             expected, reference_after = reference_call(task, inputs)

@@ -120,9 +120,11 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
     device = torch.device("cuda", torch.cuda.current_device())
     with harness_work():  # on the CPU, before the turn
         drawn = make_inputs(task, sizes, seed, extreme=extreme)
+        plain = make_inputs(task, sizes, seed) if extreme and task.extreme_domains else None
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
         with harness_work():  # an extreme draw's scale is chosen on the GPU (the reference, up to 6 times)
-            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme)
+            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme,
+                                          None if plain is None else lambda: _to_device(plain, device))
             expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
         with harness_work():

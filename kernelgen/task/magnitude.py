@@ -22,7 +22,7 @@ task's extreme domains draw tiny values, the atol is scaled down with them (:fun
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -69,14 +69,19 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
                    order: str | None = None) -> tuple[dict[str, Any], float]:
     """A check's inputs (:func:`kernelgen.task.verify.make_inputs`, ``order`` as there) and the
     factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring."""
-    return magnified(task, make_inputs(task, sizes, seed, extreme=extreme, order=order), extreme)
+    return magnified(task, make_inputs(task, sizes, seed, extreme=extreme, order=order), extreme,
+                     lambda: make_inputs(task, sizes, seed))
 
 
-def magnified(task: Task, inputs: dict[str, Any], extreme: bool) -> tuple[dict[str, Any], float]:
+def magnified(task: Task, inputs: dict[str, Any], extreme: bool,
+              plain: Callable[[], dict[str, Any]] | None = None) -> tuple[dict[str, Any], float]:
     """A draw's inputs (``make_inputs``'s, on any device: GPU mode scales them on the GPU,
-    where the reference runs in milliseconds) as :func:`checked_inputs` gives them."""
+    where the reference runs in milliseconds) as :func:`checked_inputs` gives them; ``plain``
+    gives the ordinary draw of the same sizes (on the same device), which a task's extreme
+    domains are measured against (:func:`domain_growth`)."""
     if extreme and task.extreme_domains:
-        return inputs, tiny_scale(task)
+        tiny = tiny_scale(task)
+        return inputs, tiny if tiny < 1 or plain is None else domain_growth(task, plain(), inputs)
     names = [n for n in scaled_names(task) if isinstance(inputs[n], torch.Tensor)] if extreme else []  # not omitted
     if not names:
         return inputs, 1.0
@@ -104,6 +109,19 @@ def tiny_scale(task: Task) -> float:
     precision (log(1 + x) for x ~ 1e-4 is ~1e-3 off relatively, inside atol 1e-5); else 1."""
     scales = [d.scale for d in task.extreme_domains.values() if d.kind == "normal" and d.scale < 1]
     return min(scales, default=1.0)
+
+
+def domain_growth(task: Task, plain: Mapping[str, Any], extreme: Mapping[str, Any]) -> float:
+    """The atol factor of an extreme draw from a task's extreme domains of large values: how
+    much the reference's largest finite output grew from the ordinary draw ``plain`` to it, as
+    for a scaled draw. A loss over logits of scale 100 (cross_entropy's) is a difference of
+    values near the largest logit, which f32 holds to ~3e-5; atol 1e-5, meant for logits of
+    scale 3, failed the prompt's own lse - x[target] on one row in a thousand. An output the
+    domains leave alone (attention's, over q of scale 64) keeps its atol."""
+    base, drawn = _float_outputs(task, plain), _float_outputs(task, extreme)
+    if base is None or drawn is None or any(a.shape != b.shape for a, b in zip(base, drawn)):
+        return 1.0
+    return _growth(base, drawn)
 
 
 def _float_outputs(task: Task, inputs: Mapping[str, Any]) -> list[torch.Tensor] | None:
