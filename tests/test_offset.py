@@ -73,11 +73,51 @@ def test_neighbouring_rows_take_different_offsets_and_a_saved_mean_moves_with_it
     means = make_inputs(task, draw.sizes, 0, order=draw.order)["x"].double().mean(1)
     assert abs(float(means[0]) - 180) < 1 and abs(float(means[1]) - 308) < 1  # [50, 54] moved by 32 and 64 widths
     task = get_task("batchnorm_backward")
-    assert [d.order for d in offset_draws(task)] == ["offset", "offset:grad_y", "offset:x"]
+    assert [d.order for d in offset_draws(task)] == ["offset", "offset:grad_y", "offset:x",
+                                                     "offset/rows:grad_y", "offset/rows:x"]
     inputs = make_inputs(task, offset_draws(task)[0].sizes, 0, order="offset:x")
     columns = inputs["x"].double().mean(0)
     assert abs(float(columns[0]) + 1024) < 1 and abs(float(columns[1]) + 2048) < 1
-    assert abs(float(inputs["mean"][0]) + 1024) < 5 and abs(float(inputs["grad_y"].double().mean())) < 1
+    # the saved mean follows its own column's offset (it had moved by c on every column)
+    assert (inputs["mean"].double() - columns).abs().max() < 5 and abs(float(inputs["grad_y"].double().mean())) < 1
+
+
+def test_a_matrix_reduced_along_its_columns_also_takes_one_offset_per_row_alone():
+    """layernorm_backward_full's grad_weight [N] reduces x's columns, so the offset draw gives each
+    column its offset and every row holds both: a row's variance as E[x^2] - mean^2 never
+    cancelled there. The offset/rows draws give each row one offset, one input at a time, at a
+    quarter of the offset (a column output sums M rows' roundings of their f32 means)."""
+    task = get_task("layernorm_backward_full")
+    assert [d.order for d in offset_draws(task)][-2:] == ["offset/rows:grad_y", "offset/rows:x"]
+    draw = offset_draws(task)[0]
+    inputs = make_inputs(task, draw.sizes, 0, order="offset/rows:x")
+    rows = inputs["x"].double()
+    assert abs(float(rows[0].mean()) + 256) < 1 and abs(float(rows[1].mean()) + 512) < 1
+    assert float(rows.std(1).max()) < 2 and abs(float(inputs["grad_y"].double().mean())) < 1
+    # moe_top2_routing's counts [E] are not a float reduction of its logits: no column offsets
+    # (2c on every other expert of three left the others' softmax a tie at 0)
+    task = get_task("moe_top2_routing")
+    assert [d.order for d in offset_draws(task)] == ["offset"]
+    logits = make_inputs(task, offset_draws(task)[0].sizes, 0, order="offset")["logits"].double()
+    assert float(logits.mean(0).max() - logits.mean(0).min()) < 1
+
+
+def test_a_kernel_that_loops_over_a_size_gets_an_offset_draw_as_long_as_it_loops():
+    """Rows of 147 are one block for most kernels: a variance merged from per-block raw sums, or
+    taken in one pass only past one block, passed them. Given the kernel, each size it loops over
+    is drawn long with the offset (the others at a few)."""
+    task = get_task("layernorm_backward")
+    square = offset_draws(task)
+    long = offset_draws(task, check(task.golden))[len(square):]
+    assert [(d.sizes, d.order) for d in long] == [({"M": 4, "N": 10082}, "offset")]
+    assert long[0].sizes["N"] > 1024  # past the golden's block
+    # long columns (M) keep the offset draw's one offset per column; long rows (N) of a matrix
+    # reduced along its columns take one per row, each input alone
+    task = get_task("layernorm_backward_full")
+    long = offset_draws(task, check(task.golden))[len(offset_draws(task)):]
+    assert [(d.sizes, d.order) for d in long] == [({"N": 4, "M": 10921}, "offset"),
+                                                  ({"M": 4, "N": 8192}, "offset/rows:grad_y"),
+                                                  ({"M": 4, "N": 8192}, "offset/rows:x")]
 
 
 def test_offset_with_names_another_float_input():

@@ -76,7 +76,7 @@ from typing import Callable, Iterable, Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
-from kernelgen.task.offset import offset_orders
+from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
                                        size_multiples, size_pairs)
@@ -104,6 +104,10 @@ CPU_JOINT_BUDGET = 5 << 16
 # The offset draws in CPU mode (:func:`offset_draws`): a cancellation shows on rows of any length,
 # so a fifth of the joint draw's elements (181 x 181 for an input and an output).
 CPU_OFFSET_BUDGET = 1 << 16
+# A long offset draw (:func:`offset_draws`): one size as long as twice that budget allows, the
+# others at a few (an even number: both offsets, c and 2c, in as many groups).
+CPU_OFFSET_LONG_BUDGET = 1 << 17
+OFFSET_LONG_OTHERS = 4
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -127,8 +131,8 @@ class Draw:
     num_sms: int | None = None
     # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
-    # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset" or
-    # "offset:NAME": a large common offset (:func:`offset_draws`); None: as drawn.
+    # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
+    # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
@@ -214,15 +218,26 @@ def _together(task: Task, budget: int, fixed: Mapping[str, int] | None = None) -
     return sizes if _fits(task, sizes, False, budget) else None
 
 
-def offset_draws(task: Task) -> list[Draw]:
+def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
     """CPU mode's draws whose float inputs of a normal domain carry a large common offset
     (:mod:`kernelgen.task.offset`: ``offset``, and ``offset:NAME`` for each where two or more
     inputs take one), every size at one value within :data:`CPU_OFFSET_BUDGET`: a variance as
     E[x^2] - E[x]^2 is right on centred rows and cancels on these. None for a task without such
-    inputs or sizes."""
+    inputs or sizes. Given the kernel, also ``offset`` with each size it loops over (the first
+    two) as long as the budget allows, the others at :data:`OFFSET_LONG_OTHERS`: rows of one
+    value each were one block for most kernels, and a kernel that merges its blocks' raw sums
+    (E[x^2] over the blocks, each block's variance about its own mean) passed them."""
     orders = offset_orders(task)
     sizes = _together(task, CPU_OFFSET_BUDGET) if orders and task.sizes else None
-    return [Draw(sizes, order=order, kind="offset") for order in orders] if sizes is not None else []
+    if sizes is None:
+        return []
+    draws = [Draw(sizes, order=order, kind="offset") for order in orders]
+    for name in sorted(looped_sizes(checked) & set(task.sizes))[:2] if checked is not None else []:
+        others = {o: min(max(OFFSET_LONG_OTHERS, r.min), r.max) for o, r in task.sizes.items() if o != name}
+        value = _largest_fitting(task, others, name, False, CPU_OFFSET_LONG_BUDGET)
+        if value > sizes[name] and _fits(task, {**others, name: value}, False, CPU_OFFSET_LONG_BUDGET):
+            draws += [Draw({**others, name: value}, order=order, kind="offset") for order in long_offset_orders(task, name)]
+    return draws
 
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
@@ -368,7 +383,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task),
+    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
                             *multiple_draws(task, checked, seed), *ordering_draws(task, checked)]
     return draws + [draw for draw in extra if draw is not None]
 

@@ -16,8 +16,10 @@ spread rides on it (a residual added to a stream with a large mean: x + residual
 variance), and an input that multiplies the others (batch norm's grad_y) keeps its scale while x
 and its mean cancel. The offset alternates between c and 2c from one group of reduced elements to
 the next (a row of a row reduction), so each row has its own mean: a variance shifted by one
-element of the whole tensor for every row is right while all rows share one. An input whose
-domain says ``offset_with: x`` (a saved mean of x) takes x's offset; a uniform domain marked
+element of the whole tensor for every row is right while all rows share one. A matrix a float
+output reduces along its columns alternates by column there, and ``offset/rows:NAME``
+(:data:`OFFSET_ROWS`) gives it one offset per row as well, alone. An input whose domain says
+``offset_with: x`` (a saved mean of x) takes x's offset, column by column; a uniform domain marked
 ``offset_draws: true`` (a range the prompt does not promise) is moved too, by 32 times its width.
 
 On such inputs the task is ill-conditioned, and a correct kernel whose every step rounds well is
@@ -57,6 +59,19 @@ ROUNDING_SAMPLES = 2
 # every golden lies within 5 moves on its offset draws (4.7 the most seen, a grad_x of
 # batchnorm_backward; 2026-12-04); a one-pass variance at c / s = 1024 is off by thousands.
 ROUNDING_FACTOR = 16.0
+# The draws (``offset/rows:NAME``) where a matrix reduced along its columns (a weight's gradient,
+# [N] of [M, N]) takes one offset per row, alone: the ``offset`` draw's one per column leaves each
+# row spread over both offsets, so a row's own statistics (layer norm's, recomputed in its
+# backward pass: layernorm_backward_full with the row variance as E[x^2] - mean^2 passed every
+# offset draw, round 13) never cancel. Alone: with grad_y offset as well, the f32 mean's rounding
+# (delta) puts c * delta * rstd into a gradient whose exact value does not see c (a layer norm's
+# backward pass annihilates a constant grad_y); the inputs' rounding does not measure that.
+OFFSET_ROWS = "offset/rows"
+# Their offset is 2**2 times smaller: a column output sums M rows' roundings of their f32 means
+# (each ~ulp(N * c) / sqrt(N) off), and at the ``offset`` draw's c layernorm_backward_full's
+# golden grad_weight was 3e-3 off (tolerance 1.2e-3) on 5 of 48 draws over 12 seeds; at c / 4,
+# none, while a one-pass variance is still off by (c / 4 / s)^2 f32 units, ~4e-3 of it, on all.
+ROWS_EXPONENT_DROP = 2
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -83,22 +98,42 @@ def offset_names(task: Task) -> list[str]:
 
 
 def offset_orders(task: Task) -> list[str]:
-    """The offset draws' orders for ``task``: ``offset``, and ``offset:NAME`` for each input of
-    :func:`offset_names` where there are two or more (none without any)."""
+    """The offset draws' orders for ``task``: ``offset``, ``offset:NAME`` for each input of
+    :func:`offset_names` where there are two or more, and ``offset/rows:NAME`` (:data:`OFFSET_ROWS`)
+    for each that is a matrix reduced along its columns only (none without any)."""
     names = offset_names(task)
-    return (["offset"] + [f"offset:{n}" for n in names if len(names) > 1]) if names else []
+    if not names:
+        return []
+    rows = [f"{OFFSET_ROWS}:{s.name}" for s in task.signature.inputs if s.name in names and _column_reduced(task, s)]
+    return ["offset"] + [f"offset:{n}" for n in names if len(names) > 1] + rows
+
+
+def long_offset_orders(task: Task, name: str) -> list[str]:
+    """The orders of the offset draws long in size ``name``: ``offset/rows:INPUT`` for each matrix
+    INPUT reduced along its columns whose rows are ``name`` long (the ``offset`` draw would give
+    its long rows both offsets), else ``offset`` (one offset along every row it reduces, or for
+    the whole input)."""
+    rows = [f"{OFFSET_ROWS}:{s.name}" for s in task.signature.inputs
+            if s.name in offset_names(task) and _column_reduced(task, s) and s.shape[1] == name]
+    return rows or ["offset"]
 
 
 def is_offset(order: str | None) -> bool:
     """Whether a draw's ``order`` is an offset draw's."""
-    return order is not None and (order == "offset" or order.startswith("offset:"))
+    return order is not None and (order == "offset" or order.startswith(("offset:", OFFSET_ROWS + ":")))
 
 
 def offset_ratio(task: Task, order: str) -> float:
     """The largest offset of an ``order`` draw against its input's spread (2 * 2**k: every other
     group takes twice the offset)."""
-    names = offset_names(task) if order == "offset" else [order.partition(":")[2]]
-    return max((2 * 2.0 ** OFFSET_EXPONENT[s.dtype] for s in task.signature.inputs if s.name in names), default=1.0)
+    alone = order.partition(":")[2]
+    names = [alone] if alone else offset_names(task)
+    return max((2 * 2.0 ** _exponent(s.dtype, order) for s in task.signature.inputs if s.name in names), default=1.0)
+
+
+def _exponent(dtype: str, order: str) -> int:
+    """k of an ``order`` draw's offset c = scale * 2**k for an input of ``dtype``."""
+    return OFFSET_EXPONENT[dtype] - (ROWS_EXPONENT_DROP if order.startswith(OFFSET_ROWS) else 0)
 
 
 def with_common_offset(task: Task, args: dict[str, Any], order: str) -> dict[str, Any]:
@@ -114,23 +149,49 @@ def with_common_offset(task: Task, args: dict[str, Any], order: str) -> dict[str
         # about 110 times its spread (2c, 220): a variance about a pivot from another row is off by
         # (c / s)^2 f32 units, ~1e-3, while one about the row's own first element loses c / s units
         scale = 1.0 if domain is None else domain.scale if domain.kind == "normal" else (domain.high - domain.low) / 32
-        offsets[name] = (-1 if alone else 1) * scale * 2.0 ** OFFSET_EXPONENT[spec.dtype]
+        offsets[name] = (-1 if alone else 1) * scale * 2.0 ** _exponent(spec.dtype, order)
+    specs = {s.name: s for s in task.signature.inputs}
+    shifts = {name: offset * _groups(task, specs[name], args[name], order.startswith(OFFSET_ROWS))
+              for name, offset in offsets.items()}
     # inputs that move with another's offset (Domain.offset_with: a saved mean of it)
-    offsets.update({name: offsets[d.offset_with] for name, d in task.domains.items()
-                    if d.offset_with in offsets and isinstance(args.get(name), torch.Tensor)})
-    for name, offset in offsets.items():
-        spec = next(s for s in task.signature.inputs if s.name == name)
-        moved[name] = (args[name].double() + offset * _groups(task, spec, args[name])).to(args[name].dtype)
+    shifts.update({name: _followed(shifts[d.offset_with], specs[d.offset_with], specs[name])
+                   for name, d in task.domains.items() if d.offset_with in shifts and isinstance(args.get(name), torch.Tensor)})
+    for name, shift in shifts.items():
+        moved[name] = (args[name].double() + shift).to(args[name].dtype)
     return moved
 
 
-def _groups(task: Task, spec: Any, value: torch.Tensor) -> torch.Tensor | float:
+def _followed(shift: torch.Tensor | float, source: Any, follower: Any) -> torch.Tensor | float:
+    """What an input that moves with ``source`` (a saved per-channel mean of it) is moved by: the
+    source's shift averaged over the axes the follower lacks (by size name), so that it stays the
+    source's mean where the offset alternates along them (batchnorm_backward's mean [H] of x
+    [R, H], 2c on every other column: it had moved by c only)."""
+    if not isinstance(shift, torch.Tensor):
+        return shift
+    kept = [axis for axis, size in enumerate(source.shape) if size in follower.shape]
+    if len(kept) != len(follower.shape):
+        return float(shift.mean())
+    averaged = shift.mean(dim=[a for a in range(shift.dim()) if a not in kept]) if len(kept) < shift.dim() else shift
+    names = [source.shape[a] for a in kept]
+    return averaged.permute([names.index(size) for size in follower.shape])
+
+
+def _column_reduced(task: Task, spec: Any) -> bool:
+    """Whether an input is a matrix the task reduces along its columns and not its rows."""
+    return bool(spec.shape) and len(spec.shape) == 2 and reduced_axes(task, spec, float_columns=True) == [0]
+
+
+def _groups(task: Task, spec: Any, value: torch.Tensor, rows: bool = False) -> torch.Tensor | float:
     """1 or 2 per element of an input the task reduces (:func:`kernelgen.task.reductions.reduced_axes`),
     alternating from one group of reduced elements to the next (a row of a row reduction, a column
     of a column one), so that neighbouring groups' means differ by the offset: a one-pass variance
     shifted by one element of the whole tensor (x[0, 0]) for every row is right while all rows
-    share a mean; 1 for an input reduced along no axis or along all of them."""
-    axes = reduced_axes(task, spec) if spec.shape else []
+    share a mean; 1 for an input reduced along no axis or along all of them. Columns count only
+    where a float output reduces them: moe_top2_routing's expert counts [E] of logits [T, E] put
+    2c on every other expert, and with E = 3 the softmax of the others underflowed to a tie at 0
+    that the reference breaks by index. With ``rows`` (the
+    :data:`OFFSET_ROWS` draw) a matrix reduced along its columns alternates by row instead."""
+    axes = [1] if rows and _column_reduced(task, spec) else reduced_axes(task, spec, float_columns=True) if spec.shape else []
     kept = [a for a in range(value.dim()) if a not in axes]
     if not axes or not kept:
         return 1.0
@@ -242,3 +303,4 @@ class InputRounding:
     def _call(self, floats: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
         """The reference's results on the inputs with ``floats`` in place of theirs, as returned."""
         return reference_results(self._task, {**self._inputs, **floats})
+

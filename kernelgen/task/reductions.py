@@ -72,12 +72,14 @@ def reduces_rows(task: Task, spec: L.Input) -> bool:
     return len(spec.shape) >= 2 and any(list(out.shape or []) in (rows, rows + [1]) for out in task.signature.outputs)
 
 
-def reduced_axes(task: Task, spec: L.Input) -> list[int]:
+def reduced_axes(task: Task, spec: L.Input, float_columns: bool = False) -> list[int]:
     """The axes of ``spec`` an output reduces it along: its last (:func:`reduces_rows`) and, for a
-    matrix, its first (an output ``[N]`` or ``[1, N]`` of an ``[M, N]`` input)."""
+    matrix, its first (an output ``[N]`` or ``[1, N]`` of an ``[M, N]`` input; with
+    ``float_columns``, a float one only: a sum or a variance of the columns, not a count)."""
     columns = [list(spec.shape[1:]), [1] + list(spec.shape[1:])] if len(spec.shape) == 2 else []
+    outputs = [out for out in task.signature.outputs if not float_columns or out.dtype in ("f16", "bf16", "f32", "f64")]
     return [axis for axis, reduced in ((len(spec.shape) - 1, reduces_rows(task, spec)),
-                                       (0, any(list(out.shape or []) in columns for out in task.signature.outputs)))
+                                       (0, any(list(out.shape or []) in columns for out in outputs)))
             if reduced]
 
 
