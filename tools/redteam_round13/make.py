@@ -35,5 +35,20 @@ def layernorm_backward_one_pass_past_one_block():
           g, code="mismatch")
 
 
+@kernel
+def normalize_rows_eps_inside_sqrt():
+    """The norm as sqrt(sum x^2 + 1e-12): eps inside the sqrt, where the prompt takes max(norm, 1e-12)."""
+    g = golden("med/normalize_rows")
+    norm = find_let(g["body"], "norm")
+    norm["value"] = {"op": "sqrt", "x": B("add", {"op": "sum", "x": "partial_squares", "axis": 0}, 1.0e-12)}
+    write("med/normalize_rows", "eps_inside_sqrt", "wrong_result",
+          "the norm as sqrt(sum of squares + 1e-12), eps inside the sqrt, where the prompt (F.normalize) takes "
+          "max(sqrt(sum of squares), 1e-12): the same wherever sum x^2 >> 1e-12, which every ordinary draw is, and "
+          "zero rows give 0 either way; a row of norm 1e-9 comes out 1e-3 of its size. The draws never made "
+          "norms near 1e-12 (round 11's known gap); caught since normalize_rows' extreme draws are of scale "
+          "1e-12. Input: x = 1e-9 * randn(2, 8): rows of unit norm in torch, of norm ~1e-3 in the kernel.",
+          g, code="mismatch")
+
+
 if __name__ == "__main__":
     ROUND.main(sys.argv[1:])
