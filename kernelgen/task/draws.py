@@ -223,10 +223,10 @@ def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
     (:mod:`kernelgen.task.offset`: ``offset``, and ``offset:NAME`` for each where two or more
     inputs take one), every size at one value within :data:`CPU_OFFSET_BUDGET`: a variance as
     E[x^2] - E[x]^2 is right on centred rows and cancels on these. None for a task without such
-    inputs or sizes. Given the kernel, also ``offset`` with each size it loops over (the first
-    two) as long as the budget allows, the others at :data:`OFFSET_LONG_OTHERS`: rows of one
-    value each were one block for most kernels, and a kernel that merges its blocks' raw sums
-    (E[x^2] over the blocks, each block's variance about its own mean) passed them."""
+    inputs or sizes. Given the kernel, also each size it loops over (the first two) as long as
+    :data:`CPU_OFFSET_LONG_BUDGET` allows, the others at :data:`OFFSET_LONG_OTHERS`, in the
+    orders :func:`kernelgen.task.offset.long_offset_orders` gives: rows of 147 are one block for
+    most kernels, and a variance taken in one pass only past one block passed them (round 13)."""
     orders = offset_orders(task)
     sizes = _together(task, CPU_OFFSET_BUDGET) if orders and task.sizes else None
     if sizes is None:
@@ -236,7 +236,8 @@ def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
         others = {o: min(max(OFFSET_LONG_OTHERS, r.min), r.max) for o, r in task.sizes.items() if o != name}
         value = _largest_fitting(task, others, name, False, CPU_OFFSET_LONG_BUDGET)
         if value > sizes[name] and _fits(task, {**others, name: value}, False, CPU_OFFSET_LONG_BUDGET):
-            draws += [Draw({**others, name: value}, order=order, kind="offset") for order in long_offset_orders(task, name)]
+            draws += [Draw({**others, name: value}, order=order, kind="offset")
+                      for order in long_offset_orders(task, name)]
     return draws
 
 
@@ -383,8 +384,9 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
-                            *multiple_draws(task, checked, seed), *ordering_draws(task, checked)]
+    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
+                            *offset_draws(task, checked), *multiple_draws(task, checked, seed),
+                            *ordering_draws(task, checked)]
     return draws + [draw for draw in extra if draw is not None]
 
 

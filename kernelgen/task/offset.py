@@ -155,7 +155,8 @@ def with_common_offset(task: Task, args: dict[str, Any], order: str) -> dict[str
               for name, offset in offsets.items()}
     # inputs that move with another's offset (Domain.offset_with: a saved mean of it)
     shifts.update({name: _followed(shifts[d.offset_with], specs[d.offset_with], specs[name])
-                   for name, d in task.domains.items() if d.offset_with in shifts and isinstance(args.get(name), torch.Tensor)})
+                   for name, d in task.domains.items()
+                   if d.offset_with in shifts and isinstance(args.get(name), torch.Tensor)})
     for name, shift in shifts.items():
         moved[name] = (args[name].double() + shift).to(args[name].dtype)
     return moved
@@ -189,9 +190,12 @@ def _groups(task: Task, spec: Any, value: torch.Tensor, rows: bool = False) -> t
     share a mean; 1 for an input reduced along no axis or along all of them. Columns count only
     where a float output reduces them: moe_top2_routing's expert counts [E] of logits [T, E] put
     2c on every other expert, and with E = 3 the softmax of the others underflowed to a tie at 0
-    that the reference breaks by index. With ``rows`` (the
-    :data:`OFFSET_ROWS` draw) a matrix reduced along its columns alternates by row instead."""
-    axes = [1] if rows and _column_reduced(task, spec) else reduced_axes(task, spec, float_columns=True) if spec.shape else []
+    that the reference breaks by index. With ``rows`` (the :data:`OFFSET_ROWS` draws) a matrix
+    reduced along its columns alternates by row instead."""
+    if rows and _column_reduced(task, spec):
+        axes = [1]
+    else:
+        axes = reduced_axes(task, spec, float_columns=True) if spec.shape else []
     kept = [a for a in range(value.dim()) if a not in axes]
     if not axes or not kept:
         return 1.0
@@ -303,4 +307,3 @@ class InputRounding:
     def _call(self, floats: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
         """The reference's results on the inputs with ``floats`` in place of theirs, as returned."""
         return reference_results(self._task, {**self._inputs, **floats})
-
