@@ -76,6 +76,7 @@ from typing import Callable, Iterable, Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
+from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
@@ -108,6 +109,8 @@ CPU_OFFSET_BUDGET = 1 << 16
 # others at a few (an even number: both offsets, c and 2c, in as many groups).
 CPU_OFFSET_LONG_BUDGET = 1 << 17
 OFFSET_LONG_OTHERS = 4
+# The draws scaled down (:func:`down_draws`): a floor shows on a row of any length.
+CPU_DOWN_BUDGET = 1 << 14
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -132,13 +135,15 @@ class Draw:
     # "ascending" or "descending": float inputs sorted so along every axis (CPU mode's
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
-    # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); None: as drawn.
+    # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
+    # 2**-K (:func:`down_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
     # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`), "at_equality" (a size
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
-    # (:func:`offset_draws`), "at_multiple" (:func:`multiple_draws`), "size_order" (two sizes the
+    # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple"
+    # (:func:`multiple_draws`), "size_order" (two sizes the
     # kernel compares, one past the other: :func:`ordering_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
@@ -239,6 +244,15 @@ def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
             draws += [Draw({**others, name: value}, order=order, kind="offset")
                       for order in long_offset_orders(task, name)]
     return draws
+
+
+def down_draws(task: Task) -> list[Draw]:
+    """CPU mode's draws whose ordinary inputs are scaled down (:func:`kernelgen.task.magnitude.down_orders`),
+    every size at one value within :data:`CPU_DOWN_BUDGET`: where a statistic crosses a floor
+    the prompt puts on it (max(norm, 1e-12), var + eps), a floor put elsewhere shows."""
+    orders = down_orders(task)
+    sizes = _together(task, CPU_DOWN_BUDGET) if orders and task.sizes else None
+    return [Draw(sizes, order=order, kind="scaled_down") for order in orders] if sizes is not None else []
 
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
@@ -385,7 +399,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
-                            *offset_draws(task, checked), *multiple_draws(task, checked, seed),
+                            *offset_draws(task, checked), *down_draws(task), *multiple_draws(task, checked, seed),
                             *ordering_draws(task, checked)]
     return draws + [draw for draw in extra if draw is not None]
 

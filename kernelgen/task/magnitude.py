@@ -14,9 +14,15 @@ scale. A power of two scales the drawn values exactly, so the scaled draw holds 
 numbers, its zeros included. Uniform and integer domains keep their bounds: they state
 what the prompt promises (probabilities in [0, 1], positive values for a log).
 
+CPU mode also scales them down (:func:`down_orders`, draws of their own, not extreme): eps and
+floors act where a statistic is small, and a floor put elsewhere than the prompt's shows only
+there.
+
 A correct kernel's absolute error grows with its outputs, so the comparison's atol is scaled by
 how much the reference's largest finite output grew (rtol is relative already): an output
-that the scale leaves alone (a softmax, a normalized row) keeps its atol. Likewise, where a
+that the scale leaves alone (a softmax, a normalized row) keeps its atol. It is not scaled down
+with outputs that shrink: exp(x) - 1 for a tiny x is 100% off in relative terms and within atol,
+as most kernels write it. Likewise, where a
 task's extreme domains draw tiny values, the atol is scaled down with them (:func:`tiny_scale`).
 """
 
@@ -40,6 +46,17 @@ SCALES: dict[str, tuple[float, ...]] = {
     "f64": (2.0 ** 32, 4096.0, 1024.0, 256.0, 64.0, 16.0),
 }
 
+# CPU mode's draws scaled down (``down:K``, :func:`down_orders`): K per dtype, so that a statistic
+# crosses a floor the prompt puts on it (normalize's max(norm, 1e-12), cosine_similarity's 1e-8
+# on each norm, a layer norm's var + eps) on one of them, where an eps inside the sqrt or on the
+# squared norm, or a floor the prompt does not ask for (standardize_rows' std), differs from the
+# prompt's formula; at the ordinary scale they agree to f32's precision (round 13). Squares stay
+# normal f32 numbers (2**-80 and up); f16's values stay above its least normal one for most of a
+# normal draw.
+DOWN_ORDER = "down"
+DOWN_EXPONENTS: dict[str, tuple[int, ...]] = {"f16": (4, 8), "bf16": (8, 24, 40), "f32": (8, 24, 40),
+                                              "f64": (8, 24, 40)}
+
 # The most a scale may grow the reference's outputs: an input of the ordinary scale that adds to
 # them (a bias on x @ w^T, which grows as the scale's square) must stay above the tolerance, or a
 # kernel that drops it past one tile passes every extreme draw, and those hold every draw past a
@@ -51,16 +68,18 @@ MAX_GROWTH = 2.0 ** 12
 
 def scaled_names(task: Task) -> list[str]:
     """The inputs an extreme draw scales: float tensors drawn from a normal domain (not ties,
-    which judge exact equal values), in a task without ``extreme_domains`` (a task that has
-    them says what its extreme draws hold: a mean large against the spread is lost if the
-    other inputs are scaled past it)."""
+    which judge exact equal values) or a uniform one the prompt does not promise (marked
+    ``offset_draws: true``: standardize_rows' [-3, 13]), in a task without ``extreme_domains``
+    (a task that has them says what its extreme draws hold: a mean large against the spread is
+    lost if the other inputs are scaled past it)."""
     if task.extreme_domains:
         return []
     names = []
     for spec in task.signature.inputs:
         domain = task.domains.get(spec.name)
         if spec.is_plain and spec.shape is not None and spec.dtype in SCALES \
-                and (domain is None or (domain.kind == "normal" and not domain.ties and not domain.specials)):
+                and (domain is None or (domain.kind == "normal" and not domain.ties and not domain.specials)
+                     or (domain.kind == "uniform" and domain.offset_draws)):
             names.append(spec.name)
     return names
 
@@ -69,8 +88,10 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
                    order: str | None = None) -> tuple[dict[str, Any], float]:
     """A check's inputs (:func:`kernelgen.task.verify.make_inputs`, ``order`` as there) and the
     factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring."""
-    return magnified(task, make_inputs(task, sizes, seed, extreme=extreme, order=order), extreme,
-                     lambda: make_inputs(task, sizes, seed))
+    inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
+    if order is not None and order.startswith(DOWN_ORDER):
+        return scaled_down(task, inputs, int(order.partition(":")[2]))
+    return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
 
 
 def magnified(task: Task, inputs: dict[str, Any], extreme: bool,
@@ -87,6 +108,33 @@ def magnified(task: Task, inputs: dict[str, Any], extreme: bool,
         return inputs, 1.0
     dtypes = {s.dtype for s in task.signature.inputs if s.name in names}
     ladder = min((SCALES[d] for d in dtypes), key=lambda scales: scales[0])  # the narrowest dtype's
+    return _scaled(task, inputs, names, ladder)
+
+
+def down_orders(task: Task) -> list[str]:
+    """The orders of CPU mode's draws scaled down (``down:K``: the inputs :func:`scaled_names`
+    finds times 2**-K, each K of :data:`DOWN_EXPONENTS` for the narrowest of their dtypes); none
+    for a task without such inputs."""
+    dtypes = {s.dtype for s in task.signature.inputs if s.name in scaled_names(task)}
+    if not dtypes:
+        return []
+    exponents = DOWN_EXPONENTS["f16"] if "f16" in dtypes else DOWN_EXPONENTS[sorted(dtypes)[0]]
+    return [f"{DOWN_ORDER}:{k}" for k in exponents]
+
+
+def scaled_down(task: Task, inputs: dict[str, Any], exponent: int) -> tuple[dict[str, Any], float]:
+    """A draw's inputs with those :func:`scaled_names` finds times 2**-``exponent`` (where the
+    reference stays finite wherever it is finite unscaled; else as drawn) and the atol factor: the
+    outputs' growth, never below 1 (the module's docstring)."""
+    names = [n for n in scaled_names(task) if isinstance(inputs[n], torch.Tensor)]
+    return _scaled(task, inputs, names, (2.0 ** -exponent,)) if names else (inputs, 1.0)
+
+
+def _scaled(task: Task, inputs: dict[str, Any], names: list[str],
+            ladder: tuple[float, ...]) -> tuple[dict[str, Any], float]:
+    """``inputs`` with ``names`` times the first scale of ``ladder`` at which the reference stays
+    finite wherever it is finite as drawn, its outputs grown at most :data:`MAX_GROWTH` times, and
+    the atol factor (:func:`_growth`); as drawn, 1.0 where none is."""
     base = _float_outputs(task, inputs)
     scalars = float_scalars(task, inputs)
     # a scalar's value and its neighbours stay as they are (verify.with_scalar_neighbours)
