@@ -140,6 +140,26 @@ def test_two_sizes_the_kernel_compares_are_drawn_large_each_past_the_other() -> 
     assert first.sizes["K"] == 1 and first.kind == "size_order"
 
 
+def test_tiles_of_two_sizes_compared_are_drawn_a_tile_apart() -> None:
+    """``cdiv(M, 128) > cdiv(N, 128)`` through lets (round 13): the pair is M and N, and the draws
+    put one a block past the other, where their tile counts differ."""
+    import json
+    from pathlib import Path
+
+    from kernelgen.lang.parse import kernel_from_obj
+    from kernelgen.task.draws import ordering_draws
+    from kernelgen.task.size_reads import size_pairs
+
+    task = get_task("linear_optional_bias")
+    path = Path(__file__).parent / "redteam" / "linear_optional_bias_more_row_tiles_bias_first_256_columns.json"
+    checked = check(kernel_from_obj(json.loads(path.read_text())["kernel"]))
+    assert size_pairs(task, checked) == [("M", "N")]
+    block = max(m.value for m in checked.kernel.meta)
+    for draw in ordering_draws(task, checked):
+        big, small = sorted((draw.sizes["M"], draw.sizes["N"]), reverse=True)
+        assert -(-big // block) > -(-small // block)
+
+
 def test_an_unlisted_call_is_checked_past_the_kernels_extent() -> None:
     """A call no listed call makes got only the two smallest hypothesis draws; a path it alone takes
     (amax over dim 0 without keepdim, walking the first 128 rows) passed."""

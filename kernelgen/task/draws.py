@@ -111,6 +111,11 @@ CPU_OFFSET_LONG_BUDGET = 1 << 17
 OFFSET_LONG_OTHERS = 4
 # The draws scaled down (:func:`down_draws`): a floor shows on a row of any length.
 CPU_DOWN_BUDGET = 1 << 14
+# The pairs of sizes a kernel compares that get ordering draws, and the values of a size it
+# compares for equality that get equality draws: a sixth pair and a ninth value are rare (round
+# 13: a kernel with a fifth, 5120, special-cased among hidden sizes passed at four).
+ORDERED_PAIRS = 6
+EQUALITY_VALUES = 8
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -273,32 +278,37 @@ def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
 
 
 def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
-    """CPU mode's draws for each pair of :func:`kernelgen.task.size_reads.size_pairs` (the first two): the two sizes as large
-    as :data:`CPU_JOINT_BUDGET` allows with the others at their minimum, one past the other, and
-    the other way round."""
+    """CPU mode's draws for each pair of :func:`kernelgen.task.size_reads.size_pairs` (the first
+    :data:`ORDERED_PAIRS`): the two sizes as large as :data:`CPU_JOINT_BUDGET` allows with the
+    others at their minimum, one past the other by the kernel's largest block and one (tiles of M
+    against tiles of N differ there), and the other way round."""
     draws: list[Draw] = []
     lowest = {name: r.min for name, r in task.sizes.items()}
-    for a, b in size_pairs(task, checked)[:2]:
+    gap = max([1, *(m.value for each in launches_of(checked) for m in each.kernel.meta)]) + 1
+    for a, b in size_pairs(task, checked)[:ORDERED_PAIRS]:
         for big, other in ((a, b), (b, a)):
-            low = _largest(lambda value: _fits(task, _ordered(task, lowest, big, other, value), False, CPU_JOINT_BUDGET),
-                           1, max(task.sizes[a].max, task.sizes[b].max))
-            sizes = _ordered(task, lowest, big, other, low)
+            low = _largest(lambda value: _fits(task, _ordered(task, lowest, big, other, value, gap), False,
+                                               CPU_JOINT_BUDGET), 1, max(task.sizes[a].max, task.sizes[b].max))
+            sizes = _ordered(task, lowest, big, other, low, gap)
             if sizes[big] > sizes[other] and _fits(task, sizes, False, CPU_JOINT_BUDGET):
                 draws.append(Draw(sizes, kind="size_order"))
     return draws
 
 
-def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int) -> dict[str, int]:
-    """``other`` at ``value`` and ``big`` one (odd) past it, clamped to their ranges, the rest as given."""
+def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int, gap: int) -> dict[str, int]:
+    """``other`` at ``value`` and ``big`` ``gap`` or one more (odd) past it, clamped to their
+    ranges, the rest as given."""
     rb, ro = task.sizes[big], task.sizes[other]
-    return {**lowest, other: min(max(value, ro.min), ro.max), big: min(max(value + 2 - value % 2, rb.min), rb.max)}
+    past = value + gap + (1 - (value + gap) % 2)
+    return {**lowest, other: min(max(value, ro.min), ro.max), big: min(max(past, rb.min), rb.max)}
 
 
 def equality_draws(task: Task, checked: Checked) -> list[Draw]:
-    """CPU mode's draws at each value :func:`kernelgen.task.size_reads.size_equalities` finds (the first four): each name
-    whose range holds it at that value, the others as large as :func:`joint_draw` makes them."""
+    """CPU mode's draws at each value :func:`kernelgen.task.size_reads.size_equalities` finds (the
+    first :data:`EQUALITY_VALUES`): each name whose range holds it at that value, the others as
+    large as :func:`joint_draw` makes them."""
     draws: list[Draw] = []
-    for value in size_equalities(checked)[:4]:
+    for value in size_equalities(checked)[:EQUALITY_VALUES]:
         for name, r in task.sizes.items():
             if r.min <= value <= r.max:
                 draw = joint_draw(task, {name: value}, kind="at_equality")

@@ -51,17 +51,49 @@ def size_thresholds(checked: Checked) -> list[int]:
     meta values alone) flips, its arithmetic undone (``cdiv(N, BLOCK) > 4``: 4 * BLOCK), those
     within the sizes' ranges: a kernel may take another path past such a threshold, and a size
     past it must be drawn."""
-    metas = {m.name: m.value for m in checked.kernel.meta}
     found: set[int] = set()
-    for node, _ in nodes(checked.kernel, ""):
-        if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge"):
-            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
-                fixed = _fixed_value(other, metas)
-                if fixed is not None and _fixed_value(side, metas) is None:
-                    at = _undone(side, fixed, metas)
-                    if at is not None and 1 < at < 1 << 40:
-                        found.add(math.ceil(at))
+    for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        inline = _inliner(each.kernel)
+        for node, _ in nodes(each.kernel, ""):
+            if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge"):
+                for side, other in ((inline(node.lhs), inline(node.rhs)), (inline(node.rhs), inline(node.lhs))):
+                    fixed = _fixed_value(other, metas)
+                    if fixed is not None and _fixed_value(side, metas) is None:
+                        at = _undone(side, fixed, metas)
+                        if at is not None and 1 < at < 1 << 40:
+                            found.add(math.ceil(at))
     return sorted(found)
+
+
+def _inliner(kernel: L.Kernel):
+    """A function that writes an expression of ``kernel``'s body with each let bound once put in
+    place of its name and ``num_programs`` as the grid's size there, through arithmetic and casts:
+    a threshold or a size kept in a let (``limit = BLOCK * 128``, ``n_blocks = cdiv(N, BLOCK)``,
+    ``num_programs > 128``) is read as if written in place (round 13: each passed every draw)."""
+    bound: dict[str, list[L.Expr]] = {}
+    for let in _lets(kernel.body):
+        bound.setdefault(let.name, []).append(let.value)
+    single = {name: values[0] for name, values in bound.items() if len(values) == 1}
+
+    def inline(expr: object, depth: int = 0) -> object:
+        if depth > _INLINE_DEPTH:
+            return expr
+        if isinstance(expr, str) and expr in single:
+            return inline(single[expr], depth + 1)
+        if isinstance(expr, L.ProgramId) and expr.op == "num_programs" and expr.axis < len(kernel.grid):
+            return inline(kernel.grid[expr.axis], depth + 1)
+        if isinstance(expr, L.Binary):
+            return expr.model_copy(update={"lhs": inline(expr.lhs, depth + 1), "rhs": inline(expr.rhs, depth + 1)})
+        if isinstance(expr, L.Cast):
+            return expr.model_copy(update={"x": inline(expr.x, depth + 1)})
+        return expr
+
+    return inline
+
+
+# How deep lets are put in place of their names: a chain of lets deeper than this is read as it stands.
+_INLINE_DEPTH = 16
 
 
 def _fixed_value(expr: object, metas: Mapping[str, int]) -> float | None:
@@ -186,10 +218,12 @@ def size_equalities(checked: Checked) -> list[int]:
     found: set[int] = set()
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
+        inline = _inliner(each.kernel)
         for node, path in nodes(each.kernel.body, "/body"):
             if not isinstance(node, L.Binary) or node.op not in ("eq", "ne", "lt", "le", "gt", "ge"):
                 continue
-            for side, other, key in ((node.lhs, node.rhs, "lhs"), (node.rhs, node.lhs, "rhs")):
+            lhs, rhs = inline(node.lhs), inline(node.rhs)
+            for side, other, key in ((lhs, rhs, "lhs"), (rhs, lhs, "rhs")):
                 fixed, typed = _fixed_value(other, metas), each.types.get(child(path, key))
                 if fixed is None or _fixed_value(side, metas) is not None or typed is None or typed.shape:
                     continue
@@ -211,10 +245,11 @@ def size_multiples(checked: Checked) -> list[int]:
     found: set[int] = set()
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
+        inline = _inliner(each.kernel)
         for node, _ in nodes(each.kernel.body, "/body"):
             if not isinstance(node, L.Binary) or node.op not in ("eq", "ne"):
                 continue
-            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
+            for side, other in ((inline(node.lhs), inline(node.rhs)), (inline(node.rhs), inline(node.lhs))):
                 while isinstance(side, L.Cast):
                     side = side.x
                 modulus = _fixed_value(side.rhs, metas) if isinstance(side, L.Binary) and side.op == "rem" else None
@@ -226,21 +261,39 @@ def size_multiples(checked: Checked) -> list[int]:
 
 def size_pairs(task: Task, checked: Checked) -> list[tuple[str, str]]:
     """The pairs of size names a kernel compares with each other (``M > N``, ``M == N``; through
-    casts): a kernel may take another path where one exceeds the other, which the other draws
-    reach only with both small (one size large and the others small, or all equal)."""
+    casts, lets and arithmetic with fixed operands: ``cdiv(M, BM) > cdiv(N, BN)``): a kernel may
+    take another path where one exceeds the other, which the other draws reach only with both
+    small (one size large and the others small, or all equal)."""
     found: list[tuple[str, str]] = []
     for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        inline = _inliner(each.kernel)
         for node, _ in nodes(each.kernel.body, "/body"):
             if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge", "eq", "ne"):
-                sides = []
-                for side in (node.lhs, node.rhs):
-                    while isinstance(side, L.Cast):
-                        side = side.x
-                    sides.append(side)
-                pair = tuple(sorted(sides)) if all(isinstance(x, str) and x in task.sizes for x in sides) else None
+                sides = [_one_size(inline(side), task, metas) for side in (node.lhs, node.rhs)]
+                pair = tuple(sorted(sides)) if all(x is not None for x in sides) else None
                 if pair is not None and pair[0] != pair[1] and pair not in found:
                     found.append(pair)
     return found
+
+
+def _one_size(expr: object, task: Task, metas: Mapping[str, int]) -> str | None:
+    """The size name an expression reads where it reads one and otherwise only literals and meta
+    values (``M``, ``cdiv(M, BLOCK_M)``: tiles of M against tiles of N), else None."""
+    names = _operands(expr) - set(metas)
+    return next(iter(names)) if len(names) == 1 and next(iter(names)) in task.sizes else None
+
+
+def _operands(expr: object) -> set[str]:
+    """The names an expression of arithmetic and casts reads; any other node counts as a name of
+    its own ("?"), so that an expression with one is never one size's."""
+    if isinstance(expr, str):
+        return {expr}
+    if isinstance(expr, L.Binary):
+        return _operands(expr.lhs) | _operands(expr.rhs)
+    if isinstance(expr, L.Cast):
+        return _operands(expr.x)
+    return {"?"} if isinstance(expr, L.Node) else set()
 
 
 def looped_sizes(checked: Checked) -> set[str]:
