@@ -69,17 +69,28 @@ def test_a_size_threshold_in_a_comparison_counts(threshold: dict) -> None:
     ([{"op": "let", "name": "n_blocks", "value": {"op": "cdiv", "lhs": "N", "rhs": "BLOCK"}}],
      {"op": "gt", "lhs": "n_blocks", "rhs": 4}),
     ([], {"op": "gt", "lhs": {"op": "num_programs"}, "rhs": 4}),
+    ([], {"op": "minimum", "lhs": "N", "rhs": {"op": "mul", "lhs": "BLOCK", "rhs": 4}}),
 ])
 def test_a_threshold_kept_in_a_let_or_in_the_grid_counts(lets: list, threshold: dict) -> None:
     """A threshold bound by a let (``big_n = BLOCK * 4``), a size turned into a block count by one
     (``cdiv(N, BLOCK) > 4``) and the number of programs (the grid's cdiv(N, BLOCK)) are read as
-    if written in place (round 13: silu, softsign and hardswish kernels wrong past such a
-    threshold passed every draw)."""
+    if written in place, and a size's minimum with a fixed value is a threshold too (round 13:
+    kernels wrong past such a threshold passed every draw)."""
     from kernelgen.lang.parse import kernel_from_obj, kernel_to_obj
 
     silu = kernel_to_obj(get_task("silu").golden)
     silu["body"] = [*lets, *silu["body"], {"op": "let", "name": "long_rows", "value": threshold}]
     assert block_extent(check(kernel_from_obj(silu))) == 4096
+
+
+def test_a_clamp_of_values_is_no_size_threshold() -> None:
+    """minimum(v, 4096.0) clamps loaded values (relu6's kind): no size flips there."""
+    from kernelgen.lang.parse import kernel_from_obj, kernel_to_obj
+
+    silu = kernel_to_obj(get_task("silu").golden)
+    clamp = {"op": "let", "name": "clamped", "value": {"op": "minimum", "lhs": "v", "rhs": 4096.0}}
+    silu["body"] = [*silu["body"], clamp]
+    assert block_extent(check(kernel_from_obj(silu))) == 1024
 
 
 def test_each_size_gets_a_draw_past_the_extent_not_a_multiple_with_the_others_small() -> None:

@@ -50,15 +50,20 @@ def size_thresholds(checked: Checked) -> list[int]:
     """The values a size would have where a comparison of it with a fixed value (literals and
     meta values alone) flips, its arithmetic undone (``cdiv(N, BLOCK) > 4``: 4 * BLOCK), those
     within the sizes' ranges: a kernel may take another path past such a threshold, and a size
-    past it must be drawn."""
+    past it must be drawn. A ``minimum`` or ``maximum`` with a fixed value is such a comparison
+    (a loop to ``minimum(H, BLOCK * 6)``, tokens below ``minimum(T, BLOCK * 64)``: round 13)."""
     found: set[int] = set()
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
         inline = _inliner(each.kernel)
+        sizes = {d for spec in [*each.kernel.inputs, *each.kernel.outputs] for d in spec.shape or []
+                 if isinstance(d, str)}
         for node, _ in nodes(each.kernel, ""):
-            if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge"):
+            if isinstance(node, L.Binary) and node.op in ("lt", "le", "gt", "ge", "minimum", "maximum"):
                 for side, other in ((inline(node.lhs), inline(node.rhs)), (inline(node.rhs), inline(node.lhs))):
                     fixed = _fixed_value(other, metas)
+                    if node.op in ("minimum", "maximum") and not _operands(side) & sizes:
+                        continue  # a clamp of values (relu6's minimum(x, 6)), not of a size
                     if fixed is not None and _fixed_value(side, metas) is None:
                         at = _undone(side, fixed, metas)
                         if at is not None and 1 < at < 1 << 40:
