@@ -202,12 +202,14 @@ def test_a_norm_floored_by_eps_draws_zero_rows() -> None:
 # goldens are unverified at such an offset (f16/bf16 inputs need a larger one), or (batchnorm
 # inference) they take the variance as an input.
 VARIANCE_WITHOUT_OFFSET = {"layer_norm_optional", "row_std_f16", "standardize_rows", "add_layernorm_bf16",
-                           "batchnorm_inference"}
+                           "batchnorm_inference", "layernorm_backward", "layernorm_backward_full"}
 
 
 def test_a_variance_is_drawn_with_a_mean_large_against_the_spread() -> None:
     """var = E[x^2] - mean^2 cancels where the mean is large against the spread: a task whose
-    reference computes a variance draws such values (uniform in [50, 54], say) in some domain."""
+    reference computes a variance draws such values (uniform in [50, 54], say) in some domain, or
+    CPU mode's offset draws move its data (kernelgen/task/offset.py; layernorm_backward's
+    [1000, 1004] failed correct kernels at N = 2 and is gone)."""
     import re
 
     variance = re.compile(r"\b(var|std|var_mean|std_mean|layer_norm|group_norm|batch_norm|instance_norm)\b")
@@ -216,3 +218,7 @@ def test_a_variance_is_drawn_with_a_mean_large_against_the_spread() -> None:
     computing = [t.id for t in TASKS if variance.search(t.reference + (t.eager or ""))]
     assert {"group_norm", "dropout_residual_layernorm", "layernorm_stats", "row_var"} <= set(computing) & set(offset)
     assert sorted(set(computing) - set(offset)) == sorted(VARIANCE_WITHOUT_OFFSET)
+    from kernelgen.task.offset import offset_orders
+
+    assert all(any(offset_orders(call) for call in (task.variant_tasks() if task.variants else [task]))
+               for task in TASKS if task.id in VARIANCE_WITHOUT_OFFSET)
