@@ -6,7 +6,7 @@ read from the checked AST with literals and meta values folded."""
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Callable, Mapping
 
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, child, launches_of
@@ -71,7 +71,7 @@ def size_thresholds(checked: Checked) -> list[int]:
     return sorted(found)
 
 
-def _inliner(kernel: L.Kernel):
+def _inliner(kernel: L.Kernel) -> Callable[[object], object]:
     """A function that writes an expression of ``kernel``'s body with each let bound once put in
     place of its name and ``num_programs`` as the grid's size there, through arithmetic and casts:
     a threshold or a size kept in a let (``limit = BLOCK * 128``, ``n_blocks = cdiv(N, BLOCK)``,
