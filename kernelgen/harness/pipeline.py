@@ -26,8 +26,7 @@ from kernelgen.lang.generic import binding_for, instantiate
 from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.task.spec import Task
-from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.offset import InputRounding, is_offset
+from kernelgen.task.magnitude import checked_inputs, input_rounding
 from kernelgen.task.verify import compare_outputs, order_overflows, make_inputs, order_problems, run_reference
 
 
@@ -217,8 +216,7 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
     expected = run_reference(task, inputs)
     if order is not None and order_overflows(task, sizes, seed, expected):
         return  # a draw past the task's promise (order_overflows)
-    rounding = InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
-        if is_offset(order) else None
+    rounding = input_rounding(task, inputs, sizes, seed, order)
     with verified_num_sms(num_sms):
         try:
             run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)

@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.spec import Task
 from kernelgen.task.verify import float_scalars, make_inputs, reference_call, reference_leaves, scalar_neighbours
 
@@ -92,6 +93,15 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
     if order is not None and order.startswith(DOWN_ORDER):
         return scaled_down(task, inputs, int(order.partition(":")[2]))
     return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
+
+
+def input_rounding(task: Task, inputs: Mapping[str, Any], sizes: Mapping[str, int], seed: int,
+                   order: str | None) -> InputRounding | None:
+    """The inputs' rounding that an offset draw's comparison admits
+    (:class:`kernelgen.task.offset.InputRounding`, measured against the draw without the offset),
+    or None for any other draw."""
+    return InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
+        if is_offset(order) else None
 
 
 def magnified(task: Task, inputs: dict[str, Any], extreme: bool,

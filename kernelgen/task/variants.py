@@ -20,8 +20,7 @@ from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongResult
 from kernelgen.host.plan import dtype_name
 from kernelgen.task.spec import Task, Variant
-from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.offset import InputRounding, is_offset
+from kernelgen.task.magnitude import checked_inputs, input_rounding
 from kernelgen.task.verify import compare_outputs, order_overflows, inputs_as_reference, order_problems, make_inputs, reference_call
 from kernelgen.host.wrapper import BoundCall, bind_call
 
@@ -242,8 +241,7 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     expected, reference_after = reference_call(task, inputs)
     if order is not None and order_overflows(task, sizes, seed, expected):
         return  # a draw past the task's promise (order_overflows)
-    rounding = InputRounding(task, before, order, seed, lambda: make_inputs(task, sizes, seed)) \
-        if is_offset(order) else None
+    rounding = input_rounding(task, before, sizes, seed, order)
     call, checked = bound_call(task, kernel, inputs)
     try:
         with verified_num_sms(num_sms):
