@@ -38,6 +38,22 @@ def cast(x, dt):
     return {"op": "cast", "x": x, "dtype": dt}
 
 
+def full(shape, value=0.0):
+    return {"op": "full", "shape": shape, "value": value, "dtype": "f32"}
+
+
+def let(name, value):
+    return {"op": "let", "name": name, "value": value}
+
+
+def SUM(x, axis=0):
+    return {"op": "sum", "x": x, "axis": axis}
+
+
+def where(c, x, y):
+    return {"op": "where", "cond": c, "x": x, "y": y}
+
+
 # ============================================================================ batch 1
 
 @kernel

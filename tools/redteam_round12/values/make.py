@@ -4,27 +4,11 @@ import sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 from redteam_candidates import Round, find_let, golden  # noqa: E402
-from redteam_round4 import B, U, cast  # noqa: E402
+from redteam_round4 import B, SUM, U, cast, full, let, where  # noqa: E402
 
 ROUND = Round()
 ROUND.out = Path(__file__).resolve().parent
 kernel, write = ROUND.kernel, ROUND.write
-
-
-def full(shape, value=0.0):
-    return {"op": "full", "shape": shape, "value": value, "dtype": "f32"}
-
-
-def let(name, value):
-    return {"op": "let", "name": name, "value": value}
-
-
-def SUM(x, axis=0):
-    return {"op": "sum", "x": x, "axis": axis}
-
-
-def where(c, x, y):
-    return {"op": "where", "cond": c, "x": x, "y": y}
 
 
 # ---------------------------------------------------------------- shifted one-pass variance

@@ -8,14 +8,12 @@ import sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 from redteam_candidates import Round, golden, find_let
+from redteam_round4 import B, let as LET, where as W
 
 R = Round()
 R.out = Path(__file__).resolve().parent
 
 
-def B(op, l, r): return {"op": op, "lhs": l, "rhs": r}
-def W(c, x, y): return {"op": "where", "cond": c, "x": x, "y": y}
-def LET(name, value): return {"op": "let", "name": name, "value": value}
 def PID(axis=0): return {"op": "program_id", "axis": axis}
 def NPROG(axis=0): return {"op": "num_programs", "axis": axis}
 def EPS(t="T"): return {"op": "finfo", "dtype": t, "what": "eps"}

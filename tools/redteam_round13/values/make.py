@@ -3,28 +3,12 @@
 import sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
-from redteam_candidates import Round, find_let, golden  # noqa: E402
-from redteam_round4 import B, U, cast  # noqa: E402
+from redteam_candidates import Round, find_let, golden, loops  # noqa: E402
+from redteam_round4 import B, SUM, U, cast, let, where  # noqa: E402
 
 ROUND = Round()
 ROUND.out = Path(__file__).resolve().parent
 kernel, write = ROUND.kernel, ROUND.write
-
-
-def let(name, value):
-    return {"op": "let", "name": name, "value": value}
-
-
-def SUM(x, axis=0):
-    return {"op": "sum", "x": x, "axis": axis}
-
-
-def where(c, x, y):
-    return {"op": "where", "cond": c, "x": x, "y": y}
-
-
-def loops(body):
-    return [s for s in body if s.get("op") == "for"]
 
 
 # ---------------------------------------------------------------- an eps floor on a SQUARED norm
