@@ -34,7 +34,8 @@ import torch
 
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.spec import Task
-from kernelgen.task.verify import float_scalars, make_inputs, reference_call, reference_leaves, scalar_neighbours
+from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
+from kernelgen.task.verify import make_inputs, reference_call, reference_leaves
 
 # The scales tried, largest first, per dtype: f16's largest leaves |x| <= ~5000 of 65504 for a
 # normal draw of scale 1; the others' reach past 2**31, where a value cast through i32 wraps
@@ -147,7 +148,7 @@ def _scaled(task: Task, inputs: dict[str, Any], names: list[str],
     the atol factor (:func:`_growth`); as drawn, 1.0 where none is."""
     base = _float_outputs(task, inputs)
     scalars = float_scalars(task, inputs)
-    # a scalar's value and its neighbours stay as they are (verify.with_scalar_neighbours)
+    # a scalar's value and its neighbours stay as they are (extreme_values.with_scalar_neighbours)
     kept = {name: torch.isin(inputs[name], scalar_neighbours(scalars, inputs[name].dtype).to(inputs[name].device))
             for name in names}
     for scale in ladder:

@@ -50,7 +50,7 @@ class Domain(StrictModel):
     smaller of the two);
     in an extreme draw both bounds are among an integers domain's values (the last row's id).
     ``zeros``: a float input drawn from a normal domain has exact zeros (+0.0 and -0.0) in the
-    extreme draws (:func:`kernelgen.task.verify.with_zeros`); false where the prompt promises none.
+    extreme draws (:func:`kernelgen.task.extreme_values.with_zeros`); false where the prompt promises none.
 
     What a PyTorch user may pass beyond ordinary values (issue 32), mostly in a task's
     ``extreme_domains``: ``full``, every value of the dtype: integers over its whole range, both

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 import random
 from typing import Any, Mapping
 
@@ -30,6 +29,9 @@ from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, 
                                        with_lone_nan_lines, with_mixed_magnitude_rows)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
+from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
+                                           with_negative_rows, with_rows_at_scalars, with_scalar_neighbours,
+                                           with_special_pairs, with_specials, with_zeros)
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
 from kernelgen.task.wide_reference import WideReference
@@ -61,7 +63,7 @@ def draw_tensor(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.
     if domain is not None and domain.zero_rows:
         values = _zero_rows(values, generator)
     if domain is not None and domain.specials:
-        values = _with_specials(values, domain.special_values(sizes or {}), generator)
+        values = with_specials(values, domain.special_values(sizes or {}), generator)
     return values
 
 
@@ -76,7 +78,7 @@ def _drawn(spec: L.Input, shape: tuple[int, ...], domain, generator: torch.Gener
         else:
             values = torch.randint(0, 1 << 16, (*shape, info.bits // 16), generator=generator, dtype=torch.int32)
             words = values.to(torch.int16).view(dtype).reshape(shape)  # uniform bits: every value of the dtype
-        return _with_specials(words, [info.min, info.max, info.min + 1, info.max - 1, -1, 0, 1], generator)
+        return with_specials(words, [info.min, info.max, info.min + 1, info.max - 1, -1, 0, 1], generator)
     if domain is not None and domain.kind == "full" and dtype.is_floating_point:
         return _float_bits(shape, dtype, generator)
     low, high = domain.bounds(sizes) if domain is not None and domain.kind != "full" else (-100, 100)
@@ -111,45 +113,9 @@ def _float_bits(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Gen
     return torch.where(finite, words.to(torch.float64), normal.to(torch.float64)).to(dtype)
 
 
-SPECIAL_SHARE = 16  # up to one element in SPECIAL_SHARE is a special value, each at least once
-
-
-def _with_specials(values: torch.Tensor, specials: list, generator: torch.Generator) -> torch.Tensor:
-    """``values`` with ``specials`` (those its dtype holds) placed at random positions: each
-    at least once where there is room (at most half the elements), then repeated up to one
-    element in :data:`SPECIAL_SHARE`."""
-    if values.dtype == torch.bool or values.numel() == 0:
-        return values
-    if values.dtype.is_floating_point:
-        held = [float(v) for v in specials]
-    else:
-        info = torch.iinfo(values.dtype)
-        held = [int(v) for v in specials if isinstance(v, int) and info.min <= v <= info.max]
-    if not held:
-        return values
-    count = min(max(len(held), values.numel() // SPECIAL_SHARE), max(1, values.numel() // 2))
-    places = torch.randperm(values.numel(), generator=generator)[:count]
-    flat = values.clone().reshape(-1)
-    chosen = torch.tensor([held[i % len(held)] for i in range(count)], dtype=torch.float64 if
-                          values.dtype.is_floating_point else torch.int64)
-    flat[places] = chosen.to(values.dtype)
-    return flat.reshape(values.shape)
-
-
 def _zero_rows(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """``values`` with about a quarter of its rows (along the last axis), at least one, all zero."""
-    return _rows_of(values, torch.zeros_like(values), generator)
-
-
-def _rows_of(values: torch.Tensor, other: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """``values`` with about a quarter of its rows (along the last axis), at least one, copied
-    from ``other`` (a domain's ``same_as``)."""
-    if values.dim() == 0 or values.numel() == 0:
-        return values
-    rows = values.reshape(-1, values.shape[-1]).clone()
-    chosen = torch.randperm(rows.shape[0], generator=generator)[:max(1, rows.shape[0] // 4)]
-    rows[chosen] = other.reshape(-1, values.shape[-1])[chosen]
-    return rows.reshape(values.shape)
+    return rows_of(values, torch.zeros_like(values), generator)
 
 
 def _ends(shape: tuple[int, ...], low: int, high: int, generator: torch.Generator) -> torch.Tensor:
@@ -221,13 +187,13 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and domain is not None and domain.kind == "integers":
                 # Both bounds among the values: an id of V - 1 in every extreme draw, not by chance
                 # (the high one first: a tensor of one or two elements has room for one).
-                args[spec.name] = _with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
+                args[spec.name] = with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
             if extreme and domain is not None and domain.kind == "integers" and _adds_only_specials(task, spec.name):
                 args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(bounds_at)[1],
                                                                size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if domain is not None and domain.same_as is not None:
-                args[spec.name] = _rows_of(args[spec.name], args[domain.same_as], generator)
+                args[spec.name] = rows_of(args[spec.name], args[domain.same_as], generator)
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_scalar_neighbours(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                          size_seed(task, sizes, seed) ^ hash_name(spec.name))
@@ -300,171 +266,6 @@ def sorted_along_axes(values: torch.Tensor, descending: bool = False) -> torch.T
     for axis in reversed(range(wide.dim())):
         wide = wide.sort(dim=axis, descending=descending).values
     return wide.to(values.dtype)
-
-
-ZERO_SHARE = 8  # one element in ZERO_SHARE of a generic float input is a zero in extreme draws
-
-
-def hash_name(name: str) -> int:
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:7], "little")
-
-
-def with_zeros(values: torch.Tensor, seed: int) -> torch.Tensor:
-    """A float input drawn from a normal domain, in an extreme draw: one element in ZERO_SHARE
-    set to +0.0 or -0.0. Normal draws never hit an exact zero, so a kernel wrong at zero (sign
-    as ``x > 0 ? 1 : -1``, sinc as sin(pi x) / (pi x), copysign blind to -0.0) would pass;
-    real data is full of zeros (padding, ReLU outputs). Drawn from a generator of its own, so
-    the other inputs' values do not change; a task whose prompt promises no zeros says
-    ``zeros: false`` in the input's domain."""
-    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.numel() == 0:
-        return values
-    generator = torch.Generator().manual_seed(seed)
-    pick = torch.randint(0, 2 * ZERO_SHARE, values.shape, generator=generator)
-    zeros = torch.zeros((), dtype=values.dtype)
-    values = torch.where(pick == 0, zeros, values)
-    return torch.where(pick == 1, -zeros, values)
-
-
-def with_fractions_and_near_ties(values: torch.Tensor, high: float, seed: int) -> torch.Tensor:
-    """A float input whose domain is integers (for ties), in an extreme draw: half its elements
-    given a random fraction (kept at or below ``high``), and along its last and its first axis,
-    in each line, one other element set one step of its dtype below the line's maximum and one
-    one step above its minimum. Integer values alone hide a comparison made in bf16 or f16, a
-    cast that truncates 0.5, an equality "within 1e-5" and a strict test made loose; the near
-    ties show them (the values stay inside the domain's bounds; NaN and infinities, an extreme
-    domain's specials, stay, and the near ties are to the line's numbers)."""
-    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.numel() < 2:
-        return values
-    generator = torch.Generator().manual_seed(seed ^ 0xF4AC)
-    wide = values.to(torch.float64)
-    fraction = torch.rand(values.shape, generator=generator, dtype=torch.float64)
-    keep = torch.rand(values.shape, generator=generator) < 0.5
-    values = torch.where(keep | ~wide.isfinite(), wide, torch.clamp(wide + fraction, max=float(high))).to(values.dtype)
-    for axis in sorted({values.dim() - 1, 0}):
-        lines = values.movedim(axis, -1).reshape(-1, values.shape[axis]).clone()
-        if lines.shape[1] < 2:
-            continue
-        rows = torch.arange(lines.shape[0])
-        for find, step in ((torch.argmax, -1.0), (torch.argmin, 1.0)):
-            at = find(torch.where(lines.isfinite(), lines.to(torch.float64), step * math.inf), dim=1)  # of the numbers
-            other = torch.randint(0, lines.shape[1] - 1, (lines.shape[0],), generator=generator)
-            other = other + (other >= at).long()  # any element but the extreme itself
-            extreme = lines[rows, at]
-            lines[rows, other] = torch.nextafter(extreme, torch.full_like(extreme, step * math.inf))
-        values = lines.reshape(*[s for i, s in enumerate(values.shape) if i != axis], values.shape[axis]).movedim(-1, axis)
-    return values
-
-
-def scalar_neighbours(scalars: list[float], dtype: torch.dtype) -> torch.Tensor:
-    """Each float scalar of a call in ``dtype`` and the values one step of ``dtype`` above and
-    below it (finite ones)."""
-    exact = torch.tensor(scalars, dtype=torch.float64).to(dtype)
-    near = torch.cat([exact, torch.nextafter(exact, torch.full_like(exact, math.inf)),
-                      torch.nextafter(exact, torch.full_like(exact, -math.inf))])
-    return near[near.isfinite()]
-
-
-def float_scalars(task: Task, inputs: Mapping[str, Any]) -> list[float]:
-    """The call's float scalar arguments."""
-    return [value for spec in task.signature.inputs if spec.shape is None and spec.is_plain
-            and isinstance(value := inputs.get(spec.name), float)]
-
-
-def with_scalar_neighbours(values: torch.Tensor, domain, sizes: Mapping[str, int], scalars: list[float],
-                           seed: int) -> torch.Tensor:
-    """A float input, in an extreme draw: each float scalar of the call (a threshold, a clamp
-    bound) among its values, with the values one step of its dtype above and below it, those
-    inside the domain's bounds (:mod:`kernelgen.task.magnitude` leaves them unscaled). A test
-    made ``>=`` for ``>``, or made in bf16, differs from the operator only there, and
-    continuous draws never land on it."""
-    if not values.dtype.is_floating_point or is_fp8(values.dtype) or not scalars:
-        return values
-    low, high = domain.bounds(sizes) if domain is not None and domain.kind != "normal" else (-math.inf, math.inf)
-    held = [v for v in scalar_neighbours(scalars, values.dtype).double().tolist() if low <= v <= high]
-    return _with_specials(values, held, torch.Generator().manual_seed(seed ^ 0x5CA1)) if held else values
-
-
-def with_rows_at_scalars(values: torch.Tensor, domain, sizes: Mapping[str, int], scalars: list[float],
-                         seed: int) -> torch.Tensor:
-    """A float input of two or more rows (along the last axis), in an extreme draw: for each
-    float scalar of the call, about an eighth of the rows hold every element at or below
-    min(scalar, 0) but one, which is the scalar or the value one step of the dtype above it
-    (alternating), and as many the mirror image (at or above max(scalar, 0), one element at or
-    one step below it). The neighbours :func:`with_scalar_neighbours` scatters are hidden by a
-    row reduction over a test against the scalar: ``any(x > threshold)`` is true on a row that
-    holds a larger element whatever a kernel does at the tie. Zero bounds the other elements,
-    so a magnified draw (:mod:`kernelgen.task.magnitude`, which keeps the scalar's neighbours)
-    keeps them on their side; all stay inside the domain's bounds."""
-    if not values.dtype.is_floating_point or is_fp8(values.dtype) or not scalars or values.dim() < 2 \
-            or values.numel() == 0 or values.numel() // values.shape[-1] < 2:
-        return values
-    low, high = domain.bounds(sizes) if domain is not None and domain.kind != "normal" else (-math.inf, math.inf)
-    generator = torch.Generator().manual_seed(seed ^ 0xA75C)
-    for scalar in scalars:
-        values = _rows_at_scalar(values, scalar, low, high, generator)
-    return values
-
-
-def _rows_at_scalar(values: torch.Tensor, scalar: float, low: float, high: float,
-                    generator: torch.Generator) -> torch.Tensor:
-    """One scalar's rows of :func:`with_rows_at_scalars`."""
-    rows = values.reshape(-1, values.shape[-1]).clone()
-    count = rows.shape[0]
-    exact = torch.tensor(scalar, dtype=torch.float64).to(values.dtype)
-    order = torch.randperm(count, generator=generator)
-    share = max(1, count // 8)
-    for side, chosen in ((1.0, order[:share]), (-1.0, order[share:2 * share])):
-        step = torch.nextafter(exact, torch.tensor(side * math.inf, dtype=values.dtype))
-        bound = min(float(exact), 0.0) if side > 0 else max(float(exact), 0.0)
-        bound = min(max(bound, low), high)
-        if not (math.isfinite(float(step)) and low <= min(float(step), float(exact)) and
-                max(float(step), float(exact)) <= high and (bound - float(exact)) * side <= 0):
-            continue
-        wide = rows[chosen].double()
-        capped = torch.minimum(wide, torch.tensor(bound, dtype=torch.float64)) if side > 0 else \
-            torch.maximum(wide, torch.tensor(bound, dtype=torch.float64))
-        capped = capped.to(values.dtype)
-        at = torch.randint(0, rows.shape[1], (len(chosen),), generator=generator)
-        tip = torch.where(torch.arange(len(chosen)) % 2 == 0, step, exact).to(values.dtype)
-        capped[torch.arange(len(chosen)), at] = tip
-        rows[chosen] = capped
-    return rows.reshape(values.shape)
-
-
-def with_special_pairs(first: torch.Tensor, second: torch.Tensor, first_specials: list, second_specials: list,
-                       seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two float inputs of one shape whose extreme domains both have specials, in an extreme
-    draw: every pair of their specials (each one's that its dtype holds) at the same element, each
-    pair at least once where there is room (at most half the elements), then repeated up to one
-    element in 2 * :data:`SPECIAL_SHARE`. Placed independently, two specials meet at an element
-    rarely: logaddexp(-inf, -inf), inf - inf in a difference, max(nan, nan) went undrawn, and a
-    formula that makes NaN of two equal infinities (|x - y| = inf - inf) passed."""
-    if first.numel() < 2:
-        return first, second
-    pairs = [(a, b) for a in first_specials for b in second_specials]
-    count = min(max(len(pairs), first.numel() // (2 * SPECIAL_SHARE)), first.numel() // 2)
-    places = torch.randperm(first.numel(), generator=torch.Generator().manual_seed(seed ^ 0x9A125))[:count]
-    ours = [pairs[i % len(pairs)] for i in range(count)]
-    a, b = first.clone().reshape(-1), second.clone().reshape(-1)
-    a[places] = torch.tensor([float(x) for x, _ in ours], dtype=torch.float64).to(a.dtype)
-    b[places] = torch.tensor([float(y) for _, y in ours], dtype=torch.float64).to(b.dtype)
-    return a.reshape(first.shape), b.reshape(second.shape)
-
-
-def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
-    """A float input of two or more rows drawn from a normal domain, in an extreme draw: about
-    a quarter of its rows (along the last axis) all negative (NaN and zeros there made -1). A row maximum
-    whose masked lanes read 0 instead of -inf is right on every row that holds a positive value
-    or a NaN, and normal rows of more than a few elements all do. A single row keeps its signs:
-    all negative, it would hide what an elementwise kernel does to positive values."""
-    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.dim() < 2 or values.numel() == 0 \
-            or values.numel() // values.shape[-1] < 2:
-        return values
-    wide = values.to(torch.float64)
-    # -|x|, not shifted (a row far from zero against its spread is another test), with NaN and
-    # zeros made -1, so that no row's maximum is NaN or 0
-    negative = torch.where(wide.isnan() | (wide == 0), -1.0, -wide.abs()).to(values.dtype)
-    return _rows_of(values, negative, torch.Generator().manual_seed(seed ^ 0x5EED))
 
 
 def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tensor]:
