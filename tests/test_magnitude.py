@@ -101,3 +101,35 @@ def test_same_as_names_an_earlier_input_of_the_same_shape(tmp_path, same_as: str
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(TaskError, match=problem):
         load_task_file(path)
+
+
+def test_rows_at_a_scalar_hold_it_once_and_their_other_elements_away_from_it() -> None:
+    """with_rows_at_scalars reflects the elements on the wrong side of its bound instead of
+    clamping them onto it: clamped, a row of N = 2 was [eps, eps - 1 ulp], which no f32 mean
+    centres, and the clamped copies (the scalar itself) stayed unscaled in a magnified draw."""
+    from kernelgen.task.extreme_values import scalar_neighbours, with_rows_at_scalars
+
+    values = torch.randn(512, 6, generator=torch.Generator().manual_seed(5))
+    rows = with_rows_at_scalars(values, None, {}, [0.25], seed=3)
+    at = torch.isin(rows, scalar_neighbours([0.25], torch.float32)).sum(dim=1)
+    assert int(at.max()) == 1 and int((at == 1).sum()) >= 2 * (512 // 8) - 4
+    shaped = at == 1  # the rows made: every other element on one side of 0 or 0.25, strictly away
+    others = rows[shaped][~torch.isin(rows[shaped], scalar_neighbours([0.25], torch.float32))]
+    assert bool(((others - 0.25).abs() > 1e-6).all())
+
+
+def test_a_magnified_draw_keeps_a_scalars_negated_neighbours_unscaled() -> None:
+    """layer_norm_optional's f32 call without weight or bias, seed 43: eps and its neighbour in
+    one row of N = 2, made negative by with_negative_rows, became [-4294967.0, -4294967.5] at
+    2**32, a spread of one ulp; kept, the row is within eps of a constant row."""
+    from kernelgen.task.extreme_values import scalar_neighbours
+
+    task = next(t for t in get_task("layer_norm_optional").variant_tasks() if t.variant.name == "f32_plain")
+    sizes = {"M": 4494, "N": 2}
+    drawn = make_inputs(task, sizes, seed=43, extreme=True)
+    inputs, _ = checked_inputs(task, sizes, seed=43, extreme=True)
+    negated = torch.isin(drawn["x"], -scalar_neighbours([inputs["eps"]], torch.float32))
+    assert bool(negated.any()) and torch.equal(inputs["x"][negated], drawn["x"][negated])
+    x = inputs["x"].double()
+    spread = (x[:, 0] - x[:, 1]).abs()  # equal elements are a constant row, which a mean centres exactly
+    assert not bool(((x.abs().min(dim=1).values > 1e6) & (spread > 0) & (spread <= 1)).any())

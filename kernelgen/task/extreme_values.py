@@ -144,7 +144,11 @@ def with_rows_at_scalars(values: torch.Tensor, domain, sizes: Mapping[str, int],
     row reduction over a test against the scalar: ``any(x > threshold)`` is true on a row that
     holds a larger element whatever a kernel does at the tie. Zero bounds the other elements,
     so a magnified draw (:mod:`kernelgen.task.magnitude`, which keeps the scalar's neighbours)
-    keeps them on their side; all stay inside the domain's bounds."""
+    keeps them on their side; all stay inside the domain's bounds. An element on the wrong side
+    is reflected across the bound, not clamped onto it: clamped, a row held copies of the scalar
+    beside its neighbour, a row no f32 statistic can take (layer_norm_optional's N = 2 row
+    [eps, eps - 1 ulp], its mean rounded onto one element, failed every f32 kernel), and those
+    copies, being the scalar, stayed unscaled in a magnified draw."""
     if not values.dtype.is_floating_point or is_fp8(values.dtype) or not scalars or values.dim() < 2 \
             or values.numel() == 0 or values.numel() // values.shape[-1] < 2:
         return values
@@ -171,9 +175,8 @@ def _rows_at_scalar(values: torch.Tensor, scalar: float, low: float, high: float
                 max(float(step), float(exact)) <= high and (bound - float(exact)) * side <= 0):
             continue
         wide = rows[chosen].double()
-        capped = torch.minimum(wide, torch.tensor(bound, dtype=torch.float64)) if side > 0 else \
-            torch.maximum(wide, torch.tensor(bound, dtype=torch.float64))
-        capped = capped.to(values.dtype)
+        # reflected across the bound, not clamped onto it (see with_rows_at_scalars)
+        capped = torch.where((wide - bound) * side > 0, 2 * bound - wide, wide).clamp(low, high).to(values.dtype)
         at = torch.randint(0, rows.shape[1], (len(chosen),), generator=generator)
         tip = torch.where(torch.arange(len(chosen)) % 2 == 0, step, exact).to(values.dtype)
         capped[torch.arange(len(chosen)), at] = tip

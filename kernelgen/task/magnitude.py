@@ -148,9 +148,7 @@ def _scaled(task: Task, inputs: dict[str, Any], names: list[str],
     the atol factor (:func:`_growth`); as drawn, 1.0 where none is."""
     base = _float_outputs(task, inputs)
     scalars = float_scalars(task, inputs)
-    # a scalar's value and its neighbours stay as they are (extreme_values.with_scalar_neighbours)
-    kept = {name: torch.isin(inputs[name], scalar_neighbours(scalars, inputs[name].dtype).to(inputs[name].device))
-            for name in names}
+    kept = {name: _at_scalars(inputs[name], scalars) for name in names}
     for scale in ladder:
         scaled = dict(inputs)
         for name in names:
@@ -159,6 +157,17 @@ def _scaled(task: Task, inputs: dict[str, Any], names: list[str],
         if outputs is not None and base is not None and _stable(base, outputs) and _growth(base, outputs) <= MAX_GROWTH:
             return scaled, _growth(base, outputs)
     return inputs, 1.0
+
+
+def _at_scalars(values: torch.Tensor, scalars: list[float]) -> torch.Tensor:
+    """Where ``values`` hold a float scalar of the call or a neighbour of one
+    (:func:`kernelgen.task.extreme_values.with_scalar_neighbours`), or the negation of one (an
+    all-negative row made of them, :func:`kernelgen.task.extreme_values.with_negative_rows`):
+    those stay as they are. Scaled, a row of N = 2 holding eps and its neighbour, made negative,
+    became [-4294967.0, -4294967.5], a spread of one ulp that no f32 mean can centre
+    (layer_norm_optional's golden 0.99 off); unscaled it is within eps of a constant row."""
+    near = scalar_neighbours(scalars, values.dtype).to(values.device)
+    return torch.isin(values, torch.cat([near, -near]))
 
 
 def tiny_scale(task: Task) -> float:
