@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -78,6 +79,10 @@ FLOOR_CRITERION = "twice the reference's own error in its dtype"  # REFERENCE_ER
 # Elements compared at a time: a GPU draw of up to 4 GB compares without several f64 copies
 # of the whole output at once.
 CHUNK_ELEMENTS = 1 << 24
+
+# A centre, a radius (a float output's shape, f64, NaN where there is none) and the criterion in
+# words: an element within the radius of the centre passes (``compare_tensors``' ``around``).
+Around = tuple[torch.Tensor, torch.Tensor, str]
 
 
 @dataclass(frozen=True)
@@ -169,14 +174,14 @@ def stepped(dtype: str, tolerance: Tolerance) -> bool:
 
 def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
                     tolerance: Tolerance | None = None, wide: torch.Tensor | None = None,
-                    around: tuple[torch.Tensor, torch.Tensor, str] | None = None) -> Comparison:
+                    around: Sequence[Around] = ()) -> Comparison:
     """Compare a kernel's output with the reference's, on the reference's device (a GPU
     compares a 1 GB output in milliseconds where two CPU threads took 30 s). ``wide``
     (``expected``'s shape, f64, NaN where there is none): the reference's result on f64 inputs;
     where the tolerance fails an element, it passes within :data:`REFERENCE_ERROR_FACTOR` times
     the reference's own error (|expected - wide|) of both; only where :func:`floorable`.
-    ``around`` (centre, radius: ``expected``'s shape, f64, NaN where there is none; and the
-    criterion in words): a float element within the radius of the centre passes too."""
+    ``around`` (each a centre and radius: ``expected``'s shape, f64, NaN where there is none; and
+    the criterion in words): a float element within the radius of a centre passes too."""
     tolerance = tolerance or TOLERANCES[dtype]
     actual, expected = actual.detach().to(expected.device), expected.detach()
     if actual.shape != expected.shape:
@@ -202,8 +207,8 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
                 own = torch.where(gap <= ROUNDING_GAP_SHARE * torch.maximum(e.abs(), w.abs()),
                                   REFERENCE_ERROR_FACTOR * gap, torch.zeros_like(gap))
                 close |= ((a - e).abs() <= own) & ((a - w).abs() <= own)
-            if around is not None:
-                close |= _within(a, around, begin)
+            for centred in around:
+                close |= _within(a, centred, begin)
             if tolerance.signed_zeros:
                 close &= ~((a == 0) & (e == 0) & (a.signbit() != e.signbit()))
             same = (a == e) | (a.isnan() & e.isnan())
@@ -221,10 +226,15 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
     first = tuple(int(i) for i in np.unravel_index(first_flat, tuple(expected.shape))) \
         if first_flat is not None else None
     return Comparison(mismatches == 0, actual.numel(), mismatches, max_error, first, tolerance,
-                      floored=floor is not None, around=around[2] if around is not None and floating else None)
+                      floored=floor is not None, around=_words(around) if floating else None)
 
 
-def _within(values: torch.Tensor, around: tuple[torch.Tensor, torch.Tensor, str], begin: int) -> torch.Tensor:
+def _words(around: Sequence[Around]) -> str | None:
+    """What ``around``'s criteria say, joined (None where there is none)."""
+    return " or ".join(centred[2] for centred in around) or None
+
+
+def _within(values: torch.Tensor, around: Around, begin: int) -> torch.Tensor:
     """Where a chunk of values (from flat index ``begin``) lies within ``around``'s radius of its
     centre (false where either is NaN)."""
     centre, radius = (t.to(values.device).reshape(-1)[begin:begin + values.numel()] for t in around[:2])
@@ -261,9 +271,9 @@ def representable_steps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tolerance: Tolerance,
-                   around: tuple[torch.Tensor, torch.Tensor, str] | None = None) -> Comparison:
+                   around: Sequence[Around] = ()) -> Comparison:
     """fp8, f16 or bf16 in representable steps (the module's docstring), a chunk at a time; an
-    element within ``around``'s radius of its centre counts as equal."""
+    element within the radius of one of ``around``'s centres counts as equal."""
     flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
     total = flat_expected.numel()
     allowed = 0 if tolerance.exact else max(1, math.ceil(total * ONE_STEP_SHARE))
@@ -278,8 +288,8 @@ def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tol
         max_error = max(max_error, float(error.max()))
         if tolerance.step_atol:
             steps[error <= tolerance.step_atol] = 0
-        if around is not None:
-            steps[_within(a.float(), around, begin)] = 0
+        for centred in around:
+            steps[_within(a.float(), centred, begin)] = 0
         if tolerance.signed_zeros:
             steps[(a == 0) & (e == 0) & (a.signbit() != e.signbit())] = math.inf
         for mask, kind in ((steps > 1, "far"), (steps == 1, "near")):
@@ -294,7 +304,7 @@ def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tol
     first = tuple(int(i) for i in np.unravel_index(min(candidates), tuple(expected.shape))) if candidates else None
     name, signs = STEP_NAMES[dtype], ", zeros' signs" if tolerance.signed_zeros else ""
     within = f" (or atol={tolerance.step_atol:g})" if tolerance.step_atol else ""
-    within += f" (or {around[2]})" if around is not None else ""
+    within += f" (or {_words(around)})" if around else ""
     criterion = f"exact equality ({name}{signs}; {near} were one step off)" if tolerance.exact else (
         f"one {name} step{within}, and one step on at most {allowed} of {total} elements (near rounding "
         f"ties{signs}; {near} were one step off)")

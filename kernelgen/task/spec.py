@@ -50,12 +50,16 @@ class Tolerance(StrictModel):
     near zero in f32 (a layer norm's ``normed * weight + bias``), where the kernel's few f32 ulps
     of the terms are many steps of the tiny result. ``signed_zeros``:
     a zero must also have the reference's sign (isclose finds -0.0 equal to +0.0), where the
-    sign of zero is the task's point (copysign) or the output moves bits (a transpose)."""
+    sign of zero is the task's point (copysign) or the output moves bits (a transpose).
+    ``products``: the size each output element sums that many products over (a matmul's K),
+    for outputs multilinear in the inputs; an element then also passes within the rounding an
+    f32 accumulation of them makes on tensor cores (:mod:`kernelgen.task.products`)."""
 
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
     signed_zeros: bool = False
     steps: bool = False
+    products: str | None = None
 
     @model_validator(mode="after")
     def _one_criterion(self) -> Tolerance:
@@ -219,6 +223,10 @@ class Task(StrictModel):
         problem = _variant_problem(self)
         if problem is not None:
             raise ValueError(problem)
+        for tolerance in [self.tolerance] + [v.tolerance for v in self.variants]:
+            if tolerance is not None and tolerance.products is not None and tolerance.products not in self.sizes:
+                raise ValueError(f"tolerance: products names {tolerance.products!r}, which is not a size "
+                                 f"({', '.join(sorted(self.sizes))})")
         return self
 
     # -- derived views ---------------------------------------------------------------------

@@ -34,6 +34,7 @@ from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, wi
                                            with_special_pairs, with_specials, with_zeros)
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
+from kernelgen.task.products import ProductRounding
 from kernelgen.task.wide_reference import WideReference
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
@@ -342,6 +343,8 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
     found: list[Diagnostic] = []
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
     reference64 = WideReference(task, inputs if drawn is None else drawn)
+    products = ProductRounding(task, inputs if drawn is None else drawn, sizes) \
+        if task.tolerance is not None and task.tolerance.products is not None else None
     for index, spec in enumerate(task.signature.outputs):
         path = f"/outputs/{index}"
         # On the reference's device: the GPU in GPU mode, where a CPU comparison of a large
@@ -364,7 +367,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "unwritten",
                                     f"{int(unwritten.sum())} of {got.numel()} elements of {spec.name} were never "
                                     f"written (first at {first}) ({where})"))
-        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, reference64, rounding)).ok:
+        elif not (comparison := _compared(got, want, spec.name, spec.dtype, tol, reference64, rounding, products)).ok:
             first = comparison.first_mismatch
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
@@ -385,16 +388,18 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 
 
 def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol: Tolerance,
-              reference64: WideReference, rounding: InputRounding | None = None) -> Comparison:
+              reference64: WideReference, rounding: InputRounding | None = None,
+              products: ProductRounding | None = None) -> Comparison:
     """``got`` against ``want`` under ``tol``; where that fails a float output, again with the
-    reference's own error as a floor and, on an offset draw, the inputs' rounding (computed only then)."""
+    reference's own error as a floor, on an offset draw the inputs' rounding, and for sums of
+    products their accumulation's rounding (each computed only then)."""
     comparison = compare_tensors(got, want, dtype, tol)
-    if comparison.ok or (not floorable(dtype, tol) and rounding is None):
+    if comparison.ok or (not floorable(dtype, tol) and rounding is None and products is None):
         return comparison
     tol = rounding.tolerance(name, tol) if rounding is not None else tol
-    around = rounding.around(name, want) if rounding is not None and not tol.exact else None
+    sources = [] if tol.exact else [r.around(name, want) for r in (rounding, products) if r is not None]
     wide = reference64.result(name, want) if floorable(dtype, tol) else None
-    return compare_tensors(got, want, dtype, tol, wide, around)
+    return compare_tensors(got, want, dtype, tol, wide, [a for a in sources if a is not None])
 
 
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
@@ -418,7 +423,8 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
             comparison = compare_tensors(moved, base, spec.dtype, tol)
             if rounding is not None and not comparison.ok and not tol.exact:
                 comparison = compare_tensors(moved, base, spec.dtype, rounding.tolerance(spec.name, tol),
-                                             around=rounding.around(spec.name, base, centre=base))
+                                             around=[a for a in [rounding.around(spec.name, base, centre=base)]
+                                                     if a is not None])
             if comparison.ok:
                 continue
             first = comparison.first_mismatch
