@@ -75,6 +75,8 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
 # The hypothesis draws a call no listed call makes is verified on (the smallest): each binding and
 # presence pattern needs checking, not at every size.
 UNLISTED_DRAWS = 2
+# The kernel-reading draws an unlisted call takes besides them (:class:`kernelgen.task.draws.Draw`'s kinds).
+UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple")
 
 
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
@@ -82,8 +84,7 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
                   plan_one: Callable[[dict[str, int]], None] | None = None) -> list[dict[str, int]]:
     """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in order
     (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
-    :data:`UNLISTED_DRAWS` smallest hypothesis draws, the draws past the kernel's extent and the
-    ranges' maxima); the first failure ends the case and is raised as is (no shrinking or replay: a
+    :data:`UNLISTED_DRAWS` smallest hypothesis draws and those of :data:`UNLISTED_KINDS`); the first failure ends the case and is raised as is (no shrinking or replay: a
     failing kernel may hang or fault, and every rerun would cost a timeout), its messages naming the
     num_sms it ran under where the draw set one. A draw the harness chose for the kernel (past its
     extent, a range's maximum, a num_sms) that the interpreter cannot afford, even on a sample of
@@ -99,11 +100,12 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
                 plan_one(sizes)
             except KernelgenError as error:
                 raise at_sizes(error, sizes) from None
-    every = draws.case_draws(task, None if which == "small" else checked, settings.shapes, settings.seed, settings.gpu)
-    if which == "small":  # and the targeted draws: a path the call alone takes past a block, or at a range's top
-        every = sorted(every, key=lambda d: task.footprint(d.sizes)[0])[:UNLISTED_DRAWS] + [
-            d for d in draws.targeted_draws(task, checked, settings.seed, settings.gpu)
-            if d.kind in ("past_extent", "range_max")]
+    every = draws.case_draws(task, checked, settings.shapes, settings.seed, settings.gpu)
+    if which == "small":  # and the draws that read the kernel: a path the call alone takes past a block,
+        # at a range's top, or where the kernel compares its sizes (linear_optional_bias's unlisted f32
+        # call with a bias added it to two column tiles when M > N, and passed with none of these)
+        every = sorted([d for d in every if d.kind == "drawn"], key=lambda d: task.footprint(d.sizes)[0])[
+            :UNLISTED_DRAWS] + [d for d in every if d.kind in UNLISTED_KINDS]
     elif which == "no_range_max":
         every = [d for d in every if d.kind != "range_max"]
     checked_sizes: list[dict[str, int]] = []
