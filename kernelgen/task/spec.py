@@ -51,9 +51,10 @@ class Tolerance(StrictModel):
     of the terms are many steps of the tiny result. ``signed_zeros``:
     a zero must also have the reference's sign (isclose finds -0.0 equal to +0.0), where the
     sign of zero is the task's point (copysign) or the output moves bits (a transpose).
-    ``products``: the size each output element sums that many products over (a matmul's K),
-    for outputs multilinear in the inputs; an element then also passes within the rounding an
-    f32 accumulation of them makes on tensor cores (:mod:`kernelgen.task.products`)."""
+    ``products``: the name of a size K where each output element is a sum of K products of the
+    inputs (a matmul's K; the outputs multilinear in the inputs); an element then also passes
+    within the rounding an f32 accumulation of them makes on tensor cores
+    (:mod:`kernelgen.task.products`)."""
 
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
