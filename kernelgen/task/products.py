@@ -18,9 +18,9 @@ truncating tensor cores (21 bits kept per step of 16 products, tests/test_produc
 on the range-maximum draws (tools/redteam_round14/products/). The factor is 1: room for both, and
 for unit-normal inputs at K = 8192 about 0.03. Kernels stay far outside it if they accumulate in
 f16 (about 1 off), round their result through bf16 (0.2 on results of 50) or drop a term (|a b| is
-about 0.6). Round 14 found kernels wrong only at long K that fit inside at factor 2 and fit at 1
-still (split-K partials rounded to 11 bits: 0.72; f16 products: 0.73; addmm's c read as bf16:
-0.62); it measured that a bound on the running partial sums, 8 u (sum over steps of |P_16j| + |P_K|),
+about 0.6). Round 14 found kernels, wrong only at long K, that fit inside even at factor 1
+(split-K partials rounded to 11 bits: 0.72; f16 products: 0.73; addmm's c read as bf16: 0.62,
+in units of sqrt(K) u of the terms); it measured that a bound on the running partial sums, 8 u (sum over steps of |P_16j| + |P_K|),
 separates them from every model of correct arithmetic, which this form cannot at any factor. A
 kernel computing in tf32 would fit too: an f32 GEMM that promises IEEE products
 (matmul_f32_ieee) does not name ``products``.
