@@ -84,9 +84,10 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
                   plan_one: Callable[[dict[str, int]], None] | None = None) -> list[dict[str, int]]:
     """Run ``check_one`` on each assignment of :func:`kernelgen.task.draws.case_draws`, in order
     (``which``: ``all``; ``no_range_max``, without the ranges' maxima; ``small``, the
-    :data:`UNLISTED_DRAWS` smallest hypothesis draws and those of :data:`UNLISTED_KINDS`); the first failure ends the case and is raised as is (no shrinking or replay: a
-    failing kernel may hang or fault, and every rerun would cost a timeout), its messages naming the
-    num_sms it ran under where the draw set one. A draw the harness chose for the kernel (past its
+    :data:`UNLISTED_DRAWS` smallest hypothesis draws and those of :data:`UNLISTED_KINDS`); the first
+    failure ends the case and is raised as is (no shrinking or replay: a failing kernel may hang or
+    fault, and every rerun would cost a timeout), its messages naming the num_sms it ran under where
+    the draw set one. A draw the harness chose for the kernel (past its
     extent, a range's maximum, a num_sms) that the interpreter cannot afford, even on a sample of
     its programs where ``check_one`` takes one (:func:`verify_cpu`), is left out, recorded in
     ``unjudged`` (the GPU judges it), where the hypothesis draws' own ``not_judged`` ends the case.

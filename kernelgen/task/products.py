@@ -20,10 +20,10 @@ for unit-normal inputs at K = 8192 about 0.03. Kernels stay far outside it if th
 f16 (about 1 off), round their result through bf16 (0.2 on results of 50) or drop a term (|a b| is
 about 0.6). Round 14 found kernels, wrong only at long K, that fit inside even at factor 1
 (split-K partials rounded to 11 bits: 0.72; f16 products: 0.73; addmm's c read as bf16: 0.62,
-in units of sqrt(K) u of the terms); it measured that a bound on the running partial sums, 8 u (sum over steps of |P_16j| + |P_K|),
-separates them from every model of correct arithmetic, which this form cannot at any factor. A
-kernel computing in tf32 would fit too: an f32 GEMM that promises IEEE products
-(matmul_f32_ieee) does not name ``products``.
+in units of sqrt(K) u of the terms); it measured that a bound on the running partial sums,
+8 u (sum over steps of |P_16j| + |P_K|), separates them from every model of correct arithmetic,
+which this form cannot at any factor. A kernel computing in tf32 would fit too: an f32 GEMM that
+promises IEEE products (matmul_f32_ieee) does not name ``products``.
 """
 
 from __future__ import annotations
