@@ -13,7 +13,7 @@ import time
 import pytest
 import torch
 
-from kernelgen.gpu.timing import event_times, flush_buffer, waited_seconds
+from kernelgen.gpu.timing import event_times, flush_buffer
 
 HOST_S = 0.02  # the host part of each call: far longer than the kernel it launches
 
@@ -60,10 +60,10 @@ def test_a_call_that_waits_for_the_gpu_is_timed_with_its_wait() -> None:
         time.sleep(HOST_S)
         x.add_(1.0)
 
-    started, waited = time.perf_counter(), waited_seconds()
-    times = event_times(call, flush_buffer(), 10, 2)
-    # 12 calls of 20 ms and one wait of 2 * 10 * 20 ms: 0.64 s; a retry would add 0.24 s and a wait
-    # of 1.6 s. Not the time spent waiting for the GPU's turn while other workers time (9 s once,
-    # under -n 4 on the H200).
-    assert time.perf_counter() - started - (waited_seconds() - waited) < 2.0
+    series = []
+    times = event_times(call, flush_buffer(), 10, 2, series=series.append)
+    # Counted, not clocked: one series queued, none again behind a longer wait. (A wall-clock bound
+    # failed under the hangs suite's -n 4 on an H100: 7 s for 0.64 s of calls, the GPU shared with
+    # never-ending kernels that run outside any turn.)
+    assert len(series) == 1
     assert statistics.median(times) > HOST_S * 1e3 * 0.9
