@@ -76,6 +76,7 @@ from typing import Callable, Iterable, Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
+from kernelgen.task.addends import ADDEND, addend_inputs, addend_part
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
@@ -116,6 +117,8 @@ CPU_DOWN_BUDGET = 1 << 14
 # 13: a kernel with a fifth, 5120, special-cased among hidden sizes passed at four).
 ORDERED_PAIRS = 6
 EQUALITY_VALUES = 8
+# The elements an addend draw (:func:`addend_draws`) holds at most.
+ADDEND_BUDGET = 1 << 15
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -141,7 +144,8 @@ class Draw:
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
     # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
-    # 2**-K (:func:`down_draws`); None: as drawn.
+    # 2**-K (:func:`down_draws`); "addend:NAME": input NAME cancels the rest of its output
+    # (:func:`addend_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
@@ -149,7 +153,8 @@ class Draw:
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
     # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple"
     # (:func:`multiple_draws`), "size_order" (two sizes the
-    # kernel compares, one past the other: :func:`ordering_draws`) or "num_sms".
+    # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`)
+    # or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -332,6 +337,22 @@ def cancelling_draw(task: Task) -> Draw | None:
     return Draw(range_max_draw(task, found[0], gpu=False).sizes, order="cancelling", kind="cancelling")
 
 
+def addend_draws(task: Task, seed: int) -> list[Draw]:
+    """CPU mode's draws where an input the reference adds to an f16 or bf16 output cancels the
+    rest of it (:mod:`kernelgen.task.addends`), one per such input (the reference tried on the
+    draw's values: an input it does not add gets none): every size at one value, within
+    :data:`ADDEND_BUDGET` elements (the arithmetic is judged, not the sizes)."""
+    names = addend_inputs(task)
+    sizes = _together(task, ADDEND_BUDGET) if names and task.sizes else None
+    if sizes is None:
+        return []
+    from kernelgen.task.verify import make_inputs, run_reference
+
+    drawn = make_inputs(task, sizes, seed)
+    return [Draw(sizes, order=f"{ADDEND}:{name}", kind="addend") for name in names
+            if addend_part(task, drawn, name, run_reference) is not None]
+
+
 def limit_sizes(task: Task) -> list[dict[str, int]]:
     """The assignments a kernel's launches are planned at without running (grid, shapes,
     params; no memory, no interpretation): each name at its range's maximum with the others at
@@ -410,7 +431,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
                             *offset_draws(task, checked), *down_draws(task), *multiple_draws(task, checked, seed),
-                            *ordering_draws(task, checked)]
+                            *ordering_draws(task, checked), *addend_draws(task, seed)]
     return draws + [draw for draw in extra if draw is not None]
 
 

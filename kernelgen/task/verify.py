@@ -25,6 +25,7 @@ import torch
 from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
+from kernelgen.task.addends import is_addend, with_cancelled_addend
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
                                        with_lone_nan_lines, with_mixed_magnitude_rows)
 from kernelgen.errors import Diagnostic
@@ -162,8 +163,9 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     ``shapes_only``: tensors on the meta device, nothing drawn (to plan a launch of these
     shapes without their memory); ``order``: float inputs of an ordinary domain sorted
     ``ascending`` or ``descending`` along every axis (:func:`sorted_along_axes`), a reduction's
-    halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`), or an
-    offset added (:func:`kernelgen.task.offset.offset_orders`)."""
+    halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`), an
+    offset added (:func:`kernelgen.task.offset.offset_orders`), or an input cancelling the rest of
+    its output (``addend:NAME``, :func:`kernelgen.task.addends.with_cancelled_addend`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     args: dict[str, Any] = {}
@@ -226,6 +228,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     if order == "cancelling" and not shapes_only:
         args = with_cancelling_halves(task, args, sizes, size_seed(task, sizes, seed), run_reference)
+    if is_addend(order) and not shapes_only:
+        args = with_cancelled_addend(task, args, order, size_seed(task, sizes, seed), run_reference)
     return with_common_offset(task, args, order) if is_offset(order) and not shapes_only else args
 
 
