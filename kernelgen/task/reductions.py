@@ -110,6 +110,35 @@ def with_lone_nan_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Ten
     return lines.reshape(moved.shape).movedim(-1, axis)
 
 
+def with_zero_extremum_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Tensor:
+    """A float input of an integer-valued domain that holds 0, in an extreme draw of a reduction
+    along ``axis``: about a quarter of its lines along that axis made non-negative, with +0.0 and
+    then -0.0 at two random places (their minimum is zero, twice), and another quarter
+    non-positive, with -0.0 and then +0.0 (their maximum). -0.0 equals +0.0, so argmin and argmax
+    give the first; a kernel comparing the floats' bits as ordered integers (packed keys for an
+    atomic_min) takes -0.0 as the smaller and picks the second (round 15: it passed every draw,
+    where zeros had one sign and lines their extremum elsewhere)."""
+    if not values.dtype.is_floating_point or values.numel() == 0 or values.shape[axis] < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x5E20)
+    moved = values.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone()
+    count, length = lines.shape
+    order = torch.randperm(count, generator=generator)
+    quarter = max(1, count // 4)
+    zero = torch.zeros((), dtype=lines.dtype)
+    for chosen, sign in ((order[:quarter], 1.0), (order[quarter:2 * quarter], -1.0)):
+        if len(chosen) == 0:
+            continue
+        part = sign * lines[chosen].abs()
+        places = torch.rand((len(chosen), length), generator=generator).argsort(dim=1)[:, :2].sort(dim=1).values
+        rows = torch.arange(len(chosen))
+        part[rows, places[:, 0]] = zero if sign > 0 else -zero
+        part[rows, places[:, 1]] = -zero if sign > 0 else zero
+        lines[chosen] = part
+    return lines.reshape(moved.shape).movedim(-1, axis)
+
+
 def golden_dots(task: Task) -> bool:
     """Whether the golden uses ``dot``, whose inputs get no mixed-magnitude rows: a dot sums in
     f32 by the language's rule, and the H200's tensor cores do not round each add to nearest

@@ -27,7 +27,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.addends import is_addend, with_cancelled_addend
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
-                                       with_lone_nan_lines, with_mixed_magnitude_rows)
+                                       with_lone_nan_lines, with_mixed_magnitude_rows, with_zero_extremum_lines)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
@@ -213,6 +213,10 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
+            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" \
+                    and _holds_zero(domain, bounds_at) else ():
+                args[spec.name] = with_zero_extremum_lines(args[spec.name], axis,
+                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.specials else ():
                 args[spec.name] = with_lone_nan_lines(args[spec.name], axis,
                                                       size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
@@ -231,6 +235,12 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     if is_addend(order) and not shapes_only:
         args = with_cancelled_addend(task, args, order, size_seed(task, sizes, seed), run_reference)
     return with_common_offset(task, args, order) if is_offset(order) and not shapes_only else args
+
+
+def _holds_zero(domain, bounds_at: Mapping[str, Any]) -> bool:
+    """Whether an integers domain's range holds 0."""
+    low, high = domain.bounds(bounds_at)
+    return low <= 0 <= high
 
 
 def _adds_only_specials(task: Task, name: str) -> bool:
