@@ -53,10 +53,12 @@ SCALES: dict[str, tuple[float, ...]] = {
 # on each norm, a layer norm's var + eps) on one of them, where an eps inside the sqrt or on the
 # squared norm, or a floor the prompt does not ask for (standardize_rows' std), differs from the
 # prompt's formula; at the ordinary scale they agree to f32's precision (round 13). Squares stay
-# normal f32 numbers (2**-80 and up); f16's values stay above its least normal one for most of a
-# normal draw.
+# normal f32 numbers (2**-80 and up). f16's 2**-4 and 2**-8 keep most of a normal draw above its
+# least normal number; 2**-20 puts most of it below (subnormal f16, 6e-8 to 6e-5), where a
+# formula that cancels near zero loses the input (tanh as 1 - 2 / (exp(2x) + 1) gave 0 for 6e-8
+# and 2.38e-7 for 3e-7: round 15).
 DOWN_ORDER = "down"
-DOWN_EXPONENTS: dict[str, tuple[int, ...]] = {"f16": (4, 8), "bf16": (8, 24, 40), "f32": (8, 24, 40),
+DOWN_EXPONENTS: dict[str, tuple[int, ...]] = {"f16": (4, 8, 20), "bf16": (8, 24, 40), "f32": (8, 24, 40),
                                               "f64": (8, 24, 40)}
 
 # The most a scale may grow the reference's outputs: an input of the ordinary scale that adds to
