@@ -77,6 +77,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.task.addends import ADDEND, addend_inputs, addend_part
+from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
@@ -117,6 +118,8 @@ CPU_DOWN_BUDGET = 1 << 14
 # 13: a kernel with a fifth, 5120, special-cased among hidden sizes passed at four).
 ORDERED_PAIRS = 6
 EQUALITY_VALUES = 8
+# The elements the draw of :func:`up_draws` holds at most.
+UP_BUDGET = 1 << 12
 # The elements an addend draw (:func:`addend_draws`) holds at most.
 ADDEND_BUDGET = 1 << 15
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
@@ -144,8 +147,8 @@ class Draw:
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
     # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
-    # 2**-K (:func:`down_draws`); "addend:NAME": input NAME cancels the rest of its output
-    # (:func:`addend_draws`); None: as drawn.
+    # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "addend:NAME": input
+    # NAME cancels the rest of its output (:func:`addend_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
@@ -153,8 +156,8 @@ class Draw:
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
     # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple"
     # (:func:`multiple_draws`), "size_order" (two sizes the
-    # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`)
-    # or "num_sms".
+    # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`),
+    # "scaled_up" (:func:`up_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -263,6 +266,23 @@ def down_draws(task: Task) -> list[Draw]:
     orders = down_orders(task)
     sizes = _together(task, CPU_DOWN_BUDGET) if orders and task.sizes else None
     return [Draw(sizes, order=order, kind="scaled_down") for order in orders] if sizes is not None else []
+
+
+def up_draws(task: Task, seed: int) -> list[Draw]:
+    """CPU mode's draw scaled far up (:mod:`kernelgen.task.homogeneous`): an extreme draw of every
+    size at one odd value (partial blocks, where a kernel reads its pads), within
+    :data:`UP_BUDGET` elements and at least 3 (or the size's maximum), for a task whose reference
+    is homogeneous in its float inputs there (tried on the draw itself); none for other tasks,
+    calls and in-place ones."""
+    if not task.sizes or task.variants or task.in_place or not up_names(task):
+        return []
+    from kernelgen.task.verify import make_inputs
+
+    sizes = _together(task, UP_BUDGET)
+    if sizes is None or any(value < min(3, task.sizes[name].max) for name, value in sizes.items()) \
+            or scaled_up(task, make_inputs(task, sizes, seed, extreme=True)) is None:
+        return []  # a size of 1 or 2 (a softmax of one key) is homogeneous in anything
+    return [Draw(sizes, extreme=True, order=UP_ORDER, kind="scaled_up")]
 
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
@@ -431,7 +451,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
                             *offset_draws(task, checked), *down_draws(task), *multiple_draws(task, checked, seed),
-                            *ordering_draws(task, checked), *addend_draws(task, seed)]
+                            *ordering_draws(task, checked), *addend_draws(task, seed), *up_draws(task, seed)]
     return draws + [draw for draw in extra if draw is not None]
 
 

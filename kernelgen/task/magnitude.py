@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from kernelgen.task.homogeneous import UP_ORDER, scaled_up
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.spec import Task
 from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
@@ -91,10 +92,14 @@ def scaled_names(task: Task) -> list[str]:
 def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme: bool = False,
                    order: str | None = None) -> tuple[dict[str, Any], float]:
     """A check's inputs (:func:`kernelgen.task.verify.make_inputs`, ``order`` as there) and the
-    factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring."""
+    factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring;
+    in a ``down:K`` or ``up`` draw, scaled down (:func:`scaled_down`) or far up
+    (:func:`kernelgen.task.homogeneous.scaled_up`)."""
     inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
     if order is not None and order.startswith(DOWN_ORDER):
         return scaled_down(task, inputs, int(order.partition(":")[2]))
+    if order == UP_ORDER:
+        return scaled_up(task, inputs) or (inputs, 1.0)
     return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
 
 
