@@ -4,6 +4,8 @@ their ranges, extreme-value domains; and what the record and the summary say of 
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from pydantic import ValidationError
@@ -235,6 +237,26 @@ def test_an_ordered_pair_of_bounds_is_drawn_anywhere_the_prompt_allows() -> None
     data = task.model_dump()
     data["scalar_ranges"]["max_val"] = {"min": 0.1, "max": 2.0, "at_least": "min_val"}
     with pytest.raises(ValidationError, match="drawn from the same range"):
+        Task.model_validate(data)
+
+
+def test_a_threshold_on_random_numbers_is_drawn_at_one_of_them() -> None:
+    """dropout's p (at_rand: seed) is the random number of one element, and in an extreme draw the
+    f32 number just below one: keep = u >= p, or 1 - u < 1 - p, differs there; a range naming a
+    seed that is not an integer scalar is refused."""
+    from kernelgen.lang import philox
+
+    task = get_task("dropout_residual_layernorm")
+    sizes = {"M": 3, "N": 50}
+    for extreme in (False, True):
+        values = scalar_values(task, sizes, 0, extreme=extreme)
+        numbers = philox.random("rand", torch.tensor(values["seed"]), torch.arange(150, dtype=torch.int32))
+        p = torch.tensor(values["p"], dtype=torch.float32)
+        hit = numbers == (torch.nextafter(p, torch.tensor(math.inf)) if extreme else p)
+        assert bool(hit.any()) and 0.05 <= values["p"] <= 0.5
+    data = task.model_dump()
+    data["scalar_ranges"]["p"] = {"min": 0.05, "max": 0.5, "at_rand": "eps"}
+    with pytest.raises(ValidationError, match="must be an integer scalar input"):
         Task.model_validate(data)
 
 

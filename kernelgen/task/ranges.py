@@ -159,6 +159,13 @@ class ScalarRange(StrictModel):
     # are drawn from the same range and the pair is sorted, so every ordered pair the prompt
     # allows is drawn (both bounds on one side of 0 too), not only those of two disjoint ranges.
     at_least: str | None = None
+    # The integer scalar that seeds the language's ``rand`` this one is compared with (dropout's p
+    # against rand(seed, offset) at each element's flat offset): it takes the random number of
+    # one element (an offset below the first output's element count, its number within the
+    # range), and in an extreme draw the f32 number just below one. A comparison made loose
+    # (u >= p) or moved (1 - u < 1 - p, rounded more coarsely) differs at that element and
+    # nowhere else, so a uniform draw of p never shows it (round 15).
+    at_rand: str | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScalarRange:

@@ -213,6 +213,11 @@ class Task(StrictModel):
                                                or self.scalars[drawn.at_least] > self.scalars[name]):
                 raise ValueError(f"scalar_ranges: {name} is at least {drawn.at_least!r}, which must be a scalar "
                                  f"drawn from the same range, its bench value at most {name}'s")
+            seed = next((i for i in self.signature.inputs if i.name == drawn.at_rand and i.shape is None), None) \
+                if drawn.at_rand is not None else None
+            if drawn.at_rand is not None and (seed is None or seed.dtype not in ("i32", "i64") or drawn.min is None):
+                raise ValueError(f"scalar_ranges: {name} is compared with rand seeded by {drawn.at_rand!r}, which must "
+                                 f"be an integer scalar input (and {name} a range with min and max)")
             if not drawn.holds(self.scalars[name]):
                 # the timed value unchecked: a kernel may do anything there (cap a window at
                 # 512 when the bench's is 1024, and time half the work)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import random
 from typing import Any, Mapping
 
@@ -133,7 +134,8 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
     """The scalar inputs for one size assignment: drawn from the task's ``scalar_ranges``
     (reproducible from task, sizes and seed; in an extreme draw, a range's ``extreme`` value
     where it has one, else one of its bounds; a float rounded to the scalar's dtype; a range ``at_least`` another scalar
-    sorted against it), the bench value where a scalar has no range."""
+    sorted against it; one ``at_rand`` at a random number its seed gives, or in an extreme draw just
+    below one), the bench value where a scalar has no range."""
     rng = random.Random(size_seed(task, sizes, seed))
     values: dict[str, Any] = {}
     for spec in task.signature.inputs:
@@ -147,11 +149,40 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
                 # a value of the scalar's dtype: the kernel and PyTorch compare with the same one
                 value = float(torch.tensor(value, dtype=torch.float64).to(torch_dtype(spec.dtype)))
             values[spec.name] = value
+    for spec in task.signature.inputs:  # at a random number of the call (ScalarRange.at_rand)
+        drawn = task.scalar_ranges.get(spec.name)
+        if drawn is not None and drawn.at_rand is not None:
+            values[spec.name] = _at_random_number(task, sizes, int(values[drawn.at_rand]), drawn, rng, values[spec.name],
+                                                  below=extreme)
     for spec in task.signature.inputs:  # pairs drawn from one range, sorted (ScalarRange.at_least)
         drawn = task.scalar_ranges.get(spec.name)
         if drawn is not None and drawn.at_least is not None and values[spec.name] < values[drawn.at_least]:
             values[spec.name], values[drawn.at_least] = values[drawn.at_least], values[spec.name]
     return values
+
+
+def _at_random_number(task: Task, sizes: Mapping[str, int], seed: int, drawn, rng: random.Random,
+                      otherwise: float, below: bool) -> float:
+    """A scalar compared with rand(seed, offset) (:attr:`kernelgen.task.ranges.ScalarRange.at_rand`):
+    the random number of an offset below the first output's element count that lies in the
+    scalar's range, or (``below``: an extreme draw) the f32 number just below one; ``otherwise``
+    where none does."""
+    from kernelgen.lang import philox
+
+    out = task.signature.outputs[0]
+    count = math.prod(d if isinstance(d, int) else int(sizes[d]) for d in out.shape or [])
+    numbers = philox.random("rand", torch.tensor(seed), torch.arange(min(count, 1 << 16), dtype=torch.int32))
+    inside = numbers[(numbers >= drawn.min) & (numbers <= drawn.max)]
+    if inside.numel() == 0:
+        return otherwise
+    if not below:
+        return float(inside[rng.randrange(inside.numel())])
+    # just below: at a number whose complement 1 - u the f32 rounding merges with the scalar's,
+    # where one is (a test moved onto 1 - u then drops the element the prompt keeps)
+    lower = torch.nextafter(inside, torch.full_like(inside, -math.inf))
+    merged = lower[(1 - inside) == (1 - lower)]
+    lower = merged if merged.numel() else lower
+    return float(lower[rng.randrange(lower.numel())])
 
 
 def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme: bool = False,
