@@ -110,14 +110,20 @@ def with_lone_nan_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Ten
     return lines.reshape(moved.shape).movedim(-1, axis)
 
 
+# Zeros of alternating signs in each line :func:`with_zero_extremum_lines` gives a zero extremum.
+SIGNED_ZEROS = 6
+
+
 def with_zero_extremum_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Tensor:
     """A float input of an integer-valued domain that holds 0, in an extreme draw of a reduction
-    along ``axis``: about a quarter of its lines along that axis made non-negative, with +0.0 and
-    then -0.0 at two random places (their minimum is zero, twice), and another quarter
-    non-positive, with -0.0 and then +0.0 (their maximum). -0.0 equals +0.0, so argmin and argmax
-    give the first; a kernel comparing the floats' bits as ordered integers (packed keys for an
-    atomic_min) takes -0.0 as the smaller and picks the second (round 15: it passed every draw,
-    where zeros had one sign and lines their extremum elsewhere)."""
+    along ``axis``: about a quarter of its lines along that axis made non-negative, with zeros at
+    up to :data:`SIGNED_ZEROS` random places, +0.0 and -0.0 alternating from the first (their
+    minimum is zero, a +0.0 first), and another quarter non-positive, -0.0 first (their maximum).
+    -0.0 equals +0.0, so argmin and argmax give the first; a kernel comparing the floats' bits as
+    ordered integers (packed keys for an atomic_min) takes -0.0 as the smaller and picks a later
+    one (round 15: it passed every draw, where zeros had one sign and lines their extremum
+    elsewhere). Several zeros, since the draw's fractions (:func:`kernelgen.task.extreme_values.
+    with_fractions_and_near_ties`) then move some of them off zero."""
     if not values.dtype.is_floating_point or values.numel() == 0 or values.shape[axis] < 2:
         return values
     generator = torch.Generator().manual_seed(seed ^ 0x5E20)
@@ -126,15 +132,14 @@ def with_zero_extremum_lines(values: torch.Tensor, axis: int, seed: int) -> torc
     count, length = lines.shape
     order = torch.randperm(count, generator=generator)
     quarter = max(1, count // 4)
-    zero = torch.zeros((), dtype=lines.dtype)
+    zeros = min(length, SIGNED_ZEROS)
+    signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(zeros)], dtype=lines.dtype)
     for chosen, sign in ((order[:quarter], 1.0), (order[quarter:2 * quarter], -1.0)):
         if len(chosen) == 0:
             continue
         part = sign * lines[chosen].abs()
-        places = torch.rand((len(chosen), length), generator=generator).argsort(dim=1)[:, :2].sort(dim=1).values
-        rows = torch.arange(len(chosen))
-        part[rows, places[:, 0]] = zero if sign > 0 else -zero
-        part[rows, places[:, 1]] = -zero if sign > 0 else zero
+        places = torch.rand((len(chosen), length), generator=generator).argsort(dim=1)[:, :zeros].sort(dim=1).values
+        part.scatter_(1, places, (sign * signs * 0.0).expand(len(chosen), zeros).contiguous())
         lines[chosen] = part
     return lines.reshape(moved.shape).movedim(-1, axis)
 

@@ -223,6 +223,11 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 # (the high one first: a tensor of one or two elements has room for one).
                 args[spec.name] = with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
+            # before the fractions and near ties, which then act on these lines too
+            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" \
+                    and _holds_zero(domain, bounds_at) else ():
+                args[spec.name] = with_zero_extremum_lines(args[spec.name], axis,
+                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             if extreme and domain is not None and domain.kind == "integers" and _adds_only_specials(task, spec.name):
                 args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(bounds_at)[1],
                                                                size_seed(task, sizes, seed) ^ hash_name(spec.name))
@@ -244,10 +249,6 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
-            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" \
-                    and _holds_zero(domain, bounds_at) else ():
-                args[spec.name] = with_zero_extremum_lines(args[spec.name], axis,
-                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.specials else ():
                 args[spec.name] = with_lone_nan_lines(args[spec.name], axis,
                                                       size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
