@@ -14,11 +14,12 @@ input moves by ``delta``, for one coefficient c (1 for a residual or a bias, ``b
 ``c``), wherever neither side is zero (a relu after the add), which :func:`addend_part` measures on
 the draw before it is used (an input that enters any other way leaves the draw as it was). The
 draw sets the addend to ``(r - g) / c``, g being the output with the addend at zero (one row of
-it, for a bias) and r a small term of about :data:`LEFT` of g, so the output there is about r: a rounding of g to the output's
-dtype before the add is up to 2**-9 |g|, an eighth of the output, where the task's rtol (bf16's
-1.6e-2) is far smaller, and an f32 accumulation's error (2**-24 of the terms a step, a few
-hundred steps in CPU mode's sizes) stays far inside it. CPU mode's draws only: the sizes are
-CPU mode's, and GPU mode runs them in the interpreter as it runs the other ordered draws.
+it, for a bias; first made large against the output's atol) and r a small term of about
+:data:`LEFT` of g, so the output there is about r: a rounding of g to the output's dtype before
+the add is up to 2**-9 |g|, an eighth of the output, where the task's rtol (bf16's 2e-2) is far
+smaller, and an f32 accumulation's error (2**-24 of the terms a step, a few hundred steps in CPU
+mode's sizes) stays far inside it. CPU mode's draws only: the sizes are CPU mode's, and GPU mode
+runs them in the interpreter as it runs the other ordered draws.
 """
 
 from __future__ import annotations

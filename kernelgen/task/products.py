@@ -21,10 +21,10 @@ tighter than sqrt(K) u of the terms' magnitudes (the form it replaced), and wher
 one way (the extreme draws' sign-biased rows) it widens as the truncation error does. In its
 units the H200's goldens reached 0.72 at most over the elements that rtol and atol alone fail, in
 every GPU-mode draw at seeds 0 to 3 (1.2 over every element of the draws at the largest K;
-splitk_gemm_f32out at SPLIT 1, 2 and 8; tools/products_room.py), and a model of truncating tensor cores coarser than the H200's (21 bits
-kept, split in two) 5.6; kernels wrong only at long K reached 12 and more (a result rounded to
-f16, split-K partials kept in 11 bits, f16 products, addmm's c read as bf16), where the old form
-admitted them. :data:`PRODUCTS_FACTOR` sits between.
+splitk_gemm_f32out at SPLIT 1, 2 and 8; tools/products_room.py), and a model of truncating tensor
+cores coarser than the H200's (21 bits kept, split in two) 5.6; kernels wrong only at long K
+reached 12 and more (a result rounded to f16, split-K partials kept in 11 bits, f16 products,
+addmm's c read as bf16), where the old form admitted them. :data:`PRODUCTS_FACTOR` sits between.
 A kernel computing in tf32 would fit too: an f32 GEMM that promises IEEE products
 (matmul_f32_ieee) does not name ``products``.
 """

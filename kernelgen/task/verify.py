@@ -152,8 +152,8 @@ def scalar_values(task: Task, sizes: Mapping[str, int], seed: int, extreme: bool
     for spec in task.signature.inputs:  # at a random number of the call (ScalarRange.at_rand)
         drawn = task.scalar_ranges.get(spec.name)
         if drawn is not None and drawn.at_rand is not None:
-            values[spec.name] = _at_random_number(task, sizes, int(values[drawn.at_rand]), drawn, rng, values[spec.name],
-                                                  below=extreme)
+            values[spec.name] = _at_random_number(task, sizes, int(values[drawn.at_rand]), drawn, rng,
+                                                  values[spec.name], below=extreme)
     for spec in task.signature.inputs:  # pairs drawn from one range, sorted (ScalarRange.at_least)
         drawn = task.scalar_ranges.get(spec.name)
         if drawn is not None and drawn.at_least is not None and values[spec.name] < values[drawn.at_least]:
