@@ -120,8 +120,9 @@ def addend_part(task: Task, args: Mapping[str, Any], name: str,
                 ) -> tuple[float, torch.Tensor, str] | None:
     """For input ``name`` of a draw: its coefficient in the first f16 or bf16 output of its sizes
     (or whose trailing sizes it has) that it is added to, that output with the input at zero
-    (f64), and the output's name; None where it is added to none (no single coefficient where neither side is zero: a
-    relu after the add zeroes some), the reference fails, or too little is there to tell."""
+    (f64), and the output's name; None where it is added to none (no single coefficient where
+    neither side is zero: a relu after the add zeroes some), the reference fails, or too little
+    is there to tell."""
     value = args.get(name)
     if not isinstance(value, torch.Tensor) or not value.numel():
         return None
