@@ -1,6 +1,7 @@
 """Every golden (or the tasks named) on one kind of CPU-mode draw only, to find false failures a
 new draw brings: ``offset`` (kernelgen/task/draws.py offset_draws, the long ones included),
-``scaled_down`` (down_draws), ``scaled_up`` (up_draws) or ``addend`` (addend_draws), at each seed
+``scaled_down`` (down_draws), ``scaled_up`` (up_draws), ``addend`` (addend_draws) or ``shifted``
+(shift_draws), at each seed
 given. Run from the repository root:
 ``python tools/golden_draws.py offset --seeds 0 1 [--tasks row_var layernorm_stats]``."""
 import argparse
@@ -11,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 def one(job: tuple[str, str, list[int]]) -> tuple[str, str, float]:
     from kernelgen.check.checker import check
     from kernelgen.harness.pipeline import verify_cpu
-    from kernelgen.task.draws import addend_draws, down_draws, offset_draws, up_draws
+    from kernelgen.task.draws import addend_draws, down_draws, offset_draws, shift_draws, up_draws
     from kernelgen.task.spec import get_task
     from kernelgen.task.variants import verify_call_cpu
 
@@ -23,7 +24,8 @@ def one(job: tuple[str, str, list[int]]) -> tuple[str, str, float]:
         for call in task.variant_tasks() if task.variants else [task]:
             for seed in seeds:
                 drawn = {"offset": lambda: offset_draws(call, checked), "scaled_down": lambda: down_draws(call),
-                         "scaled_up": lambda: up_draws(call, seed), "addend": lambda: addend_draws(call, seed)}[kind]()
+                         "scaled_up": lambda: up_draws(call, seed), "addend": lambda: addend_draws(call, seed),
+                         "shifted": lambda: shift_draws(call, seed)}[kind]()
                 for draw in drawn:
                     count += 1
                     if task.variants or task.in_place:
@@ -41,7 +43,7 @@ if __name__ == "__main__":
     from kernelgen.task.spec import load_tasks
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=["offset", "scaled_down", "scaled_up", "addend"])
+    parser.add_argument("kind", choices=["offset", "scaled_down", "scaled_up", "addend", "shifted"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--tasks", nargs="*")
     parser.add_argument("--workers", type=int, default=2)

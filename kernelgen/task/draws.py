@@ -46,6 +46,10 @@ their spread (:func:`offset_draws`, :mod:`kernelgen.task.offset`): a variance as
 an MSE from moment sums or (x - y)^2 expanded agree with the reference on centred values and
 cancel on these; the comparison there allows what rounding the inputs moves the exact result by.
 
+An input the reference ignores a shift of along some axes (a softmax's row, attention's keys)
+gets, in CPU mode, a draw where it is constant and far off zero along them (:func:`shift_draws`,
+:mod:`kernelgen.task.shifts`): a running maximum started at -1e4 in place of -inf fails there.
+
 A kernel that tests a size for a multiple of a block (``rem(N, BLOCK) == 0``: a path without
 masks) gets, in CPU mode, draws at such a multiple with the others small (:func:`multiple_draws`);
 one that compares two sizes (``M > N``) draws with both large, each past the other
@@ -81,6 +85,7 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
+from kernelgen.task.shifts import shift_names, shift_orders
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
                                        size_multiples, size_pairs)
 from kernelgen.task.spec import Task
@@ -122,6 +127,8 @@ EQUALITY_VALUES = 8
 UP_BUDGET = 1 << 12
 # The elements an addend draw (:func:`addend_draws`) holds at most.
 ADDEND_BUDGET = 1 << 15
+# The elements a shift draw (:func:`shift_draws`) holds at most: attention's four sizes at 3.
+SHIFT_BUDGET = 1 << 15
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -148,7 +155,8 @@ class Draw:
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
     # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
     # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "addend:NAME": input
-    # NAME cancels the rest of its output (:func:`addend_draws`); None: as drawn.
+    # NAME cancels the rest of its output (:func:`addend_draws`); "shift:NAME:AXES": NAME constant
+    # and far off zero along AXES (:func:`shift_draws`); None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
@@ -157,7 +165,7 @@ class Draw:
     # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple"
     # (:func:`multiple_draws`), "size_order" (two sizes the
     # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`),
-    # "scaled_up" (:func:`up_draws`) or "num_sms".
+    # "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -283,6 +291,22 @@ def up_draws(task: Task, seed: int) -> list[Draw]:
             or scaled_up(task, make_inputs(task, sizes, seed, extreme=True)) is None:
         return []  # a size of 1 or 2 (a softmax of one key) is homogeneous in anything
     return [Draw(sizes, extreme=True, order=UP_ORDER, kind="scaled_up")]
+
+
+def shift_draws(task: Task, seed: int) -> list[Draw]:
+    """CPU mode's draws where an input is constant and far off zero along axes the reference
+    ignores a shift along (:mod:`kernelgen.task.shifts`: a softmax's rows, attention's keys), one
+    per such input and axes (tried on the draw's values): every size at one value within
+    :data:`SHIFT_BUDGET` elements and at least 3 (or its maximum), so a row holds equal values."""
+    if not task.sizes or not shift_names(task):
+        return []
+    from kernelgen.task.verify import make_inputs, run_reference, size_seed
+
+    sizes = _together(task, SHIFT_BUDGET)
+    if sizes is None or any(value < min(3, task.sizes[name].max) for name, value in sizes.items()):
+        return []
+    orders = shift_orders(task, make_inputs(task, sizes, seed), run_reference, size_seed(task, sizes, seed))
+    return [Draw(sizes, order=order, kind="shifted") for order in orders]
 
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
@@ -451,7 +475,8 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
                             *offset_draws(task, checked), *down_draws(task), *multiple_draws(task, checked, seed),
-                            *ordering_draws(task, checked), *addend_draws(task, seed), *up_draws(task, seed)]
+                            *ordering_draws(task, checked), *addend_draws(task, seed), *up_draws(task, seed),
+                            *shift_draws(task, seed)]
     return draws + [draw for draw in extra if draw is not None]
 
 

@@ -125,7 +125,10 @@ def is_offset(order: str | None) -> bool:
 
 def offset_ratio(task: Task, order: str) -> float:
     """The largest offset of an ``order`` draw against its input's spread (2 * 2**k: every other
-    group takes twice the offset)."""
+    group takes twice the offset); 1 for another draw's order (a shift draw's inputs have no
+    spread along the shift)."""
+    if not is_offset(order):
+        return 1.0
     alone = order.partition(":")[2]
     names = [alone] if alone else offset_names(task)
     return max((2 * 2.0 ** _exponent(s.dtype, order) for s in task.signature.inputs if s.name in names), default=1.0)

@@ -1,0 +1,157 @@
+"""CPU mode's draws where one input is constant, and far from zero, along axes the reference
+ignores a shift along: a finite sentinel a kernel uses in place of an infinity shows there.
+
+An online softmax starts its running maximum at -inf. A model may start it at -1e4 or -1e9 (the
+"large negative" of many attention codes), fill masked lanes or a tail block's padding keys with
+such a value, or zero the padding after the exponential (its score 0 then enters the maximum).
+Each is right while some real score of every row lies above the sentinel, and no other draw puts
+a whole row below -1e4: attention's scores are q . k of ordinary values, a row's logits are
+centred, and the draws that scale them up keep part of every row near its top (round 16:
+cross_attention_bf16's tail mask and running maximum at -1e4 passed every draw).
+
+Where the reference is invariant under adding to an input a tensor constant along some of its
+axes (a softmax's row, cross-entropy's classes, attention's keys: q . (k_j + u) = q . k_j + q . u
+shifts every score of a query alike), the draw sets that input to ``A * m``: m a random integer in
++-{1, ..., :data:`MULTIPLES`} at each position of the other axes, constant along these, and A per
+dtype (:data:`SHIFT_SCALES`), so that half of the rows (of a query's scores) lie far below the
+sentinels models use (-1e4, -65504), the other half far above. The task's other float inputs are rounded to quarters of
+their domain's scale (at most :data:`GRID_CLIP` scales): every product and sum the task makes of
+them and the constant input is then exact in f32, in any order (q . k over 64 dimensions is an
+integer of at most 2**12 quarter-units of A), so equal values along the axes give equal scores
+in every correct kernel, whichever loop or instruction computes them.
+
+A task qualifies on the draw itself (:func:`shift_orders`): its reference at A and at A = 1 agree
+within :data:`PROBE_TOLERANCE` on every output, finite where the draw's plain values give finite
+outputs. Where an output is f32 its comparison admits what rounding the inputs moves the exact
+result by (:class:`kernelgen.task.offset.InputRounding`): at |x| = 2**17 a loss computed as
+logsumexp - x[target] is off by the intermediate's ulps (2**-6), as a correct kernel may be,
+while a sentinel's error is the distance from the sentinel to the row, or a NaN (0 / 0).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Mapping
+
+import torch
+
+from kernelgen.task.spec import Task
+
+# The order naming a draw: "shift:NAME:AXES", AXES the constant axes joined by commas ("shift:k:1").
+SHIFT = "shift"
+# A per dtype of the shifted input: 3 * A past -1e5 (f32, bf16) and A past -1e4 (f16, within its
+# range), the "large negative" values models put in place of -inf. Not further: a correct
+# kernel's own rounding grows with the values. Flash attention's exp2(fma(s, C, -max * C)) for
+# the row's maximum is off by an ulp of s * C, and at A = 2**40 that ulp is 2**22, whose exp2 is
+# inf or 0 (cross_attention_bf16's golden gave NaN there); a bias added to the scores keeps
+# 2**-7 of its value at 2**16.
+SHIFT_SCALES = {"f32": 2.0 ** 16, "bf16": 2.0 ** 16, "f16": 2.0 ** 14}
+# m's largest magnitude: a few distinct values, each a 2-bit integer (exact products).
+MULTIPLES = 3
+# The other float inputs: multiples of their scale / GRID_STEPS, within +-GRID_CLIP scales.
+GRID_STEPS, GRID_CLIP = 4, 4
+# The reference at A and at 1 agree within this fraction of an output's largest magnitude (an
+# f16 or bf16 output rounds alike; a non-invariant one moves by whole multiples of A).
+PROBE_TOLERANCE = 2.0 ** -6
+# Axes taken together: single axes, then pairs (a paged cache's pages and slots hold the keys).
+MOST_AXES = 2
+
+
+def is_shift(order: str | None) -> bool:
+    return order is not None and order.startswith(SHIFT + ":")
+
+
+def shift_names(task: Task) -> list[str]:
+    """The inputs a shift draw may set: f16, bf16 and f32 tensors of an ordinary normal domain
+    (not ties, specials, zero rows or copies of another input, whose values the task judges),
+    none for a call or an in-place task."""
+    if task.variants or task.in_place:
+        return []
+    names = []
+    for spec in task.signature.inputs:
+        domain = task.domains.get(spec.name)
+        if spec.is_plain and spec.shape and spec.dtype in SHIFT_SCALES and (domain is None or (
+                domain.kind == "normal" and not domain.ties and not domain.specials and not domain.zero_rows
+                and domain.same_as is None)):
+            names.append(spec.name)
+    return names
+
+
+def shift_orders(task: Task, inputs: Mapping[str, Any],
+                 reference: Callable[[Task, Mapping[str, Any]], dict[str, torch.Tensor]], seed: int) -> list[str]:
+    """The orders of the shift draws ``inputs`` (a draw's plain values) admit: for each input of
+    :func:`shift_names`, the smallest sets of axes (one, else two; each at least 2 long) the
+    reference is invariant along there (the module's docstring), none where it fails."""
+    try:
+        plain = reference(task, inputs)
+    except Exception:  # noqa: BLE001 - a reference that refuses the draw: no shift draws
+        return []
+    orders: list[str] = []
+    for name in shift_names(task):
+        value = inputs.get(name)
+        if not isinstance(value, torch.Tensor):
+            continue
+        found: list[tuple[int, ...]] = []
+        for count in range(1, min(MOST_AXES, value.dim()) + 1):
+            for axes in itertools.combinations(range(value.dim()), count):
+                if any(value.shape[a] < 2 for a in axes) or any(set(f) <= set(axes) for f in found):
+                    continue
+                order = f"{SHIFT}:{name}:{','.join(map(str, axes))}"
+                if _invariant(task, inputs, order, seed, plain, reference):
+                    found.append(axes)
+                    orders.append(order)
+    return orders
+
+
+def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, plain: Mapping[str, torch.Tensor],
+               reference: Callable[[Task, Mapping[str, Any]], dict[str, torch.Tensor]]) -> bool:
+    """Whether the reference gives the same outputs with the shifted input at A and at 1, finite
+    wherever ``plain`` (the draw's outputs) is."""
+    try:
+        far = reference(task, with_shift(task, inputs, order, seed))
+        near = reference(task, with_shift(task, inputs, order, seed, scale=1.0))
+    except Exception:  # noqa: BLE001 - a reference that refuses the values: not this draw
+        return False
+    for out, value in far.items():
+        other, before = near[out], plain[out]
+        if value.shape != other.shape or value.dtype != other.dtype:
+            return False
+        if not value.dtype.is_floating_point:
+            if not torch.equal(value, other):
+                return False
+            continue
+        a, b = value.double(), other.double()
+        if int((~a.isfinite()).sum()) > int((~before.double().isfinite()).sum()) or not torch.equal(
+                a.isfinite(), b.isfinite()):
+            return False
+        finite = a.isfinite()
+        top = float(b[finite].abs().max()) if finite.any() else 0.0
+        if finite.any() and float((a[finite] - b[finite]).abs().max()) > PROBE_TOLERANCE * top:
+            return False
+    return True
+
+
+def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale: float | None = None
+               ) -> dict[str, Any]:
+    """A draw's inputs (``args``) with the input ``order`` names set to A * m, constant along its
+    axes, and the other float inputs of :func:`shift_names` rounded to the grid (the module's
+    docstring); ``scale``: A in place of the dtype's (the invariance probe's 1)."""
+    _, name, axes_text = order.split(":")
+    axes = [int(a) for a in axes_text.split(",")]
+    moved = dict(args)
+    for other in shift_names(task):
+        value = args.get(other)
+        if other != name and isinstance(value, torch.Tensor):
+            domain = task.domains.get(other)
+            step = (1.0 if domain is None else domain.scale) / GRID_STEPS
+            limit = GRID_STEPS * GRID_CLIP
+            moved[other] = ((value.double() / step).round().clamp(-limit, limit) * step).to(value.dtype)
+    value = args[name]
+    spec = next(s for s in task.signature.inputs if s.name == name)
+    shape = [1 if axis in axes else size for axis, size in enumerate(value.shape)]
+    generator = torch.Generator().manual_seed(seed ^ 0x5A1F7)
+    m = torch.randint(1, MULTIPLES + 1, shape, generator=generator, dtype=torch.float64)
+    m *= torch.randint(0, 2, shape, generator=generator, dtype=torch.float64) * 2 - 1
+    a = SHIFT_SCALES[spec.dtype] if scale is None else scale
+    moved[name] = (m * a).expand(value.shape).to(value.dtype).contiguous()
+    return moved

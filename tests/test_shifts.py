@@ -1,0 +1,90 @@
+"""CPU mode's shift draws (kernelgen/task/shifts.py): an input the reference ignores a shift of
+along some axes is set constant and far off zero along them, so a finite sentinel a kernel uses
+in place of -inf (a running maximum started at -1e4, padding keys scored -1e4) shows; a reference
+that the shift changes gets no such draw, and correct kernels pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelgen.check.checker import check
+from kernelgen.errors import WrongResult
+from kernelgen.harness.pipeline import verify_cpu
+from kernelgen.lang.parse import parse_kernel
+from kernelgen.task.draws import shift_draws
+from kernelgen.task.shifts import GRID_CLIP, GRID_STEPS, MULTIPLES, SHIFT_SCALES, shift_orders, with_shift
+from kernelgen.task.spec import get_task
+from kernelgen.task.verify import make_inputs, run_reference
+
+REDTEAM = Path(__file__).parent / "redteam"
+
+
+@pytest.mark.parametrize("task_id, order", [
+    ("softmax_f16", "shift:x:1"),  # along a row
+    ("softmax_cols", "shift:x:0"),  # along a column
+    ("cross_attention_bf16", "shift:k:1"),  # along the keys: q . (k + u) shifts a query's scores alike
+    ("paged_attention_decode_f16", "shift:k_cache:0,1"),  # the keys are a cache's pages and slots
+    ("cross_entropy", "shift:logits:1"),
+])
+def test_the_axes_found_are_those_the_reference_ignores_a_shift_along(task_id: str, order: str) -> None:
+    assert order in [draw.order for draw in shift_draws(get_task(task_id), 0)]
+
+
+def test_a_reference_a_shift_changes_gets_no_draw() -> None:
+    """A row sum grows with the shift, a GEMM's output with its inputs, a GELU's with its input."""
+    for task_id in ("row_sum", "matmul_bf16_f32out", "gelu"):
+        assert shift_draws(get_task(task_id), 0) == []
+
+
+def test_the_shifted_input_is_constant_along_its_axes_and_the_others_on_a_grid() -> None:
+    task = get_task("cross_attention_bf16")
+    [draw] = shift_draws(task, 0)
+    plain = make_inputs(task, draw.sizes, 0)
+    drawn = make_inputs(task, draw.sizes, 0, order=draw.order)
+    k = drawn["k"].double()
+    assert torch.equal(k, k[:, :1].expand_as(k))  # equal along SK
+    multiples = (k / SHIFT_SCALES["bf16"]).abs()
+    assert bool(((multiples >= 1) & (multiples <= MULTIPLES) & (multiples == multiples.round())).all())
+    assert bool((k < 0).any()) and bool((k > 0).any())
+    for name in ("q", "v"):
+        quarters = drawn[name].double() * GRID_STEPS
+        assert torch.equal(quarters, quarters.round()) and float(quarters.abs().max()) <= GRID_STEPS * GRID_CLIP
+        assert not torch.equal(drawn[name], plain[name])
+    # the reference's result is the mean of v over the keys (every score of a query equal)
+    assert torch.allclose(run_reference(task, drawn)["out"].float(), drawn["v"].float().mean(dim=1, keepdim=True)
+                          .expand_as(drawn["q"]), atol=1e-2)
+
+
+def test_the_probe_needs_the_reference_unchanged_at_both_scales() -> None:
+    """softmax's rows are found; with the row's axis swapped for the columns' the row softmax of a
+    column-constant input is not the one of its unit version."""
+    task = get_task("softmax_f16")
+    sizes = {"M": 9, "N": 9}
+    inputs = make_inputs(task, sizes, 0)
+    assert shift_orders(task, inputs, run_reference, 7) == ["shift:x:1"]
+    far = run_reference(task, with_shift(task, inputs, "shift:x:0", 7))["out"].float()
+    near = run_reference(task, with_shift(task, inputs, "shift:x:0", 7, scale=1.0))["out"].float()
+    assert not torch.allclose(far, near, atol=1e-2)
+
+
+def _kernel(name: str) -> tuple:
+    case = json.loads((REDTEAM / f"{name}.json").read_text())
+    task = get_task(case["task"])
+    return task, check(parse_kernel(json.dumps(case["kernel"])))
+
+
+@pytest.mark.parametrize("name", ["cross_attention_bf16_running_max_init_minus_1e4",
+                                  "cross_attention_bf16_tail_mask_minus_1e4"])
+def test_a_sentinel_in_place_of_minus_infinity_fails_the_shift_draw_and_the_golden_passes(name: str) -> None:
+    """Round 16: a running maximum started at -1e4, and the tail block's padding keys scored -1e4,
+    passed every other draw; every score of a shifted query lies far below -1e4 for half the
+    queries (a NaN from 0 / 0, or all the weight on padding whose v loads as 0)."""
+    task, wrong = _kernel(name)
+    [draw] = shift_draws(task, 0)
+    verify_cpu(task, check(task.golden), draw.sizes, 0, order=draw.order)
+    with pytest.raises(WrongResult):
+        verify_cpu(task, wrong, draw.sizes, 0, order=draw.order)
