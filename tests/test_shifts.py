@@ -88,3 +88,17 @@ def test_a_sentinel_in_place_of_minus_infinity_fails_the_shift_draw_and_the_gold
     verify_cpu(task, check(task.golden), draw.sizes, 0, order=draw.order)
     with pytest.raises(WrongResult):
         verify_cpu(task, wrong, draw.sizes, 0, order=draw.order)
+
+
+def test_a_logsumexp_started_at_minus_1e4_fails_where_the_row_moves_with_the_shift() -> None:
+    """logsumexp moves with a shift of its row (out + u): an output that reduces the shifted axis
+    away is admitted when it moves by the shift itself. The golden with its running maximum and
+    its masked lanes at -1e4 passes rows of scale 100; shifted rows near -2**16 give log(0)."""
+    task = get_task("logsumexp_rows")
+    [draw] = shift_draws(task, 0)
+    assert draw.order == "shift:x:1"
+    text = task.golden.model_dump_json(exclude_none=True).replace("\"-inf\"", "-10000.0")
+    assert text.count("-10000.0") == 2  # the carry's init and the load's other
+    verify_cpu(task, check(task.golden), draw.sizes, 0, order=draw.order)
+    with pytest.raises(WrongResult):
+        verify_cpu(task, check(parse_kernel(text)), draw.sizes, 0, order=draw.order)
