@@ -35,6 +35,7 @@ import torch
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.shifts import is_shift
+from kernelgen.task.sorted_room import SortedRoom, is_sorted
 from kernelgen.task.spec import Task
 from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
 from kernelgen.task.verify import make_inputs, reference_call, reference_leaves
@@ -105,10 +106,13 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
 
 
 def input_rounding(task: Task, inputs: Mapping[str, Any], sizes: Mapping[str, int], seed: int,
-                   order: str | None) -> InputRounding | None:
-    """The inputs' rounding that an offset or shift draw's comparison admits
-    (:class:`kernelgen.task.offset.InputRounding`, measured against the draw without the offset;
-    :mod:`kernelgen.task.shifts`), or None for any other draw."""
+                   order: str | None) -> InputRounding | SortedRoom | None:
+    """The room beyond the tolerance a draw's comparison admits: the inputs' rounding on an
+    offset or shift draw (:class:`kernelgen.task.offset.InputRounding`, measured against the draw
+    without the offset; :mod:`kernelgen.task.shifts`), a sorted row's drift on a sorted draw
+    (:class:`kernelgen.task.sorted_room.SortedRoom`); None for any other draw."""
+    if is_sorted(order):
+        return SortedRoom(task, inputs)
     return InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
         if is_offset(order) or is_shift(order) else None
 

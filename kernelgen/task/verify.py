@@ -37,6 +37,7 @@ from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, wi
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
 from kernelgen.task.shifts import is_shift, with_shift
+from kernelgen.task.sorted_room import SortedRoom
 from kernelgen.task.products import ProductRounding
 from kernelgen.task.wide_reference import WideReference
 
@@ -376,15 +377,17 @@ def _number(element: torch.Tensor) -> str:
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
                     inputs: Mapping[str, Any], sizes: Mapping[str, int],
                     written: Mapping[str, torch.Tensor] | None = None, atol_scale: float = 1.0,
-                    drawn: Mapping[str, Any] | None = None, rounding: InputRounding | None = None) -> list[Diagnostic]:
+                    drawn: Mapping[str, Any] | None = None,
+                    rounding: InputRounding | SortedRoom | None = None) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
     ``atol_scale`` multiplies the tolerance's atol (a draw of scaled-up inputs,
     :mod:`kernelgen.task.magnitude`). A float output's mismatching elements are judged again
     with the reference's own error as a floor (:mod:`kernelgen.task.wide_reference`), from the
     inputs the reference was called on: ``drawn`` where the call changed ``inputs`` (an
     in-place operator: the reference on what it left would judge another draw). ``rounding``: on
-    an offset draw, an element within what rounding the inputs moves the exact result by also
-    passes (:mod:`kernelgen.task.offset`).
+    an offset or shift draw, an element within what rounding the inputs moves the exact result by
+    also passes (:mod:`kernelgen.task.offset`), on a sorted draw one within a sorted sum's drift
+    (:mod:`kernelgen.task.sorted_room`).
 
     ``written`` says, per output, which elements the kernel stored (None where the caller
     cannot know, as for the baseline's own allocations): any other element is ``unwritten``.
@@ -412,7 +415,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             continue
         tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
         unwritten = ~written[spec.name].detach().to(want.device) if written is not None else None
-        admitted = False  # within the inputs' rounding of an offset or shift draw
+        admitted = False  # within the room of an offset, shift or sorted draw
         if unwritten is not None and unwritten.any():
             first = unwritten.nonzero()[0].tolist()
             found.append(Diagnostic(path, "unwritten",
@@ -443,7 +446,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 
 
 def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol: Tolerance,
-              reference64: WideReference, rounding: InputRounding | None = None,
+              reference64: WideReference, rounding: InputRounding | SortedRoom | None = None,
               products: ProductRounding | None = None) -> Comparison:
     """``got`` against ``want`` under ``tol``; where that fails a float output, again with the
     reference's own error as a floor, on an offset draw the inputs' rounding, and for sums of
@@ -460,7 +463,7 @@ def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol:
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                    orders: Mapping[str, Mapping[str, torch.Tensor]], sizes: Mapping[str, int],
                    kernel_outputs: list[L.Output] | None = None, atol_scale: float = 1.0,
-                   rounding: InputRounding | None = None) -> list[Diagnostic]:
+                   rounding: InputRounding | SortedRoom | None = None) -> list[Diagnostic]:
     """Where another program order (:mod:`kernelgen.interp.orders`) gave the interpreter another
     result than lockstep's beyond the task's tolerance (``order_dependent``): a GPU may run the
     programs in that order. The first such output of the first such order. Outputs by the
