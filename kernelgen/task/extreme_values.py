@@ -76,8 +76,8 @@ def with_zeros(values: torch.Tensor, seed: int) -> torch.Tensor:
 
 
 def with_fractions_and_near_ties(values: torch.Tensor, high: float, seed: int) -> torch.Tensor:
-    """A float input whose domain is integers (for ties), in an extreme draw: half its elements
-    given a random fraction (kept at or below ``high``), and along its last and its first axis,
+    """A float input whose domain is integers (for ties), in an extreme draw: half its nonzero
+    elements given a random fraction (kept at or below ``high``), and along its last and its first axis,
     in each line, one other element set one step of its dtype below the line's maximum and one
     one step above its minimum. Integer values alone hide a comparison made in bf16 or f16, a
     cast that truncates 0.5, an equality "within 1e-5" and a strict test made loose; the near
@@ -89,7 +89,10 @@ def with_fractions_and_near_ties(values: torch.Tensor, high: float, seed: int) -
     wide = values.to(torch.float64)
     fraction = torch.rand(values.shape, generator=generator, dtype=torch.float64)
     keep = torch.rand(values.shape, generator=generator) < 0.5
-    values = torch.where(keep | ~wide.isfinite(), wide, torch.clamp(wide + fraction, max=float(high))).to(values.dtype)
+    # zeros keep their value and sign: a line whose extremum is a zero of either sign
+    # (reductions.with_zero_extremum_lines) stays one
+    values = torch.where(keep | ~wide.isfinite() | (wide == 0), wide,
+                         torch.clamp(wide + fraction, max=float(high))).to(values.dtype)
     for axis in sorted({values.dim() - 1, 0}):
         lines = values.movedim(axis, -1).reshape(-1, values.shape[axis]).clone()
         if lines.shape[1] < 2:
