@@ -1,12 +1,18 @@
 """Extreme draws of an integer-valued domain holding 0 (reductions.with_zero_extremum_lines): some
 reduced lines have zero as their minimum, +0.0 before -0.0, and some as their maximum, -0.0
-before +0.0, so a kernel ordering floats by their bits picks the wrong zero."""
+before +0.0, so a kernel ordering floats by their bits picks the wrong zero. And of any integer
+domain (reductions.with_spread_extremum_lines): a quarter of the lines have a largest magnitude
+of their own, so a statistic of it is drawn at many values, not at the domain's bound."""
 
 from __future__ import annotations
 
 import torch
 
-from kernelgen.task.reductions import with_zero_extremum_lines
+from kernelgen.check.checker import check
+from kernelgen.task.draws import case_draws
+from kernelgen.task.reductions import with_spread_extremum_lines, with_zero_extremum_lines
+from kernelgen.task.spec import get_task
+from kernelgen.task.verify import make_inputs
 
 
 def _first_zero_sign(line: torch.Tensor, extremum: torch.Tensor) -> list[bool]:
@@ -30,3 +36,28 @@ def test_lines_get_a_zero_extremum_with_both_signs_in_order() -> None:
     columns = with_zero_extremum_lines(values, 0, 7)
     assert sum(float(c.min()) == 0 for c in columns.T) >= 16
     assert int((columns == values).all(dim=0).sum()) >= 64 // 2 - 1
+
+
+def test_a_quarter_of_the_lines_get_a_largest_magnitude_of_their_own() -> None:
+    values = torch.randint(-254, 255, (400, 100)).float()
+    drawn = with_spread_extremum_lines(values, 1, -254, 254, 3)
+    changed = (drawn != values).any(dim=1)
+    assert 80 <= int(changed.sum()) <= 100  # a quarter
+    peaks = drawn[changed].abs().amax(dim=1)
+    assert len(set(peaks.tolist())) >= 60  # spread over 1..254, not at 254
+    assert bool((drawn == drawn.round()).all()) and float(drawn.abs().max()) <= 254
+    # within a non-negative domain the peak is positive
+    positive = with_spread_extremum_lines(torch.randint(0, 21, (40, 30)).float(), 1, 0, 20, 3)
+    assert float(positive.min()) >= 0
+
+
+def test_absmax_quantize_draws_many_row_maxima() -> None:
+    """Rows of N >= 20 integers in [-254, 254] almost all hold 254; its extreme draws now give
+    many integer amax values, among them those where amax * (1/127) is not amax / 127."""
+    task = get_task("absmax_quantize")
+    found = set()
+    for draw in case_draws(task, check(task.golden), 8, 0, False):
+        x = make_inputs(task, draw.sizes, 0, extreme=True)["x"]
+        found |= {a for a in x.abs().amax(dim=1).tolist() if a == int(a)}
+    reciprocal_off = {a for a in range(1, 255) if torch.tensor(float(a)) / 127 != torch.tensor(float(a)) * (1 / 127.0)}
+    assert len(found & reciprocal_off) >= 3, sorted(found)

@@ -114,6 +114,33 @@ def with_lone_nan_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Ten
 SIGNED_ZEROS = 6
 
 
+def with_spread_extremum_lines(values: torch.Tensor, axis: int, low: float, high: float, seed: int) -> torch.Tensor:
+    """A float input of an integer-valued domain [low, high], in an extreme draw of a reduction
+    along ``axis``: about a quarter of its lines along that axis scaled to a largest magnitude k
+    of their own, k uniform in 1..max(|low|, |high|) (rounded to integers, within the bounds), with
+    +-k at a random place. A long line of integers in [-254, 254] holds 254 almost surely, so a
+    statistic of its extremum (absmax_quantize's scale amax / 127) was drawn at one value: a scale
+    by the reciprocal 1/127, one f32 ulp off for 14 of the 254 values, passed (round 16)."""
+    top = int(max(abs(low), abs(high)))
+    if not values.dtype.is_floating_point or values.numel() == 0 or values.shape[axis] < 2 or top < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x5B4EAD)
+    moved = values.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone().double()
+    count, length = lines.shape
+    chosen = torch.randperm(count, generator=generator)[:max(1, count // 4)]
+    k = torch.randint(1, top + 1, (len(chosen), 1), generator=generator).double()
+    part = lines[chosen]
+    largest = part.abs().amax(dim=1, keepdim=True).clamp(min=1.0)
+    part = (part * k / largest).round().clamp(low, high)
+    place = torch.randint(0, length, (len(chosen),), generator=generator)
+    sign = torch.where(torch.rand(len(chosen), generator=generator) < 0.5, -1.0, 1.0).double()
+    peak = sign * k[:, 0]
+    part[torch.arange(len(chosen)), place] = torch.where((peak < low) | (peak > high), -peak, peak).clamp(low, high)
+    lines[chosen] = part.where(part.isfinite(), lines[chosen])
+    return lines.to(values.dtype).reshape(moved.shape).movedim(-1, axis)
+
+
 def with_zero_extremum_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Tensor:
     """A float input of an integer-valued domain that holds 0, in an extreme draw of a reduction
     along ``axis``: about a quarter of its lines along that axis made non-negative, with zeros at

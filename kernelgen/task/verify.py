@@ -28,7 +28,8 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.addends import is_addend, with_cancelled_addend
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
-                                       with_lone_nan_lines, with_mixed_magnitude_rows, with_zero_extremum_lines)
+                                       with_lone_nan_lines, with_mixed_magnitude_rows, with_spread_extremum_lines,
+                                       with_zero_extremum_lines)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
@@ -226,7 +227,10 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 # (the high one first: a tensor of one or two elements has room for one).
                 args[spec.name] = with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
-            # before the fractions and near ties, which then act on these lines too
+            # before the zero lines, and the fractions and near ties, which then act on these lines too
+            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" else ():
+                args[spec.name] = with_spread_extremum_lines(args[spec.name], axis, *domain.bounds(bounds_at),
+                                                             size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" \
                     and _holds_zero(domain, bounds_at) else ():
                 args[spec.name] = with_zero_extremum_lines(args[spec.name], axis,
