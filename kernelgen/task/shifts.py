@@ -18,7 +18,9 @@ sentinels models use (-1e4, -65504), the other half far above. The task's other 
 their domain's scale (at most :data:`GRID_CLIP` scales): every product and sum the task makes of
 them and the constant input is then exact in f32, in any order (q . k over 64 dimensions is an
 integer of at most 2**12 quarter-units of A), so equal values along the axes give equal scores
-in every correct kernel, whichever loop or instruction computes them.
+in every correct kernel, whichever loop or instruction computes them. An input that has each of
+the shifted input's other axes (q of k's batch, head and dimension) takes m's signs there, and a
+random sign along its own axes, so each query's scores are all about +-100 A.
 
 A task qualifies on the draw itself (:func:`shift_orders`): its reference at A and at A = 1 agree
 within :data:`PROBE_TOLERANCE` on every output, or an output moves with the shift itself (a
@@ -63,17 +65,16 @@ def is_shift(order: str | None) -> bool:
 
 
 def shift_names(task: Task) -> list[str]:
-    """The inputs a shift draw may set: f16, bf16 and f32 tensors of an ordinary normal domain
-    (not ties, specials, zero rows or copies of another input, whose values the task judges),
-    none for a call or an in-place task."""
+    """The inputs a shift draw may set: f16, bf16 and f32 tensors of a normal domain (ties too: a
+    constant line is all ties, broken as the reference breaks them; not specials, zero rows or
+    copies of another input, whose values the task judges), none for a call or an in-place task."""
     if task.variants or task.in_place:
         return []
     names = []
     for spec in task.signature.inputs:
         domain = task.domains.get(spec.name)
         if spec.is_plain and spec.shape and spec.dtype in SHIFT_SCALES and (domain is None or (
-                domain.kind == "normal" and not domain.ties and not domain.specials and not domain.zero_rows
-                and domain.same_as is None)):
+                domain.kind == "normal" and not domain.specials and not domain.zero_rows and domain.same_as is None)):
             names.append(spec.name)
     return names
 
@@ -148,24 +149,49 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
 def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale: float | None = None
                ) -> dict[str, Any]:
     """A draw's inputs (``args``) with the input ``order`` names set to A * m, constant along its
-    axes, and the other float inputs of :func:`shift_names` rounded to the grid (the module's
-    docstring); ``scale``: A in place of the dtype's (the invariance probe's 1)."""
+    axes, and the other float inputs of :func:`shift_names` rounded to the grid, their signs
+    aligned with m's (:func:`_aligned`; the module's docstring); ``scale``: A in place of the
+    dtype's (the invariance probe's 1)."""
     _, name, axes_text = order.split(":")
     axes = [int(a) for a in axes_text.split(",")]
-    moved = dict(args)
-    for other in shift_names(task):
-        value = args.get(other)
-        if other != name and isinstance(value, torch.Tensor):
-            domain = task.domains.get(other)
-            step = (1.0 if domain is None else domain.scale) / GRID_STEPS
-            limit = GRID_STEPS * GRID_CLIP
-            moved[other] = ((value.double() / step).round().clamp(-limit, limit) * step).to(value.dtype)
     value = args[name]
     spec = next(s for s in task.signature.inputs if s.name == name)
     shape = [1 if axis in axes else size for axis, size in enumerate(value.shape)]
     generator = torch.Generator().manual_seed(seed ^ 0x5A1F7)
     m = torch.randint(1, MULTIPLES + 1, shape, generator=generator, dtype=torch.float64)
     m *= torch.randint(0, 2, shape, generator=generator, dtype=torch.float64) * 2 - 1
+    moved = dict(args)
+    specs = {s.name: s for s in task.signature.inputs}
+    for other in shift_names(task):
+        found = args.get(other)
+        if other != name and isinstance(found, torch.Tensor):
+            domain = task.domains.get(other)
+            step = (1.0 if domain is None else domain.scale) / GRID_STEPS
+            limit = GRID_STEPS * GRID_CLIP
+            grid = (found.double() / step).round().clamp(-limit, limit) * step
+            moved[other] = _aligned(grid, specs[other].shape, spec.shape, axes, m, generator).to(found.dtype)
     a = SHIFT_SCALES[spec.dtype] if scale is None else scale
     moved[name] = (m * a).expand(value.shape).to(value.dtype).contiguous()
     return moved
+
+
+def _aligned(value: torch.Tensor, dims: list, shifted: list, axes: list[int], m: torch.Tensor,
+             generator: torch.Generator) -> torch.Tensor:
+    """``value`` (another input, of shape names ``dims``) with the signs of m where it has each of
+    the shifted input's other axes (``shifted`` less ``axes``) once: attention's q [B, SQ, H, 64]
+    against k's m [B, 1, H, 64]. Each query (every axis but the last of those, which a dot
+    contracts) is negated at random, so q . (A * m) = +-A * sum |q_d| |m_d| for each: about 100 A
+    in size, not the +-13 A of random signs, of which a few percent passed -65504 at f16's A. The
+    others as they are."""
+    kept = [d for axis, d in enumerate(shifted) if axis not in axes]
+    if not kept or any(dims.count(d) != 1 for d in kept):
+        return value
+    places = [dims.index(d) for d in kept]
+    signs = m.sign().squeeze(axes)
+    signs = signs.permute(sorted(range(len(places)), key=lambda j: places[j]))
+    signs = signs.reshape([value.shape[i] if i in places else 1 for i in range(value.dim())])
+    # one sign per query: along every axis but the one a dot would contract (the shifted input's
+    # last other axis, attention's head dimension)
+    rest = [1 if i == places[-1] else size for i, size in enumerate(value.shape)]
+    flips = torch.randint(0, 2, rest, generator=generator, dtype=torch.float64) * 2 - 1
+    return value.abs() * signs * flips
