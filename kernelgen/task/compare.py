@@ -250,6 +250,13 @@ def _overflows_within_tolerance(inf: torch.Tensor, finite: torch.Tensor, toleran
         (finite.abs() * (1 + tolerance.rtol) + tolerance.atol > largest)
 
 
+def growth(before: torch.Tensor, after: torch.Tensor) -> float:
+    """How much an output's largest finite magnitude grew from ``before`` to ``after`` (at least 1;
+    1 where ``before`` has none): the factor a draw that scales its inputs scales atol by."""
+    top = [float(v[v.isfinite()].abs().max()) if v.isfinite().any() else 0.0 for v in (before.double(), after.double())]
+    return max(1.0, top[1] / top[0]) if top[0] > 0 else 1.0
+
+
 def representable_steps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """How many representable values of their float dtype lie between ``a`` and ``b``, element
     by element (0: equal; +0.0 and -0.0 are one value; NaN is 0 from NaN and infinitely far from

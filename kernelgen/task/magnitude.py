@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from kernelgen.task.compare import growth
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.shifts import is_shift
@@ -223,10 +224,4 @@ def _stable(base: list[torch.Tensor], scaled: list[torch.Tensor]) -> bool:
 
 def _growth(base: list[torch.Tensor], scaled: list[torch.Tensor]) -> float:
     """How much the largest finite output grew (at least 1)."""
-    growth = 1.0
-    for a, b in zip(base, scaled):
-        top_a = a[a.isfinite()].abs().max().item() if a.isfinite().any() else 0.0
-        top_b = b[b.isfinite()].abs().max().item() if b.isfinite().any() else 0.0
-        if top_a > 0:
-            growth = max(growth, top_b / top_a)
-    return growth
+    return max([growth(a, b) for a, b in zip(base, scaled)], default=1.0)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from kernelgen.task.compare import Tolerance
+from kernelgen.task.compare import Tolerance, growth
 from kernelgen.task.reductions import reduced_axes
 from kernelgen.task.spec import Task
 from kernelgen.task.wide_reference import reference_results
@@ -240,12 +240,7 @@ class InputRounding:
         base, moved = self._call(self._plain()), self._call(self._inputs)
         if base is None or moved is None:
             return {}
-        found = {}
-        for name, value in moved.items():
-            before, after = base[name].double(), value.double()
-            top = [float(v[v.isfinite()].abs().max()) if v.isfinite().any() else 0.0 for v in (before, after)]
-            found[name] = max(1.0, top[1] / top[0]) if top[0] > 0 else 1.0
-        return found
+        return {name: growth(base[name], value) for name, value in moved.items()}
 
     def around(self, name: str, expected: torch.Tensor, centre: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, str] | None:
