@@ -16,7 +16,7 @@ from kernelgen.errors import WrongResult
 from kernelgen.harness.pipeline import verify_cpu
 from kernelgen.lang.parse import parse_kernel
 from kernelgen.task.draws import shift_draws
-from kernelgen.task.shifts import GRID_CLIP, GRID_STEPS, MULTIPLES, SHIFT_SCALES, shift_orders, with_shift
+from kernelgen.task.shifts import DOT_SCALE, GRID_CLIP, GRID_STEPS, MULTIPLES, shift_orders, with_shift
 from kernelgen.task.spec import get_task
 from kernelgen.task.verify import make_inputs, run_reference
 
@@ -48,7 +48,7 @@ def test_the_shifted_input_is_constant_along_its_axes_and_the_others_on_a_grid()
     drawn = make_inputs(task, draw.sizes, 0, order=draw.order)
     k = drawn["k"].double()
     assert torch.equal(k, k[:, :1].expand_as(k))  # equal along SK
-    multiples = (k / SHIFT_SCALES["bf16"]).abs()
+    multiples = (k / DOT_SCALE).abs()  # q meets k in a dot: A is DOT_SCALE, not bf16's SHIFT_SCALES
     assert bool(((multiples >= 1) & (multiples <= MULTIPLES) & (multiples == multiples.round())).all())
     assert bool((k < 0).any()) and bool((k > 0).any())
     for name in ("q", "v"):
@@ -109,3 +109,21 @@ def test_a_logsumexp_started_at_minus_1e4_fails_where_the_row_moves_with_the_shi
     verify_cpu(task, check(task.golden), draw.sizes, 0, order=draw.order)
     with pytest.raises(WrongResult):
         verify_cpu(task, check(parse_kernel(text)), draw.sizes, 0, order=draw.order)
+
+
+def test_a_dot_with_an_additive_term_keeps_its_rounding_well_inside_the_tolerance() -> None:
+    """alibi adds slope * distance to scores of about 100 A: rounded at that magnitude, the term
+    moves the weights. Where q meets k in a dot, A is DOT_SCALE; the golden there uses about a
+    quarter of its tolerance (0.77 at f16's 2**14), room for correct kernels that round it twice."""
+    from kernelgen.interp.execute import execute_call
+    from kernelgen.task.magnitude import checked_inputs
+
+    task = get_task("alibi_attention_f16")
+    [draw] = shift_draws(task, 1)
+    inputs, atol_scale = checked_inputs(task, draw.sizes, 1, order=draw.order)
+    assert float(inputs["k"].double().abs().max()) <= MULTIPLES * DOT_SCALE
+    want = run_reference(task, inputs)["out"].double()
+    got = execute_call(check(task.golden), inputs).outputs["out"].double()
+    tolerance = task.tolerance_for("f16")
+    used = ((got - want).abs() / (tolerance.atol * atol_scale + tolerance.rtol * want.abs())).max()
+    assert float(used) < 0.4

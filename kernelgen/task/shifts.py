@@ -12,15 +12,18 @@ cross_attention_bf16's tail mask and running maximum at -1e4 passed every draw).
 Where the reference is invariant under adding to an input a tensor constant along some of its
 axes (a softmax's row, cross-entropy's classes, attention's keys: q . (k_j + u) = q . k_j + q . u
 shifts every score of a query alike), the draw sets that input to ``A * m``: m a random integer in
-+-{1, ..., :data:`MULTIPLES`} at each position of the other axes, constant along these, and A per
-dtype (:data:`SHIFT_SCALES`), so that half of the rows (of a query's scores) lie far below the
-sentinels models use (-1e4, -65504), the other half far above. The task's other float inputs are rounded to quarters of
-their domain's scale (at most :data:`GRID_CLIP` scales): every product and sum the task makes of
-them and the constant input is then exact in f32, in any order (q . k over 64 dimensions is an
-integer of at most 2**12 quarter-units of A), so equal values along the axes give equal scores
-in every correct kernel, whichever loop or instruction computes them. An input that has each of
-the shifted input's other axes (q of k's batch, head and dimension) takes m's signs there, and a
-random sign along its own axes, so each query's scores are all about +-100 A.
++-{1, ..., :data:`MULTIPLES`} at each position of the other axes, constant along these, so that
+half of the rows (or of the queries' scores) lie far below the sentinels models use, the other
+half far above. The task's other float inputs are rounded to quarters of their domain's scale (at
+most :data:`GRID_CLIP` scales): every product and sum the task makes of them and the constant
+input is then exact in f32, in any order (q . k over 64 dimensions is an integer of at most 2**12
+quarter-units of A), so equal values along the axes give equal scores in every correct kernel,
+whichever loop or instruction computes them. An input that has each of the shifted input's other
+axes (q of k's batch, head and dimension) takes m's signs there, and a random sign per query, so
+each query's scores are all about +-100 A (:func:`_aligned`). A is :data:`SHIFT_SCALES` of the
+dtype (rows down to -3 * 2**16), or :data:`DOT_SCALE` where such an input meets the shifted one in
+a dot (scores near +-51200 after attention's 1/8): past -1e4 in both, and past -65504 on rows
+of f32 and bf16 inputs and on attention's unscaled scores.
 
 A task qualifies on the draw itself (:func:`shift_orders`): its reference at A and at A = 1 agree
 within :data:`PROBE_TOLERANCE` on every output, or an output moves with the shift itself (a
@@ -42,13 +45,19 @@ from kernelgen.task.spec import Task
 
 # The order naming a draw: "shift:NAME:AXES", AXES the constant axes joined by commas ("shift:k:1").
 SHIFT = "shift"
-# A per dtype of the shifted input: 3 * A past -1e5 (f32, bf16) and A past -1e4 (f16, within its
-# range), the "large negative" values models put in place of -inf. Not further: a correct
-# kernel's own rounding grows with the values. Flash attention's exp2(fma(s, C, -max * C)) for
-# the row's maximum is off by an ulp of s * C, and at A = 2**40 that ulp is 2**22, whose exp2 is
-# inf or 0 (cross_attention_bf16's golden gave NaN there); a bias added to the scores keeps
-# 2**-7 of its value at 2**16.
+# A per dtype of the shifted input where no dot amplifies it (a softmax's rows): 2 * A past -1e5
+# (f32, bf16), A past -1e4 (f16, 3 * A within its range). Not further: a correct kernel's own
+# rounding grows with the values. Flash attention's exp2(fma(s, C, -max * C)) for the row's
+# maximum is off by an ulp of s * C, and at A = 2**40 that ulp is 2**22, whose exp2 is inf or 0
+# (cross_attention_bf16's golden gave NaN there); a bias added to rows at 2**17 keeps 2**-7 of
+# its value (an f32 output also passes within the inputs' rounding, which covers that).
 SHIFT_SCALES = {"f32": 2.0 ** 16, "bf16": 2.0 ** 16, "f16": 2.0 ** 14}
+# A where another input meets the shifted one in a dot (:func:`_aligned`: attention's q . k, about
+# 100 A before the softmax's scale, 12 A after 1/8), whatever the dtype: a query's scores then
+# lie near +-51200, and an additive term (alibi's slope * distance) keeps 2**-8 of its value. At
+# f16's 2**14 that term's rounding took alibi_attention_f16's golden to 0.77 of its tolerance
+# (0.27 at 2**12; the error grows with A).
+DOT_SCALE = 2.0 ** 12
 # m's largest magnitude: a few distinct values, each a 2-bit integer (exact products).
 MULTIPLES = 3
 # The other float inputs: multiples of their scale / GRID_STEPS, within +-GRID_CLIP scales.
@@ -162,6 +171,7 @@ def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale
     m *= torch.randint(0, 2, shape, generator=generator, dtype=torch.float64) * 2 - 1
     moved = dict(args)
     specs = {s.name: s for s in task.signature.inputs}
+    a = SHIFT_SCALES[spec.dtype]
     for other in shift_names(task):
         found = args.get(other)
         if other != name and isinstance(found, torch.Tensor):
@@ -169,23 +179,26 @@ def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale
             step = (1.0 if domain is None else domain.scale) / GRID_STEPS
             limit = GRID_STEPS * GRID_CLIP
             grid = (found.double() / step).round().clamp(-limit, limit) * step
-            moved[other] = _aligned(grid, specs[other].shape, spec.shape, axes, m, generator).to(found.dtype)
-    a = SHIFT_SCALES[spec.dtype] if scale is None else scale
+            aligned = _aligned(grid, specs[other].shape, spec.shape, axes, m, generator)
+            if aligned is not None:
+                grid, a = aligned, min(a, DOT_SCALE)
+            moved[other] = grid.to(found.dtype)
+    a = a if scale is None else scale
     moved[name] = (m * a).expand(value.shape).to(value.dtype).contiguous()
     return moved
 
 
 def _aligned(value: torch.Tensor, dims: list, shifted: list, axes: list[int], m: torch.Tensor,
-             generator: torch.Generator) -> torch.Tensor:
+             generator: torch.Generator) -> torch.Tensor | None:
     """``value`` (another input, of shape names ``dims``) with the signs of m where it has each of
     the shifted input's other axes (``shifted`` less ``axes``) once: attention's q [B, SQ, H, 64]
     against k's m [B, 1, H, 64]. Each query (every axis but the last of those, which a dot
     contracts) is negated at random, so q . (A * m) = +-A * sum |q_d| |m_d| for each: about 100 A
-    in size, not the +-13 A of random signs, of which a few percent passed -65504 at f16's A. The
-    others as they are."""
+    in size, not the +-13 A of random signs (only ~3% of queries passed -65504 at f16's 2**14,
+    round 17). None for an input without those axes."""
     kept = [d for axis, d in enumerate(shifted) if axis not in axes]
     if not kept or any(dims.count(d) != 1 for d in kept):
-        return value
+        return None
     places = [dims.index(d) for d in kept]
     signs = m.sign().squeeze(axes)
     signs = signs.permute(sorted(range(len(places)), key=lambda j: places[j]))
