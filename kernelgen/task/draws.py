@@ -300,13 +300,26 @@ def shift_draws(task: Task, seed: int) -> list[Draw]:
     :data:`SHIFT_BUDGET` elements and at least 3 (or its maximum), so a row holds equal values."""
     if not task.sizes or not shift_names(task):
         return []
-    from kernelgen.task.verify import make_inputs, run_reference, size_seed
-
     sizes = _together(task, SHIFT_BUDGET)
     if sizes is None or any(value < min(3, task.sizes[name].max) for name, value in sizes.items()):
         return []
-    orders = shift_orders(task, make_inputs(task, sizes, seed), run_reference, size_seed(task, sizes, seed))
-    return [Draw(sizes, order=order, kind="shifted") for order in orders]
+    return [Draw(sizes, order=order, kind="shifted") for order in _shift_orders(task, sizes, seed)]
+
+
+_SHIFT_ORDERS: dict[tuple[str, str, int], list[str]] = {}
+
+
+def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
+    """:func:`kernelgen.task.shifts.shift_orders` on the draw's plain values, kept per task and
+    seed: the probe calls the reference twice per input and axes (attention's take seconds), and
+    every answer to a task is checked on the same draws."""
+    from kernelgen.task.verify import make_inputs, run_reference, size_seed
+
+    key = (task.id, task.variant.name if task.variant is not None else "", seed)
+    if key not in _SHIFT_ORDERS:
+        _SHIFT_ORDERS[key] = shift_orders(task, make_inputs(task, sizes, seed), run_reference,
+                                          size_seed(task, sizes, seed))
+    return _SHIFT_ORDERS[key]
 
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:

@@ -36,7 +36,6 @@ while a sentinel's error is the distance from the sentinel to the row, or a NaN 
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Mapping
 
 import torch
@@ -65,7 +64,8 @@ GRID_STEPS, GRID_CLIP = 4, 4
 # The reference at A and at 1 agree within this fraction of an output's largest magnitude (an
 # f16 or bf16 output rounds alike; a non-invariant one moves by whole multiples of A).
 PROBE_TOLERANCE = 2.0 ** -6
-# Axes taken together: single axes, then pairs (a paged cache's pages and slots hold the keys).
+# Axes taken together: single axes, then neighbouring pairs (a paged cache's pages and slots
+# hold the keys).
 MOST_AXES = 2
 
 
@@ -91,9 +91,9 @@ def shift_names(task: Task) -> list[str]:
 def shift_orders(task: Task, inputs: Mapping[str, Any],
                  reference: Callable[[Task, Mapping[str, Any]], dict[str, torch.Tensor]], seed: int) -> list[str]:
     """The orders of the shift draws ``inputs`` (a draw's plain values) admit: for each input of
-    :func:`shift_names`, the smallest sets of axes (one, else two; each at least 2 long; not all
-    of its axes) the reference is invariant along there (the module's docstring), none where it
-    fails."""
+    :func:`shift_names`, the smallest sets of neighbouring axes (one, else two; each at least 2
+    long; not all of its axes) the reference is invariant along there (the module's docstring),
+    none where it fails."""
     try:
         plain = reference(task, inputs)
     except Exception:  # noqa: BLE001 - a reference that refuses the draw: no shift draws
@@ -105,7 +105,8 @@ def shift_orders(task: Task, inputs: Mapping[str, Any],
             continue
         found: list[tuple[int, ...]] = []
         for count in range(1, min(MOST_AXES, value.dim() - 1) + 1):  # not every axis: not a constant tensor
-            for axes in itertools.combinations(range(value.dim()), count):
+            for first in range(value.dim() - count + 1):
+                axes = tuple(range(first, first + count))
                 if any(value.shape[a] < 2 for a in axes) or any(set(f) <= set(axes) for f in found):
                     continue
                 order = f"{SHIFT}:{name}:{','.join(map(str, axes))}"
@@ -127,8 +128,7 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
         near = reference(task, with_shift(task, inputs, order, seed, scale=1.0))
     except Exception:  # noqa: BLE001 - a reference that refuses the values: not this draw
         return False
-    spec = next(s for s in task.signature.inputs if s.name == order.split(":")[1])
-    axes = [int(a) for a in order.split(":")[2].split(",")]
+    spec, axes = _shifted(task, order)
     reduced = [d for axis, d in enumerate(spec.shape) if axis not in axes]  # the shape a reduction over them has
     shapes = {o.name: list(o.shape or []) for o in task.signature.outputs}
     for out, value in far.items():
@@ -147,7 +147,7 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
         if not finite.any():
             continue
         top = float(b[finite].abs().max())
-        moved = (a[finite] - b[finite]) / (SHIFT_SCALES[spec.dtype] - 1)
+        moved = (a[finite] - b[finite]) / (shift_scale(task, order) - 1)
         if float((a[finite] - b[finite]).abs().max()) > PROBE_TOLERANCE * top and not (
                 shapes.get(out) == reduced and float((moved - moved.round()).abs().max()) <= PROBE_TOLERANCE
                 and 1 <= float(moved.round().abs().min()) and float(moved.round().abs().max()) <= MULTIPLES):
@@ -161,17 +161,14 @@ def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale
     axes, and the other float inputs of :func:`shift_names` rounded to the grid, their signs
     aligned with m's (:func:`_aligned`; the module's docstring); ``scale``: A in place of the
     dtype's (the invariance probe's 1)."""
-    _, name, axes_text = order.split(":")
-    axes = [int(a) for a in axes_text.split(",")]
-    value = args[name]
-    spec = next(s for s in task.signature.inputs if s.name == name)
+    spec, axes = _shifted(task, order)
+    name, value = spec.name, args[spec.name]
     shape = [1 if axis in axes else size for axis, size in enumerate(value.shape)]
     generator = torch.Generator().manual_seed(seed ^ 0x5A1F7)
     m = torch.randint(1, MULTIPLES + 1, shape, generator=generator, dtype=torch.float64)
     m *= torch.randint(0, 2, shape, generator=generator, dtype=torch.float64) * 2 - 1
     moved = dict(args)
     specs = {s.name: s for s in task.signature.inputs}
-    a = SHIFT_SCALES[spec.dtype]
     for other in shift_names(task):
         found = args.get(other)
         if other != name and isinstance(found, torch.Tensor):
@@ -179,27 +176,46 @@ def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale
             step = (1.0 if domain is None else domain.scale) / GRID_STEPS
             limit = GRID_STEPS * GRID_CLIP
             grid = (found.double() / step).round().clamp(-limit, limit) * step
-            aligned = _aligned(grid, specs[other].shape, spec.shape, axes, m, generator)
-            if aligned is not None:
-                grid, a = aligned, min(a, DOT_SCALE)
-            moved[other] = grid.to(found.dtype)
-    a = a if scale is None else scale
+            places = _dot_places(specs[other].shape, spec.shape, axes)
+            moved[other] = (grid if places is None else _aligned(grid, places, axes, m, generator)).to(found.dtype)
+    a = shift_scale(task, order) if scale is None else scale
     moved[name] = (m * a).expand(value.shape).to(value.dtype).contiguous()
     return moved
 
 
-def _aligned(value: torch.Tensor, dims: list, shifted: list, axes: list[int], m: torch.Tensor,
-             generator: torch.Generator) -> torch.Tensor | None:
-    """``value`` (another input, of shape names ``dims``) with the signs of m where it has each of
-    the shifted input's other axes (``shifted`` less ``axes``) once: attention's q [B, SQ, H, 64]
-    against k's m [B, 1, H, 64]. Each query (every axis but the last of those, which a dot
-    contracts) is negated at random, so q . (A * m) = +-A * sum |q_d| |m_d| for each: about 100 A
-    in size, not the +-13 A of random signs (only ~3% of queries passed -65504 at f16's 2**14,
-    round 17). None for an input without those axes."""
+def shift_scale(task: Task, order: str) -> float:
+    """A of a shift draw: :data:`SHIFT_SCALES` of the shifted input's dtype, at most
+    :data:`DOT_SCALE` where another input of :func:`shift_names` meets it in a dot
+    (:func:`_dot_places`)."""
+    spec, axes = _shifted(task, order)
+    specs = {s.name: s for s in task.signature.inputs}
+    dots = [n for n in shift_names(task) if n != spec.name and _dot_places(specs[n].shape, spec.shape, axes)]
+    return min(SHIFT_SCALES[spec.dtype], DOT_SCALE) if dots else SHIFT_SCALES[spec.dtype]
+
+
+def _shifted(task: Task, order: str) -> tuple[Any, list[int]]:
+    """The input an order shifts (its signature entry) and its constant axes."""
+    _, name, axes = order.split(":")
+    return next(s for s in task.signature.inputs if s.name == name), [int(a) for a in axes.split(",")]
+
+
+def _dot_places(dims: list, shifted: list, axes: list[int]) -> list[int] | None:
+    """Where another input (of shape names ``dims``) has each of the shifted input's other axes
+    (``shifted`` less ``axes``), each once: attention's q [B, SQ, H, 64] has k's [B, H, 64]; None
+    where it lacks one."""
     kept = [d for axis, d in enumerate(shifted) if axis not in axes]
     if not kept or any(dims.count(d) != 1 for d in kept):
         return None
-    places = [dims.index(d) for d in kept]
+    return [dims.index(d) for d in kept]
+
+
+def _aligned(value: torch.Tensor, places: list[int], axes: list[int], m: torch.Tensor,
+             generator: torch.Generator) -> torch.Tensor:
+    """``value`` (another input, meeting the shifted one in a dot at ``places``) with the signs of
+    m there: attention's q [B, SQ, H, 64] against k's m [B, 1, H, 64]. Each query (every axis but
+    the last of those, which a dot contracts) is negated at random, so q . (A * m) = +-A * sum
+    |q_d| |m_d| for each: about 100 A in size, not the +-13 A of random signs (only ~3% of queries
+    passed -65504 at f16's 2**14, round 17)."""
     signs = m.sign().squeeze(axes)
     signs = signs.permute(sorted(range(len(places)), key=lambda j: places[j]))
     signs = signs.reshape([value.shape[i] if i in places else 1 for i in range(value.dim())])
