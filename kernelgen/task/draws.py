@@ -306,7 +306,7 @@ def shift_draws(task: Task, seed: int) -> list[Draw]:
     return [Draw(sizes, order=order, kind="shifted") for order in _shift_orders(task, sizes, seed)]
 
 
-_SHIFT_ORDERS: dict[tuple[str, str, int], list[str]] = {}
+_SHIFT_ORDERS: dict[tuple[str, str, int], list[str]] = {}  # by task (and its reference's text), seed
 
 
 def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
@@ -315,7 +315,7 @@ def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
     every answer to a task is checked on the same draws."""
     from kernelgen.task.verify import make_inputs, run_reference, size_seed
 
-    key = (task.id, task.variant.name if task.variant is not None else "", seed)
+    key = (f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed)
     if key not in _SHIFT_ORDERS:
         _SHIFT_ORDERS[key] = shift_orders(task, make_inputs(task, sizes, seed), run_reference,
                                           size_seed(task, sizes, seed))
