@@ -16,7 +16,9 @@ from kernelgen.task.reductions import CANCEL_HALF_ATOLS, cancelling_inputs
 from kernelgen.task.spec import get_task, load_tasks
 from kernelgen.task.verify import make_inputs, run_reference
 
-SUMS = ("gemv_f16", "splitk_gemv_f16", "row_mean_bf16")
+# row_mean_bf16 compares in bf16 steps (round 18), where its own steps judge partials rounded to
+# bf16 on every draw and the large halves' f32 rounding would fail a correct sum: no such draw.
+SUMS = ("gemv_f16", "splitk_gemv_f16")
 
 
 def test_sums_into_narrow_outputs_get_the_draw_and_dots_and_extreme_domains_do_not() -> None:
@@ -24,8 +26,8 @@ def test_sums_into_narrow_outputs_get_the_draw_and_dots_and_extreme_domains_do_n
     axis, without a golden dot (a GPU answer's tensor cores drift that far on these sums)."""
     found = {task.id for task in load_tasks() if cancelling_inputs(task) is not None}
     assert found >= set(SUMS)
-    for task_id in ("linear_f16", "row_std_f16", "matmul_f16"):  # a dot, extreme domains, b [K, N]
-        assert cancelling_inputs(get_task(task_id)) is None, task_id
+    for task_id in ("linear_f16", "row_std_f16", "matmul_f16", "row_mean_bf16"):  # a dot, extreme domains,
+        assert cancelling_inputs(get_task(task_id)) is None, task_id            # b [K, N], steps
 
 
 @pytest.mark.parametrize("task_id", SUMS)
