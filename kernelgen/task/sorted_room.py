@@ -63,8 +63,8 @@ class SortedRoom:
         radius = SORTED_FACTOR * F32_UNIT * found[name].to(expected.device, torch.float64).abs()
         radius = torch.where(radius.isfinite(), radius, torch.full_like(radius, float("nan")))
         if centre is None:
-            return expected.detach().double(), radius, \
-                f"within {SORTED_FACTOR:g} f32 units of the result on the inputs' magnitudes (a sorted row's sum drifts)"
+            return expected.detach().double(), radius, f"within {SORTED_FACTOR:g} f32 units of the result on the " \
+                "inputs' magnitudes (a sorted row's sum drifts)"
         return centre.detach().double(), 2 * radius, \
             f"within {2 * SORTED_FACTOR:g} f32 units of each other's magnitudes (a sorted row's sum drifts)"
 

@@ -228,14 +228,14 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
             # before the zero lines, and the fractions and near ties, which then act on these lines too
-            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" else ():
+            integers = extreme and domain is not None and domain.kind == "integers"
+            for axis in reduced_axes(task, spec) if integers else ():
                 args[spec.name] = with_spread_extremum_lines(args[spec.name], axis, *domain.bounds(bounds_at),
                                                              size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
-            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.kind == "integers" \
-                    and _holds_zero(domain, bounds_at) else ():
+            for axis in reduced_axes(task, spec) if integers and _holds_zero(domain, bounds_at) else ():
                 args[spec.name] = with_zero_extremum_lines(args[spec.name], axis,
                                                            size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
-            if extreme and domain is not None and domain.kind == "integers" and _adds_only_specials(task, spec.name):
+            if integers and _adds_only_specials(task, spec.name):
                 args[spec.name] = with_fractions_and_near_ties(args[spec.name], domain.bounds(bounds_at)[1],
                                                                size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if domain is not None and domain.same_as is not None:
