@@ -61,3 +61,16 @@ def test_absmax_quantize_draws_many_row_maxima() -> None:
         found |= {a for a in x.abs().amax(dim=1).tolist() if a == int(a)}
     reciprocal_off = {a for a in range(1, 255) if torch.tensor(float(a)) / 127 != torch.tensor(float(a)) * (1 / 127.0)}
     assert len(found & reciprocal_off) >= 3, sorted(found)
+
+
+def test_a_scale_one_ulp_off_fails_exactly_and_the_message_tells_the_two_apart() -> None:
+    """absmax_quantize's scale compares exactly; one f32 ulp off prints with all its digits."""
+    from kernelgen.task.verify import compare_outputs, run_reference
+
+    task = get_task("absmax_quantize")
+    sizes = {"M": 2, "N": 3}
+    inputs = {"x": torch.tensor([[72.0, 36.0, 5.0], [9.0, 1.0, 2.0]])}
+    expected = run_reference(task, inputs)
+    off = dict(expected, scale=torch.nextafter(expected["scale"], torch.zeros_like(expected["scale"])))
+    [problem] = compare_outputs(task, off, expected, inputs, sizes)
+    assert problem.code == "mismatch" and "got 0.566929102, expected 0.566929162" in problem.message

@@ -372,10 +372,15 @@ def _telling(value: torch.Tensor) -> bool:
     return int(torch.unique(value).numel()) >= COPY_MIN_DISTINCT
 
 
-def _number(element: torch.Tensor) -> str:
-    """One element for a message: integers exactly, floats to 6 significant digits."""
+def _number(element: torch.Tensor, other: torch.Tensor | None = None) -> str:
+    """One element for a message: integers exactly, floats to 6 significant digits, or to 9 (all
+    of an f32's) where ``other``, the element it is compared with, prints the same at 6 (an exact
+    comparison one ulp off: 1.6378 against 1.6378)."""
     value = element.item()
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    if not isinstance(value, float):
+        return str(value)
+    close = other is not None and f"{value:.6g}" == f"{other.item():.6g}"
+    return f"{value:.9g}" if close else f"{value:.6g}"
 
 
 def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
@@ -430,8 +435,8 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
             found.append(Diagnostic(path, "mismatch",
                                     f"{comparison.mismatches} of {got.numel()} elements of {spec.name} differ beyond "
                                     f"{comparison.criterion}; max abs error {comparison.max_abs_error:.4g}; "
-                                    f"first at {list(first)}: got {_number(got[first])}, expected "
-                                    f"{_number(want[first])} ({where})"))
+                                    f"first at {list(first)}: got {_number(got[first], want[first])}, expected "
+                                    f"{_number(want[first], got[first])} ({where})"))
         else:
             admitted = rounding is not None
         # fp8 compares through f32 (not every device has fp8 comparison kernels). All zeros that
@@ -493,8 +498,9 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
             return [Diagnostic(f"/outputs/{index}", "order_dependent",
                                f"{spec.name} depends on the order programs run in: under {description} "
                                f"{comparison.mismatches} of {base.numel()} elements differ from lockstep's; first at "
-                               f"{list(first)}: {_number(moved[first])}, not {_number(base[first])} ({where}). A GPU "
-                               f"may run either order: an atomic's old value must not decide the result")]
+                               f"{list(first)}: {_number(moved[first], base[first])}, not "
+                               f"{_number(base[first], moved[first])} ({where}). A GPU may run either order: an "
+                               f"atomic's old value must not decide the result")]
     return []
 
 
