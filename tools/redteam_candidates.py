@@ -67,6 +67,18 @@ def find_let(body, name):
     return None
 
 
+def find_ops(body, op, found=None):
+    """Every statement of this op (searching nested loops and ifs)."""
+    found = [] if found is None else found
+    for s in body:
+        if s.get("op") == op:
+            found.append(s)
+        for key in ("body", "then", "else"):
+            if isinstance(s.get(key), list):
+                find_ops(s[key], op, found)
+    return found
+
+
 def find_all_lets(body, name, found=None):
     found = [] if found is None else found
     for s in body:

@@ -38,6 +38,11 @@ def cast(x, dt):
     return {"op": "cast", "x": x, "dtype": dt}
 
 
+def f32_via(x, dt):
+    """x rounded to dt and back to f32 (an intermediate kept in a narrow dtype)."""
+    return cast(cast(x, dt), "f32")
+
+
 def full(shape, value=0.0):
     return {"op": "full", "shape": shape, "value": value, "dtype": "f32"}
 

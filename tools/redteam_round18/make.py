@@ -6,28 +6,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-from redteam_candidates import Round, find_let, golden, loops  # noqa: E402
-from redteam_round4 import B, U, cast, let, where  # noqa: E402
+from redteam_candidates import Round, find_let, find_ops, golden, loops  # noqa: E402
+from redteam_round4 import B, U, cast, f32_via, let, where  # noqa: E402
 
 ROUND = Round()
 ROUND.out = Path(__file__).resolve().parent
 kernel, write = ROUND.kernel, ROUND.write
-
-
-def find_ops(body, op, found=None):
-    """Every statement of this op (searching nested loops and ifs)."""
-    found = [] if found is None else found
-    for s in body:
-        if s.get("op") == op:
-            found.append(s)
-        for key in ("body", "then", "else"):
-            if isinstance(s.get(key), list):
-                find_ops(s[key], op, found)
-    return found
-
-
-def f32_via(x, dt):
-    return cast(cast(x, dt), "f32")
 
 
 def ED(x, axis):
