@@ -72,7 +72,8 @@ OFFSET_ROWS = "offset/rows"
 # golden grad_weight was 3e-3 off (tolerance 1.2e-3) on 5 of 48 draws over 12 seeds; at c / 4,
 # none, while a one-pass variance is still off by (c / 4 / s)^2 f32 units, ~4e-3 of it, on all.
 ROWS_EXPONENT_DROP = 2
-_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# The float dtypes whose inputs are rounded (here) or taken in magnitude (sorted_room.py).
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def offset_names(task: Task) -> list[str]:
@@ -277,7 +278,7 @@ class InputRounding:
 
     @functools.cached_property
     def _results(self) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
-        floats = {n: v for n, v in self._inputs.items() if isinstance(v, torch.Tensor) and v.dtype in _FLOATS}
+        floats = {n: v for n, v in self._inputs.items() if isinstance(v, torch.Tensor) and v.dtype in FLOATS}
         if not floats:
             return None
         unit = F64_UNIT if all(v.dtype == torch.float64 for v in floats.values()) else F32_UNIT

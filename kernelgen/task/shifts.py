@@ -131,6 +131,7 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
     spec, axes = _shifted(task, order)
     reduced = [d for axis, d in enumerate(spec.shape) if axis not in axes]  # the shape a reduction over them has
     shapes = {o.name: list(o.shape or []) for o in task.signature.outputs}
+    moved_by = shift_scale(task, order) - 1  # an output that moves with the shift moves by (A - 1) m
     for out, value in far.items():
         other, before = near[out], plain[out]
         if value.shape != other.shape or value.dtype != other.dtype:
@@ -147,7 +148,7 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
         if not finite.any():
             continue
         top = float(b[finite].abs().max())
-        moved = (a[finite] - b[finite]) / (shift_scale(task, order) - 1)
+        moved = (a[finite] - b[finite]) / moved_by
         if float((a[finite] - b[finite]).abs().max()) > PROBE_TOLERANCE * top and not (
                 shapes.get(out) == reduced and float((moved - moved.round()).abs().max()) <= PROBE_TOLERANCE
                 and 1 <= float(moved.round().abs().min()) and float(moved.round().abs().max()) <= MULTIPLES):

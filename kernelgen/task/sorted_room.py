@@ -25,14 +25,13 @@ from typing import Any, Mapping
 import torch
 
 from kernelgen.task.compare import Tolerance
+from kernelgen.task.offset import F32_UNIT, FLOATS
 from kernelgen.task.spec import Task
 from kernelgen.task.wide_reference import reference_results
 
 # f32 units of the magnitudes' sum an element may lie from the reference: the goldens' drift
 # on sorted rows reached 2.3 (above); a dropped element of a row of N is sum |x| / N off.
 SORTED_FACTOR = 16.0
-F32_UNIT = 2.0 ** -24
-_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def is_sorted(order: str | None) -> bool:
@@ -71,5 +70,5 @@ class SortedRoom:
     @functools.cached_property
     def _magnitudes(self) -> dict[str, torch.Tensor] | None:
         return reference_results(self._task, {
-            name: value.double().abs() if isinstance(value, torch.Tensor) and value.dtype in _FLOATS else value
+            name: value.double().abs() if isinstance(value, torch.Tensor) and value.dtype in FLOATS else value
             for name, value in self._inputs.items()})
