@@ -112,9 +112,16 @@ class ScriptedServer:
                     server.seen.append(seen)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                released = False
                 try:
                     answer = server.script(seen, index)
                     time.sleep(answer.delay_s)
+                    # No longer in flight once the answer starts back: the client may send its next
+                    # call as soon as it reads it, before this thread's finally runs (a count of 3
+                    # under a limit of 2 on a loaded machine).
+                    with server._lock:
+                        server.in_flight -= 1
+                    released = True
                     if answer.drop:
                         self.close_connection = True
                         return
@@ -129,8 +136,9 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    if not released:
+                        with server._lock:
+                            server.in_flight -= 1
 
             def log_message(self, *args: Any) -> None:
                 pass
