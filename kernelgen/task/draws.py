@@ -48,7 +48,8 @@ cancel on these; the comparison there allows what rounding the inputs moves the 
 
 An input the reference ignores a shift of along some axes (a softmax's row, attention's keys)
 gets, in CPU mode, a draw where it is constant and far off zero along them (:func:`shift_draws`,
-:mod:`kernelgen.task.shifts`): a running maximum started at -1e4 in place of -inf fails there.
+:mod:`kernelgen.task.shifts`): a running maximum started at -1e4 in place of -inf fails there; and
+one long along those axes, where attention's unnormalised sum of v, kept in f16, overflows.
 
 A kernel that tests a size for a multiple of a block (``rem(N, BLOCK) == 0``: a path without
 masks) gets, in CPU mode, draws at such a multiple with the others small (:func:`multiple_draws`);
@@ -85,7 +86,7 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
-from kernelgen.task.shifts import shift_names, shift_orders
+from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
                                        size_multiples, size_pairs)
 from kernelgen.task.spec import Task
@@ -297,16 +298,52 @@ def shift_draws(task: Task, seed: int) -> list[Draw]:
     """CPU mode's draws where an input is constant and far off zero along axes the reference
     ignores a shift along (:mod:`kernelgen.task.shifts`: a softmax's rows, attention's keys), one
     per such input and axes (tried on the draw's values): every size at one value within
-    :data:`SHIFT_BUDGET` elements and at least 3 (or its maximum), so a row holds equal values."""
+    :data:`SHIFT_BUDGET` elements and at least 3 (or its maximum), so a row holds equal values;
+    and one with the sizes of the constant axes as long as that budget allows, the others at 3,
+    where that is longer (:func:`_long_along`)."""
     if not task.sizes or not shift_names(task):
         return []
     sizes = _together(task, SHIFT_BUDGET)
     if sizes is None or any(value < min(3, task.sizes[name].max) for name, value in sizes.items()):
         return []
-    return [Draw(sizes, order=order, kind="shifted") for order in _shift_orders(task, sizes, seed)]
+    draws = []
+    for order in _shift_orders(task, sizes, seed):
+        draws.append(Draw(sizes, order=order, kind="shifted"))
+        long = _long_along(task, order, sizes, seed)
+        if long is not None:
+            draws.append(Draw(long, order=order, kind="shifted"))
+    return draws
+
+
+def _long_along(task: Task, order: str, sizes: Mapping[str, int], seed: int) -> dict[str, int] | None:
+    """A shift draw's sizes with the constant axes' names as long as :data:`SHIFT_BUDGET` allows
+    and the others at 3 (or their range's bounds), where that is at least twice ``sizes``' length
+    along them and the order qualifies on that draw too (:func:`kernelgen.task.shifts.shift_holds`):
+    split-decoding's keys are 5 long in a draw of every size at 5, and a partial sum of the values
+    kept in f16 (each near A times a key's weight) overflows only past a few keys of weight near 1
+    (round 18: flash_decoding_f16 with its splits' partials in f16 passed)."""
+    from kernelgen.task.verify import make_inputs, run_reference, size_seed
+
+    long_names = set(shifted_size_names(task, order))
+    others = {name: min(max(3, r.min), r.max) for name, r in task.sizes.items() if name not in long_names}
+    if not long_names or not others:
+        return None
+    long = _together(task, SHIFT_BUDGET, others)
+    if long is None or any(long[name] < 2 * sizes[name] for name in long_names):
+        return None
+    key = (_shift_key(task, seed), order)
+    if key not in _LONG_HOLDS:
+        _LONG_HOLDS[key] = shift_holds(task, make_inputs(task, long, seed), order, run_reference,
+                                       size_seed(task, long, seed))
+    return long if _LONG_HOLDS[key] else None
 
 
 _SHIFT_ORDERS: dict[tuple[str, str, int], list[str]] = {}  # by task (and its reference's text), seed
+_LONG_HOLDS: dict[tuple[tuple[str, str, int], str], bool] = {}  # by that and the order
+
+
+def _shift_key(task: Task, seed: int) -> tuple[str, str, int]:
+    return f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed
 
 
 def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
@@ -315,7 +352,7 @@ def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
     every answer to a task is checked on the same draws."""
     from kernelgen.task.verify import make_inputs, run_reference, size_seed
 
-    key = (f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed)
+    key = _shift_key(task, seed)
     if key not in _SHIFT_ORDERS:
         _SHIFT_ORDERS[key] = shift_orders(task, make_inputs(task, sizes, seed), run_reference,
                                           size_seed(task, sizes, seed))

@@ -27,8 +27,12 @@ of f32 and bf16 inputs and on attention's unscaled scores.
 
 A task qualifies on the draw itself (:func:`shift_orders`): its reference at A and at A = 1 agree
 within :data:`PROBE_TOLERANCE` on every output, or an output moves with the shift itself (a
-logsumexp, a row's maximum: by A - 1 times one of m's integers), finite where the draw's plain
-values give finite outputs. Where an output is f32 its comparison admits what rounding the inputs moves the exact
+logsumexp, a row's maximum, attention's output for v constant along the keys: by A - 1 times one
+of m's integers), finite where the draw's plain values give finite outputs. The last is where a
+partial sum of weighted values kept in f16 shows: the output is v's A * m, its unnormalised sum
+A * m times the sum of the keys' weights, past 65504 after a few keys (round 18: flash attention's
+accumulator rounded to f16 before the division by l passed every other draw), so such a draw is
+also made long along the constant axes (:func:`kernelgen.task.draws.shift_draws`). Where an output is f32 its comparison admits what rounding the inputs moves the exact
 result by (:class:`kernelgen.task.offset.InputRounding`): at |x| = 2**17 a loss computed as
 logsumexp - x[target] is off by the intermediate's ulps (2**-6), as a correct kernel may be,
 while a sentinel's error is the distance from the sentinel to the row, or a NaN (0 / 0).
@@ -116,13 +120,30 @@ def shift_orders(task: Task, inputs: Mapping[str, Any],
     return orders
 
 
+def shift_holds(task: Task, inputs: Mapping[str, Any], order: str,
+                reference: Callable[[Task, Mapping[str, Any]], dict[str, torch.Tensor]], seed: int) -> bool:
+    """Whether ``order`` qualifies on ``inputs`` (another draw's plain values) as
+    :func:`shift_orders` tries it: a reference invariant along the axes on one draw may not be on
+    another (a routing's top two experts tie, and so leave the weights alone, only where two of
+    the shifted row's multiples are equal)."""
+    try:
+        plain = reference(task, inputs)
+    except Exception:  # noqa: BLE001 - a reference that refuses the draw: no shift draw
+        return False
+    return _invariant(task, inputs, order, seed, plain, reference)
+
+
 def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, plain: Mapping[str, torch.Tensor],
                reference: Callable[[Task, Mapping[str, Any]], dict[str, torch.Tensor]]) -> bool:
-    """Whether every output of the reference is the same with the shifted input at A and at 1, or,
-    for an output that reduces the shifted axes away (its shape is the input's without them),
-    moved by the shift itself (a logsumexp, a row's maximum: ``(far - near) / (A - 1)`` one of
-    m's nonzero integers at every element, not a fraction of them: a block's scale amax / 448),
-    and finite wherever ``plain`` (the draw's outputs) is."""
+    """Whether every output of the reference is the same with the shifted input at A and at 1, or
+    moved by the shift itself (a logsumexp, a row's maximum, attention's output for a shift of v
+    along the keys: ``(far - near) / (A - 1)`` one of m's nonzero integers at every element, not a
+    fraction of them: a block's scale amax / 448), and finite wherever ``plain`` (the draw's
+    outputs) is. Such an output need not have the input's shape less the axes (self-attention's
+    [S, 64] output takes v's shift along its S keys at each of its S queries), but one of another
+    shape rules out float outputs the shift leaves alone: add + layer norm's h = x + residual moves
+    with x, and its y, the layer norm of A * m plus the residual's spread, rests on an f32 mean of
+    values near A, whose rounding (A * 2**-24) takes a correct kernel's y a bf16 step off."""
     try:
         far = reference(task, with_shift(task, inputs, order, seed))
         near = reference(task, with_shift(task, inputs, order, seed, scale=1.0))
@@ -132,6 +153,7 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
     reduced = [d for axis, d in enumerate(spec.shape) if axis not in axes]  # the shape a reduction over them has
     shapes = {o.name: list(o.shape or []) for o in task.signature.outputs}
     moved_by = shift_scale(task, order) - 1  # an output that moves with the shift moves by (A - 1) m
+    left_alone = moved_elsewhere = False  # float outputs the shift leaves alone; ones it moves, not reduced
     for out, value in far.items():
         other, before = near[out], plain[out]
         if value.shape != other.shape or value.dtype != other.dtype:
@@ -149,11 +171,14 @@ def _invariant(task: Task, inputs: Mapping[str, Any], order: str, seed: int, pla
             continue
         top = float(b[finite].abs().max())
         moved = (a[finite] - b[finite]) / moved_by
-        if float((a[finite] - b[finite]).abs().max()) > PROBE_TOLERANCE * top and not (
-                shapes.get(out) == reduced and float((moved - moved.round()).abs().max()) <= PROBE_TOLERANCE
-                and 1 <= float(moved.round().abs().min()) and float(moved.round().abs().max()) <= MULTIPLES):
+        if float((a[finite] - b[finite]).abs().max()) <= PROBE_TOLERANCE * top:
+            left_alone = True
+        elif float((moved - moved.round()).abs().max()) <= PROBE_TOLERANCE \
+                and 1 <= float(moved.round().abs().min()) and float(moved.round().abs().max()) <= MULTIPLES:
+            moved_elsewhere = moved_elsewhere or shapes.get(out) != reduced
+        else:
             return False
-    return True
+    return not (left_alone and moved_elsewhere)
 
 
 def with_shift(task: Task, args: Mapping[str, Any], order: str, seed: int, scale: float | None = None
@@ -192,6 +217,12 @@ def shift_scale(task: Task, order: str) -> float:
     specs = {s.name: s for s in task.signature.inputs}
     dots = [n for n in shift_names(task) if n != spec.name and _dot_places(specs[n].shape, spec.shape, axes)]
     return min(SHIFT_SCALES[spec.dtype], DOT_SCALE) if dots else SHIFT_SCALES[spec.dtype]
+
+
+def shifted_size_names(task: Task, order: str) -> list[str]:
+    """The size names of the axes an order holds its input constant along (none for literal axes)."""
+    spec, axes = _shifted(task, order)
+    return [spec.shape[axis] for axis in axes if isinstance(spec.shape[axis], str)]
 
 
 def _shifted(task: Task, order: str) -> tuple[Any, list[int]]:
