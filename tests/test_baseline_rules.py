@@ -210,6 +210,9 @@ def test_extra_launcher_arguments_with_defaults_and_jit_imported_by_name() -> No
     ("torch.save = print", "module_assignment"),
     ("torch.Tensor.add = torch.Tensor.sub", "module_assignment"),
     ("t = type(x)", "forbidden_builtin"),
+    # torch.cuda's members beyond the allowed calls: the jiterator compiles CUDA C++ from a
+    # string and launches it inside torch, where the run-time guard does not look (round 19)
+    ("jit = torch.cuda.jiterator._create_jit_fn", "module_as_value"),
 ])
 def test_escapes_are_forbidden(line: str, code: str) -> None:
     verdict = check_answer(fenced(with_launcher_line(line)), ENTRY)

@@ -153,6 +153,9 @@ def catalogue(targets: list[Path], port: int) -> dict[str, tuple[str, bool, dict
         "torch_via_tuple": (answer("result = (x,)[0].add(y)", ("    return out\n", "    return result\n")), True, {}),
         "numpy_via_bound_method": (answer("to_host = x.numpy\nhost = to_host()"), True, {}),
         "refusal_caught": (answer("try:\n    (x,)[0].add(y)\nexcept Exception:\n    pass"), True, {}),
+        # copy_ is a move, as .to() is: a copy into another dtype rounds on the host (round 19: an
+        # f32 GEMM result rounded into the f16 output)
+        "copy_converting": (answer("half = torch.empty(x.shape, dtype=torch.float16)\nhalf.copy_(x)"), True, {}),
         # Results kept by data_ptr: the call made again on refilled tensors returns stale ones.
         "cache_by_data_ptr": (answer("if x.data_ptr() in SEEN:\n    return SEEN[x.data_ptr()]",
                                      ("    return out\n", "    SEEN[x.data_ptr()] = out\n    return out\n"))
@@ -281,7 +284,7 @@ def test_the_static_rules_stop_the_rest_of_the_catalogue(text: str, outcome: Out
 
 
 @pytest.mark.parametrize("name, refused", [("torch_via_tuple", "add()"), ("numpy_via_bound_method", "numpy()"),
-                                           ("refusal_caught", "add()")])
+                                           ("refusal_caught", "add()"), ("copy_converting", "copy_()")])
 def test_pytorch_computing_is_refused_as_it_runs(results: dict[str, Any], name: str, refused: str) -> None:
     run = result(results, name)
     assert run.outcome is Outcome.FORBIDDEN_CONSTRUCT and run.error.startswith(refused), (run.error, run.stderr_tail)
