@@ -135,6 +135,19 @@ def test_a_good_answer_passes() -> None:
     assert verdict.fenced and verdict.code == GOOD
 
 
+@pytest.mark.parametrize("guard", [
+    'if __name__ != "__main__":',  # true on import: not a main guard
+    'if __name__ == "__main__":\n    pass\nelse:',  # the else runs on import
+])
+def test_only_the_body_of_a_real_main_guard_is_exempt(guard: str) -> None:
+    """Round 19: numpy imported and torch.matmul called where the rules took a branch that runs
+    on import for the main guard's never-run body."""
+    code = changed(GOOD, 'if __name__ == "__main__":', guard)
+    verdict = check_answer(fenced(code), ENTRY)
+    assert verdict.outcome is Outcome.FORBIDDEN_CONSTRUCT
+    assert "forbidden_import" in [d.code for d in verdict.diagnostics], verdict.diagnostics
+
+
 def test_a_syntax_error_names_its_line_and_column() -> None:
     verdict = check_answer(fenced(changed(GOOD, "def scaled_add(x", "def scaled_add(x,,")), ENTRY)
     assert verdict.outcome is Outcome.SYNTAX_ERROR

@@ -320,7 +320,7 @@ def _dotted(node: ast.AST) -> list[str] | None:
 def _is_main_guard(node: ast.AST) -> bool:
     test = getattr(node, "test", None)
     return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__" and len(test.comparators) == 1
+            and test.left.id == "__name__" and len(test.comparators) == 1 and isinstance(test.ops[0], ast.Eq)
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
 
 
@@ -349,7 +349,7 @@ class _Rules:
         for node in self.tree.body:
             if _is_main_guard(node):
                 self.guard_tests.add(id(node.test.left))
-                for statement in node.body + node.orelse:
+                for statement in node.body:  # not its else: that branch is what runs on import
                     self.main_guard_nodes.update(id(n) for n in ast.walk(statement))
         self.collect_imports()
         self.jitted = {name for name, f in self.functions.items() if any(self.is_jit(d) for d in f.decorator_list)}
