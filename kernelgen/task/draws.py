@@ -343,6 +343,7 @@ _LONG_HOLDS: dict[tuple[tuple[str, str, int], str], bool] = {}  # by that and th
 
 
 def _shift_key(task: Task, seed: int) -> tuple[str, str, int]:
+    """A task's shift probes are kept by its tier, id and variant, its reference's text and the seed."""
     return f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed
 
 
