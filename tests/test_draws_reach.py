@@ -174,3 +174,70 @@ def test_an_unlisted_call_is_checked_past_the_kernels_extent() -> None:
     kinds = [d.kind for d in seen]
     assert kinds[:2] == ["drawn", "drawn"] and {"past_extent", "range_max"} & set(kinds)
     assert max(d.sizes["M"] for d in seen) == call.sizes["M"].max
+
+
+def _catalogue(name: str):
+    import json
+    from pathlib import Path
+
+    from kernelgen.lang.parse import kernel_from_obj
+
+    return check(kernel_from_obj(json.loads((Path(__file__).parent / "redteam" / f"{name}.json").read_text())["kernel"]))
+
+
+def test_a_product_of_sizes_compared_with_a_fixed_value_is_drawn_past_it() -> None:
+    """row_sum dropping the tail past M * N >= 2**20 (round 11): every other draw keeps one size
+    large and the others small, or all at 571; the crossing draw puts M = N well past 1024, odd."""
+    from kernelgen.task.draws import crossing_draws
+    from kernelgen.task.size_reads import size_crossings
+
+    task, checked = get_task("row_sum"), _catalogue("row_sum_large_inputs_whole_blocks_only")
+    (crossing,) = size_crossings(task, checked)
+    assert crossing.names == {"M", "N"} and crossing.fixed == 2 ** 20
+    (draw,) = crossing_draws(task, checked, 0)
+    m, n = draw.sizes["M"], draw.sizes["N"]
+    assert m == n and m % 2 == 1 and 1536 <= m <= 2048 and draw.kind == "crossing" and draw.extreme
+    assert draw in case_draws(task, checked, 4, 0, False)
+    assert crossing_draws(task, check(task.golden), 0) == []  # the golden compares no size: no cost there
+
+
+def test_a_threshold_the_host_computes_is_read_through_the_param() -> None:
+    """The same threshold on a param ``total = M * N`` the host computes: read as its expression."""
+    from kernelgen.task.draws import crossing_draws
+
+    task, checked = get_task("row_sum"), _catalogue("row_sum_large_inputs_whole_blocks_only")
+    kernel = checked.kernel.model_dump(exclude_none=True)
+    kernel["params"].append({"name": "total", "value": {"op": "mul", "lhs": "M", "rhs": "N"}, "dtype": "i64"})
+    stop = next(s for s in kernel["body"] if s.get("name") == "stop_at")
+    stop["value"]["cond"]["lhs"] = "total"
+    (draw,) = crossing_draws(task, check(L.Kernel.model_validate(kernel)), 0)
+    assert draw.sizes["M"] * draw.sizes["N"] > 2 ** 20
+
+
+def test_a_threshold_below_the_extent_is_drawn_past() -> None:
+    """flash decoding's splits capped at 8 blocks of 64 (``minimum(cdiv(cdiv(S, 64), 16), 8)``):
+    keys past 8192 are dropped, under an extent of 65536 that no draw passes; the crossing draw
+    puts S at 1.5 to 2 times 8192 (just past it, the dropped share stays within tolerance)."""
+    from kernelgen.task.draws import crossing_draws
+
+    task, checked = get_task("flash_decoding_f16"), _catalogue("flash_decoding_f16_splits_capped_at_8_blocks")
+    assert block_extent(checked) > task.sizes["S"].max
+    (draw,) = crossing_draws(task, checked, 0)
+    assert draw.sizes["B"] == draw.sizes["H"] == 1 and 12288 <= draw.sizes["S"] <= 16384
+
+
+def test_an_extent_past_the_element_budget_is_drawn_past() -> None:
+    """relu's grid capped at 65535 programs of 128 covers 8388480 elements, past what
+    CPU_ELEMENT_BUDGET allows for x and y: the draw past it is taken within CPU_PAST_BUDGET."""
+    task, checked = get_task("relu"), _catalogue("relu_grid_capped_65535_programs_of_128")
+    past = [d for d in case_draws(task, checked, 4, 0, False) if d.kind == "past_extent"]
+    assert past and all(d.sizes["N"] > 65535 * 128 for d in past)
+
+
+def test_a_size_only_the_grid_spreads_over_is_drawn_at_the_top_the_budget_reaches() -> None:
+    """group_norm's combine of a fixed 64 partials (8 per 4096 columns) drops those past L = 32768,
+    and no comparison says so: L, which only the grid spreads over, is drawn as high as the element
+    budget allows with B at its minimum."""
+    task, checked = get_task("group_norm"), _catalogue("group_norm_combine_one_block_of_64_partials")
+    tops = [d.sizes for d in case_draws(task, checked, 4, 0, False) if d.kind == "range_max"]
+    assert any(s["B"] == 1 and s["L"] > 32768 for s in tops)

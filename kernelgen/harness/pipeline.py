@@ -76,7 +76,7 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
 # presence pattern needs checking, not at every size.
 UNLISTED_DRAWS = 2
 # The kernel-reading draws an unlisted call takes besides them (:class:`kernelgen.task.draws.Draw`'s kinds).
-UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple")
+UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple", "crossing")
 
 
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],

@@ -61,6 +61,16 @@ gets, in CPU mode, draws at that value with the other sizes large (:func:`equali
 other draws hold a size at 1 only with the others small, where a weight read with its axes
 swapped is the same memory.
 
+A kernel that compares an expression of sizes with a fixed value (``M * N >= 2**20``, splits capped
+at ``minimum(cdiv(cdiv(S, 64), 16), 8)``, through lets and params the host computes) gets, in CPU
+mode, a draw well past each such threshold, the sizes it reads at one value and the others at
+their minimum (:func:`crossing_draws`): the extent the other draws pass is only the largest of one
+size's thresholds, and none passed a threshold on a product. An extent past the element budget
+(a grid capped at 65535 programs of 128) is passed within :data:`CPU_PAST_BUDGET`, a launch past
+the interpreter's own budget judged on a sample of its programs; and where programs combine their
+work (several launches, scratch, atomics), a size only the grid spreads over is also drawn as high
+as the element budget reaches (a fixed 64 of a launch's partials combined by the next).
+
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
 drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
@@ -81,14 +91,15 @@ from typing import Callable, Iterable, Mapping
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
+from kernelgen.interp.sampled import why_not_sampled
 from kernelgen.task.addends import ADDEND, addend_inputs, addend_part
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
-from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
-                                       size_multiples, size_pairs)
+from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_crossings,
+                                       size_equalities, size_multiples, size_pairs)
 from kernelgen.task.spec import Task
 
 DEFAULT_CPU_MAX = 4096
@@ -130,6 +141,13 @@ UP_BUDGET = 1 << 12
 ADDEND_BUDGET = 1 << 15
 # The elements a shift draw (:func:`shift_draws`) holds at most: attention's four sizes at 3.
 SHIFT_BUDGET = 1 << 15
+# The comparisons of sizes with a fixed value that get a draw past them (:func:`crossing_draws`).
+CROSSINGS = 12
+# Elements of all inputs and outputs of a CPU draw past a threshold or an extent that
+# CPU_ELEMENT_BUDGET keeps out of reach (a grid capped at 65535 programs of 128 covers 8388480
+# elements): a launch past the interpreter's own budget is judged on a sample of its programs;
+# an elementwise kernel at 8.4M elements takes about 2 s and 0.8 GB.
+CPU_PAST_BUDGET = 1 << 25
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -166,7 +184,8 @@ class Draw:
     # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple"
     # (:func:`multiple_draws`), "size_order" (two sizes the
     # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`),
-    # "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`) or "num_sms".
+    # "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing" (past a
+    # threshold: :func:`crossing_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -395,6 +414,49 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
     return draws
 
 
+def crossing_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
+    """CPU mode's draws past each comparison of sizes with a fixed value
+    (:func:`kernelgen.task.size_reads.size_crossings`, the first :data:`CROSSINGS`): the sizes
+    it reads at one value (clamped to their ranges), where the comparison is strictly the other
+    way than at the ranges' minima: 1.5 to 2 times the least such value and odd (``M * N >=
+    2**20`` flips at M = N = 1024, a multiple of every block, where a dropped tail does not
+    show), as far as :data:`CPU_PAST_BUDGET` allows; the other sizes at their minimum."""
+    rng = random.Random(f"{task.id}:{seed}:crossings")
+    lowest = {name: r.min for name, r in task.sizes.items()}
+    draws: list[Draw] = []
+    for crossing in size_crossings(task, checked)[:CROSSINGS]:
+        def at(value: int) -> dict[str, int]:
+            return {**lowest, **{n: min(max(value, task.sizes[n].min), task.sizes[n].max) for n in crossing.names}}
+
+        def side(sizes: Mapping[str, int]) -> int | None:
+            value = crossing.value(sizes)
+            return None if value is None or math.isnan(value) else (value > crossing.fixed) - (value < crossing.fixed)
+
+        start = side(lowest)
+
+        def flipped(value: int) -> bool:
+            there = side(at(value))
+            return start is not None and there is not None and (there == -start if start else there != 0)
+
+        top = max(task.sizes[n].max for n in crossing.names)
+        if not flipped(top):
+            continue
+        low, high = 1, top
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if flipped(mid) else (mid + 1, high)
+        # Well past the crossing: a path that drops what lies past it (keys past 8192) is off
+        # by the share dropped, within tolerance at 8845 keys and not at 12000.
+        value = min(top, rng.randint(low + low // 2, 2 * low))
+        value = _largest(lambda v: _fits(task, at(v), False, CPU_PAST_BUDGET), low, value)
+        value += 1 - value % 2 if value < top and _fits(task, at(value + 1), False, CPU_PAST_BUDGET) else 0
+        sizes = at(value) if flipped(value) else at(low)
+        draw = Draw(sizes, extreme=True, kind="crossing")
+        if _fits(task, sizes, False, CPU_PAST_BUDGET) and draw not in draws:
+            draws.append(draw)
+    return draws
+
+
 def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int, gap: int) -> dict[str, int]:
     """``other`` at ``value`` and ``big`` ``gap`` or one more (odd) past it, clamped to their
     ranges, the rest as given."""
@@ -485,11 +547,21 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     # a cumsum must not turn the sorted draws off
     scans = any(isinstance(node, L.Scan) for node, _ in nodes(task.golden or checked.kernel, ""))
     lowest = {name: r.min for name, r in task.sizes.items()}
+    combines = not gpu and why_not_sampled(checked) is not None
     draws: list[Draw] = []
     for name in task.sizes:
         small = _small(task, task.sizes, rng)
         cap = _largest_fitting(task, small, name, gpu)
-        value = _past(extent, task.sizes[name].min, cap, rng) if cap > extent else cap
+        past, reach = small, cap
+        if not gpu and cap <= extent < task.sizes[name].max:
+            # The other names small may keep this one within the extent where their minima do
+            # not (group_norm's L at B = 16: 4095), and an extent past the element budget (a
+            # grid capped at 65535 programs of 128 covers 8388480 elements) is reached within
+            # CPU_PAST_BUDGET, a launch past the interpreter's budget judged on a sample.
+            further = _largest_fitting(task, lowest, name, gpu, CPU_PAST_BUDGET)
+            if further > extent:
+                past, reach = lowest, further
+        value = _past(extent, task.sizes[name].min, reach, rng) if reach > extent else cap
         # In CPU mode, along a size the grid spreads over and no loop runs over (8192 rows are
         # 8192 programs, the interpreter's time), the draw past the extent stands for the range's
         # maximum: a size a program covers in blocks or a loop walks (a reduction, whose rounding
@@ -497,8 +569,17 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         top = range_max_draw(task, name, gpu) if gpu or name not in gridded or name in looped else None
         # Where the budget keeps the size within the extent, the draw "past" it is the largest
         # that fits: the range's maximum draw, when it reaches the maximum, holds it already.
-        if top is None or cap > extent or top.sizes[name] < value:
-            draws.append(Draw({**small, name: value}, extreme=True, kind="past_extent"))
+        if top is None or reach > extent or top.sizes[name] < value:
+            draws.append(Draw({**past, name: value}, extreme=True, kind="past_extent"))
+        if top is None and combines:
+            # Where programs combine their work (a later launch, scratch, atomics), a size only
+            # the grid spreads over still gets the top the element budget reaches, the others at
+            # their minimum: a launch that combines a fixed 64 of the partials an earlier one
+            # wrote, 8 per 4096 columns, drops those past L = 32768, and no comparison says so.
+            # (Independent programs are judged each by its own work; the extent covers that.)
+            highest = _largest_fitting(task, lowest, name, gpu)
+            if highest > value:
+                draws.append(Draw({**lowest, name: highest}, extreme=True, kind="range_max"))
         if top is not None:
             draws.append(top)
             # Along a size only loops walk (a matmul's K, a long row), one less than that
@@ -526,7 +607,8 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
                             *offset_draws(task, checked), *down_draws(task), *multiple_draws(task, checked, seed),
-                            *ordering_draws(task, checked), *addend_draws(task, seed), *up_draws(task, seed),
+                            *ordering_draws(task, checked), *crossing_draws(task, checked, seed),
+                            *addend_draws(task, seed), *up_draws(task, seed),
                             *shift_draws(task, seed)]
     return draws + [draw for draw in extra if draw is not None]
 
