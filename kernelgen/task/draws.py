@@ -61,11 +61,13 @@ gets, in CPU mode, draws at that value with the other sizes large (:func:`equali
 other draws hold a size at 1 only with the others small, where a weight read with its axes
 swapped is the same memory.
 
-A kernel that compares an expression of sizes with a fixed value (``M * N >= 2**20``, splits capped
-at ``minimum(cdiv(cdiv(S, 64), 16), 8)``, through lets and params the host computes) gets, in CPU
-mode, a draw well past each such threshold, the sizes it reads at one value and the others at
-their minimum (:func:`crossing_draws`): the extent the other draws pass is only the largest of one
-size's thresholds, and none passed a threshold on a product. An extent past the element budget
+A kernel whose conditions on its sizes alone (``M * N >= 2**20``, splits capped at
+``minimum(cdiv(cdiv(S, 64), 16), 8)``, ``sqrt(float(M) * float(N)) > 1024``, a band ``5000 < N <
+6000``, ``M > 2 * N and N > 1024``; through lets, params the host computes and ``numel``) answer
+otherwise somewhere in the ranges gets, in CPU mode, a draw well inside each such region
+(:func:`crossing_draws`, :mod:`kernelgen.task.size_conditions`, which evaluates them): the extent
+the other draws pass is only the largest of one size's thresholds, and none passed a threshold on
+a product. An extent past the element budget
 (a grid capped at 65535 programs of 128) is passed within :data:`CPU_PAST_BUDGET`, a launch past
 the interpreter's own budget judged on a sample of its programs; and where programs combine their
 work (several launches, scratch, atomics), a size only the grid spreads over is also drawn as high
@@ -98,8 +100,9 @@ from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
-from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_crossings,
-                                       size_equalities, size_multiples, size_pairs)
+from kernelgen.task.size_conditions import condition_regions, size_conditions
+from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
+                                       size_multiples, size_pairs)
 from kernelgen.task.spec import Task
 
 DEFAULT_CPU_MAX = 4096
@@ -415,46 +418,15 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
 
 
 def crossing_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
-    """CPU mode's draws past each comparison of sizes with a fixed value
-    (:func:`kernelgen.task.size_reads.size_crossings`, the first :data:`CROSSINGS`): the sizes
-    it reads at one value (clamped to their ranges), where the comparison is strictly the other
-    way than at the ranges' minima: 1.5 to 2 times the least such value and odd (``M * N >=
-    2**20`` flips at M = N = 1024, a multiple of every block, where a dropped tail does not
-    show), as far as :data:`CPU_PAST_BUDGET` allows; the other sizes at their minimum."""
-    rng = random.Random(f"{task.id}:{seed}:crossings")
-    lowest = {name: r.min for name, r in task.sizes.items()}
-    draws: list[Draw] = []
-    for crossing in size_crossings(task, checked)[:CROSSINGS]:
-        def at(value: int) -> dict[str, int]:
-            return {**lowest, **{n: min(max(value, task.sizes[n].min), task.sizes[n].max) for n in crossing.names}}
-
-        def side(sizes: Mapping[str, int]) -> int | None:
-            value = crossing.value(sizes)
-            return None if value is None or math.isnan(value) else (value > crossing.fixed) - (value < crossing.fixed)
-
-        start = side(lowest)
-
-        def flipped(value: int) -> bool:
-            there = side(at(value))
-            return start is not None and there is not None and (there == -start if start else there != 0)
-
-        top = max(task.sizes[n].max for n in crossing.names)
-        if not flipped(top):
-            continue
-        low, high = 1, top
-        while low < high:
-            mid = (low + high) // 2
-            low, high = (low, mid) if flipped(mid) else (mid + 1, high)
-        # Well past the crossing: a path that drops what lies past it (keys past 8192) is off
-        # by the share dropped, within tolerance at 8845 keys and not at 12000.
-        value = min(top, rng.randint(low + low // 2, 2 * low))
-        value = _largest(lambda v: _fits(task, at(v), False, CPU_PAST_BUDGET), low, value)
-        value += 1 - value % 2 if value < top and _fits(task, at(value + 1), False, CPU_PAST_BUDGET) else 0
-        sizes = at(value) if flipped(value) else at(low)
-        draw = Draw(sizes, extreme=True, kind="crossing")
-        if _fits(task, sizes, False, CPU_PAST_BUDGET) and draw not in draws:
-            draws.append(draw)
-    return draws
+    """CPU mode's draws where the kernel's conditions on its sizes answer otherwise than at the
+    ranges' minima (:mod:`kernelgen.task.size_conditions`: one per combination of answers, well
+    inside its region, the first :data:`CROSSINGS`), within :data:`CPU_PAST_BUDGET`. Inputs of
+    the ordinary domains: the draw is there to take the path, and a path that drops keys past
+    8192 showed at S = 13977 on ordinary values but not on extreme ones, whose peaked softmax
+    put the weight on one key within the first 8192."""
+    regions = condition_regions(task, size_conditions(task, checked),
+                                lambda sizes: _fits(task, sizes, False, CPU_PAST_BUDGET), seed, CROSSINGS)
+    return [Draw(sizes, kind="crossing") for sizes in regions]
 
 
 def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int, gap: int) -> dict[str, int]:

@@ -6,7 +6,6 @@ read from the checked AST with literals and meta values folded."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from kernelgen.lang import nodes as L
@@ -70,49 +69,6 @@ def size_thresholds(checked: Checked) -> list[int]:
                         if at is not None and 1 < at < 1 << 40:
                             found.add(math.ceil(at))
     return sorted(found)
-
-
-@dataclass(frozen=True)
-class Crossing:
-    """A comparison of an expression of sizes with a fixed value (``M * N >= 2**20``, a param
-    ``total = M * N`` against a meta value, ``minimum(cdiv(S, 64), 8)``): ``side``, the
-    expression with lets, params and ``num_programs`` in place; ``fixed``, the value it is
-    compared with; ``names``, the sizes it reads (nothing else: no load, no program id)."""
-
-    side: object
-    fixed: float
-    names: frozenset[str]
-    metas: Mapping[str, int]
-
-    def value(self, sizes: Mapping[str, int]) -> float | None:
-        """The expression's value at ``sizes`` (None where it cannot be evaluated: a division by zero)."""
-        return _fixed_value(self.side, {**self.metas, **sizes})
-
-
-def size_crossings(task: Task, checked: Checked) -> list[Crossing]:
-    """Every comparison of an expression of the task's sizes (and nothing else) with a fixed
-    value: a kernel may take another path (drop a tail, cap its work) only past such a
-    threshold, and :func:`kernelgen.task.draws.crossing_draws` draws just past each. The
-    extent the other draws pass is the largest of one size's thresholds (:func:`block_extent`),
-    so a lower one (a split capped at 8 blocks, ``minimum(cdiv(cdiv(S, 64), 16), 8)``: S past
-    8192 under an extent of 65536) was passed only by chance; and one on a product of sizes
-    (``M * N >= 2**20``) by no draw: those make one size large and the others small, and the
-    joint draw (571 x 571) stays below."""
-    found: list[Crossing] = []
-    for each in launches_of(checked):
-        metas = {m.name: m.value for m in each.kernel.meta}
-        inline = _inliner(each.kernel)
-        for node, _ in nodes(each.kernel, ""):
-            if not isinstance(node, L.Binary) or node.op not in ("lt", "le", "gt", "ge", "minimum", "maximum"):
-                continue
-            for side, other in ((inline(node.lhs), inline(node.rhs)), (inline(node.rhs), inline(node.lhs))):
-                fixed, read = _fixed_value(other, metas), _operands(side) - set(metas)
-                if fixed is None or not read or not read <= set(task.sizes):
-                    continue
-                crossing = Crossing(side, fixed, frozenset(read), metas)
-                if crossing not in found:
-                    found.append(crossing)
-    return found
 
 
 def _inliner(kernel: L.Kernel) -> Callable[[object], object]:

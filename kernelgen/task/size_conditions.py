@@ -1,0 +1,385 @@
+"""Where a kernel's own tests of its sizes change their answer, found by evaluating them.
+
+A kernel may take another path (drop a tail, cap a loop, skip a bias) only where a condition on
+its sizes holds: ``M * N >= 2**20``, splits capped at ``minimum(cdiv(cdiv(S, 64), 16), 8)``,
+``sqrt(float(M) * float(N)) > 1024``, ``(M * N) >> 20 != 0``, a band ``5000 < N < 6000``, ``M > 2 * N
+and N > 1024``, a param ``numel(x)`` against a ``iinfo`` bound. Reading such a condition's shape
+(undoing its arithmetic to a threshold) sees only the forms it was written for (red-team round
+20: 24 kernels past it), so each condition is *evaluated* instead, in torch, on many size
+assignments at once: every comparison and every ``and``/``or``/``not`` of them, and each
+``minimum``/``maximum`` as the comparison it makes, whose operands read sizes, literals and meta
+values alone (lets, params the host computes, host values, ``num_programs``, ``numel`` and
+``stride`` put in place; anything else, a load or a program id, leaves the condition out).
+
+:func:`condition_regions` sweeps the sizes the conditions read: every value of one common size
+(all of a group's names at it, the others at their minimum) and a geometric ladder of each name
+against the others (sizes unequal: ``M > 2 * N``); each combination of the conditions' answers
+other than the ranges' minima's gets one assignment, well inside the region where it holds (1.5
+to 2 times where it starts, or the middle of a band, odd where the region allows), within the
+caller's budget. Conditions that never change, decoys, give nothing. Integer arithmetic is exact
+in 64 bits here (a kernel's i32 product wraps past 2**31; the draw may then miss that path).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import torch
+
+from kernelgen.check.checked import Checked, launches_of
+from kernelgen.check.sequence import nodes
+from kernelgen.lang import nodes as L
+from kernelgen.task.size_reads import _lets
+from kernelgen.task.spec import Task
+
+# Conditions in one sweep (their answers are bits of one int64 code).
+CONDITIONS = 60
+# The longest sweep of one common value (every integer up to it; past it, a geometric ladder).
+SWEEP = 1 << 24
+# Ladder factor of the sweeps of sizes against each other (groups of two or three names).
+LADDER = 1.15
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A boolean expression of sizes (lets, params, host values and tensor infos in place)."""
+
+    expr: object
+    names: frozenset[str]
+    metas: Mapping[str, int]
+
+
+def size_conditions(task: Task, checked: Checked) -> list[Condition]:
+    """Every condition a launch of the kernel computes from the task's sizes alone, once each."""
+    found: list[Condition] = []
+    for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        inline = _inliner(each.kernel)
+        for node, _ in nodes(each.kernel, ""):
+            if isinstance(node, L.Binary) and node.op in ("minimum", "maximum"):
+                # which operand it takes: below, at (either) and above
+                asked = [L.Binary(op=op, lhs=node.lhs, rhs=node.rhs) for op in ("lt", "gt")]
+            elif isinstance(node, L.Binary) and node.op in (*L.COMPARISON_OPS, *L.LOGICAL_OPS) or \
+                    isinstance(node, L.Unary) and node.op == "not":
+                asked = [node]
+            else:
+                continue
+            for expr in map(inline, asked):
+                read = _names(expr) - set(metas)
+                if not read or not read <= set(task.sizes):
+                    continue
+                probe = evaluate(expr, {**metas, **{n: task.sizes[n].min for n in read}})
+                condition = Condition(expr, frozenset(read), metas)
+                if probe is not None and probe.dtype == torch.bool and condition not in found:
+                    found.append(condition)
+    return found
+
+
+def condition_regions(task: Task, conditions: list[Condition], fits: Callable[[dict[str, int]], bool],
+                      seed: int, most: int) -> list[dict[str, int]]:
+    """At most ``most`` size assignments, one per combination of the conditions' answers that
+    the ranges' minima do not give, each within ``fits`` (see the module docstring)."""
+    if not conditions:
+        return []
+    rng = random.Random(f"{task.id}:{seed}:conditions")
+    lowest = {name: r.min for name, r in task.sizes.items()}
+    groups = list(dict.fromkeys(c.names for c in conditions))
+    union = frozenset().union(*groups)
+    if len(union) <= 3 and union not in groups:
+        groups.append(union)
+    found: list[dict[str, int]] = []
+    codes_seen: set[tuple[frozenset[str], int]] = set()
+    for names in sorted(groups, key=lambda g: (len(g), sorted(g))):
+        relevant = [c for c in conditions if c.names <= names][:CONDITIONS]
+        base = _codes(relevant, {n: torch.tensor([v]) for n, v in lowest.items()})
+        if base is None:
+            continue
+        base_code = int(base[0])
+        for sizes, code in _common_sweep(task, names, relevant, lowest, fits, rng) + \
+                _ladder_sweep(task, names, relevant, lowest, fits):
+            if code == base_code or (names, code) in codes_seen or sizes in found:
+                continue
+            codes_seen.add((names, code))
+            found.append(sizes)
+            if len(found) >= most:
+                return found
+    return found
+
+
+def _common_sweep(task: Task, names: frozenset[str], relevant: list[Condition], lowest: Mapping[str, int],
+                  fits: Callable[[dict[str, int]], bool], rng: random.Random) -> list[tuple[dict[str, int], int]]:
+    """Every name of ``names`` at one value v (clamped to its range), v over every integer the
+    budget allows: per combination of answers, the first region where it holds, and a value in it."""
+    def at(value: int) -> dict[str, int]:
+        return {**lowest, **{n: min(max(value, task.sizes[n].min), task.sizes[n].max) for n in names}}
+
+    top = max(task.sizes[n].max for n in names)
+    reach = _largest(lambda v: fits(at(v)), 1, top)
+    values = torch.arange(1, reach + 1) if reach <= SWEEP else torch.cat(
+        [torch.arange(1, SWEEP + 1), _ladder(SWEEP, reach)]).unique()
+    env = {n: values.clamp(task.sizes[n].min, task.sizes[n].max) for n in names}
+    env |= {n: torch.tensor([v]) for n, v in lowest.items() if n not in names}
+    codes = _codes(relevant, env)
+    if codes is None:
+        return []
+    codes = codes.expand(values.shape)
+    chosen: list[tuple[dict[str, int], int]] = []
+    for code in codes.unique().tolist():
+        where = (codes == code).nonzero().flatten()
+        first = int(where[0])
+        # the run of values from the first where the combination holds
+        gaps = (where[1:] - where[:-1] != 1).nonzero()
+        last = int(where[int(gaps[0])]) if gaps.numel() else int(where[-1])
+        start, stop = int(values[first]), int(values[last])
+        value = _inside(start, stop, rng)
+        chosen.append((at(value), code))
+    return chosen
+
+
+def _ladder_sweep(task: Task, names: frozenset[str], relevant: list[Condition], lowest: Mapping[str, int],
+                  fits: Callable[[dict[str, int]], bool]) -> list[tuple[dict[str, int], int]]:
+    """Each name of ``names`` (two or three) over a geometric ladder of its range, against the
+    others': per combination of answers, the smallest assignment where it holds that fits, taken
+    1.5 times further where the combination still holds and it still fits."""
+    if not 2 <= len(names) <= 3:
+        return []
+    order = sorted(names)
+    ladders = [_ladder(task.sizes[n].min, task.sizes[n].max) for n in order]
+    grids = torch.meshgrid(*ladders, indexing="ij")
+    env = {n: g.flatten() for n, g in zip(order, grids)}
+    env |= {n: torch.tensor([v]) for n, v in lowest.items() if n not in names}
+    codes = _codes(relevant, env)
+    if codes is None:
+        return []
+    codes = codes.expand(env[order[0]].shape)
+    volume = torch.ones_like(env[order[0]], dtype=torch.float64)
+    for n in order:
+        volume = volume * env[n]
+    chosen: list[tuple[dict[str, int], int]] = []
+    for code in codes.unique().tolist():
+        candidates = (codes == code).nonzero().flatten()
+        for index in candidates[volume[candidates].argsort()][:64].tolist():
+            sizes = {**lowest, **{n: int(env[n][index]) for n in order}}
+            if not fits(sizes):
+                continue
+            further = {**sizes, **{n: min(task.sizes[n].max, sizes[n] * 3 // 2 | 1) for n in order}}
+            there = _codes(relevant, {n: torch.tensor([v]) for n, v in further.items()})
+            chosen.append((further if there is not None and int(there[0]) == code and fits(further) else sizes, code))
+            break
+    return chosen
+
+
+def _inside(start: int, stop: int, rng: random.Random) -> int:
+    """A value well inside [start, stop]: 1.5 to 2 times start where the run reaches that far
+    (a path that drops what lies past a threshold is off by the share dropped: within tolerance
+    just past it), else its middle; odd where the run holds one (no block divides it)."""
+    low, high = start + start // 2, 2 * start
+    value = rng.randint(low, min(high, stop)) if low <= stop else (start + stop) // 2
+    return value if value % 2 or value + 1 > stop else value + 1
+
+
+def _ladder(low: int, high: int) -> torch.Tensor:
+    """Integers from ``low`` to ``high`` growing by about :data:`LADDER` each (every one at first), both ends included."""
+    values, v = [], max(low, 1)
+    while v < high:
+        values.append(v)
+        v = max(v + 1, int(v * LADDER))
+    return torch.tensor(sorted({*values, high, low}))
+
+
+def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest value in [low, high] that ``fits`` (monotone), ``low`` where none does."""
+    if fits(high):
+        return high
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def _codes(conditions: list[Condition], env: Mapping[str, torch.Tensor]) -> torch.Tensor | None:
+    """The conditions' answers at ``env`` as bits of one int64 (None where one cannot be evaluated)."""
+    code = torch.zeros(1, dtype=torch.int64)
+    for bit, condition in enumerate(conditions):
+        answer = evaluate(condition.expr, {**condition.metas, **env})
+        if answer is None or answer.dtype != torch.bool:
+            return None
+        code = code + (answer.to(torch.int64) << bit)
+    return code
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+_UNARY = {"exp": torch.exp, "exp2": torch.exp2, "exp2_ftz": torch.exp2, "log": torch.log, "log2": torch.log2,
+          "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh,
+          "sigmoid": torch.sigmoid, "erf": torch.erf, "sin": torch.sin, "cos": torch.cos, "floor": torch.floor,
+          "ceil": torch.ceil, "round": torch.round}
+_EVALUATED = (L.Binary, L.Unary, L.Cast, L.Where, L.Clamp)
+_COMPARE = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+
+
+def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
+    """``expr``'s value with the names in ``env`` (ints or int64 tensors, broadcast together):
+    integers exact in int64 (a division by zero 0, as the language has it), floats in f64; None
+    where it reads anything else or an operation this evaluation does not model."""
+    if isinstance(expr, bool):
+        return torch.tensor(expr)
+    if isinstance(expr, int):
+        return torch.tensor(expr, dtype=torch.int64)
+    if isinstance(expr, float):
+        return torch.tensor(expr, dtype=torch.float64)
+    if isinstance(expr, str):
+        value = env.get(expr)
+        return None if value is None else torch.as_tensor(value)
+    if isinstance(expr, L.TypeInfo):
+        return _type_info(expr)
+    if not isinstance(expr, _EVALUATED):
+        return None
+    parts = {key: evaluate(value, env) for key, value in L.node_fields(expr) if key not in ("op", "dtype")}
+    if any(value is None for value in parts.values()):
+        return None
+    try:
+        if isinstance(expr, L.Unary):
+            x = parts["x"]
+            if expr.op == "not":
+                return ~x if x.dtype == torch.bool else None
+            if expr.op in ("abs", "neg"):
+                return x.abs() if expr.op == "abs" else -x
+            return _UNARY[expr.op](x.double())
+        if isinstance(expr, L.Cast):
+            return _cast(parts["x"], expr.dtype)
+        if isinstance(expr, L.Where):
+            return torch.where(parts["cond"].bool(), *_common(parts["x"], parts["y"]))
+        if isinstance(expr, L.Clamp):
+            return torch.minimum(*_common(torch.maximum(*_common(parts["x"], parts["lo"])), parts["hi"]))
+        return _binary(expr.op, parts["lhs"], parts["rhs"])
+    except (RuntimeError, KeyError, TypeError):
+        return None
+
+
+def _common(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if a.is_floating_point() or b.is_floating_point():
+        return a.double(), b.double()
+    if a.dtype == torch.bool and b.dtype == torch.bool:
+        return a, b
+    return a.to(torch.int64), b.to(torch.int64)
+
+
+def _binary(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    if op in _COMPARE:
+        return _COMPARE[op](*_common(a, b))
+    if op in ("and", "or", "xor"):
+        a, b = _common(a, b)
+        if a.dtype == torch.bool:
+            return {"and": torch.logical_and, "or": torch.logical_or, "xor": torch.logical_xor}[op](a, b)
+        return {"and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor}[op](a, b)
+    a, b = _common(a, b)
+    if op in ("add", "sub", "mul", "maximum", "minimum"):
+        return {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum,
+                "minimum": torch.minimum}[op](a, b)
+    if op in ("div", "pow"):
+        return a.double() / b.double() if op == "div" else torch.pow(a.double(), b.double())
+    if a.is_floating_point():
+        return torch.fmod(a, b) if op == "rem" else None
+    safe = torch.where(b == 0, torch.ones_like(b), b)
+    if op in ("idiv", "cdiv", "rem"):
+        if op == "rem":
+            result = torch.fmod(a, safe)
+        else:
+            result = torch.div(a + (safe - 1 if op == "cdiv" else 0), safe, rounding_mode="trunc")
+        return torch.where(b == 0, torch.zeros_like(result), result)
+    if op in ("shl", "shr", "lshr"):
+        amount = b.clamp(0, 63)
+        if op == "shl":
+            return torch.where(b.ge(0) & b.lt(64), a << amount, torch.zeros_like(a))
+        if op == "lshr":
+            a = torch.where(a < 0, a + (1 << 32), a)  # an i32's bits, unsigned
+        return a >> amount
+    return None  # umulhi
+
+
+def _cast(x: torch.Tensor, dtype: object) -> torch.Tensor | None:
+    if not isinstance(dtype, str):
+        return None  # a dtype variable: the binding decides
+    if dtype == "bool":
+        return x != 0
+    if dtype.startswith(("f", "bf")):
+        return x.double()
+    return x.trunc().to(torch.int64) if x.is_floating_point() else x.to(torch.int64)
+
+
+def _type_info(expr: L.TypeInfo) -> torch.Tensor | None:
+    if not isinstance(expr.dtype, str) or expr.dtype.startswith("f8"):
+        return None
+    from kernelgen.host.plan import torch_dtype
+
+    dtype = torch_dtype(expr.dtype)
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        return torch.tensor({"eps": info.eps, "max": info.max, "min": info.min, "tiny": info.tiny}[expr.what],
+                            dtype=torch.float64)
+    if expr.what not in ("max", "min"):
+        return None
+    info = torch.iinfo(dtype)
+    return torch.tensor(info.max if expr.what == "max" else info.min, dtype=torch.int64)
+
+
+# -- names in place ------------------------------------------------------------------------
+
+
+def _inliner(kernel: L.Kernel) -> Callable[[object], object]:
+    """A function that writes an expression with each let bound once, each param the host
+    computes and each host value put in place of its name, ``num_programs`` as the grid's size,
+    and ``numel``/``stride`` of a tensor as the product of its shape's sizes (tensors are
+    contiguous), through every expression node."""
+    bound: dict[str, list[object]] = {}
+    for let in _lets(kernel.body or []):
+        bound.setdefault(let.name, []).append(let.value)
+    single = {name: values[0] for name, values in bound.items() if len(values) == 1}
+    for value in kernel.host_values or []:
+        single.setdefault(value.name, value.value)
+    for param in kernel.params or []:
+        if param.value is not None and param.value != param.name:
+            single.setdefault(param.name, param.value)
+    shapes = {spec.name: list(spec.shape or []) for spec in [*kernel.inputs, *kernel.outputs]}
+
+    def product(dims: list[object]) -> object:
+        result: object = 1
+        for dim in dims:
+            result = L.Binary(op="mul", lhs=result, rhs=dim)
+        return result
+
+    def inline(expr: object, depth: int = 0) -> object:
+        if depth > 32:
+            return expr
+        if isinstance(expr, str):
+            return inline(single[expr], depth + 1) if expr in single else expr
+        if isinstance(expr, L.ProgramId):
+            if expr.op == "num_programs" and expr.axis < len(kernel.grid or []):
+                return inline(kernel.grid[expr.axis], depth + 1)
+            return expr
+        if isinstance(expr, L.TensorInfo):
+            dims = shapes.get(expr.of)
+            if dims is None:
+                return expr
+            return inline(product(dims if expr.op == "numel" else dims[expr.dim + 1:]), depth + 1)
+        if isinstance(expr, _EVALUATED):
+            return expr.model_copy(update={key: inline(value, depth + 1) for key, value in L.node_fields(expr)
+                                           if key not in ("op", "dtype")})
+        return expr
+
+    return inline
+
+
+def _names(expr: object) -> set[str]:
+    """The names an expression reads; a node this module does not evaluate counts as "?"."""
+    if isinstance(expr, str):
+        return {expr}
+    if isinstance(expr, L.TypeInfo) or isinstance(expr, (bool, int, float)):
+        return set()
+    if isinstance(expr, _EVALUATED):
+        return {n for key, value in L.node_fields(expr) if key not in ("op", "dtype") for n in _names(value)}
+    return {"?"}
+
