@@ -157,8 +157,9 @@ RANGE_MAX_OTHERS = 16
 # A targeted value lies in (extent, TARGET_SPAN * extent): past the first block, within a few.
 TARGET_SPAN = 4
 # The SM counts a kernel that reads num_sms is verified under, besides the interpreter's 3:
-# one SM (a MIG slice), a few, an H100/H200's 132, and one more than that.
-NUM_SMS_CHECKED = (1, 7, 132, 133)
+# one SM (a MIG slice), a few, an H100/H200's 132, one more than that, and a B200's 148 (round 21:
+# a kernel wrong only past 140 SMs passed on the others).
+NUM_SMS_CHECKED = (1, 7, 132, 133, 148)
 # num_sms when counting how many programs a size assignment can keep busy.
 _MANY_SMS = 1 << 20
 
