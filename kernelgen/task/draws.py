@@ -421,12 +421,14 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
 def crossing_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     """CPU mode's draws where the kernel's conditions on its sizes answer otherwise than at the
     ranges' minima (:mod:`kernelgen.task.size_conditions`: one per combination of answers, well
-    inside its region, the first :data:`CROSSINGS`), within :data:`CPU_PAST_BUDGET`. Inputs of
+    inside its region, the first :data:`CROSSINGS`), within :data:`CPU_PAST_BUDGET` (drawn again
+    with the other sizes large: within :data:`CPU_ELEMENT_BUDGET`, their cost). Inputs of
     the ordinary domains: the draw is there to take the path, and a path that drops keys past
     8192 showed at S = 13977 on ordinary values but not on extreme ones, whose peaked softmax
     put the weight on one key within the first 8192."""
     regions = condition_regions(task, size_conditions(task, checked),
-                                lambda sizes: _fits(task, sizes, False, CPU_PAST_BUDGET), seed, CROSSINGS)
+                                lambda sizes: _fits(task, sizes, False, CPU_PAST_BUDGET), seed, CROSSINGS,
+                                lambda sizes: _fits(task, sizes, False))
     return [Draw(sizes, kind="crossing") for sizes in regions]
 
 

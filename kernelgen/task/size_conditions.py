@@ -25,7 +25,8 @@ Known gaps (round 21, tools/redteam_round21/README.md): a size computed through 
 if's result or a reduction is not followed (the condition reads "?" and is left out); integer
 arithmetic is exact in 64 bits and floats are f64 here (an i32 product that wraps past 2**31, an
 f32 sum that stops growing past 2**24, answer otherwise in the kernel); bitcasts are not modelled;
-groups of four sizes or more get only the common sweep; conditions on program ids, num_sms or
+groups of four sizes or more get only the common sweep; a condition on program ids is read at the
+last program only (one true for the middle programs alone is missed); conditions on num_sms or
 scalar inputs are not sizes' and are not swept.
 """
 
@@ -62,7 +63,9 @@ class Condition:
 
 
 def size_conditions(task: Task, checked: Checked) -> list[Condition]:
-    """Every condition a launch of the kernel computes from the task's sizes alone, once each."""
+    """Every condition a launch of the kernel computes from the task's sizes alone, once each; and
+    every one it computes from its program ids and sizes, at the last program (``row * N >= 2**22``
+    with row the program id: rows past 2**22 / N go another way, and M * N past that is drawn)."""
     found: list[Condition] = []
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
@@ -75,8 +78,7 @@ def size_conditions(task: Task, checked: Checked) -> list[Condition]:
                 asked = [node]
             else:
                 continue
-            for expr in asked:
-                expr = _inliner(each.kernel)(expr)  # a fresh node budget per condition
+            for expr in [_inliner(each.kernel, last)(e) for e in asked for last in (False, True)]:
                 read = _names(expr) - set(metas)
                 if not read or not read <= set(task.sizes):
                     continue
@@ -88,7 +90,8 @@ def size_conditions(task: Task, checked: Checked) -> list[Condition]:
 
 
 def condition_regions(task: Task, conditions: list[Condition], fits: Callable[[dict[str, int]], bool],
-                      seed: int, most: int) -> list[dict[str, int]]:
+                      seed: int, most: int, fits_large: Callable[[dict[str, int]], bool] | None = None
+                      ) -> list[dict[str, int]]:
     """At most ``most`` size assignments, one per region where the conditions' answers differ from
     those at the ranges' minima (and the first region past the minima's own where the same
     answers come back: ``N % 3000 < 16``), each within ``fits``; the groups of sizes take turns,
@@ -113,7 +116,9 @@ def condition_regions(task: Task, conditions: list[Condition], fits: Callable[[d
                 mine.append(sizes)
         # then each of them again with the other sizes large: a band drawn with M = 1 hides a
         # path wrong only from the second row on, and M > 4096 with N = 1 a stop at 4096 columns
-        turns.append(mine + [s for s in (_others_large(task, names, sizes, fits) for sizes in mine) if s is not None])
+        # (within ``fits_large``, where given: these draws hold the most elements)
+        turns.append(mine + [s for s in (_others_large(task, names, sizes, fits_large or fits) for sizes in mine)
+                             if s is not None])
     found: list[dict[str, int]] = []
     for sizes in (s for round_ in itertools.zip_longest(*turns) for s in round_ if s is not None):
         if sizes not in found:
@@ -392,11 +397,12 @@ INLINE_DEPTH = 400
 INLINE_NODES = 1 << 14
 
 
-def _inliner(kernel: L.Kernel) -> Callable[[object], object]:
+def _inliner(kernel: L.Kernel, last: bool = False) -> Callable[[object], object]:
     """A function that writes an expression with each let bound once, each param the host
     computes and each host value put in place of its name, ``num_programs`` as the grid's size,
     and ``numel``/``stride`` of a tensor as the product of its shape's sizes (tensors are
-    contiguous), through every expression node."""
+    contiguous), through every expression node; with ``last``, ``program_id`` as the last
+    program's (a path for programs past 4096 is taken, if anywhere, by the last one)."""
     bound: dict[str, list[object]] = {}
     for let in _lets(kernel.body or []):
         bound.setdefault(let.name, []).append(let.value)
@@ -423,9 +429,10 @@ def _inliner(kernel: L.Kernel) -> Callable[[object], object]:
         if isinstance(expr, str):
             return inline(single[expr], depth + 1) if expr in single else expr
         if isinstance(expr, L.ProgramId):
-            if expr.op == "num_programs" and expr.axis < len(kernel.grid or []):
-                return inline(kernel.grid[expr.axis], depth + 1)
-            return expr
+            if expr.axis >= len(kernel.grid or []) or expr.op == "program_id" and not last:
+                return expr
+            grid = inline(kernel.grid[expr.axis], depth + 1)
+            return grid if expr.op == "num_programs" else L.Binary(op="sub", lhs=grid, rhs=1)
         if isinstance(expr, L.TensorInfo):
             dims = shapes.get(expr.of)
             if dims is None:
