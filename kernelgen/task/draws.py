@@ -67,11 +67,11 @@ A kernel whose conditions on its sizes alone (``M * N >= 2**20``, splits capped 
 otherwise somewhere in the ranges gets, in CPU mode, a draw well inside each such region
 (:func:`crossing_draws`, :mod:`kernelgen.task.size_conditions`, which evaluates them): the extent
 the other draws pass is only the largest of one size's thresholds, and none passed a threshold on
-a product. An extent past the element budget
-(a grid capped at 65535 programs of 128) is passed within :data:`CPU_PAST_BUDGET`, a launch past
-the interpreter's own budget judged on a sample of its programs; and where programs combine their
-work (several launches, scratch, atomics), a size only the grid spreads over is also drawn as high
-as the element budget reaches (a fixed 64 of a launch's partials combined by the next).
+a product. An extent past the element budget (a grid capped at 65535 programs of 128) is passed
+within :data:`CPU_PAST_BUDGET`, a launch past the interpreter's own budget judged on a sample of
+its programs; and where programs combine their work (several launches, scratch, atomics), a size
+only the grid spreads over is also drawn as high as the element budget reaches (a fixed 64 of a
+launch's partials combined by the next).
 
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
@@ -144,7 +144,8 @@ UP_BUDGET = 1 << 12
 ADDEND_BUDGET = 1 << 15
 # The elements a shift draw (:func:`shift_draws`) holds at most: attention's four sizes at 3.
 SHIFT_BUDGET = 1 << 15
-# The comparisons of sizes with a fixed value that get a draw past them (:func:`crossing_draws`).
+# The crossing draws a kernel gets at most (:func:`crossing_draws`; conditions that never change
+# take none).
 CROSSINGS = 12
 # Elements of all inputs and outputs of a CPU draw past a threshold or an extent that
 # CPU_ELEMENT_BUDGET keeps out of reach (a grid capped at 65535 programs of 128 covers 8388480

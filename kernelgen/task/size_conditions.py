@@ -114,9 +114,9 @@ def condition_regions(task: Task, conditions: list[Condition], fits: Callable[[d
             if key not in seen:
                 seen.add(key)
                 mine.append(sizes)
-        # then each of them again with the other sizes large: a band drawn with M = 1 hides a
-        # path wrong only from the second row on, and M > 4096 with N = 1 a stop at 4096 columns
-        # (within ``fits_large``, where given: these draws hold the most elements)
+        # then each of them again with the other sizes large, within ``fits_large`` where given
+        # (these draws hold the most elements): a band drawn with M = 1 hides a path wrong only
+        # from the second row on
         turns.append(mine + [s for s in (_others_large(task, names, sizes, fits_large or fits) for sizes in mine)
                              if s is not None])
     found: list[dict[str, int]] = []
