@@ -64,7 +64,7 @@ swapped is the same memory.
 A kernel whose conditions on its sizes alone (``M * N >= 2**20``, splits capped at
 ``minimum(cdiv(cdiv(S, 64), 16), 8)``, ``sqrt(float(M) * float(N)) > 1024``, a band ``5000 < N <
 6000``, ``M > 2 * N and N > 1024``; through lets, params the host computes and ``numel``) answer
-otherwise somewhere in the ranges gets, in CPU mode, a draw well inside each such region
+otherwise somewhere in the ranges gets a draw well inside each such region (GPU mode too)
 (:func:`crossing_draws`, :mod:`kernelgen.task.size_conditions`, which evaluates them): the extent
 the other draws pass is only the largest of one size's thresholds, and none passed a threshold on
 a product. An extent past the element budget (a grid capped at 65535 programs of 128) is passed
@@ -419,17 +419,18 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
     return draws
 
 
-def crossing_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
-    """CPU mode's draws where the kernel's conditions on its sizes answer otherwise than at the
-    ranges' minima (:mod:`kernelgen.task.size_conditions`: one per combination of answers, well
-    inside its region, the first :data:`CROSSINGS`), within :data:`CPU_PAST_BUDGET` (drawn again
-    with the other sizes large: within :data:`CPU_ELEMENT_BUDGET`, their cost). Inputs of
+def crossing_draws(task: Task, checked: Checked, seed: int, gpu: bool = False) -> list[Draw]:
+    """The draws where the kernel's conditions on its sizes answer otherwise than at the ranges'
+    minima (:mod:`kernelgen.task.size_conditions`: one per combination of answers, well inside
+    its region, the first :data:`CROSSINGS`), within :data:`CPU_PAST_BUDGET` (drawn again with the
+    other sizes large: within :data:`CPU_ELEMENT_BUDGET`, their cost); on the GPU within its byte
+    budget (a band of attention's S past the interpreter's budget was judged by neither). Inputs of
     the ordinary domains: the draw is there to take the path, and a path that drops keys past
     8192 showed at S = 13977 on ordinary values but not on extreme ones, whose peaked softmax
     put the weight on one key within the first 8192."""
     regions = condition_regions(task, size_conditions(task, checked),
-                                lambda sizes: _fits(task, sizes, False, CPU_PAST_BUDGET), seed, CROSSINGS,
-                                lambda sizes: _fits(task, sizes, False))
+                                lambda sizes: _fits(task, sizes, gpu, CPU_PAST_BUDGET), seed, CROSSINGS,
+                                lambda sizes: _fits(task, sizes, gpu))
     return [Draw(sizes, kind="crossing") for sizes in regions]
 
 
@@ -581,11 +582,12 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
         if not gpu and not scans and (name not in gridded or name in looped):
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
-    extra = [] if gpu else [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked),
-                            *offset_draws(task, checked), *down_draws(task), *multiple_draws(task, checked, seed),
-                            *ordering_draws(task, checked), *crossing_draws(task, checked, seed),
-                            *addend_draws(task, seed), *up_draws(task, seed),
-                            *shift_draws(task, seed)]
+    if gpu:  # the crossing draws on the GPU too: its budget reaches regions the interpreter's does not
+        return draws + crossing_draws(task, checked, seed, gpu=True)
+    extra = [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
+             *down_draws(task), *multiple_draws(task, checked, seed), *ordering_draws(task, checked),
+             *crossing_draws(task, checked, seed), *addend_draws(task, seed), *up_draws(task, seed),
+             *shift_draws(task, seed)]
     return draws + [draw for draw in extra if draw is not None]
 
 
