@@ -100,7 +100,7 @@ from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
-from kernelgen.task.size_conditions import condition_regions, size_conditions
+from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
                                        size_multiples, size_pairs)
 from kernelgen.task.spec import Task
@@ -204,20 +204,6 @@ def _largest_fitting(task: Task, sizes: dict[str, int], name: str, gpu: bool, bu
     (the range's minimum where even that does not fit)."""
     r = task.sizes[name]
     return _largest(lambda value: _fits(task, {**sizes, name: value}, gpu, budget), r.min, r.max)
-
-
-def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
-    """The largest value in [low, high] that ``fits`` (a footprint grows with the value: bisect),
-    ``low`` where none does."""
-    if fits(high):
-        return high
-    while low < high:
-        mid = (low + high + 1) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 def _small(task: Task, names: Iterable[str], rng: random.Random) -> dict[str, int]:

@@ -139,7 +139,7 @@ def _others_large(task: Task, names: frozenset[str], sizes: dict[str, int],
     def at(value: int) -> dict[str, int]:
         return {**sizes, **{n: min(max(value, task.sizes[n].min), task.sizes[n].max) for n in others}}
 
-    value = _largest(lambda v: fits(at(v)), 1, max(task.sizes[n].max for n in others))
+    value = largest(lambda v: fits(at(v)), 1, max(task.sizes[n].max for n in others))
     value -= 1 - value % 2 if value > 2 else 0
     large = at(value)
     return large if large != sizes and fits(large) else None
@@ -154,7 +154,7 @@ def _common_sweep(task: Task, names: frozenset[str], relevant: list[Condition], 
         return {**lowest, **{n: min(max(value, task.sizes[n].min), task.sizes[n].max) for n in names}}
 
     top = max(task.sizes[n].max for n in names)
-    reach = _largest(lambda v: fits(at(v)), 1, top)
+    reach = largest(lambda v: fits(at(v)), 1, top)
     values = torch.arange(1, reach + 1) if reach <= SWEEP else torch.cat(
         [torch.arange(1, SWEEP + 1), _ladder(SWEEP, reach)]).unique()
     env = {n: values.clamp(task.sizes[n].min, task.sizes[n].max) for n in names}
@@ -229,8 +229,9 @@ def _ladder(low: int, high: int) -> torch.Tensor:
     return torch.tensor(sorted({*values, high, low}))
 
 
-def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
-    """The largest value in [low, high] that ``fits`` (monotone), ``low`` where none does."""
+def largest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest value in [low, high] that ``fits`` (monotone, as a footprint grows with a size:
+    bisect), ``low`` where none does."""
     if fits(high):
         return high
     while low < high:
