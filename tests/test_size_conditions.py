@@ -14,7 +14,7 @@ from kernelgen.check.checker import check
 from kernelgen.lang import nodes as L
 from kernelgen.lang.parse import kernel_from_obj
 from kernelgen.task.draws import crossing_draws
-from kernelgen.task.size_conditions import evaluate, size_conditions
+from kernelgen.task.size_conditions import Condition, condition_regions, evaluate, size_conditions
 from kernelgen.task.spec import get_task
 
 CATALOGUE = Path(__file__).parent / "redteam"
@@ -83,3 +83,16 @@ def test_conditions_that_never_change_take_no_draw() -> None:
     assert len(size_conditions(task, checked)) > 12
     (draw,) = crossing_draws(task, checked, 0)
     assert draw.sizes["M"] * draw.sizes["N"] > 2 ** 20
+
+
+def test_a_region_only_the_ladder_meets_is_drawn_beside_the_common_sweeps() -> None:
+    """``M > 2 * N`` never holds at one common value, so the common sweep leaves it out and its
+    codes number the other conditions' answers from bit 0: the ladder's region where it alone holds
+    must not pass for the common sweep's region where ``M * N >= 2**20`` holds."""
+    task = get_task("med/row_sum")
+    tall = Condition(L.Binary(op="gt", lhs="M", rhs=L.Binary(op="mul", lhs=2, rhs="N")), frozenset({"M", "N"}), {})
+    large = Condition(L.Binary(op="ge", lhs=L.Binary(op="mul", lhs="M", rhs="N"), rhs=2 ** 20),
+                      frozenset({"M", "N"}), {})
+    regions = condition_regions(task, [tall, large], lambda s: s["M"] * s["N"] <= 2 ** 22, 0, 12)
+    assert any(s["M"] > 2 * s["N"] and s["M"] * s["N"] < 2 ** 20 for s in regions)
+    assert any(s["M"] <= 2 * s["N"] and s["M"] * s["N"] >= 2 ** 20 for s in regions)

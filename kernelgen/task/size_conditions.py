@@ -107,10 +107,14 @@ def condition_regions(task: Task, conditions: list[Condition], fits: Callable[[d
     turns: list[list[dict[str, int]]] = []
     for names in sorted(groups, key=lambda g: (len(g), sorted(g))):
         relevant = [c for c in conditions if c.names <= names]
-        seen: set[int] = set()
+        seen: set[tuple[bool, tuple[bool | None, ...]]] = set()
         mine: list[dict[str, int]] = []
-        for sizes, key in _common_sweep(task, names, relevant, lowest, fits, rng) + \
+        for sizes, again in _common_sweep(task, names, relevant, lowest, fits, rng) + \
                 _ladder_sweep(task, names, relevant, lowest, fits):
+            # keyed by the answers of every relevant condition there: each sweep's codes are bits
+            # over the conditions that change in that sweep, so the same code can stand for other
+            # answers in the other sweep
+            key = (again, _answer_tuple(relevant, sizes))
             if key not in seen:
                 seen.add(key)
                 mine.append(sizes)
@@ -146,10 +150,10 @@ def _others_large(task: Task, names: frozenset[str], sizes: dict[str, int],
 
 
 def _common_sweep(task: Task, names: frozenset[str], relevant: list[Condition], lowest: Mapping[str, int],
-                  fits: Callable[[dict[str, int]], bool], rng: random.Random) -> list[tuple[dict[str, int], int]]:
+                  fits: Callable[[dict[str, int]], bool], rng: random.Random) -> list[tuple[dict[str, int], bool]]:
     """Every name of ``names`` at one value v (clamped to its range), v over every integer the
     budget allows: per combination of answers, the first run of values where it holds (for the
-    minima's own, the second), and a value in it; keyed by the answers."""
+    minima's own, the second), and a value in it; True for the minima's own answers."""
     def at(value: int) -> dict[str, int]:
         return {**lowest, **{n: min(max(value, task.sizes[n].min), task.sizes[n].max) for n in names}}
 
@@ -163,7 +167,7 @@ def _common_sweep(task: Task, names: frozenset[str], relevant: list[Condition], 
     if answered is None:
         return []
     codes, base = answered[0].expand(values.shape), answered[1]
-    chosen: list[tuple[dict[str, int], int]] = []
+    chosen: list[tuple[dict[str, int], bool]] = []
     for code in codes.unique().tolist():
         where = (codes == code).nonzero().flatten()
         ends = (where[1:] - where[:-1] != 1).nonzero().flatten().tolist()  # where each run stops
@@ -173,15 +177,15 @@ def _common_sweep(task: Task, names: frozenset[str], relevant: list[Condition], 
             runs = runs[1:]  # the minima's run: the other draws are there already
         if runs:
             start, stop = int(values[runs[0][0]]), int(values[runs[0][1]])
-            chosen.append((at(_inside(start, stop, rng)), code if code != base else -1))
+            chosen.append((at(_inside(start, stop, rng)), code == base))
     return chosen
 
 
 def _ladder_sweep(task: Task, names: frozenset[str], relevant: list[Condition], lowest: Mapping[str, int],
-                  fits: Callable[[dict[str, int]], bool]) -> list[tuple[dict[str, int], int]]:
+                  fits: Callable[[dict[str, int]], bool]) -> list[tuple[dict[str, int], bool]]:
     """Each name of ``names`` (two or three) over a geometric ladder of its range, against the
-    others': per combination of answers, the smallest assignment where it holds that fits, taken
-    1.5 times further where the combination still holds and it still fits; keyed by the answers."""
+    others': per combination of answers other than the minima's, the smallest assignment where it
+    holds that fits, taken 1.5 times further where the combination still holds and it still fits."""
     if not 2 <= len(names) <= 3:
         return []
     order = sorted(names)
@@ -197,7 +201,7 @@ def _ladder_sweep(task: Task, names: frozenset[str], relevant: list[Condition], 
     volume = torch.ones_like(env[order[0]], dtype=torch.float64)
     for n in order:
         volume = volume * env[n]
-    chosen: list[tuple[dict[str, int], int]] = []
+    chosen: list[tuple[dict[str, int], bool]] = []
     for code in [c for c in codes.unique().tolist() if c != base]:
         candidates = (codes == code).nonzero().flatten()
         for index in candidates[volume[candidates].argsort()][:64].tolist():
@@ -206,7 +210,7 @@ def _ladder_sweep(task: Task, names: frozenset[str], relevant: list[Condition], 
                 continue
             further = {**sizes, **{n: min(task.sizes[n].max, sizes[n] * 3 // 2 | 1) for n in order}}
             there = _answers(kept, {n: torch.tensor([v]) for n, v in further.items()})
-            chosen.append((further if there == code and fits(further) else sizes, code))
+            chosen.append((further if there == code and fits(further) else sizes, False))
             break
     return chosen
 
@@ -262,6 +266,13 @@ def _codes(conditions: list[Condition], env: Mapping[str, torch.Tensor],
     for bit, condition in enumerate(kept):
         code = code + (evaluate(condition.expr, {**condition.metas, **env}).to(torch.int64) << bit)
     return code, _answers(kept, {n: torch.tensor([v]) for n, v in lowest.items()})
+
+
+def _answer_tuple(conditions: list[Condition], sizes: Mapping[str, int]) -> tuple[bool | None, ...]:
+    """Each condition's answer at one assignment (None where it cannot be evaluated there)."""
+    env = {n: torch.tensor([v]) for n, v in sizes.items()}
+    answers = (evaluate(c.expr, {**c.metas, **env}) for c in conditions)
+    return tuple(bool(a.flatten()[0]) if a is not None and a.dtype == torch.bool else None for a in answers)
 
 
 def _answers(kept: list[Condition], env: Mapping[str, torch.Tensor]) -> int:
