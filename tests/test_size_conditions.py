@@ -96,3 +96,18 @@ def test_a_region_only_the_ladder_meets_is_drawn_beside_the_common_sweeps() -> N
     regions = condition_regions(task, [tall, large], lambda s: s["M"] * s["N"] <= 2 ** 22, 0, 12)
     assert any(s["M"] > 2 * s["N"] and s["M"] * s["N"] < 2 ** 20 for s in regions)
     assert any(s["M"] <= 2 * s["N"] and s["M"] * s["N"] >= 2 ** 20 for s in regions)
+
+
+def test_floats_are_evaluated_in_the_kernels_dtypes() -> None:
+    """An f32 sum stops growing past 2**24 (round 21's ``row_sum_f32_rounding_guard``), a literal
+    takes its operand's dtype, a cast to bf16 rounds, and a value of no cast stays f64."""
+    n = L.Cast(op="cast", x="N", dtype="f32")
+    grows = L.Binary(op="eq", lhs=L.Binary(op="add", lhs=n, rhs=1.0), rhs=n)
+    assert evaluate(grows, {"N": torch.tensor([2 ** 24 - 1, 2 ** 24])}).tolist() == [False, True]
+    slope = torch.tensor([0.3], dtype=torch.float32)
+    assert evaluate(L.Binary(op="eq", lhs="s", rhs=0.3), {"s": slope}).item()
+    snap = L.Cast(op="cast", x="s", dtype="bf16")
+    assert evaluate(L.Binary(op="eq", lhs=snap, rhs=0.30078125), {"s": slope}).item()
+    assert not evaluate(L.Binary(op="eq", lhs=L.Binary(op="add", lhs="N", rhs=0.5), rhs=2.0 ** 30),
+                        {"N": torch.tensor([2 ** 30])}).item()
+    assert any(s["M"] * s["N"] >= 2 ** 24 for s in _wrong_at("row_sum_f32_rounding_guard", "med/row_sum"))

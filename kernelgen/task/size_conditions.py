@@ -23,11 +23,11 @@ and range checks, are dropped before any cap (round 21: sixty of them hid the si
 
 Known gaps (round 21, tools/redteam_round21/README.md): a size computed through a loop carry, an
 if's result or a reduction is not followed (the condition reads "?" and is left out); integer
-arithmetic is exact in 64 bits and floats are f64 here (an i32 product that wraps past 2**31, an
-f32 sum that stops growing past 2**24, answer otherwise in the kernel); bitcasts are not modelled;
+arithmetic is exact in 64 bits (an i32 product that wraps past 2**31 answers otherwise in the
+kernel; floats are in the kernel's dtypes, :func:`evaluate`); bitcasts are not modelled;
 groups of four sizes or more get only the common sweep; a condition on program ids is read at the
-last program only (one true for the middle programs alone is missed); conditions on num_sms or
-scalar inputs are not sizes' and are not swept.
+last program only (one true for the middle programs alone is missed); conditions on num_sms are
+not sizes' and are not swept (those on scalar inputs are :mod:`kernelgen.task.scalar_conditions`').
 """
 
 from __future__ import annotations
@@ -66,6 +66,12 @@ def size_conditions(task: Task, checked: Checked) -> list[Condition]:
     """Every condition a launch of the kernel computes from the task's sizes alone, once each; and
     every one it computes from its program ids and sizes, at the last program (``row * N >= 2**22``
     with row the program id: rows past 2**22 / N go another way, and M * N past that is drawn)."""
+    return kernel_conditions(checked, {name: r.min for name, r in task.sizes.items()})
+
+
+def kernel_conditions(checked: Checked, names: Mapping[str, float]) -> list[Condition]:
+    """Every condition a launch of the kernel computes from ``names`` alone (sizes, scalar
+    inputs; each with a value it is probed at), once each, also at the last program."""
     found: list[Condition] = []
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
@@ -80,9 +86,9 @@ def size_conditions(task: Task, checked: Checked) -> list[Condition]:
                 continue
             for expr in [_inliner(each.kernel, last)(e) for e in asked for last in (False, True)]:
                 read = _names(expr) - set(metas)
-                if not read or not read <= set(task.sizes):
+                if not read or not read <= set(names):
                     continue
-                probe = evaluate(expr, {**metas, **{n: task.sizes[n].min for n in read}})
+                probe = evaluate(expr, {**metas, **{n: names[n] for n in read}})
                 condition = Condition(expr, frozenset(read), metas)
                 if probe is not None and probe.dtype == torch.bool and condition not in found:
                     found.append(condition)
@@ -287,13 +293,17 @@ _UNARY = {"exp": torch.exp, "exp2": torch.exp2, "exp2_ftz": torch.exp2, "log": t
           "sigmoid": torch.sigmoid, "erf": torch.erf, "sin": torch.sin, "cos": torch.cos, "floor": torch.floor,
           "ceil": torch.ceil, "round": torch.round}
 _EVALUATED = (L.Binary, L.Unary, L.Cast, L.Where, L.Clamp, L.Fma)
+_FLOATS = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 _COMPARE = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
 
 
 def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
     """``expr``'s value with the names in ``env`` (ints or int64 tensors, broadcast together):
-    integers exact in int64 (a division by zero 0, as the language has it), floats in f64; None
-    where it reads anything else or an operation this evaluation does not model."""
+    integers exact in int64 (a division by zero 0, as the language has it); floats in the dtype
+    the kernel computes them in where the names or casts give one (an f32 scalar, ``cast(N, f32)``:
+    a literal takes its operand's dtype, as in the language, so ``slope == 0.3`` holds at the
+    f32 of 0.3 and ``(s + 1024) - 1024`` rounds as f32 does), else f64; None where it reads
+    anything else or an operation this evaluation does not model."""
     if isinstance(expr, bool):
         return torch.tensor(expr)
     if isinstance(expr, int):
@@ -317,13 +327,15 @@ def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
                 return ~x if x.dtype == torch.bool else None
             if expr.op in ("abs", "neg"):
                 return x.abs() if expr.op == "abs" else -x
-            return _UNARY[expr.op](x.double())
+            return _UNARY[expr.op](x if x.is_floating_point() else x.double())
         if isinstance(expr, L.Cast):
             return _cast(parts["x"], expr.dtype)
         if isinstance(expr, L.Where):
             return torch.where(parts["cond"].bool(), *_common(parts["x"], parts["y"]))
-        if isinstance(expr, L.Fma):
-            return parts["x"].double() * parts["y"].double() + parts["z"].double()
+        if isinstance(expr, L.Fma):  # one rounding, to the operands' dtype
+            dtype = torch.promote_types(torch.promote_types(parts["x"].dtype, parts["y"].dtype), parts["z"].dtype)
+            exact = parts["x"].double() * parts["y"].double() + parts["z"].double()
+            return exact.to(dtype) if dtype.is_floating_point else exact
         if isinstance(expr, L.Clamp):
             return torch.minimum(*_common(torch.maximum(*_common(parts["x"], parts["lo"])), parts["hi"]))
         return _binary(expr.op, parts["lhs"], parts["rhs"])
@@ -332,8 +344,15 @@ def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
 
 
 def _common(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two operands in one dtype: of two floats, the wider, a literal (a 0-d tensor) taking the
+    other's; an integer with a float, the float's; integers in int64."""
+    if a.is_floating_point() and b.is_floating_point():
+        dtype = b.dtype if a.dim() == 0 and b.dim() else a.dtype if b.dim() == 0 and a.dim() else \
+            torch.promote_types(a.dtype, b.dtype)
+        return a.to(dtype), b.to(dtype)
     if a.is_floating_point() or b.is_floating_point():
-        return a.double(), b.double()
+        dtype = a.dtype if a.is_floating_point() else b.dtype
+        return a.to(dtype), b.to(dtype)
     if a.dtype == torch.bool and b.dtype == torch.bool:
         return a, b
     return a.to(torch.int64), b.to(torch.int64)
@@ -352,7 +371,9 @@ def _binary(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
         return {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum,
                 "minimum": torch.minimum}[op](a, b)
     if op in ("div", "pow"):
-        return a.double() / b.double() if op == "div" else torch.pow(a.double(), b.double())
+        if not a.is_floating_point():
+            a, b = a.double(), b.double()
+        return a / b if op == "div" else torch.pow(a, b)
     if a.is_floating_point():
         return torch.fmod(a, b) if op == "rem" else None
     safe = torch.where(b == 0, torch.ones_like(b), b)
@@ -380,7 +401,9 @@ def _cast(x: torch.Tensor, dtype: object) -> torch.Tensor | None:
     if dtype == "bool":
         return x != 0
     if dtype.startswith(("f", "bf")):
-        return x.double()
+        # rounded to the dtype, carried in f32 where narrower (the language computes there)
+        rounded = x.to(_FLOATS[dtype]) if dtype in _FLOATS else x.double()
+        return rounded.double() if dtype == "f64" else rounded.float()
     return x.trunc().to(torch.int64) if x.is_floating_point() else x.to(torch.int64)
 
 
