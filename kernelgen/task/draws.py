@@ -73,6 +73,11 @@ its programs; and where programs combine their work (several launches, scratch, 
 only the grid spreads over is also drawn as high as the element budget reaches (a fixed 64 of a
 launch's partials combined by the next).
 
+A kernel that tests its scalar inputs (a shortcut at ``negative_slope == 0``, a band of
+``rtol``) gets, in CPU mode, draws with them set where those tests answer otherwise than on most
+of their ranges (:func:`scalar_draws`, :mod:`kernelgen.task.scalar_conditions`): uniform draws of
+a scalar never hit 0 in [-0.5, 2].
+
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
 drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
@@ -99,6 +104,7 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
+from kernelgen.task.scalar_conditions import mixed_settings, scalar_order, scalar_settings, special_settings
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
@@ -147,6 +153,9 @@ SHIFT_BUDGET = 1 << 15
 # The crossing draws a kernel gets at most (:func:`crossing_draws`; conditions that never change
 # take none).
 CROSSINGS = 12
+# The settings of the scalar-crossing draws a kernel gets at most, each with ordinary and with
+# extreme inputs (:func:`scalar_draws`).
+SCALAR_CROSSINGS = 6
 # Elements of all inputs and outputs of a CPU draw past a threshold or an extent that
 # CPU_ELEMENT_BUDGET keeps out of reach (a grid capped at 65535 programs of 128 covers 8388480
 # elements): a launch past the interpreter's own budget is judged on a sample of its programs;
@@ -190,7 +199,8 @@ class Draw:
     # (:func:`multiple_draws`), "size_order" (two sizes the
     # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`),
     # "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing" (past a
-    # threshold: :func:`crossing_draws`) or "num_sms".
+    # threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
+    # them answer otherwise: :func:`scalar_draws`) or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -253,6 +263,34 @@ def _together(task: Task, budget: int, fixed: Mapping[str, int] | None = None) -
     low = _largest(lambda value: _fits(task, at(value), False, budget), 1, max(r.max for r in task.sizes.values()))
     sizes = at(low - 1 if low % 2 == 0 and low > 1 else low)
     return sizes if _fits(task, sizes, False, budget) else None
+
+
+def scalar_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
+    """CPU mode's draws with the scalar inputs set where the kernel's conditions on them answer
+    otherwise than on most of their ranges (:mod:`kernelgen.task.scalar_conditions`: a shortcut at
+    ``negative_slope == 0``), at most :data:`SCALAR_CROSSINGS` settings, each with ordinary and
+    with extreme inputs, every size at the joint draw's value; and where a condition reads scalars
+    and sizes together (``float(N) * slope > 2**20``), draws in its regions of sizes
+    (:func:`kernelgen.task.scalar_conditions.mixed_settings`); and, for every task with ranged
+    scalars, draws with them at 0, -0.0 and 1 where their ranges allow, whatever the kernel's
+    conditions (:func:`kernelgen.task.scalar_conditions.special_settings`), all sizes at one value
+    within :data:`CPU_OFFSET_BUDGET`."""
+    sizes = _together(task, CPU_JOINT_BUDGET) if task.sizes else {}
+    if sizes is None:
+        return []
+    # ordinary inputs and extreme ones (a shortcut at value == 0 that multiplies by the mask is
+    # wrong only where x holds an inf)
+    draws = [Draw(sizes, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
+             for setting in scalar_settings(task, checked, sizes, SCALAR_CROSSINGS, seed) for extreme in (False, True)]
+    # a condition of scalars and sizes together: its regions of sizes, past the element budget
+    # where need be (a launch past the interpreter's is sampled), each scalar at a range's end
+    fits = lambda s: _fits(task, s, False, CPU_PAST_BUDGET)  # noqa: E731
+    draws += [Draw(at, order=scalar_order(setting), kind="scalar_crossing")
+              for at, setting in mixed_settings(task, checked, seed, fits, SCALAR_CROSSINGS // 2)]
+    # 0, -0.0 and 1 whatever the conditions say (a test the evaluation does not see), small sizes
+    small = _together(task, CPU_OFFSET_BUDGET) if task.sizes else {}
+    return draws + [Draw(small, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
+                    for setting in special_settings(task) for extreme in (False, True)] if small is not None else draws
 
 
 def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
@@ -573,7 +611,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     extra = [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
              *down_draws(task), *multiple_draws(task, checked, seed), *ordering_draws(task, checked),
              *crossing_draws(task, checked, seed), *addend_draws(task, seed), *up_draws(task, seed),
-             *shift_draws(task, seed)]
+             *shift_draws(task, seed), *scalar_draws(task, checked, seed)]
     return draws + [draw for draw in extra if draw is not None]
 
 

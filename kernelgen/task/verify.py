@@ -37,6 +37,7 @@ from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, wi
                                            with_special_pairs, with_specials, with_zeros)
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
+from kernelgen.task.scalar_conditions import is_scalar_order, with_scalars
 from kernelgen.task.shifts import is_shift, with_shift
 from kernelgen.task.sorted_room import SortedRoom
 from kernelgen.task.products import ProductRounding
@@ -200,9 +201,12 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     halves made ``cancelling`` (:func:`kernelgen.task.reductions.with_cancelling_halves`), an
     offset added (:func:`kernelgen.task.offset.offset_orders`), an input cancelling the rest of
     its output (``addend:NAME``, :func:`kernelgen.task.addends.with_cancelled_addend`), or one
-    constant and far off zero along axes (``shift:NAME:AXES``, :func:`kernelgen.task.shifts.with_shift`)."""
+    constant and far off zero along axes (``shift:NAME:AXES``, :func:`kernelgen.task.shifts.with_shift`),
+    or scalars set (``scalars:NAME=VALUE,...``, :func:`kernelgen.task.scalar_conditions.with_scalars`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
+    if is_scalar_order(order):
+        scalars = with_scalars(task, scalars, order)
     args: dict[str, Any] = {}
     given = task.variant.args if task.variant is not None else {}
     bounds_at = domain_env(task, sizes)
@@ -338,12 +342,16 @@ def reference_call(task: Task, inputs: Mapping[str, Any]) -> tuple[dict[str, tor
     return _reference_outputs(task, result), copies
 
 
-def order_overflows(task: Task, sizes: Mapping[str, int], seed: int, expected: Mapping[str, torch.Tensor]) -> bool:
+def order_overflows(task: Task, sizes: Mapping[str, int], seed: int, expected: Mapping[str, torch.Tensor],
+                    order: str | None = None) -> bool:
     """Whether the reference's outputs on a draw with an order (sorted, cancelling, offset:
     ``expected``) hold more infinities or NaNs than on the values as drawn: the order left what the
     task's promise covers (a cumprod of values near 1, sorted descending, climbs past f32's
     largest value and back, and every f32 kernel's running product stays inf; an exp of an
-    offset input overflows), so the draw judges nothing."""
+    offset input overflows), so the draw judges nothing. Never for scalars set
+    (``scalars:...``): their ranges are the task's promise, and an extreme draw's NaNs stay."""
+    if is_scalar_order(order):
+        return False
     plain = run_reference(task, make_inputs(task, sizes, seed))
     return any(int((~value.float().isfinite()).sum()) > int((~plain[name].float().isfinite()).sum())
                for name, value in expected.items() if value.is_floating_point())

@@ -1,0 +1,348 @@
+"""Where a kernel's own tests of its scalar inputs change their answer, found by evaluating them.
+
+A kernel may take another path only at a scalar value the uniform draws never hit: a shortcut at
+``negative_slope == 0`` that drops the sign test, ``alpha == 1.0``, ``rtol < 1e-6``, a band 1% of
+the range wide (round 21: ``slope == 0``, ``threshold == 0`` and ``float(N) * slope > 2**20``
+passed). The conditions a kernel computes from its ranged scalar inputs (and sizes) alone are
+evaluated (:func:`kernelgen.task.size_conditions.evaluate`) over a grid of each such scalar's
+range and at the values they compare it with (each literal and its neighbours in the scalar's
+dtype, 0, 1 and -1, the range's ends, the other scalars' values), the other scalars at an ordinary value of their ranges and the sizes at
+the draw's; each combination of answers other than the grid's commonest gets one setting, at a
+value where it holds (a grid value inside a band, at random, else the point itself), the rarest
+first.
+
+A condition of scalars and sizes together (``float(N) * slope > 2**20``) is met by sizes: with
+the scalars at their ranges' ends and at an ordinary value it is one of sizes alone, whose
+regions :func:`kernelgen.task.size_conditions.condition_regions` finds (:func:`mixed_settings`).
+
+The prompt's promises hold in every setting: a scalar another must be at least (``at_least``)
+stays ordered against it. A scalar compared with the random numbers (``at_rand``: dropout's p)
+is swept too (a band of p taken another way); a setting puts it off the random number its other
+draws hold it at. A setting travels in a draw's ``order``
+(:func:`scalar_order`); :func:`with_scalars` puts it in the call's arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from typing import Any, Callable, Mapping
+
+import torch
+
+from pydantic import BaseModel
+
+from kernelgen.check.checked import ANY_INT_DTYPES, Checked
+from kernelgen.host.plan import torch_dtype
+from kernelgen.lang import nodes as L
+from kernelgen.task.size_conditions import Condition, condition_regions, evaluate, kernel_conditions
+from kernelgen.task.spec import Task
+
+SCALARS = "scalars"
+# Points of the uniform grid over a scalar's range (a band narrower than a 4096th of it is met
+# only through the literals that bound it).
+GRID = 4096
+# Values the uniform draws are unlikely to hit but kernels special-case, tried where in range.
+SPECIAL = (0.0, -0.0, 1.0, -1.0)
+# Comparisons' crossings and turns refined per comparison, and the steps of each refinement.
+REFINED = 256
+STEPS = 80
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+# Where in its range a scalar that is not swept stays (see :func:`_middle`).
+INSIDE = 0.382
+
+
+def swept_scalars(task: Task) -> dict[str, str]:
+    """The scalar inputs a setting may take (each with a range), with their dtypes."""
+    return {spec.name: spec.dtype for spec in task.signature.inputs
+            if spec.shape is None and spec.is_plain and spec.name in task.scalar_ranges}
+
+
+def scalar_settings(task: Task, checked: Checked, sizes: Mapping[str, int], most: int,
+                    seed: int) -> list[dict[str, Any]]:
+    """At most ``most`` settings of the ranged scalars (module docstring), each a value per swept
+    scalar, where the kernel's conditions on them answer otherwise than at most of the range; a
+    band's value at random inside it (its middle may be the one value a wrong path gets right).
+    Bands and single points take turns, the rarest of each first, so that points (decoys) do not
+    spend a band's setting."""
+    rng = random.Random(f"{task.id}:{seed}:scalars")
+    dtypes = swept_scalars(task)
+    if not dtypes:
+        return []
+    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    conditions = [c for c in kernel_conditions(checked, {**sizes, **middle}) if c.names & set(dtypes)]
+    bands: list[tuple[float, dict[str, Any]]] = []  # (share of the grid, setting)
+    points: list[dict[str, Any]] = []
+    for name in sorted({n for c in conditions for n in c.names & set(dtypes)}):
+        relevant = [c for c in conditions if name in c.names]
+        values, on_grid = _candidates(task, name, dtypes[name], relevant, middle, sizes)
+        if values.numel() == 0:
+            continue
+        env = {**_env(sizes, middle, dtypes), name: _typed(values, dtypes[name])}
+        answers = [_answer(c, env, values.numel()) for c in relevant]
+        # conditions that answer alike everywhere (decoys, range checks) take no bit
+        changing = [a for a in answers if a is not None and bool(a.any()) != bool(a.all())][:62]
+        code = torch.zeros(values.shape, dtype=torch.int64)
+        for bit, answer in enumerate(changing):
+            code = code + (answer.to(torch.int64) << bit)
+        grid_codes = code[on_grid]
+        common = int(grid_codes.mode().values) if grid_codes.numel() else None
+        for answer in code.unique().tolist():
+            if answer == common:
+                continue
+            here = code == answer
+            inside = (here & on_grid).nonzero().flatten()
+            if inside.numel():
+                at = inside[rng.randrange(inside.numel())]
+                bands.append((float((grid_codes == answer).double().mean()), {**middle, name: _plain(values[at], dtypes[name])}))
+            else:
+                at = here.nonzero().flatten()
+                points.append({**middle, name: _plain(values[at[rng.randrange(at.numel())]], dtypes[name])})
+    bands.sort(key=lambda item: item[0])
+    settings: dict[str, dict[str, Any]] = {}  # by their order: -0.0 and 0.0 are two settings
+    for pair in itertools.zip_longest([b for _, b in bands], points):
+        for setting in pair:
+            if setting is not None:
+                settings.setdefault(scalar_order(setting), setting)
+    return list(settings.values())[:most]
+
+
+def special_settings(task: Task) -> list[dict[str, Any]]:
+    """Every swept scalar at 0, at -0.0 and at 1 where its range holds that value (the others at
+    an ordinary value), where the pairs a range keeps ordered stay so: the values kernels
+    special-case, set whatever the kernel's conditions read (a test through a loop carry, an if's
+    result, a reduction or a bitcast is not evaluated), and every scalar at once (a path wrong only
+    where two are 0 together)."""
+    dtypes = swept_scalars(task)
+    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    found: dict[str, dict[str, Any]] = {}
+    for special in (0.0, -0.0, 1.0):
+        setting = dict(middle)
+        for name, dtype in dtypes.items():
+            value = _plain(torch.tensor(special), dtype)
+            if task.scalar_ranges[name].holds(value) and not (special == 0 and math.copysign(1, special) < 0
+                                                            and dtype in ANY_INT_DTYPES):
+                setting[name] = value
+        ordered = all(setting[n] >= setting[r.at_least] for n, r in task.scalar_ranges.items()
+                      if r.at_least is not None and n in setting and r.at_least in setting)
+        if ordered and setting != middle:
+            found.setdefault(scalar_order(setting), setting)
+    return list(found.values())
+
+
+def _env(sizes: Mapping[str, int], middle: Mapping[str, Any], dtypes: Mapping[str, str]) -> dict[str, torch.Tensor]:
+    """Sizes as int64, scalars in their dtypes (one value each)."""
+    return {**{n: torch.tensor([v]) for n, v in sizes.items()},
+            **{n: _typed(torch.tensor([float(v)]), dtypes[n]) for n, v in middle.items()}}
+
+
+def _typed(values: torch.Tensor, dtype: str) -> torch.Tensor:
+    if dtype == "bool":
+        return values != 0
+    return values.to(torch.int64) if dtype in ANY_INT_DTYPES else values.to(torch_dtype(dtype))
+
+
+def _answer(condition: Condition, env: Mapping[str, torch.Tensor], count: int) -> torch.Tensor | None:
+    """A condition's answers at ``count`` values of the swept scalar (None: not evaluated)."""
+    answer = evaluate(condition.expr, {**condition.metas, **env})
+    if answer is None or answer.dtype != torch.bool or answer.numel() not in (1, count):
+        return None
+    return answer.flatten().expand(count)
+
+
+def mixed_settings(task: Task, checked: Checked, seed: int, fits: Callable[[dict[str, int]], bool],
+                   most: int) -> list[tuple[dict[str, int], dict[str, Any]]]:
+    """Sizes and a setting where a condition of scalars and sizes together answers otherwise
+    (``float(N) * slope > 2**20``: N past 2**19 at the slope's top): each such condition with its
+    scalars at their ranges' ends and an ordinary value becomes one of sizes alone, whose regions
+    :func:`kernelgen.task.size_conditions.condition_regions` finds within ``fits``."""
+    dtypes = swept_scalars(task)
+    if not dtypes or not task.sizes:
+        return []
+    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    lowest = {name: r.min for name, r in task.sizes.items()}
+    mixed = [c for c in kernel_conditions(checked, {**lowest, **middle})
+             if c.names & set(dtypes) and c.names & set(task.sizes) and c.names <= set(dtypes) | set(task.sizes)]
+    found: list[tuple[dict[str, int], dict[str, Any]]] = []
+    for at in ("max", "min", "inside"):
+        setting = {name: middle[name] if at == "inside" or task.scalar_ranges[name].values is not None
+                   else _plain(torch.tensor(getattr(task.scalar_ranges[name], at)), dtype)
+                   for name, dtype in dtypes.items()}
+        fixed = [Condition(c.expr, c.names - set(dtypes), {**c.metas, **setting}) for c in mixed]
+        for sizes in condition_regions(task, fixed, fits, seed, most):
+            if (sizes, setting) not in found:
+                found.append((sizes, setting))
+    return found[:most]
+
+
+def scalar_order(setting: Mapping[str, Any]) -> str:
+    """A setting as a draw's ``order``: ``scalars:name=value,...``."""
+    return SCALARS + ":" + ",".join(f"{name}={value!r}" for name, value in setting.items())
+
+
+def is_scalar_order(order: str | None) -> bool:
+    return order is not None and order.startswith(SCALARS + ":")
+
+
+def with_scalars(task: Task, scalars: Mapping[str, Any], order: str) -> dict[str, Any]:
+    """``scalars`` with the values a :func:`scalar_order` sets in place (in each scalar's type)."""
+    dtypes = swept_scalars(task)
+    given = dict(scalars)
+    for item in order[len(SCALARS) + 1:].split(","):
+        name, _, text = item.partition("=")
+        if name not in dtypes:
+            raise ValueError(f"order {order!r} sets {name!r}, not a ranged scalar input of {task.id}")
+        given[name] = _parse(text, dtypes[name])
+    return given
+
+
+def _parse(text: str, dtype: str) -> Any:
+    if dtype == "bool":
+        return text == "True"
+    return int(text) if dtype in ANY_INT_DTYPES else float(text)
+
+
+def _plain(value: torch.Tensor, dtype: str) -> Any:
+    return bool(value) if dtype == "bool" else int(value) if dtype in ANY_INT_DTYPES else float(value)
+
+
+def _middle(task: Task, name: str, dtype: str) -> Any:
+    """The value the other scalars keep while one is swept: an ordinary one inside the range
+    (:data:`INSIDE` of the way up, not its middle, which is 0 of [-1, 1]; its first value for a
+    list), in the scalar's dtype."""
+    drawn = task.scalar_ranges[name]
+    if drawn.values is not None:
+        return drawn.values[0]
+    if dtype in ANY_INT_DTYPES:
+        return int(drawn.min + (drawn.max - drawn.min) * INSIDE)
+    inside = math.exp(math.log(drawn.min) + (math.log(drawn.max) - math.log(drawn.min)) * INSIDE) if drawn.log \
+        else drawn.min + (drawn.max - drawn.min) * INSIDE
+    return float(torch.tensor(inside, dtype=torch.float64).to(torch_dtype(dtype)))
+
+
+def _candidates(task: Task, name: str, dtype: str, conditions: list[Condition], middle: Mapping[str, Any],
+                sizes: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The values ``name`` is evaluated at (in its dtype, within its range and the order it keeps
+    with other scalars), and which of them are the uniform grid's: the grid, the special values,
+    the literals, and where each comparison changes its answer or comes closest to it between
+    grid values (:func:`_refined`), each with its neighbours."""
+    drawn = task.scalar_ranges[name]
+    integer = dtype in ANY_INT_DTYPES
+    if drawn.values is not None:
+        grid = torch.tensor([float(v) for v in drawn.values], dtype=torch.float64)
+    elif integer and drawn.max - drawn.min <= GRID:
+        grid = torch.arange(int(drawn.min), int(drawn.max) + 1, dtype=torch.float64)
+    elif drawn.log:
+        grid = torch.logspace(math.log10(drawn.min), math.log10(drawn.max), GRID + 1, dtype=torch.float64)
+    else:
+        grid = torch.linspace(drawn.min, drawn.max, GRID + 1, dtype=torch.float64)
+    # the others' values too: a test of two scalars for equality (``min_val == max_val``)
+    points = [*SPECIAL, *(float(v) for n, v in middle.items() if n != name)] + \
+        ([] if drawn.values is not None else [drawn.min, drawn.max])
+    for condition in conditions:
+        for literal in _literals(condition.expr):
+            points += [literal - 1, literal, literal + 1] if integer else [literal]
+    if dtype != "bool":
+        dtypes = {**swept_scalars(task)}
+        env = _env(sizes, {n: v for n, v in middle.items() if n != name}, dtypes)
+        snapped = grid.round() if integer else _in_dtype(grid, dtype)
+        points += _refined(name, dtype, conditions, env, snapped.unique())
+    extra = torch.tensor(points, dtype=torch.float64)
+    if integer:
+        grid, extra = grid.round(), extra.round()
+    elif dtype != "bool":
+        grid, extra = _in_dtype(grid, dtype), _in_dtype(extra, dtype)
+        step = torch.full_like(extra, math.inf)
+        extra = torch.cat([extra, torch.nextafter(extra.to(torch_dtype(dtype)), step.to(torch_dtype(dtype))).double(),
+                           torch.nextafter(extra.to(torch_dtype(dtype)), -step.to(torch_dtype(dtype))).double()])
+    values = torch.cat([grid, extra])
+    on_grid = torch.cat([torch.ones_like(grid, dtype=torch.bool), torch.zeros_like(extra, dtype=torch.bool)])
+    keep = torch.tensor([drawn.holds(_plain(v, dtype)) for v in values]) if drawn.values is not None else \
+        (values >= drawn.min) & (values <= drawn.max)
+    if drawn.at_least is not None and drawn.at_least in middle:
+        keep &= values >= middle[drawn.at_least]
+    for other, other_range in task.scalar_ranges.items():
+        if other_range.at_least == name and other in middle:
+            keep &= values <= middle[other]
+    values, on_grid = values[keep], on_grid[keep]
+    if not integer and dtype != "bool":
+        values = values.to(torch.float64)
+    return (values.to(torch.int64) if integer else values), on_grid
+
+
+def _refined(name: str, dtype: str, conditions: list[Condition], env: Mapping[str, torch.Tensor],
+             grid: torch.Tensor) -> list[float]:
+    """Where a comparison of the conditions changes its answer between two grid values (bisected
+    to neighbouring values of the dtype) or where lhs - rhs turns between them (searched to its
+    extremum): the bounds of a band narrower than the grid's step, computed (``|s - sqrt(0.09)| <
+    1e-5``, ``exp(-10) < s < exp(-9)``) or of two scalars (``value == -threshold``)."""
+    integer = dtype in ANY_INT_DTYPES
+
+    def snap(v: torch.Tensor) -> torch.Tensor:
+        return v.floor() if integer else _in_dtype(v, dtype)
+
+    found: list[float] = []
+    for condition in conditions:
+        for compare in _comparisons(condition.expr):
+            def gap(v: torch.Tensor) -> torch.Tensor | None:
+                at = {**condition.metas, **env, name: _typed(v, dtype)}
+                lhs, rhs = evaluate(compare.lhs, at), evaluate(compare.rhs, at)
+                if lhs is None or rhs is None or lhs.dtype == torch.bool or rhs.dtype == torch.bool:
+                    return None
+                difference = lhs.double() - rhs.double()
+                return difference.flatten().expand(v.shape) if difference.numel() in (1, v.numel()) else None
+
+            on_grid = gap(grid)
+            if on_grid is None:
+                continue
+            sign = on_grid.sign()
+            cross = (sign[:-1] != sign[1:]).nonzero().flatten()[:REFINED]
+            low, high, start = grid[cross], grid[cross + 1], sign[cross]
+            for _ in range(STEPS):  # bisection: low keeps the sign at the left, high the other
+                mid = snap((low + high) / 2)
+                inner = (mid > low) & (mid < high)
+                value = gap(mid)
+                if value is None or not bool(inner.any()):
+                    break
+                same = value.sign() == start
+                low, high = torch.where(inner & same, mid, low), torch.where(inner & ~same, mid, high)
+            found += low.tolist() + high.tolist()
+            slope = on_grid[1:] - on_grid[:-1]
+            turn = ((slope[:-1] * slope[1:]) < 0).nonzero().flatten()[:REFINED] + 1
+            sense = torch.where(slope[turn] > 0, 1.0, -1.0)  # +1: a minimum of lhs - rhs (rising after it)
+            a, b = grid[turn - 1], grid[turn + 1]
+            for _ in range(STEPS):  # golden-section search for the extremum
+                m1, m2 = a + (b - a) * 0.382, a + (b - a) * 0.618
+                f1, f2 = gap(snap(m1)), gap(snap(m2))
+                if f1 is None or f2 is None:
+                    break
+                left = sense * f1 <= sense * f2
+                a, b = torch.where(left, a, m1), torch.where(left, m2, b)
+            found += snap((a + b) / 2).tolist()
+    return [v for v in found if math.isfinite(v)]
+
+
+def _comparisons(expr: object) -> list[L.Binary]:
+    """The comparisons an expression makes (and each minimum or maximum, a comparison too)."""
+    found = [expr] if isinstance(expr, L.Binary) and expr.op in (*COMPARISONS, "minimum", "maximum") else []
+    if isinstance(expr, BaseModel):
+        found += [c for key, value in L.node_fields(expr) if key not in ("op", "dtype") for c in _comparisons(value)]
+    return found
+
+
+def _in_dtype(values: torch.Tensor, dtype: str) -> torch.Tensor:
+    return values.to(torch_dtype(dtype)).to(torch.float64)
+
+
+def _literals(expr: object) -> list[float]:
+    """The numbers an expression holds (the values a condition compares with)."""
+    if isinstance(expr, bool):
+        return []
+    if isinstance(expr, (int, float)):
+        return [float(expr)] if math.isfinite(expr) else []
+    if isinstance(expr, BaseModel):
+        return [v for key, value in L.node_fields(expr) if key not in ("op", "dtype") for v in _literals(value)]
+    if isinstance(expr, list):
+        return [v for item in expr for v in _literals(item)]
+    return []
