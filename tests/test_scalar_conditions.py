@@ -12,7 +12,8 @@ import pytest
 from kernelgen.check.checker import check
 from kernelgen.lang.parse import kernel_from_obj
 from kernelgen.task.draws import scalar_draws
-from kernelgen.task.scalar_conditions import scalar_order, scalar_settings, special_settings, with_scalars
+from kernelgen.task.scalar_conditions import (literal_settings, scalar_order, scalar_settings, special_settings,
+                                               with_scalars)
 from kernelgen.task.spec import get_task
 from kernelgen.task.verify import make_inputs
 
@@ -116,3 +117,16 @@ def test_a_condition_of_a_scalar_and_a_size_is_met_by_both() -> None:
     task = get_task("easy/leaky_relu")
     draws = scalar_draws(task, _kernel(ROOT / "tests" / "redteam" / "leaky_relu_size_times_slope.json"), 0)
     assert any(d.sizes["N"] * with_scalars(task, {}, d.order)["negative_slope"] > 2 ** 20 for d in draws)
+
+
+def test_the_numbers_a_hidden_test_compares_with_are_drawn() -> None:
+    """A slope carried through a loop and tested against 0.5, alpha's bits tested against 1.5's
+    (1069547520), ``(slope - 0.75) * v == 0`` (it reads a load): none is evaluated, and each
+    number is set."""
+    def literal(name: str, task: str, scalar: str) -> set:
+        path = ROOT / "tests" / "redteam" / f"{name}.json"
+        return {s[scalar] for s in literal_settings(get_task(task), _kernel(path), 8)}
+
+    assert 0.5 in literal("leaky_relu_carry_slope_half", "easy/leaky_relu", "negative_slope")
+    assert 1.5 in literal("elu_bitcast_alpha_three_halves", "easy/elu", "alpha")
+    assert 0.75 in literal("leaky_relu_load_fused_slope", "easy/leaky_relu", "negative_slope")

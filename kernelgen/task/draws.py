@@ -104,7 +104,8 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.reductions import cancelling_inputs
-from kernelgen.task.scalar_conditions import mixed_settings, scalar_order, scalar_settings, special_settings
+from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, scalar_order, scalar_settings,
+                                               special_settings)
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
@@ -155,7 +156,10 @@ SHIFT_BUDGET = 1 << 15
 CROSSINGS = 12
 # The settings of the scalar-crossing draws a kernel gets at most, each with ordinary and with
 # extreme inputs (:func:`scalar_draws`).
-SCALAR_CROSSINGS = 6
+SCALAR_CROSSINGS = 12
+# The settings at the numbers a kernel's tests of its scalars compare with, read or not
+# (:func:`kernelgen.task.scalar_conditions.literal_settings`), at most.
+LITERAL_SETTINGS = 8
 # Elements of all inputs and outputs of a CPU draw past a threshold or an extent that
 # CPU_ELEMENT_BUDGET keeps out of reach (a grid capped at 65535 programs of 128 covers 8388480
 # elements): a launch past the interpreter's own budget is judged on a sample of its programs;
@@ -273,8 +277,10 @@ def scalar_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     and sizes together (``float(N) * slope > 2**20``), draws in its regions of sizes
     (:func:`kernelgen.task.scalar_conditions.mixed_settings`); and, for every task with ranged
     scalars, draws with them at 0, -0.0 and 1 where their ranges allow, whatever the kernel's
-    conditions (:func:`kernelgen.task.scalar_conditions.special_settings`), all sizes at one value
-    within :data:`CPU_OFFSET_BUDGET`."""
+    conditions (:func:`kernelgen.task.scalar_conditions.special_settings`), and at each number
+    a test of a scalar, or of a value computed from it, compares with, where the evaluation
+    cannot follow it (:func:`kernelgen.task.scalar_conditions.literal_settings`: a loop carry, a
+    load, a bitcast); these with all sizes at one value within :data:`CPU_OFFSET_BUDGET`."""
     sizes = _together(task, CPU_JOINT_BUDGET) if task.sizes else {}
     if sizes is None:
         return []
@@ -289,8 +295,10 @@ def scalar_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
               for at, setting in mixed_settings(task, checked, seed, fits, SCALAR_CROSSINGS // 2)]
     # 0, -0.0 and 1 whatever the conditions say (a test the evaluation does not see), small sizes
     small = _together(task, CPU_OFFSET_BUDGET) if task.sizes else {}
+    # and each number a test of a scalar (or of a value computed from it) compares with, read or not
+    settings = special_settings(task) + literal_settings(task, checked, LITERAL_SETTINGS)
     return draws + [Draw(small, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
-                    for setting in special_settings(task) for extreme in (False, True)] if small is not None else draws
+                    for setting in settings for extreme in (False, True)] if small is not None else draws
 
 
 def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:

@@ -33,10 +33,11 @@ import torch
 
 from pydantic import BaseModel
 
-from kernelgen.check.checked import ANY_INT_DTYPES, Checked
+from kernelgen.check.checked import ANY_INT_DTYPES, Checked, launches_of
+from kernelgen.check.sequence import nodes
 from kernelgen.host.plan import torch_dtype
 from kernelgen.lang import nodes as L
-from kernelgen.task.size_conditions import Condition, condition_regions, evaluate, kernel_conditions
+from kernelgen.task.size_conditions import Condition, _inliner, condition_regions, evaluate, kernel_conditions
 from kernelgen.task.spec import Task
 
 SCALARS = "scalars"
@@ -46,7 +47,7 @@ GRID = 4096
 # Values the uniform draws are unlikely to hit but kernels special-case, tried where in range.
 SPECIAL = (0.0, -0.0, 1.0, -1.0)
 # Comparisons' crossings and turns refined per comparison, and the steps of each refinement.
-REFINED = 256
+REFINED = GRID
 STEPS = 80
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 # Where in its range a scalar that is not swept stays (see :func:`_middle`).
@@ -65,40 +66,26 @@ def scalar_settings(task: Task, checked: Checked, sizes: Mapping[str, int], most
     scalar, where the kernel's conditions on them answer otherwise than at most of the range; a
     band's value at random inside it (its middle may be the one value a wrong path gets right).
     Bands and single points take turns, the rarest of each first, so that points (decoys) do not
-    spend a band's setting."""
+    spend a band's setting. Then each other scalar is swept again with one at each setting found
+    (``value == threshold`` only where ``0.5 < threshold < 0.95``: two scalars moved together)."""
     rng = random.Random(f"{task.id}:{seed}:scalars")
     dtypes = swept_scalars(task)
     if not dtypes:
         return []
     middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
     conditions = [c for c in kernel_conditions(checked, {**sizes, **middle}) if c.names & set(dtypes)]
+    read = sorted({n for c in conditions for n in c.names & set(dtypes)})
     bands: list[tuple[float, dict[str, Any]]] = []  # (share of the grid, setting)
     points: list[dict[str, Any]] = []
-    for name in sorted({n for c in conditions for n in c.names & set(dtypes)}):
-        relevant = [c for c in conditions if name in c.names]
-        values, on_grid = _candidates(task, name, dtypes[name], relevant, middle, sizes)
-        if values.numel() == 0:
-            continue
-        env = {**_env(sizes, middle, dtypes), name: _typed(values, dtypes[name])}
-        answers = [_answer(c, env, values.numel()) for c in relevant]
-        # conditions that answer alike everywhere (decoys, range checks) take no bit
-        changing = [a for a in answers if a is not None and bool(a.any()) != bool(a.all())][:62]
-        code = torch.zeros(values.shape, dtype=torch.int64)
-        for bit, answer in enumerate(changing):
-            code = code + (answer.to(torch.int64) << bit)
-        grid_codes = code[on_grid]
-        common = int(grid_codes.mode().values) if grid_codes.numel() else None
-        for answer in code.unique().tolist():
-            if answer == common:
-                continue
-            here = code == answer
-            inside = (here & on_grid).nonzero().flatten()
-            if inside.numel():
-                at = inside[rng.randrange(inside.numel())]
-                bands.append((float((grid_codes == answer).double().mean()), {**middle, name: _plain(values[at], dtypes[name])}))
-            else:
-                at = here.nonzero().flatten()
-                points.append({**middle, name: _plain(values[at[rng.randrange(at.numel())]], dtypes[name])})
+    for name in read:
+        found = _sweep(task, name, dtypes, conditions, middle, sizes, rng)
+        bands += found[0]
+        points += found[1]
+        for _, base in sorted(found[0], key=lambda item: item[0])[:most] if len(read) > 1 else []:
+            for other in (n for n in read if n != name):
+                more = _sweep(task, other, dtypes, conditions, base, sizes, rng)
+                bands += more[0]
+                points += more[1]
     bands.sort(key=lambda item: item[0])
     settings: dict[str, dict[str, Any]] = {}  # by their order: -0.0 and 0.0 are two settings
     for pair in itertools.zip_longest([b for _, b in bands], points):
@@ -106,6 +93,123 @@ def scalar_settings(task: Task, checked: Checked, sizes: Mapping[str, int], most
             if setting is not None:
                 settings.setdefault(scalar_order(setting), setting)
     return list(settings.values())[:most]
+
+
+def _sweep(task: Task, name: str, dtypes: Mapping[str, str], conditions: list[Condition], base: Mapping[str, Any],
+           sizes: Mapping[str, int], rng: random.Random) -> tuple[list[tuple[float, dict[str, Any]]],
+                                                                  list[dict[str, Any]]]:
+    """One scalar swept, the others at ``base``: a setting per combination of the conditions'
+    answers the grid's commonest does not give, as bands (with their share of the grid) and
+    single points."""
+    relevant = [c for c in conditions if name in c.names]
+    values, on_grid = _candidates(task, name, dtypes[name], relevant, base, sizes)
+    if values.numel() == 0:
+        return [], []
+    env = {**_env(sizes, base, dtypes), name: _typed(values, dtypes[name])}
+    answers = [_answer(c, env, values.numel()) for c in relevant]
+    # conditions that answer alike everywhere (decoys, range checks) take no bit
+    changing = [a for a in answers if a is not None and bool(a.any()) != bool(a.all())][:62]
+    code = torch.zeros(values.shape, dtype=torch.int64)
+    for bit, answer in enumerate(changing):
+        code = code + (answer.to(torch.int64) << bit)
+    grid_codes = code[on_grid]
+    common = int(grid_codes.mode().values) if grid_codes.numel() else None
+    bands: list[tuple[float, dict[str, Any]]] = []
+    points: list[dict[str, Any]] = []
+    for answer in code.unique().tolist():
+        if answer == common:
+            continue
+        here = code == answer
+        inside = (here & on_grid).nonzero().flatten()
+        if inside.numel():
+            at = inside[rng.randrange(inside.numel())]
+            bands.append((float((grid_codes == answer).double().mean()), {**base, name: _plain(values[at], dtypes[name])}))
+        else:
+            at = here.nonzero().flatten()
+            points.append({**base, name: _plain(values[at[rng.randrange(at.numel())]], dtypes[name])})
+    return bands, points
+
+
+def literal_settings(task: Task, checked: Checked, most: int) -> list[dict[str, Any]]:
+    """Each swept scalar at each number a comparison that reads it, or a value computed from it
+    (through lets, loop carries, if results, reductions), holds (in its range, other than 0 and
+    1; an int literal also as the f32 of its bits, for a bitcast), the others at an ordinary
+    value: a test the evaluation leaves out (it reads a load, a carry, a bitcast) still gets its
+    literal drawn. At most ``most``, the first-found first."""
+    dtypes = swept_scalars(task)
+    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    found: dict[str, dict[str, Any]] = {}
+    for each in launches_of(checked):
+        inline = _inliner(each.kernel)
+        for name, dtype in dtypes.items():
+            tainted = _tainted(each.kernel, name)
+            for node, _ in nodes(each.kernel, ""):
+                if not (isinstance(node, L.Binary) and node.op in (*COMPARISONS, "minimum", "maximum")) \
+                        or not _reads(node, tainted):
+                    continue
+                for literal in _literals(inline(node)) + _literals(node):
+                    for value in _as_values(literal, dtype):
+                        if value in (0, 1) or not task.scalar_ranges[name].holds(value):
+                            continue
+                        setting = {**middle, name: value}
+                        if _ordered(task, setting):
+                            found.setdefault(scalar_order(setting), setting)
+    return list(found.values())[:most]
+
+
+def _tainted(kernel: L.Kernel, name: str) -> set[str]:
+    """``name`` and every name a value computed from it is bound to (lets, carries, if results,
+    loop variables), to a fixed point."""
+    bindings: list[tuple[str, list[object]]] = []
+    for node, _ in nodes(kernel.body or [], ""):
+        if isinstance(node, L.Let):
+            bindings.append((node.name, [node.value]))
+        elif isinstance(node, L.For):
+            bindings += [(carry.name, [carry.init, carry.next]) for carry in node.carry]
+            bindings.append((node.var, [node.start, node.stop, node.step]))
+        elif isinstance(node, L.If):
+            bindings += [(result.name, [result.then, result.else_, node.cond]) for result in node.results]
+    for param in kernel.params or []:
+        if param.value is not None:
+            bindings.append((param.name, [param.value]))
+    tainted = {name}
+    while True:
+        grown = {bound for bound, exprs in bindings if bound not in tainted and any(_reads(e, tainted) for e in exprs)}
+        if not grown:
+            return tainted
+        tainted |= grown
+
+
+def _reads(expr: object, names: set[str]) -> bool:
+    if isinstance(expr, str):
+        return expr in names
+    if isinstance(expr, list):
+        return any(_reads(item, names) for item in expr)
+    if isinstance(expr, BaseModel):
+        return any(_reads(value, names) for key, value in L.node_fields(expr) if key not in ("op", "dtype"))
+    return False
+
+
+def _as_values(literal: float, dtype: str) -> list[Any]:
+    """A literal as values of the scalar's dtype: itself, and for an integer literal of an f32
+    scalar the f32 its bits make (``bitcast(alpha, i32) == 1069547520``: alpha 1.5)."""
+    if dtype == "bool":
+        return []
+    if dtype in ANY_INT_DTYPES:
+        return [int(literal)] if float(literal).is_integer() else []
+    values = [float(torch.tensor(float(literal), dtype=torch.float64).to(torch_dtype(dtype)))]
+    if dtype == "f32" and isinstance(literal, int) and -2 ** 31 <= literal < 2 ** 32:
+        bits = torch.tensor([literal - (2 ** 32 if literal >= 2 ** 31 else 0)], dtype=torch.int32)
+        view = float(bits.view(torch.float32))
+        if math.isfinite(view) and abs(view) >= torch.finfo(torch.float32).tiny:  # a normal float's bits
+            values.append(view)
+    return [v for v in values if math.isfinite(v)]
+
+
+def _ordered(task: Task, setting: Mapping[str, Any]) -> bool:
+    """Whether the pairs a range keeps ordered (``at_least``) are in order in ``setting``."""
+    return all(setting[n] >= setting[r.at_least] for n, r in task.scalar_ranges.items()
+               if r.at_least is not None and n in setting and r.at_least in setting)
 
 
 def special_settings(task: Task) -> list[dict[str, Any]]:
@@ -124,9 +228,7 @@ def special_settings(task: Task) -> list[dict[str, Any]]:
             if task.scalar_ranges[name].holds(value) and not (special == 0 and math.copysign(1, special) < 0
                                                             and dtype in ANY_INT_DTYPES):
                 setting[name] = value
-        ordered = all(setting[n] >= setting[r.at_least] for n, r in task.scalar_ranges.items()
-                      if r.at_least is not None and n in setting and r.at_least in setting)
-        if ordered and setting != middle:
+        if _ordered(task, setting) and setting != middle:
             found.setdefault(scalar_order(setting), setting)
     return list(found.values())
 
@@ -335,12 +437,12 @@ def _in_dtype(values: torch.Tensor, dtype: str) -> torch.Tensor:
     return values.to(torch_dtype(dtype)).to(torch.float64)
 
 
-def _literals(expr: object) -> list[float]:
-    """The numbers an expression holds (the values a condition compares with)."""
+def _literals(expr: object) -> list[int | float]:
+    """The numbers an expression holds (the values a condition compares with), ints as ints."""
     if isinstance(expr, bool):
         return []
     if isinstance(expr, (int, float)):
-        return [float(expr)] if math.isfinite(expr) else []
+        return [expr] if math.isfinite(expr) else []
     if isinstance(expr, BaseModel):
         return [v for key, value in L.node_fields(expr) if key not in ("op", "dtype") for v in _literals(value)]
     if isinstance(expr, list):
