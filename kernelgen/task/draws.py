@@ -270,35 +270,25 @@ def _together(task: Task, budget: int, fixed: Mapping[str, int] | None = None) -
 
 
 def scalar_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
-    """CPU mode's draws with the scalar inputs set where the kernel's conditions on them answer
-    otherwise than on most of their ranges (:mod:`kernelgen.task.scalar_conditions`: a shortcut at
-    ``negative_slope == 0``), at most :data:`SCALAR_CROSSINGS` settings, each with ordinary and
-    with extreme inputs, every size at the joint draw's value; and where a condition reads scalars
-    and sizes together (``float(N) * slope > 2**20``), draws in its regions of sizes
-    (:func:`kernelgen.task.scalar_conditions.mixed_settings`); and, for every task with ranged
-    scalars, draws with them at 0, -0.0 and 1 where their ranges allow, whatever the kernel's
-    conditions (:func:`kernelgen.task.scalar_conditions.special_settings`), and at each number
-    a test of a scalar, or of a value computed from it, compares with, where the evaluation
-    cannot follow it (:func:`kernelgen.task.scalar_conditions.literal_settings`: a loop carry, a
-    load, a bitcast); these with all sizes at one value within :data:`CPU_OFFSET_BUDGET`."""
+    """CPU mode's draws with the scalar inputs set (:mod:`kernelgen.task.scalar_conditions`): where
+    the kernel's tests of them answer otherwise than on most of their ranges, at most
+    :data:`SCALAR_CROSSINGS` settings at the joint draw's sizes; in the size regions of tests of
+    scalars and sizes together (``float(N) * slope > 2**20``); and at 0, -0.0 and 1 and at the
+    numbers tests the evaluation cannot follow compare with (a loop carry, a load, a bitcast),
+    all sizes at one value within :data:`CPU_OFFSET_BUDGET`. Ordinary and extreme inputs (a
+    shortcut at value == 0 that multiplies by the mask is wrong only where x holds an inf)."""
     sizes = _together(task, CPU_JOINT_BUDGET) if task.sizes else {}
-    if sizes is None:
+    small = _together(task, CPU_OFFSET_BUDGET) if task.sizes else {}
+    if sizes is None or small is None:
         return []
-    # ordinary inputs and extreme ones (a shortcut at value == 0 that multiplies by the mask is
-    # wrong only where x holds an inf)
     draws = [Draw(sizes, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
              for setting in scalar_settings(task, checked, sizes, SCALAR_CROSSINGS, seed) for extreme in (False, True)]
-    # a condition of scalars and sizes together: its regions of sizes, past the element budget
-    # where need be (a launch past the interpreter's is sampled), each scalar at a range's end
-    fits = lambda s: _fits(task, s, False, CPU_PAST_BUDGET)  # noqa: E731
+    fits = lambda s: _fits(task, s, False, CPU_PAST_BUDGET)  # noqa: E731  (a launch past the budget is sampled)
     draws += [Draw(at, order=scalar_order(setting), kind="scalar_crossing")
               for at, setting in mixed_settings(task, checked, seed, fits, SCALAR_CROSSINGS // 2)]
-    # 0, -0.0 and 1 whatever the conditions say (a test the evaluation does not see), small sizes
-    small = _together(task, CPU_OFFSET_BUDGET) if task.sizes else {}
-    # and each number a test of a scalar (or of a value computed from it) compares with, read or not
     settings = special_settings(task) + literal_settings(task, checked, LITERAL_SETTINGS)
     return draws + [Draw(small, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
-                    for setting in settings for extreme in (False, True)] if small is not None else draws
+                    for setting in settings for extreme in (False, True)]
 
 
 def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
