@@ -1,25 +1,31 @@
-"""Where a kernel's own tests of its scalar inputs change their answer, found by evaluating them.
+"""Where a kernel's own tests of its scalar inputs change their answer: the settings of the
+scalars that CPU mode's scalar-crossing draws take (:func:`kernelgen.task.draws.scalar_draws`).
 
 A kernel may take another path only at a scalar value the uniform draws never hit: a shortcut at
-``negative_slope == 0`` that drops the sign test, ``alpha == 1.0``, ``rtol < 1e-6``, a band 1% of
-the range wide (round 21: ``slope == 0``, ``threshold == 0`` and ``float(N) * slope > 2**20``
-passed). The conditions a kernel computes from its ranged scalar inputs (and sizes) alone are
-evaluated (:func:`kernelgen.task.size_conditions.evaluate`) over a grid of each such scalar's
-range and at the values they compare it with (each literal and its neighbours in the scalar's
-dtype, 0, 1 and -1, the range's ends, the other scalars' values), the other scalars at an ordinary value of their ranges and the sizes at
-the draw's; each combination of answers other than the grid's commonest gets one setting, at a
-value where it holds (a grid value inside a band, at random, else the point itself), the rarest
-first.
+``negative_slope == 0`` that drops the sign test, ``alpha == 1.0``, a band 1% of the range wide,
+``min_val == max_val`` (red-team rounds 21 to 24). Three kinds of setting:
 
-A condition of scalars and sizes together (``float(N) * slope > 2**20``) is met by sizes: with
-the scalars at their ranges' ends and at an ordinary value it is one of sizes alone, whose
-regions :func:`kernelgen.task.size_conditions.condition_regions` finds (:func:`mixed_settings`).
+- :func:`scalar_settings`: the conditions a kernel computes from its ranged scalars (and sizes,
+  literals, meta values) alone are evaluated (:func:`kernelgen.task.size_conditions.evaluate`, in
+  the scalars' dtypes) over a grid of each scalar's range, at special points (0, -0.0, +-1, each
+  literal and its neighbours in the dtype, the range's ends, the other scalars' values) and where
+  each comparison crosses or turns between grid values (:func:`_refined`), the other scalars at
+  an ordinary value and the sizes at the draw's; each combination of answers other than the
+  grid's commonest gets one setting (a grid value inside a band, at random, else the point);
+  then each other scalar is swept again with one at each band found.
+- :func:`mixed_settings`: a condition of scalars and sizes together (``float(N) * slope >
+  2**20``), with the scalars at their ranges' ends and an ordinary value, is one of sizes alone,
+  whose regions :func:`kernelgen.task.size_conditions.condition_regions` finds.
+- :func:`special_settings` and :func:`literal_settings`: 0, -0.0 and 1, and each number a
+  comparison reading a scalar (or a name computed from it) holds, whatever the evaluation can
+  follow (a test through a loop carry, a load or a bitcast).
 
 The prompt's promises hold in every setting: a scalar another must be at least (``at_least``)
 stays ordered against it. A scalar compared with the random numbers (``at_rand``: dropout's p)
-is swept too (a band of p taken another way); a setting puts it off the random number its other
-draws hold it at. A setting travels in a draw's ``order``
-(:func:`scalar_order`); :func:`with_scalars` puts it in the call's arguments.
+is swept too; a setting puts it off the random number its other draws hold it at. A setting
+travels in a draw's ``order`` (:func:`scalar_order`); :func:`with_scalars` puts it in the call's
+arguments. Known gaps (tools/redteam_round24/README.md): a hash's zeros, i32 wrap, program ids,
+mixed settings only at a range's ends, a test flat on the grid with no literal at its point.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from kernelgen.check.checked import ANY_INT_DTYPES, Checked, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.host.plan import torch_dtype
 from kernelgen.lang import nodes as L
-from kernelgen.task.size_conditions import Condition, _inliner, condition_regions, evaluate, kernel_conditions
+from kernelgen.task.size_conditions import Condition, condition_regions, evaluate, inliner, kernel_conditions
 from kernelgen.task.spec import Task
 
 SCALARS = "scalars"
@@ -140,7 +146,7 @@ def literal_settings(task: Task, checked: Checked, most: int) -> list[dict[str, 
     middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
     found: dict[str, dict[str, Any]] = {}
     for each in launches_of(checked):
-        inline = _inliner(each.kernel)
+        inline = inliner(each.kernel)
         for name, dtype in dtypes.items():
             tainted = _tainted(each.kernel, name)
             for node, _ in nodes(each.kernel, ""):

@@ -84,7 +84,7 @@ def kernel_conditions(checked: Checked, names: Mapping[str, float]) -> list[Cond
                 asked = [node]
             else:
                 continue
-            for expr in [_inliner(each.kernel, last)(e) for e in asked for last in (False, True)]:
+            for expr in [inliner(each.kernel, last)(e) for e in asked for last in (False, True)]:
                 read = _names(expr) - set(metas)
                 if not read or not read <= set(names):
                     continue
@@ -432,7 +432,7 @@ INLINE_DEPTH = 400
 INLINE_NODES = 1 << 14
 
 
-def _inliner(kernel: L.Kernel, last: bool = False) -> Callable[[object], object]:
+def inliner(kernel: L.Kernel, last: bool = False) -> Callable[[object], object]:
     """A function that writes an expression with each let bound once, each param the host
     computes and each host value put in place of its name, ``num_programs`` as the grid's size,
     and ``numel``/``stride`` of a tensor as the product of its shape's sizes (tensors are
