@@ -178,3 +178,18 @@ def test_an_overflow_within_tolerance_of_the_largest_value_is_rounding_not_a_mis
     assert compare_tensors(torch.tensor([-math.inf, -math.inf, 1e30]), near, "f32").mismatches == 1
     assert compare_tensors(torch.tensor([math.inf, -math.inf, math.inf]), near, "f32").mismatches == 1
     assert compare_tensors(torch.tensor([math.inf]), torch.tensor([3.0e38]), "f32").mismatches == 1
+
+
+def test_an_extreme_draw_with_an_order_is_not_taken_for_an_overflow_for_its_own_nans() -> None:
+    """The draw scaled up by 2**32 is extreme: relu's and row_max's NaNs and infinities are the
+    extreme domain's, not the scaling's; compared with an ordinary draw it was left unjudged."""
+    from kernelgen.task.draws import up_draws
+    from kernelgen.task.spec import get_task
+    from kernelgen.task.verify import make_inputs, order_overflows, run_reference
+
+    for name in ("easy/relu", "med/row_max"):
+        task = get_task(name)
+        (draw,) = up_draws(task, 0)
+        expected = run_reference(task, make_inputs(task, draw.sizes, 0, extreme=True, order=draw.order))
+        assert not order_overflows(task, draw.sizes, 0, expected, draw.order, draw.extreme), name
+        assert order_overflows(task, draw.sizes, 0, expected, draw.order), name  # as it was judged before

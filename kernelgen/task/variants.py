@@ -239,7 +239,7 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     before = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     expected, reference_after = reference_call(task, inputs)
-    if order is not None and order_overflows(task, sizes, seed, expected, order):
+    if order is not None and order_overflows(task, sizes, seed, expected, order, extreme):
         return  # a draw past the task's promise (order_overflows)
     rounding = input_rounding(task, before, sizes, seed, order)
     call, checked = bound_call(task, kernel, inputs)

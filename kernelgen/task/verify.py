@@ -343,16 +343,17 @@ def reference_call(task: Task, inputs: Mapping[str, Any]) -> tuple[dict[str, tor
 
 
 def order_overflows(task: Task, sizes: Mapping[str, int], seed: int, expected: Mapping[str, torch.Tensor],
-                    order: str | None = None) -> bool:
+                    order: str | None = None, extreme: bool = False) -> bool:
     """Whether the reference's outputs on a draw with an order (sorted, cancelling, offset:
-    ``expected``) hold more infinities or NaNs than on the values as drawn: the order left what the
-    task's promise covers (a cumprod of values near 1, sorted descending, climbs past f32's
-    largest value and back, and every f32 kernel's running product stays inf; an exp of an
-    offset input overflows), so the draw judges nothing. Never for scalars set
-    (``scalars:...``): their ranges are the task's promise, and an extreme draw's NaNs stay."""
+    ``expected``) hold more infinities or NaNs than on the values as drawn (extreme where it is:
+    their NaNs are not the order's; an extreme draw scaled up was taken for an overflow and left
+    unjudged): the order left what the task's promise covers (a cumprod of values near 1, sorted
+    descending, climbs past f32's largest value and back, and every f32 kernel's running product
+    stays inf; an exp of an offset input overflows), so the draw judges nothing. Never for scalars
+    set (``scalars:...``): their ranges are the task's promise."""
     if is_scalar_order(order):
         return False
-    plain = run_reference(task, make_inputs(task, sizes, seed))
+    plain = run_reference(task, make_inputs(task, sizes, seed, extreme=extreme))
     return any(int((~value.float().isfinite()).sum()) > int((~plain[name].float().isfinite()).sum())
                for name, value in expected.items() if value.is_floating_point())
 
