@@ -56,7 +56,7 @@ SPECIAL = (0.0, -0.0, 1.0, -1.0)
 REFINED = GRID
 STEPS = 80
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-# Where in its range a scalar that is not swept stays (see :func:`_middle`).
+# Where in its range a scalar that is not swept stays (see :func:`_ordinary`).
 INSIDE = 0.382
 
 
@@ -78,7 +78,7 @@ def scalar_settings(task: Task, checked: Checked, sizes: Mapping[str, int], most
     dtypes = swept_scalars(task)
     if not dtypes:
         return []
-    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    middle = _ordinary(task)
     conditions = [c for c in kernel_conditions(checked, {**sizes, **middle}) if c.names & set(dtypes)]
     read = sorted({n for c in conditions for n in c.names & set(dtypes)})
     bands: list[tuple[float, dict[str, Any]]] = []  # (share of the grid, setting)
@@ -108,7 +108,7 @@ def _sweep(task: Task, name: str, dtypes: Mapping[str, str], conditions: list[Co
     answers the grid's commonest does not give, as bands (with their share of the grid) and
     single points."""
     relevant = [c for c in conditions if name in c.names]
-    values, on_grid = _candidates(task, name, dtypes[name], relevant, base, sizes)
+    values, on_grid = _candidates(task, name, dtypes, relevant, base, sizes)
     if values.numel() == 0:
         return [], []
     env = {**_env(sizes, base, dtypes), name: _typed(values, dtypes[name])}
@@ -143,7 +143,7 @@ def literal_settings(task: Task, checked: Checked, most: int) -> list[dict[str, 
     value: a test the evaluation leaves out (it reads a load, a carry, a bitcast) still gets its
     literal drawn. At most ``most``, the first-found first."""
     dtypes = swept_scalars(task)
-    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    middle = _ordinary(task)
     found: dict[str, dict[str, Any]] = {}
     for each in launches_of(checked):
         inline = inliner(each.kernel)
@@ -225,7 +225,7 @@ def special_settings(task: Task) -> list[dict[str, Any]]:
     result, a reduction or a bitcast is not evaluated), and every scalar at once (a path wrong only
     where two are 0 together)."""
     dtypes = swept_scalars(task)
-    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    middle = _ordinary(task)
     found: dict[str, dict[str, Any]] = {}
     for special in (0.0, -0.0, 1.0):
         setting = dict(middle)
@@ -268,7 +268,7 @@ def mixed_settings(task: Task, checked: Checked, seed: int, fits: Callable[[dict
     dtypes = swept_scalars(task)
     if not dtypes or not task.sizes:
         return []
-    middle = {name: _middle(task, name, dtype) for name, dtype in dtypes.items()}
+    middle = _ordinary(task)
     lowest = {name: r.min for name, r in task.sizes.items()}
     mixed = [c for c in kernel_conditions(checked, {**lowest, **middle})
              if c.names & set(dtypes) and c.names & set(task.sizes) and c.names <= set(dtypes) | set(task.sizes)]
@@ -315,26 +315,31 @@ def _plain(value: torch.Tensor, dtype: str) -> Any:
     return bool(value) if dtype == "bool" else int(value) if dtype in ANY_INT_DTYPES else float(value)
 
 
-def _middle(task: Task, name: str, dtype: str) -> Any:
-    """The value the other scalars keep while one is swept: an ordinary one inside the range
+def _ordinary(task: Task) -> dict[str, Any]:
+    """The value each swept scalar keeps while another is swept: an ordinary one inside its range
     (:data:`INSIDE` of the way up, not its middle, which is 0 of [-1, 1]; its first value for a
     list), in the scalar's dtype."""
-    drawn = task.scalar_ranges[name]
-    if drawn.values is not None:
-        return drawn.values[0]
-    if dtype in ANY_INT_DTYPES:
-        return int(drawn.min + (drawn.max - drawn.min) * INSIDE)
-    inside = math.exp(math.log(drawn.min) + (math.log(drawn.max) - math.log(drawn.min)) * INSIDE) if drawn.log \
-        else drawn.min + (drawn.max - drawn.min) * INSIDE
-    return float(torch.tensor(inside, dtype=torch.float64).to(torch_dtype(dtype)))
+    values: dict[str, Any] = {}
+    for name, dtype in swept_scalars(task).items():
+        drawn = task.scalar_ranges[name]
+        if drawn.values is not None:
+            values[name] = drawn.values[0]
+        elif dtype in ANY_INT_DTYPES:
+            values[name] = int(drawn.min + (drawn.max - drawn.min) * INSIDE)
+        else:
+            inside = math.exp(math.log(drawn.min) + (math.log(drawn.max) - math.log(drawn.min)) * INSIDE) \
+                if drawn.log else drawn.min + (drawn.max - drawn.min) * INSIDE
+            values[name] = float(torch.tensor(inside, dtype=torch.float64).to(torch_dtype(dtype)))
+    return values
 
 
-def _candidates(task: Task, name: str, dtype: str, conditions: list[Condition], middle: Mapping[str, Any],
-                sizes: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor]:
+def _candidates(task: Task, name: str, dtypes: Mapping[str, str], conditions: list[Condition],
+                middle: Mapping[str, Any], sizes: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """The values ``name`` is evaluated at (in its dtype, within its range and the order it keeps
     with other scalars), and which of them are the uniform grid's: the grid, the special values,
     the literals, and where each comparison changes its answer or comes closest to it between
     grid values (:func:`_refined`), each with its neighbours."""
+    dtype = dtypes[name]
     drawn = task.scalar_ranges[name]
     integer = dtype in ANY_INT_DTYPES
     if drawn.values is not None:
@@ -352,7 +357,6 @@ def _candidates(task: Task, name: str, dtype: str, conditions: list[Condition], 
         for literal in _literals(condition.expr):
             points += [literal - 1, literal, literal + 1] if integer else [literal]
     if dtype != "bool":
-        dtypes = {**swept_scalars(task)}
         env = _env(sizes, {n: v for n, v in middle.items() if n != name}, dtypes)
         snapped = grid.round() if integer else _in_dtype(grid, dtype)
         points += _refined(name, dtype, conditions, env, snapped.unique())
