@@ -172,6 +172,15 @@ class KernelTimeout(KernelgenError):
     outcome = Outcome.TIMEOUT
 
 
+class OutOfMemory(KernelgenError):
+    """The GPU had too little free memory for kernelgen's own work at a draw (the task's
+    reference, the inputs): not the kernel's fault, so a harness error; retried once alone
+    where other workers held memory (:func:`kernelgen.gpu.timing.retried_alone`)."""
+
+    stage = "verify"
+    outcome = Outcome.HARNESS_ERROR
+
+
 class WrongResult(KernelgenError):
     stage = "verify"
     outcome = Outcome.WRONG_RESULT

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgen.errors import Diagnostic, KernelTimeout, Outcome
+from kernelgen.errors import Diagnostic, KernelTimeout, OutOfMemory, Outcome
 from kernelgen.gpu import timing
 from kernelgen.gpu.executor import Executor
 from kernelgen.harness.pipeline import Settings, evaluate_answer
@@ -124,16 +124,55 @@ def test_a_slow_function_times_fewer_repetitions_and_one_too_slow_is_a_timeout()
 
 
 class Attempts:
-    """An attempt that times out the first ``failures`` times; records when each started."""
+    """An attempt that times out (or runs out of GPU memory) the first ``failures`` times;
+    records when each started."""
 
-    def __init__(self, failures: int) -> None:
-        self.failures, self.started = failures, []
+    def __init__(self, failures: int, error: type = KernelTimeout) -> None:
+        self.failures, self.started, self.error = failures, [], error
 
     def __call__(self) -> str:
         self.started.append(time.monotonic())
         if len(self.started) <= self.failures:
-            raise KernelTimeout(Diagnostic("", "timeout", "verify_job did not finish within 60 s"))
+            raise self.error(Diagnostic("", "timeout", "verify_job did not finish within 60 s"))
         return "done"
+
+
+def test_running_out_of_gpu_memory_under_load_is_retried_once_alone(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other workers' inputs and contexts held part of the card: alone, the reference may fit."""
+    slots = tmp_path / "jobs.lock"
+    slots.touch()
+    monkeypatch.setenv(timing.ALONE_VARIABLE, str(slots))
+    other = holding(slots, 1.5, tmp_path, shared=True)
+    try:
+        attempt = Attempts(failures=1, error=OutOfMemory)
+        assert timing.retried_alone(attempt) == "done"
+        assert attempt.started[1] - attempt.started[0] >= 1.0
+    finally:
+        other.kill()
+        other.wait()
+    attempt = Attempts(failures=1, error=OutOfMemory)  # nobody else running: the verdict at once
+    with pytest.raises(OutOfMemory) as caught:
+        timing.retried_alone(attempt)
+    assert len(attempt.started) == 1 and caught.value.outcome == Outcome.HARNESS_ERROR
+
+
+def test_cuda_out_of_memory_in_the_reference_says_where() -> None:
+    """torch's error, raised in the reference at a draw, becomes a harness error naming the task,
+    the sizes and how to measure the reference (not an uncaught exception with PTX in it)."""
+    import torch
+
+    from kernelgen.gpu.case import reference_memory
+
+    with pytest.raises(OutOfMemory) as caught:
+        with reference_memory(get_task("alibi_attention_f16"), {"B": 4, "H": 16, "S": 8192}):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a total "
+                                         "capacity of 79.18 GiB of which 12.20 GiB is free. Process 3779 has ...")
+    (diagnostic,) = caught.value.diagnostics
+    assert diagnostic.code == "reference_out_of_memory" and caught.value.stage == "verify"
+    assert "alibi_attention_f16 at {'B': 4, 'H': 16, 'S': 8192}" in diagnostic.message
+    assert "Tried to allocate 32.00 GiB" in diagnostic.message and "Process 3779" not in diagnostic.message
+    assert "tools/reference_memory.py alibi_attention_f16" in diagnostic.message
 
 
 def test_a_timeout_under_load_is_retried_once_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,15 +16,17 @@ inter-process calls.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import re
 import statistics
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case
 from kernelgen.check.checker import CheckedKernel, child
-from kernelgen.errors import Diagnostic, WrongResult
+from kernelgen.errors import Diagnostic, OutOfMemory, WrongResult
 from kernelgen.check.checked import Checked, launches_of
 from kernelgen.host.plan import plan_for_sizes, sequence_for_sizes
 from kernelgen.check.sequence import nodes
@@ -122,13 +124,30 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
         drawn = make_inputs(task, sizes, seed, extreme=extreme)
         plain = make_inputs(task, sizes, seed) if extreme and task.extreme_domains else None
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        with harness_work():  # an extreme draw's scale is chosen on the GPU (the reference, up to 6 times)
-            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme,
+        with harness_work(), reference_memory(task, sizes):  # an extreme draw's scale is chosen on the GPU
+            inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme,  # (the reference, up to 6 times)
                                           None if plain is None else lambda: _to_device(plain, device))
             expected = run_reference(task, inputs)
         outputs, written, problems = guarded_launches(checked, compiled, inputs, device)
         with harness_work():
             return problems + compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale)
+
+
+@contextlib.contextmanager
+def reference_memory(task: Task, sizes: Mapping[str, int]) -> Iterator[None]:
+    """CUDA running out of memory for the draw's inputs or the task's reference is the
+    harness's failure, not the kernel's: :class:`~kernelgen.errors.OutOfMemory`, which says
+    where, and is retried alone where other workers held memory."""
+    import torch
+
+    try:
+        yield
+    except torch.OutOfMemoryError as error:
+        # torch's message up to the card's free memory, not the list of every process's
+        first = re.split(r"\.? (?=Process |Including |Of the allocated )", str(error))[0]
+        raise OutOfMemory(f"the inputs or the reference of {task.id} at {dict(sizes)} ran out of GPU memory "
+                          f"({first}); python tools/reference_memory.py {task.id} measures what the reference "
+                          "holds at once", code="reference_out_of_memory") from None
 
 
 def guarded_launches(checked: Checked, compiled: Any, inputs: Mapping[str, Any],

@@ -520,14 +520,16 @@ def retried_alone(attempt: Callable[[], Any], timed_out: Callable[[Any], bool] |
     :class:`~kernelgen.errors.KernelTimeout`, or returns a result ``timed_out`` says is one)
     while other workers' jobs ran, once more alone (:func:`alone`) before that is the verdict:
     a correct kernel slowed past its limit by a loaded machine is not a timeout. Without
-    ``KERNELGEN_ALONE_LOCK`` (one process) it runs once."""
-    from kernelgen.errors import Diagnostic, KernelTimeout
+    ``KERNELGEN_ALONE_LOCK`` (one process) it runs once. The same for
+    :class:`~kernelgen.errors.OutOfMemory`: other workers' inputs and CUDA contexts held part of
+    the card."""
+    from kernelgen.errors import Diagnostic, KernelTimeout, OutOfMemory
 
     loaded = others_running()
     try:
         with job_slot():
             result = attempt()
-    except KernelTimeout:
+    except (KernelTimeout, OutOfMemory):
         if not (loaded or others_running()):
             raise
     else:
@@ -536,9 +538,9 @@ def retried_alone(attempt: Callable[[], Any], timed_out: Callable[[Any], bool] |
     with alone():
         try:
             return attempt()
-        except KernelTimeout as error:
-            raise KernelTimeout([Diagnostic(d.path, d.code, f"{d.message} (also when retried alone)")
-                                 for d in error.diagnostics]) from None
+        except (KernelTimeout, OutOfMemory) as error:
+            raise type(error)([Diagnostic(d.path, d.code, f"{d.message} (also when retried alone)")
+                               for d in error.diagnostics]) from None
 
 
 def call_retried_alone(executor: Any, fn: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any) -> Any:
