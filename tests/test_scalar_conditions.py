@@ -119,6 +119,16 @@ def test_a_condition_of_a_scalar_and_a_size_is_met_by_both() -> None:
     assert any(d.sizes["N"] * with_scalars(task, {}, d.order)["negative_slope"] > 2 ** 20 for d in draws)
 
 
+def test_a_band_of_a_scalar_that_holds_only_at_small_sizes_is_met_there_with_extreme_inputs_too() -> None:
+    """``N < 1000 and 1.98 < slope < 1.99``: the sweep at the joint draw's N (N < 1000 false)
+    finds the band; the mixed settings put the band's slope at an N of the minima's region, in
+    its upper half (many elements, not N = 1), ordinary and extreme (round 24)."""
+    task = get_task("easy/leaky_relu")
+    draws = scalar_draws(task, _kernel(ROOT / "tests" / "redteam" / "leaky_relu_small_n_slope_band.json"), 0)
+    met = [d for d in draws if 500 <= d.sizes["N"] < 1000 and 1.98 < with_scalars(task, {}, d.order)["negative_slope"] < 1.99]
+    assert {d.extreme for d in met} == {False, True}
+
+
 def test_the_numbers_a_hidden_test_compares_with_are_drawn() -> None:
     """A slope carried through a loop and tested against 0.5, alpha's bits tested against 1.5's
     (1069547520), ``(slope - 0.75) * v == 0`` (it reads a load): none is evaluated, and each

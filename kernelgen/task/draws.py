@@ -281,11 +281,13 @@ def scalar_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     small = _together(task, CPU_OFFSET_BUDGET) if task.sizes else {}
     if sizes is None or small is None:
         return []
+    swept = scalar_settings(task, checked, sizes, SCALAR_CROSSINGS, seed)
     draws = [Draw(sizes, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
-             for setting in scalar_settings(task, checked, sizes, SCALAR_CROSSINGS, seed) for extreme in (False, True)]
+             for setting in swept for extreme in (False, True)]
     fits = lambda s: _fits(task, s, False, CPU_PAST_BUDGET)  # noqa: E731  (a launch past the budget is sampled)
-    draws += [Draw(at, order=scalar_order(setting), kind="scalar_crossing")
-              for at, setting in mixed_settings(task, checked, seed, fits, SCALAR_CROSSINGS // 2)]
+    draws += [Draw(at, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
+              for at, setting, both in mixed_settings(task, checked, seed, fits, SCALAR_CROSSINGS // 2, swept, sizes)
+              for extreme in (False, True)[:1 + both]]
     settings = special_settings(task) + literal_settings(task, checked, LITERAL_SETTINGS)
     return draws + [Draw(small, extreme=extreme, order=scalar_order(setting), kind="scalar_crossing")
                     for setting in settings for extreme in (False, True)]

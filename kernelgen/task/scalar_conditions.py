@@ -14,8 +14,9 @@ A kernel may take another path only at a scalar value the uniform draws never hi
   grid's commonest gets one setting (a grid value inside a band, at random, else the point);
   then each other scalar is swept again with one at each band found.
 - :func:`mixed_settings`: a condition of scalars and sizes together (``float(N) * slope >
-  2**20``), with the scalars at their ranges' ends and an ordinary value, is one of sizes alone,
-  whose regions :func:`kernelgen.task.size_conditions.condition_regions` finds.
+  2**20``), with the scalars at their ranges' ends, an ordinary value or a setting the sweep
+  found, is one of sizes alone, whose regions :func:`kernelgen.task.size_conditions.condition_regions`
+  finds; the scalars are swept again at each region's sizes.
 - :func:`special_settings` and :func:`literal_settings`: 0, -0.0 and 1, and each number a
   comparison reading a scalar (or a name computed from it) holds, whatever the evaluation can
   follow (a test through a loop carry, a load or a bitcast).
@@ -25,7 +26,7 @@ stays ordered against it. A scalar compared with the random numbers (``at_rand``
 is swept too; a setting puts it off the random number its other draws hold it at. A setting
 travels in a draw's ``order`` (:func:`scalar_order`); :func:`with_scalars` puts it in the call's
 arguments. Known gaps (tools/redteam_round24/README.md): a hash's zeros, i32 wrap, program ids,
-mixed settings only at a range's ends, a test flat on the grid with no literal at its point.
+a test flat on the grid with no literal at its point.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -43,7 +44,8 @@ from kernelgen.check.checked import ANY_INT_DTYPES, Checked, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.host.plan import torch_dtype
 from kernelgen.lang import nodes as L
-from kernelgen.task.size_conditions import Condition, condition_regions, evaluate, inliner, kernel_conditions
+from kernelgen.task.size_conditions import (Condition, answer_tuple, condition_regions, evaluate, inliner,
+                                            kernel_conditions)
 from kernelgen.task.spec import Task
 
 SCALARS = "scalars"
@@ -260,28 +262,64 @@ def _answer(condition: Condition, env: Mapping[str, torch.Tensor], count: int) -
 
 
 def mixed_settings(task: Task, checked: Checked, seed: int, fits: Callable[[dict[str, int]], bool],
-                   most: int) -> list[tuple[dict[str, int], dict[str, Any]]]:
+                   most: int, swept: Sequence[Mapping[str, Any]] = (),
+                   swept_at: Mapping[str, int] | None = None) -> list[tuple[dict[str, int], dict[str, Any], bool]]:
     """Sizes and a setting where a condition of scalars and sizes together answers otherwise
     (``float(N) * slope > 2**20``: N past 2**19 at the slope's top): each such condition with its
-    scalars at their ranges' ends and an ordinary value becomes one of sizes alone, whose regions
-    :func:`kernelgen.task.size_conditions.condition_regions` finds within ``fits``."""
+    scalars at their ranges' ends, an ordinary value and each of ``swept`` (the settings the sweep
+    at ``swept_at`` found: ``N < 1000 and 1.98 < slope < 1.99`` needs the slope in its band) becomes
+    one of sizes alone, whose regions
+    :func:`kernelgen.task.size_conditions.condition_regions` finds within ``fits`` (for a swept
+    setting, those and the ranges' minima where the answers differ from ``swept_at``'s); then, at each
+    region's sizes, the scalars where the tests answer otherwise there (:func:`scalar_settings`):
+    ``N < 1000 and 1.98 < slope < 1.99`` is a band of the slope at N = 501 only, which neither the
+    range's ends nor the sweep at the joint draw's large sizes reach. At most ``most`` of the
+    ends' regions and ``most // 2`` of the others; the last item says which (an other is drawn with
+    extreme inputs too: a NaN is turned into ``value`` only where N < 1000 and threshold > 0.99)."""
     dtypes = swept_scalars(task)
     if not dtypes or not task.sizes:
         return []
     middle = _ordinary(task)
     lowest = {name: r.min for name, r in task.sizes.items()}
+    rng = random.Random(f"{task.id}:{seed}:mixed")
     mixed = [c for c in kernel_conditions(checked, {**lowest, **middle})
              if c.names & set(dtypes) and c.names & set(task.sizes) and c.names <= set(dtypes) | set(task.sizes)]
-    found: list[tuple[dict[str, int], dict[str, Any]]] = []
-    for at in ("max", "min", "inside"):
-        setting = {name: middle[name] if at == "inside" or task.scalar_ranges[name].values is not None
-                   else _plain(torch.tensor(getattr(task.scalar_ranges[name], at)), dtype)
-                   for name, dtype in dtypes.items()}
+    found: list[tuple[dict[str, int], dict[str, Any], bool]] = []
+    ends = [{name: middle[name] if at == "inside" or task.scalar_ranges[name].values is not None
+             else _plain(torch.tensor(getattr(task.scalar_ranges[name], at)), dtype)
+             for name, dtype in dtypes.items()} for at in ("max", "min", "inside")]
+    for setting, at in [(each, None) for each in ends] + [({**middle, **each}, swept_at) for each in swept]:
         fixed = [Condition(c.expr, c.names - set(dtypes), {**c.metas, **setting}) for c in mixed]
-        for sizes in condition_regions(task, fixed, fits, seed, most):
-            if (sizes, setting) not in found:
-                found.append((sizes, setting))
-    return found[:most]
+        regions = condition_regions(task, fixed, fits, seed, most)
+        if at is not None:  # the minima's region too (condition_regions' starting point), where new
+            inside = [_toward(fixed, lowest, region, rng) for region in regions[:1]] or [lowest]
+            regions = [s for s in inside + regions if fits(s) and answer_tuple(fixed, s) != answer_tuple(fixed, at)]
+        for sizes in regions:
+            if (sizes, setting, at is not None) not in found:
+                found.append((sizes, setting, at is not None))
+    regions = list(dict.fromkeys(tuple(sorted(sizes.items())) for sizes, _, _ in found))
+    per_region = [[(dict(region), each, True) for each in scalar_settings(task, checked, dict(region), most, seed)]
+                  for region in regions]
+    # the swept settings' regions first, then each region's own settings in turn (the first of each first)
+    for item in itertools.chain.from_iterable(itertools.zip_longest(*per_region)):
+        if item is not None and item[:2] not in [f[:2] for f in found]:
+            found.append(item)
+    return [f for f in found if not f[2]][:most] + [f for f in found if f[2]][:max(1, most // 2)]
+
+
+def _toward(conditions: list[Condition], lowest: Mapping[str, int], region: Mapping[str, int],
+            rng: random.Random) -> dict[str, int]:
+    """Sizes on the line from the ranges' minima to ``region`` where the conditions still answer
+    as at the minima, in the upper half of that stretch (bisected): ``N < 1000`` holds at
+    N = 1, where a single element is one chance; at N = 500 to 999 it holds with many."""
+    def at(t: float) -> dict[str, int]:
+        return {n: lowest[n] + int(t * (region[n] - lowest[n])) for n in lowest}
+
+    start, low, high = answer_tuple(conditions, lowest), 0.0, 1.0
+    for _ in range(STEPS // 2):
+        middle = (low + high) / 2
+        low, high = (middle, high) if answer_tuple(conditions, at(middle)) == start else (low, middle)
+    return at(rng.uniform(low / 2, low))
 
 
 def scalar_order(setting: Mapping[str, Any]) -> str:

@@ -120,7 +120,7 @@ def condition_regions(task: Task, conditions: list[Condition], fits: Callable[[d
             # keyed by the answers of every relevant condition there: each sweep's codes are bits
             # over the conditions that change in that sweep, so the same code can stand for other
             # answers in the other sweep
-            key = (again, _answer_tuple(relevant, sizes))
+            key = (again, answer_tuple(relevant, sizes))
             if key not in seen:
                 seen.add(key)
                 mine.append(sizes)
@@ -274,7 +274,7 @@ def _codes(conditions: list[Condition], env: Mapping[str, torch.Tensor],
     return code, _answers(kept, {n: torch.tensor([v]) for n, v in lowest.items()})
 
 
-def _answer_tuple(conditions: list[Condition], sizes: Mapping[str, int]) -> tuple[bool | None, ...]:
+def answer_tuple(conditions: list[Condition], sizes: Mapping[str, int]) -> tuple[bool | None, ...]:
     """Each condition's answer at one assignment (None where it cannot be evaluated there)."""
     env = {n: torch.tensor([v]) for n, v in sizes.items()}
     answers = (evaluate(c.expr, {**c.metas, **env}) for c in conditions)
