@@ -43,6 +43,19 @@ def test_integer_operations_follow_the_language() -> None:
     assert evaluate(L.Binary(op="gt", lhs=L.TypeInfo(op="iinfo", dtype="i16", what="max"), rhs=32766), {}).item()
 
 
+def test_i32_values_wrap_as_on_the_gpu_and_sizes_and_i64_do_not() -> None:
+    """``seed * 4 == -8`` holds at an i32 seed of 2**30 - 2 (the product wraps), not for an i64
+    one, nor for a size (int64); a cast to i32 wraps, a literal past i32 is i64 (round 24)."""
+    times_four = L.Binary(op="eq", lhs=L.Binary(op="mul", lhs="seed", rhs=4), rhs=-8)
+    assert evaluate(times_four, {"seed": torch.tensor([2 ** 30 - 2], dtype=torch.int32)}).item()
+    assert not evaluate(times_four, {"seed": torch.tensor([2 ** 30 - 2], dtype=torch.int64)}).item()
+    assert not evaluate(times_four, {"seed": torch.tensor([2 ** 30 - 2])}).item()
+    assert evaluate(L.Cast(op="cast", x=2 ** 31, dtype="i32"), {}).item() == -2 ** 31
+    assert evaluate(L.Binary(op="add", lhs=2 ** 31, rhs=1), {}).item() == 2 ** 31 + 1
+    hashed = L.Binary(op="and", lhs=L.Binary(op="mul", lhs="seed", rhs=40503), rhs=0xFFFF)
+    assert evaluate(hashed, {"seed": torch.tensor([60687], dtype=torch.int32)}).item() == (60687 * 40503) & 0xFFFF
+
+
 def test_a_condition_reading_a_load_or_a_program_id_is_left_out() -> None:
     """Only sizes, literals and meta values: the golden of row_sum has none (no draw, no cost)."""
     task = get_task("row_sum")

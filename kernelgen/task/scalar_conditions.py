@@ -25,7 +25,7 @@ The prompt's promises hold in every setting: a scalar another must be at least (
 stays ordered against it. A scalar compared with the random numbers (``at_rand``: dropout's p)
 is swept too; a setting puts it off the random number its other draws hold it at. A setting
 travels in a draw's ``order`` (:func:`scalar_order`); :func:`with_scalars` puts it in the call's
-arguments. Known gaps (tools/redteam_round24/README.md): a hash's zeros, i32 wrap, program ids,
+arguments. Known gaps (tools/redteam_round24/README.md): a hash's zeros, program ids,
 a test flat on the grid with no literal at its point.
 """
 
@@ -242,7 +242,8 @@ def special_settings(task: Task) -> list[dict[str, Any]]:
 
 
 def _env(sizes: Mapping[str, int], middle: Mapping[str, Any], dtypes: Mapping[str, str]) -> dict[str, torch.Tensor]:
-    """Sizes as int64, scalars in their dtypes (one value each)."""
+    """Sizes as int64 (a kernel's size params are i32, but a product of sizes that wraps is the
+    largest draws' concern), scalars in their dtypes (one value each)."""
     return {**{n: torch.tensor([v]) for n, v in sizes.items()},
             **{n: _typed(torch.tensor([float(v)]), dtypes[n]) for n, v in middle.items()}}
 
@@ -250,7 +251,7 @@ def _env(sizes: Mapping[str, int], middle: Mapping[str, Any], dtypes: Mapping[st
 def _typed(values: torch.Tensor, dtype: str) -> torch.Tensor:
     if dtype == "bool":
         return values != 0
-    return values.to(torch.int64) if dtype in ANY_INT_DTYPES else values.to(torch_dtype(dtype))
+    return values.to(torch.int64).to(torch_dtype(dtype)) if dtype in ANY_INT_DTYPES else values.to(torch_dtype(dtype))
 
 
 def _answer(condition: Condition, env: Mapping[str, torch.Tensor], count: int) -> torch.Tensor | None:

@@ -298,8 +298,10 @@ _COMPARE = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt"
 
 
 def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
-    """``expr``'s value with the names in ``env`` (ints or int64 tensors, broadcast together):
-    integers exact in int64 (a division by zero 0, as the language has it); floats in the dtype
+    """``expr``'s value with the names in ``env`` (ints or integer tensors, broadcast together):
+    integers in their dtypes (an int literal in i32 where it fits, as in the language; an i32
+    scalar's product wraps, ``seed * 4 == -8`` holds at seed = 2**30 - 2; sizes come as int64)
+    with a division by zero 0, as the language has it; floats in the dtype
     the kernel computes them in where the names or casts give one (an f32 scalar, ``cast(N, f32)``:
     a literal takes its operand's dtype, as in the language, so ``slope == 0.3`` holds at the
     f32 of 0.3 and ``(s + 1024) - 1024`` rounds as f32 does), else f64; None where it reads
@@ -307,7 +309,7 @@ def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
     if isinstance(expr, bool):
         return torch.tensor(expr)
     if isinstance(expr, int):
-        return torch.tensor(expr, dtype=torch.int64)
+        return torch.tensor(expr, dtype=torch.int32 if -2 ** 31 <= expr < 2 ** 31 else torch.int64)
     if isinstance(expr, float):
         return torch.tensor(expr, dtype=torch.float64)
     if isinstance(expr, str):
@@ -345,7 +347,8 @@ def evaluate(expr: object, env: Mapping[str, object]) -> torch.Tensor | None:
 
 def _common(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Two operands in one dtype: of two floats, the wider, a literal (a 0-d tensor) taking the
-    other's; an integer with a float, the float's; integers in int64."""
+    other's; an integer with a float, the float's; of two integers the wider, a literal taking
+    the other's where that holds it."""
     if a.is_floating_point() and b.is_floating_point():
         dtype = b.dtype if a.dim() == 0 and b.dim() else a.dtype if b.dim() == 0 and a.dim() else \
             torch.promote_types(a.dtype, b.dtype)
@@ -355,7 +358,15 @@ def _common(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
         return a.to(dtype), b.to(dtype)
     if a.dtype == torch.bool and b.dtype == torch.bool:
         return a, b
-    return a.to(torch.int64), b.to(torch.int64)
+    a, b = (x.to(torch.int64) if x.dtype == torch.bool else x for x in (a, b))
+    dtype = b.dtype if a.dim() == 0 and b.dim() and _holds(a, b.dtype) else \
+        a.dtype if b.dim() == 0 and a.dim() and _holds(b, a.dtype) else torch.promote_types(a.dtype, b.dtype)
+    return a.to(dtype), b.to(dtype)
+
+
+def _holds(literal: torch.Tensor, dtype: torch.dtype) -> bool:
+    info = torch.iinfo(dtype)
+    return info.min <= int(literal) <= info.max
 
 
 def _binary(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
@@ -384,14 +395,15 @@ def _binary(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
             result = torch.div(a + (safe - 1 if op == "cdiv" else 0), safe, rounding_mode="trunc")
         return torch.where(b == 0, torch.zeros_like(result), result)
     if op in ("shl", "shr", "lshr"):
-        amount = b.clamp(0, 63)
+        bits = torch.iinfo(a.dtype).bits
+        amount = b.clamp(0, bits - 1)
         if op == "shl":
-            return torch.where(b.ge(0) & b.lt(64), a << amount, torch.zeros_like(a))
-        if op == "lshr":
-            a = torch.where(a < 0, a + (1 << 32), a)  # an i32's bits, unsigned
+            return torch.where(b.ge(0) & b.lt(bits), a << amount, torch.zeros_like(a))
+        if op == "lshr" and bits < 64:  # the bits, unsigned
+            return ((a.to(torch.int64) & ((1 << bits) - 1)) >> amount).to(a.dtype)
         return a >> amount
     if op == "umulhi":  # of i32 operands, unsigned: the high 32 bits of the 64-bit product
-        return ((a & 0xFFFFFFFF) * (b & 0xFFFFFFFF)) >> 32
+        return (((a.to(torch.int64) & 0xFFFFFFFF) * (b.to(torch.int64) & 0xFFFFFFFF)) >> 32).to(a.dtype)
     return None
 
 
@@ -404,7 +416,10 @@ def _cast(x: torch.Tensor, dtype: object) -> torch.Tensor | None:
         # rounded to the dtype, carried in f32 where narrower (the language computes there)
         rounded = x.to(_FLOATS[dtype]) if dtype in _FLOATS else x.double()
         return rounded.double() if dtype == "f64" else rounded.float()
-    return x.trunc().to(torch.int64) if x.is_floating_point() else x.to(torch.int64)
+    from kernelgen.host.plan import torch_dtype
+
+    target = torch_dtype(dtype)  # an integer narrower than its value wraps, as a cast does on the GPU
+    return x.trunc().to(torch.int64).to(target) if x.is_floating_point() else x.to(target)
 
 
 def _type_info(expr: L.TypeInfo) -> torch.Tensor | None:
@@ -420,7 +435,7 @@ def _type_info(expr: L.TypeInfo) -> torch.Tensor | None:
     if expr.what not in ("max", "min"):
         return None
     info = torch.iinfo(dtype)
-    return torch.tensor(info.max if expr.what == "max" else info.min, dtype=torch.int64)
+    return torch.tensor(info.max if expr.what == "max" else info.min, dtype=dtype)
 
 
 # -- names in place ------------------------------------------------------------------------
