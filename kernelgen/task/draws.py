@@ -451,11 +451,14 @@ def crossing_draws(task: Task, checked: Checked, seed: int, gpu: bool = False) -
     budget (a band of attention's S past the interpreter's budget was judged by neither). Inputs of
     the ordinary domains: the draw is there to take the path, and a path that drops keys past
     8192 showed at S = 13977 on ordinary values but not on extreme ones, whose peaked softmax
-    put the weight on one key within the first 8192."""
+    put the weight on one key within the first 8192. A region's draw within :data:`CPU_ELEMENT_BUDGET`
+    (not sampled) is drawn with the extreme domains as well: ``where(a > b, a, b)`` past 32768 elements drops a
+    NaN only there (round 26)."""
     regions = condition_regions(task, size_conditions(task, checked),
                                 lambda sizes: _fits(task, sizes, gpu, CPU_PAST_BUDGET), seed, CROSSINGS,
                                 lambda sizes: _fits(task, sizes, gpu))
-    return [Draw(sizes, kind="crossing") for sizes in regions]
+    return [Draw(sizes, kind="crossing") for sizes in regions] + \
+        [Draw(sizes, extreme=True, kind="crossing") for sizes in regions if _fits(task, sizes, gpu)]
 
 
 def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int, gap: int) -> dict[str, int]:
