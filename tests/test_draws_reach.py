@@ -194,9 +194,10 @@ def test_a_product_of_sizes_compared_with_a_fixed_value_is_drawn_past_it() -> No
     task, checked = get_task("row_sum"), _catalogue("row_sum_large_inputs_whole_blocks_only")
     (condition,) = size_conditions(task, checked)
     assert condition.names == {"M", "N"}
-    (draw,) = crossing_draws(task, checked, 0)
+    (draw, extreme) = crossing_draws(task, checked, 0)  # ordinary, then extreme inputs (within the budget)
     m, n = draw.sizes["M"], draw.sizes["N"]
     assert m == n and m % 2 == 1 and 1536 <= m <= 2048 and draw.kind == "crossing"
+    assert not draw.extreme and extreme.extreme and extreme.sizes == draw.sizes
     assert draw in case_draws(task, checked, 4, 0, False)
     assert crossing_draws(task, check(task.golden), 0) == []  # the golden compares no size: no cost there
 
@@ -210,7 +211,7 @@ def test_a_threshold_the_host_computes_is_read_through_the_param() -> None:
     kernel["params"].append({"name": "total", "value": {"op": "mul", "lhs": "M", "rhs": "N"}, "dtype": "i64"})
     stop = next(s for s in kernel["body"] if s.get("name") == "stop_at")
     stop["value"]["cond"]["lhs"] = "total"
-    (draw,) = crossing_draws(task, check(L.Kernel.model_validate(kernel)), 0)
+    (draw, _) = crossing_draws(task, check(L.Kernel.model_validate(kernel)), 0)
     assert draw.sizes["M"] * draw.sizes["N"] > 2 ** 20
 
 
