@@ -130,6 +130,14 @@ def needs_orders(checked: CheckedKernel) -> bool:
     """Whether the race detector cannot clear a launch of this kernel by itself: it binds an
     atomic's old values, or compare-and-swaps or exchanges (the race detector holds programs to
     one value per element, but the lanes of one program's statement may write several: the
-    first, or the last, wins in an order the GPU picks)."""
-    return any(isinstance(node, L.Atomic) and (node.name is not None or node.op in ("atomic_cas", "atomic_xchg"))
-               for node, _ in nodes(checked.kernel.body, "/body"))
+    first, or the last, wins in an order the GPU picks), or adds floats atomically: their sum
+    is the order's, and an order can lose far more than rounding (one program adding 2**40
+    before the others and taking it away after them: their shares are gone in any other order)."""
+    return any(isinstance(node, L.Atomic) and (node.name is not None or node.op in ("atomic_cas", "atomic_xchg")
+                                               or node.op == "atomic_add" and _float_pointee(checked, path))
+               for node, path in nodes(checked.kernel.body, "/body"))
+
+
+def _float_pointee(checked: CheckedKernel, path: str) -> bool:
+    found = checked.types.get(f"{path}/ptr")
+    return found is None or found.dtype.startswith(("f", "bf"))

@@ -37,6 +37,7 @@ from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, wi
                                            with_special_pairs, with_specials, with_zeros)
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
+from kernelgen.task.concentrated import is_concentrated, with_concentrated
 from kernelgen.task.scalar_conditions import is_scalar_order, with_scalars
 from kernelgen.task.shifts import is_shift, with_shift
 from kernelgen.task.sorted_room import SortedRoom
@@ -202,6 +203,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     offset added (:func:`kernelgen.task.offset.offset_orders`), an input cancelling the rest of
     its output (``addend:NAME``, :func:`kernelgen.task.addends.with_cancelled_addend`), or one
     constant and far off zero along axes (``shift:NAME:AXES``, :func:`kernelgen.task.shifts.with_shift`),
+    an integer input at one value (``concentrated:NAME``, :func:`kernelgen.task.concentrated.with_concentrated`),
     or scalars set (``scalars:NAME=VALUE,...``, :func:`kernelgen.task.scalar_conditions.with_scalars`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
@@ -279,6 +281,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
         args = with_cancelled_addend(task, args, order, size_seed(task, sizes, seed), run_reference)
     if is_shift(order) and not shapes_only:
         args = with_shift(task, args, order, size_seed(task, sizes, seed))
+    if is_concentrated(order) and not shapes_only:
+        args = with_concentrated(task, args, order, bounds_at)
     return with_common_offset(task, args, order) if is_offset(order) and not shapes_only else args
 
 
@@ -508,8 +512,8 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                                f"{spec.name} depends on the order programs run in: under {description} "
                                f"{comparison.mismatches} of {base.numel()} elements differ from lockstep's; first at "
                                f"{list(first)}: {_number(moved[first], base[first])}, not "
-                               f"{_number(base[first], moved[first])} ({where}). A GPU may run either order: an "
-                               f"atomic's old value must not decide the result")]
+                               f"{_number(base[first], moved[first])} ({where}). A GPU may run either order: neither an "
+                               f"atomic's old value nor the order of float atomic adds may decide the result")]
     return []
 
 
