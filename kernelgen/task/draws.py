@@ -73,10 +73,9 @@ its programs; and where programs combine their work (several launches, scratch, 
 only the grid spreads over is also drawn as high as the element budget reaches (a fixed 64 of a
 launch's partials combined by the next).
 
-A kernel that tests its scalar inputs (a shortcut at ``negative_slope == 0``, a band of
-``rtol``) gets, in CPU mode, draws with them set where those tests answer otherwise than on most
-of their ranges (:func:`scalar_draws`, :mod:`kernelgen.task.scalar_conditions`): uniform draws of
-a scalar never hit 0 in [-0.5, 2].
+A kernel that tests its scalar inputs (``negative_slope == 0``) gets, in CPU mode, draws with them
+set where those tests answer otherwise (:func:`scalar_draws`, :mod:`kernelgen.task.scalar_conditions`);
+an integer input, one at a single value everywhere (:mod:`kernelgen.task.concentrated`).
 
 A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
 each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
@@ -85,8 +84,7 @@ loop stepping by 3 instead of num_programs, fails there (on the GPU the host exp
 those values for verification; timing keeps the device's own).
 
 Everything is reproducible from the seed: the hypothesis draws from hypothesis's seed, the
-targeted ones from a :class:`random.Random` seeded by the task and the seed.
-"""
+targeted ones from a :class:`random.Random` seeded by the task and the seed."""
 
 from __future__ import annotations
 
@@ -100,6 +98,7 @@ from kernelgen.check.checked import Checked, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.interp.sampled import why_not_sampled
 from kernelgen.task.addends import ADDEND, addend_inputs, addend_part
+from kernelgen.task.concentrated import concentrated_orders
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
@@ -193,18 +192,18 @@ class Draw:
     # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
     # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "addend:NAME": input
     # NAME cancels the rest of its output (:func:`addend_draws`); "shift:NAME:AXES": NAME constant
-    # and far off zero along AXES (:func:`shift_draws`); None: as drawn.
+    # and far off zero along AXES (:func:`shift_draws`); "concentrated:NAME": integer input NAME at
+    # one value (:mod:`kernelgen.task.concentrated`); "scalars:...": scalars set; None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
     # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`), "at_equality" (a size
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
-    # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple"
-    # (:func:`multiple_draws`), "size_order" (two sizes the
-    # kernel compares, one past the other: :func:`ordering_draws`), "addend" (:func:`addend_draws`),
-    # "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing" (past a
-    # threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
-    # them answer otherwise: :func:`scalar_draws`) or "num_sms".
+    # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple" (:func:`multiple_draws`),
+    # "size_order" (two sizes the kernel compares, one past the other: :func:`ordering_draws`), "addend"
+    # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing"
+    # (past a threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
+    # them answer otherwise: :func:`scalar_draws`), "concentrated" or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -457,8 +456,8 @@ def crossing_draws(task: Task, checked: Checked, seed: int, gpu: bool = False) -
     regions = condition_regions(task, size_conditions(task, checked),
                                 lambda sizes: _fits(task, sizes, gpu, CPU_PAST_BUDGET), seed, CROSSINGS,
                                 lambda sizes: _fits(task, sizes, gpu))
-    return [Draw(sizes, kind="crossing") for sizes in regions] + \
-        [Draw(sizes, extreme=True, kind="crossing") for sizes in regions if _fits(task, sizes, gpu)]
+    return [Draw(sizes, extreme=extreme, kind="crossing") for extreme in (False, True) for sizes in regions
+            if not extreme or _fits(task, sizes, gpu)]
 
 
 def _ordered(task: Task, lowest: Mapping[str, int], big: str, other: str, value: int, gap: int) -> dict[str, int]:
@@ -614,7 +613,9 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     extra = [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
              *down_draws(task), *multiple_draws(task, checked, seed), *ordering_draws(task, checked),
              *crossing_draws(task, checked, seed), *addend_draws(task, seed), *up_draws(task, seed),
-             *shift_draws(task, seed), *scalar_draws(task, checked, seed)]
+             *shift_draws(task, seed), *scalar_draws(task, checked, seed),
+             *(Draw(joint, order=order, kind="concentrated") for order in concentrated_orders(task)
+               if task.sizes and (joint := _together(task, CPU_JOINT_BUDGET)))]
     return draws + [draw for draw in extra if draw is not None]
 
 
