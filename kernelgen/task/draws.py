@@ -451,7 +451,7 @@ def crossing_draws(task: Task, checked: Checked, seed: int, gpu: bool = False) -
     the ordinary domains: the draw is there to take the path, and a path that drops keys past
     8192 showed at S = 13977 on ordinary values but not on extreme ones, whose peaked softmax
     put the weight on one key within the first 8192. A region's draw within :data:`CPU_ELEMENT_BUDGET`
-    (not sampled) is drawn with the extreme domains as well: ``where(a > b, a, b)`` past 32768 elements drops a
+    (not sampled; on the GPU every one) is drawn with the extreme domains as well: ``where(a > b, a, b)`` past 32768 elements drops a
     NaN only there (round 26)."""
     regions = condition_regions(task, size_conditions(task, checked),
                                 lambda sizes: _fits(task, sizes, gpu, CPU_PAST_BUDGET), seed, CROSSINGS,
