@@ -40,6 +40,29 @@ def test_a_release_and_an_acquire_order_the_read(ticket: str, consumer: str) -> 
     _message("relaxed", ticket, consumer)
 
 
+def test_a_ticket_taken_before_the_programs_own_add_is_an_unordered_read() -> None:
+    """Program 0 takes its acq_rel ticket, then adds to data[0]; program 1 takes the last ticket
+    (seeing program 0's) and reads data[0]: a GPU may stop program 0 between its ticket and its
+    add (round 27: a column sum passed so), whatever the release and acquire."""
+    order = MemoryOrder({DATA: (1,), FLAG: (1,)}, 2)
+    order.atomic(FLAG, _at(0), _at(0), "/t", "acq_rel", True, str)
+    order.atomic(DATA, _at(0), _at(0), "/a", "relaxed", False, str)
+    order.atomic(FLAG, _at(0), _at(1), "/t", "acq_rel", True, str)
+    with pytest.raises(InterpreterError) as caught:
+        order.atomic(DATA, _at(0), _at(1), "/r", "acq_rel", True, str)
+    assert caught.value.diagnostics[0].code == "unordered_read" and "after that program's atomic it saw (1)" in \
+        caught.value.diagnostics[0].message
+
+
+def test_a_work_queues_later_grab_is_not_judged_here() -> None:
+    """Two programs grab work items from one counter, twice each (bound, relaxed): a later grab
+    reads the other's later grab, which it may or may not see first; the orders judge that."""
+    order = MemoryOrder({FLAG: (1,)}, 2)
+    for _ in range(2):
+        order.atomic(FLAG, _at(0), _at(0), "/g", "relaxed", True, str)
+        order.atomic(FLAG, _at(0), _at(1), "/g", "relaxed", True, str)
+
+
 def test_relaxed_tickets_that_only_pick_slots_are_not_judged() -> None:
     """Every program takes a relaxed ticket on one counter: each sees the others' tickets, but
     relies on no other element."""

@@ -24,7 +24,13 @@ program W last updated at step ``t`` relies on seeing that update when R has alr
 later step of W (``seen[R][W] > t``): the interpreter's order cannot show R anything else,
 a GPU can. It must then be ordered by an earlier acquire of R (``synced[R][W] >= t``; this
 atomic's own acquire orders what follows it, not the update it reads) or it is
-``unordered_read``. Old values seen without such an inference (a relaxed ticket that
+``unordered_read``. So is a read of W's update where R has seen only an *earlier* step of W
+(``0 < seen[R][W] < t``) and the update is a contribution (W did not bind its old value): the
+"last one finishes" ticket taken before the program's own adds. The interpreter ran W's add
+before R's read, in every order it has (whole programs, or programs in step); a GPU may stop W
+between its ticket and its add, and the holder of the last ticket then reads the total without
+W's share (round 27: a column sum passed this way). (A bound update, as a work queue's second
+grab, picks a value in any order: the orders judge those.) Old values seen without such an inference (a relaxed ticket that
 only picks a slot, claims of one statement) are one element's and right in any order: the
 launch is run under other orders for them (:mod:`kernelgen.interp.orders`). Plain loads of what
 another program wrote are races of their own (:mod:`kernelgen.interp.accesses`).
@@ -80,8 +86,8 @@ class MemoryOrder:
             for extent in self.shapes[name]:
                 numel *= extent
             self._afford(path, numel, f"{name}'s record")
-            self.elements[name] = tuple(torch.zeros((numel, self.programs), dtype=torch.int32) for _ in range(3))
-        wrote, knew, released = self.elements[name]
+            self.elements[name] = tuple(torch.zeros((numel, self.programs), dtype=torch.int32) for _ in range(4))
+        wrote, knew, released, added = self.elements[name]
         order = torch.sort(offsets, stable=True).indices
         offs = offsets[order]
         first = torch.ones_like(offs, dtype=torch.bool)
@@ -90,26 +96,31 @@ class MemoryOrder:
         rank = torch.arange(offs.numel()) - start[torch.cumsum(first, 0) - 1]
         for r in _rounds_that_change(rank, first, programs[order]):  # one lane per element per round
             lanes = order[rank == r]
-            self._round(name, offsets[lanes], programs[lanes], path, sem, bound, describe, wrote, knew, released)
+            self._round(name, offsets[lanes], programs[lanes], path, sem, bound, describe,
+                        wrote, knew, released, added)
 
     def _round(self, name: str, offs: torch.Tensor, progs: torch.Tensor, path: str, sem: str, bound: bool,
                describe: Callable[[int], str], wrote: torch.Tensor, knew: torch.Tensor,
-               released: torch.Tensor) -> None:
+               released: torch.Tensor, added: torch.Tensor) -> None:
         # A program's lanes on distinct elements: its clocks join each element's record once. The
         # atomic's own acquire orders what comes after it, not the update it reads.
         if bound:
             last = wrote[offs]
             last[torch.arange(offs.numel()), progs] = 0  # its own writes: program order
             prior = self.seen[progs]
-            relied = (last > 0) & (prior > last) & (self.synced[progs] < last)
-            if any_true(relied):
-                lane, other = (int(i) for i in relied.nonzero()[0])
-                self._unordered(name, int(offs[lane]), int(progs[lane]), other, int(last[lane, other]),
-                                int(prior[lane, other]), path, sem, describe)
+            unsynced = (last > 0) & (self.synced[progs] < last)
+            relied = unsynced & (prior > last)
+            ahead = unsynced & (prior > 0) & (prior < last) & (added[offs] > 0)  # a contribution after what R saw
+            for found, later in ((relied, True), (ahead, False)):
+                if any_true(found):
+                    lane, other = (int(i) for i in found.nonzero()[0])
+                    self._unordered(name, int(offs[lane]), int(progs[lane]), other, int(last[lane, other]),
+                                    int(prior[lane, other]), path, sem, describe, later)
             self.seen.scatter_reduce_(0, self._rows(progs), knew[offs], "amax")
             if sem in ACQUIRES:
                 self.synced.scatter_reduce_(0, self._rows(progs), released[offs], "amax")
         wrote[offs, progs] = self.step[progs]
+        added[offs, progs] = 0 if bound else 1
         knew[offs] = torch.maximum(knew[offs], self.seen[progs])
         if sem in RELEASES:
             released[offs] = torch.maximum(released[offs], self.synced[progs])
@@ -126,14 +137,20 @@ class MemoryOrder:
         return programs[:, None].expand(-1, self.programs)
 
     def _unordered(self, name: str, offset: int, reader: int, writer: int, wrote: int, seen: int, path: str,
-                   sem: str, describe: Callable[[int], str]) -> None:
+                   sem: str, describe: Callable[[int], str], later: bool = True) -> None:
         element = list(unravel(offset, self.shapes[name]))
+        if later:
+            why = (f"as it saw that program's later atomic ({seen}): no release/acquire orders them, so a GPU may "
+                   f"read it without that update; release it (that or a later atomic, sem release/acq_rel) and acquire "
+                   f"it (an earlier named atomic reading the release, sem acquire/acq_rel)")
+        else:
+            why = (f"made after that program's atomic it saw ({seen}): a GPU may stop that program between the two, "
+                   f"and this one then reads it without that update; make the update before the atomic that "
+                   f"announces it (a ticket taken after the program's own adds)")
         raise InterpreterError(Diagnostic(
             path, "unordered_read",
             f"{describe(reader)} reads {name}{element} (sem {sem}) relying on {describe(writer)}'s atomic update there "
-            f"(its atomic {wrote}), as it saw that program's later atomic ({seen}): no release/acquire orders them, so "
-            f"a GPU may read it without that update; release it (that or a later atomic, sem release/acq_rel) and "
-            f"acquire it (an earlier named atomic reading the release, sem acquire/acq_rel)"))
+            f"(its atomic {wrote}), {why}"))
 
 
 def _rounds_that_change(rank: torch.Tensor, first: torch.Tensor, programs: torch.Tensor) -> list[int]:
