@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernelgen.check.checked import CheckedKernel
+from kernelgen.check.checked import FLOAT_DTYPES, CheckedKernel
 from kernelgen.check.sequence import nodes
 from kernelgen.lang import nodes as L
 
@@ -140,4 +140,4 @@ def needs_orders(checked: CheckedKernel) -> bool:
 
 def _float_pointee(checked: CheckedKernel, path: str) -> bool:
     found = checked.types.get(f"{path}/ptr")
-    return found is None or found.dtype.startswith(("f", "bf"))
+    return found is None or found.dtype in FLOAT_DTYPES
