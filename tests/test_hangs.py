@@ -162,10 +162,10 @@ def test_cuda_out_of_memory_in_the_reference_says_where() -> None:
     the sizes and how to measure the reference (not an uncaught exception with PTX in it)."""
     import torch
 
-    from kernelgen.gpu.case import reference_memory
+    from kernelgen.gpu.case import reference_out_of_memory
 
     with pytest.raises(OutOfMemory) as caught:
-        with reference_memory(get_task("alibi_attention_f16"), {"B": 4, "H": 16, "S": 8192}):
+        with reference_out_of_memory(get_task("alibi_attention_f16"), {"B": 4, "H": 16, "S": 8192}):
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB. GPU 0 has a total "
                                          "capacity of 79.18 GiB of which 12.20 GiB is free. Process 3779 has ...")
     (diagnostic,) = caught.value.diagnostics

@@ -22,7 +22,8 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.gpu.case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, WARMUP, _eager_times, _to_device,
-                                bench_inputs, guarded_launches, record_times, reference_memory, roofline_fraction)
+                                bench_inputs, guarded_launches, record_times, reference_out_of_memory,
+                                roofline_fraction)
 from kernelgen.task.results import Timing
 from kernelgen.task.spec import Task
 from kernelgen.gpu.timing import call_retried_alone, event_times, flush_buffer, gpu_turn, harness_work, restoring
@@ -65,7 +66,7 @@ def verify_call_job(task: Task, kernel: L.Kernel, compiled: Any, sizes: dict[str
         drawn = make_inputs(task, sizes, seed, extreme=extreme)
         plain = make_inputs(task, sizes, seed) if extreme and task.extreme_domains else None
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        with harness_work(), reference_memory(task, sizes):  # an extreme draw's scale is chosen on the GPU
+        with harness_work(), reference_out_of_memory(task, sizes):  # an extreme draw's scale is chosen on the GPU
             inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme,
                                           None if plain is None else lambda: _to_device(plain, device))
             before = {name: value.clone() if isinstance(value, torch.Tensor) else value

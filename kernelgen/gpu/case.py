@@ -124,7 +124,7 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
         drawn = make_inputs(task, sizes, seed, extreme=extreme)
         plain = make_inputs(task, sizes, seed) if extreme and task.extreme_domains else None
     with gpu_turn(), verified_num_sms(num_sms):  # never inside another worker's timed window on this GPU
-        with harness_work(), reference_memory(task, sizes):  # an extreme draw's scale is chosen on the GPU
+        with harness_work(), reference_out_of_memory(task, sizes):  # an extreme draw's scale is chosen on the GPU
             inputs, atol_scale = magnified(task, _to_device(drawn, device), extreme,  # (the reference, up to 6 times)
                                           None if plain is None else lambda: _to_device(plain, device))
             expected = run_reference(task, inputs)
@@ -134,7 +134,7 @@ def verify_job(task: Task, checked: Checked, compiled: Any, sizes: dict[str, int
 
 
 @contextlib.contextmanager
-def reference_memory(task: Task, sizes: Mapping[str, int]) -> Iterator[None]:
+def reference_out_of_memory(task: Task, sizes: Mapping[str, int]) -> Iterator[None]:
     """CUDA running out of memory for the draw's inputs or the task's reference is the
     harness's failure, not the kernel's: :class:`~kernelgen.errors.OutOfMemory`, which says
     where, and is retried alone where other workers held memory."""
