@@ -5,9 +5,12 @@ maxima without running them."""
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 from kernelgen.check.checker import check
+from kernelgen.harness.pipeline import Settings, evaluate_answer
 from kernelgen.lang import nodes as L
 from kernelgen.task.draws import case_draws, limit_sizes
 from kernelgen.task.size_reads import block_extent, looped_sizes
@@ -87,7 +90,6 @@ def test_a_sorted_draw_that_overflows_the_reference_judges_nothing() -> None:
 def test_a_size_compared_for_equality_is_drawn_there_with_the_other_sizes_large() -> None:
     """vecmat with a path at M == 1 (red-team round 11): the other draws held M at 1 only with
     N at 1, where reading v with the wrong lanes is right; an equality draw puts N past 8000."""
-    import json
     from pathlib import Path
 
     from kernelgen.lang.parse import kernel_from_obj
@@ -106,7 +108,6 @@ def test_a_size_compared_for_equality_is_drawn_there_with_the_other_sizes_large(
 
 
 def _round12(name: str):
-    import json
     from pathlib import Path
 
     entry = json.loads((Path(__file__).parent / "redteam" / f"{name}.json").read_text())
@@ -121,9 +122,30 @@ def test_a_size_tested_for_a_multiple_of_a_block_is_drawn_at_one() -> None:
 
     checked = _round12("relu_even_n_path_nan_to_zero")
     assert size_multiples(checked) == [2048]
-    (draw,) = multiple_draws(get_task("relu"), checked, 0)
+    (draw,) = [d for d in multiple_draws(get_task("relu"), checked, 0) if d.kind == "at_multiple"]
     assert draw.sizes == {"N": 4096} and draw.kind == "at_multiple" and draw.extreme
-    assert multiple_draws(get_task("relu"), check(get_task("relu").golden), 0) == []
+    assert all(d.kind == "chunk_edge" for d in multiple_draws(get_task("relu"), check(get_task("relu").golden), 0))
+
+
+def test_a_size_walked_in_chunks_is_drawn_one_past_a_multiple_of_the_chunk() -> None:
+    """A loop that stops a chunk early (``range(0, M - 1, 256)``: col_argmin's rows; tools/mutants.py) drops
+    the last row only where M is one past a multiple of 256; no other draw aims there. The steps are read
+    from loops and from cdiv (the grid's too), the size through the stop's expression."""
+    from kernelgen.task.draws import multiple_draws
+    from kernelgen.task.size_reads import chunk_steps
+
+    task = get_task("col_argmin")
+    golden = task.golden.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert ("M", 256) in chunk_steps(check(task.golden)) and ("N", 32) in chunk_steps(check(task.golden))
+    loop = golden["body"][4]
+    assert loop["op"] == "for" and loop["step"] == "BLOCK_M"
+    loop["stop"] = {"op": "sub", "lhs": "M", "rhs": 1}
+    checked = check(L.Kernel.model_validate(golden))
+    edges = {d.sizes["M"] for d in multiple_draws(task, checked, 0) if d.kind == "chunk_edge" and d.sizes["M"] > 1}
+    assert edges == {257}
+    assert any(d.sizes["M"] == 257 and d.extreme for d in case_draws(task, checked, 4, 0, False))
+    result = evaluate_answer(task, json.dumps(golden), Settings(gpu=False, compile=False))
+    assert result.outcome.value == "wrong_result" and "M=257" in result.first_diagnostic().message
 
 
 def test_two_sizes_the_kernel_compares_are_drawn_large_each_past_the_other() -> None:
@@ -143,7 +165,6 @@ def test_two_sizes_the_kernel_compares_are_drawn_large_each_past_the_other() -> 
 def test_tiles_of_two_sizes_compared_are_drawn_a_tile_apart() -> None:
     """``cdiv(M, 128) > cdiv(N, 128)`` through lets (round 13): the pair is M and N, and the draws
     put one a block past the other, where their tile counts differ."""
-    import json
     from pathlib import Path
 
     from kernelgen.lang.parse import kernel_from_obj
@@ -177,7 +198,6 @@ def test_an_unlisted_call_is_checked_past_the_kernels_extent() -> None:
 
 
 def _catalogue(name: str):
-    import json
     from pathlib import Path
 
     from kernelgen.lang.parse import kernel_from_obj

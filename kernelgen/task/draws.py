@@ -1,90 +1,81 @@
-"""What a case is checked on: the size assignments, which of them use extreme values, and
-the SM counts a persistent kernel is verified under.
+"""What a case is checked on: the size assignments, which of them use extreme values, and the SM counts a persistent
+kernel is verified under.
 
-Sizes drawn without looking at the kernel let a kernel that handles only its first block pass:
-a grid of one program with a 16384-wide block is right for every N up to 16384, and a matmul
-with one K block and no K loop is right while K fits in it. So besides the hypothesis draws from
-the task's ranges (edge values and uniform draws, capped by ``cpu_max`` in CPU mode), every size
-name gets a *targeted* draw: that name just past the largest extent a program of the kernel
-covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles, the product of their axes, so a [32, 512]
-tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
-meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
-times a block; not a multiple of it), the other names small. Every name also gets a draw at its
-range's maximum (in CPU mode, where thousands of programs cost the interpreter seconds, every
-name but those the grid spreads over and no loop runs over), with the other names at 16 where
-the budget allows (else at their minimum): the sizes the prompt promises are the sizes checked, and a long reduction shows
-its accumulated rounding on enough outputs (an f16 matmul accumulating in f16 is off at
-K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the total
-elements (CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a
-range that cannot reach past the extent, or not within the budget, is drawn at the largest
-value it can take.
+Sizes drawn without looking at the kernel let a kernel that handles only its first block pass: a grid of one program
+with a 16384-wide block is right for every N up to 16384, and a matmul with one K block and no K loop is right while
+K fits in it. So besides the hypothesis draws from the task's ranges (edge values and uniform draws, capped by
+``cpu_max`` in CPU mode), every size name gets a *targeted* draw: that name just past the largest extent a program
+of the kernel covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles, the product of their
+axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
+meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs times a block; not
+a multiple of it), the other names small. Every name also gets a draw at its range's maximum (in CPU mode, where
+thousands of programs cost the interpreter seconds, every name but those the grid spreads over and no loop runs
+over), with the other names at 16 where the budget allows (else at their minimum): the sizes the prompt promises are
+the sizes checked, and a long reduction shows its accumulated rounding on enough outputs (an f16 matmul accumulating
+in f16 is off at K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the total elements
+(CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a range that cannot reach past the
+extent, or not within the budget, is drawn at the largest value it can take.
 
 Targeted and range-maximum draws use the task's extreme-value domains
-(:attr:`kernelgen.task.spec.Task.extreme_domains`): large magnitudes, special values (NaN, inf,
-integer extremes, ids over their whole range, out-of-range targets), where numerically careless
-formulas (softmax without the row maximum, sums in f16) fail as they would on real data.
+(:attr:`kernelgen.task.spec.Task.extreme_domains`): large magnitudes, special values (NaN, inf, integer extremes,
+ids over their whole range, out-of-range targets), where numerically careless formulas (softmax without the row
+maximum, sums in f16) fail as they would on real data.
 
-In CPU mode, each size a program reduces over (one no grid spreads over, or one a loop walks)
-also gets two *sorted* draws past twice the extent: float inputs of ordinary domains ordered
-along every axis, ascending and then descending (:func:`kernelgen.task.verify.sorted_along_axes`),
-so a row's largest and smallest values sit past any leading part a truncated kernel reads. A
-domain that saturates the answer (integers in [-3, 3] over 4096 columns: the maximum is in the
-first block with probability ~1) would otherwise hide a first-block argmax. Ids, offsets and
-other integer inputs keep their order. The launches are also planned, without running, at each
-size's range maximum (the others at their minimum) and at all maxima (:func:`limit_sizes`): a
-grid past 65535 programs on axis 1, or an i32 param that overflows, at sizes the task allows is
-a ``launch_error`` even where no draw there is affordable. A grid capped by a literal
-(``minimum(cdiv(T, 16), 4096)``) bounds the extent by the cap times the block.
+In CPU mode, each size a program reduces over (one no grid spreads over, or one a loop walks) also gets two *sorted*
+draws past twice the extent: float inputs of ordinary domains ordered along every axis, ascending and then
+descending (:func:`kernelgen.task.verify.sorted_along_axes`), so a row's largest and smallest values sit past any
+leading part a truncated kernel reads. A domain that saturates the answer (integers in [-3, 3] over 4096 columns:
+the maximum is in the first block with probability ~1) would otherwise hide a first-block argmax. Ids, offsets and
+other integer inputs keep their order. The launches are also planned, without running, at each size's range maximum
+(the others at their minimum) and at all maxima (:func:`limit_sizes`): a grid past 65535 programs on axis 1, or an
+i32 param that overflows, at sizes the task allows is a ``launch_error`` even where no draw there is affordable. A
+grid capped by a literal (``minimum(cdiv(T, 16), 4096)``) bounds the extent by the cap times the block.
 
-A sum into an f16 or bf16 output (a gemv, a row mean) also gets, in CPU mode, a draw at the top
-of its reduced size's range whose halves are large and cancel (:func:`cancelling_draw`): a kernel
-that rounds its partial sums to the output's dtype before the final sum (a split-K gemv
-atomic_adding f16 partials) is within tolerance wherever the partials are as small as the result.
+A sum into an f16 or bf16 output (a gemv, a row mean) also gets, in CPU mode, a draw at the top of its reduced
+size's range whose halves are large and cancel (:func:`cancelling_draw`): a kernel that rounds its partial sums to
+the output's dtype before the final sum (a split-K gemv atomic_adding f16 partials) is within tolerance wherever the
+partials are as small as the result.
 
-Float inputs of a normal domain also get, in CPU mode, draws with a large common offset against
-their spread (:func:`offset_draws`, :mod:`kernelgen.task.offset`): a variance as E[x^2] - E[x]^2,
-an MSE from moment sums or (x - y)^2 expanded agree with the reference on centred values and
-cancel on these; the comparison there allows what rounding the inputs moves the exact result by.
+Float inputs of a normal domain also get, in CPU mode, draws with a large common offset against their spread
+(:func:`offset_draws`, :mod:`kernelgen.task.offset`): a variance as E[x^2] - E[x]^2, an MSE from moment sums or (x -
+y)^2 expanded agree with the reference on centred values and cancel on these; the comparison there allows what
+rounding the inputs moves the exact result by.
 
-An input the reference ignores a shift of along some axes (a softmax's row, attention's keys)
-gets, in CPU mode, a draw where it is constant and far off zero along them (:func:`shift_draws`,
-:mod:`kernelgen.task.shifts`): a running maximum started at -1e4 in place of -inf fails there; and
-one long along those axes, where attention's unnormalised sum of v, kept in f16, overflows.
+An input the reference ignores a shift of along some axes (a softmax's row, attention's keys) gets, in CPU mode, a
+draw where it is constant and far off zero along them (:func:`shift_draws`, :mod:`kernelgen.task.shifts`): a running
+maximum started at -1e4 in place of -inf fails there; and one long along those axes, where attention's unnormalised
+sum of v, kept in f16, overflows.
 
-A kernel that tests a size for a multiple of a block (``rem(N, BLOCK) == 0``: a path without
-masks) gets, in CPU mode, draws at such a multiple with the others small (:func:`multiple_draws`);
-one that compares two sizes (``M > N``) draws with both large, each past the other
-(:func:`ordering_draws`).
+A kernel that tests a size for a multiple of a block (``rem(N, BLOCK) == 0``: a path without masks) gets, in CPU
+mode, draws at such a multiple with the others small, and one that walks a size in chunks, draws at one past a
+multiple of the chunk (:func:`multiple_draws`); one that compares two sizes (``M > N``) draws with both large, each
+past the other (:func:`ordering_draws`).
 
-A kernel that compares a size with a fixed value for equality (a decode path at ``M == 1``)
-gets, in CPU mode, draws at that value with the other sizes large (:func:`equality_draws`): the
-other draws hold a size at 1 only with the others small, where a weight read with its axes
-swapped is the same memory.
+A kernel that compares a size with a fixed value for equality (a decode path at ``M == 1``) gets, in CPU mode, draws
+at that value with the other sizes large (:func:`equality_draws`): the other draws hold a size at 1 only with the
+others small, where a weight read with its axes swapped is the same memory.
 
-A kernel whose conditions on its sizes alone (``M * N >= 2**20``, splits capped at
-``minimum(cdiv(cdiv(S, 64), 16), 8)``, ``sqrt(float(M) * float(N)) > 1024``, a band ``5000 < N <
-6000``, ``M > 2 * N and N > 1024``; through lets, params the host computes and ``numel``) answer
-otherwise somewhere in the ranges gets a draw well inside each such region (GPU mode too)
-(:func:`crossing_draws`, :mod:`kernelgen.task.size_conditions`, which evaluates them): the extent
-the other draws pass is only the largest of one size's thresholds, and none passed a threshold on
-a product. An extent past the element budget (a grid capped at 65535 programs of 128) is passed
-within :data:`CPU_PAST_BUDGET`, a launch past the interpreter's own budget judged on a sample of
-its programs; and where programs combine their work (several launches, scratch, atomics), a size
-only the grid spreads over is also drawn as high as the element budget reaches (a fixed 64 of a
-launch's partials combined by the next).
+A kernel whose conditions on its sizes alone (``M * N >= 2**20``, splits capped at ``minimum(cdiv(cdiv(S, 64), 16),
+8)``, ``sqrt(float(M) * float(N)) > 1024``, a band ``5000 < N < 6000``, ``M > 2 * N and N > 1024``; through lets,
+params the host computes and ``numel``) answer otherwise somewhere in the ranges gets a draw well inside each such
+region (GPU mode too) (:func:`crossing_draws`, :mod:`kernelgen.task.size_conditions`, which evaluates them): the
+extent the other draws pass is only the largest of one size's thresholds, and none passed a threshold on a product.
+An extent past the element budget (a grid capped at 65535 programs of 128) is passed within :data:`CPU_PAST_BUDGET`,
+a launch past the interpreter's own budget judged on a sample of its programs; and where programs combine their work
+(several launches, scratch, atomics), a size only the grid spreads over is also drawn as high as the element budget
+reaches (a fixed 64 of a launch's partials combined by the next).
 
-A kernel that tests its scalar inputs (``negative_slope == 0``) gets, in CPU mode, draws with them
-set where those tests answer otherwise (:func:`scalar_draws`, :mod:`kernelgen.task.scalar_conditions`);
-an integer input, one at a single value everywhere (:mod:`kernelgen.task.concentrated`).
+A kernel that tests its scalar inputs (``negative_slope == 0``) gets, in CPU mode, draws with them set where those
+tests answer otherwise (:func:`scalar_draws`, :mod:`kernelgen.task.scalar_conditions`); an integer input, one at a
+single value everywhere (:mod:`kernelgen.task.concentrated`).
 
-A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to
-each of :data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the
-drawn sizes that give it the most programs: a combine written for at most 128 partials, or a
-loop stepping by 3 instead of num_programs, fails there (on the GPU the host expression takes
-those values for verification; timing keeps the device's own).
+A kernel whose grid, params or scratch read ``num_sms`` is also verified with num_sms set to each of
+:data:`NUM_SMS_CHECKED` (3, the interpreter's default, is every other draw's), on the drawn sizes that give it the
+most programs: a combine written for at most 128 partials, or a loop stepping by 3 instead of num_programs, fails
+there (on the GPU the host expression takes those values for verification; timing keeps the device's own).
 
-Everything is reproducible from the seed: the hypothesis draws from hypothesis's seed, the
-targeted ones from a :class:`random.Random` seeded by the task and the seed."""
+Everything is reproducible from the seed: the hypothesis draws from hypothesis's seed, the targeted ones from a
+:class:`random.Random` seeded by the task and the seed."""
 
 from __future__ import annotations
 
@@ -107,8 +98,8 @@ from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, 
                                                special_settings)
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
-from kernelgen.task.size_reads import (block_extent, looped_sizes, names_read, reads_num_sms, size_equalities,
-                                       size_multiples, size_pairs)
+from kernelgen.task.size_reads import (block_extent, chunk_steps, looped_sizes, names_read, reads_num_sms,
+                                       size_equalities, size_multiples, size_pairs)
 from kernelgen.task.spec import Task
 
 DEFAULT_CPU_MAX = 4096
@@ -199,7 +190,7 @@ class Draw:
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
     # together, :func:`joint_draw`), "cancelling" (:func:`cancelling_draw`), "at_equality" (a size
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
-    # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple" (:func:`multiple_draws`),
+    # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple" or "chunk_edge" (:func:`multiple_draws`),
     # "size_order" (two sizes the kernel compares, one past the other: :func:`ordering_draws`), "addend"
     # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing"
     # (past a threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
@@ -409,18 +400,25 @@ def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     """CPU mode's draws at a multiple of each of :func:`kernelgen.task.size_reads.size_multiples` (the first four): each size
-    name at the least multiple, past 1, in its range, the others small."""
+    name at the least multiple, past 1, in its range, the others small; and each size that
+    :func:`kernelgen.task.size_reads.chunk_steps` walks at one past a multiple of all its steps (their least
+    common multiple; the largest where that is out of range): every chunk's last holds one element."""
     rng = random.Random(f"{task.id}:{seed}:multiples")
+    wanted = [(name, modulus, 0) for modulus in size_multiples(checked)[:4] for name in task.sizes]
+    steps = [(name, step) for name, step in chunk_steps(checked) if name in task.sizes]
+    for name in dict.fromkeys(name for name, _ in steps):  # one past a multiple of all of a size's steps at once
+        common = math.lcm(*(step for other, step in steps if other == name))
+        wanted.append((name, common if common <= task.sizes[name].max else max(s for o, s in steps if o == name), 1))
     draws: list[Draw] = []
-    for modulus in size_multiples(checked)[:4]:
-        for name, r in task.sizes.items():
-            value = max(2, -(-r.min // modulus)) * modulus
-            if value > r.max:
-                continue
-            small = _small(task, [o for o in task.sizes if o != name], rng)
-            draw = Draw({**small, name: value}, extreme=True, kind="at_multiple")
-            if _fits(task, draw.sizes, False) and draw not in draws:
-                draws.append(draw)
+    for name, modulus, past in wanted:
+        r = task.sizes[name]
+        value = max(2 - past, -(-(r.min - past) // modulus)) * modulus + past
+        if value > r.max:
+            continue
+        small = _small(task, [o for o in task.sizes if o != name], rng)
+        draw = Draw({**small, name: value}, extreme=True, kind="chunk_edge" if past else "at_multiple")
+        if _fits(task, draw.sizes, False) and draw not in draws:
+            draws.append(draw)
     return draws
 
 

@@ -322,6 +322,33 @@ def looped_sizes(checked: Checked) -> set[str]:
     return names
 
 
+def chunk_steps(checked: Checked) -> list[tuple[str, int]]:
+    """(size name, step) for each loop whose step literals and meta values fix (2 or more) and whose stop reads the
+    size, and each ``cdiv(X, m)`` with a fixed ``m`` (the grid's too) whose ``X`` reads it: the size walked, or
+    spread over programs, in chunks of ``step``. Where the size is one past a multiple of the step, the last
+    chunk holds one element, and a loop that stops a step early (``range(0, N - 1, BLOCK)``) or a grid one
+    program short (``cdiv(N - 1, BLOCK)``) drops it there only; no other draw aims at those sizes (one in
+    ``step``)."""
+    found: list[tuple[str, int]] = []
+    for each in launches_of(checked):
+        metas = {m.name: m.value for m in each.kernel.meta}
+        hosts = {b.name: names_read(b.value) for b in each.params if b.value is not None}
+        lets: dict[str, set[str]] = {}
+        for let in _lets(each.kernel.body):
+            lets[let.name] = lets.get(let.name, set()) | names_read(let.value)
+        walked = [(loop.stop, loop.step) for loop in _loops(each.kernel.body)]
+        walked += [(node.lhs, node.rhs) for node, _ in nodes([*each.kernel.grid, *each.kernel.body], "")
+                   if isinstance(node, L.Binary) and node.op == "cdiv"]
+        for extent, step in walked:
+            value = _fixed_value(step, metas)
+            if value is None or value < 2 or value != int(value):
+                continue
+            for name in sorted(_read(names_read(extent), lets, hosts)):
+                if (name, int(value)) not in found:
+                    found.append((name, int(value)))
+    return found
+
+
 def _read(names: set[str], lets: Mapping[str, set[str]], hosts: Mapping[str, set[str]]) -> set[str]:
     """The names ``names`` read in the end: through lets, then a param's host expression."""
     found: set[str] = set()
