@@ -158,7 +158,8 @@ def test_integer_valued_float_draws_get_fractions_and_near_ties_at_each_lines_ex
     assert x.isnan().any() and x.isinf().any()
     top = torch.where(numbers, x, -torch.inf).max(dim=1).values
     below = torch.nextafter(top, torch.full_like(top, -torch.inf))
-    assert bool((x == below[:, None]).any(dim=1).all())
+    held = numbers.any(dim=1)  # not the lines wholly of an infinity (reductions.with_infinite_lines)
+    assert bool((x == below[:, None]).any(dim=1)[held].all()) and int(held.sum()) >= 12
     assert x[numbers].min() >= -20 and x[numbers].max() <= 20
 
 
@@ -291,7 +292,8 @@ def test_an_argmax_draws_lines_holding_one_nan_past_the_first_block() -> None:
     x = make_inputs(get_task("row_argmax"), {"M": 1, "N": 2500}, seed=3, extreme=True)["x"]
     assert int(x.isnan().sum()) == 1
     columns = make_inputs(get_task("col_argmin"), {"M": 2500, "N": 16}, seed=0, extreme=True)["x"].isnan().sum(dim=0)
-    assert (columns == 1).sum() >= 2 and (columns > 1).sum() >= 8
+    # of 16 columns, up to six hold their own structure (an infinity's line each, four with an extremum at an end)
+    assert (columns == 1).sum() >= 2 and (columns > 1).sum() >= 6
     lone = torch.stack([make_inputs(get_task("row_argmax"), {"M": 1, "N": 2500}, seed=s, extreme=True)["x"][0].isnan()
                         .nonzero()[0, 0] for s in range(8)])
     assert (lone >= 1024).sum() >= 3

@@ -10,7 +10,8 @@ import torch
 
 from kernelgen.check.checker import check
 from kernelgen.task.draws import case_draws
-from kernelgen.task.reductions import with_spread_extremum_lines, with_zero_extremum_lines
+from kernelgen.task.reductions import (with_end_extremum_lines, with_infinite_lines, with_spread_extremum_lines,
+                                       with_zero_extremum_lines)
 from kernelgen.task.spec import get_task
 from kernelgen.task.verify import make_inputs
 
@@ -46,6 +47,8 @@ def test_a_quarter_of_the_lines_get_a_largest_magnitude_of_their_own() -> None:
     peaks = drawn[changed].abs().amax(dim=1)
     assert len(set(peaks.tolist())) >= 60  # spread over 1..254, not at 254
     assert bool((drawn == drawn.round()).all()) and float(drawn.abs().max()) <= 254
+    # each chosen line's peak is its only element of that magnitude
+    assert all(int((line.abs() == line.abs().max()).sum()) == 1 for line in drawn[changed])
     # within a non-negative domain the peak is positive
     positive = with_spread_extremum_lines(torch.randint(0, 21, (40, 30)).float(), 1, 0, 20, 3)
     assert float(positive.min()) >= 0
@@ -74,3 +77,60 @@ def test_a_scale_one_ulp_off_fails_exactly_and_the_message_tells_the_two_apart()
     off = dict(expected, scale=torch.nextafter(expected["scale"], torch.zeros_like(expected["scale"])))
     [problem] = compare_outputs(task, off, expected, inputs, sizes)
     assert problem.code == "mismatch" and "got 0.566929102, expected 0.566929162" in problem.message
+
+
+def test_a_line_wholly_of_each_infinity_the_domain_holds() -> None:
+    """An argmin whose index lanes start one off gives that start for a column all +inf (torch: 0);
+    infinities at one element in 48 never fill a line. Lines holding a special are taken first."""
+    values = torch.randn(6, 40)
+    values[0, 3], values[2, 5], values[4, 7] = float("nan"), float("inf"), float("nan")
+    drawn = with_infinite_lines(values, 0, [float("nan"), float("inf"), float("-inf")], 1)
+    columns = drawn.T
+    assert sum(bool((c == float("inf")).all()) for c in columns) == 1
+    assert sum(bool((c == float("-inf")).all()) for c in columns) == 1
+    kept = (drawn == values) | (drawn.isnan() & values.isnan())
+    assert set((~kept).any(dim=0).nonzero().flatten().tolist()) <= {3, 5, 7}
+    assert int((~kept).any(dim=0).sum()) == 2
+    only_high = with_infinite_lines(values, 1, [float("inf"), 7.0], 1)
+    assert [bool((r == float("inf")).all()) for r in only_high].count(True) == 1
+    assert not bool((only_high == float("-inf")).any())
+    assert with_infinite_lines(values, 1, [float("nan")], 1) is values
+
+
+def test_col_argmin_extreme_draws_hold_a_column_all_inf() -> None:
+    task = get_task("col_argmin")
+    x = make_inputs(task, {"M": 5, "N": 9}, 0, extreme=True)["x"]
+    assert bool((x == float("inf")).all(dim=0).any()) and bool((x == float("-inf")).all(dim=0).any())
+
+
+def test_a_single_zero_row_domain_row_keeps_its_values() -> None:
+    """cosine_similarity's zero rows: a draw of one row (the other sizes at their minimum) judged a
+    row of zeros only, and a loop that stopped a chunk early passed there (tools/mutants.py)."""
+    task = get_task("cosine_similarity")
+    one = make_inputs(task, {"M": 1, "N": 1025}, 0)
+    assert bool((one["x"] != 0).any()) and bool((one["y"] != 0).any())
+    many = make_inputs(task, {"M": 16, "N": 30}, 0)
+    assert bool((many["x"] == 0).all(dim=1).any())
+
+
+def _only_extremum_at(line: torch.Tensor, sign: float) -> int | None:
+    extremum = line.max() if sign > 0 else line.min()
+    places = (line == extremum).nonzero().flatten()
+    return int(places[0]) if len(places) == 1 else None
+
+
+def test_four_ordinary_lines_get_their_only_extremum_at_an_end() -> None:
+    """A loop that skips a line's first or last element is right wherever the extremum is held twice or
+    lies elsewhere: integers in [-20, 20] hold their bounds many times over a long line."""
+    values = torch.randint(-20, 21, (10, 300)).float()
+    values[0] = -torch.arange(1, 301).float().clamp(max=20)  # all negative: a structured line, kept
+    drawn = with_end_extremum_lines(values, 1, -20, 20, 3)
+    assert torch.equal(drawn[0], values[0]) and float(drawn.max()) <= 20 and float(drawn.min()) >= -20
+    found = {(place, sign) for line in drawn for sign in (1.0, -1.0)
+             if (place := _only_extremum_at(line, sign)) in (0, 299)}
+    assert found == {(299, 1.0), (0, 1.0), (299, -1.0), (0, -1.0)}
+    assert int((drawn != values).any(dim=1).sum()) == 4
+    # a normal domain: one past the line's extremum, along the first axis (columns) too
+    normal = torch.randn(64, 5)
+    columns = with_end_extremum_lines(normal, 0, None, None, 3)
+    assert {_only_extremum_at(c, 1.0) for c in columns.T} >= {0, 63}

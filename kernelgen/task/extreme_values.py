@@ -207,17 +207,21 @@ def with_special_pairs(first: torch.Tensor, second: torch.Tensor, first_specials
     return a.reshape(first.shape), b.reshape(second.shape)
 
 
-def with_negative_rows(values: torch.Tensor, seed: int) -> torch.Tensor:
-    """A float input of two or more rows drawn from a normal domain, in an extreme draw: about
-    a quarter of its rows (along the last axis) all negative (NaN and zeros there made -1). A row maximum
-    whose masked lanes read 0 instead of -inf is right on every row that holds a positive value
-    or a NaN, and normal rows of more than a few elements all do. A single row keeps its signs:
-    all negative, it would hide what an elementwise kernel does to positive values."""
-    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.dim() < 2 or values.numel() == 0 \
-            or values.numel() // values.shape[-1] < 2:
+def with_negative_rows(values: torch.Tensor, seed: int, low: float | None = None) -> torch.Tensor:
+    """An input of two or more rows drawn from a normal domain (floats), or from an integers domain whose ``low`` is
+    negative (floats or integers), in an extreme draw: about a quarter of its rows (along the last axis) all
+    negative (NaN and zeros there made -1; integers no lower than ``low``, their NaN kept). A row maximum whose
+    masked lanes read 0 instead of -inf is right on every row that holds a positive value or a NaN, and normal
+    rows of more than a few elements all do, as do rows of integers in [-20, 20] (an argmax reading 0 in its
+    masked lanes passed: tools/mutants.py). A single row keeps its signs: all negative, it would hide what an
+    elementwise kernel does to positive values."""
+    if is_fp8(values.dtype) or values.dim() < 2 or values.numel() == 0 or values.numel() // values.shape[-1] < 2 \
+            or values.dtype == torch.bool or not (values.dtype.is_floating_point or low is not None):
         return values
     wide = values.to(torch.float64)
     # -|x|, not shifted (a row far from zero against its spread is another test), with NaN and
     # zeros made -1, so that no row's maximum is NaN or 0
-    negative = torch.where(wide.isnan() | (wide == 0), -1.0, -wide.abs()).to(values.dtype)
-    return rows_of(values, negative, torch.Generator().manual_seed(seed ^ 0x5EED))
+    negative = torch.where(wide.isnan() | (wide == 0), -1.0, -wide.abs())
+    if low is not None:  # an integers domain's specials stay: its NaN and infinities are placed on purpose
+        negative = torch.where(wide.isfinite(), negative.clamp(min=low), -wide.abs())
+    return rows_of(values, negative.to(values.dtype), torch.Generator().manual_seed(seed ^ 0x5EED))

@@ -60,10 +60,10 @@ class Domain(StrictModel):
     ``-inf``, integers, host expressions of the sizes: an ignore index, targets past C, i64
     targets that an i32 truncation would turn into a class; those its dtype cannot hold are
     left out); ``zero_rows``, some rows along the last axis all zero (a block whose scale needs
-    the stated floor); ``ties``, normal values rounded to quarters of the scale (equal values in
-    every row, for tasks that judge how ties are broken); ``same_as``, another input of the same
-    shape and dtype drawn before this one: some rows along the last axis are copies of its
-    rows (a vector's distance to itself, duplicates in a batch)."""
+    the stated floor; a tensor of one row keeps it); ``ties``, normal values rounded to quarters of
+    the scale (equal values in every row, for tasks that judge how ties are broken); ``same_as``,
+    another input of the same shape and dtype drawn before this one: some rows along the last axis
+    are copies of its rows (a vector's distance to itself, duplicates in a batch)."""
 
     kind: Literal["normal", "uniform", "integers", "starts", "ends", "full"] = "normal"
     scale: float = 1.0

@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from kernelgen.check.sequence import nodes
+from kernelgen.host.plan import is_fp8
 from kernelgen.lang import nodes as L
 from kernelgen.task.spec import Task
 
@@ -110,17 +111,82 @@ def with_lone_nan_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Ten
     return lines.reshape(moved.shape).movedim(-1, axis)
 
 
+def with_end_extremum_lines(values: torch.Tensor, axis: int, low: float | None, high: float | None,
+                             seed: int) -> torch.Tensor:
+    """A float input of a normal domain (``low``, ``high`` None) or an integers one (its bounds), in an extreme draw,
+    along ``axis`` (a reduced one): up to four ordinary lines (finite, with values of both signs, else ones
+    holding NaN or infinities, made finite; the structured ones, all negative or with a zero extremum, stay as
+    they are) with their only maximum at their last element, their only maximum at their first, their only
+    minimum at their last, their only minimum at their first: one past the line's extremum, or at the domain's
+    bound with the rest of the line kept within it; for integers, its middle element one step of the dtype
+    inside it (a near tie, as :func:`kernelgen.task.extreme_values.with_fractions_and_near_ties` gives every
+    such line). A loop that skips a line's first element, or its last one where that is alone in the last chunk
+    (:func:`kernelgen.task.draws.multiple_draws`), is right wherever the extremum lies elsewhere or is held
+    twice, as nearly every drawn line's is (an argmax, a column argmin, a row's absmax: mutation testing,
+    tools/mutants.py)."""
+    if not values.dtype.is_floating_point or is_fp8(values.dtype) or values.dim() == 0 or values.numel() == 0 \
+            or values.shape[axis] < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0xE4D5)
+    moved = values.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone().double()
+    mixed = (lines > 0).any(dim=1) & (lines < 0).any(dim=1)
+    ordinary = (lines.isfinite().all(dim=1) & mixed).nonzero().flatten()
+    if len(ordinary) < min(4, len(lines)):  # NaN in nearly every long line: lines holding several, made finite
+        several = (~lines.isfinite()).sum(dim=1) >= 2
+        ordinary = torch.cat([ordinary, (several & lines.isfinite().any(dim=1) & mixed).nonzero().flatten()])
+    chosen = ordinary[torch.randperm(len(ordinary), generator=generator)[:4]].tolist()
+    for line, (place, sign) in zip(chosen, ((-1, 1.0), (0, 1.0), (-1, -1.0), (0, -1.0))):
+        part = lines[line].nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+        end = part.max() + 1.0 if sign > 0 else part.min() - 1.0
+        bound = None if low is None else (high if sign > 0 else low)
+        if bound is not None and (end - bound) * sign > 0:  # past the domain: the end at its bound, the rest within
+            part = part.clamp(max=bound - 1) if sign > 0 else part.clamp(min=bound + 1)
+            end = torch.tensor(float(bound), dtype=part.dtype)
+        part[place] = end
+        # and one step of the dtype inside it in the middle: a near tie, as every line of an integers domain has
+        inside = torch.nextafter(end.to(values.dtype), torch.tensor(-sign * math.inf, dtype=values.dtype))
+        if low is not None and len(part) > 2:  # integers only: elsewhere it would stand in for the end
+            part[len(part) // 2] = inside.double()
+        lines[line] = part
+    return lines.to(values.dtype).reshape(moved.shape).movedim(-1, axis)
+
+
+def with_infinite_lines(values: torch.Tensor, axis: int, specials: list, seed: int) -> torch.Tensor:
+    """A float input whose extreme domain holds an infinity, in an extreme draw of a reduction along ``axis``, of four
+    lines or more: one line along that axis wholly that infinity, for each of +inf and -inf it holds (lines that
+    held a NaN or an infinity where there are enough: not the finite lines drawn on purpose, such as
+    :func:`with_spread_extremum_lines`'s). Infinities at one element in 48 never fill a line of two or more, and
+    a line of a reduction's identity is where its initial value shows: an argmin whose index lanes start one off
+    (0 - lane, 1 + lane) gives that start for a column all +inf, where torch gives 0 (mutation testing,
+    tools/mutants.py); a max started at a finite sentinel gives it."""
+    infinities = [v for v in (math.inf, -math.inf) if any(isinstance(s, float) and s == v for s in specials)]
+    if not values.dtype.is_floating_point or values.numel() == 0 or not infinities:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x1F1E)
+    moved = values.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone()
+    if len(lines) < 4:  # the others judge the values: a draw of one or two lines would hold nothing else
+        return values
+    special = (~lines.isfinite()).any(dim=1).nonzero().flatten()  # not the lines drawn finite on purpose
+    pool = special if len(special) >= len(infinities) else torch.arange(len(lines))
+    chosen = pool[torch.randperm(len(pool), generator=generator)[:len(infinities)]]
+    for line, value in zip(chosen.tolist(), infinities):
+        lines[line] = value
+    return lines.reshape(moved.shape).movedim(-1, axis)
+
+
 # Zeros of alternating signs in each line :func:`with_zero_extremum_lines` gives a zero extremum.
 SIGNED_ZEROS = 6
 
 
 def with_spread_extremum_lines(values: torch.Tensor, axis: int, low: float, high: float, seed: int) -> torch.Tensor:
-    """A float input of an integer-valued domain [low, high], in an extreme draw of a reduction
-    along ``axis``: about a quarter of its lines along that axis scaled to a largest magnitude k
-    of their own, k uniform in 1..max(|low|, |high|) (rounded to integers, within the bounds), with
-    +-k at a random place. A long line of integers in [-254, 254] holds 254 almost surely, so a
-    statistic of its extremum (absmax_quantize's scale amax / 127) was drawn at one value: a scale
-    by the reciprocal 1/127, one f32 ulp off for 14 of the 254 values, passed (round 16)."""
+    """A float input of an integer-valued domain [low, high], in an extreme draw of a reduction along ``axis``: about a
+    quarter of its lines along that axis scaled to a largest magnitude k of their own, k uniform in
+    1..max(|low|, |high|) (rounded to integers, within the bounds), with +-k at a random place, its only element
+    of that magnitude. A long line of integers in [-254, 254] holds 254 almost surely, so a statistic of its
+    extremum (absmax_quantize's scale amax / 127) was drawn at one value: a scale by the reciprocal 1/127, one
+    f32 ulp off for 14 of the 254 values, passed (round 16)."""
     top = int(max(abs(low), abs(high)))
     if not values.dtype.is_floating_point or values.numel() == 0 or values.shape[axis] < 2 or top < 2:
         return values
@@ -132,7 +198,7 @@ def with_spread_extremum_lines(values: torch.Tensor, axis: int, low: float, high
     k = torch.randint(1, top + 1, (len(chosen), 1), generator=generator).double()
     part = lines[chosen]
     largest = part.abs().amax(dim=1, keepdim=True).clamp(min=1.0)
-    part = (part * k / largest).round().clamp(low, high)
+    part = (part * (k - 1) / largest).round().clamp(low, high)  # below k: the peak is the line's only extremum
     place = torch.randint(0, length, (len(chosen),), generator=generator)
     sign = torch.where(torch.rand(len(chosen), generator=generator) < 0.5, -1.0, 1.0).double()
     peak = sign * k[:, 0]

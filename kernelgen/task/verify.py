@@ -28,8 +28,8 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.addends import is_addend, with_cancelled_addend
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
-                                       with_lone_nan_lines, with_mixed_magnitude_rows, with_spread_extremum_lines,
-                                       with_zero_extremum_lines)
+                                       with_end_extremum_lines, with_infinite_lines, with_lone_nan_lines,
+                                       with_mixed_magnitude_rows, with_spread_extremum_lines, with_zero_extremum_lines)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
@@ -122,7 +122,12 @@ def _float_bits(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Gen
 
 
 def _zero_rows(values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """``values`` with about a quarter of its rows (along the last axis), at least one, all zero."""
+    """``values`` with about a quarter of its rows (along the last axis), at least one, all zero; a
+    single row stays as drawn: the draws that hold the other sizes at their minimum (past an extent,
+    at a range's maximum, at a chunk's edge) have one row, and all zero it showed nothing of a long
+    row's sums (a loop that stopped a chunk early passed; tools/mutants.py)."""
+    if values.dim() == 0 or values.numel() == values.shape[-1]:
+        return values
     return rows_of(values, torch.zeros_like(values), generator)
 
 
@@ -228,6 +233,11 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 continue
             domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
             args[spec.name] = draw_tensor(spec, shape, domain, generator, bounds_at)
+            if extreme and domain is not None and domain.kind == "integers" and domain.same_as is None \
+                    and domain.bounds(bounds_at)[0] < 0:  # first: the bounds and the lines below are drawn on them
+                args[spec.name] = with_negative_rows(args[spec.name],
+                                                     size_seed(task, sizes, seed) ^ hash_name(spec.name),
+                                                     domain.bounds(bounds_at)[0])
             if extreme and domain is not None and domain.kind == "integers":
                 # Both bounds among the values: an id of V - 1 in every extreme draw, not by chance
                 # (the high one first: a tensor of one or two elements has room for one).
@@ -263,6 +273,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
             for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.specials else ():
+                args[spec.name] = with_infinite_lines(args[spec.name], axis, domain.special_values(bounds_at),
+                                                      size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
                 args[spec.name] = with_lone_nan_lines(args[spec.name], axis,
                                                       size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             if extreme and domain is not None and domain.specials and args[spec.name].is_floating_point():
@@ -273,6 +285,13 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                             domain.special_values(bounds_at), size_seed(task, sizes, seed) ^ hash_name(f"{other}|{spec.name}"))
                 if spec.name in task.extreme_domains:
                     specialled.append(spec.name)
+            # last: the lines above would move these extrema off their ends (a fraction, a near tie below)
+            ends = domain is None or (domain.kind in ("normal", "integers") and not domain.zero_rows
+                                      and domain.same_as is None)
+            for axis in reduced_axes(task, spec) if extreme and ends else ():
+                bounds = domain.bounds(bounds_at) if domain is not None and domain.kind == "integers" else (None, None)
+                args[spec.name] = with_end_extremum_lines(args[spec.name], axis, *bounds,
+                                                          size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             if order in ("ascending", "descending") and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     if order == "cancelling" and not shapes_only:
