@@ -328,7 +328,8 @@ def chunk_steps(checked: Checked) -> list[tuple[str, int]]:
     spread over programs, in chunks of ``step``. Where the size is one past a multiple of the step, the last
     chunk holds one element, and a loop that stops a step early (``range(0, N - 1, BLOCK)``) or a grid one
     program short (``cdiv(N - 1, BLOCK)``) drops it there only; no other draw aims at those sizes (one in
-    ``step``)."""
+    ``step``). The names are all those the expressions read (sizes, params, ops' names): callers keep the
+    task's sizes."""
     found: list[tuple[str, int]] = []
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
