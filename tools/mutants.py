@@ -37,6 +37,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from collections import Counter
 from typing import Any, Iterator
 
 from kernelgen.harness.pipeline import Settings, evaluate_answer
@@ -74,6 +75,10 @@ def replaced(kernel: dict, path: JsonPath, value: Any) -> dict:
     return out
 
 
+def _atomic(op: Any) -> bool:
+    return isinstance(op, str) and op.startswith("atomic")
+
+
 def _in_meta(path: JsonPath) -> bool:
     """Meta values and launch settings: a block's size is the tuner's choice, not a slip."""
     return bool({"meta", "num_warps", "num_stages", "inputs", "outputs", "params"} & set(path))
@@ -91,7 +96,7 @@ def mutations(kernel: dict, sizes: list[str]) -> Iterator[tuple[str, str, dict]]
                 yield "edge", f"{where}: {op} -> {EDGES[op]}", replaced(kernel, path + ("op",), EDGES[op])
             if op in ARITH:
                 yield "arith", f"{where}: {op} -> {ARITH[op]}", replaced(kernel, path + ("op",), ARITH[op])
-            if op in ("load", "store") or (isinstance(op, str) and op.startswith("atomic")):
+            if op in ("load", "store") or _atomic(op):
                 if node.get("mask") is not None:
                     yield "mask", f"{where}: mask dropped", replaced(kernel, path + ("mask",), _DELETE)
             if op == "load" and node.get("mask") is not None:
@@ -113,7 +118,7 @@ def mutations(kernel: dict, sizes: list[str]) -> Iterator[tuple[str, str, dict]]
             if op == "for":
                 yield "stop", f"{where}: stop one less", replaced(
                     kernel, path + ("stop",), {"op": "sub", "lhs": node["stop"], "rhs": 1})
-            if op == "store" or (isinstance(op, str) and op.startswith("atomic")):
+            if op == "store" or _atomic(op):
                 if isinstance(path[-1], int):
                     yield "drop", f"{where}: {op} left out", replaced(kernel, path, _DELETE)
         elif isinstance(node, bool) or not path:
@@ -150,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ops = set(args.ops.split(","))
     tasks = [get_task(t) for t in args.tasks] if args.tasks else load_tasks(args.tier)
     out = args.out.open("a") if args.out else None
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for task in tasks:
         golden = task.golden.model_dump(mode="json", by_alias=True, exclude_none=True)
         found = [m for m in mutations(golden, sorted(task.sizes)) if m[0] in ops]
@@ -158,10 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = found if not args.per_task or len(found) <= args.per_task else rng.sample(found, args.per_task)
         for op, description, mutant in chosen:
             start = time.time()
-            try:
-                outcome, first = judge(task, mutant)
-            except Exception as exc:  # noqa: BLE001 - a crash of the harness is a finding too
-                outcome, first = "CRASH", repr(exc)[:300]
+            outcome, first = judge(task, mutant)  # a crash of the harness is its outcome harness_error
             record = {"task": task.id, "op": op, "edit": description, "outcome": outcome, "first": first}
             if outcome == "ok":
                 record["again"] = "equivalent?"
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                     record["kernel"] = mutant
             record["seconds"] = round(time.time() - start, 1)
             label = "survives" if outcome == "ok" else outcome
-            counts[label] = counts.get(label, 0) + 1
+            counts[label] += 1
             line = f"{task.id} [{op}] {description}: {outcome}"
             if outcome == "ok":
                 line += f"  <== {record['again']}"
@@ -182,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             if out:
                 out.write(json.dumps(record) + "\n")
                 out.flush()
+    if out:
+        out.close()
     print("summary:", json.dumps(counts, sort_keys=True))
     return 0
 

@@ -407,8 +407,9 @@ def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     wanted = [(name, modulus, 0) for modulus in size_multiples(checked)[:4] for name in task.sizes]
     steps = [(name, step) for name, step in chunk_steps(checked) if name in task.sizes]
     for name in dict.fromkeys(name for name, _ in steps):  # one past a multiple of all of a size's steps at once
-        common = math.lcm(*(step for other, step in steps if other == name))
-        wanted.append((name, common if common <= task.sizes[name].max else max(s for o, s in steps if o == name), 1))
+        own = [step for other, step in steps if other == name]
+        common = math.lcm(*own)
+        wanted.append((name, common if common <= task.sizes[name].max else max(own), 1))
     draws: list[Draw] = []
     for name, modulus, past in wanted:
         r = task.sizes[name]

@@ -144,9 +144,9 @@ def with_end_extremum_lines(values: torch.Tensor, axis: int, low: float | None, 
             part = part.clamp(max=bound - 1) if sign > 0 else part.clamp(min=bound + 1)
             end = torch.tensor(float(bound), dtype=part.dtype)
         part[place] = end
-        # and one step of the dtype inside it in the middle: a near tie, as every line of an integers domain has
-        inside = torch.nextafter(end.to(values.dtype), torch.tensor(-sign * math.inf, dtype=values.dtype))
-        if low is not None and len(part) > 2:  # integers only: elsewhere it would stand in for the end
+        if low is not None and len(part) > 2:  # integers only (elsewhere it would stand in for the end): one step
+            # of the dtype inside it in the middle, a near tie, as every line of an integers domain has
+            inside = torch.nextafter(end.to(values.dtype), torch.tensor(-sign * math.inf, dtype=values.dtype))
             part[len(part) // 2] = inside.double()
         lines[line] = part
     return lines.to(values.dtype).reshape(moved.shape).movedim(-1, axis)

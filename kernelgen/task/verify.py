@@ -233,18 +233,18 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 continue
             domain = (task.extreme_domains.get(spec.name) if extreme else None) or task.domains.get(spec.name)
             args[spec.name] = draw_tensor(spec, shape, domain, generator, bounds_at)
-            if extreme and domain is not None and domain.kind == "integers" and domain.same_as is None \
-                    and domain.bounds(bounds_at)[0] < 0:  # first: the bounds and the lines below are drawn on them
+            integers = extreme and domain is not None and domain.kind == "integers"
+            if integers and domain.same_as is None and domain.bounds(bounds_at)[0] < 0:
+                # first: the bounds and the lines below are drawn on these rows
                 args[spec.name] = with_negative_rows(args[spec.name],
                                                      size_seed(task, sizes, seed) ^ hash_name(spec.name),
                                                      domain.bounds(bounds_at)[0])
-            if extreme and domain is not None and domain.kind == "integers":
+            if integers:
                 # Both bounds among the values: an id of V - 1 in every extreme draw, not by chance
                 # (the high one first: a tensor of one or two elements has room for one).
                 args[spec.name] = with_specials(args[spec.name], [int(b) for b in reversed(domain.bounds(bounds_at))],
                                                  generator)
             # before the zero lines, and the fractions and near ties, which then act on these lines too
-            integers = extreme and domain is not None and domain.kind == "integers"
             for axis in reduced_axes(task, spec) if integers else ():
                 args[spec.name] = with_spread_extremum_lines(args[spec.name], axis, *domain.bounds(bounds_at),
                                                              size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
