@@ -386,6 +386,26 @@ def test_a_worker_sets_its_thread_count_unless_the_run_did() -> None:
     assert outside_xdist == {}
 
 
+def test_a_plain_xdist_run_of_tests_shares_the_cores_out(tmp_path: Path) -> None:
+    """Not only the benchmark's cases: `pytest tests -n 2` on two cores ran two workers of two torch threads
+    each, and the red-team catalogue's CPU cases took four times as long as in one process."""
+    (tmp_path / "test_threads.py").write_text(
+        "import os, torch\n"
+        "def test_threads(tmp_path_factory):\n"
+        "    name = os.environ['PYTEST_XDIST_WORKER']\n"
+        f"    open(os.path.join({str(tmp_path)!r}, name + '.txt'), 'w').write(str(torch.get_num_threads()))\n"
+        "def test_other():\n"
+        "    test_threads(None)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "PYTEST_XDIST_WORKER",
+                                                            "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "kernelgen.harness.plugin",
+                           "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path / "test_threads.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    counts = {path.stem: int(path.read_text()) for path in tmp_path.glob("gw*.txt")}
+    assert counts and set(counts.values()) == {cpu_threads({"PYTEST_XDIST_WORKER_COUNT": "2"})}, counts
+
+
 @pytest.mark.gpu
 def test_a_turn_gives_the_gpu_memory_it_cached_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers share one GPU and take turns on it: what a turn's process freed goes back to the

@@ -220,6 +220,11 @@ def usage_error(error: KernelgenError) -> pytest.UsageError:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from kernelgen.gpu.devices import share_cpu_threads
+
+    # Every xdist worker, a plain `pytest tests -n 2` too: two workers of torch's two threads each on two cores ran
+    # the red-team catalogue's CPU cases about four times slower than one process did.
+    share_cpu_threads()
     options = run_options(config)  # every option, checked once: one line here, not a traceback per case
     if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
         _check_provider(options)
