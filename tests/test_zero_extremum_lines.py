@@ -13,7 +13,8 @@ from kernelgen.task.draws import case_draws
 from kernelgen.task.reductions import (with_end_extremum_lines, with_infinite_lines, with_spread_extremum_lines,
                                        with_zero_extremum_lines)
 from kernelgen.task.spec import get_task
-from kernelgen.task.verify import make_inputs
+from kernelgen.task.line_statistics import statistic_axes
+from kernelgen.task.verify import make_inputs, run_reference
 
 
 def _first_zero_sign(line: torch.Tensor, extremum: torch.Tensor) -> list[bool]:
@@ -134,3 +135,30 @@ def test_four_ordinary_lines_get_their_only_extremum_at_an_end() -> None:
     normal = torch.randn(64, 5)
     columns = with_end_extremum_lines(normal, 0, None, None, 3)
     assert {_only_extremum_at(c, 1.0) for c in columns.T} >= {0, 63}
+
+
+def test_the_end_is_the_only_extremum_where_one_is_below_the_dtypes_step() -> None:
+    """masked_softmax's extreme domain is normal at scale 1e9, where one past a line's maximum rounds back to
+    it in f32 (and bf16 at 300): the end was held twice."""
+    for values in (torch.randn(8, 1000) * 1e9, (torch.randn(8, 100) * 300).bfloat16()):
+        drawn = with_end_extremum_lines(values, 1, None, None, 3)
+        found = {(place, sign) for line in drawn.float() for sign in (1.0, -1.0)
+                 if (place := _only_extremum_at(line, sign)) in (0, values.shape[1] - 1)}
+        assert found == {(values.shape[1] - 1, 1.0), (0, 1.0), (values.shape[1] - 1, -1.0), (0, -1.0)}
+
+
+def test_the_reference_names_the_axes_an_output_of_the_inputs_shape_takes_a_statistic_along() -> None:
+    sizes = {"M": 6, "N": 40}
+    for name, axes in (("minmax_scale_rows", [1]), ("masked_softmax", [1]), ("softmax_cols", [0]), ("silu", [])):
+        task = get_task(name)
+        given = {n: v for n, v in sizes.items() if n in task.sizes} or {n: 40 for n in task.sizes}
+        assert statistic_axes(task, "x", make_inputs(task, given, 0), run_reference) == axes, name
+
+
+def test_rows_scaled_by_their_range_get_their_extrema_at_their_ends() -> None:
+    """minmax_scale_rows' output has its input's shape: a loop over a row's range that stopped a chunk early
+    was right wherever the row's maximum and minimum lay elsewhere (tools/mutants.py)."""
+    x = make_inputs(get_task("minmax_scale_rows"), {"M": 16, "N": 1025}, 0, extreme=True)["x"]
+    found = {(place, sign) for line in x for sign in (1.0, -1.0)
+             if (place := _only_extremum_at(line, sign)) in (0, 1024)}
+    assert found == {(1024, 1.0), (0, 1.0), (1024, -1.0), (0, -1.0)}

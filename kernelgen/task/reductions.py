@@ -138,7 +138,11 @@ def with_end_extremum_lines(values: torch.Tensor, axis: int, low: float | None, 
     chosen = ordinary[torch.randperm(len(ordinary), generator=generator)[:4]].tolist()
     for line, (place, sign) in zip(chosen, ((-1, 1.0), (0, 1.0), (-1, -1.0), (0, -1.0))):
         part = lines[line].nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
-        end = part.max() + 1.0 if sign > 0 else part.min() - 1.0
+        top = part.max() if sign > 0 else part.min()
+        end = (top + sign).to(values.dtype)
+        if (end - top.to(values.dtype)) * sign <= 0:  # one is below the dtype's step there (bf16 at 300, f32 at 1e9)
+            end = torch.nextafter(top.to(values.dtype), torch.tensor(sign * math.inf, dtype=values.dtype))
+        end = end.double() if end.isfinite() else top  # at the dtype's largest value: held twice, as drawn
         bound = None if low is None else (high if sign > 0 else low)
         if bound is not None and (end - bound) * sign > 0:  # past the domain: the end at its bound, the rest within
             part = part.clamp(max=bound - 1) if sign > 0 else part.clamp(min=bound + 1)

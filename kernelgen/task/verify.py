@@ -35,6 +35,7 @@ from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
                                            with_negative_rows, with_rows_at_scalars, with_scalar_neighbours,
                                            with_special_pairs, with_specials, with_zeros)
+from kernelgen.task.line_statistics import statistic_axes
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
 from kernelgen.task.concentrated import is_concentrated, with_concentrated
@@ -272,7 +273,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
-            for axis in reduced_axes(task, spec) if extreme and domain is not None and domain.specials else ():
+            for axis in _end_axes(task, spec, seed) if extreme and domain is not None and domain.specials else ():
                 args[spec.name] = with_infinite_lines(args[spec.name], axis, domain.special_values(bounds_at),
                                                       size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
                 args[spec.name] = with_lone_nan_lines(args[spec.name], axis,
@@ -288,7 +289,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             # last: the lines above would move these extrema off their ends (a fraction, a near tie below)
             ends = domain is None or (domain.kind in ("normal", "integers") and not domain.zero_rows
                                       and domain.same_as is None)
-            for axis in reduced_axes(task, spec) if extreme and ends else ():
+            for axis in _end_axes(task, spec, seed) if extreme and ends else ():
                 bounds = domain.bounds(bounds_at) if domain is not None and domain.kind == "integers" else (None, None)
                 args[spec.name] = with_end_extremum_lines(args[spec.name], axis, *bounds,
                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
@@ -303,6 +304,26 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     if is_concentrated(order) and not shapes_only:
         args = with_concentrated(task, args, order, bounds_at)
     return with_common_offset(task, args, order) if is_offset(order) and not shapes_only else args
+
+
+_STATISTIC_AXES: dict[tuple[str, str, int, str], list[int]] = {}  # by task, seed and input
+PROBE_SIZE = 16  # each size (within its range) where the reference is probed for statistics along lines
+
+
+def _end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
+    """The axes whose lines an extreme draw gives extrema at their ends (and, where the domain holds specials,
+    lines wholly infinite and lines of a lone NaN): those an output reduces and those an output of the input's
+    shape takes a statistic along (:mod:`kernelgen.task.line_statistics`, probed once per
+    task and seed on a plain draw of every size at :data:`PROBE_SIZE`: which axes a reference's outputs depend
+    along does not change with their lengths, and attention's reference at a draw's 8192 keys takes seconds)."""
+    reduced = reduced_axes(task, spec)
+    key = (f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed,
+           spec.name)
+    if key not in _STATISTIC_AXES:
+        sizes = {name: min(max(r.min, PROBE_SIZE), r.max) for name, r in task.sizes.items()}
+        _STATISTIC_AXES[key] = statistic_axes(task, spec.name, make_inputs(task, sizes, seed), run_reference,
+                                              skip=reduced)
+    return reduced + _STATISTIC_AXES[key]
 
 
 def _holds_zero(domain, bounds_at: Mapping[str, Any]) -> bool:
