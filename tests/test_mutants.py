@@ -39,3 +39,18 @@ def test_a_wrong_mutant_fails_and_an_equivalent_one_survives() -> None:
     assert outcome != "ok" and first
     outcome, _ = mutants.judge(task, found["/body/4/value/cond: gt -> ge"])  # x >= 0: both sides give 0 at 0
     assert outcome == "ok"
+
+
+def test_a_grid_rounds_down_and_a_guard_is_forgotten() -> None:
+    task = get_task("med/minmax_scale_rows")
+    golden = _golden("med/minmax_scale_rows")
+    found = {edit: mutant for op, edit, mutant in mutants.mutations(golden, ["M", "N"]) if op == "guard"}
+    # the masked lanes' -inf forgotten: a max over the loaded chunk, whose masked lanes read 0
+    forgotten = found["/body/4/body/3/value/rhs: where -> its x"]
+    assert forgotten["body"][4]["body"][3]["value"]["rhs"] == golden["body"][4]["body"][3]["value"]["rhs"]["x"]
+    outcome, first = mutants.judge(task, forgotten)
+    assert outcome != "ok" and first
+    (divide,) = [m for op, _, m in mutants.mutations(_golden("easy/elu"), ["N"]) if op == "divide"]
+    assert divide["grid"][0]["op"] == "idiv"
+    outcome, first = mutants.judge(get_task("easy/elu"), divide)
+    assert outcome != "ok" and "unwritten" in first

@@ -14,7 +14,10 @@ An edit is one of (``--ops``, all by default):
 * ``size``: one use of a size replaced by another size (rows for columns);
 * ``axis``: a ``program_id``'s or ``num_programs``' axis changed;
 * ``stop``: a loop's ``stop`` one less;
-* ``drop``: a store or atomic statement left out.
+* ``drop``: a store or atomic statement left out;
+* ``divide``: ``cdiv`` <-> ``idiv`` (a grid or a loop that rounds down: a partial last block dropped);
+* ``logic``: ``and`` <-> ``or`` (a two-sided mask or bound that lets either side through);
+* ``guard``: a ``where`` replaced by one of its branches (a guard or a neutral value forgotten).
 
 Each mutant is judged as ``evaluate_answer`` judges an answer (``Settings(gpu=False, compile=False)``). One
 judged ``ok`` is equivalent to its golden (the edit changes nothing an input the prompt allows can show: a mask
@@ -48,6 +51,8 @@ _DELETE = object()  # replaced()'s value that removes the key or item
 
 EDGES = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt"}
 ARITH = {"add": "sub", "sub": "add", "maximum": "minimum", "minimum": "maximum"}
+DIVIDE = {"cdiv": "idiv", "idiv": "cdiv"}
+LOGIC = {"and": "or", "or": "and"}
 SHAPE_KEYS = {"axis", "size", "num_stages", "shape", "block", "dims", "axes"}  # powers of two, axes: not slips
 NAME_KEYS = {"name", "var", "op", "dtype", "cache", "sem", "scope", "base", "precision", "what", "kind"}
 
@@ -96,6 +101,13 @@ def mutations(kernel: dict, sizes: list[str]) -> Iterator[tuple[str, str, dict]]
                 yield "edge", f"{where}: {op} -> {EDGES[op]}", replaced(kernel, path + ("op",), EDGES[op])
             if op in ARITH:
                 yield "arith", f"{where}: {op} -> {ARITH[op]}", replaced(kernel, path + ("op",), ARITH[op])
+            if op in DIVIDE:
+                yield "divide", f"{where}: {op} -> {DIVIDE[op]}", replaced(kernel, path + ("op",), DIVIDE[op])
+            if op in LOGIC:
+                yield "logic", f"{where}: {op} -> {LOGIC[op]}", replaced(kernel, path + ("op",), LOGIC[op])
+            if op == "where":
+                for branch in ("x", "y"):
+                    yield "guard", f"{where}: where -> its {branch}", replaced(kernel, path, node[branch])
             if op in ("load", "store") or _atomic(op):
                 if node.get("mask") is not None:
                     yield "mask", f"{where}: mask dropped", replaced(kernel, path + ("mask",), _DELETE)
@@ -144,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tasks", nargs="*", help="task ids (tier/name); default: --tier's")
     parser.add_argument("--tier", default=None)
-    parser.add_argument("--ops", default="edge,int,float,arith,mask,other,narrow,size,axis,stop,drop")
+    parser.add_argument("--ops", default="edge,int,float,arith,mask,other,narrow,size,axis,stop,drop,divide,logic,guard")
     parser.add_argument("--per-task", type=int, default=6, help="mutants drawn per task (0: all)")
     parser.add_argument("--seed", type=int, default=0, help="which mutants are drawn")
     parser.add_argument("--seeds", type=int, default=2, help="other seeds a survivor is judged at")
