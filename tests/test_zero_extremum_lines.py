@@ -10,8 +10,8 @@ import torch
 
 from kernelgen.check.checker import check
 from kernelgen.task.draws import case_draws
-from kernelgen.task.reductions import (with_end_extremum_lines, with_infinite_lines, with_spread_extremum_lines,
-                                       with_zero_extremum_lines)
+from kernelgen.task.reductions import (with_end_extremum_lines, with_end_true_lines, with_infinite_lines,
+                                       with_spread_extremum_lines, with_zero_extremum_lines)
 from kernelgen.task.spec import get_task
 from kernelgen.task.line_statistics import statistic_axes
 from kernelgen.task.verify import make_inputs, run_reference
@@ -162,3 +162,14 @@ def test_rows_scaled_by_their_range_get_their_extrema_at_their_ends() -> None:
     found = {(place, sign) for line in x for sign in (1.0, -1.0)
              if (place := _only_extremum_at(line, sign)) in (0, 1024)}
     assert found == {(1024, 1.0), (0, 1.0), (1024, -1.0), (0, -1.0)}
+
+
+def test_a_masks_lines_keep_only_their_last_or_first_element_none_or_all() -> None:
+    """A mask drawn true one time in two never masks a whole chunk: an online softmax that shifts by a running
+    maximum still -inf gave NaN past such a chunk, and passed (tools/mutants.py)."""
+    task = get_task("masked_softmax")
+    assert statistic_axes(task, "mask", make_inputs(task, {"M": 6, "N": 40}, 0), run_reference) == [1]
+    mask = make_inputs(task, {"M": 8, "N": 2049}, 0, extreme=True)["mask"]
+    kept = {tuple(line.nonzero().flatten().tolist()) for line in mask if int(line.sum()) <= 1}
+    assert kept == {(2048,), (0,), ()} and bool(mask.all(dim=1).any())
+    assert with_end_true_lines(torch.ones(3, 1, dtype=torch.bool), 1, 0).all()  # lines of one: nothing to do

@@ -156,6 +156,26 @@ def with_end_extremum_lines(values: torch.Tensor, axis: int, low: float | None, 
     return lines.to(values.dtype).reshape(moved.shape).movedim(-1, axis)
 
 
+def with_end_true_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Tensor:
+    """A bool input (a mask), in an extreme draw, along ``axis`` (one an output reduces or takes a statistic
+    along), of lines of two or more: four lines (or as many as it has) made true at their last element only, at
+    their first only, nowhere and everywhere. Drawn true one time in two, no line of a long row starts with a
+    chunk wholly false, where an online softmax that shifts by a running maximum still -inf gives NaN for the
+    rest of its row (``where(max == -inf, 0, max)`` forgotten: mutation testing, tools/mutants.py); nor does any
+    keep nothing but its last element, past a loop that stops a chunk early."""
+    if values.dtype != torch.bool or values.dim() == 0 or values.numel() == 0 or values.shape[axis] < 2:
+        return values
+    generator = torch.Generator().manual_seed(seed ^ 0x7E0D)
+    moved = values.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone()
+    chosen = torch.randperm(len(lines), generator=generator)[:4].tolist()
+    for line, kept in zip(chosen, ("last", "first", "none", "all")):
+        lines[line] = kept == "all"
+        if kept in ("last", "first"):
+            lines[line, -1 if kept == "last" else 0] = True
+    return lines.reshape(moved.shape).movedim(-1, axis)
+
+
 def with_infinite_lines(values: torch.Tensor, axis: int, specials: list, seed: int) -> torch.Tensor:
     """A float input whose extreme domain holds an infinity, in an extreme draw of a reduction along ``axis``, of four
     lines or more: one line along that axis wholly that infinity, for each of +inf and -inf it holds (lines that

@@ -28,7 +28,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.addends import is_addend, with_cancelled_addend
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
-                                       with_end_extremum_lines, with_infinite_lines, with_lone_nan_lines,
+                                       with_end_extremum_lines, with_end_true_lines, with_infinite_lines, with_lone_nan_lines,
                                        with_mixed_magnitude_rows, with_spread_extremum_lines, with_zero_extremum_lines)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
@@ -293,6 +293,8 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
                 bounds = domain.bounds(bounds_at) if domain is not None and domain.kind == "integers" else (None, None)
                 args[spec.name] = with_end_extremum_lines(args[spec.name], axis, *bounds,
                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
+                args[spec.name] = with_end_true_lines(args[spec.name], axis,
+                                                      size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
             if order in ("ascending", "descending") and _sortable(args[spec.name], domain):
                 args[spec.name] = sorted_along_axes(args[spec.name], descending=order == "descending")
     if order == "cancelling" and not shapes_only:
