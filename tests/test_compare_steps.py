@@ -135,3 +135,11 @@ def test_a_steps_task_steps_its_half_outputs_and_keeps_the_defaults_of_the_other
     assert cancelling.tolerance_for("f16") == Tolerance(*DEFAULT_TOLERANCE["f16"], steps=True, step_atol=1e-5)
     plain = task.model_copy(update={"tolerance": None}).tolerance_for("f16")
     assert not plain.steps and (plain.rtol, plain.atol) == DEFAULT_TOLERANCE["f16"]
+
+
+def test_an_infinite_error_is_reported_as_infinite() -> None:
+    """An output of inf where 1 was expected was reported as max abs error 1.798e+308 (nan_to_num's default)."""
+    got = torch.tensor([1.0, math.inf, 2.0])
+    comparison = compare_tensors(got, torch.tensor([1.0, 1.0, 2.0]), "f32")
+    assert not comparison.ok and comparison.max_abs_error == math.inf
+    assert compare_tensors(torch.tensor([math.nan]), torch.tensor([1.0]), "f32").max_abs_error == math.inf

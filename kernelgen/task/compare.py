@@ -212,7 +212,7 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
             if tolerance.signed_zeros:
                 close &= ~((a == 0) & (e == 0) & (a.signbit() != e.signbit()))
             same = (a == e) | (a.isnan() & e.isnan())
-            error = torch.where(same, torch.zeros_like(a), (a - e).abs().nan_to_num(nan=math.inf))
+            error = torch.where(same, torch.zeros_like(a), (a - e).abs().nan_to_num(nan=math.inf, posinf=math.inf))
         else:
             # Integers compare exactly (a float64 round trip would merge large i64 values).
             close = a_part == e_part
