@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tasks", nargs="*", help="task ids (tier/name); default: --tier's")
     parser.add_argument("--tier", default=None)
-    parser.add_argument("--ops", default="edge,int,float,arith,mask,other,narrow,size,axis,stop,drop,divide,logic,guard")
+    parser.add_argument("--ops", default="edge,int,float,arith,mask,other,narrow,size,axis,stop,drop,divide,logic,"
+                                         "guard")
     parser.add_argument("--per-task", type=int, default=6, help="mutants drawn per task (0: all)")
     parser.add_argument("--seed", type=int, default=0, help="which mutants are drawn")
     parser.add_argument("--seeds", type=int, default=2, help="other seeds a survivor is judged at")

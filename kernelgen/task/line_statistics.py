@@ -34,17 +34,17 @@ def statistic_axes(task: Task, name: str, args: Mapping[str, Any], run_reference
                    skip: list[int] | None = None) -> list[int]:
     """The axes of float or bool input ``name`` (in ``args``, a plain draw) along which some output of its shape
     (by the signature's size names) changes off a slice set far off (a mask's flipped): per axis one more
-    reference call. Axes
-    in ``skip`` (those an output reduces) and those shorter than 2 are not probed."""
+    reference call. Axes in ``skip`` (those an output reduces) and those shorter than 2 are not probed."""
     spec = next(s for s in task.signature.inputs if s.name == name)
     value = args.get(name)
     same = [out.name for out in task.signature.outputs if list(out.shape or []) == list(spec.shape or [])]
-    mask = isinstance(value, torch.Tensor) and value.dtype == torch.bool
-    if not same or not isinstance(value, torch.Tensor) or not (value.is_floating_point() or mask) \
-            or is_fp8(value.dtype) or value.dim() == 0 or value.numel() == 0 or (not mask and not value.isfinite().all()):
+    if not same or not isinstance(value, torch.Tensor) or value.dim() == 0 or value.numel() == 0:
+        return []
+    mask = value.dtype == torch.bool
+    if not mask and (not value.is_floating_point() or is_fp8(value.dtype) or not value.isfinite().all()):
         return []
     base = run_reference(task, args)
-    far = 0.0 if mask else 2.0 * float(value.abs().max()) + 1.0
+    far = None if mask else 2.0 * float(value.abs().max()) + 1.0
     axes = []
     for axis in range(value.dim()):
         if axis in (skip or []) or value.shape[axis] < 2:
@@ -52,8 +52,10 @@ def statistic_axes(task: Task, name: str, args: Mapping[str, Any], run_reference
         mid = value.shape[axis] // 2
         moved = value.clone()
         part = moved.select(axis, mid)
-        signs = torch.where(torch.arange(part.numel()) % 2 == 0, 1.0, -1.0).reshape(part.shape)
-        part.copy_(~part if mask else (signs * far).to(value.dtype))  # a mask's slice flipped
+        if mask:  # a mask's slice flipped
+            part.copy_(~part)
+        else:
+            part.copy_((torch.where(torch.arange(part.numel()) % 2 == 0, far, -far)).reshape(part.shape))
         changed = run_reference(task, {**args, name: moved})
         for out in same:
             if out not in base or out not in changed or base[out].shape != value.shape:

@@ -28,8 +28,9 @@ from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.addends import is_addend, with_cancelled_addend
 from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
-                                       with_end_extremum_lines, with_end_true_lines, with_infinite_lines, with_lone_nan_lines,
-                                       with_mixed_magnitude_rows, with_spread_extremum_lines, with_zero_extremum_lines)
+                                       with_end_extremum_lines, with_end_true_lines, with_infinite_lines,
+                                       with_lone_nan_lines, with_mixed_magnitude_rows, with_spread_extremum_lines,
+                                       with_zero_extremum_lines)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
@@ -315,9 +316,9 @@ PROBE_SIZE = 16  # each size (within its range) where the reference is probed fo
 def _end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
     """The axes whose lines an extreme draw gives extrema at their ends (and, where the domain holds specials,
     lines wholly infinite and lines of a lone NaN): those an output reduces and those an output of the input's
-    shape takes a statistic along (:mod:`kernelgen.task.line_statistics`, probed once per
-    task and seed on a plain draw of every size at :data:`PROBE_SIZE`: which axes a reference's outputs depend
-    along does not change with their lengths, and attention's reference at a draw's 8192 keys takes seconds)."""
+    shape takes a statistic along (:mod:`kernelgen.task.line_statistics`, probed once per task and seed on a plain
+    draw of every size at :data:`PROBE_SIZE`: which axes a reference's outputs depend along does not change with
+    their lengths, and attention's reference at a draw's 8192 keys takes seconds)."""
     reduced = reduced_axes(task, spec)
     key = (f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed,
            spec.name)
