@@ -45,7 +45,7 @@ def test_a_grid_rounds_down_and_a_guard_is_forgotten() -> None:
     task = get_task("med/minmax_scale_rows")
     golden = _golden("med/minmax_scale_rows")
     found = {edit: mutant for op, edit, mutant in mutants.mutations(golden, ["M", "N"]) if op == "guard"}
-    # the masked lanes' -inf forgotten: a max over the loaded chunk, whose masked lanes read 0
+    # the masked lanes' -inf forgotten: a max over the loaded chunk, whose masked lanes hold no value of the row
     forgotten = found["/body/4/body/3/value/rhs: where -> its x"]
     assert forgotten["body"][4]["body"][3]["value"]["rhs"] == golden["body"][4]["body"][3]["value"]["rhs"]["x"]
     outcome, first = mutants.judge(task, forgotten)

@@ -391,11 +391,13 @@ def test_a_plain_xdist_run_of_tests_shares_the_cores_out(tmp_path: Path) -> None
     each, and the red-team catalogue's CPU cases took four times as long as in one process."""
     (tmp_path / "test_threads.py").write_text(
         "import os, torch\n"
-        "def test_threads(tmp_path_factory):\n"
+        "def _record():\n"
         "    name = os.environ['PYTEST_XDIST_WORKER']\n"
         f"    open(os.path.join({str(tmp_path)!r}, name + '.txt'), 'w').write(str(torch.get_num_threads()))\n"
-        "def test_other():\n"
-        "    test_threads(None)\n")
+        "def test_one():\n"
+        "    _record()\n"
+        "def test_two():\n"
+        "    _record()\n")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "PYTEST_XDIST_WORKER",
                                                             "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS")}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "kernelgen.harness.plugin",
