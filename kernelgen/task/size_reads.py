@@ -9,7 +9,7 @@ import math
 from typing import Callable, Mapping
 
 from kernelgen.lang import nodes as L
-from kernelgen.check.checked import Checked, child, launches_of
+from kernelgen.check.checked import Checked, CheckedKernel, child, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.task.spec import Task
 
@@ -312,10 +312,7 @@ def looped_sizes(checked: Checked) -> set[str]:
     matmul's K, a long row's N)."""
     names: set[str] = set()
     for each in launches_of(checked):
-        hosts = {b.name: names_read(b.value) for b in each.params if b.value is not None}
-        lets: dict[str, set[str]] = {}
-        for let in _lets(each.kernel.body):  # names are never rebound; a name in two scopes: both
-            lets[let.name] = lets.get(let.name, set()) | names_read(let.value)
+        lets, hosts = _reads_of(each)
         for loop in _loops(each.kernel.body):
             for bound in (loop.start, loop.stop):
                 names |= _read(names_read(bound), lets, hosts)
@@ -333,10 +330,7 @@ def chunk_steps(checked: Checked) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     for each in launches_of(checked):
         metas = {m.name: m.value for m in each.kernel.meta}
-        hosts = {b.name: names_read(b.value) for b in each.params if b.value is not None}
-        lets: dict[str, set[str]] = {}
-        for let in _lets(each.kernel.body):
-            lets[let.name] = lets.get(let.name, set()) | names_read(let.value)
+        lets, hosts = _reads_of(each)
         walked = [(loop.stop, loop.step) for loop in _loops(each.kernel.body)]
         walked += [(node.lhs, node.rhs) for node, _ in nodes([*each.kernel.grid, *each.kernel.body], "")
                    if isinstance(node, L.Binary) and node.op == "cdiv"]
@@ -348,6 +342,15 @@ def chunk_steps(checked: Checked) -> list[tuple[str, int]]:
                 if (name, int(value)) not in found:
                     found.append((name, int(value)))
     return found
+
+
+def _reads_of(launch: CheckedKernel) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """What each let of a launch's kernel reads (names are never rebound; a name in two scopes: both) and what
+    each param's host expression reads, for :func:`_read`."""
+    lets: dict[str, set[str]] = {}
+    for let in _lets(launch.kernel.body):
+        lets[let.name] = lets.get(let.name, set()) | names_read(let.value)
+    return lets, {b.name: names_read(b.value) for b in launch.params if b.value is not None}
 
 
 def _read(names: set[str], lets: Mapping[str, set[str]], hosts: Mapping[str, set[str]]) -> set[str]:
