@@ -30,7 +30,7 @@ from kernelgen.emit.module import emit_triton
 from kernelgen.errors import Diagnostic, Outcome
 from kernelgen.host.plan import TORCH_DTYPES
 from kernelgen.task.case import Settings
-from kernelgen.task.draws import draw_sizes
+from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.results import CaseResult, GenerationInfo, Timing
 from kernelgen.task.ranges import Domain
 from kernelgen.task.spec import Task

@@ -14,7 +14,7 @@ import dataclasses
 import time
 from typing import Any, Callable, Mapping
 
-from kernelgen.task import draws
+from kernelgen.task import draws, random_sizes
 from kernelgen.lang import nodes as L
 from kernelgen.task.case import Case, Settings
 from kernelgen.check.checker import CheckedKernel, check
@@ -69,7 +69,7 @@ def signature_diagnostics(task: Task, kernel: L.Kernel) -> list[Diagnostic]:
 def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
     """``settings.shapes`` distinct size assignments drawn by hypothesis from the task's ranges,
     reproducible from ``settings.seed`` (the kernel-independent part of :func:`case_draws`)."""
-    return draws.draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
+    return random_sizes.draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
 
 
 # The hypothesis draws a call no listed call makes is verified on (the smallest): each binding and

@@ -3,10 +3,10 @@ kernel is verified under.
 
 Sizes drawn without looking at the kernel let a kernel that handles only its first block pass: a grid of one program
 with a 16384-wide block is right for every N up to 16384, and a matmul with one K block and no K loop is right while
-K fits in it. So besides the hypothesis draws from the task's ranges (edge values and uniform draws, capped by
-``cpu_max`` in CPU mode), every size name gets a *targeted* draw: that name just past the largest extent a program
-of the kernel covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles, the product of their
-axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
+K fits in it. So besides the hypothesis draws from the task's ranges (:mod:`kernelgen.task.random_sizes`: edge values
+and uniform draws, capped by ``cpu_max`` in CPU mode), every size name gets a *targeted* draw: that name just past the
+largest extent a program of the kernel covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles,
+the product of their axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
 meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs times a block; not
 a multiple of it), the other names small. Every name also gets a draw at its range's maximum (in CPU mode, where
 thousands of programs cost the interpreter seconds, every name but those the grid spreads over and no loop runs
@@ -100,10 +100,9 @@ from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifte
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, chunk_steps, looped_sizes, names_read, reads_num_sms,
                                        size_equalities, size_multiples, size_pairs)
+from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.spec import Task
 
-DEFAULT_CPU_MAX = 4096
-EDGE_SIZES = (1, 2, 3, 7, 16, 17, 100, 127, 128, 129, 1000, 1023, 1024, 1025, 4097)
 # The other names' values in a targeted draw: small, odd and even, below and past 16.
 SMALL_SIZES = (1, 2, 3, 5, 7, 16, 17)
 # Elements of all inputs and outputs of one targeted draw in the CPU interpreter: enough for
@@ -644,42 +643,6 @@ def num_sms_draws(task: Task, checked: Checked, draws: list[Draw], scalars_of) -
     candidates = [d for d in draws if d.kind != "joint"] or draws
     best = max(candidates, key=lambda d: (min(programs(d), max(NUM_SMS_CHECKED)), task.footprint(d.sizes)[0]))
     return [Draw(best.sizes, best.extreme, sms, kind="num_sms") for sms in NUM_SMS_CHECKED]
-
-
-def size_strategy(task: Task, cpu: bool):
-    """Hypothesis strategy of size assignments: edge values (tiny, odd, powers of two and their
-    neighbours) and uniform draws, within the task's ranges (capped in CPU mode)."""
-    from hypothesis import strategies as st
-
-    parts = {}
-    for name, r in task.sizes.items():
-        high = min(r.max, r.cpu_max or DEFAULT_CPU_MAX) if cpu else r.max
-        high = max(high, r.min)
-        edges = sorted({v for v in EDGE_SIZES + (r.min, high) if r.min <= v <= high})
-        parts[name] = st.one_of(st.sampled_from(edges), st.integers(r.min, high))
-    return st.fixed_dictionaries(parts)
-
-
-def draw_sizes(task: Task, shapes: int, seed: int, gpu: bool) -> list[dict[str, int]]:
-    """``shapes`` distinct size assignments drawn by hypothesis from the task's ranges,
-    reproducible from ``seed``; they do not depend on a kernel."""
-    from hypothesis import HealthCheck, Phase, given, settings as hyp_settings
-    from hypothesis import seed as hyp_seed
-
-    if not task.sizes:
-        return [{}]
-    drawn: list[dict[str, int]] = []
-
-    @hyp_settings(max_examples=shapes, database=None, deadline=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck), print_blob=False)
-    @hyp_seed(seed)
-    @given(size_strategy(task, cpu=not gpu))
-    def collect(sizes: dict[str, int]) -> None:
-        if sizes not in drawn:
-            drawn.append(dict(sizes))
-
-    collect()
-    return drawn
 
 
 def case_draws(task: Task, checked: Checked | None, shapes: int, seed: int, gpu: bool) -> list[Draw]:
