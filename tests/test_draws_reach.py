@@ -264,3 +264,24 @@ def test_a_size_only_the_grid_spreads_over_is_drawn_at_the_top_the_budget_reache
     task, checked = get_task("group_norm"), _catalogue("group_norm_combine_one_block_of_64_partials")
     tops = [d.sizes for d in case_draws(task, checked, 4, 0, False) if d.kind == "range_max"]
     assert any(s["B"] == 1 and s["L"] > 32768 for s in tops)
+
+
+def test_sizes_a_kernel_numbers_its_tiles_by_are_drawn_large_in_pairs() -> None:
+    """matmul_f16's grouped order over a persistent walk (``t`` from program_id; ``idiv(t,
+    per_group)``, ``rem(in_group, group_rows)``) numbers its tiles by M and N, not by K, which
+    only the loop walks: M and N are drawn together past 8 tiles of 128 (a partial last group of 8
+    tile rows) and two of 256, K small. A kernel that takes its block from its id directly, or
+    divides a loaded value (a Collatz step's ``x % 2``), numbers no tiles."""
+    from kernelgen.task.draws import tile_draws
+    from kernelgen.task.size_reads import tiled_sizes
+
+    task = get_task("matmul_f16")
+    checked = check(task.golden)
+    assert {"M", "N"} <= tiled_sizes(checked) and "K" not in tiled_sizes(checked)
+    (draw,) = tile_draws(task, checked)
+    assert draw.kind == "tiles" and draw.sizes["M"] == draw.sizes["N"] > 8 * 128 and draw.sizes["K"] == 16
+    assert -(-draw.sizes["M"] // 128) % 8 != 0
+    assert draw in case_draws(task, checked, 4, 0, False) and draw in case_draws(task, checked, 4, 0, True)
+    for plain in ("softmax_f16", "collatz_step"):
+        assert tiled_sizes(check(get_task(plain).golden)) & set(get_task(plain).sizes) == set()
+

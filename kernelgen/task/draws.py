@@ -51,6 +51,10 @@ mode, draws at such a multiple with the others small, and one that walks a size 
 multiple of the chunk (:func:`multiple_draws`); one that compares two sizes (``M > N``) draws with both large, each
 past the other (:func:`ordering_draws`).
 
+A kernel that takes its tile from a program's id by division (a grouped or persistent tile order) gets draws with two
+of the sizes so numbered large together (:func:`tile_draws`, GPU mode too): a last group of fewer tile rows exists
+only where the tiles are many along both.
+
 A kernel that compares a size with a fixed value for equality (a decode path at ``M == 1``) gets, in CPU mode, draws
 at that value with the other sizes large (:func:`equality_draws`): the other draws hold a size at 1 only with the
 others small, where a weight read with its axes swapped is the same memory.
@@ -79,6 +83,7 @@ Everything is reproducible from the seed: the hypothesis draws from hypothesis's
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass, field
@@ -99,7 +104,7 @@ from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, 
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, chunk_steps, looped_sizes, names_read, reads_num_sms,
-                                       size_equalities, size_multiples, size_pairs)
+                                       size_equalities, size_multiples, size_pairs, tiled_sizes)
 from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.spec import Task
 
@@ -154,6 +159,11 @@ LITERAL_SETTINGS = 8
 # elements): a launch past the interpreter's own budget is judged on a sample of its programs;
 # an elementwise kernel at 8.4M elements takes about 2 s and 0.8 GB.
 CPU_PAST_BUDGET = 1 << 25
+# The tile draws (:func:`tile_draws`): two sizes at 1127 with a third at 16, 9 tiles of 128
+# along each (18 of 64, 36 of 32), so a group of 8 tile rows leaves a partial last group; the
+# pairs of sizes drawn so at most.
+TILE_BUDGET = 5 << 18
+TILE_PAIRS = 6
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -193,7 +203,8 @@ class Draw:
     # "size_order" (two sizes the kernel compares, one past the other: :func:`ordering_draws`), "addend"
     # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing"
     # (past a threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
-    # them answer otherwise: :func:`scalar_draws`), "concentrated" or "num_sms".
+    # them answer otherwise: :func:`scalar_draws`), "tiles" (many tiles along two sizes: :func:`tile_draws`),
+    # "concentrated" or "num_sms".
     kind: str = field(default="drawn", compare=False)
 
 
@@ -440,6 +451,24 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
     return draws
 
 
+def tile_draws(task: Task, checked: Checked) -> list[Draw]:
+    """For a kernel that takes its tile from a program's id by division
+    (:func:`kernelgen.task.size_reads.tiled_sizes`): each pair of those sizes (the first
+    :data:`TILE_PAIRS`) at one odd value as large as :data:`TILE_BUDGET` allows, the other sizes
+    so numbered at their minimum and the rest at :data:`RANGE_MAX_OTHERS`: many tiles along two
+    sizes at once, where a grouped order's partial last group shows (every other draw keeps all
+    sizes but one small, or all at one value within a quarter of this budget)."""
+    names = sorted(tiled_sizes(checked) & set(task.sizes))
+    draws: list[Draw] = []
+    for pair in itertools.combinations(names, 2):
+        fixed = {o: r.min if o in names else min(max(RANGE_MAX_OTHERS, r.min), r.max)
+                 for o, r in task.sizes.items() if o not in pair}
+        sizes = _together(task, TILE_BUDGET, fixed)
+        if sizes is not None and Draw(sizes, kind="tiles") not in draws:
+            draws.append(Draw(sizes, kind="tiles"))
+    return draws[:TILE_PAIRS]
+
+
 def crossing_draws(task: Task, checked: Checked, seed: int, gpu: bool = False) -> list[Draw]:
     """The draws where the kernel's conditions on its sizes answer otherwise than at the ranges'
     minima (:mod:`kernelgen.task.size_conditions`: one per combination of answers, well inside
@@ -607,9 +636,10 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
             value = _past(2 * extent, task.sizes[name].min, cap, rng) if cap > 2 * extent else cap
             draws += [Draw({**lowest, name: value}, order=order, kind="sorted") for order in ("ascending", "descending")]
     if gpu:  # the crossing draws on the GPU too: its budget reaches regions the interpreter's does not
-        return draws + crossing_draws(task, checked, seed, gpu=True)
+        return draws + crossing_draws(task, checked, seed, gpu=True) + tile_draws(task, checked)
     extra = [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
              *down_draws(task), *multiple_draws(task, checked, seed), *ordering_draws(task, checked),
+             *tile_draws(task, checked),
              *crossing_draws(task, checked, seed), *addend_draws(task, seed), *up_draws(task, seed),
              *shift_draws(task, seed), *scalar_draws(task, checked, seed),
              *(Draw(joint, order=order, kind="concentrated") for order in concentrated_orders(task)

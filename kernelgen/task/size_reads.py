@@ -319,6 +319,42 @@ def looped_sizes(checked: Checked) -> set[str]:
     return names
 
 
+def tiled_sizes(checked: Checked) -> set[str]:
+    """The names a kernel numbers its tiles by, where it takes a program's tile from its id by division: a launch
+    whose body takes an ``idiv`` or ``rem`` of a value read from ``program_id`` (directly, through lets, or a
+    loop started at one: a grouped tile order, a persistent walk of the tiles, a flat id split into a row and a
+    column) gives the names its grid and those divisors read. Such a mapping may go wrong only where the tiles
+    along two sizes are many at once (a last group of fewer rows), which no draw with all sizes but one small
+    reaches. Empty for a kernel that takes its block from its id directly. All names read (sizes, params):
+    callers keep the task's sizes."""
+    found: set[str] = set()
+    for each in launches_of(checked):
+        lets, hosts = _reads_of(each)
+        body = each.kernel.body
+        derived: set[str] = set()
+        bound = [(let.name, let.value) for let in _lets(body)] + [(loop.var, loop.start) for loop in _loops(body)]
+        while True:  # the names a program's id flows into, through lets and loop starts
+            more = {name for name, value in bound if name not in derived and _from_id(value, derived)}
+            if not more:
+                break
+            derived |= more
+        divisors = [node.rhs for node, _ in nodes(body, "") if isinstance(node, L.Binary)
+                    and node.op in ("idiv", "rem") and _from_id(node.lhs, derived)]
+        if divisors:
+            found |= _read(names_read(list(each.kernel.grid)) | names_read(divisors), lets, hosts)
+    return found
+
+
+def _from_id(expr: L.Expr, derived: set[str]) -> bool:
+    """Whether an index expression reads ``program_id`` or a name in ``derived``; a value loaded from memory is
+    data, not an index (a Collatz step's ``x % 2``)."""
+    found = [node for node, _ in nodes(expr, "")]
+    if any(isinstance(node, (L.Load, L.TileLoad, L.Atomic)) for node in found):
+        return False
+    return any(isinstance(node, L.ProgramId) and node.op == "program_id" for node in found) \
+        or bool(names_read(expr) & derived)
+
+
 def chunk_steps(checked: Checked) -> list[tuple[str, int]]:
     """(size name, step) for each loop whose step literals and meta values fix (2 or more) and whose stop reads the
     size, and each ``cdiv(X, m)`` with a fixed ``m`` (the grid's too) whose ``X`` reads it: the size walked, or
