@@ -76,7 +76,7 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
 # presence pattern needs checking, not at every size.
 UNLISTED_DRAWS = 2
 # The kernel-reading draws an unlisted call takes besides them (:class:`kernelgen.task.draws.Draw`'s kinds).
-UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple")
+UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple", "tiles")
 # The draws a listed call after the first is not verified on (the interpreter's time; the first
 # call takes them): the ranges' maxima. Each call takes the crossing draws: a path past a size
 # threshold that is right for the first call's i32 and drops a NaN for the f16 call's passed (round 26).
