@@ -137,6 +137,22 @@ def test_a_launch_whose_programs_share_memory_is_not_sampled_and_its_draw_stays_
     assert why_not_sampled(check(get_task("attention_f16").golden)) is None
 
 
+def test_a_draw_past_the_budget_that_no_sample_judges_gets_a_halved_stand_in() -> None:
+    """row_topk64's two launches share scratch, so its M = 8192 draw against N = 64 is not sampled;
+    it stays recorded unjudged, and the largest of its halvings the interpreter affords (M = 4097) is
+    judged in its place: the only draw of CPU mode with M > N (a scratch sized by N, not M, is
+    caught there: the catalogue's row_topk64_candidate_scratch_sized_by_columns)."""
+    from kernelgen.harness.pipeline import Settings, evaluate_answer
+    from kernelgen.lang.parse import kernel_to_json
+
+    task = get_task("row_topk64")
+    result = evaluate_answer(task, kernel_to_json(task.golden), Settings(gpu=False, compile=False))
+    assert result.ok
+    (left,) = result.extra["unjudged_draws"]
+    assert left["sizes"] == {"M": 8192, "N": 64} and left["stand_in"] == {"M": 4097, "N": 64}
+    assert left["stand_in"] in result.sizes_checked
+
+
 def test_cpu_mode_draws_every_size_large_together_once() -> None:
     """A tail dropped only where M * N >= 2**18 passed every CPU draw (48 x 2500 at most by
     hypothesis, one size large and the others small in the targeted ones): one draw has every

@@ -81,6 +81,8 @@ UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_m
 # call takes them): the ranges' maxima. Each call takes the crossing draws: a path past a size
 # threshold that is right for the first call's i32 and drops a NaN for the f16 call's passed (round 26).
 FIRST_CALL_KINDS = ("range_max",)
+# The halvings a draw the interpreter refuses is tried at, for a stand-in it affords (:func:`_stand_in`).
+STAND_INS = 4
 
 
 def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_one: Callable[[Draw], None],
@@ -95,7 +97,8 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
     the draw set one. A draw the harness chose for the kernel (past its
     extent, a range's maximum, a num_sms) that the interpreter cannot afford, even on a sample of
     its programs where ``check_one`` takes one (:func:`verify_cpu`), is left out, recorded in
-    ``unjudged`` (the GPU judges it), where the hypothesis draws' own ``not_judged`` ends the case.
+    ``unjudged`` (the GPU judges it; a smaller draw of its shape stands in: :func:`_stand_in`), where
+    the hypothesis draws' own ``not_judged`` ends the case.
     First, where given, ``plan_one`` plans the launches at each of
     :func:`kernelgen.task.draws.limit_sizes` (the ranges' maxima, cheap: nothing runs), and the
     error a GPU would meet there (``bad_grid``, an i32 param's overflow) ends the case. Returns the
@@ -121,13 +124,45 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
         except InterpreterLimit as error:
             if draw.kind == "drawn" or unjudged is None:
                 raise with_num_sms(error, draw.num_sms) from None
-            unjudged.append({"sizes": draw.sizes, "num_sms": draw.num_sms, "kind": draw.kind, "code": error.code})
-            continue
+            record = {"sizes": draw.sizes, "num_sms": draw.num_sms, "kind": draw.kind, "code": error.code}
+            unjudged.append(record)
+            draw = _stand_in(task, draw, error, check_one)
+            if draw is None:
+                continue
+            record["stand_in"] = draw.sizes
         except KernelgenError as error:
             raise with_num_sms(error, draw.num_sms) from None
         if draw.sizes not in checked_sizes:
             checked_sizes.append(draw.sizes)
     return checked_sizes
+
+
+def _stand_in(task: Task, draw: draws.Draw, limit: InterpreterLimit,
+              check_one: Callable[[draws.Draw], None]) -> draws.Draw | None:
+    """For a draw the interpreter refused before running (``over_budget``), the judged draw of its shape the
+    interpreter affords: its largest sizes halved, at most :data:`STAND_INS` times, until one runs (None where
+    none does, or the draw is a crossing's, whose region a halving leaves). row_topk64's M = 8192 against
+    N = 64 was left to the GPU, and every draw judged in CPU mode had M <= N, where a scratch sized N * CAP
+    for M * CAP rows holds them all. A wrong result on the stand-in ends the case, as on any draw."""
+    if limit.code != "over_budget" or draw.kind == "crossing":
+        return None
+    for _ in range(STAND_INS):
+        top = max(draw.sizes.values(), default=0)
+        sizes = {name: max(value // 2 | 1, task.sizes[name].min) if value == top else value
+                 for name, value in draw.sizes.items()}
+        if sizes == draw.sizes:
+            return None
+        draw = dataclasses.replace(draw, sizes=sizes)
+        try:
+            check_one(draw)
+        except InterpreterLimit as error:
+            if error.code != "over_budget":
+                return None
+            continue
+        except KernelgenError as error:
+            raise with_num_sms(error, draw.num_sms) from None
+        return draw
+    return None
 
 
 def at_sizes(error: KernelgenError, sizes: Mapping[str, int]) -> KernelgenError:

@@ -516,8 +516,9 @@ def summarize(results: list) -> list[str]:
     lines.extend(_largest_checked(cases))
     skipped = [c for c in cases if c.ok and c.extra.get("unjudged_draws")]
     if skipped:
-        lines.append(f"{len(skipped)} cases left out {sum(len(c.extra['unjudged_draws']) for c in skipped)} draws past "
-                     f"the interpreter's budget (judged on the others; a GPU runs them): "
+        left = [d for c in skipped for d in c.extra["unjudged_draws"]]
+        lines.append(f"{len(skipped)} cases left out {len(left)} draws past the interpreter's budget (judged on the "
+                     f"others, {sum('stand_in' in d for d in left)} of them at halved sizes; a GPU runs them): "
                      f"{', '.join(sorted({c.task for c in skipped})[:10])}")
     sampled = [c for c in cases if c.extra.get("sampled_draws")]
     if sampled:
