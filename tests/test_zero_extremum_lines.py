@@ -173,3 +173,23 @@ def test_a_masks_lines_keep_only_their_last_or_first_element_none_or_all() -> No
     kept = {tuple(line.nonzero().flatten().tolist()) for line in mask if int(line.sum()) <= 1}
     assert kept == {(2048,), (0,), ()} and bool(mask.all(dim=1).any())
     assert with_end_true_lines(torch.ones(3, 1, dtype=torch.bool), 1, 0).all()  # lines of one: nothing to do
+
+
+def test_a_fixed_count_taken_along_an_axis_gets_end_lines_on_ordinary_values_at_a_chunk_edge() -> None:
+    """row_topk64 takes 64 of each row's N columns: the shape [M, 64] names no reduced axis, and its
+    extreme domain (integers in [-4, 4], for ties) overfills the golden's candidate list, so its exact
+    fallback judged every extreme draw; a candidate loop that drops a row's last element at N = 8193
+    passed. The axis counts as reduced (selected_axes), and each chunk_edge draw has a twin on the
+    ordinary domain with the end lines (order end_lines), where some row's only maximum is its last."""
+    from kernelgen.task.reductions import selected_axes
+
+    task = get_task("row_topk64")
+    assert selected_axes(task, task.signature.inputs[0]) == [1]
+    assert selected_axes(get_task("matmul_f16"), get_task("matmul_f16").signature.inputs[0]) == []
+    twins = [d for d in case_draws(task, check(task.golden), 4, 0, False) if d.kind == "chunk_edge"]
+    assert {(d.extreme, d.order) for d in twins} == {(True, None), (False, "end_lines")}
+    sizes = twins[0].sizes
+    x = make_inputs(task, sizes, 0, order="end_lines")["x"]
+    plain = make_inputs(task, sizes, 0)["x"]
+    assert any(_only_extremum_at(line, 1.0) == sizes["N"] - 1 for line in x)
+    assert (x != plain).sum() <= 4 * 3  # the ordinary values, but for the lines' ends (and integers' middles)

@@ -6,9 +6,9 @@ with a 16384-wide block is right for every N up to 16384, and a matmul with one 
 K fits in it. So besides the hypothesis draws from the task's ranges (:mod:`kernelgen.task.random_sizes`: edge values
 and uniform draws, capped by ``cpu_max`` in CPU mode), every size name gets a *targeted* draw: that name just past the
 largest extent a program of the kernel covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles,
-the product of their axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and trip counts that its
-meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs times a block; not
-a multiple of it), the other names small. Every name also gets a draw at its range's maximum (in CPU mode, where
+the product of their axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and
+trip counts that its meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
+times a block; not a multiple of it), the other names small. Every name also gets a draw at its range's maximum (in CPU mode, where
 thousands of programs cost the interpreter seconds, every name but those the grid spreads over and no loop runs
 over), with the other names at 16 where the budget allows (else at their minimum): the sizes the prompt promises are
 the sizes checked, and a long reduction shows its accumulated rounding on enough outputs (an f16 matmul accumulating
@@ -98,7 +98,7 @@ from kernelgen.task.concentrated import concentrated_orders
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
-from kernelgen.task.reductions import cancelling_inputs
+from kernelgen.task.reductions import END_LINES, cancelling_inputs
 from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, scalar_order, scalar_settings,
                                                special_settings)
 from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
@@ -193,7 +193,9 @@ class Draw:
     # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "addend:NAME": input
     # NAME cancels the rest of its output (:func:`addend_draws`); "shift:NAME:AXES": NAME constant
     # and far off zero along AXES (:func:`shift_draws`); "concentrated:NAME": integer input NAME at
-    # one value (:mod:`kernelgen.task.concentrated`); "scalars:...": scalars set; None: as drawn.
+    # one value (:mod:`kernelgen.task.concentrated`); "scalars:...": scalars set; "end_lines": the
+    # extreme draws' lines of extrema at their ends on the ordinary domains (:func:`multiple_draws`);
+    # None: as drawn.
     order: str | None = None
     # Why it is drawn: "drawn" (hypothesis), "past_extent", "range_max" (the top of a size's
     # range: its maximum, and one less where loops walk it), "sorted", "joint" (every size large
@@ -412,7 +414,10 @@ def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     """CPU mode's draws at a multiple of each of :func:`kernelgen.task.size_reads.size_multiples` (the first four): each size
     name at the least multiple, past 1, in its range, the others small; and each size that
     :func:`kernelgen.task.size_reads.chunk_steps` walks at one past a multiple of all its steps (their least
-    common multiple; the largest where that is out of range): every chunk's last holds one element."""
+    common multiple; the largest where that is out of range): every chunk's last holds one element. Each of
+    these with the extreme domains, and again with the ordinary ones and the extreme draws' lines of extrema at
+    their ends (``end_lines``): row_topk64's extreme domain (integers in [-4, 4]) fills its candidate list past
+    its capacity, and its exact fallback then hid a candidate loop that drops a row's last element."""
     rng = random.Random(f"{task.id}:{seed}:multiples")
     wanted = [(name, modulus, 0) for modulus in size_multiples(checked)[:4] for name in task.sizes]
     steps = [(name, step) for name, step in chunk_steps(checked) if name in task.sizes]
@@ -430,6 +435,8 @@ def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
         draw = Draw({**small, name: value}, extreme=True, kind="chunk_edge" if past else "at_multiple")
         if _fits(task, draw.sizes, False) and draw not in draws:
             draws.append(draw)
+            if past:  # and on the ordinary domains, where an extreme one (small integers, for ties) takes another path
+                draws.append(Draw(draw.sizes, order=END_LINES, kind="chunk_edge"))
     return draws
 
 

@@ -33,6 +33,9 @@ from kernelgen.host.plan import is_fp8
 from kernelgen.lang import nodes as L
 from kernelgen.task.spec import Task
 
+# The order of a draw on the ordinary domains that takes the extreme draws' lines of extrema at their ends
+# (:func:`with_end_extremum_lines`, :func:`with_end_true_lines`).
+END_LINES = "end_lines"
 # Mantissa bits of the narrow float dtypes whose rows :func:`with_mixed_magnitude_rows` mixes.
 NARROW_MANTISSA = {torch.float16: 10, torch.bfloat16: 7}
 
@@ -82,6 +85,19 @@ def reduced_axes(task: Task, spec: L.Input, float_columns: bool = False) -> list
     return [axis for axis, reduced in ((len(spec.shape) - 1, reduces_rows(task, spec)),
                                        (0, any(list(out.shape or []) in columns for out in outputs)))
             if reduced]
+
+
+def selected_axes(task: Task, spec: L.Input) -> list[int]:
+    """The axes of ``spec`` an output takes a fixed count of elements along: an output of its shape but for that
+    axis, there a literal (a row's top 64 of N columns, ``[M, 64]`` of ``[M, N]``). Such an output depends on the
+    whole line as a reduced one does, and neither the shape nor the probe of same-shaped outputs
+    (:mod:`kernelgen.task.line_statistics`) said so: a candidate loop of a top-k that drops a row's last element
+    passed (mutation testing, tools/mutants.py)."""
+    shape = list(spec.shape or [])
+    return [axis for axis in range(len(shape)) if isinstance(shape[axis], str) and any(
+        len(out.shape or []) == len(shape) and isinstance(out.shape[axis], int)
+        and all(a == b for i, (a, b) in enumerate(zip(out.shape, shape)) if i != axis)
+        for out in task.signature.outputs)]
 
 
 def with_lone_nan_lines(values: torch.Tensor, axis: int, seed: int) -> torch.Tensor:

@@ -27,10 +27,10 @@ from kernelgen.check.checked import ANY_INT_DTYPES
 from kernelgen.lang import nodes as L
 from kernelgen.task.compare import Comparison, Tolerance, compare_tensors, floorable
 from kernelgen.task.addends import is_addend, with_cancelled_addend
-from kernelgen.task.reductions import (golden_dots, reduced_axes, reduces_rows, with_cancelling_halves,
-                                       with_end_extremum_lines, with_end_true_lines, with_infinite_lines,
-                                       with_lone_nan_lines, with_mixed_magnitude_rows, with_spread_extremum_lines,
-                                       with_zero_extremum_lines)
+from kernelgen.task.reductions import (END_LINES, golden_dots, reduced_axes, reduces_rows, selected_axes,
+                                       with_cancelling_halves, with_end_extremum_lines, with_end_true_lines,
+                                       with_infinite_lines, with_lone_nan_lines, with_mixed_magnitude_rows,
+                                       with_spread_extremum_lines, with_zero_extremum_lines)
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
@@ -211,7 +211,9 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     its output (``addend:NAME``, :func:`kernelgen.task.addends.with_cancelled_addend`), or one
     constant and far off zero along axes (``shift:NAME:AXES``, :func:`kernelgen.task.shifts.with_shift`),
     an integer input at one value (``concentrated:NAME``, :func:`kernelgen.task.concentrated.with_concentrated`),
-    or scalars set (``scalars:NAME=VALUE,...``, :func:`kernelgen.task.scalar_conditions.with_scalars`)."""
+    scalars set (``scalars:NAME=VALUE,...``, :func:`kernelgen.task.scalar_conditions.with_scalars`), or on the
+    ordinary domains the lines an extreme draw puts extrema at the ends of (``end_lines``: a chunk_edge draw's
+    twin, :func:`kernelgen.task.draws.multiple_draws`)."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     if is_scalar_order(order):
@@ -290,7 +292,7 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
             # last: the lines above would move these extrema off their ends (a fraction, a near tie below)
             ends = domain is None or (domain.kind in ("normal", "integers") and not domain.zero_rows
                                       and domain.same_as is None)
-            for axis in _end_axes(task, spec, seed) if extreme and ends else ():
+            for axis in _end_axes(task, spec, seed) if (extreme or order == END_LINES) and ends else ():
                 bounds = domain.bounds(bounds_at) if domain is not None and domain.kind == "integers" else (None, None)
                 args[spec.name] = with_end_extremum_lines(args[spec.name], axis, *bounds,
                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
@@ -315,11 +317,13 @@ PROBE_SIZE = 16  # each size (within its range) where the reference is probed fo
 
 def _end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
     """The axes whose lines an extreme draw gives extrema at their ends (and, where the domain holds specials,
-    lines wholly infinite and lines of a lone NaN): those an output reduces and those an output of the input's
+    lines wholly infinite and lines of a lone NaN): those an output reduces or takes a fixed count along
+    (:func:`kernelgen.task.reductions.selected_axes`) and those an output of the input's
     shape takes a statistic along (:mod:`kernelgen.task.line_statistics`, probed once per task and seed on a plain
     draw of every size at :data:`PROBE_SIZE`: which axes a reference's outputs depend along does not change with
     their lengths, and attention's reference at a draw's 8192 keys takes seconds)."""
     reduced = reduced_axes(task, spec)
+    reduced += [axis for axis in selected_axes(task, spec) if axis not in reduced]
     key = (f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed,
            spec.name)
     if key not in _STATISTIC_AXES:
