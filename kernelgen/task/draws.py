@@ -2,19 +2,19 @@
 kernel is verified under.
 
 Sizes drawn without looking at the kernel let a kernel that handles only its first block pass: a grid of one program
-with a 16384-wide block is right for every N up to 16384, and a matmul with one K block and no K loop is right while
-K fits in it. So besides the hypothesis draws from the task's ranges (:mod:`kernelgen.task.random_sizes`: edge values
+with a 16384-wide block is right for every N up to 16384, and a matmul with one K block and no K loop is right while K
+fits in it. So besides the hypothesis draws from the task's ranges (:mod:`kernelgen.task.random_sizes`: edge values
 and uniform draws, capped by ``cpu_max`` in CPU mode), every size name gets a *targeted* draw: that name just past the
 largest extent a program of the kernel covers (:func:`kernelgen.task.size_reads.block_extent`: its blocks as tiles,
-the product of their axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and
-trip counts that its meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
-times a block; not a multiple of it), the other names small. Every name also gets a draw at its range's maximum (in CPU mode, where
-thousands of programs cost the interpreter seconds, every name but those the grid spreads over and no loop runs
-over), with the other names at 16 where the budget allows (else at their minimum): the sizes the prompt promises are
-the sizes checked, and a long reduction shows its accumulated rounding on enough outputs (an f16 matmul accumulating
-in f16 is off at K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the total elements
-(CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a range that cannot reach past the
-extent, or not within the budget, is drawn at the largest value it can take.
+the product of their axes, so a [32, 512] tile covers 16384 elements of a row; integer literals; loop bounds and trip
+counts that its meta values decide, so a loop to CHUNKS * BLOCK covers that; a grid of a fixed number of programs
+times a block; not a multiple of it), the other names small. Every name also gets a draw at its range's maximum (in
+CPU mode, where thousands of programs cost the interpreter seconds, every name but those the grid spreads over and no
+loop runs over), with the other names at 16 where the budget allows (else at their minimum): the sizes the prompt
+promises are the sizes checked, and a long reduction shows its accumulated rounding on enough outputs (an f16 matmul
+accumulating in f16 is off at K = 8192 on some of 16 x 16 outputs, not on one). Draws stay within a budget of the
+total elements (CPU: the interpreter's speed) or bytes (GPU: memory) of all inputs and outputs; a range that cannot
+reach past the extent, or not within the budget, is drawn at the largest value it can take.
 
 Targeted and range-maximum draws use the task's extreme-value domains
 (:attr:`kernelgen.task.spec.Task.extreme_domains`): large magnitudes, special values (NaN, inf, integer extremes,
@@ -98,6 +98,7 @@ from kernelgen.task.concentrated import concentrated_orders
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
+from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.reductions import END_LINES, cancelling_inputs
 from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, scalar_order, scalar_settings,
                                                special_settings)
@@ -105,7 +106,6 @@ from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifte
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, chunk_steps, looped_sizes, names_read, reads_num_sms,
                                        size_equalities, size_multiples, size_pairs, tiled_sizes)
-from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.spec import Task
 
 # The other names' values in a targeted draw: small, odd and even, below and past 16.
