@@ -159,11 +159,12 @@ LITERAL_SETTINGS = 8
 # elements): a launch past the interpreter's own budget is judged on a sample of its programs;
 # an elementwise kernel at 8.4M elements takes about 2 s and 0.8 GB.
 CPU_PAST_BUDGET = 1 << 25
-# The tile draws (:func:`tile_draws`): two sizes at 1127 with a third at 16, 9 tiles of 128
-# along each (18 of 64, 36 of 32), so a group of 8 tile rows leaves a partial last group; the
-# pairs of sizes drawn so at most.
+# The tile draws (:func:`tile_draws`): two sizes at 1127 (a third at 16), 9 tiles of 128 along each
+# (18 of 64, 36 of 32), so a group of 8 tile rows leaves a partial last group; at most three pairs
+# (a convolution's ten doubled its golden's CPU time), both sizes at least two tiles of 64.
 TILE_BUDGET = 5 << 18
-TILE_PAIRS = 6
+TILE_PAIRS = 3
+TILE_LEAST = 128
 # The other names' value in a range-maximum draw, where the budget allows: outputs enough for
 # an accumulated rounding error to show on some of them.
 RANGE_MAX_OTHERS = 16
@@ -414,10 +415,9 @@ def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
     """CPU mode's draws at a multiple of each of :func:`kernelgen.task.size_reads.size_multiples` (the first four): each size
     name at the least multiple, past 1, in its range, the others small; and each size that
     :func:`kernelgen.task.size_reads.chunk_steps` walks at one past a multiple of all its steps (their least
-    common multiple; the largest where that is out of range): every chunk's last holds one element. Each of
-    these with the extreme domains, and again with the ordinary ones and the extreme draws' lines of extrema at
-    their ends (``end_lines``): row_topk64's extreme domain (integers in [-4, 4]) fills its candidate list past
-    its capacity, and its exact fallback then hid a candidate loop that drops a row's last element."""
+    common multiple; the largest where that is out of range): every chunk's last holds one element. The latter
+    also on the ordinary domains with the extreme draws' end lines (``end_lines``): row_topk64's extreme integers
+    overfill its candidate list, and the exact fallback hid a candidate loop that drops a row's last element."""
     rng = random.Random(f"{task.id}:{seed}:multiples")
     wanted = [(name, modulus, 0) for modulus in size_multiples(checked)[:4] for name in task.sizes]
     steps = [(name, step) for name, step in chunk_steps(checked) if name in task.sizes]
@@ -459,19 +459,19 @@ def ordering_draws(task: Task, checked: Checked) -> list[Draw]:
 
 
 def tile_draws(task: Task, checked: Checked) -> list[Draw]:
-    """For a kernel that takes its tile from a program's id by division
-    (:func:`kernelgen.task.size_reads.tiled_sizes`): each pair of those sizes (the first
-    :data:`TILE_PAIRS`) at one odd value as large as :data:`TILE_BUDGET` allows, the other sizes
-    so numbered at their minimum and the rest at :data:`RANGE_MAX_OTHERS`: many tiles along two
-    sizes at once, where a grouped order's partial last group shows (every other draw keeps all
-    sizes but one small, or all at one value within a quarter of this budget)."""
-    names = sorted(tiled_sizes(checked) & set(task.sizes))
+    """For a kernel that takes its tile from a program's id by division (:func:`kernelgen.task.size_reads.tiled_sizes`):
+    each pair of those sizes (those the divisions read first) at one odd value as large as :data:`TILE_BUDGET` allows,
+    the other sizes so numbered at their minimum and the rest at :data:`RANGE_MAX_OTHERS`: many tiles along two sizes
+    at once, where a grouped order's partial last group shows (every other draw keeps all sizes but one small, or all
+    at one value within a quarter of this budget). None where a range keeps one below :data:`TILE_LEAST` (a batch)."""
+    names = [name for name in tiled_sizes(checked) if name in task.sizes]
     draws: list[Draw] = []
     for pair in itertools.combinations(names, 2):
         fixed = {o: r.min if o in names else min(max(RANGE_MAX_OTHERS, r.min), r.max)
                  for o, r in task.sizes.items() if o not in pair}
         sizes = _together(task, TILE_BUDGET, fixed)
-        if sizes is not None and Draw(sizes, kind="tiles") not in draws:
+        if sizes is not None and min(sizes[name] for name in pair) >= TILE_LEAST \
+                and Draw(sizes, kind="tiles") not in draws:
             draws.append(Draw(sizes, kind="tiles"))
     return draws[:TILE_PAIRS]
 

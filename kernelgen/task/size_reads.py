@@ -319,15 +319,16 @@ def looped_sizes(checked: Checked) -> set[str]:
     return names
 
 
-def tiled_sizes(checked: Checked) -> set[str]:
+def tiled_sizes(checked: Checked) -> list[str]:
     """The names a kernel numbers its tiles by, where it takes a program's tile from its id by division: a launch
     whose body takes an ``idiv`` or ``rem`` of a value read from ``program_id`` (directly, through lets, or a
     loop started at one: a grouped tile order, a persistent walk of the tiles, a flat id split into a row and a
-    column) gives the names its grid and those divisors read. Such a mapping may go wrong only where the tiles
-    along two sizes are many at once (a last group of fewer rows), which no draw with all sizes but one small
-    reaches. Empty for a kernel that takes its block from its id directly. All names read (sizes, params):
-    callers keep the task's sizes."""
-    found: set[str] = set()
+    column) gives the names those divisors read, then the other names its grid reads. Such a mapping may go wrong
+    only where the tiles along two sizes are many at once (a last group of fewer rows), which no draw with all
+    sizes but one small reaches. Empty for a kernel that takes its block from its id directly. All names read
+    (sizes, params): callers keep the task's sizes."""
+    divided: set[str] = set()
+    gridded: set[str] = set()
     for each in launches_of(checked):
         lets, hosts = _reads_of(each)
         body = each.kernel.body
@@ -341,8 +342,9 @@ def tiled_sizes(checked: Checked) -> set[str]:
         divisors = [node.rhs for node, _ in nodes(body, "") if isinstance(node, L.Binary)
                     and node.op in ("idiv", "rem") and _from_id(node.lhs, derived)]
         if divisors:
-            found |= _read(names_read(list(each.kernel.grid)) | names_read(divisors), lets, hosts)
-    return found
+            divided |= _read(names_read(divisors), lets, hosts)
+            gridded |= _read(names_read(list(each.kernel.grid)), lets, hosts)
+    return sorted(divided) + sorted(gridded - divided)
 
 
 def _from_id(expr: L.Expr, derived: set[str]) -> bool:
