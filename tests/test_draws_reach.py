@@ -284,4 +284,3 @@ def test_sizes_a_kernel_numbers_its_tiles_by_are_drawn_large_in_pairs() -> None:
     assert draw in case_draws(task, checked, 4, 0, False) and draw in case_draws(task, checked, 4, 0, True)
     for plain in ("softmax_f16", "collatz_step"):
         assert not set(tiled_sizes(check(get_task(plain).golden))) & set(get_task(plain).sizes)
-
