@@ -49,10 +49,13 @@ from kernelgen.task.spec import get_task, load_tasks
 JsonPath = tuple  # keys and indices from the kernel's root
 _DELETE = object()  # replaced()'s value that removes the key or item
 
-EDGES = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt"}
-ARITH = {"add": "sub", "sub": "add", "maximum": "minimum", "minimum": "maximum"}
-DIVIDE = {"cdiv": "idiv", "idiv": "cdiv"}
-LOGIC = {"and": "or", "or": "and"}
+# The edits that swap a node's op for its twin, by kind (in the order they are tried).
+OP_SWAPS = {
+    "edge": {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt"},
+    "arith": {"add": "sub", "sub": "add", "maximum": "minimum", "minimum": "maximum"},
+    "divide": {"cdiv": "idiv", "idiv": "cdiv"},
+    "logic": {"and": "or", "or": "and"},
+}
 SHAPE_KEYS = {"axis", "size", "num_stages", "shape", "block", "dims", "axes"}  # powers of two, axes: not slips
 NAME_KEYS = {"name", "var", "op", "dtype", "cache", "sem", "scope", "base", "precision", "what", "kind"}
 
@@ -97,14 +100,9 @@ def mutations(kernel: dict, sizes: list[str]) -> Iterator[tuple[str, str, dict]]
             continue
         if isinstance(node, dict):
             op = node.get("op")
-            if op in EDGES:
-                yield "edge", f"{where}: {op} -> {EDGES[op]}", replaced(kernel, path + ("op",), EDGES[op])
-            if op in ARITH:
-                yield "arith", f"{where}: {op} -> {ARITH[op]}", replaced(kernel, path + ("op",), ARITH[op])
-            if op in DIVIDE:
-                yield "divide", f"{where}: {op} -> {DIVIDE[op]}", replaced(kernel, path + ("op",), DIVIDE[op])
-            if op in LOGIC:
-                yield "logic", f"{where}: {op} -> {LOGIC[op]}", replaced(kernel, path + ("op",), LOGIC[op])
+            for kind, swaps in OP_SWAPS.items():
+                if op in swaps:
+                    yield kind, f"{where}: {op} -> {swaps[op]}", replaced(kernel, path + ("op",), swaps[op])
             if op == "where":
                 for branch in ("x", "y"):
                     yield "guard", f"{where}: where -> its {branch}", replaced(kernel, path, node[branch])
