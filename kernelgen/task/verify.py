@@ -318,10 +318,10 @@ PROBE_SIZE = 16  # each size (within its range) where the reference is probed fo
 def _end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
     """The axes whose lines an extreme draw gives extrema at their ends (and, where the domain holds specials,
     lines wholly infinite and lines of a lone NaN): those an output reduces or takes a fixed count along
-    (:func:`kernelgen.task.reductions.selected_axes`) and those an output of the input's
-    shape takes a statistic along (:mod:`kernelgen.task.line_statistics`, probed once per task and seed on a plain
-    draw of every size at :data:`PROBE_SIZE`: which axes a reference's outputs depend along does not change with
-    their lengths, and attention's reference at a draw's 8192 keys takes seconds)."""
+    (:func:`kernelgen.task.reductions.selected_axes`) and those an output of the input's shape takes a statistic
+    along (:mod:`kernelgen.task.line_statistics`, probed once per task and seed on a plain draw of every size at
+    :data:`PROBE_SIZE`: which axes a reference's outputs depend along does not change with their lengths, and
+    attention's reference at a draw's 8192 keys takes seconds)."""
     reduced = reduced_axes(task, spec)
     reduced += [axis for axis in selected_axes(task, spec) if axis not in reduced]
     key = (f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed,
