@@ -22,7 +22,8 @@ from kernelgen.check.checker import check
 from kernelgen.errors import InterpreterError, InterpreterLimit, Outcome, SemanticError
 from kernelgen.host.plan import plan_launch
 from kernelgen.interp.execute import execute, interpret
-from kernelgen.interp.program import constant_as, interpreter_clock
+from kernelgen.interp.clock import interpreter_clock
+from kernelgen.interp.program import constant_as
 from kernelgen.lang.nodes import Kernel
 from kernelgen.lang.parse import kernel_from_obj
 from kernelgen.harness.pipeline import Settings, evaluate_answer
@@ -256,7 +257,7 @@ def test_the_minimum_integer_divided_by_minus_one_wraps_instead_of_trapping() ->
 def test_an_f16_literal_past_its_range_is_refused_and_would_be_infinite() -> None:
     """The checker refuses 1e10 where it becomes f16 (literal_out_of_range); the interpreter's
     constant, reached without the checker, is infinite as on the GPU rather than a torch error."""
-    from kernelgen.interp.program import constant_as, interpreter_clock
+    from kernelgen.interp.program import constant_as
 
     value = op("add", lhs=op("load", ptr=op("add", lhs="x", rhs=op("program_id"))), rhs=1e10)
     kernel = scatter_kernel([store(op("program_id"), value)], [2], dtype="f16", n=2)

@@ -97,31 +97,35 @@ def apply_atomic(op: str, buffer: torch.Tensor, offsets: torch.Tensor, val: torc
 
 # Rounds of float adds between two looks at the interpreter's deadline.
 _ROUNDS_PER_CHECK = 256
+# Up to this many lanes on one element, a float add's rounds are found by comparing each lane's rank
+# with the round's (a pass over the lanes per round); past it, by sorting the lanes by rank once.
+_MASKED_ROUNDS = 16
 
 
 def _float_adds(buffer: torch.Tensor, unique: torch.Tensor, segment: torch.Tensor, rank: torch.Tensor,
                 vals: torch.Tensor, deadline: Callable[[], None] | None) -> torch.Tensor:
     """Old values, in sorted lane order, of float adds rounded after each add: round ``r`` adds
-    the ``r``-th lane of every element's segment (lanes grouped by rank, so a round is a slice)."""
+    the ``r``-th lane of every element's segment."""
     narrow = buffer.dtype in (torch.float16, torch.bfloat16)  # exact in f64, then rounded once
     current = buffer[unique]
-    by_rank = torch.argsort(rank, stable=True)
-    bounds = torch.bincount(rank).cumsum(0).tolist()
-    seg_sorted, vals_sorted = segment[by_rank], vals[by_rank]
-    old_by_rank = torch.empty_like(vals)
-    begin = 0
-    for r, end in enumerate(bounds):
+    old = torch.empty_like(vals)
+    rounds = int(rank.max()) + 1
+    if rounds <= _MASKED_ROUNDS:  # a tile added by a few programs (a split reduction): no sort
+        lanes: list[torch.Tensor | slice] = [slice(None)] if rounds == 1 else \
+            [torch.nonzero(rank == r).flatten() for r in range(rounds)]
+    else:  # lanes grouped by rank, so a round is a slice
+        by_rank = torch.argsort(rank, stable=True)
+        bounds = [0] + torch.bincount(rank).cumsum(0).tolist()
+        lanes = [by_rank[begin:end] for begin, end in zip(bounds, bounds[1:])]
+    for r, these in enumerate(lanes):
         if deadline is not None and r % _ROUNDS_PER_CHECK == _ROUNDS_PER_CHECK - 1:
             deadline()
-        seg = seg_sorted[begin:end]
+        seg = segment[these]
         before = current[seg]
-        old_by_rank[begin:end] = before
-        added = vals_sorted[begin:end]
+        old[these] = before
+        added = vals[these]
         current[seg] = (before.double() + added.double()).to(buffer.dtype) if narrow else before + added
-        begin = end
     buffer[unique] = current
-    old = torch.empty_like(vals)
-    old[by_rank] = old_by_rank
     return old
 
 

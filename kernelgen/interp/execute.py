@@ -12,7 +12,7 @@ store wrote, and which were read before anything wrote them. A launch the record
 compares. Before running, the work a launch needs is estimated and refused past a budget
 (:mod:`kernelgen.interp.budget`; the memory a call's outputs and scratch take is refused
 earlier, by the host: ``too_large``); while running, a limit on its thread's CPU time applies
-(:func:`~kernelgen.interp.program.interpreter_clock`: the machine's load does not move it). Both end in
+(:func:`~kernelgen.interp.clock.interpreter_clock`: the machine's load does not move it). Both end in
 ``timeout``, as a launch past its time limit does on a GPU.
 
 Semantics, where Triton leaves a choice or a subtlety:
@@ -68,7 +68,8 @@ from kernelgen.check.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, KernelgenError
 from kernelgen.host.plan import LaunchPlan, plan_sequence, torch_dtype
 from kernelgen.check.sequence import relocated
-from kernelgen.interp.program import _Run, interpreter_clock
+from kernelgen.interp.clock import interpreter_clock
+from kernelgen.interp.program import _Run
 
 # The interpreter holds at most about this many elements per live value: small enough that a
 # chunk's temporaries stay near the CPU's caches (16384 programs of 1024-lane blocks ran 25% faster
