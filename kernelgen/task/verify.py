@@ -44,6 +44,7 @@ from kernelgen.task.scalar_conditions import is_scalar_order, with_scalars
 from kernelgen.task.shifts import is_shift, with_shift
 from kernelgen.task.sorted_room import SortedRoom
 from kernelgen.task.products import ProductRounding
+from kernelgen.task.memo import remembered_inputs, remembered_reference
 from kernelgen.task.wide_reference import WideReference
 
 GUARD_ELEMENTS = 256  # elements before and after each buffer; keeps 16-byte alignment
@@ -213,7 +214,17 @@ def make_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, *, extreme:
     an integer input at one value (``concentrated:NAME``, :func:`kernelgen.task.concentrated.with_concentrated`),
     scalars set (``scalars:NAME=VALUE,...``, :func:`kernelgen.task.scalar_conditions.with_scalars`), or on the
     ordinary domains the lines an extreme draw puts extrema at the ends of (``end_lines``: a chunk_edge draw's
-    twin, :func:`kernelgen.task.draws.multiple_draws`)."""
+    twin, :func:`kernelgen.task.draws.multiple_draws`). Drawn once per process and copied after
+    (:mod:`kernelgen.task.memo`)."""
+    if shapes_only:
+        return _drawn_inputs(task, sizes, seed, extreme=extreme, bench=bench, shapes_only=True, order=order)
+    return remembered_inputs(task.model_dump_json(), sizes, (seed, extreme, bench, order),
+                             lambda: _drawn_inputs(task, sizes, seed, extreme=extreme, bench=bench, order=order))
+
+
+def _drawn_inputs(task: Task, sizes: Mapping[str, int], seed: int, *, extreme: bool, bench: bool,
+                  shapes_only: bool = False, order: str | None = None) -> dict[str, Any]:
+    """:func:`make_inputs`' arguments, drawn."""
     generator = torch.Generator().manual_seed(size_seed(task, sizes, seed))
     scalars = dict(task.scalars) if bench else scalar_values(task, sizes, seed, extreme)
     if is_scalar_order(order):
@@ -386,11 +397,15 @@ def run_reference(task: Task, inputs: Mapping[str, Any]) -> dict[str, torch.Tens
 
 def reference_call(task: Task, inputs: Mapping[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """The reference's outputs and its private copies of the inputs after the call (an in-place
-    operator changed some: a call of the kernel must change them alike, :func:`inputs_unchanged`)."""
-    copies = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
-    with torch.no_grad():
-        result = task.reference_function()(*copies.values())
-    return _reference_outputs(task, result), copies
+    operator changed some: a call of the kernel must change them alike, :func:`inputs_unchanged`);
+    an earlier call's on equal inputs where one was kept (:mod:`kernelgen.task.memo`)."""
+    def call() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        copies = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
+        with torch.no_grad():
+            result = task.reference_function()(*copies.values())
+        return _reference_outputs(task, result), copies
+
+    return remembered_reference(f"{task.id}\n{task.reference}", inputs, call)
 
 
 def order_overflows(task: Task, sizes: Mapping[str, int], seed: int, expected: Mapping[str, torch.Tensor],
