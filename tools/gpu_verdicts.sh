@@ -17,7 +17,11 @@
 # minutes, so give it calls of their own; on 2026-12-03 (303 files) REDTEAM_SHARD=1/2 had not
 # finished after 7 minutes (149 passed, no failure; one file's compile runs to its 300 s
 # limit), so give it three, REDTEAM_SHARD=1/3, 2/3 and 3/3 (2026-12-03, 308 files: 214, 128 and 355 s; 2026-12-05, 398 files: 350 and 299 s for 1/3 and 2/3, 3/3 not run;
-# 2026-12-06, H100, 16 workers, 591 files in halves: 1/2 366 s, 2/2 past the 540 s limit with 289 of its 296 passed); units about 5 minutes; the easy baseline's reference
+# 2026-12-06, H100, 16 workers, 591 files in halves: 1/2 366 s, 2/2 past the 540 s limit with 289 of its 296 passed;
+# in thirds, 16 workers, the next session: 1/3 534 s on an H100, 2/3 352 s and 3/3 388 s on the H200, the last without
+# bincount_bytes_block_counts_i32_block_65536_control: its i16 twin's 65536-element histogram compiled past the 300 s
+# compile limit (GPU outcome timeout), and this one, not yet run, likely does too: PYTEST_ADDOPTS="-k 'not block_counts_i32'"
+# leaves it out); units about 5 minutes; the easy baseline's reference
 # answers about 5 (57 cases, 4 workers: 47 in 240 s with the timed checks, 2026-12-04: the limit is 330 s; 12 workers: 156 s;
 # all four tiers, 178 cases, 2026-12-04: easy and med 326 s with 10 workers, hard and expert 71 cases in two calls, 365 s
 # with 10 workers for 41 and 464 s with 15 for the other 30; the sandbox suite 133 s for 33 of 34, its limit 200 s); the easy tier's goldens about 3 as written; med and hard tuned quick about
