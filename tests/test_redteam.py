@@ -22,6 +22,12 @@ visible until explained. ``outcome`` is a list where H200 runs of the same file 
 float accumulation whose rounding follows the order the GPU ran its atomics in): each outcome
 seen is accepted, and the list keeps the run-to-run verdict visible.
 
+The CPU-mode cases ``tests/redteam/heavy.txt`` names (past 10 s each on 2 cores: about 60% of the
+catalogue's time, in 22 of its ~600 cases) are marked ``heavy`` and run when a ``-m`` expression
+names ``heavy`` (``pytest tests/test_redteam.py -m heavy -n 2``; the root ``conftest.py`` skips
+them otherwise, saying so): the README's test command keeps within CI's 25 minutes, and
+``tools/gpu_verdicts.sh`` runs them on the GPU machine's cores (its suite ``heavy``).
+
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from kernelgen.task.spec import get_task
 
 CATALOGUE = Path(__file__).parent / "redteam"
 FILES = sorted(CATALOGUE.glob("*.json"))
+HEAVY = {line.split("#")[0].strip() for line in (CATALOGUE / "heavy.txt").read_text().splitlines()} - {""}
 # Outcomes decided at or after the compile stage; the others do not need Triton.
 NEEDS_COMPILE = {Outcome.COMPILE_ERROR.value, Outcome.LOWERING_ERROR.value}
 
@@ -48,6 +55,8 @@ def test_the_catalogue_is_there() -> None:
     assert sum(e["outcome"] != "ok" for e in entries) >= 30
     assert {get_task(e["task"]).tier for e in entries} >= {"easy", "med", "hard", "expert"}
     assert all((e["outcome"] == "ok") == p.stem.endswith("_control") for p, e in zip(FILES, entries))
+    stale = HEAVY - {p.stem for p in FILES}
+    assert not stale, f"heavy.txt names files the catalogue does not hold: {sorted(stale)}"
 
 
 def _entry(path: Path) -> tuple[dict, str]:
@@ -66,7 +75,8 @@ def _entry(path: Path) -> tuple[dict, str]:
     return entry, entry["answer"] if "answer" in entry else json.dumps(entry["kernel"])
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=[pytest.mark.heavy] if p.stem in HEAVY else [])
+                                  for p in FILES], ids=[p.stem for p in FILES])
 def test_a_wrong_kernel_gets_its_outcome(path: Path) -> None:
     entry, answer = _entry(path)
     settings = Settings(gpu=False, compile=entry["outcome"] in NEEDS_COMPILE or entry.get("compile", False))
