@@ -33,6 +33,9 @@ them otherwise, saying so): the README's test command keeps within CI's 25 minut
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +60,22 @@ def test_the_catalogue_is_there() -> None:
     assert all((e["outcome"] == "ok") == p.stem.endswith("_control") for p, e in zip(FILES, entries))
     stale = HEAVY - {p.stem for p in FILES}
     assert not stale, f"heavy.txt names files the catalogue does not hold: {sorted(stale)}"
+
+
+def test_heavy_cases_run_only_when_asked_for() -> None:
+    """Without ``-m``, a heavy case skips and says how to run it; ``-m heavy`` selects exactly
+    heavy.txt's cases (the root conftest.py)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST")}
+    base = [sys.executable, "-m", "pytest", "tests/test_redteam.py", "-p", "no:randomly", "-p", "no:cacheprovider",
+            "-q", "-rs"]
+    one = sorted(HEAVY)[0]
+    plain = subprocess.run([*base, "-k", f"test_a_wrong_kernel_gets_its_outcome and {one} and not gpu"],
+                           cwd=CATALOGUE.parents[1], env=env, capture_output=True, text=True, timeout=300)
+    assert "1 skipped" in plain.stdout and "runs with -m heavy" in plain.stdout, plain.stdout[-2000:]
+    chosen = subprocess.run([*base, "-m", "heavy", "--collect-only"], cwd=CATALOGUE.parents[1], env=env,
+                            capture_output=True, text=True, timeout=300)
+    ids = {line.split("[", 1)[1].rstrip("]") for line in chosen.stdout.splitlines() if "::" in line and "[" in line}
+    assert ids == HEAVY, chosen.stdout[-2000:]
 
 
 def _entry(path: Path) -> tuple[dict, str]:
