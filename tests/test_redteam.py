@@ -66,14 +66,12 @@ def test_heavy_cases_run_only_when_asked_for() -> None:
     """Without ``-m``, a heavy case skips and says how to run it; ``-m heavy`` selects exactly
     heavy.txt's cases (the root conftest.py)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST")}
-    base = [sys.executable, "-m", "pytest", "tests/test_redteam.py", "-p", "no:randomly", "-p", "no:cacheprovider",
-            "-q", "-rs"]
-    one = sorted(HEAVY)[0]
-    plain = subprocess.run([*base, "-k", f"test_a_wrong_kernel_gets_its_outcome and {one} and not gpu"],
-                           cwd=CATALOGUE.parents[1], env=env, capture_output=True, text=True, timeout=300)
+    base = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "-rs"]
+    one = f"tests/test_redteam.py::test_a_wrong_kernel_gets_its_outcome[{sorted(HEAVY)[0]}]"
+    plain = subprocess.run([*base, one], cwd=CATALOGUE.parents[1], env=env, capture_output=True, text=True, timeout=300)
     assert "1 skipped" in plain.stdout and "runs with -m heavy" in plain.stdout, plain.stdout[-2000:]
-    chosen = subprocess.run([*base, "-m", "heavy", "--collect-only"], cwd=CATALOGUE.parents[1], env=env,
-                            capture_output=True, text=True, timeout=300)
+    chosen = subprocess.run([*base, "tests/test_redteam.py", "-m", "heavy", "--collect-only"], cwd=CATALOGUE.parents[1],
+                            env=env, capture_output=True, text=True, timeout=300)
     ids = {line.split("[", 1)[1].rstrip("]") for line in chosen.stdout.splitlines() if "::" in line and "[" in line}
     assert ids == HEAVY, chosen.stdout[-2000:]
 
