@@ -76,7 +76,7 @@ def _content(value: Any) -> Hashable | None:
         if value.device.type != "cpu" or value.requires_grad:
             return None
         flat = value.detach().contiguous().reshape(-1).view(torch.uint8)
-        digest = hashlib.blake2b(flat.numpy().tobytes(), digest_size=16).digest()
+        digest = hashlib.blake2b(flat.numpy(), digest_size=16).digest()  # read in place, not copied
         return ("tensor", str(value.dtype), tuple(value.shape), value.stride(), digest)
     if value is None or isinstance(value, (bool, int, float, str, torch.dtype)):
         return (type(value).__name__, repr(value))
