@@ -33,8 +33,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the README's ``pytest -n 2`` keeps within CI's 25 minutes on 2 cores."""
     if _HEAVY.search(config.getoption("markexpr", "") or ""):
         return
-    skip = pytest.mark.skip(reason="heavy: a red-team case past 5 s of CPU (tests/redteam/heavy.txt); "
-                                   "runs with -m heavy")
+    skip = pytest.mark.skip(reason="heavy: one of the red-team catalogue's costliest CPU-mode cases "
+                                   "(tests/redteam/heavy.txt); runs with -m heavy")
     for item in items:
         if item.get_closest_marker("heavy") is not None:
             item.add_marker(skip)
