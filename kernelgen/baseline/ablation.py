@@ -185,6 +185,8 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 # Triton's interpreter ran out of its time: not judged on the CPU (a GPU judges it).
                 fields = _failure(Outcome.NOT_JUDGED, "sandbox", [Diagnostic(
                     "", "timeout", f"Triton's interpreter: {run.error}; not judged on the CPU")])
+            elif run.outcome is Outcome.WRONG_RESULT:  # programs racing in Triton's interpreter: its only source
+                fields = _failure(run.outcome, "verify", [Diagnostic("", "race", run.error)])
             elif not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:

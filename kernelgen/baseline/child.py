@@ -1,7 +1,7 @@
 """The sandbox's child: ``python -m kernelgen.baseline.child JOB_DIR`` runs a model's answer.
 
 It sets its own (hard) resource limits, patches Triton's interpreter where Triton 3.6 is wrong
-(CPU mode), installs the audit hook (:class:`_Guard`) and the torch function mode
+and makes it judge races between a launch's programs (CPU mode), installs the audit hook (:class:`_Guard`) and the torch function mode
 (:class:`TorchGuard`), imports the answer and calls its entry point on each call's inputs, and
 writes each call's outputs and inputs (:class:`TensorWriter`), then the times and its outcome,
 to descriptors the parent (:mod:`kernelgen.baseline.sandbox`) passed it. Everything here runs in
@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
+from kernelgen.baseline.interpreter_races import RACES, RaceFound, patch_triton_interpreter_races
 from kernelgen.baseline.timed import TimedCalls, Tools
 from kernelgen.errors import KernelTimeout, Outcome
 from kernelgen.gpu.timing import event_times, flush_buffer, has_own_memory, listen_for_waits
@@ -394,6 +395,7 @@ def _child_main(job_dir: Path) -> int:
         patch_triton_interpreter_fp8()
         patch_triton_interpreter_atomics()
         patch_triton_interpreter_reduce()
+        patch_triton_interpreter_races()
     def placed(inputs: list[Any]) -> list[Any]:
         return [x.cuda() if cuda and isinstance(x, torch.Tensor) else x for x in inputs]
 
@@ -436,6 +438,8 @@ def _child_main(job_dir: Path) -> int:
     def checked_call(number: int, inputs: list[Any]) -> None:
         """One call: its outputs and then its inputs as they are after it, for the parent."""
         outputs = returned_tensors(guarded(entry, *inputs))
+        if RACES.found:  # an answer that caught RaceFound
+            raise RaceFound(RACES.found)
         if cuda:
             synchronize()
         for position, tensor in enumerate(outputs):
@@ -477,6 +481,9 @@ def _child_main(job_dir: Path) -> int:
         sys.stderr.flush()
         if torch_guard.refused:  # refused, whatever the answer made of it
             report({"outcome": Outcome.FORBIDDEN_CONSTRUCT.value, "error": torch_guard.refused})
+            return 0
+        if RACES.found:  # found, whatever the answer made of the exception
+            report({"outcome": Outcome.WRONG_RESULT.value, "error": RACES.found})
             return 0
         shown = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ else exc
         message = " ".join(f"{type(shown).__name__}: {shown}".splitlines())[:2000]

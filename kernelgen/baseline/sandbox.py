@@ -679,8 +679,9 @@ def seed_triton_cache(unsafe: bool = False) -> Path:
     return seed / "triton"
 
 
+# wrong_result: a race Triton's interpreter ran through (kernelgen.baseline.interpreter_races)
 _CHILD_OUTCOMES = (Outcome.OK, Outcome.RUNTIME_ERROR, Outcome.COMPILE_ERROR, Outcome.SYNTAX_ERROR, Outcome.NO_KERNEL,
-                   Outcome.FORBIDDEN_CONSTRUCT, Outcome.TIMEOUT)
+                   Outcome.FORBIDDEN_CONSTRUCT, Outcome.TIMEOUT, Outcome.WRONG_RESULT)
 
 __all__ = ["SandboxError", "SandboxResult", "SandboxUnavailable", "Wall", "run_in_sandbox", "run_calls_in_sandbox",
            "read_tensors", "sandbox_environment", "seed_triton_cache"]

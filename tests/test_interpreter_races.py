@@ -1,0 +1,367 @@
+"""Triton's interpreter runs a launch's programs one after another, so kernels whose programs race
+on a GPU compute the sequential result in the baseline's CPU mode.
+:func:`kernelgen.baseline.interpreter_races.patch_triton_interpreter_races` finds the races; these
+kernels are each wrong on a GPU only through the programs' order (or right however they run)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from kernelgen.baseline.child import load_module
+from kernelgen.baseline.interpreter_races import RACES, RaceFound, patch_triton_interpreter_races
+
+# Triton's own jit functions (tl.sum, tl.cumsum) run in the interpreter only where triton was
+# first imported with TRITON_INTERPRET=1, which another test may have done without: these kernels
+# reduce with builtins and a combine function of their own.
+SOURCE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def plain_accumulate(x, out, N, ROWS: tl.constexpr, B: tl.constexpr):
+    cols = tl.arange(0, B)
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    block = tl.load(x + rows[:, None] * B + cols[None, :])
+    old = tl.load(out + cols)
+    tl.store(out + cols, old + tl.reduce(block, 0, _add))
+
+
+@triton.jit
+def atomic_accumulate(x, out, N, ROWS: tl.constexpr, B: tl.constexpr, RELAXED: tl.constexpr):
+    cols = tl.arange(0, B)
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    block = tl.load(x + rows[:, None] * B + cols[None, :])
+    if RELAXED:
+        tl.atomic_add(out + cols, tl.reduce(block, 0, _add), sem="relaxed")
+    else:
+        tl.atomic_add(out + cols, tl.reduce(block, 0, _add))
+
+
+@triton.jit
+def neighbour_prefix(x, out, B: tl.constexpr):
+    """Each block's running sum plus the previous block's last total, read from out in the same launch."""
+    pid = tl.program_id(0)
+    offsets = pid * B + tl.arange(0, B)
+    carry = tl.load(out + pid * B - 1, mask=pid > 0, other=0.0)
+    tl.store(out + offsets, tl.associative_scan(tl.load(x + offsets), 0, _add) + carry)
+
+
+@triton.jit
+def last_program_sums(x, partials, counter, out, ROWS: tl.constexpr, B: tl.constexpr, PROGRAMS: tl.constexpr,
+                      TICKET_FIRST: tl.constexpr, SEM: tl.constexpr):
+    """Partial column sums in the program's own slot, then a ticket: the last holder adds them up."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, B)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    partial = tl.reduce(tl.load(x + rows[:, None] * B + cols[None, :]), 0, _add)
+    if TICKET_FIRST:
+        ticket = tl.atomic_add(counter, 1, sem=SEM)
+        tl.store(partials + pid * B + cols, partial)
+    else:
+        tl.store(partials + pid * B + cols, partial)
+        tl.debug_barrier()  # every thread's store, before the one thread's release
+        ticket = tl.atomic_add(counter, 1, sem=SEM)
+    if ticket == PROGRAMS - 1:
+        slots = tl.arange(0, PROGRAMS)
+        tl.store(out + cols, tl.reduce(tl.load(partials + slots[:, None] * B + cols[None, :]), 0, _add))
+        tl.store(counter, 0)
+
+
+@triton.jit
+def shared_sum_ticket(x, total, counter, out, ROWS: tl.constexpr, B: tl.constexpr, PROGRAMS: tl.constexpr,
+                      TICKET_FIRST: tl.constexpr):
+    """Partial column sums added atomically to one total, and a ticket: the last holder copies it out."""
+    cols = tl.arange(0, B)
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    partial = tl.reduce(tl.load(x + rows[:, None] * B + cols[None, :]), 0, _add)
+    if TICKET_FIRST:
+        ticket = tl.atomic_add(counter, 1)
+        tl.atomic_add(total + cols, partial)
+    else:
+        tl.atomic_add(total + cols, partial)
+        tl.debug_barrier()
+        ticket = tl.atomic_add(counter, 1)
+    if ticket == PROGRAMS - 1:
+        tl.store(out + cols, tl.load(total + cols))
+
+
+@triton.jit
+def flag_write(out, VALUE_BY_PROGRAM: tl.constexpr):
+    """Every program stores a flag: the same value, or its own id."""
+    pid = tl.program_id(0)
+    tl.store(out, pid if VALUE_BY_PROGRAM else 1)
+
+
+@triton.jit
+def float_write(out, STEP: tl.constexpr):
+    """Every program stores 1 + its id * STEP to one element: one value up to rounding, or not."""
+    tl.store(out, 1.0 + tl.program_id(0).to(tl.float32) * STEP)
+
+
+@triton.jit
+def handoff(data, flag, ticket, out, B: tl.constexpr):
+    """The first program to start publishes a block behind a release flag; the second spins on
+    the flag with an atomic load (an add of zero) and reads the block."""
+    cols = tl.arange(0, B)
+    turn = tl.atomic_add(ticket, 1)
+    if turn == 0:
+        tl.store(data + cols, tl.full([B], 3.0, tl.float32))
+        tl.debug_barrier()
+        tl.atomic_xchg(flag, 1, sem="release")
+    else:
+        while tl.atomic_add(flag, 0, sem="acquire") == 0:
+            pass
+        tl.store(out + cols, tl.load(data + cols))
+
+
+@triton.jit
+def exchange_then_add(out, B: tl.constexpr):
+    """Program 0 "initialises" with an exchange what the others add to."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, B)
+    if pid == 0:
+        tl.atomic_xchg(out + cols, tl.full([B], 0, tl.int32))
+    else:
+        tl.atomic_add(out + cols, tl.full([B], 1, tl.int32))
+
+
+@triton.jit
+def cta_add(out, B: tl.constexpr):
+    tl.atomic_add(out + tl.arange(0, B), tl.full([B], 1.0, tl.float32), scope="cta")
+
+
+@triton.jit
+def masked_tail(x, out, N, B: tl.constexpr):
+    """Each program reads one block past its own, masked off: never an access."""
+    pid = tl.program_id(0)
+    offsets = pid * B + tl.arange(0, B)
+    ahead = tl.load(x + offsets + B, mask=offsets + B < 0, other=0.0)
+    tl.store(out + offsets, tl.load(x + offsets, mask=offsets < N) + ahead, mask=offsets < N)
+
+
+@triton.jit
+def claim_slots(counter, out):
+    """Each program claims the next slot with an atomic and writes its id there: a permutation of
+    the program ids, in the order the programs ran."""
+    tl.store(out + tl.atomic_add(counter, 1), tl.program_id(0))
+
+
+@triton.jit
+def locked_add(x, out, lock, B: tl.constexpr, BARRIER: tl.constexpr):
+    """A plain read-modify-write under a spin lock (compare-and-swap in, exchange out): the
+    exchange's one thread releases the other threads' stores only behind a barrier."""
+    cols = tl.arange(0, B)
+    row = tl.load(x + tl.program_id(0) * B + cols)
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    tl.store(out + cols, tl.load(out + cols) + row)
+    if BARRIER:
+        tl.debug_barrier()
+    tl.atomic_xchg(lock, 0)
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    """The module above, its kernels run by Triton's interpreter with the race check on."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = tmp_path / "races.py"
+    path.write_text(SOURCE)
+    patch_triton_interpreter_races()
+    yield load_module(path, "races")
+    RACES.checking, RACES.found = False, None
+
+
+def _rows(programs: int, rows: int = 4, width: int = 8) -> torch.Tensor:
+    return torch.arange(programs * rows * width, dtype=torch.float32).reshape(programs * rows, width) % 7
+
+
+def test_a_plain_read_modify_write_across_programs_races(kernels):
+    x = _rows(3)
+    out = torch.zeros(8)
+    with pytest.raises(RaceFound, match=r"race in plain_accumulate: program \d loads out\[0\], which program \d "
+                                        r"stores"):
+        kernels.plain_accumulate[(3,)](x, out, 8, ROWS=4, B=8)
+    assert RACES.found and "loads out[0]" in RACES.found  # kept for an answer that catches it
+    torch.testing.assert_close(out, x.sum(0))  # what the interpreter's one order computed
+
+
+@pytest.mark.parametrize("relaxed", [False, True])
+def test_atomic_accumulation_does_not_race(kernels, relaxed):
+    x = _rows(3)
+    out = torch.zeros(8)
+    kernels.atomic_accumulate[(3,)](x, out, 8, ROWS=4, B=8, RELAXED=relaxed)
+    torch.testing.assert_close(out, x.sum(0))
+    assert RACES.found is None
+
+
+def test_a_block_reading_its_neighbours_store_races(kernels):
+    x = torch.ones(24)
+    out = torch.zeros(24)
+    with pytest.raises(RaceFound, match=r"program 1 loads out\[7\], which program 0 stores|"
+                                        r"program 0 stores out\[7\], which program 1 loads"):
+        kernels.neighbour_prefix[(3,)](x, out, B=8)
+
+
+@pytest.mark.parametrize("ticket_first, sem, races", [
+    (False, "acq_rel", False),  # partials, then the ticket: the last holder sees them all
+    (True, "acq_rel", True),    # the ticket before the partial: the last holder may read a slot not yet stored
+    (False, "relaxed", True),   # a relaxed ticket releases nothing
+])
+def test_the_last_program_reads_partials_only_behind_a_release(kernels, ticket_first, sem, races):
+    x = _rows(4)
+    partials, counter, out = torch.zeros(4, 8), torch.zeros(1, dtype=torch.int32), torch.zeros(8)
+    launch = lambda: kernels.last_program_sums[(4,)](x, partials, counter, out, ROWS=4, B=8, PROGRAMS=4,  # noqa: E731
+                                                      TICKET_FIRST=ticket_first, SEM=sem)
+    if races:
+        # the partials a slot holds, or the counter the last holder resets (first in memory wins)
+        with pytest.raises(RaceFound, match=r"program \d (loads partials|stores counter)\[\d+\], which program \d"):
+            launch()
+    else:
+        launch()
+        torch.testing.assert_close(out, x.sum(0))
+        assert int(counter) == 0  # the last holder's plain reset is ordered too
+
+
+@pytest.mark.parametrize("ticket_first", [False, True])
+def test_a_load_of_a_sum_is_not_ordered_by_the_loaders_own_addition(kernels, ticket_first):
+    """A ticket taken on entry goes last to the last program to start, not to finish: its own
+    acq_rel addition to the total orders nothing it loads there."""
+    x = _rows(4)
+    total, counter, out = torch.zeros(8), torch.zeros(1, dtype=torch.int32), torch.zeros(8)
+    launch = lambda: kernels.shared_sum_ticket[(4,)](x, total, counter, out, ROWS=4, B=8, PROGRAMS=4,  # noqa: E731
+                                                      TICKET_FIRST=ticket_first)
+    if ticket_first:
+        with pytest.raises(RaceFound, match=r"program \d loads total\[\d\], which program \d updates atomically"):
+            launch()
+    else:
+        launch()
+        torch.testing.assert_close(out, x.sum(0))
+
+
+def test_stores_of_the_same_bits_do_not_race_and_of_others_do(kernels):
+    flag = torch.zeros(1, dtype=torch.int32)
+    kernels.flag_write[(4,)](flag, VALUE_BY_PROGRAM=False)
+    assert int(flag) == 1
+    with pytest.raises(RaceFound, match=r"program \d stores out\[0\], which program \d stores"):
+        kernels.flag_write[(4,)](flag, VALUE_BY_PROGRAM=True)
+
+
+def test_float_stores_of_one_value_up_to_rounding_do_not_race(kernels):
+    out = torch.zeros(1)
+    kernels.float_write[(4,)](out, STEP=1e-8)  # the interpreter's other summation order for one element
+    with pytest.raises(RaceFound, match=r"stores out\[0\]"):
+        kernels.float_write[(4,)](out, STEP=1e-3)
+
+
+def test_a_spin_on_an_atomic_load_behind_a_release_is_ordered(kernels):
+    data, out = torch.zeros(8), torch.zeros(8)
+    kernels.handoff[(2,)](data, torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32), out, B=8)
+    torch.testing.assert_close(out, torch.full((8,), 3.0))
+
+
+def test_an_exchange_among_additions_races(kernels):
+    with pytest.raises(RaceFound, match=r"program \d updates atomically out\[0\], which program \d updates atomically"):
+        kernels.exchange_then_add[(3,)](torch.zeros(8, dtype=torch.int32), B=8)
+
+
+def test_atomics_scoped_to_their_program_race_across_programs(kernels):
+    with pytest.raises(RaceFound, match="updates atomically"):
+        kernels.cta_add[(2,)](torch.zeros(8), B=8)
+    RACES.found = None
+    kernels.cta_add[(1,)](torch.zeros(8), B=8)  # one program: nothing to race with
+
+
+def test_masked_off_lanes_are_not_accesses(kernels):
+    x = torch.arange(20, dtype=torch.float32)
+    out = torch.zeros(20)
+    kernels.masked_tail[(3,)](x, out, 20, B=8)
+    torch.testing.assert_close(out, x)
+
+
+def test_a_read_modify_write_under_a_lock_is_ordered_behind_a_barrier(kernels):
+    x = _rows(1, rows=3)
+    out, lock = torch.zeros(8), torch.zeros(1, dtype=torch.int32)
+    kernels.locked_add[(3,)](x, out, lock, B=8, BARRIER=True)
+    torch.testing.assert_close(out, x.sum(0))
+    with pytest.raises(RaceFound, match=r"program \d loads out\[0\], which program \d stores"):
+        kernels.locked_add[(3,)](x, torch.zeros(8), lock, B=8, BARRIER=False)
+
+
+def test_the_programs_run_in_a_shuffled_order(kernels):
+    """Race-free and wrong in any order but grid order: slots claimed through an atomic's old value."""
+    counter, out = torch.zeros(1, dtype=torch.int32), torch.full((16,), -1, dtype=torch.int32)
+    kernels.claim_slots[(16,)](counter, out)
+    assert sorted(out.tolist()) == list(range(16)) and out.tolist() != list(range(16))
+    again = torch.full((16,), -1, dtype=torch.int32)
+    kernels.claim_slots[(16,)](torch.zeros(1, dtype=torch.int32), again)
+    assert not torch.equal(again, out)  # another launch, another order
+
+
+def test_launches_are_judged_apart(kernels):
+    """What one launch stores, the next may read: launches are ordered."""
+    x = torch.ones(8)
+    out = torch.zeros(8)
+    kernels.flag_write[(1,)](out, VALUE_BY_PROGRAM=True)
+    kernels.masked_tail[(1,)](out.clone(), out, 8, B=8)
+    assert RACES.found is None
+
+
+def test_off_when_not_asked_for(kernels):
+    RACES.checking = False
+    out = torch.zeros(8)
+    kernels.plain_accumulate[(3,)](_rows(3), out, 8, ROWS=4, B=8)  # the interpreter's own behaviour
+    torch.testing.assert_close(out, _rows(3).sum(0))
+
+
+RACY_VECMAT = '''```python
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def vecmat_kernel(v, x, out, M, N, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    tile = tl.load(x + rows[:, None] * N + cols[None, :], mask=(rows < M)[:, None] & (cols < N)[None, :], other=0.0)
+    weights = tl.load(v + rows, mask=rows < M, other=0.0)
+    old = tl.load(out + cols, mask=cols < N, other=0.0)
+    tl.store(out + cols, old + tl.sum(tile * weights[:, None], axis=0), mask=cols < N)
+
+
+def vecmat(v, x):
+    M, N = x.shape
+    out = torch.zeros((N,), dtype=torch.float32, device=v.device)
+    LAUNCH
+    return out
+```'''
+LAUNCH = "vecmat_kernel[(triton.cdiv(N, 32), triton.cdiv(M, 16))](v, x, out, M, N, ROWS=16, BLOCK_N=32)"
+
+
+@pytest.mark.parametrize("launch", [LAUNCH, f"try:\n        {LAUNCH}\n    except Exception:\n        pass"],
+                         ids=["plain", "caught"])
+def test_the_baseline_judges_a_racing_answer_wrong_in_cpu_mode(launch: str) -> None:
+    """Through the harness, in the sandbox: programs splitting the rows add to ``out`` with a
+    plain load and store (right in the interpreter's order); an answer that catches the
+    exception fails as well."""
+    from kernelgen.baseline.ablation import evaluate_baseline
+    from kernelgen.errors import Outcome
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
+
+    result = evaluate_baseline(get_task("vecmat"), RACY_VECMAT.replace("LAUNCH", launch), Settings(gpu=False))
+    assert result.outcome is Outcome.WRONG_RESULT, result.diagnostics
+    (diagnostic,) = result.diagnostics
+    assert diagnostic["code"] == "race" and re.match(
+        r"race in vecmat_kernel: program \(0, \d+\) (loads|stores) out\[0\], which program \(0, \d+\) (stores|loads)",
+        diagnostic["message"]), diagnostic
