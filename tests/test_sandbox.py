@@ -143,6 +143,8 @@ def catalogue(targets: list[Path], port: int) -> dict[str, tuple[str, bool, dict
                           True, {}),
         "bad_return": (answer(change=("    return out\n", "    return [1, 2]\n")), True, {}),
         "memory": (answer("big = torch.empty(1 << 30)"), True, {"memory_limit_bytes": 3 << 30}),
+        # The last element never stored
+        "unwritten_tail": (answer(change=("    mask = offs < n\n", "    mask = offs < n - 1\n")), True, {}),
         "syntax_in_sandbox": ("```python\ndef vector_add(x, y:\n```", False, {}),
         "no_entry_in_sandbox": (answer(change=("def vector_add(", "def other(")), False, {}),
         "write_in_sandbox": (answer(f"open({str(targets[8])!r}, 'w').write('escaped')"), False, {}),
@@ -224,6 +226,16 @@ def test_a_correct_answer_runs_in_the_interpreter(results: dict[str, Any]) -> No
     (out,) = run.outputs
     torch.testing.assert_close(out, X + Y)
     assert run.isolation.startswith("bubblewrap"), run.isolation
+
+
+def test_memory_no_program_stores_is_garbage_in_the_interpreter(results: dict[str, Any]) -> None:
+    """Triton's interpreter reads torch.empty's memory as the host left it, often zeros, where a
+    GPU's holds whatever was there: the child makes it NaN."""
+    run = result(results, "unwritten_tail")
+    assert run.outcome is Outcome.OK, run.stderr_tail
+    (out,) = run.outputs
+    torch.testing.assert_close(out[:-1], (X + Y)[:-1])
+    assert out[-1].isnan()
 
 
 def test_several_outputs_come_back_in_order(results: dict[str, Any]) -> None:

@@ -396,6 +396,12 @@ def _child_main(job_dir: Path) -> int:
         patch_triton_interpreter_atomics()
         patch_triton_interpreter_reduce()
         patch_triton_interpreter_races()
+        # Memory torch.empty hands out is NaN (integers: their largest value) instead of what
+        # the host's allocator had there, often zeros: an element no program stores reads as
+        # garbage, as on a GPU (only in CPU mode: a fill is a kernel, which a GPU would time).
+        # torch.use_deterministic_algorithms would import Inductor, which sets a variable.
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
+        torch._C._set_deterministic_fill_uninitialized_memory(True)
     def placed(inputs: list[Any]) -> list[Any]:
         return [x.cuda() if cuda and isinstance(x, torch.Tensor) else x for x in inputs]
 
