@@ -1,10 +1,10 @@
 """The sandbox's child: ``python -m kernelgen.baseline.child JOB_DIR`` runs a model's answer.
 
 It sets its own (hard) resource limits, patches Triton's interpreter where Triton 3.6 is wrong
-and makes it judge races between a launch's programs (CPU mode), installs the audit hook (:class:`_Guard`) and the torch function mode
-(:class:`TorchGuard`), imports the answer and calls its entry point on each call's inputs, and
-writes each call's outputs and inputs (:class:`TensorWriter`), then the times and its outcome,
-to descriptors the parent (:mod:`kernelgen.baseline.sandbox`) passed it. Everything here runs in
+and makes it judge races between a launch's programs (CPU mode), installs the audit hook
+(:class:`_Guard`) and the torch function mode (:class:`TorchGuard`), imports the answer and
+calls its entry point on each call's inputs, and writes each call's outputs and inputs
+(:class:`TensorWriter`), then the times and its outcome, to descriptors the parent (:mod:`kernelgen.baseline.sandbox`) passed it. Everything here runs in
 the answer's process: the hook and the guard are advisory, and the parent trusts none of what
 it reads (what each wall is for is said there; the boundary is :mod:`kernelgen.baseline.wall`).
 """
