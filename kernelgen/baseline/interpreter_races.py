@@ -62,7 +62,8 @@ class _Atomic:
 
 @dataclass
 class LaunchLog:
-    """Every access of one launch: per memory operation its program, kind, time and elements."""
+    """Every access of one launch: per memory operation (numbered in the order they ran: an
+    operation's number is its time) its program, kind and elements."""
 
     grid: tuple[int, int, int]
     kernel: str
@@ -75,8 +76,8 @@ class LaunchLog:
     addresses: list[np.ndarray] = field(default_factory=list)
     programs: list[int] = field(default_factory=list)
     kinds: list[int] = field(default_factory=list)
-    times: list[int] = field(default_factory=list)
-    # per operation: the stored bits (stores), the atomic's op and value bits (atomics), else None
+    # per operation: the stored values and their largest finite magnitude (stores; integers as
+    # bits), the atomic's op, value bits and whether it is scoped to its program (atomics)
     details: list[Any] = field(default_factory=list)
     atomics: dict[int, list[_Atomic]] = field(default_factory=dict)
     barriers: dict[int, list[int]] = field(default_factory=dict)  # per program, the times of its tl.debug_barrier()
@@ -84,22 +85,18 @@ class LaunchLog:
 
     def record(self, program: int, kind: int, addresses: np.ndarray, detail: Any = None,
                release: bool = False, acquire: bool = False) -> None:
-        time = len(self.times)
+        time = len(self.programs)
         self.addresses.append(addresses)
         self.programs.append(program)
         self.kinds.append(kind)
-        self.times.append(time)
         self.details.append(detail)
         if kind == ATOMIC and (release or acquire):
             self.atomics.setdefault(program, []).append(_Atomic(time, addresses, release, acquire))
 
     def barrier(self, program: int) -> None:
-        self.barriers.setdefault(program, []).append(len(self.times))
-        self.addresses.append(np.zeros(0, np.uint64))  # an operation of no elements: it takes a time
-        self.programs.append(program)
-        self.kinds.append(READ)
-        self.times.append(len(self.times))
-        self.details.append(None)
+        """A ``tl.debug_barrier()``: an operation of no elements, which takes a time."""
+        self.barriers.setdefault(program, []).append(len(self.programs))
+        self.record(program, READ, np.zeros(0, np.uint64))
 
     def first_race(self) -> str | None:
         """The first conflicting pair that no release and acquire order, described; else None."""
@@ -174,7 +171,7 @@ class LaunchLog:
         name, bits, cta = self.details[op]
         return name, int(bits[lane]), cta
 
-    def _ordered(self, p: int, first_op: int, q: int, second_op: int, loaded_sum: bool) -> bool:
+    def _ordered(self, p: int, first: int, q: int, second: int, loaded_sum: bool) -> bool:
         """Whether a release atomic of ``p`` and an acquire atomic of ``q`` on a common element
         order ``p``'s access before ``q``'s: the release at or after the access (after a
         ``tl.debug_barrier()`` that follows it, unless the release is the access: one thread
@@ -182,17 +179,16 @@ class LaunchLog:
         barrier), the acquire at or before ``q``'s access, and not the two accesses themselves
         (two atomics that conflict do not order each other, unless the later is a
         compare-and-swap, which writes only where it read the earlier's value: a lock);
-        ``loaded_sum``: on an element no
-        program loads (a load of a sum others add to atomically is ordered by a ticket, never by
-        the loader's own addition to it: the last to add is not the last to have finished)."""
-        first, second = self.times[first_op], self.times[second_op]
+        ``loaded_sum``: on an element no program loads (a load of a sum others add to atomically
+        is ordered by a ticket, never by the loader's own addition to it: the last to add is not
+        the last to have finished)."""
         fenced = [b for b in self.barriers.get(p, ()) if b > first]
         releases = [a for a in self.atomics.get(p, ()) if a.release and (
             a.time == first or any(first < b < a.time for b in fenced))]
         acquires = [a for a in self.atomics.get(q, ()) if a.acquire and a.time <= second]
         for release in releases:
             for acquire in acquires:
-                if release.time == first and acquire.time == second and self.details[second_op][0] != "cas":
+                if release.time == first and acquire.time == second and self.details[second][0] != "cas":
                     continue
                 common = np.intersect1d(release.addresses, acquire.addresses)
                 if loaded_sum:
