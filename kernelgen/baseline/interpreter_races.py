@@ -346,10 +346,10 @@ def patch_triton_interpreter_races() -> None:
         if not RACES.checking:
             return launch(self, *args, **kwargs)
         names = {}
-        parameters = inspect.signature(self.fn).parameters
+        signature = inspect.signature(self.fn)
         try:  # launch options (num_warps...) are not the kernel's parameters
-            bound = inspect.signature(self.fn).bind_partial(
-                *args, **{k: v for k, v in kwargs.items() if k in parameters}).arguments
+            bound = signature.bind_partial(*args, **{k: v for k, v in kwargs.items()
+                                                     if k in signature.parameters}).arguments
         except TypeError:
             bound = {}
         for name, value in bound.items():
