@@ -253,8 +253,9 @@ def _reads_only(name: str, bits: int) -> bool:
 
 
 def _bits(values: np.ndarray) -> np.ndarray:
+    """Each element's bits as an integer (the interpreter's dtypes are 1, 2, 4 or 8 bytes wide)."""
     values = np.ascontiguousarray(values)
-    return values.view(f"u{values.itemsize}").astype(np.uint64) if values.itemsize in (1, 2, 4, 8) else values
+    return values.view(f"u{values.itemsize}").astype(np.uint64)
 
 
 def patch_triton_interpreter_races() -> None:
