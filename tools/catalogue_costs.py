@@ -4,7 +4,7 @@ written as ``tests/redteam/heavy.txt`` reads them. Heavy cases run when a ``-m``
 ``heavy`` (README: The tests), so that the README's test command keeps within CI's 25 minutes on 2 cores.
 
     pytest -n 2 tests/test_redteam.py -m "heavy or not heavy" --junitxml=/tmp/catalogue.xml
-    python tools/catalogue_costs.py /tmp/catalogue.xml --over 5 > tests/redteam/heavy.txt
+    python tools/catalogue_costs.py /tmp/catalogue.xml --over 4 > tests/redteam/heavy.txt
 
 Without ``--over`` it prints every case's seconds, costliest first, and the share of the whole."""
 
