@@ -365,3 +365,78 @@ def test_the_baseline_judges_a_racing_answer_wrong_in_cpu_mode(launch: str) -> N
     assert diagnostic["code"] == "race" and re.match(
         r"race in vecmat_kernel: program \(0, \d+\) (loads|stores) out\[0\], which program \(0, \d+\) (stores|loads)",
         diagnostic["message"]), diagnostic
+
+
+COLUMN_VECMAT = '''```python
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def vecmat_kernel(v, x, out, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for start in range(0, M, BLOCK_M):
+        rows = start + tl.arange(0, BLOCK_M)
+        tile = tl.load(x + rows[:, None] * N + cols[None, :], mask=(rows < M)[:, None] & (cols < N)[None, :], other=0.0)
+        acc += tl.sum(tile * tl.load(v + rows, mask=rows < M, other=0.0)[:, None], axis=0)
+    tl.store(out + cols, acc, mask=STORED)
+
+
+def vecmat(v, x):
+    M, N = x.shape
+    out = torch.empty((N,), dtype=torch.float32, device=v.device)
+    vecmat_kernel[(triton.cdiv(N, 32),)](v, x, out, M, N, BLOCK_M=16, BLOCK_N=32)
+    return out
+```'''
+
+
+@pytest.mark.parametrize("answer, code, finding", [
+    (COLUMN_VECMAT.replace("STORED", "cols < N"), None, "no race, every output element written"),
+    (RACY_VECMAT.replace("LAUNCH", LAUNCH), "race", "race"),
+    (COLUMN_VECMAT.replace("STORED", "cols < N - 1"), "unwritten_output", "unwritten output"),
+    # a construct Triton's interpreter lacks: left to the GPU, which ran it
+    (COLUMN_VECMAT.replace("STORED", "cols < N").replace(
+        "tl.store(out + cols, acc,", "tl.store(out + cols, tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [acc], "
+        "dtype=tl.float32, is_pure=True, pack=1),"), None, "not judged: runtime_error"),
+], ids=["right", "racing", "last_column_unwritten", "inline_asm"])
+def test_gpu_mode_looks_again_in_the_interpreter(answer: str, code: str | None, finding: str) -> None:
+    """GPU mode's second look at an answer the GPU passed (CPU mode's calls in Triton's
+    interpreter): a race fails it, and so does an output element left as torch.empty's poison
+    (a GPU's memory there often holds a right value); what the interpreter cannot run is left to
+    the GPU."""
+    from kernelgen.baseline.ablation import _in_the_interpreter
+    from kernelgen.baseline.answer import EntryPoint, check_answer
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
+
+    task = get_task("vecmat")
+    verdict = check_answer(answer, EntryPoint.for_task(task))
+    assert verdict.ok, verdict
+    problems, line = _in_the_interpreter(task, verdict.code, Settings(gpu=True))
+    assert [p.code for p in problems] == ([code] if code else []), problems
+    assert line.startswith(finding), line
+    if code == "unwritten_output":
+        assert re.search(r"out\[\d+\] \(of \d+ such elements\) is torch.empty's poison \(nan\)", problems[0].message)
+
+
+@pytest.mark.gpu
+def test_gpu_mode_fails_a_race_the_gpu_schedule_hides() -> None:
+    """Round 29's CAS lock whose holder's plain stores are not behind a barrier: on an H100 the
+    GPU's results were right 10 times of 10; GPU mode now fails it by the interpreter's look."""
+    import json
+    from pathlib import Path
+
+    from kernelgen.baseline.ablation import evaluate_baseline
+    from kernelgen.errors import Outcome
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
+
+    round29 = Path(__file__).resolve().parents[1] / "tools" / "redteam_round29"
+    entry = next(e for e in json.loads((round29 / "manifest.json").read_text())
+                 if e["name"] == "count_positive_cas_lock_without_barrier")
+    answer = (round29 / f"{entry['name']}.md").read_text()
+    result = evaluate_baseline(get_task(entry["task"]), answer, Settings(gpu=True, time_kernels=False))
+    assert result.outcome is Outcome.WRONG_RESULT, result.diagnostics
+    assert result.diagnostics[0]["code"] == "race" and result.extra["interpreter"] == "race", result.diagnostics

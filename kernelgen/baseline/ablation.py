@@ -132,7 +132,6 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
     itself on it (``harness_error``)."""
     from kernelgen.baseline.sandbox import run_calls_in_sandbox
     from kernelgen.gpu.timing import retried_alone
-    from kernelgen.task.variants import unlisted_calls
 
     start = time.perf_counter()
     artifacts = {"answer": answer, **({"prompt": prompt} if prompt is not None else {})}
@@ -147,20 +146,9 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
         if not verdict.ok:
             fields = _failure(verdict.outcome, "rules", rule_diagnostics(task, answer) or [])
         else:
-            if settings.gpu:
-                sizes_checked = draw_sizes(task, settings.shapes, settings.seed, settings.gpu)
-            else:
-                small = task.model_copy(update={"sizes": {name: r.model_copy(update={"cpu_max": min(
-                    r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
-                sizes_checked = draw_sizes(small, min(settings.shapes, INTERPRETER_SHAPES), settings.seed, False)
             # Every call of the task (those Triton's interpreter can judge, without a GPU) on
             # every size assignment, in one sandboxed process; the first call is timed.
-            concrete = [t for t in task.variant_tasks() if settings.gpu or _bf16_limitation(t) is None]
-            calls = [(t, make_inputs(t, sizes, settings.seed), sizes) for t in concrete for sizes in sizes_checked]
-            # The calls no listed call makes, on the smallest size assignment (they are checked, not timed).
-            smallest_sizes = min(sizes_checked, key=lambda sizes: task.footprint(sizes)[0])
-            calls += [(t, make_inputs(t, smallest_sizes, settings.seed), smallest_sizes) for t in unlisted_calls(task)
-                      if settings.gpu or _bf16_limitation(t) is None]
+            sizes_checked, concrete, calls = _checked_calls(task, settings.seed, settings.shapes, settings.gpu)
             timed_args = (make_inputs(concrete[0], task.bench_sizes, settings.seed, bench=True)
                           if settings.gpu and settings.time_kernels else None)
             timed = list(timed_args.values()) if timed_args is not None else None
@@ -192,6 +180,8 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
             else:
                 stage = "verify"
                 problems = _compare(calls, run) or _compare_again(again, run)
+                if not problems and settings.gpu:
+                    problems, extra["interpreter"] = _in_the_interpreter(task, verdict.code, settings)
                 if problems:
                     fields = _failure(Outcome.WRONG_RESULT, "verify", problems)
                 elif run.times_ms:
@@ -210,6 +200,83 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                       sample=sample, mode="gpu" if settings.gpu else "cpu", target=settings.target,
                       sizes_checked=sizes_checked, generation=generation or GenerationInfo(), timing=timing,
                       artifacts=artifacts, extra=extra, duration_s=time.perf_counter() - start, **fields)
+
+
+def _checked_calls(task: Task, seed: int, shapes: int, gpu: bool
+                   ) -> tuple[list[dict[str, int]], list[Task], list[tuple[Task, dict[str, Any], dict[str, int]]]]:
+    """The size assignments a mode checks, the task's listed calls it runs (without a GPU, those
+    Triton's interpreter can: no bf16) and every call with its inputs: each listed call on each
+    assignment, then the calls no listed call makes on the smallest (checked, never timed)."""
+    from kernelgen.task.variants import unlisted_calls
+
+    if gpu:
+        sizes_checked = draw_sizes(task, shapes, seed, True)
+    else:
+        small = task.model_copy(update={"sizes": {name: r.model_copy(update={"cpu_max": min(
+            r.cpu_max or INTERPRETER_MAX_SIZE, INTERPRETER_MAX_SIZE)}) for name, r in task.sizes.items()}})
+        sizes_checked = draw_sizes(small, min(shapes, INTERPRETER_SHAPES), seed, False)
+    concrete = [t for t in task.variant_tasks() if gpu or _bf16_limitation(t) is None]
+    calls = [(t, make_inputs(t, sizes, seed), sizes) for t in concrete for sizes in sizes_checked]
+    smallest_sizes = min(sizes_checked, key=lambda sizes: task.footprint(sizes)[0])
+    calls += [(t, make_inputs(t, smallest_sizes, seed), smallest_sizes) for t in unlisted_calls(task)
+              if gpu or _bf16_limitation(t) is None]
+    return sizes_checked, concrete, calls
+
+
+def _in_the_interpreter(task: Task, code: str, settings: Settings) -> tuple[list[Diagnostic], str]:
+    """GPU mode's second look at an answer the GPU passed, as the pipeline's GPU mode runs its
+    interpreter after the GPU (:func:`kernelgen.harness.pipeline.stage_verify`): CPU mode's calls in
+    Triton's interpreter, which finds what a GPU's schedule or memory hides only sometimes. Two
+    findings fail the answer: a race between programs of a launch, and an output element left as
+    ``torch.empty``'s poison (NaN; an integer's largest value) where the reference has another
+    value, which no program stored (on a GPU it holds whatever the memory held, often a right
+    value a freed tensor left there). Other differences are left to the GPU, which judged the
+    values: Triton's interpreter is not kernelgen's, and its arithmetic is not the GPU's. An
+    answer the interpreter cannot run (bf16 only, a construct it lacks, past its time) is left to
+    the GPU too. Returns the problems and a line for the case's record."""
+    from kernelgen.baseline.sandbox import run_calls_in_sandbox
+
+    _, _, calls = _checked_calls(task, settings.seed, settings.shapes, False)
+    if not calls:
+        return [], "not run: Triton's interpreter cannot compute any of the task's calls (bf16)"
+    run = run_calls_in_sandbox(code, task.id, [list(c.values()) for _, c, _ in calls],
+                               timeout_s=settings.timeout_s * INTERPRETER_TIME_FACTOR, device="interpreter",
+                               output_bytes_limit=_output_bytes_limit(calls), unsafe=settings.unsafe_sandbox)
+    if run.outcome is Outcome.WRONG_RESULT:
+        return [Diagnostic("", "race", f"in Triton's interpreter (CPU mode's calls): {run.error}")], "race"
+    if not run.ok:
+        return [], f"not judged: {run.outcome.value}: {run.error[:300]}"
+    problems = _unwritten(calls, run)
+    return problems, "unwritten output" if problems else "no race, every output element written"
+
+
+def _unwritten(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:
+    """The first output of an interpreter run holding ``torch.empty``'s poison where the reference
+    holds another value, named by its call and first such element."""
+    import torch
+
+    for (task, inputs, _), outputs in zip(calls, run.calls):
+        reference, _ = reference_call(task, inputs)
+        call = f"call {task.variant.name}: " if task.variant is not None else ""
+        for position, (spec, out) in enumerate(zip(task.signature.outputs, outputs)):
+            expected = reference.get(spec.name)
+            if not isinstance(out, torch.Tensor) or not isinstance(expected, torch.Tensor) \
+                    or out.shape != expected.shape or out.dtype == torch.bool:
+                continue
+            if out.is_floating_point():
+                poison = out.float().isnan() & ~expected.float().isnan()
+            elif out.is_complex():
+                continue
+            else:
+                poison = (out == torch.iinfo(out.dtype).max) & (expected.to(out.dtype) != out)
+            if poison.any():
+                first = tuple(int(i) for i in poison.nonzero()[0])
+                where = ", ".join(map(str, first))
+                return [Diagnostic(f"/outputs/{position}", "unwritten_output", (
+                    f"{call}in Triton's interpreter, {spec.name}[{where}] (of {int(poison.sum())} such elements) "
+                    f"is torch.empty's poison ({out[first].item()}), where the reference has "
+                    f"{expected[first].item()}: no program stored it (on a GPU it holds what the memory held)"))]
+    return []
 
 
 def _compare(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:

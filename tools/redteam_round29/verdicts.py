@@ -1,7 +1,8 @@
 """Judge round 29's answers (races between the programs of one launch) in CPU mode, as the
-baseline does (kernelgen.baseline.ablation.evaluate_baseline with Settings(gpu=False)).
+baseline does (kernelgen.baseline.ablation.evaluate_baseline with Settings(gpu=False)), or with
+--gpu in GPU mode (on the GPU, then in Triton's interpreter; kernels not timed).
 
-    .venv/bin/python tools/redteam_round29/verdicts.py [--kernelgen ROOT] [NAME ...]
+    .venv/bin/python tools/redteam_round29/verdicts.py [--gpu] [--kernelgen ROOT] [NAME ...]
 
 One line per manifest entry (or per NAME given), tab-separated: name, task, expected, outcome,
 the first diagnostic's message (200 characters) and the seconds the judgement took.
@@ -21,6 +22,8 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str]) -> int:
     root = HERE.parents[1]
+    gpu = argv[:1] == ["--gpu"]
+    argv = argv[1:] if gpu else argv
     if argv[:1] == ["--kernelgen"]:
         root, argv = Path(argv[1]).resolve(), argv[2:]
     sys.path.insert(0, str(root))
@@ -42,12 +45,13 @@ def main(argv: list[str]) -> int:
             continue
         start = time.perf_counter()
         result = evaluate_baseline(get_task(entry["task"]), (HERE / f"{entry['name']}.md").read_text(),
-                                   Settings(gpu=False))
+                                   Settings(gpu=gpu, time_kernels=False))
         seconds = time.perf_counter() - start
         first = result.diagnostics[0] if result.diagnostics else None
         message = "" if first is None else first.get("message", "") if isinstance(first, dict) else str(first)
         outcome = getattr(result.outcome, "value", result.outcome)
-        print(f"{entry['name']}\t{entry['task']}\t{entry['expected']}\t{outcome}\t{message[:200]!r}\t{seconds:.1f}s",
+        print(f"{entry['name']}\t{entry['task']}\t{entry['expected']}\t{outcome}\t{message[:200]!r}\t{seconds:.1f}s"
+              + (f"\tinterpreter: {result.extra.get('interpreter', 'not run')}" if gpu else ""),
               flush=True)
     return 0
 
