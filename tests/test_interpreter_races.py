@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from kernelgen.baseline.child import load_module
+from kernelgen.baseline import interpreter_races
 from kernelgen.baseline.interpreter_races import RACES, RaceFound, patch_triton_interpreter_races
 
 # Triton's own jit functions (tl.sum, tl.cumsum) run in the interpreter only where triton was
@@ -167,6 +168,23 @@ def locked_add(x, out, lock, B: tl.constexpr, BARRIER: tl.constexpr):
     if BARRIER:
         tl.debug_barrier()
     tl.atomic_xchg(lock, 0)
+
+
+@triton.jit
+def wait_for_next(flag, out):
+    """Program p marks itself done, then waits for program p + 1's mark (the last waits for none)."""
+    p = tl.program_id(0)
+    tl.store(flag + p, 1)
+    if p < tl.num_programs(0) - 1:
+        while tl.load(flag + p + 1) == 0:
+            pass
+    tl.store(out + p, p)
+
+
+@triton.jit
+def reload_each_step(x, out, STEPS: tl.constexpr):
+    for i in range(STEPS):
+        tl.store(out + i, tl.load(x) + i)
 '''
 
 
@@ -178,7 +196,7 @@ def kernels(tmp_path, monkeypatch):
     path.write_text(SOURCE)
     patch_triton_interpreter_races()
     yield load_module(path, "races")
-    RACES.checking, RACES.found = False, None
+    RACES.checking, RACES.found, RACES.spinning = False, None, None
 
 
 def _rows(programs: int, rows: int = 4, width: int = 8) -> torch.Tensor:
@@ -323,6 +341,23 @@ def test_off_when_not_asked_for(kernels):
     torch.testing.assert_close(out, _rows(3).sum(0))
 
 
+def test_a_program_waiting_for_a_later_one_is_found_spinning(kernels, monkeypatch):
+    """The interpreter runs one program at a time: a program whose loop repeats one load waits
+    for a program that runs only after it, forever; the check says so after SPIN_REPEATS."""
+    monkeypatch.setattr(interpreter_races, "SPIN_REPEATS", 50)
+    with pytest.raises(Exception) as raised:  # noqa: PT011 - the interpreter wraps it in its own error
+        kernels.wait_for_next[(8,)](torch.zeros(8, dtype=torch.int32), torch.zeros(8, dtype=torch.int32))
+    assert "Spinning" in repr(raised.value) or isinstance(raised.value.__cause__, interpreter_races.Spinning)
+    assert re.match(r"program \d of wait_for_next loads flag\[\d\] 50 times in a row with no other memory "
+                    r"operation: it waits for another program", RACES.spinning), RACES.spinning
+    # a loop that stores between its loads of one element is no spin
+    RACES.spinning = None
+    out = torch.zeros(120)
+    kernels.reload_each_step[(1,)](torch.ones(1), out, STEPS=120)
+    torch.testing.assert_close(out, torch.arange(120.0) + 1)
+    assert RACES.spinning is None
+
+
 RACY_VECMAT = '''```python
 import torch
 import triton
@@ -440,3 +475,28 @@ def test_gpu_mode_fails_a_race_the_gpu_schedule_hides() -> None:
     result = evaluate_baseline(get_task(entry["task"]), answer, Settings(gpu=True, time_kernels=False))
     assert result.outcome is Outcome.WRONG_RESULT, result.diagnostics
     assert result.diagnostics[0]["code"] == "race" and result.extra["interpreter"] == "race", result.diagnostics
+
+
+def test_the_baseline_does_not_judge_a_spin_on_a_later_program_in_cpu_mode() -> None:
+    """Through the harness, in the sandbox: each column block waits for the next one's flag
+    (a GPU runs them at once). The interpreter cannot run it: not judged, at once rather than at
+    its time limit, and whatever the answer makes of the exception."""
+    from kernelgen.baseline.ablation import evaluate_baseline
+    from kernelgen.errors import Outcome
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
+
+    answer = COLUMN_VECMAT.replace("STORED", "cols < N").replace(
+        "vecmat_kernel(v, x, out, M, N,", "vecmat_kernel(v, x, out, flags, M, N,").replace(
+        "    tl.store(out + cols, acc,", "    p = tl.program_id(0)\n    tl.store(flags + p, 1)\n"
+        "    if p < tl.num_programs(0) - 1:\n        while tl.load(flags + p + 1) == 0:\n            pass\n"
+        "    tl.store(out + cols, acc,").replace(
+        "    vecmat_kernel[(triton.cdiv(N, 32),)](v, x, out, M, N, BLOCK_M=16, BLOCK_N=32)",
+        "    flags = torch.zeros((triton.cdiv(N, 8),), dtype=torch.int32, device=v.device)\n"
+        "    try:\n        vecmat_kernel[(triton.cdiv(N, 8),)](v, x, out, flags, M, N, BLOCK_M=16, BLOCK_N=8)\n"
+        "    except Exception:\n        pass")
+    result = evaluate_baseline(get_task("vecmat"), answer, Settings(gpu=False))
+    assert result.outcome is Outcome.NOT_JUDGED, (result.outcome, result.diagnostics)
+    (diagnostic,) = result.diagnostics
+    assert re.search(r"program \d+ of vecmat_kernel loads flags\[\d+\] \d+ times in a row", diagnostic["message"])
+    assert result.duration_s < 60, result.duration_s

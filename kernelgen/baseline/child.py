@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from kernelgen.baseline import interpreter_fixes
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
-from kernelgen.baseline.interpreter_races import RACES, RaceFound, patch_triton_interpreter_races
+from kernelgen.baseline.interpreter_races import RACES, RaceFound, Spinning, patch_triton_interpreter_races
 from kernelgen.baseline.timed import TimedCalls, Tools
 from kernelgen.errors import KernelTimeout, Outcome
 from kernelgen.gpu.timing import event_times, flush_buffer, has_own_memory, listen_for_waits
@@ -446,6 +446,8 @@ def _child_main(job_dir: Path) -> int:
         outputs = returned_tensors(guarded(entry, *inputs))
         if RACES.found:  # an answer that caught RaceFound
             raise RaceFound(RACES.found)
+        if RACES.spinning:  # or Spinning
+            raise Spinning(RACES.spinning)
         if cuda:
             synchronize()
         for position, tensor in enumerate(outputs):
@@ -490,6 +492,9 @@ def _child_main(job_dir: Path) -> int:
             return 0
         if RACES.found:  # found, whatever the answer made of the exception
             report({"outcome": Outcome.WRONG_RESULT.value, "error": RACES.found})
+            return 0
+        if RACES.spinning:  # the interpreter cannot run it: not judged without a GPU, as a timeout is
+            report({"outcome": Outcome.TIMEOUT.value, "error": RACES.spinning})
             return 0
         shown = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ else exc
         message = " ".join(f"{type(shown).__name__}: {shown}".splitlines())[:2000]

@@ -33,6 +33,12 @@ process (a verdict repeats): a kernel whose result depends on the order without 
 claimed through an atomic's old value, a float sum's rounding) shows the result of an order a GPU
 may choose rather than of grid order, which such a kernel may have been written to pass.
 
+A program waiting for another of its launch (a spin on a flag or a lock a later program sets) never
+ends in the interpreter, which runs one program at a time: a program that repeats one load (or an
+atomic that changes nothing: an add of zero, a compare-and-swap) :data:`SPIN_REPEATS` times in a
+row, with no other memory operation between, raises :class:`Spinning`, which the sandbox's child
+reports as a timeout (not judged without a GPU) at once rather than at the interpreter's time limit.
+
 The log lives in the answer's process, as the interpreter does; tampering with it could only
 hide a race, which is where the interpreter alone leaves a kernel.
 """
@@ -46,10 +52,17 @@ import numpy as np
 
 READ, WRITE, ATOMIC = 0, 1, 2
 _DOES = {READ: "loads", WRITE: "stores", ATOMIC: "updates atomically"}
+# A spin's iterations in a row (a loop whose only memory operation is one same load: no kernel
+# computes by that; at about half a millisecond an iteration the interpreter tells one in seconds).
+SPIN_REPEATS = 5_000
 
 
 class RaceFound(RuntimeError):
     """Two programs of one launch race on an element (the message names both and the element)."""
+
+
+class Spinning(RuntimeError):
+    """A program waits for another of its launch, which the interpreter runs only after it."""
 
 
 @dataclass
@@ -82,9 +95,15 @@ class LaunchLog:
     atomics: dict[int, list[_Atomic]] = field(default_factory=dict)
     barriers: dict[int, list[int]] = field(default_factory=dict)  # per program, the times of its tl.debug_barrier()
     _summed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    # the running program's last memory operation that could be a spin's (barriers aside) and
+    # how many times in a row it has run
+    _repeated: tuple[int, int, Any, np.ndarray] | None = None
+    _repeats: int = 0
 
     def record(self, program: int, kind: int, addresses: np.ndarray, detail: Any = None,
                release: bool = False, acquire: bool = False) -> None:
+        if len(addresses):
+            self._spin(program, kind, addresses, detail)
         time = len(self.programs)
         self.addresses.append(addresses)
         self.programs.append(program)
@@ -92,6 +111,25 @@ class LaunchLog:
         self.details.append(detail)
         if kind == ATOMIC and (release or acquire):
             self.atomics.setdefault(program, []).append(_Atomic(time, addresses, release, acquire))
+
+    def _spin(self, program: int, kind: int, addresses: np.ndarray, detail: Any) -> None:
+        """Count a load, or an atomic that changes nothing, repeating the program's last one;
+        raise :class:`Spinning` at :data:`SPIN_REPEATS` in a row."""
+        op = None if kind == READ else detail[0] if kind == ATOMIC and (
+            detail[0] == "cas" or _reads_only(detail[0], int(detail[1].max(initial=0)))) else False
+        last = self._repeated
+        if op is False:
+            self._repeated, self._repeats = None, 0
+        elif last is not None and last[:3] == (program, kind, op) and np.array_equal(last[3], addresses):
+            self._repeats += 1
+            if self._repeats >= SPIN_REPEATS:
+                does = "loads" if kind == READ else f"makes the atomic {op} on"
+                raise Spinning(f"{self._program(program)} of {self.kernel} {does} {self._element(int(addresses[0]))} "
+                               f"{SPIN_REPEATS} times in a row with no other memory operation: it waits for another "
+                               "program of the launch, which Triton's interpreter runs only after it (one program at "
+                               "a time; a GPU runs them at once)")
+        else:
+            self._repeated, self._repeats = (program, kind, op, addresses), 1
 
     def barrier(self, program: int) -> None:
         """A ``tl.debug_barrier()``: an operation of no elements, which takes a time."""
@@ -231,6 +269,7 @@ class RaceLog:
         self.launch: LaunchLog | None = None
         self.launches = 0
         self.found: str | None = None
+        self.spinning: str | None = None  # a program found waiting for a later one (kept, as found is)
 
 
 RACES = RaceLog()
@@ -291,6 +330,7 @@ def patch_triton_interpreter_races() -> None:
         g0, g1, g2 = self.grid_dim
         if log.order is None:
             log.order = np.random.default_rng(log.seed).permutation(g0 * g1 * g2)
+            log.grid = (g0, g1, g2)
         log.running = (x * g1 + y) * g2 + z
         linear = int(log.order[log.running])
         return grid_idx(self, linear // (g1 * g2), (linear // g2) % g1, linear % g2)
@@ -363,6 +403,13 @@ def patch_triton_interpreter_races() -> None:
             launch(self, *args, **kwargs)
             log = RACES.launch
             log.grid = tuple(builder.grid_dim)
+        except Exception as error:  # the interpreter wraps what a program raises in its own error
+            cause: BaseException | None = error
+            while cause is not None and not isinstance(cause, Spinning):
+                cause = cause.__cause__
+            if cause is not None:
+                RACES.spinning = RACES.spinning or str(cause)
+            raise
         finally:
             RACES.launch = outer
         found = log.first_race()
