@@ -431,11 +431,15 @@ def vecmat(v, x):
     (COLUMN_VECMAT.replace("STORED", "cols < N"), None, "no race, every output element written"),
     (RACY_VECMAT.replace("LAUNCH", LAUNCH), "race", "race"),
     (COLUMN_VECMAT.replace("STORED", "cols < N - 1"), "unwritten_output", "unwritten output"),
+    # a NaN of the interpreter's arithmetic (0 / 0), not the poison: a difference left to the GPU
+    (COLUMN_VECMAT.replace("STORED", "cols < N").replace("tl.store(out + cols, acc,", "tl.store(out + cols, "
+                                                         "tl.where(cols == N - 1, (acc - acc) / (acc - acc), acc),"),
+     None, "no race, every output element written"),
     # a construct Triton's interpreter lacks: left to the GPU, which ran it
     (COLUMN_VECMAT.replace("STORED", "cols < N").replace(
         "tl.store(out + cols, acc,", "tl.store(out + cols, tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [acc], "
         "dtype=tl.float32, is_pure=True, pack=1),"), None, "not judged: runtime_error"),
-], ids=["right", "racing", "last_column_unwritten", "inline_asm"])
+], ids=["right", "racing", "last_column_unwritten", "arithmetic_nan", "inline_asm"])
 def test_gpu_mode_looks_again_in_the_interpreter(answer: str, code: str | None, finding: str) -> None:
     """GPU mode's second look at an answer the GPU passed (CPU mode's calls in Triton's
     interpreter): a race fails it, and so does an output element left as torch.empty's poison
