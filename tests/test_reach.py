@@ -103,20 +103,20 @@ def test_verified_num_sms_sets_what_launches_read() -> None:
 def test_a_draw_chosen_for_the_kernel_past_the_interpreters_budget_is_judged_on_a_sample_of_programs() -> None:
     """attention_f16's [128, 64] score tile puts S past 8192: quadratic work past the
     interpreter's budget. Its programs are independent, so those draws are judged on a sample
-    of programs (recorded with its size), the first and the last among them. Only those draws
-    run here (the golden's whole case, every draw, is the bench's)."""
+    of programs (recorded with its size), the first and the last among them. The first of those
+    draws runs here (the golden's whole case, every draw, is the bench's)."""
     from kernelgen.harness.pipeline import Settings, verify_cpu
 
     task, settings = get_task("attention_f16"), Settings(gpu=False, compile=False)
     checked = check(task.golden)
     past = [d for d in case_draws(task, checked, settings.shapes, settings.seed, gpu=False) if d.sizes["S"] > 8192]
-    sampled: list[dict] = []
-    for draw in past:
-        verify_cpu(task, checked, draw.sizes, settings.seed, draw.extreme, settings.timeout_s, draw.num_sms,
-                   draw.order, sampled)
     # the draw past the extent, and the sorted ones past twice the extent along S
-    assert len(sampled) == len(past) == 3
-    assert all(d["sizes"]["S"] > 8192 and 2 <= d["programs"] < d["of"] for d in sampled)
+    assert len(past) == 3
+    sampled: list[dict] = []
+    draw = past[0]
+    verify_cpu(task, checked, draw.sizes, settings.seed, draw.extreme, settings.timeout_s, draw.num_sms,
+               draw.order, sampled)
+    assert len(sampled) == 1 and sampled[0]["sizes"]["S"] > 8192 and 2 <= sampled[0]["programs"] < sampled[0]["of"]
 
 
 def test_a_sample_holds_the_first_and_last_programs_and_some_between() -> None:
