@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,31 @@ def test_heavy_cases_run_only_when_asked_for() -> None:
                             env=env, capture_output=True, text=True, timeout=300)
     ids = {line.split("[", 1)[1].rstrip("]") for line in chosen.stdout.splitlines() if "::" in line and "[" in line}
     assert ids == HEAVY, chosen.stdout[-2000:]
+
+
+def test_heavy_reference_answers_skip_in_cpu_mode_only(tmp_path: Path) -> None:
+    """The baseline's costliest reference answers in CPU mode (bench/ablation/heavy.txt, the root
+    conftest.py) are heavy too: without ``-m`` one skips and says how to run it, ``-m heavy``
+    selects exactly the list's; a model's answers are never heavy (they are the benchmark)."""
+    from kernelgen.task.spec import load_tasks
+
+    root = CATALOGUE.parents[1]
+    listed = {line.split("#")[0].strip() for line in (root / "bench" / "ablation" / "heavy.txt").read_text().splitlines()}
+    listed -= {""}
+    assert listed and listed <= {task.id for task in load_tasks()}, sorted(listed - {t.id for t in load_tasks()})
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST")}
+    base = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "-rs", "--kg-mode", "cpu"]
+
+    def run(*args: str, where: str = "bench/ablation") -> str:
+        return subprocess.run([*base, where, *args], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=300).stdout
+
+    plain = run(where=f"bench/ablation/test_ablation.py::test_baseline[{sorted(listed)[0]}]")
+    assert "1 skipped" in plain and "runs with -m heavy" in plain, plain[-2000:]
+    chosen = run("-m", "heavy", "--collect-only")
+    assert {line.split("[", 1)[1].rstrip("]") for line in chosen.splitlines() if "::" in line} == listed, chosen[-2000:]
+    model = run("-m", "heavy", "--collect-only", "--llm", f"replay:{tmp_path}")
+    assert re.search(r"no tests collected \(\d+ deselected\)", model), model[-2000:]
 
 
 def _entry(path: Path) -> tuple[dict, str]:

@@ -62,9 +62,10 @@ suite hangs 120 tests/test_hangs.py tests/test_num_sms.py tests/test_executor.py
 suite units 240 tests -m gpu -n "$workers" --ignore=tests/test_redteam.py --ignore=tests/test_sandbox_catalogue.py \
   --ignore=tests/test_sandbox.py --ignore=tests/test_hangs.py --ignore=tests/test_num_sms.py \
   --ignore=tests/test_executor.py --ignore=tests/test_event_times.py
-# heavy: the red-team catalogue's CPU-mode cases marked heavy (tests/redteam/heavy.txt), which the
-# README's test command skips to keep within CI's time: CPU mode, on this machine's cores.
-suite heavy 540 tests/test_redteam.py -m heavy -n "$workers"
+# heavy: the red-team catalogue's CPU-mode cases marked heavy (tests/redteam/heavy.txt) and the
+# baseline's costliest reference answers in CPU mode (bench/ablation/heavy.txt), which the README's
+# test command skips to keep within CI's time: CPU mode, on this machine's cores.
+suite heavy 540 tests/test_redteam.py bench/ablation -m heavy --kg-mode cpu -n "$workers"
 suite ablation "${ABLATION_LIMIT:-330}" bench -m "ablation and (${ABLATION_MARK:-easy})" --kg-mode gpu \
   -n "${ABLATION_WORKERS:-4}"
 if [[ $suites == *" overhead "* ]]; then
