@@ -310,7 +310,6 @@ def patch_triton_interpreter_races() -> None:
     builder_class = interpreter.InterpreterBuilder
     if getattr(builder_class.create_masked_store, "kernelgen_races", False):
         return
-    builder = interpreter.interpreter_builder
     load, store = builder_class.create_masked_load, builder_class.create_masked_store
     rmw, cas = builder_class.create_atomic_rmw, builder_class.create_atomic_cas
     launch, grid_idx, barrier = (interpreter.GridExecutor.__call__, builder_class.set_grid_idx,
@@ -401,8 +400,7 @@ def patch_triton_interpreter_races() -> None:
                                                       seed=RACES.launches)
         try:
             launch(self, *args, **kwargs)
-            log = RACES.launch
-            log.grid = tuple(builder.grid_dim)
+            log = RACES.launch  # its grid taken at its first program (set_grid_idx)
         except Exception as error:  # the interpreter wraps what a program raises in its own error
             cause: BaseException | None = error
             while cause is not None and not isinstance(cause, Spinning):
