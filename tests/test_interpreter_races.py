@@ -460,6 +460,49 @@ def test_gpu_mode_looks_again_in_the_interpreter(answer: str, code: str | None, 
         assert re.search(r"out\[\d+\] \(of \d+ such elements\) is torch.empty's poison \(nan\)", problems[0].message)
 
 
+# Right on CPU tensors, racing on CUDA ones (the rows of a column block split over programs that
+# add to out with a plain load and store); and answers that refuse CPU tensors.
+BRANCHING_VECMAT = RACY_VECMAT.replace("LAUNCH", f"if v.is_cuda:\n        {LAUNCH}\n    else:\n        "
+                                       "vecmat_kernel[(triton.cdiv(N, 32), 1)](v, x, out, M, N, "
+                                       "ROWS=triton.next_power_of_2(M), BLOCK_N=32)")
+CUDA_ONLY = "    assert v.is_cuda and x.is_cuda, 'CUDA tensors only'\n    M, N = x.shape\n"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("answer, code, finding", [
+    (BRANCHING_VECMAT, "race", "race"),
+    (COLUMN_VECMAT.replace("STORED", "cols < N").replace("    M, N = x.shape\n", CUDA_ONLY), None,
+     "no race, every output element written"),
+    (COLUMN_VECMAT.replace("STORED", "cols < N - 1").replace("    M, N = x.shape\n", CUDA_ONLY),
+     "unwritten_output", "unwritten output"),
+], ids=["races_on_cuda_tensors_only", "cuda_only", "cuda_only_last_column_unwritten"])
+def test_gpu_modes_look_runs_the_answer_on_cuda_tensors(answer: str, code: str | None, finding: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU the second look runs Triton's interpreter on CUDA tensors: an answer that takes
+    another path for CPU tensors, or refuses them, is looked at on the path the GPU ran (on CPU
+    tensors the first would pass and the others would not be judged)."""
+    from kernelgen.baseline.ablation import _in_the_interpreter
+    from kernelgen.baseline.answer import EntryPoint, check_answer
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
+
+    task = get_task("vecmat")
+    verdict = check_answer(answer, EntryPoint.for_task(task))
+    assert verdict.ok, verdict
+    problems, line = _in_the_interpreter(task, verdict.code, Settings(gpu=True))
+    assert [p.code for p in problems] == ([code] if code else []), (problems, line)
+    assert line.startswith(finding), line
+    if code == "race":
+        # the host copies the programs address are named as the CUDA tensors they copy
+        assert re.search(r"program \(0, \d+\) (loads|stores) out\[0\]", problems[0].message), problems[0].message
+        # the look on CPU tensors, as before: the answer's other path passes
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        assert _in_the_interpreter(task, verdict.code, Settings(gpu=True)) == \
+            ([], "no race, every output element written")
+
+
 @pytest.mark.gpu
 def test_gpu_mode_fails_a_race_the_gpu_schedule_hides() -> None:
     """Round 29's CAS lock whose holder's plain stores are not behind a barrier: on an H100 the

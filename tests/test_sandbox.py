@@ -367,6 +367,9 @@ def test_the_environment_keeps_only_what_is_needed(tmp_path: Path) -> None:
     assert str(ROOT) in env["PYTHONPATH"].split(os.pathsep) and "/elsewhere" not in env["PYTHONPATH"]
     interpreted = sandbox_environment(parent, tmp_path, "interpreter", tmp_path / "cache")
     assert interpreted["TRITON_INTERPRET"] == "1" and interpreted["CUDA_VISIBLE_DEVICES"] == ""
+    # GPU mode's second look: the interpreter on the worker's GPU's tensors
+    on_gpu = sandbox_environment(parent, tmp_path, "cuda_interpreter", tmp_path / "cache")
+    assert on_gpu["TRITON_INTERPRET"] == "1" and on_gpu["CUDA_VISIBLE_DEVICES"] == "1"
 
 
 CONNECT = "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n" \

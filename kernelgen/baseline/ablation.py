@@ -233,14 +233,19 @@ def _in_the_interpreter(task: Task, code: str, settings: Settings) -> tuple[list
     value a freed tensor left there). Other differences are left to the GPU, which judged the
     values: Triton's interpreter is not kernelgen's, and its arithmetic is not the GPU's. An
     answer the interpreter cannot run (bf16 only, a construct it lacks, past its time) is left to
-    the GPU too. Returns the problems and a line for the case's record."""
+    the GPU too. On a GPU the interpreter runs on CUDA tensors, so the answer takes the path it took
+    on the GPU (one that branches on ``x.is_cuda``, or asserts it, is looked at all the same).
+    Returns the problems and a line for the case's record."""
+    import torch
+
     from kernelgen.baseline.sandbox import run_calls_in_sandbox
 
     _, _, calls = _checked_calls(task, settings.seed, settings.shapes, False)
     if not calls:
         return [], "not run: Triton's interpreter cannot compute any of the task's calls (bf16)"
+    device = "cuda_interpreter" if torch.cuda.is_available() else "interpreter"
     run = run_calls_in_sandbox(code, task.id, [list(c.values()) for _, c, _ in calls],
-                               timeout_s=settings.timeout_s * INTERPRETER_TIME_FACTOR, device="interpreter",
+                               timeout_s=settings.timeout_s * INTERPRETER_TIME_FACTOR, device=device,
                                output_bytes_limit=_output_bytes_limit(calls), unsafe=settings.unsafe_sandbox)
     if run.outcome is Outcome.WRONG_RESULT:
         return [Diagnostic("", "race", f"in Triton's interpreter (CPU mode's calls): {run.error}")], "race"

@@ -384,11 +384,12 @@ def _child_main(job_dir: Path) -> int:
     # What the child itself uses after the answer is imported, taken before: the answer runs
     # in this process and could replace torch's functions (advisory: the parent checks).
     synchronize, is_tensor, copy = torch.cuda.synchronize, torch.is_tensor, torch.Tensor.copy_
-    cuda = job["device"] == "cuda"
+    cuda = job["device"] != "interpreter"  # the tensors live on the GPU ("cuda" or "cuda_interpreter")
     if cuda:
         # Start CUDA and Triton's driver (which builds its helpers) before the guard.
         torch.cuda.init()
         triton.runtime.driver.active.get_current_device()
+    if job["device"] == "cuda":
         report_compiles(lambda line: os.write(job["ready_fd"], line))
     else:
         patch_triton_interpreter_index()
@@ -398,7 +399,7 @@ def _child_main(job_dir: Path) -> int:
         patch_triton_interpreter_races()
         # Memory torch.empty hands out is NaN (integers: their largest value) instead of what
         # the host's allocator had there, often zeros: an element no program stores reads as
-        # garbage, as on a GPU (only in CPU mode: a fill is a kernel, which a GPU would time).
+        # garbage, as on a GPU (only in the interpreter: a fill is a kernel, which a GPU would time).
         # torch.use_deterministic_algorithms would import Inductor, which sets a variable.
         torch._C._set_deterministic_algorithms(True, warn_only=True)
         torch._C._set_deterministic_fill_uninitialized_memory(True)

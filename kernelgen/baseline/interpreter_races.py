@@ -314,6 +314,7 @@ def patch_triton_interpreter_races() -> None:
     rmw, cas = builder_class.create_atomic_rmw, builder_class.create_atomic_cas
     launch, grid_idx, barrier = (interpreter.GridExecutor.__call__, builder_class.set_grid_idx,
                                  builder_class.create_barrier)
+    init_args = interpreter.GridExecutor._init_args_hst
     releasing = {ir.MEM_SEMANTIC.RELEASE, ir.MEM_SEMANTIC.ACQUIRE_RELEASE}
     acquiring = {ir.MEM_SEMANTIC.ACQUIRE, ir.MEM_SEMANTIC.ACQUIRE_RELEASE}
     op_names = {op: str(op).rsplit(".", 1)[-1].lower() for op in builder_class.ir_rmw_op_to_interpreter_rmw_op}
@@ -377,6 +378,17 @@ def patch_triton_interpreter_races() -> None:
             atomic("cas", ptr, val, None, sem, scope)
         return cas(self, ptr, cmp, val, sem, scope)
 
+    def _init_args_hst(self, args_dev, kwargs):
+        """The host copies the programs address, named as the tensors they copy: a CUDA
+        tensor's copy has an address of its own (GPU mode's look runs on CUDA tensors)."""
+        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        log = RACES.launch
+        if log is not None:
+            pairs = zip((*args_dev, *kwargs.values()), (*args_hst, *kwargs_hst.values()))
+            log.names = {int(hst.data_ptr()): log.names[int(dev.data_ptr())] for dev, hst in pairs
+                         if hasattr(dev, "data_ptr") and hasattr(hst, "data_ptr") and int(dev.data_ptr()) in log.names}
+        return args_hst, kwargs_hst
+
     def create_barrier(self):
         if RACES.launch is not None:
             RACES.launch.barrier(program())
@@ -416,7 +428,7 @@ def patch_triton_interpreter_races() -> None:
             raise RaceFound(found)
 
     for patched in (create_masked_load, create_masked_store, create_atomic_rmw, create_atomic_cas, set_grid_idx,
-                    create_barrier, __call__):
+                    create_barrier, _init_args_hst, __call__):
         patched.kernelgen_races = True
     builder_class.set_grid_idx = set_grid_idx
     builder_class.create_barrier = create_barrier
@@ -424,4 +436,5 @@ def patch_triton_interpreter_races() -> None:
     builder_class.create_masked_store = create_masked_store
     builder_class.create_atomic_rmw = create_atomic_rmw
     builder_class.create_atomic_cas = create_atomic_cas
+    interpreter.GridExecutor._init_args_hst = _init_args_hst
     interpreter.GridExecutor.__call__ = __call__

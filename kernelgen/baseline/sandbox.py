@@ -45,7 +45,10 @@ Without a GPU, the answer runs in Triton's interpreter (``TRITON_INTERPRET=1``) 
 tensors, patched where Triton 3.6's interpreter is wrong (:mod:`kernelgen.baseline.interpreter_fixes`);
 with one, on the GPU, with a Triton cache of its own in the job folder (seeded from one a
 trusted run built, :func:`seed_triton_cache`: no answer can plant a compiled kernel for a later
-case). Errors are classified: a ``SyntaxError`` is ``syntax_error``, a Triton
+case). A third device, ``cuda_interpreter``, runs the patched interpreter on CUDA tensors (each
+launch copies its arguments to the host and back): GPU mode's second look at an answer
+(:func:`kernelgen.baseline.ablation._in_the_interpreter`) gives the answer what a GPU run gives
+it, so one that branches on ``x.is_cuda`` (or asserts it) is looked at on the path the GPU ran. Errors are classified: a ``SyntaxError`` is ``syntax_error``, a Triton
 ``CompilationError`` (or, in the interpreter, an exception raised by Triton's language
 frontend) is ``compile_error``, a missing entry point is ``no_kernel``, anything else
 ``runtime_error`` with the exception and the tail of the child's output.
@@ -77,7 +80,18 @@ from kernelgen.env import SECRET_NAME, scrub
 from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.gpu.compile import COMPILE_TIMEOUT_S
 
-Device = Literal["interpreter", "cuda"]
+Device = Literal["interpreter", "cuda", "cuda_interpreter"]
+
+
+def interpreted(device: Device) -> bool:
+    """Whether the answer's kernels run in Triton's interpreter (on CPU or on CUDA tensors)."""
+    return device != "cuda"
+
+
+def on_gpu(device: Device) -> bool:
+    """Whether the answer's tensors live on the GPU (compiled or interpreted)."""
+    return device != "interpreter"
+
 
 DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
 DEFAULT_FILE_SIZE_LIMIT_BYTES = 1 << 30
@@ -162,8 +176,10 @@ def sandbox_environment(parent: Mapping[str, str], home: Path | str, device: Dev
         "PYTHONHASHSEED": "0",
         "TRITON_CACHE_DIR": str(triton_cache),
     })
-    if device == "interpreter":
-        env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
+    if interpreted(device):
+        env.update({"TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"})
+    if not on_gpu(device):
+        env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 
 
@@ -263,7 +279,8 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
     fds: list[int] = []
     try:
         (job_dir / ".triton").mkdir()
-        if device == "cuda" and keep_triton_cache is None:  # the seed's own run starts empty
+        # the seed's own run starts empty; the interpreter on CUDA tensors needs the driver's helpers
+        if on_gpu(device) and keep_triton_cache is None:
             _copy_tree(seed_triton_cache(unsafe), job_dir / ".triton")
         (job_dir / "answer.py").write_text(code)
         torch.save(sent, job_dir / "inputs.pt")
@@ -297,7 +314,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
         options: dict[str, Any] = {}
         mounts = None
         if wall is not None:
-            seccomp = seccomp_file(processes=device == "cuda")
+            seccomp = seccomp_file(processes=on_gpu(device))
             fds.append(seccomp)
             lock = [os.environ["KERNELGEN_GPU_LOCK"]] if device == "cuda" and os.environ.get("KERNELGEN_GPU_LOCK") \
                 else []

@@ -225,7 +225,7 @@ def readonly_sources(device: str, environ: Mapping[str, str]) -> list[str]:
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   os.path.dirname(os.path.realpath(sys.executable)), str(package)]
     candidates += _module_roots()
-    if device == "cuda":
+    if device != "interpreter":  # on a GPU, compiled or interpreted
         for name in TOOL_VARIABLES:
             value = environ.get(name, "")
             if value:
@@ -296,7 +296,7 @@ def wall_command(wall: Wall, *, job_dir: Path, device: str, command: Sequence[st
             "--size", str(TMP_BYTES), "--tmpfs", "/tmp", *mounts.args]
     if os.path.isdir("/sys"):
         args += ["--ro-bind", "/sys", "/sys"]
-    if device == "cuda":
+    if device != "interpreter":  # on a GPU, compiled or interpreted
         for node in gpu_device_nodes():
             args += ["--dev-bind", node, node]
     args += ["--remount-ro", "/", "--chdir", JOB_MOUNT, "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd),
