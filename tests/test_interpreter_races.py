@@ -439,7 +439,10 @@ def vecmat(v, x):
     (COLUMN_VECMAT.replace("STORED", "cols < N").replace(
         "tl.store(out + cols, acc,", "tl.store(out + cols, tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [acc], "
         "dtype=tl.float32, is_pure=True, pack=1),"), None, "not judged: runtime_error"),
-], ids=["right", "racing", "last_column_unwritten", "arithmetic_nan", "inline_asm"])
+    # the column tail read unmasked (discarded at the store): the last row's reaches past x
+    (COLUMN_VECMAT.replace("STORED", "cols < N").replace("mask=(rows < M)[:, None] & (cols < N)[None, :]",
+                                                         "mask=(rows < M)[:, None]"), "out_of_bounds", "out of bounds"),
+], ids=["right", "racing", "last_column_unwritten", "arithmetic_nan", "inline_asm", "tail_read_past_x"])
 def test_gpu_mode_looks_again_in_the_interpreter(answer: str, code: str | None, finding: str) -> None:
     """GPU mode's second look at an answer the GPU passed (CPU mode's calls in Triton's
     interpreter): a race fails it, and so does an output element left as torch.empty's poison
@@ -458,6 +461,32 @@ def test_gpu_mode_looks_again_in_the_interpreter(answer: str, code: str | None, 
     assert line.startswith(finding), line
     if code == "unwritten_output":
         assert re.search(r"out\[\d+\] \(of \d+ such elements\) is torch.empty's poison \(nan\)", problems[0].message)
+
+
+@pytest.mark.parametrize("edit, pattern", [
+    # the tile's columns unmasked: lanes past N read the next row, and past the last row x's end; the
+    # store is masked, so the values are right wherever the heap past x holds anything finite
+    (("mask=(rows < M)[:, None] & (cols < N)[None, :]", "mask=(rows < M)[:, None]"),
+     r"program \d+ loads the 4-byte element at byte \d+ of x, which holds \d+ bytes"),
+    # the store unmasked: lanes past N write past out's end (into whatever the heap holds there)
+    (("tl.store(out + cols, acc, mask=cols < N)", "tl.store(out + cols, acc)"),
+     r"program \d+ stores the 4-byte element at byte \d+ of out, which holds \d+ bytes"),
+], ids=["load", "store"])
+def test_the_baseline_fails_an_access_outside_every_tensor_in_cpu_mode(edit: tuple[str, str], pattern: str) -> None:
+    """Through the harness, in the sandbox: Triton's interpreter loads and stores through raw
+    host pointers, so an access past a tensor's end read or wrote the heap; the check stops it
+    before it is made (a GPU reads another allocation's memory there, or faults)."""
+    from kernelgen.baseline.ablation import evaluate_baseline
+    from kernelgen.errors import Outcome
+    from kernelgen.harness.pipeline import Settings
+    from kernelgen.task.spec import get_task
+
+    answer = COLUMN_VECMAT.replace("STORED", "cols < N").replace(*edit)
+    result = evaluate_baseline(get_task("vecmat"), answer, Settings(gpu=False))
+    assert result.outcome is Outcome.WRONG_RESULT, result.diagnostics
+    (diagnostic,) = result.diagnostics
+    assert diagnostic["code"] == "out_of_bounds", diagnostic
+    assert re.match(r"out of bounds in vecmat_kernel: " + pattern, diagnostic["message"]), diagnostic
 
 
 # Right on CPU tensors, racing on CUDA ones (the rows of a column block split over programs that

@@ -68,7 +68,7 @@ suite units 240 tests -m gpu -n "$workers" --ignore=tests/test_redteam.py --igno
 # test command skips to keep within CI's time: CPU mode, on this machine's cores.
 suite heavy 540 tests/test_redteam.py bench/ablation -m heavy --kg-mode cpu -n "$workers"
 suite ablation "${ABLATION_LIMIT:-330}" bench -m "ablation and (${ABLATION_MARK:-easy})" --kg-mode gpu \
-  -n "${ABLATION_WORKERS:-4}"
+  -n "${ABLATION_WORKERS:-4}" --kg-results "$out/ablation.jsonl"
 if [[ $suites == *" overhead "* ]]; then
   echo "== overhead"
   timeout -s INT 120 python3 benchmarks/sandbox_overhead.py --device cuda --runs 5 >"$out/overhead.log" 2>&1

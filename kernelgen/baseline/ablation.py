@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from kernelgen.baseline.answer import EntryPoint, check_answer
+from kernelgen.baseline.interpreter_races import OUT_OF_BOUNDS
 from kernelgen.baseline.timed import CHECKED_REPETITIONS
 from kernelgen.lang import nodes as L
 from kernelgen.lang.generic import bound_variables
@@ -173,8 +174,8 @@ def evaluate_baseline(task: Task, answer: str, settings: Settings, *, provider: 
                 # Triton's interpreter ran out of its time: not judged on the CPU (a GPU judges it).
                 fields = _failure(Outcome.NOT_JUDGED, "sandbox", [Diagnostic(
                     "", "timeout", f"Triton's interpreter: {run.error}; not judged on the CPU")])
-            elif run.outcome is Outcome.WRONG_RESULT:  # programs racing in Triton's interpreter: its only source
-                fields = _failure(run.outcome, "verify", [Diagnostic("", "race", run.error)])
+            elif run.outcome is Outcome.WRONG_RESULT:  # a race or an access out of bounds: its only sources
+                fields = _failure(run.outcome, "verify", [Diagnostic("", _finding(run.error), run.error)])
             elif not run.ok:
                 fields = _failure(run.outcome, "sandbox", [Diagnostic("", run.outcome.value, run.error)])
             else:
@@ -226,8 +227,9 @@ def _checked_calls(task: Task, seed: int, shapes: int, gpu: bool
 def _in_the_interpreter(task: Task, code: str, settings: Settings) -> tuple[list[Diagnostic], str]:
     """GPU mode's second look at an answer the GPU passed, as the pipeline's GPU mode runs its
     interpreter after the GPU (:func:`kernelgen.harness.pipeline.stage_verify`): CPU mode's calls in
-    Triton's interpreter, which finds what a GPU's schedule or memory hides only sometimes. Two
-    findings fail the answer: a race between programs of a launch, and an output element left as
+    Triton's interpreter, which finds what a GPU's schedule or memory hides only sometimes. Three
+    findings fail the answer: a race between programs of a launch, an access outside every tensor
+    the launch was given (on a GPU it reads another allocation's memory), and an output element left as
     ``torch.empty``'s poison (NaN; an integer's largest value) where the reference has another
     value, which no program stored (on a GPU it holds whatever the memory held, often a right
     value a freed tensor left there). Other differences are left to the GPU, which judged the
@@ -248,11 +250,17 @@ def _in_the_interpreter(task: Task, code: str, settings: Settings) -> tuple[list
                                timeout_s=settings.timeout_s * INTERPRETER_TIME_FACTOR, device=device,
                                output_bytes_limit=_output_bytes_limit(calls), unsafe=settings.unsafe_sandbox)
     if run.outcome is Outcome.WRONG_RESULT:
-        return [Diagnostic("", "race", f"in Triton's interpreter (CPU mode's calls): {run.error}")], "race"
+        code = _finding(run.error)
+        return [Diagnostic("", code, f"in Triton's interpreter (CPU mode's calls): {run.error}")], code.replace("_", " ")
     if not run.ok:
         return [], f"not judged: {run.outcome.value}: {run.error[:300]}"
     problems = _unwritten(calls, run)
     return problems, "unwritten output" if problems else "no race, every output element written"
+
+
+def _finding(error: str) -> str:
+    """The code of what the sandbox's interpreter found (:mod:`kernelgen.baseline.interpreter_races`)."""
+    return "out_of_bounds" if error.startswith(OUT_OF_BOUNDS) else "race"
 
 
 def _unwritten(calls: list[tuple[Task, dict[str, Any], dict[str, int]]], run) -> list[Diagnostic]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from kernelgen.baseline import interpreter_fixes
+from kernelgen.baseline import interpreter_fixes, interpreter_races
 from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
                                                    patch_triton_interpreter_index, patch_triton_interpreter_reduce)
 from kernelgen.baseline.interpreter_races import RACES, RaceFound, Spinning, patch_triton_interpreter_races
@@ -174,8 +174,9 @@ def _torch_function_name(func: Any) -> str:
     return name
 
 
-# This module and the interpreter fixes it installs (their frames run inside Triton's).
-_OWN_FILES = frozenset(os.path.realpath(path) for path in (__file__, interpreter_fixes.__file__))
+# This module and the interpreter patches it installs (their frames run inside Triton's).
+_OWN_FILES = frozenset(os.path.realpath(path) for path in (__file__, interpreter_fixes.__file__,
+                                                           interpreter_races.__file__))
 
 
 class TorchGuard:

@@ -39,6 +39,13 @@ atomic that changes nothing: an add of zero, a compare-and-swap) :data:`SPIN_REP
 row, with no other memory operation between, raises :class:`Spinning`, which the sandbox's child
 reports as a timeout (not judged without a GPU) at once rather than at the interpreter's time limit.
 
+Every access must also fall inside a tensor the launch was given (its storage, as the interpreter
+holds it): Triton's interpreter loads and stores through raw host pointers, so a lane past the end
+of a row block read the heap (often zeros, which a sum does not see) and a store there wrote into
+whatever lay beyond. On a GPU such an access reads another allocation's memory or faults, and
+kernelgen's interpreter fails it as ``out_of_bounds``; here it raises :class:`OutOfBounds` before
+the access is made, and the finding is kept as a race's is.
+
 The log lives in the answer's process, as the interpreter does; tampering with it could only
 hide a race, which is where the interpreter alone leaves a kernel.
 """
@@ -59,6 +66,13 @@ SPIN_REPEATS = 5_000
 
 class RaceFound(RuntimeError):
     """Two programs of one launch race on an element (the message names both and the element)."""
+
+
+class OutOfBounds(RuntimeError):
+    """A program's access falls outside every tensor its launch was given."""
+
+
+OUT_OF_BOUNDS = "out of bounds"  # how its message starts (a race's: "race")
 
 
 class Spinning(RuntimeError):
@@ -82,6 +96,9 @@ class LaunchLog:
     kernel: str
     names: dict[int, tuple[str, int, int]]  # each tensor argument's address: its name, elements, bytes each
     seed: int
+    # the memory of the launch's tensors as the programs address it (storages of the host copies):
+    # sorted starts, ends (bytes) and names
+    bounds: tuple[np.ndarray, np.ndarray, tuple[str, ...]] | None = None
     # the programs' linear ids in the order they run (made at the first program), and the
     # position in it of the one running: a program is named by its position
     order: np.ndarray | None = None
@@ -130,6 +147,30 @@ class LaunchLog:
                                "a time; a GPU runs them at once)")
         else:
             self._repeated, self._repeats = (program, kind, op, addresses), 1
+
+    def check_bounds(self, program: int, kind: int, addresses: np.ndarray, itemsize: int) -> None:
+        """Raise :class:`OutOfBounds` (kept in :data:`RACES`) where an access of ``itemsize``-byte
+        elements reaches outside every tensor of the launch."""
+        if self.bounds is None or not len(addresses):
+            return
+        starts, ends, labels = self.bounds
+        at = np.searchsorted(starts, addresses, side="right").astype(np.int64) - 1
+        inside = (at >= 0) & (addresses + np.uint64(itemsize) <= ends[np.maximum(at, 0)])
+        if inside.all():
+            return
+        first = int(np.flatnonzero(~inside)[0])
+        address, nearest = int(addresses[first]), int(at[first])
+        if nearest >= 0:
+            where = (f"byte {address - int(starts[nearest])} of {labels[nearest]}, which holds "
+                     f"{int(ends[nearest] - starts[nearest])} bytes")
+        else:
+            where = f"{int(starts[0]) - address} bytes before {labels[0]}"
+        found = (f"{OUT_OF_BOUNDS} in {self.kernel}: {self._program(program)} {_DOES[kind]} the {itemsize}-byte "
+                 f"element at {where}, outside every tensor the launch was given ({int(inside.size - inside.sum())} "
+                 "such lanes in this access; masked-off lanes are none): on a GPU it reads or writes another "
+                 "allocation's memory, or faults")
+        RACES.found = RACES.found or found
+        raise OutOfBounds(found)
 
     def barrier(self, program: int) -> None:
         """A ``tl.debug_barrier()``: an operation of no elements, which takes a time."""
@@ -275,6 +316,17 @@ class RaceLog:
 RACES = RaceLog()
 
 
+def _tensors(values: Any) -> Iterator[Any]:
+    """The tensors among a launch's host arguments: in tuples, and a tensor descriptor's base."""
+    for value in values:
+        if hasattr(value, "untyped_storage"):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            yield from _tensors(value)
+        elif hasattr(getattr(value, "base", None), "untyped_storage"):
+            yield value.base
+
+
 def _one_value(stores: list[tuple[float | int, float]]) -> bool:
     """Stores of one value: the same bits, or floats within 1e-5 of the largest finite value
     their stores wrote (two programs computing one element of overlapping tiles may sum in
@@ -343,15 +395,20 @@ def patch_triton_interpreter_races() -> None:
         pointers, taken = np.broadcast_arrays(pointers, taken)  # a None pointer's one element, a block's mask
         return pointers[taken].astype(np.uint64), taken
 
+    def itemsize(ptrs) -> int:
+        return max(1, getattr(ptrs.get_element_ty(), "primitive_bitwidth", 64) // 8)
+
     def create_masked_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
         if RACES.launch is not None:
             addresses, _ = lanes(ptrs, mask)
+            RACES.launch.check_bounds(program(), READ, addresses, itemsize(ptrs))
             RACES.launch.record(program(), READ, addresses)
         return load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
 
     def create_masked_store(self, ptrs, value, mask, cache_modifier, eviction_policy):
         if RACES.launch is not None:
             addresses, taken = lanes(ptrs, mask)
+            RACES.launch.check_bounds(program(), WRITE, addresses, itemsize(ptrs))
             values = np.broadcast_to(np.asarray(value.data), taken.shape)[taken]
             if values.dtype.kind == "f":
                 values = values.astype(np.float64)
@@ -363,6 +420,7 @@ def patch_triton_interpreter_races() -> None:
 
     def atomic(name: str, ptrs, value, mask, sem, scope) -> None:
         addresses, taken = lanes(ptrs, mask)
+        RACES.launch.check_bounds(program(), ATOMIC, addresses, itemsize(ptrs))
         values = np.broadcast_to(np.asarray(value.data), taken.shape)[taken]
         cta = scope == ir.MEM_SYNC_SCOPE.CTA
         RACES.launch.record(program(), ATOMIC, addresses, (name, _bits(values), cta),
@@ -379,14 +437,25 @@ def patch_triton_interpreter_races() -> None:
         return cas(self, ptr, cmp, val, sem, scope)
 
     def _init_args_hst(self, args_dev, kwargs):
-        """The host copies the programs address, named as the tensors they copy: a CUDA
-        tensor's copy has an address of its own (GPU mode's look runs on CUDA tensors)."""
+        """The host copies the programs address, named as the tensors they copy (a CUDA
+        tensor's copy has an address of its own: GPU mode's look runs on CUDA tensors), and the
+        memory they span, which bounds every access."""
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         log = RACES.launch
         if log is not None:
             pairs = zip((*args_dev, *kwargs.values()), (*args_hst, *kwargs_hst.values()))
             log.names = {int(hst.data_ptr()): log.names[int(dev.data_ptr())] for dev, hst in pairs
                          if hasattr(dev, "data_ptr") and hasattr(hst, "data_ptr") and int(dev.data_ptr()) in log.names}
+            spans: dict[int, tuple[int, str]] = {}
+            for tensor in _tensors((*args_hst, *kwargs_hst.values())):
+                storage = tensor.untyped_storage()
+                start, end = int(storage.data_ptr()), int(storage.data_ptr()) + int(storage.nbytes())
+                label = log.names.get(int(tensor.data_ptr()), ("a tensor argument",))[0]
+                if end > spans.get(start, (0, ""))[0]:
+                    spans[start] = (end, label)
+            starts = sorted(spans)
+            log.bounds = (np.array(starts, np.uint64), np.array([spans[s][0] for s in starts], np.uint64),
+                          tuple(spans[s][1] for s in starts))
         return args_hst, kwargs_hst
 
     def create_barrier(self):
