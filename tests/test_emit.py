@@ -55,14 +55,16 @@ def serve_interpreter_jobs() -> None:
     """The worker (run with TRITON_INTERPRET=1): for each job directory named on stdin, import
     its module, call the entry point on its inputs and save the outputs (or the traceback)."""
     from kernelgen.baseline.child import load_module, returned_tensors
-    from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
-                                                      patch_triton_interpreter_index, patch_triton_interpreter_reduce)
+    from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_dot,
+                                                      patch_triton_interpreter_fp8, patch_triton_interpreter_index,
+                                                      patch_triton_interpreter_reduce)
     from kernelgen.baseline.interpreter_races import RACES, patch_triton_interpreter_races
 
     patch_triton_interpreter_index()
     patch_triton_interpreter_fp8()  # as the baseline's sandbox: Triton's interpreter rounds fp8 casts wrongly
     patch_triton_interpreter_atomics()  # and misreads an atomic's broadcast value (garbage for all but one lane)
     patch_triton_interpreter_reduce()  # and reduces the sandbox's way (blocks, not one call per element)
+    patch_triton_interpreter_dot()  # and multiplies a TF32 dot's f32 operands exactly
     patch_triton_interpreter_races()
     for line in sys.stdin:
         job = Path(line.strip())

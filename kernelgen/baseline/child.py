@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from kernelgen.baseline import interpreter_fixes, interpreter_races
-from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_fp8,
-                                                   patch_triton_interpreter_index, patch_triton_interpreter_reduce)
+from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomics, patch_triton_interpreter_dot,
+                                                   patch_triton_interpreter_fp8, patch_triton_interpreter_index,
+                                                   patch_triton_interpreter_reduce)
 from kernelgen.baseline.interpreter_races import RACES, RaceFound, Spinning, patch_triton_interpreter_races
 from kernelgen.baseline.timed import TimedCalls, Tools
 from kernelgen.errors import KernelTimeout, Outcome
@@ -397,6 +398,7 @@ def _child_main(job_dir: Path) -> int:
         patch_triton_interpreter_fp8()
         patch_triton_interpreter_atomics()
         patch_triton_interpreter_reduce()
+        patch_triton_interpreter_dot()
         patch_triton_interpreter_races()
         # Memory torch.empty hands out is NaN (integers: their largest value) instead of what
         # the host's allocator had there, often zeros: an element no program stores reads as

@@ -2,8 +2,9 @@
 
 The baseline's child applies them before running an answer in CPU mode
 (:mod:`kernelgen.baseline.child`), and the emitter's tests before running emitted modules in the
-interpreter: loop bounds with NumPy >= 2.4, fp8 rounding, atomics of broadcast values and
-sequential reductions. Each function patches once and says what Triton does wrong.
+interpreter: loop bounds with NumPy >= 2.4, fp8 rounding, atomics of broadcast values,
+sequential reductions and f32 dots' precision. Each function patches once and says what Triton
+does wrong.
 """
 
 from __future__ import annotations
@@ -176,3 +177,40 @@ def patch_triton_interpreter_reduce() -> None:
     tree_reduce.kernelgen_reduce_fix = True
     tree_reduce.original = sequential
     operations.generic_reduce = tree_reduce
+
+
+def patch_triton_interpreter_dot() -> None:
+    """Make Triton 3.6's interpreter round a ``tl.dot``'s f32 operands to TF32 where the GPU does.
+
+    ``tl.dot`` of f32 blocks multiplies in TF32 on NVIDIA GPUs unless asked otherwise
+    (``input_precision`` defaults to "tf32": 10 of the 23 mantissa bits), and the interpreter
+    takes the same default but multiplies exactly, so an answer that leaves the default passed
+    CPU mode where a task asks for exact f32 products and the GPU's result is off by TF32's
+    rounding (about 2**-11 of each product). This rounds each f32 operand to TF32 (to nearest,
+    ties away from zero, as kernelgen's interpreter does) when the dot's precision is TF32;
+    "ieee" and "tf32x3" (three TF32 products, near f32) stay exact.
+    """
+    import numpy as np
+    from triton._C.libtriton import ir
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder.create_dot, "kernelgen_dot_fix", False):
+        return
+    dot = builder.create_dot
+
+    def tf32(handle):
+        data = handle.data
+        if data.dtype != np.float32:
+            return handle
+        rounded = ((data.view(np.int32) + 0x1000) & ~0x1FFF).view(np.float32)
+        return interpreter.TensorHandle(np.where(np.isfinite(data), rounded, data), handle.dtype)
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if input_precision == ir.INPUT_PRECISION.TF32:
+            a, b = tf32(a), tf32(b)
+        return dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    create_dot.kernelgen_dot_fix = True
+    create_dot.original = dot
+    builder.create_dot = create_dot
