@@ -45,10 +45,9 @@ Without a GPU, the answer runs in Triton's interpreter (``TRITON_INTERPRET=1``) 
 tensors, patched where Triton 3.6's interpreter is wrong (:mod:`kernelgen.baseline.interpreter_fixes`);
 with one, on the GPU, with a Triton cache of its own in the job folder (seeded from one a
 trusted run built, :func:`seed_triton_cache`: no answer can plant a compiled kernel for a later
-case). A third device, ``cuda_interpreter``, runs the patched interpreter on CUDA tensors (each
-launch copies its arguments to the host and back): GPU mode's second look at an answer
-(:func:`kernelgen.baseline.ablation._in_the_interpreter`) gives the answer what a GPU run gives
-it, so one that branches on ``x.is_cuda`` (or asserts it) is looked at on the path the GPU ran. Errors are classified: a ``SyntaxError`` is ``syntax_error``, a Triton
+case). ``cuda_interpreter`` runs the patched interpreter on CUDA tensors (each launch copies its
+arguments to the host and back): GPU mode's second look (:func:`kernelgen.baseline.ablation._in_the_interpreter`)
+so takes the path an answer took on the GPU, whether it branches on ``x.is_cuda`` or asserts it. Errors are classified: a ``SyntaxError`` is ``syntax_error``, a Triton
 ``CompilationError`` (or, in the interpreter, an exception raised by Triton's language
 frontend) is ``compile_error``, a missing entry point is ``no_kernel``, anything else
 ``runtime_error`` with the exception and the tail of the child's output.
@@ -81,11 +80,6 @@ from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.gpu.compile import COMPILE_TIMEOUT_S
 
 Device = Literal["interpreter", "cuda", "cuda_interpreter"]
-
-
-def interpreted(device: Device) -> bool:
-    """Whether the answer's kernels run in Triton's interpreter (on CPU or on CUDA tensors)."""
-    return device != "cuda"
 
 
 def on_gpu(device: Device) -> bool:
@@ -176,7 +170,7 @@ def sandbox_environment(parent: Mapping[str, str], home: Path | str, device: Dev
         "PYTHONHASHSEED": "0",
         "TRITON_CACHE_DIR": str(triton_cache),
     })
-    if interpreted(device):
+    if device != "cuda":  # Triton's interpreter, on CPU or CUDA tensors
         env.update({"TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"})
     if not on_gpu(device):
         env["CUDA_VISIBLE_DEVICES"] = ""
