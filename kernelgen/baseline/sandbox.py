@@ -46,8 +46,9 @@ tensors, patched where Triton 3.6's interpreter is wrong (:mod:`kernelgen.baseli
 with one, on the GPU, with a Triton cache of its own in the job folder (seeded from one a
 trusted run built, :func:`seed_triton_cache`: no answer can plant a compiled kernel for a later
 case). ``cuda_interpreter`` runs the patched interpreter on CUDA tensors (each launch copies its
-arguments to the host and back): GPU mode's second look (:func:`kernelgen.baseline.ablation._in_the_interpreter`)
-so takes the path an answer took on the GPU, whether it branches on ``x.is_cuda`` or asserts it. Errors are classified: a ``SyntaxError`` is ``syntax_error``, a Triton
+arguments to the host and back), so GPU mode's second look
+(:func:`kernelgen.baseline.ablation._in_the_interpreter`) takes the path an answer took on the GPU,
+whether it branches on ``x.is_cuda`` or asserts it. Errors are classified: a ``SyntaxError`` is ``syntax_error``, a Triton
 ``CompilationError`` (or, in the interpreter, an exception raised by Triton's language
 frontend) is ``compile_error``, a missing entry point is ``no_kernel``, anything else
 ``runtime_error`` with the exception and the tail of the child's output.
