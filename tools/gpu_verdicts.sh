@@ -7,7 +7,7 @@
 # than one 10-minute call of the device tool, so run the red-team catalogue in a call of its own
 # (SUITES=redteam) and the others in another. Further suites, named only when wanted: units (every
 # other GPU test in tests/), heavy (the red-team catalogue's heavy CPU-mode cases, which CI skips),
-# ablation (the raw-Triton baseline's reference answers, easy tier;
+# ablation (the raw-Triton baseline's reference answers, easy tier, results in $OUT/ablation.jsonl;
 # ABLATION_MARK picks tiers, ABLATION_WORKERS and ABLATION_LIMIT its workers and seconds),
 # overhead (benchmarks/sandbox_overhead.py; with BEFORE=DIR, a checkout of an earlier commit, that
 # commit's figure too) and bench (every golden of the four tiers in GPU mode, as written, against
