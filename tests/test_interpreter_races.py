@@ -185,6 +185,25 @@ def wait_for_next(flag, out):
 def reload_each_step(x, out, STEPS: tl.constexpr):
     for i in range(STEPS):
         tl.store(out + i, tl.load(x) + i)
+
+
+@triton.jit
+def double_by_block_ptr(x, out, M, N, BM: tl.constexpr, BN: tl.constexpr, CHECKED: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    source = tl.make_block_ptr(x, (M, N), (N, 1), (pm * BM, pn * BN), (BM, BN), (1, 0))
+    target = tl.make_block_ptr(out, (M, N), (N, 1), (pm * BM, pn * BN), (BM, BN), (1, 0))
+    if CHECKED:
+        tl.store(target, 2 * tl.load(source, boundary_check=(0, 1), padding_option="zero"), boundary_check=(0, 1))
+    else:
+        tl.store(target, 2 * tl.load(source))
+
+
+@triton.jit
+def double_by_descriptor(x, out, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    source = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    target = tl.make_tensor_descriptor(out, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    at = [tl.program_id(0) * BM, tl.program_id(1) * BN]
+    target.store(at, 2 * source.load(at))
 '''
 
 
@@ -356,6 +375,23 @@ def test_a_program_waiting_for_a_later_one_is_found_spinning(kernels, monkeypatc
     kernels.reload_each_step[(1,)](torch.ones(1), out, STEPS=120)
     torch.testing.assert_close(out, torch.arange(120.0) + 1)
     assert RACES.spinning is None
+
+
+def test_edge_tiles_bounded_by_block_pointers_and_descriptors_stay_in_bounds(kernels):
+    """A block pointer with its boundary check and a tensor descriptor mask an edge tile's lanes
+    past the tensor: no finding (the bounds check sees masked-on lanes only); without the check
+    the block pointer's last tiles reach past x, which the interpreter would have read."""
+    x = torch.randn(37, 52)
+    for launch in (lambda out: kernels.double_by_block_ptr[(3, 4)](x, out, 37, 52, BM=16, BN=16, CHECKED=True),
+                   lambda out: kernels.double_by_descriptor[(3, 4)](x, out, 37, 52, BM=16, BN=16)):
+        out = torch.empty_like(x)
+        launch(out)
+        assert torch.equal(out, 2 * x) and RACES.found is None
+    with pytest.raises(Exception) as raised:  # noqa: PT011 - the interpreter wraps it in its own error
+        kernels.double_by_block_ptr[(3, 4)](x, torch.empty_like(x), 37, 52, BM=16, BN=16, CHECKED=False)
+    assert isinstance(raised.value.__cause__, interpreter_races.OutOfBounds), raised.value
+    assert re.match(r"out of bounds in double_by_block_ptr: program \(\d, \d\) loads the 4-byte element at byte \d+ "
+                    r"of x, which holds 7696 bytes", RACES.found), RACES.found
 
 
 RACY_VECMAT = '''```python
