@@ -26,6 +26,7 @@ from kernelgen.baseline.interpreter_fixes import (patch_triton_interpreter_atomi
                                                    patch_triton_interpreter_reduce)
 from kernelgen.baseline.interpreter_races import RACES, RaceFound, Spinning, patch_triton_interpreter_races
 from kernelgen.baseline.timed import TimedCalls, Tools
+from kernelgen.baseline.wall import on_gpu
 from kernelgen.errors import KernelTimeout, Outcome
 from kernelgen.gpu.timing import event_times, flush_buffer, has_own_memory, listen_for_waits
 
@@ -297,7 +298,7 @@ def _apply_limits(job: Mapping[str, Any]) -> None:
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, job["file_size_limit_bytes"]),
               (resource.RLIMIT_CPU, job["cpu_seconds"])]
     if job["memory_limit_bytes"] is not None:
-        kind = resource.RLIMIT_AS if job["device"] == "interpreter" else resource.RLIMIT_DATA
+        kind = resource.RLIMIT_DATA if on_gpu(job["device"]) else resource.RLIMIT_AS
         limits.append((kind, job["memory_limit_bytes"]))
     if job.get("process_limit"):
         limits.append((resource.RLIMIT_NPROC, job["process_limit"]))
@@ -386,7 +387,7 @@ def _child_main(job_dir: Path) -> int:
     # What the child itself uses after the answer is imported, taken before: the answer runs
     # in this process and could replace torch's functions (advisory: the parent checks).
     synchronize, is_tensor, copy = torch.cuda.synchronize, torch.is_tensor, torch.Tensor.copy_
-    cuda = job["device"] != "interpreter"  # the tensors live on the GPU ("cuda" or "cuda_interpreter")
+    cuda = on_gpu(job["device"])  # the tensors live on the GPU, compiled or interpreted
     if cuda:
         # Start CUDA and Triton's driver (which builds its helpers) before the guard.
         torch.cuda.init()

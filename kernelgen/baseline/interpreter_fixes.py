@@ -187,7 +187,9 @@ def patch_triton_interpreter_dot() -> None:
     takes the same default but multiplies exactly, so an answer that leaves the default passed
     CPU mode where a task asks for exact f32 products and the GPU's result is off by TF32's
     rounding (about 2**-11 of each product). This rounds each f32 operand to TF32 (to nearest,
-    ties away from zero, as kernelgen's interpreter does) when the dot's precision is TF32;
+    ties away from zero, as :func:`kernelgen.interp.values.round_tf32` does on torch tensors: the
+    sandbox's child cannot import that module, which brings the checker and pydantic) when the
+    dot's precision is TF32;
     "ieee" and "tf32x3" (three TF32 products, near f32) stay exact.
     """
     import numpy as np

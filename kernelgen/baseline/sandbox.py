@@ -74,19 +74,13 @@ from pathlib import Path
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
 from kernelgen.baseline.timed import CHECKED_REPETITIONS, Tools, checked_values
-from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable, Wall, require_wall, seccomp_file,
-                                     unnamed_file, user_options, wall_command)
+from kernelgen.baseline.wall import (JOB_MOUNT, SANDBOX_UID, SandboxUnavailable, Wall, on_gpu, require_wall,
+                                     seccomp_file, unnamed_file, user_options, wall_command)
 from kernelgen.env import SECRET_NAME, scrub
 from kernelgen.errors import KernelgenError, Outcome
 from kernelgen.gpu.compile import COMPILE_TIMEOUT_S
 
 Device = Literal["interpreter", "cuda", "cuda_interpreter"]
-
-
-def on_gpu(device: Device) -> bool:
-    """Whether the answer's tensors live on the GPU (compiled or interpreted)."""
-    return device != "interpreter"
-
 
 DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
 DEFAULT_FILE_SIZE_LIMIT_BYTES = 1 << 30
@@ -246,7 +240,7 @@ def run_calls_in_sandbox(code: str, entry: str, calls: Sequence[Sequence[Any]], 
 
     device = device or default_device()
     wall = require_wall(unsafe)
-    if memory_limit_bytes is None and device == "interpreter":
+    if memory_limit_bytes is None and not on_gpu(device):
         memory_limit_bytes = DEFAULT_MEMORY_LIMIT_BYTES
     def dense(values: Sequence[Any]) -> list[Any]:
         """The tensors in their own memory, as the child gets them on every device (copying an

@@ -214,6 +214,12 @@ def _covered(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
+def on_gpu(device: str) -> bool:
+    """Whether a sandbox device's tensors live on the GPU: ``cuda``, or ``cuda_interpreter``
+    (Triton's interpreter on CUDA tensors); not ``interpreter``."""
+    return device != "interpreter"
+
+
 def readonly_sources(device: str, environ: Mapping[str, str]) -> list[str]:
     """The folders and files bound read-only besides the system's (``/usr``, ``/etc``'s few
     entries): Python's prefixes, the import roots, kernelgen's package folder and, on a GPU,
@@ -225,7 +231,7 @@ def readonly_sources(device: str, environ: Mapping[str, str]) -> list[str]:
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   os.path.dirname(os.path.realpath(sys.executable)), str(package)]
     candidates += _module_roots()
-    if device != "interpreter":  # on a GPU, compiled or interpreted
+    if on_gpu(device):
         for name in TOOL_VARIABLES:
             value = environ.get(name, "")
             if value:
@@ -296,7 +302,7 @@ def wall_command(wall: Wall, *, job_dir: Path, device: str, command: Sequence[st
             "--size", str(TMP_BYTES), "--tmpfs", "/tmp", *mounts.args]
     if os.path.isdir("/sys"):
         args += ["--ro-bind", "/sys", "/sys"]
-    if device != "interpreter":  # on a GPU, compiled or interpreted
+    if on_gpu(device):
         for node in gpu_device_nodes():
             args += ["--dev-bind", node, node]
     args += ["--remount-ro", "/", "--chdir", JOB_MOUNT, "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd),
