@@ -27,9 +27,10 @@ The choice is cached on disk by (kernel hash, GPU name, size bucket, mode) under
 cache's directory, so a rerun of the same kernel on the same GPU pays nothing
 (:func:`cached_tune`); a cached choice is verified again before it is used.
 
-A call of a polymorphic kernel (a TritonBench wrapper) also selects a :class:`Variant`: its
-choices' indices, presence flags and dtype binding. Those are never searched; each candidate
-is checked for the variant, and the variant is part of the cache's bucket.
+A call of a polymorphic kernel (a TritonBench wrapper, a task's listed call) also selects a
+:class:`Variant`: its choices' indices, presence flags and dtype binding. Those are never
+searched; each candidate is checked for the variant, and the variant is part of the cache's
+bucket, so that each call gets its own choice (:mod:`kernelgen.gpu.calls`).
 
 Timing and verifying are parameters of :func:`select` and :func:`search`: the pipeline passes
 the executor's GPU jobs, the tests pass plain functions (a seam, not a mock of the GPU).

@@ -381,8 +381,12 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
 
 
 def stage_tune(case: Case) -> None:
-    # A task with calls is timed as written: the tuner times one launch at the bench sizes.
-    if case.settings.gpu and case.settings.time_kernels and case.settings.tune != "off" and not case.task.variants:
+    if case.settings.gpu and case.settings.time_kernels and case.settings.tune != "off":
+        if case.task.variants:  # each call tuned on its own (kernelgen.gpu.calls)
+            from kernelgen.gpu.calls import tune_calls
+
+            tune_calls(case)
+            return
         from kernelgen.gpu.case import tune_case
 
         tune_case(case)

@@ -52,5 +52,8 @@ class Case:
     num_warps: int | None = None
     num_stages: int | None = None
     tuning: dict[str, Any] | None = None
+    # A task with calls, tuned: each call's kept configuration (kernelgen.gpu.tune.Config) by its
+    # bucket's label (kernelgen.gpu.function.call_bucket), as the wrapper looks it up.
+    call_configs: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
