@@ -80,4 +80,5 @@ def test_every_call_is_tuned_verified_on_its_own_draws_and_timed_with_its_choice
         assert any(f.startswith("BLOCK=512 ") and "wrong_result" in f for f in record["failed"]), (name, record)
         assert record["config"]["meta"]["BLOCK"] != 512
     assert result.tuning is not None and result.tuning.config == calls["both"]["config"]
+    assert result.tuning.seconds == pytest.approx(sum(record["seconds"] for record in calls.values()))
     assert set(result.extra["call_timings"]) == set(calls)

@@ -193,7 +193,7 @@ def call_buckets(case: Case) -> list[tuple[Task, str, dict[str, int], Any, tuple
 def tune_calls(case: Case) -> None:
     """Each listed call tuned at the bench sizes (see the module doc): the kept configurations
     go to ``case.call_configs`` (by bucket label) for the timing; the first call's choice is the
-    case's ``tuning``, every call's is in ``extra["call_tunings"]``."""
+    case's ``tuning`` (its seconds every call's), every call's is in ``extra["call_tunings"]``."""
     from kernelgen.gpu.tune import Candidate, TuneCache, cached_tune, choice_lines, gpu_name
     from kernelgen.task.draws import case_draws
 
@@ -221,6 +221,8 @@ def tune_calls(case: Case) -> None:
         records[task.variant.name] = {"bucket": label, **choice.record(mode)}
         lines += [f"call {task.variant.name} (bucket {label}):", *(f"  {line}" for line in choice_lines(choice))]
     first = next(iter(records.values()))
-    case.tuning = {key: value for key, value in first.items() if key != "bucket"}
+    # The first call's choice, with the seconds every call's search took (the case's tuning time).
+    case.tuning = {**{key: value for key, value in first.items() if key != "bucket"},
+                   "seconds": sum(record["seconds"] for record in records.values())}
     case.extra["call_tunings"] = records
     case.artifacts["tuning"] = "\n".join(lines) + "\n"
