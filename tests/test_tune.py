@@ -249,6 +249,23 @@ def test_kernelgen_tune_on_cpu_prints_the_space_and_the_pruned(tmp_path, capsys)
     assert "timing the 12 kept candidates needs a GPU and a task" in out
 
 
+def test_kernelgen_tune_on_cpu_takes_a_kernel_with_scalars(tmp_path, capsys) -> None:
+    # A float scalar (eps, an optional bound) does not decide which params are multiples of 16: it
+    # needs no value; an integer scalar can, and is given like a size, or named in one clear error.
+    for task_id, sizes in (("rmsnorm_rows", ["M=4096", "N=4096"]), ("clamp_optional", ["N=4096"])):
+        path = tmp_path / f"{task_id}.json"
+        path.write_text(kernel_to_json(golden(task_id)))
+        args = ["tune", str(path), *(a for size in sizes for a in ("--size", size)), "--target", "sm_90", "--jobs", "1"]
+        assert cli_main(args) == 0, task_id
+        assert "pruned for sm_90:" in capsys.readouterr().out
+    path = tmp_path / "dropout.json"
+    path.write_text(kernel_to_json(golden("dropout_residual_layernorm")))
+    args = ["tune", str(path), "--size", "M=64", "--size", "N=64", "--target", "sm_90", "--jobs", "1"]
+    assert cli_main(args) == 2
+    assert "takes the integer scalar seed: give it with --size NAME=VALUE" in capsys.readouterr().err
+    assert cli_main([*args, "--size", "seed=7"]) == 0
+
+
 def bench_relu(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]", "-q",
                            "-p", "no:cacheprovider", "--kg-mode", "cpu", "--kg-shapes", "1", "--wandb", "off", *args],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+from kernelgen.commands import UsageError
 from kernelgen.commands.check import parse_assignments, read_source
 
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     for config in space:
         print(f"  {config.label()}")
     _, checker_pruned = prune(kernel, space)
-    divisible = divisible_params(plan_for_sizes(checked, sizes)) if sizes else ()
+    divisible = divisible_params(plan_for_sizes(checked, sizes, _stand_in_scalars(kernel, sizes))) if sizes else ()
     _, pruned = search(kernel, args.mode, target, None, divisible, args.jobs, space)
     kept = len(space) - len(pruned)
     print(f"pruned for {target}: {len(pruned)} dropped ({len(checker_pruned)} before compiling), {kept} kept")
@@ -64,6 +65,22 @@ def run(args: argparse.Namespace) -> int:
     why = reason if reason is not None else "no --task given (its inputs and reference time and verify the candidates)"
     print(f"timing the {kept} kept candidates needs a GPU and a task: {why}")
     return 0
+
+
+def _stand_in_scalars(kernel, sizes: dict[str, int]) -> dict[str, float]:
+    """A value for each float scalar the kernel takes (eps, a bound): which params are multiples of
+    16, all that compiling needs of the call, does not depend on them. An integer scalar can shape
+    the launch, so it is given with ``--size NAME=VALUE`` like a size."""
+    from kernelgen.lang.generic import FLOAT_DTYPES
+
+    variables = {v.name for v in kernel.dtypes}  # a generic scalar: a float stand-in serves any binding
+    scalars = [i for i in kernel.inputs if i.is_plain and i.shape is None and i.name not in sizes]
+    integers = [i.name for i in scalars if i.dtype not in FLOAT_DTYPES and i.dtype not in variables]
+    if integers:
+        raise UsageError(f"{kernel.name} takes the integer scalar{'s' if len(integers) > 1 else ''} "
+                         f"{', '.join(integers)}: give {'each' if len(integers) > 1 else 'it'} with --size NAME=VALUE",
+                         code="missing_scalar")
+    return {i.name: 0.0 for i in scalars}
 
 
 def _tune_on_gpu(task_id: str, answer: str, sizes: dict[str, int], target: str, mode: str) -> int:
@@ -85,6 +102,7 @@ def _tune_on_gpu(task_id: str, answer: str, sizes: dict[str, int], target: str, 
     print(result.artifacts.get("tuning", "").rstrip())
     if result.tuning is not None and result.timing is not None:
         t = result.tuning
-        print(f"as written: {t.as_written_ms:.4f} ms; tuned: {result.timing.kernel_ms:.4f} ms "
+        written = "not timed" if t.as_written_ms is None else f"{t.as_written_ms:.4f} ms"
+        print(f"as written: {written}; tuned: {result.timing.kernel_ms:.4f} ms "
               f"({result.timing.speedup:.2f}x eager); tuning took {t.seconds:.1f} s")
     return 0
