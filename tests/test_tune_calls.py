@@ -11,7 +11,7 @@ import pytest
 
 from kernelgen.gpu.calls import call_buckets
 from kernelgen.gpu.function import KernelFunction
-from kernelgen.gpu.tune import Config
+from kernelgen.gpu.tune import Config, size_bucket
 from kernelgen.host.wrapper import bind_call
 from kernelgen.lang.parse import kernel_to_json
 from kernelgen.task.case import Case, Settings
@@ -23,19 +23,19 @@ def test_each_listed_call_is_a_bucket_of_its_own_that_the_wrapper_looks_up() -> 
     task = get_task("linear_optional_bias")
     case = Case(task, kernel_to_json(task.golden), Settings(), kernel=task.golden)
     buckets = call_buckets(case)
-    assert [b[0].variant.name for b in buckets] == [v.name for v in task.variants]
-    labels = [b[1] for b in buckets]
+    assert [b.task.variant.name for b in buckets] == [v.name for v in task.variants]
+    labels = [b.label for b in buckets]
     assert len(set(labels)) == len(labels), labels  # f16 with and without a bias, bf16, f32: four choices
     assert all("M=4096" in label and "K=4096" in label for label in labels)
-    assert dict(buckets[3][3].dtypes) == {"T": "f32"} and dict(buckets[1][3].meta)["HAS_BIAS"] == 0
+    assert dict(buckets[3].variant.dtypes) == {"T": "f32"} and dict(buckets[1].variant.meta)["HAS_BIAS"] == 0
     # Each call at the bench sizes finds its own configuration in the wrapper, and no other call's.
     configs = {label: Config((("BLOCK_M", 64), ("BLOCK_N", 64), ("BLOCK_K", 32), ("GROUP_M", 8)), 4, i + 2)
                for i, label in enumerate(labels)}
     function = KernelFunction(task.golden, configs)
-    for call_task, label, *_ in buckets:
-        call = bind_call(task.golden, [], make_inputs(call_task, call_task.bench_sizes, shapes_only=True))
-        assert function.config_for(call) == configs[label]
-    smaller = buckets[0][0]
+    for bucket in buckets:
+        call = bind_call(task.golden, [], make_inputs(bucket.task, bucket.task.bench_sizes, shapes_only=True))
+        assert function.config_for(call) == configs[bucket.label]
+    smaller = buckets[0].task
     call = bind_call(task.golden, [], make_inputs(smaller, {"M": 64, "N": 64, "K": 64}, shapes_only=True))
     assert function.config_for(call) is None  # another size bucket runs as written
 
@@ -46,10 +46,9 @@ def test_every_golden_with_calls_has_a_bucket_per_listed_call() -> None:
     for task in tasks:
         case = Case(task, kernel_to_json(task.golden), Settings(), kernel=task.golden)
         buckets = call_buckets(case)
-        assert [b[0].variant.name for b in buckets] == [v.name for v in task.variants], task.id
-        # Calls that bind the kernel alike (the same dtypes and flags) share a bucket; no others do.
-        kinds = {(b[3], b[1].split(" ")[0]) for b in buckets}
-        assert len({b[1] for b in buckets}) == len(kinds), task.id
+        assert [b.task.variant.name for b in buckets] == [v.name for v in task.variants], task.id
+        # Calls that bind the kernel alike (the same dtypes and flags, sizes) share a bucket; no others do.
+        assert len({b.label for b in buckets}) == len({(b.variant, size_bucket(b.sizes)) for b in buckets})
 
 
 def clamp_fixed_grid():

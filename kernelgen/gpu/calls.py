@@ -24,10 +24,11 @@ the configuration forced and verified, before it is kept, on every size assignme
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kernelgen.lang import nodes as L
-from kernelgen.gpu.tune import Config
+from kernelgen.gpu.tune import Config, Variant
 from kernelgen.task.case import Case
 from kernelgen.errors import Diagnostic, WrongResult
 from kernelgen.gpu.case import (COMPILED_TIMEOUT_S, FLAG_SPEEDUP, REPETITIONS, WARMUP, _eager_times, _to_device,
@@ -169,10 +170,22 @@ def candidate_call_job(task: Task, kernel: L.Kernel, sizes: dict[str, int], seed
                                              AUTOTUNE_WARMUP, prepare))
 
 
-def call_buckets(case: Case) -> list[tuple[Task, str, dict[str, int], Any, tuple[str, ...]]]:
-    """Each listed call at the bench sizes, bound on meta tensors: its task, its bucket's label,
-    the sizes the kernel sees, its :class:`~kernelgen.gpu.tune.Variant`, the integer params its
-    launch specializes. A program of several launches has none (it runs as written)."""
+@dataclass(frozen=True)
+class CallBucket:
+    """One listed call at the bench sizes, bound on meta tensors: its ``task``, its bucket's
+    ``label``, the ``sizes`` the kernel sees, its ``variant`` and the integer params its launch
+    specializes (``divisible``)."""
+
+    task: Task
+    label: str
+    sizes: dict[str, int]
+    variant: Variant
+    divisible: tuple[str, ...]
+
+
+def call_buckets(case: Case) -> list[CallBucket]:
+    """Each listed call's bucket, in order; none for a program of several launches (it runs as
+    written)."""
     from kernelgen.gpu.compile import divisible_params
     from kernelgen.gpu.function import call_bucket
     from kernelgen.gpu.tune import bucket_label
@@ -185,8 +198,8 @@ def call_buckets(case: Case) -> list[tuple[Task, str, dict[str, int], Any, tuple
         if checked.kernel.is_program:
             return []
         sizes, variant = call_bucket(case.kernel, call)
-        buckets.append((task, bucket_label(sizes, variant), sizes, variant,
-                        tuple(divisible_params(plan_launch(checked, call.args)))))
+        buckets.append(CallBucket(task, bucket_label(sizes, variant), sizes, variant,
+                                  tuple(divisible_params(plan_launch(checked, call.args)))))
     return buckets
 
 
@@ -205,7 +218,9 @@ def tune_calls(case: Case) -> None:
     timeout = max(settings.timeout_s, 120.0)
     records: dict[str, dict[str, Any]] = {}
     lines: list[str] = []
-    for task, label, sizes, variant, divisible in buckets:
+    for bucket in buckets:
+        task = bucket.task
+
         def time_candidate(candidate: Candidate, _compiled: Any, task: Task = task) -> float:
             return settings.executor.call(candidate_call_job, task, case.kernel, dict(task.bench_sizes),
                                           settings.seed, candidate.config, timeout=timeout)
@@ -214,12 +229,12 @@ def tune_calls(case: Case) -> None:
             for draw in case_draws(task, candidate.checked, settings.shapes, settings.seed, True):
                 verify_call_gpu(case, task, draw.sizes, draw.extreme, draw.num_sms, candidate.config)
 
-        choice = cached_tune(TuneCache(), case.kernel, gpu_name(settings.target), sizes, mode, settings.target,
-                             time_candidate, verify, divisible, variant)
+        choice = cached_tune(TuneCache(), case.kernel, gpu_name(settings.target), bucket.sizes, mode, settings.target,
+                             time_candidate, verify, bucket.divisible, bucket.variant)
         if choice.config != choice.as_written:
-            case.call_configs[label] = choice.config
-        records[task.variant.name] = {"bucket": label, **choice.record(mode)}
-        lines += [f"call {task.variant.name} (bucket {label}):", *(f"  {line}" for line in choice_lines(choice))]
+            case.call_configs[bucket.label] = choice.config
+        records[task.variant.name] = {"bucket": bucket.label, **choice.record(mode)}
+        lines += [f"call {task.variant.name} (bucket {bucket.label}):", *(f"  {line}" for line in choice_lines(choice))]
     first = next(iter(records.values()))
     # The first call's choice, with the seconds every call's search took (the case's tuning time).
     case.tuning = {**{key: value for key, value in first.items() if key != "bucket"},
