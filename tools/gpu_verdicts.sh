@@ -29,7 +29,7 @@
 # answers about 5 (57 cases, 4 workers: 47 in 240 s with the timed checks, 2026-12-04: the limit is 330 s; 12 workers: 156 s;
 # all four tiers, 178 cases, 2026-12-04: easy and med 326 s with 10 workers, hard and expert 71 cases in two calls, 365 s
 # with 10 workers for 41 and 464 s with 15 for the other 30; the sandbox suite 133 s for 33 of 34, its limit 200 s); the easy tier's goldens about 3 as written; med and hard tuned quick about
-# 4.5 (easy, med and hard together, tuned quick, 12 workers: 371 s for 144 cases, 2026-12-03; 386 s, 2026-12-05; 326 s on an H100, 2026-12-06); the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
+# 4.5 (easy, med and hard together, tuned quick, 12 workers: 371 s for 144 cases, 2026-12-03; 386 s, 2026-12-05; 326 s on an H100, 2026-12-06; since each call of a task with calls is tuned, linear_optional_bias alone takes about 6 minutes, its f32 call's search 100 s: the 18 tasks with calls, 12 workers, 17 in 380 s, H100, 2026-12-06); the expert tier about 4; the TritonBench-T sample (8 workers) about 2. `pytest bench`
 # whole (SUITES=all, 8 workers, KG_TUNE=quick as pytest's default, 2026-12-03): 362 cases in
 # three shards of over 530, 374 and 462 s; shard 1/3 needs two calls (CASES= the rest).
 # Wheels the machine lacks are taken from .whl/ (../shared/tools/gpu-wheels downloads them) and
