@@ -170,13 +170,20 @@ def test_no_code_is_no_kernel(answer: str) -> None:
     (lambda g: changed(g, "scale: float)", "scale: float, extra)"), "entry_signature"),
     (lambda g: changed(g, "y: torch.Tensor, scale: float)", "y: torch.Tensor)"), "entry_signature"),
     (lambda g: changed(g, "scaled_add_kernel[grid](x, y, out, n, factor)", "pass"), "no_launch"),
-    (lambda g: changed(g, "scaled_add_kernel[grid](x, y, out, n, factor)", "scaled_add_kernel(x, y, out, n, factor)"),
-     "no_launch"),
 ])
 def test_missing_kernel_launcher_or_launch(change, code: str) -> None:
     verdict = check_answer(change(GOOD), ENTRY)
     assert verdict.outcome is Outcome.NO_KERNEL
     assert code in [d.code for d in verdict.diagnostics]
+
+
+def test_a_kernel_called_like_a_function_is_no_launch_and_a_refused_use() -> None:
+    # On a GPU the call raises (a @triton.jit function runs only inside a kernel); Triton's
+    # interpreter runs a kernel without language calls: a probe, refused as any other use.
+    answer = changed(GOOD, "scaled_add_kernel[grid](x, y, out, n, factor)", "scaled_add_kernel(x, y, out, n, factor)")
+    verdict = check_answer(answer, ENTRY)
+    assert verdict.outcome is Outcome.FORBIDDEN_CONSTRUCT
+    assert {"no_launch", "kernel_as_value"} <= {d.code for d in verdict.diagnostics}
 
 
 def test_a_launch_in_a_helper_the_launcher_calls_counts() -> None:
@@ -226,6 +233,15 @@ def test_extra_launcher_arguments_with_defaults_and_jit_imported_by_name() -> No
     # torch.cuda's members beyond the allowed calls: the jiterator compiles CUDA C++ from a
     # string and launches it inside torch, where the run-time guard does not look (round 19)
     ("jit = torch.cuda.jiterator._create_jit_fn", "module_as_value"),
+    # What tells Triton's interpreter from a GPU: the kernel object (a JITFunction there, an
+    # InterpretedFunction here) and a launch's result (the compiled kernel there, None here). The
+    # interpreter judges races, so an answer reading them could race on the GPU alone.
+    ("scaled_add_kernel.src", "kernel_as_value"),
+    ("probe = scaled_add_kernel[(1,)](x, y, x, 0, 1.0)", "kernel_as_value"),
+    ("assert scaled_add_kernel[(1,)](x, y, x, 0, 1.0) is None", "kernel_as_value"),
+    ("kernels = {torch.float32: scaled_add_kernel}", "kernel_as_value"),
+    ("print(scaled_add_kernel)", "kernel_as_value"),
+    ("z = hasattr(x, 'shape')", "forbidden_builtin"),
 ])
 def test_escapes_are_forbidden(line: str, code: str) -> None:
     verdict = check_answer(fenced(with_launcher_line(line)), ENTRY)

@@ -27,7 +27,9 @@ In the baseline a model writes Triton Python directly. Before anything runs (in
      (:data:`ALLOWED_TENSOR_METHODS`, ``.shape``, ``.dtype``, ...) and move them to a device,
      but any other torch function (``torch.matmul``, ``F.softmax``), tensor arithmetic or
      comparison, indexing with a tensor, a dtype conversion or a reduction method
-     (``x.sum()``) computes what the kernel should.
+     (``x.sum()``) computes what the kernel should; a jitted kernel used other than launched as a
+     statement (:mod:`kernelgen.baseline.kernel_uses`: a kernel object and a launch's result differ
+     between a GPU and the interpreter that judges races).
 
    Code under ``if __name__ == "__main__":`` never runs in the harness (the answer is imported
    under another name, and ``__name__`` may appear nowhere else), so the import, triton and
@@ -58,6 +60,7 @@ from typing import Any, Iterator
 
 from kernelgen.lang import nodes as L
 from kernelgen.errors import Outcome
+from kernelgen.baseline.kernel_uses import CODE as KERNEL_USE_CODE, RULE as KERNEL_USE_RULE, kernel_uses
 
 ALLOWED_IMPORTS = ("__future__", "math", "typing", "functools", "torch", "torch.nn", "torch.nn.functional",
                    "triton", "triton.language")
@@ -93,8 +96,8 @@ ALLOWED_TRITON_CALLS = frozenset({"triton.jit", "triton.autotune", "triton.heuri
                                   "triton.cdiv", "triton.next_power_of_2"})
 ALLOWED_TRITON_PREFIXES = ("triton.language.", "triton.runtime.driver.")
 FORBIDDEN_BUILTINS = frozenset({"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars",
-                                "getattr", "setattr", "delattr", "breakpoint", "input", "exit", "quit", "help",
-                                "memoryview", "__builtins__", "__loader__", "__spec__", "type"})
+                                "getattr", "hasattr", "setattr", "delattr", "breakpoint", "input", "exit", "quit",
+                                "help", "memoryview", "__builtins__", "__loader__", "__spec__", "type"})
 # Of those, the ones refused as attributes too (builtins.exec): Triton's own values have a .type.
 ATTRIBUTE_BUILTINS = frozenset({"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr",
                                 "setattr", "delattr", "breakpoint"})
@@ -134,6 +137,7 @@ RULES: dict[str, str] = {
                        "([torch.matmul], f(x, op=torch.sum), m = torch): the rules could not follow its calls",
     "module_assignment": "an assignment to an attribute of a module or of what it holds (torch.save = ..., "
                          "torch.Tensor.exp = ...): replacing library functions",
+    KERNEL_USE_CODE: KERNEL_USE_RULE,
     "module_path": "a module reached through an allowed import (from typing import sys, tl.core.builtins, "
                    "torch.os), a name of the interpreter's machinery (sys, modules, ctypes, gc) or a function that "
                    "evaluates strings (typing.get_type_hints)",
@@ -357,6 +361,9 @@ class _Rules:
         self.infer_tensors()
         self.check_torch_compute()
         self.check_kernel_and_launch()
+        inside = self.main_guard_nodes | {id(n) for name in self.jitted for n in ast.walk(self.functions[name])}
+        for node, message in kernel_uses(self.tree, self.jitted, inside):
+            self.report(node, KERNEL_USE_CODE, message)
         return self.found
 
     # -- imports and names -----------------------------------------------------------------

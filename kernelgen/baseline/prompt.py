@@ -30,8 +30,10 @@ def system_prompt() -> str:
         + " to allocate, and the tensor methods " + methods + " (.to() only to move between devices), and read "
         ".shape, .dtype and .device; no other torch function (torch.matmul, torch.softmax, F.*), no tensor "
         "arithmetic, comparison or indexing with tensors, no dtype conversion;",
-        "- eval, exec, compile, open, getattr, type and similar builtins, attributes with double underscores, and "
-        "any use of os, sys, subprocess or the network;",
+        "- eval, exec, compile, open, getattr, hasattr, type and similar builtins, attributes with double "
+        "underscores, and any use of os, sys, subprocess or the network;",
+        "- a @triton.jit kernel used other than launched as a statement, kernel[grid](...): no reading its "
+        "attributes or the launch's result, no passing it to a function or storing it;",
         "- a module, or a torch or triton function, held as a value (in a list, a default argument, a variable) "
         "instead of called where it is named, and assigning to a library's members.",
         "The same limits on PyTorch hold while the code runs: a torch call outside them stops the run.",
