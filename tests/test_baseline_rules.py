@@ -177,6 +177,12 @@ def test_missing_kernel_launcher_or_launch(change, code: str) -> None:
     assert code in [d.code for d in verdict.diagnostics]
 
 
+def test_a_kernel_nested_in_the_launcher_is_only_launched_too() -> None:
+    verdict = check_answer(fenced(with_launcher_line("@triton.jit\n    def probe():\n        pass\n    probe.src")), ENTRY)
+    assert verdict.outcome is Outcome.FORBIDDEN_CONSTRUCT
+    assert [(d.code, d.line) for d in verdict.diagnostics] == [("kernel_as_value", 22)]
+
+
 def test_a_kernel_called_like_a_function_is_no_launch_and_a_refused_use() -> None:
     # On a GPU the call raises (a @triton.jit function runs only inside a kernel); Triton's
     # interpreter runs a kernel without language calls: a probe, refused as any other use.
@@ -241,6 +247,7 @@ def test_extra_launcher_arguments_with_defaults_and_jit_imported_by_name() -> No
     ("assert scaled_add_kernel[(1,)](x, y, x, 0, 1.0) is None", "kernel_as_value"),
     ("kernels = {torch.float32: scaled_add_kernel}", "kernel_as_value"),
     ("print(scaled_add_kernel)", "kernel_as_value"),
+    ("probe = triton.jit(scaled_add)", "kernel_as_value"),  # a kernel made by a call, not a decorator
     ("z = hasattr(x, 'shape')", "forbidden_builtin"),
 ])
 def test_escapes_are_forbidden(line: str, code: str) -> None:

@@ -361,8 +361,7 @@ class _Rules:
         self.infer_tensors()
         self.check_torch_compute()
         self.check_kernel_and_launch()
-        inside = self.main_guard_nodes | {id(n) for name in self.jitted for n in ast.walk(self.functions[name])}
-        for node, message in kernel_uses(self.tree, self.jitted, inside):
+        for node, message in kernel_uses(self.tree, self.is_jit, self.main_guard_nodes):
             self.report(node, KERNEL_USE_CODE, message)
         return self.found
 

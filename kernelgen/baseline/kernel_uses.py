@@ -8,14 +8,16 @@ returns None. The interpreter judges races and out-of-bounds accesses in CPU mod
 mode's second look (:func:`kernelgen.baseline.ablation._in_the_interpreter`), so an answer reading
 either (``try: kernel.src``, ``if kernel[grid](...) is not None``) could race on the GPU and show
 the interpreter an honest path. A kernel passed to a function or stored (a dict of kernels by
-dtype) can be read there, so only the launch is allowed; calls between kernels, inside jitted
-code, are device calls and stay allowed, as does the code under ``if __name__ == "__main__":``.
+dtype) can be read there, so only the launch is allowed, of kernels defined anywhere (a kernel
+nested in the launcher too), and a kernel is made by decorating, not by calling ``triton.jit``
+(whose result a name would hold unseen); calls between kernels, inside jitted code, are device
+calls and stay allowed, as does the code under ``if __name__ == "__main__":``.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Collection, Iterator
+from typing import Callable, Collection, Iterator
 
 CODE = "kernel_as_value"
 RULE = ("a @triton.jit kernel used other than launched as a statement, kernel[grid](...): its attributes, a "
@@ -23,13 +25,27 @@ RULE = ("a @triton.jit kernel used other than launched as a statement, kernel[gr
         "interpreter)")
 
 
-def kernel_uses(tree: ast.Module, jitted: Collection[str], skipped: Collection[int]) -> Iterator[tuple[ast.AST, str]]:
-    """Each use of a jitted kernel's name (``jitted``) other than a launch statement, outside the
-    nodes ``skipped`` (jitted bodies, the main guard's code, by ``id``), with what it does."""
+def kernel_uses(tree: ast.Module, is_jit: Callable[[ast.AST], bool],
+                skipped: Collection[int]) -> Iterator[tuple[ast.AST, str]]:
+    """Each use of a jitted kernel (a function anywhere whose decorator ``is_jit``) other than a
+    launch statement, and each kernel made by calling ``triton.jit`` rather than decorating with
+    it, outside the nodes ``skipped`` (the main guard's code, by ``id``) and the kernels' own
+    bodies, with what it does."""
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    kernels = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and any(is_jit(d) for d in f.decorator_list)]
+    names = {f.name for f in kernels}
+    inside = set(skipped) | {id(n) for f in kernels for n in ast.walk(f)}
+    decorators = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  for d in f.decorator_list for n in ast.walk(d)}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Name) and node.id in jitted and isinstance(node.ctx, ast.Load)) \
-                or id(node) in skipped:
+        if id(node) in inside:
+            continue
+        if isinstance(node, ast.Call) and id(node) not in decorators and is_jit(node.func):
+            yield node, ("triton.jit called as a function: decorate the kernel with @triton.jit (a kernel held as a "
+                         "value differs between a GPU and Triton's interpreter)")
+            continue
+        if not (isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)):
             continue
         subscript = parents.get(id(node))
         call = parents.get(id(subscript))
