@@ -50,10 +50,10 @@ def compiled_for_call(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], ta
     from kernelgen.gpu.compile import compile_kernel, divisible_params
     from kernelgen.host.plan import plan_launch
 
-    call, checked = bound_call(task, kernel, make_inputs(task, sizes, seed, shapes_only=True),
-                               None if config is None else dict(config.meta))
-    return compile_kernel(checked, target=target, num_warps=None if config is None else config.num_warps,
-                          num_stages=None if config is None else config.num_stages,
+    meta, warps, stages = (None, None, None) if config is None else \
+        (dict(config.meta), config.num_warps, config.num_stages)
+    call, checked = bound_call(task, kernel, make_inputs(task, sizes, seed, shapes_only=True), meta)
+    return compile_kernel(checked, target=target, num_warps=warps, num_stages=stages,
                           divisible_by_16=divisible_params(plan_launch(checked, call.args)))
 
 
