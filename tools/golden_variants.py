@@ -17,7 +17,10 @@ no dot is software-pipelined only with its own), ``loadK=HINT`` the cache hint o
 order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``), ``literal=N,M`` (``literal=*``:
 every size) writes those sizes into the bodies as the task's bench sizes (compiled for exact
 sizes, as Inductor's static shapes are: such a variant is wrong at other sizes, so time it with
-``tools/inductor_kernels.py``, which does not verify, not with pytest), ``divide=reciprocal``
+``tools/inductor_kernels.py``, which does not verify, not with pytest), ``grid=swap`` swaps
+the grid's first two axes (and the body's ``program_id``/``num_programs`` axes 0 and 1 with them), so
+that consecutive programs walk the other axis: the launch order of a 2-D pointwise tiling,
+rows first or columns first, is not something the tuner searches; ``divide=reciprocal``
 multiplies by a reciprocal where the golden divides an f32 tile by a literal, a scalar or a
 smaller tile broadcast over it.
 ``+`` starts the next task.
@@ -102,6 +105,19 @@ def _reciprocal(golden: dict) -> int:
     return count
 
 
+def _swap_grid(launch: dict) -> None:
+    """Swap a launch's first two grid axes and the body's axis 0 and 1 program ids with them."""
+    grid = launch.get("grid") or []
+    if len(grid) < 2:
+        raise SystemExit(f"grid=swap: launch {launch.get('name')!r} has a one-axis grid")
+    grid[0], grid[1] = grid[1], grid[0]
+    for op in ("program_id", "num_programs"):
+        for node in _nodes(launch["body"], op, []):
+            axis = node.get("axis", 0)
+            if axis in (0, 1):
+                node["axis"] = 1 - axis
+
+
 def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) -> dict:
     """The golden with the spec's changes (see the module docstring)."""
     launches = golden.get("launches") or [golden]
@@ -118,6 +134,9 @@ def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) ->
         elif name == "divide" and value == "reciprocal":
             if not _reciprocal(golden):
                 raise SystemExit(f"{item!r}: the golden divides no f32 tile by a literal, a scalar or a broadcast tile")
+        elif name == "grid" and value == "swap":
+            for launch in launches:
+                _swap_grid(launch)
         elif name in ("warps", "stages"):
             for launch in launches:
                 launch["num_" + name] = int(value)
