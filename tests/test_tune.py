@@ -266,6 +266,26 @@ def test_kernelgen_tune_on_cpu_takes_a_kernel_with_scalars(tmp_path, capsys) -> 
     assert cli_main([*args, "--size", "seed=7"]) == 0
 
 
+def test_kernelgen_tune_on_cpu_prunes_each_call_of_a_task(tmp_path, capsys) -> None:
+    # A task with calls is tuned call by call: with --task the listing prunes each call's bucket
+    # (its dtype binding, presence flags, sizes), as the benchmark does; without it, a generic
+    # kernel's listing says which binding it compiled.
+    task = get_task("clamp_optional")
+    path = tmp_path / "clamp.json"
+    path.write_text(kernel_to_json(task.golden))
+    args = ["tune", str(path), "--size", "N=4096", "--target", "sm_90", "--jobs", "1", "--mode", "quick"]
+    assert cli_main([*args, "--task", "clamp_optional"]) == 0
+    out = capsys.readouterr().out
+    calls = [line for line in out.splitlines() if line.startswith("call ")]
+    assert [line.split()[1] for line in calls] == [v.name for v in task.variants]
+    assert all("N=4096" in line and ": pruned for sm_90:" in line for line in calls), calls
+    assert "timing each call's kept candidates needs a GPU" in out
+    generic = tmp_path / "log1p.json"
+    generic.write_text(kernel_to_json(golden("log1p_generic")))
+    assert cli_main(["tune", str(generic), "--size", "N=4096", "--target", "sm_90", "--jobs", "1"]) == 0
+    assert "log1p_generic is generic: compiled with its first dtype binding (" in capsys.readouterr().out
+
+
 def bench_relu(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "bench/easy/test_easy.py::test_pipeline[relu]", "-q",
                            "-p", "no:cacheprovider", "--kg-mode", "cpu", "--kg-shapes", "1", "--wandb", "off", *args],

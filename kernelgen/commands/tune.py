@@ -7,6 +7,11 @@ GPU, with ``--task`` (whose inputs and reference the candidates are timed and ve
 it then times the candidates at the sizes given (default: the task's bench sizes), verifies
 the fastest like the benchmark does and prints the choice; without a GPU it says that timing
 needs one and exits 0.
+
+A task with calls (``variants``: dtypes, optional tensors, choices) is tuned call by call
+(:mod:`kernelgen.gpu.calls`), and what fits one call need not fit another (an f32 call's tiles
+take twice an f16 call's shared memory): with ``--task`` the listing prunes each call's
+bucket as the benchmark does, so it shows what each call keeps.
 """
 
 from __future__ import annotations
@@ -55,6 +60,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"search space ({args.mode}): {len(space)} configurations, the as-written one first")
     for config in space:
         print(f"  {config.label()}")
+    why = reason if reason is not None else "no --task given (its inputs and reference time and verify the candidates)"
+    task = None if args.task is None else _task(args.task, sizes)
+    if task is not None and task.variants:
+        _list_calls(task, answer, kernel, target, args.mode, args.jobs, space)
+        print(f"timing each call's kept candidates needs a GPU: {why}")
+        return 0
+    if kernel.dtypes:
+        binding = ", ".join(f"{v.name}={v.of[0]}" for v in kernel.dtypes if getattr(v, "of", None))
+        print(f"{kernel.name} is generic: compiled with its first dtype binding ({binding}); "
+              "--task ID prunes for each of a task's calls")
     _, checker_pruned = prune(kernel, space)
     divisible = divisible_params(plan_for_sizes(checked, sizes, _stand_in_scalars(kernel, sizes))) if sizes else ()
     _, pruned = search(kernel, args.mode, target, None, divisible, args.jobs, space)
@@ -62,9 +77,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"pruned for {target}: {len(pruned)} dropped ({len(checker_pruned)} before compiling), {kept} kept")
     for line in describe([], pruned):
         print(line)
-    why = reason if reason is not None else "no --task given (its inputs and reference time and verify the candidates)"
     print(f"timing the {kept} kept candidates needs a GPU and a task: {why}")
     return 0
+
+
+def _task(task_id: str, sizes: dict[str, int]):
+    """The task, its bench sizes overridden by ``--size``."""
+    from kernelgen.task.spec import get_task
+
+    task = get_task(task_id)
+    return task.model_copy(update={"bench_sizes": {**task.bench_sizes, **sizes}}) if sizes else task
+
+
+def _list_calls(task, answer: str, kernel, target: str, mode: str, jobs: int | None, space) -> None:
+    """Each listed call's bucket pruned and compiled as the benchmark tunes it (its dtype binding,
+    presence flags and choices, the params that are multiples of 16 at its sizes)."""
+    from kernelgen.gpu.calls import call_buckets
+    from kernelgen.gpu.tune import describe, prune, search
+    from kernelgen.task.case import Case, Settings
+
+    for bucket in call_buckets(Case(task, answer, Settings(), kernel=kernel)):
+        _, checker_pruned = prune(kernel, space, bucket.variant)
+        _, pruned = search(kernel, mode, target, None, bucket.divisible, jobs, space, bucket.variant)
+        print(f"call {bucket.task.variant.name} ({bucket.label}): pruned for {target}: {len(pruned)} dropped "
+              f"({len(checker_pruned)} before compiling), {len(space) - len(pruned)} kept")
+        for line in describe([], pruned):
+            print(line)
 
 
 def _stand_in_scalars(kernel, sizes: dict[str, int]) -> dict[str, float]:
@@ -88,11 +126,8 @@ def _tune_on_gpu(task_id: str, answer: str, sizes: dict[str, int], target: str, 
     from kernelgen.gpu.devices import executor_env, worker_gpu
     from kernelgen.gpu.executor import Executor
     from kernelgen.harness.pipeline import Settings, evaluate_answer
-    from kernelgen.task.spec import get_task
 
-    task = get_task(task_id)
-    if sizes:
-        task = task.model_copy(update={"bench_sizes": {**task.bench_sizes, **sizes}})
+    task = _task(task_id, sizes)
     with Executor(env=executor_env(worker_gpu())) as executor:
         result = evaluate_answer(task, answer, Settings(target=target, gpu=True, executor=executor, tune=mode))
     if not result.ok:
