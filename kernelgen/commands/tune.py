@@ -17,9 +17,15 @@ bucket as the benchmark does, so it shows what each call keeps.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Sequence
 
 from kernelgen.commands import UsageError
 from kernelgen.commands.check import parse_assignments, read_source
+
+if TYPE_CHECKING:
+    from kernelgen.gpu.tune import Config
+    from kernelgen.lang import nodes as L
+    from kernelgen.task.spec import Task
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _task(task_id: str, sizes: dict[str, int]):
+def _task(task_id: str, sizes: dict[str, int]) -> Task:
     """The task, its bench sizes overridden by ``--size``."""
     from kernelgen.task.spec import get_task
 
@@ -89,7 +95,8 @@ def _task(task_id: str, sizes: dict[str, int]):
     return task.model_copy(update={"bench_sizes": {**task.bench_sizes, **sizes}}) if sizes else task
 
 
-def _list_calls(task, answer: str, kernel, target: str, mode: str, jobs: int | None, space) -> None:
+def _list_calls(task: Task, answer: str, kernel: L.Kernel, target: str, mode: str, jobs: int | None,
+                space: Sequence[Config]) -> None:
     """Each listed call's bucket pruned and compiled as the benchmark tunes it (its dtype binding,
     presence flags and choices, the params that are multiples of 16 at its sizes)."""
     from kernelgen.gpu.calls import call_buckets
