@@ -23,7 +23,7 @@ from kernelgen.commands import UsageError
 from kernelgen.commands.check import parse_assignments, read_source
 
 if TYPE_CHECKING:
-    from kernelgen.gpu.tune import Config
+    from kernelgen.gpu.tune import Config, Variant
     from kernelgen.lang import nodes as L
     from kernelgen.task.spec import Task
 
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from kernelgen.host.plan import plan_for_sizes
     from kernelgen.lang.parse import parse_kernel
     from kernelgen.gpu.devices import gpu_unavailable_reason
-    from kernelgen.gpu.tune import describe, prune, search, search_space
+    from kernelgen.gpu.tune import NO_VARIANT, search_space
+    from kernelgen.lang.generic import bindings, describe as describe_binding
 
     answer = read_source(args.file)
     kernel = parse_kernel(answer)
@@ -73,16 +74,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"timing each call's kept candidates needs a GPU: {why}")
         return 0
     if kernel.dtypes:
-        binding = ", ".join(f"{v.name}={v.of[0]}" for v in kernel.dtypes if getattr(v, "of", None))
-        print(f"{kernel.name} is generic: compiled with its first dtype binding ({binding}); "
+        default = describe_binding(bindings(kernel)[0])
+        print(f"{kernel.name} is generic: compiled with its first dtype binding ({default}); "
               "--task ID prunes for each of a task's calls")
-    _, checker_pruned = prune(kernel, space)
     divisible = divisible_params(plan_for_sizes(checked, sizes, _stand_in_scalars(kernel, sizes))) if sizes else ()
-    _, pruned = search(kernel, args.mode, target, None, divisible, args.jobs, space)
-    kept = len(space) - len(pruned)
-    print(f"pruned for {target}: {len(pruned)} dropped ({len(checker_pruned)} before compiling), {kept} kept")
-    for line in describe([], pruned):
-        print(line)
+    kept = _list_pruned("", kernel, target, args.mode, args.jobs, space, divisible, NO_VARIANT)
     print(f"timing the {kept} kept candidates needs a GPU and a task: {why}")
     return 0
 
@@ -100,16 +96,26 @@ def _list_calls(task: Task, answer: str, kernel: L.Kernel, target: str, mode: st
     """Each listed call's bucket pruned and compiled as the benchmark tunes it (its dtype binding,
     presence flags and choices, the params that are multiples of 16 at its sizes)."""
     from kernelgen.gpu.calls import call_buckets
-    from kernelgen.gpu.tune import describe, prune, search
     from kernelgen.task.case import Case, Settings
 
     for bucket in call_buckets(Case(task, answer, Settings(), kernel=kernel)):
-        _, checker_pruned = prune(kernel, space, bucket.variant)
-        _, pruned = search(kernel, mode, target, None, bucket.divisible, jobs, space, bucket.variant)
-        print(f"call {bucket.task.variant.name} ({bucket.label}): pruned for {target}: {len(pruned)} dropped "
-              f"({len(checker_pruned)} before compiling), {len(space) - len(pruned)} kept")
-        for line in describe([], pruned):
-            print(line)
+        _list_pruned(f"call {bucket.task.variant.name} ({bucket.label}): ", kernel, target, mode, jobs, space,
+                     bucket.divisible, bucket.variant)
+
+
+def _list_pruned(prefix: str, kernel: L.Kernel, target: str, mode: str, jobs: int | None, space: Sequence[Config],
+                 divisible: Sequence[str], variant: Variant) -> int:
+    """Prune and compile ``space`` for one binding of the kernel, print what is dropped and why;
+    returns how many candidates are kept."""
+    from kernelgen.gpu.tune import describe, prune, search
+
+    _, checker_pruned = prune(kernel, space, variant)
+    _, pruned = search(kernel, mode, target, None, divisible, jobs, space, variant)
+    kept = len(space) - len(pruned)
+    print(f"{prefix}pruned for {target}: {len(pruned)} dropped ({len(checker_pruned)} before compiling), {kept} kept")
+    for line in describe([], pruned):
+        print(line)
+    return kept
 
 
 def _stand_in_scalars(kernel, sizes: dict[str, int]) -> dict[str, float]:
