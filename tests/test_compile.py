@@ -118,6 +118,20 @@ def test_hints_vectorize_loads_of_offsets_wrapped_with_rem() -> None:
     assert accesses[True] == {"ld.global.cg.v4.b32", "st.global.L1::evict_last.L2::cache_hint.v4.b32"}
 
 
+def test_offsets_taken_mod_a_param_specialized_as_divisible_vectorize_without_a_hint() -> None:
+    """A param specialized as ``divisible_by_16`` is a nonzero multiple of 16, so ``x rem N``
+    needs no guard for N = 0; the guard's selects hid N's divisibility from Triton's axis
+    analysis, and a column gathered by a flat offset (Inductor's ``offs % N``) loaded one
+    element at a time. Unspecialized, the guard stays (division by zero gives 0)."""
+    checked = check(Kernel.model_validate(wrapped_copy(False)))
+    specialized = compile_kernel(checked, "sm_90", divisible_by_16=["N"], in_process=True, cache=False)
+    assert set(re.findall(r"(?:ld|st)\.global[.:\w]*", specialized.ptx)) == {
+        "ld.global.cg.v4.b32", "st.global.L1::evict_last.L2::cache_hint.v4.b32"}
+    assert re.findall(r"arith\.select|arith\.remsi", specialized.ttir) == ["arith.remsi"]
+    plain = compile_kernel(checked, "sm_90", in_process=True, cache=False)
+    assert re.findall(r"arith\.select|arith\.remsi", plain.ttir) == ["arith.select", "arith.remsi", "arith.select"]
+
+
 def test_num_stages_defaults_to_the_kernel_and_a_loop_keeps_its_own() -> None:
     checked = checked_case("staged_row_sums")
     compiled = compile_kernel(checked, "sm_90", in_process=True, cache=False)
@@ -125,10 +139,12 @@ def test_num_stages_defaults_to_the_kernel_and_a_loop_keeps_its_own() -> None:
     assert compile_kernel(checked, "sm_90", num_stages=1, in_process=True, cache=False).metadata["num_stages"] == 1
 
 
-def test_divisible_params_are_the_integer_params_that_are_multiples_of_16() -> None:
+def test_divisible_params_are_the_integer_params_that_are_nonzero_multiples_of_16() -> None:
     checked = vadd()
     assert divisible_params(plan_for_sizes(checked, {"N": 4096})) == ("N",)
     assert divisible_params(plan_for_sizes(checked, {"N": 1000})) == ()
+    # 0 is a multiple of 16, but a specialized param is divided by without a guard for zero
+    assert divisible_params(plan_for_sizes(checked, {"N": 0})) == ()
 
 
 def test_num_warps_defaults_to_the_kernel_and_can_be_overridden() -> None:

@@ -7,6 +7,7 @@ a kernel that needs global scratch) and the AST pipeline against the interpreter
 from __future__ import annotations
 
 import ctypes
+import json
 import math
 import os
 import re
@@ -258,6 +259,9 @@ def test_a_param_specialized_as_divisible_by_16_must_be() -> None:
     with pytest.raises(LaunchError) as info:
         pack_arguments(params, [0x1000, 1000], divisible_by_16={"n"})
     assert info.value.code == "specialization_mismatch"
+    with pytest.raises(LaunchError, match="not a nonzero multiple of 16") as info:
+        pack_arguments(params, [0x1000, 0], divisible_by_16={"n"})
+    assert info.value.code == "specialization_mismatch"
     with pytest.raises(LaunchError, match="takes 2 arguments"):
         pack_arguments(params, [0x1000])
 
@@ -339,6 +343,52 @@ def test_run_matches_the_interpreter_on_the_gpu(example: str, sizes: list[str], 
     printed = capsys.readouterr().out
     assert status == 0, printed
     assert all(line.split(": ")[1] == "ok" for line in printed.strip().splitlines())
+
+
+def _op(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"op": kind, **fields}
+
+
+# Integer division of signed values by a size, and a gather by a flat offset mod that size
+# (Inductor's ``w[offs % N]``), each stored under the mask.
+DIVIDE_BY_SIZE = {
+    "name": "divide_by_size",
+    "inputs": [{"name": "x", "dtype": "i32", "shape": ["L"]}, {"name": "w", "dtype": "f32", "shape": ["N"]}],
+    "outputs": [{"name": name, "dtype": "f32" if name == "g" else "i32", "shape": ["L"]} for name in "qrcg"],
+    "params": [{"name": n} for n in ("x", "w", "q", "r", "c", "g", "L", "N")],
+    "meta": [{"name": "B", "value": 256}],
+    "grid": [_op("cdiv", lhs="L", rhs="B")],
+    "body": [
+        {"op": "let", "name": "offs", "value": _op("add", lhs=_op("mul", lhs=_op("program_id"), rhs="B"),
+                                                    rhs=_op("arange", size="B"))},
+        {"op": "let", "name": "m", "value": _op("lt", lhs="offs", rhs="L")},
+        {"op": "let", "name": "v", "value": _op("load", ptr=_op("add", lhs="x", rhs="offs"), mask="m")},
+        *({"op": "store", "ptr": _op("add", lhs=out, rhs="offs"), "value": _op(kind, lhs="v", rhs="N"), "mask": "m"}
+          for out, kind in (("q", "idiv"), ("r", "rem"), ("c", "cdiv"))),
+        {"op": "store", "ptr": _op("add", lhs="g", rhs="offs"), "mask": "m",
+         "value": _op("load", ptr=_op("add", lhs="w", rhs=_op("rem", lhs="offs", rhs="N")), mask="m")},
+    ],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [16, 48, 4096])
+def test_division_by_a_param_specialized_as_divisible_agrees_with_the_interpreter(n: int) -> None:
+    """A param specialized as divisible by 16 is divided by without the guard for zero (it is
+    a nonzero multiple of 16): quotients, remainders and ceilings of negative and positive
+    values, and the gather mod N, as the interpreter has them, and as the unspecialized build."""
+    from kernelgen.gpu.launch import run_on_gpu
+
+    checked = check(parse_kernel(json.dumps(DIVIDE_BY_SIZE)))
+    gen = torch.Generator().manual_seed(n)
+    args = {"x": torch.randint(-(1 << 20), 1 << 20, (5003,), dtype=torch.int32, generator=gen),
+            "w": torch.randn(n, generator=gen)}
+    expected = interpret(checked, args)
+    for divisible in (("N",), ()):
+        compiled = compile_kernel(checked, target=f"sm_{this_gpu_arch()}", divisible_by_16=divisible)
+        actual = run_on_gpu(compiled, checked, args, to_cpu=True)
+        for name in "qrcg":
+            assert torch.equal(actual[name], expected[name]), (divisible, name)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-stages", type=int, default=None, metavar="N",
                         help="software pipelining stages (default: the kernel's num_stages)")
     parser.add_argument("--divisible-by-16", action="append", default=[], metavar="PARAM",
-                        help="specialize on this integer param being a multiple of 16 (vectorizes masked "
-                             "accesses; the kernel is then wrong for other values)")
+                        help="specialize on this integer param being a nonzero multiple of 16 (vectorizes masked "
+                             "accesses and offsets taken mod it; the kernel is then wrong for other values)")
     parser.add_argument("--facts", action="store_true",
                         help="print the compiler's facts about the kernel instead of a stage's output")
     parser.add_argument("--launch", type=int, default=None, metavar="I",

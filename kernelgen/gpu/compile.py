@@ -22,8 +22,8 @@ not flush denormals to zero (``enable_reflect_ftz=False``).
 
 Masked accesses are vectorized only where Triton can prove the mask constant over groups of
 lanes, which needs the bound (``offsets < n``) to be a multiple of 16: pass the integer params
-known to be such as ``divisible_by_16`` (see :func:`divisible_params`), as Triton specializes
-its own arguments. The cache keys on it; a launcher must pick the variant that fits its values.
+known to be such (and nonzero) as ``divisible_by_16`` (see :func:`divisible_params`), as Triton
+specializes its own arguments. The cache keys on it; a launcher must pick the variant that fits its values.
 """
 
 from __future__ import annotations
@@ -151,11 +151,12 @@ def resolve_options(checked: CheckedKernel, target: str | None, num_warps: int |
 
 
 def divisible_params(plan: LaunchPlan) -> tuple[str, ...]:
-    """The integer params whose values in this launch are multiples of 16: a kernel compiled
-    with them as ``divisible_by_16`` is valid for this launch and vectorizes masked accesses."""
+    """The integer params whose values in this launch are nonzero multiples of 16: a kernel
+    compiled with them as ``divisible_by_16`` is valid for this launch, vectorizes masked
+    accesses, and divides by them without a guard for zero (which would hide their divisibility)."""
     return tuple(binding.name for binding, value in zip(plan.checked.params, plan.param_values)
                  if binding.tensor is None and binding.type.dtype in ("i32", "i64")
-                 and isinstance(value, int) and value % 16 == 0 and not device_dependent(binding.value))
+                 and isinstance(value, int) and value and value % 16 == 0 and not device_dependent(binding.value))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,7 +427,7 @@ def compile_kernel(checked: CheckedKernel, target: str | None = None, num_warps:
     ``sm_90``; default: the GPU present, else sm_90).
 
     ``num_warps`` and ``num_stages`` default to the kernel's own; ``divisible_by_16`` names integer params whose
-    values are multiples of 16 (a specialization, see :func:`divisible_params`). Compiling
+    values are nonzero multiples of 16 (a specialization, see :func:`divisible_params`). Compiling
     happens in this process's worker (one job at a time), or with ``in_process=True`` in the
     calling thread, which must then be the only one compiling (output capture is per process).
     Results are cached on disk (``cache_dir``, else ``compile/`` in ``$KERNELGEN_CACHE_DIR``,

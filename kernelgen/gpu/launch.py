@@ -179,16 +179,16 @@ def _aligned(name: str, address: int) -> ctypes.c_uint64:
 def pack_arguments(params: Sequence[KernelParameter], values: Sequence[Any],
                    divisible_by_16: Collection[str] = ()) -> list[ctypes._SimpleCData]:
     """The user's arguments of a kernel, each at its parameter's width (scratch not included).
-    Params in ``divisible_by_16`` must be multiples of 16: the kernel was specialized on it."""
+    Params in ``divisible_by_16`` must be nonzero multiples of 16: the kernel was specialized on it."""
     names = [p.name for p in params]
     if len(params) != len(values):
         raise LaunchError(Diagnostic("", "bad_argument", f"the kernel takes {len(params)} arguments {names}, "
                                                          f"got {len(values)}"))
     for name, value in zip(names, values):
-        if name in divisible_by_16 and int(value) % DIVISIBILITY:
+        if name in divisible_by_16 and (int(value) % DIVISIBILITY or not int(value)):
             raise LaunchError(Diagnostic("", "specialization_mismatch",
-                                         f"param {name} = {value} is not a multiple of {DIVISIBILITY}, but the "
-                                         "kernel was compiled assuming it is (divisible_by_16)"))
+                                         f"param {name} = {value} is not a nonzero multiple of {DIVISIBILITY}, but "
+                                         "the kernel was compiled assuming it is (divisible_by_16)"))
     return [pack_pointer(p.name, value) if p.kind == "ptr" else pack_scalar(p.name, p.dtype, value)
             for p, value in zip(params, values)]
 

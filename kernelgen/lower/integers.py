@@ -29,7 +29,11 @@ class IntegerLowering:
             predicate = predicate.replace("S", "U")
         return getattr(b, f"create_icmp{predicate}")(a, c)
 
-    def int_arith(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
+    def int_arith(self, op: str, a: Any, c: Any, t: ValueType, nonzero_divisor: bool = False) -> Any:
+        """``nonzero_divisor``: ``c`` is a param the kernel is specialized on being a nonzero
+        multiple of 16, so a division needs no guard; the guard's selects would hide the
+        divisor's divisibility from Triton's axis analysis, and ``offs % N`` (a column gathered
+        by a flat offset, Inductor's form) would load one element at a time."""
         b = self.builder
         simple = {"add": b.create_add, "sub": b.create_sub, "mul": b.create_mul}
         if op in ("maximum", "minimum"):
@@ -38,6 +42,10 @@ class IntegerLowering:
         divide, remainder = (b.create_udiv, b.create_urem) if unsigned else (b.create_sdiv, b.create_srem)
         if op in simple:
             return simple[op](a, c)
+        if nonzero_divisor:
+            if op == "cdiv":
+                a = b.create_sub(b.create_add(a, c), self.constant(1, t.dtype, t.shape))
+            return remainder(a, c) if op == "rem" else divide(a, c)
         zero = self.constant(0, t.dtype, t.shape)
         divisor_is_zero = b.create_icmpEQ(c, zero)
         divisor = b.create_select(divisor_is_zero, self.constant(1, t.dtype, t.shape), c)

@@ -86,9 +86,10 @@ from kernelgen.lower.reduce import ReductionLowering, wide_dtype
 
 
 # Every pointer argument is 16-byte aligned (torch allocations are), and integer parameters
-# named in ``divisible_by_16`` are multiples of 16 (Triton's own specialization of such
-# arguments): with this attribute Triton's axis analysis proves contiguous accesses aligned,
-# and masks like ``offsets < n`` constant over groups of lanes, and vectorizes loads and stores.
+# named in ``divisible_by_16`` are nonzero multiples of 16 (Triton's own specialization of such
+# arguments, without 0, so that dividing by one needs no guard): with this attribute Triton's
+# axis analysis proves contiguous accesses aligned, masks like ``offsets < n`` constant over
+# groups of lanes and ``offsets % n`` contiguous, and vectorizes loads and stores.
 DIVISIBILITY = 16
 
 
@@ -394,7 +395,9 @@ class _Lowering(MemoryLowering, ReductionLowering, ControlLowering, IntegerLower
             return lower_bit_op(self.builder, e.op, a, c, dtype, t.shape, self.constant)
         if dtype in FLOAT_DTYPES:
             return self.float_arith(e.op, a, c, operands)
-        return self.int_arith(e.op, a, c, operands)
+        # names are never rebound: a name of a specialized param is that param
+        specialized = isinstance(e.rhs, str) and e.rhs in self.divisible_by_16
+        return self.int_arith(e.op, a, c, operands, nonzero_divisor=specialized)
 
     def float_arith(self, op: str, a: Any, c: Any, t: ValueType) -> Any:
         b = self.builder
@@ -659,7 +662,7 @@ def lower(checked: CheckedKernel, divisible_by_16: Collection[str] = ()) -> Lowe
     """Build and verify the TTIR module of a checked kernel.
 
     ``divisible_by_16`` names integer parameters whose values the caller guarantees to be
-    multiples of 16 (a specialization: the kernel is wrong for other values).
+    nonzero multiples of 16 (a specialization: the kernel is wrong for other values).
 
     Raises :class:`LoweringError` with the AST path of the node at fault when the builder
     fails or MLIR's verifier rejects the module.
