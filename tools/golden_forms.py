@@ -13,6 +13,7 @@ as a row), with their block sizes and warps as arguments.
     python tools/golden_forms.py --out /tmp/variants linear-gelu 1 128 256 64 8 3
     python tools/golden_forms.py --out /tmp/variants maxpool-flat 1 512 8 1
     python tools/golden_forms.py --out /tmp/variants prelu-flat 1 1024 4
+    python tools/golden_forms.py --out /tmp/variants glu-flat 1 1024 4
     python tools/golden_forms.py --out /tmp/variants gemv-row-x 1 4 256 4
     python tools/golden_forms.py --out /tmp/variants row-mean-rows 1 8 256 4
     python tools/golden_forms.py --out /tmp/variants avgpool-flat 1 512 8 1
@@ -23,8 +24,8 @@ as a row), with their block sizes and warps as arguments.
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
 ``linear-bias K BM BN BK WARPS STAGES``: linear_f16's form with linear_optional_bias's bias
 epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
-``maxpool-flat K BLOCK WARPS EVICT_LAST`` and ``prelu-flat K BLOCK WARPS``: Inductor's
-flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
+``maxpool-flat K BLOCK WARPS EVICT_LAST``, ``prelu-flat K BLOCK WARPS`` and ``glu-flat K BLOCK WARPS``
+(glu_halves): Inductor's flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
 BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean; ``avgpool-flat BLOCK WARPS
 EVICT_LAST``: avg_pool1d_stride over a flat range of outputs; ``row-var-rows ROWS BLOCK WARPS``:
 row_var in row_std_f16's [ROWS, BLOCK] Welford form; ``col-mean-var-columns-first SPLIT BLOCK_M
@@ -205,6 +206,30 @@ def prelu_flat(block: int, warps: int) -> dict:
     return task
 
 
+GLU_FLAT_BODY = """
+- {op: let, name: offs, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK}, rhs: {op: arange, size: BLOCK}}}
+- {op: let, name: in_range, value: {op: lt, lhs: offs, rhs: total}}
+- {op: let, name: value_offsets, value: {op: add, lhs: {op: mul, lhs: {op: idiv, lhs: offs, rhs: N}, rhs: {op: mul, lhs: 2, rhs: N}}, rhs: {op: rem, lhs: offs, rhs: N}}}
+- {op: let, name: value, value: {op: load, ptr: {op: add, lhs: x, rhs: value_offsets}, mask: in_range}}
+- {op: let, name: gate, value: {op: load, ptr: {op: add, lhs: x, rhs: {op: add, lhs: value_offsets, rhs: N}}, mask: in_range}}
+- {op: store, ptr: {op: add, lhs: out, rhs: offs}, value: {op: mul, lhs: value, rhs: {op: sigmoid, x: gate}}, mask: in_range}
+"""
+
+
+def glu_flat(block: int, warps: int) -> dict:
+    """glu_halves as Inductor writes it: flat BLOCK outputs per program, each one's row and
+    column by division by N (vectorized where N is specialized as a multiple of 16, since the
+    lowering leaves the guard for zero out there; 16 scalar loads a thread before)."""
+    task = yaml.safe_load((BENCH / "med" / "glu_halves.yaml").read_text())
+    old = task["golden"]
+    total = {"op": "mul", "lhs": "M", "rhs": "N"}
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}, {"name": "total", "value": total}],
+                      "meta": [{"name": "BLOCK", "value": block}], "grid": [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}],
+                      "num_warps": warps, "body": yaml.safe_load(GLU_FLAT_BODY)}
+    return task
+
+
 def gemv_row_x(block_n: int, block_k: int, warps: int) -> dict:
     """gemv_f16 with x loaded as Inductor loads it: a [1, BLOCK_K] row (evict_last), broadcast
     against the weight tile in registers (the golden's form since 2026-12-03; before, a
@@ -339,6 +364,7 @@ FORMS = {
     "linear-gelu": (linear_gelu, "hard", "linear_bias_gelu_f16"),
     "maxpool-flat": (maxpool_flat, "hard", "maxpool2x2"),
     "prelu-flat": (prelu_flat, "med", "prelu_channels"),
+    "glu-flat": (glu_flat, "med", "glu_halves"),
     "gemv-row-x": (gemv_row_x, "hard", "gemv_f16"),
     "row-mean-rows": (row_mean_rows, "med", "row_mean_bf16"),
     "avgpool-flat": (avgpool_flat, "med", "avg_pool1d_stride"),
