@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
+from test_lower import op
 
 from kernelgen.check.checker import check
 from kernelgen.cli import main as cli_main
@@ -345,10 +346,6 @@ def test_run_matches_the_interpreter_on_the_gpu(example: str, sizes: list[str], 
     assert all(line.split(": ")[1] == "ok" for line in printed.strip().splitlines())
 
 
-def _op(kind: str, **fields: Any) -> dict[str, Any]:
-    return {"op": kind, **fields}
-
-
 # Integer division of signed values by a size, and a gather by a flat offset mod that size
 # (Inductor's ``w[offs % N]``), each stored under the mask.
 DIVIDE_BY_SIZE = {
@@ -357,16 +354,16 @@ DIVIDE_BY_SIZE = {
     "outputs": [{"name": name, "dtype": "f32" if name == "g" else "i32", "shape": ["L"]} for name in "qrcg"],
     "params": [{"name": n} for n in ("x", "w", "q", "r", "c", "g", "L", "N")],
     "meta": [{"name": "B", "value": 256}],
-    "grid": [_op("cdiv", lhs="L", rhs="B")],
+    "grid": [op("cdiv", lhs="L", rhs="B")],
     "body": [
-        {"op": "let", "name": "offs", "value": _op("add", lhs=_op("mul", lhs=_op("program_id"), rhs="B"),
-                                                    rhs=_op("arange", size="B"))},
-        {"op": "let", "name": "m", "value": _op("lt", lhs="offs", rhs="L")},
-        {"op": "let", "name": "v", "value": _op("load", ptr=_op("add", lhs="x", rhs="offs"), mask="m")},
-        *({"op": "store", "ptr": _op("add", lhs=out, rhs="offs"), "value": _op(kind, lhs="v", rhs="N"), "mask": "m"}
+        {"op": "let", "name": "offs", "value": op("add", lhs=op("mul", lhs=op("program_id"), rhs="B"),
+                                                    rhs=op("arange", size="B"))},
+        {"op": "let", "name": "m", "value": op("lt", lhs="offs", rhs="L")},
+        {"op": "let", "name": "v", "value": op("load", ptr=op("add", lhs="x", rhs="offs"), mask="m")},
+        *({"op": "store", "ptr": op("add", lhs=out, rhs="offs"), "value": op(kind, lhs="v", rhs="N"), "mask": "m"}
           for out, kind in (("q", "idiv"), ("r", "rem"), ("c", "cdiv"))),
-        {"op": "store", "ptr": _op("add", lhs="g", rhs="offs"), "mask": "m",
-         "value": _op("load", ptr=_op("add", lhs="w", rhs=_op("rem", lhs="offs", rhs="N")), mask="m")},
+        {"op": "store", "ptr": op("add", lhs="g", rhs="offs"), "mask": "m",
+         "value": op("load", ptr=op("add", lhs="w", rhs=op("rem", lhs="offs", rhs="N")), mask="m")},
     ],
 }
 
@@ -377,8 +374,6 @@ def test_division_by_a_param_specialized_as_divisible_agrees_with_the_interprete
     """A param specialized as divisible by 16 is divided by without the guard for zero (it is
     a nonzero multiple of 16): quotients, remainders and ceilings of negative and positive
     values, and the gather mod N, as the interpreter has them, and as the unspecialized build."""
-    from kernelgen.gpu.launch import run_on_gpu
-
     checked = check(parse_kernel(json.dumps(DIVIDE_BY_SIZE)))
     gen = torch.Generator().manual_seed(n)
     args = {"x": torch.randint(-(1 << 20), 1 << 20, (5003,), dtype=torch.int32, generator=gen),

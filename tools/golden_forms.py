@@ -169,18 +169,24 @@ MAXPOOL_FLAT_BODY = """
 """
 
 
-def maxpool_flat(block: int, warps: int, evict_last: int) -> dict:
-    """maxpool2x2 as Inductor writes it: one flat range of BLOCK outputs per program, each
-    output's row and column by division, its two input pairs loaded as [BLOCK, 2] tiles."""
-    task = yaml.safe_load((BENCH / "hard" / "maxpool2x2.yaml").read_text())
+def _flat_form(tier: str, name: str, params: list[str], total: dict, block: int, warps: int, body: str) -> dict:
+    """A task's file with its golden in Inductor's flat form: the golden's tensors, ``params``
+    then ``total`` (the outputs' element count, a host value), BLOCK of them per program."""
+    task = yaml.safe_load((BENCH / tier / f"{name}.yaml").read_text())
     old = task["golden"]
-    total = {"op": "mul", "lhs": {"op": "mul", "lhs": {"op": "mul", "lhs": "B", "rhs": "C"}, "rhs": "OH"}, "rhs": "OW"}
-    body = MAXPOOL_FLAT_BODY.replace("CACHE", "evict_last" if evict_last else "evict_first")
     task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
-                      "params": [{"name": "x"}, {"name": "out"}, {"name": "OW"}, {"name": "total", "value": total}],
+                      "params": [{"name": p} for p in params] + [{"name": "total", "value": total}],
                       "meta": [{"name": "BLOCK", "value": block}], "grid": [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}],
                       "num_warps": warps, "body": yaml.safe_load(body)}
     return task
+
+
+def maxpool_flat(block: int, warps: int, evict_last: int) -> dict:
+    """maxpool2x2 as Inductor writes it: one flat range of BLOCK outputs per program, each
+    output's row and column by division, its two input pairs loaded as [BLOCK, 2] tiles."""
+    total = {"op": "mul", "lhs": {"op": "mul", "lhs": {"op": "mul", "lhs": "B", "rhs": "C"}, "rhs": "OH"}, "rhs": "OW"}
+    body = MAXPOOL_FLAT_BODY.replace("CACHE", "evict_last" if evict_last else "evict_first")
+    return _flat_form("hard", "maxpool2x2", ["x", "out", "OW"], total, block, warps, body)
 
 
 PRELU_FLAT_BODY = """
@@ -195,15 +201,8 @@ PRELU_FLAT_BODY = """
 def prelu_flat(block: int, warps: int) -> dict:
     """prelu_channels as Inductor writes it: flat BLOCK elements per program, each one's slope
     gathered by its column (offset mod N), kept in cache (evict_last)."""
-    task = yaml.safe_load((BENCH / "med" / "prelu_channels.yaml").read_text())
-    old = task["golden"]
-    total = {"op": "mul", "lhs": "M", "rhs": "N"}
-    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
-                      "params": [{"name": "x"}, {"name": "weight"}, {"name": "y"}, {"name": "N"},
-                                 {"name": "total", "value": total}],
-                      "meta": [{"name": "BLOCK", "value": block}], "grid": [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}],
-                      "num_warps": warps, "body": yaml.safe_load(PRELU_FLAT_BODY)}
-    return task
+    return _flat_form("med", "prelu_channels", ["x", "weight", "y", "N"], {"op": "mul", "lhs": "M", "rhs": "N"},
+                      block, warps, PRELU_FLAT_BODY)
 
 
 GLU_FLAT_BODY = """
@@ -220,14 +219,8 @@ def glu_flat(block: int, warps: int) -> dict:
     """glu_halves as Inductor writes it: flat BLOCK outputs per program, each one's row and
     column by division by N (vectorized where N is specialized as a multiple of 16, since the
     lowering leaves the guard for zero out there; 16 scalar loads a thread before)."""
-    task = yaml.safe_load((BENCH / "med" / "glu_halves.yaml").read_text())
-    old = task["golden"]
-    total = {"op": "mul", "lhs": "M", "rhs": "N"}
-    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
-                      "params": [{"name": "x"}, {"name": "out"}, {"name": "N"}, {"name": "total", "value": total}],
-                      "meta": [{"name": "BLOCK", "value": block}], "grid": [{"op": "cdiv", "lhs": total, "rhs": "BLOCK"}],
-                      "num_warps": warps, "body": yaml.safe_load(GLU_FLAT_BODY)}
-    return task
+    return _flat_form("med", "glu_halves", ["x", "out", "N"], {"op": "mul", "lhs": "M", "rhs": "N"},
+                      block, warps, GLU_FLAT_BODY)
 
 
 def gemv_row_x(block_n: int, block_k: int, warps: int) -> dict:

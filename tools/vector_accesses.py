@@ -14,6 +14,7 @@ change vectorizes or de-vectorizes: run it before and after, and compare the two
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -33,13 +34,8 @@ def accesses(task_id: str) -> tuple[str, dict[str, Any]]:
     except Exception as error:  # noqa: BLE001 - a golden that cannot compile is what this reports
         return task_id, {"error": f"{type(error).__name__}: {error}"[:300]}
     kernels = getattr(facts, "launches", None) or [facts]
-    return task_id, {"kernels": [{"name": k.name, "loads": _plain(k.loads), "stores": _plain(k.stores)}
-                                 for k in kernels]}
-
-
-def _plain(found: Any) -> dict[str, Any]:
-    return {"count": found.count, "vectorized": found.vectorized,
-            "widths": {str(bits): n for bits, n in sorted(found.widths.items())}}
+    return task_id, {"kernels": [{"name": k.name, "loads": dataclasses.asdict(k.loads),
+                                  "stores": dataclasses.asdict(k.stores)} for k in kernels]}
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
