@@ -19,6 +19,8 @@ as a row), with their block sizes and warps as arguments.
     python tools/golden_forms.py --out /tmp/variants avgpool-flat 1 512 8 1
     python tools/golden_forms.py --out /tmp/variants row-var-rows 1 2 512 16
     python tools/golden_forms.py --out /tmp/variants col-mean-var-columns-first 1 32 32 128 2
+    python tools/golden_forms.py --out /tmp/variants col-argmin-split 1 32 32 128 4
+    python tools/golden_forms.py --out /tmp/variants col-sum-split 1 32 32 128 2
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
@@ -29,7 +31,9 @@ epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact G
 BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean; ``avgpool-flat BLOCK WARPS
 EVICT_LAST``: avg_pool1d_stride over a flat range of outputs; ``row-var-rows ROWS BLOCK WARPS``:
 row_var in row_std_f16's [ROWS, BLOCK] Welford form; ``col-mean-var-columns-first SPLIT BLOCK_M
-BLOCK_N WARPS``: col_mean_var's first launch with the column block as the grid's first axis. Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
+BLOCK_N WARPS``: col_mean_var's first launch with the column block as the grid's first axis;
+``col-argmin-split`` and ``col-sum-split SPLIT BLOCK_M BLOCK_N WARPS``: col_argmin and col_sum_bf16 as
+split reductions (SPLIT row chunks into scratch, a second launch combining them). Each writes ``<tier>/<task>_v<K>.yaml`` under ``--out``; time them as
 golden_variants.py says."""
 
 from __future__ import annotations
@@ -349,6 +353,107 @@ def col_mean_var_columns_first(split: int, block_m: int, block_n: int, warps: in
     return task
 
 
+COL_ARGMIN_SPLIT = """
+- name: split_argmin
+  params: [{name: x}, {name: split_values}, {name: split_rows}, {name: M}, {name: N}]
+  grid: [{op: cdiv, lhs: N, rhs: BLOCK_N}, SPLIT]
+  num_warps: WARPS
+  body:
+    - {op: let, name: split, value: {op: program_id, axis: 1}}
+    - {op: let, name: chunk, value: {op: cdiv, lhs: M, rhs: SPLIT}}
+    - {op: let, name: first_row, value: {op: mul, lhs: split, rhs: chunk}}
+    - {op: let, name: end_row, value: {op: minimum, lhs: {op: add, lhs: first_row, rhs: chunk}, rhs: M}}
+    - {op: let, name: cols, value: {op: add, lhs: {op: mul, lhs: {op: program_id, axis: 0}, rhs: BLOCK_N}, rhs: {op: arange, size: BLOCK_N}}}
+    - {op: let, name: col_row, value: {op: expand_dims, x: cols, axis: 0}}
+    - {op: let, name: col_in, value: {op: lt, lhs: col_row, rhs: N}}
+    - {op: let, name: row_lanes, value: {op: expand_dims, x: {op: arange, size: BLOCK_M}, axis: 1}}
+    - op: for
+      var: row_start
+      start: first_row
+      stop: end_row
+      step: BLOCK_M
+      carry:
+        - {name: best_v, init: {op: full, shape: [BLOCK_M, BLOCK_N], value: inf, dtype: f32}, next: nv}
+        - {name: best_i, init: {op: add, lhs: {op: full, shape: [BLOCK_M, BLOCK_N], value: 0, dtype: i32}, rhs: {op: add, lhs: first_row, rhs: row_lanes}}, next: ni}
+      body:
+        - {op: let, name: rows, value: {op: add, lhs: row_start, rhs: row_lanes}}
+        - {op: let, name: tile, value: {op: load, ptr: {op: add, lhs: x, rhs: {op: add, lhs: {op: mul, lhs: rows, rhs: N}, rhs: col_row}}, mask: {op: and, lhs: {op: lt, lhs: rows, rhs: end_row}, rhs: col_in}, other: inf, cache: evict_first}}
+        - {op: let, name: better, value: {op: or, lhs: {op: lt, lhs: tile, rhs: best_v}, rhs: {op: and, lhs: {op: ne, lhs: tile, rhs: tile}, rhs: {op: eq, lhs: best_v, rhs: best_v}}}}
+        - {op: let, name: nv, value: {op: where, cond: better, x: tile, y: best_v}}
+        - {op: let, name: ni, value: {op: where, cond: better, x: rows, y: best_i}}
+    - {op: let, name: col_min, value: {op: min, x: best_v, axis: 0}}
+    - {op: let, name: col_idx, value: {op: min, x: {op: where, cond: {op: or, lhs: {op: eq, lhs: best_v, rhs: {op: expand_dims, x: col_min, axis: 0}}, rhs: {op: ne, lhs: best_v, rhs: best_v}}, x: best_i, y: 2147483647}, axis: 0}}
+    - {op: let, name: partial, value: {op: add, lhs: {op: mul, lhs: split, rhs: N}, rhs: cols}}
+    - {op: store, ptr: {op: add, lhs: split_values, rhs: partial}, value: col_min, mask: {op: lt, lhs: cols, rhs: N}}
+    - {op: store, ptr: {op: add, lhs: split_rows, rhs: partial}, value: col_idx, mask: {op: lt, lhs: cols, rhs: N}}
+- name: merge
+  params: [{name: split_values}, {name: split_rows}, {name: out}, {name: N}]
+  grid: [{op: cdiv, lhs: N, rhs: BLOCK_C}]
+  num_warps: 4
+  body:
+    - {op: let, name: cols, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK_C}, rhs: {op: arange, size: BLOCK_C}}}
+    - {op: let, name: col_in, value: {op: lt, lhs: cols, rhs: N}}
+    - {op: let, name: offsets, value: {op: add, lhs: {op: mul, lhs: {op: expand_dims, x: {op: arange, size: SPLIT}, axis: 1}, rhs: N}, rhs: {op: expand_dims, x: cols, axis: 0}}}
+    - {op: let, name: values, value: {op: load, ptr: {op: add, lhs: split_values, rhs: offsets}, mask: {op: expand_dims, x: col_in, axis: 0}, other: inf}}
+    - {op: let, name: rows, value: {op: load, ptr: {op: add, lhs: split_rows, rhs: offsets}, mask: {op: expand_dims, x: col_in, axis: 0}, other: 2147483647}}
+    - {op: let, name: col_min, value: {op: min, x: values, axis: 0}}
+    - {op: let, name: col_idx, value: {op: min, x: {op: where, cond: {op: or, lhs: {op: eq, lhs: values, rhs: {op: expand_dims, x: col_min, axis: 0}}, rhs: {op: ne, lhs: values, rhs: values}}, x: rows, y: 2147483647}, axis: 0}}
+    - {op: store, ptr: {op: add, lhs: out, rhs: cols}, value: {op: cast, x: col_idx, dtype: i64}, mask: col_in}
+"""
+
+
+def col_argmin_split(split: int, block_m: int, block_n: int, warps: int) -> dict:
+    """col_argmin as a split reduction (Inductor's split for column reductions, as col_mean_var's
+    golden): program (column block, split) keeps each column's least value and first row over
+    its chunk of rows into [SPLIT, N] scratch, and a second launch takes the first row among the
+    splits holding the column's least (NaN the least, as argmin counts it). A split without rows
+    stores inf at row first_row >= M, which loses every tie to a split with rows."""
+    task = yaml.safe_load((BENCH / "med" / "col_argmin.yaml").read_text())
+    old = task["golden"]
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
+                      "meta": [{"name": "SPLIT", "value": split}, {"name": "BLOCK_M", "value": block_m},
+                               {"name": "BLOCK_N", "value": block_n}, {"name": "BLOCK_C", "value": 64}],
+                      "scratch": [{"name": "split_values", "dtype": "f32", "shape": ["SPLIT", "N"]},
+                                  {"name": "split_rows", "dtype": "i32", "shape": ["SPLIT", "N"]}],
+                      "launches": yaml.safe_load(COL_ARGMIN_SPLIT.replace("WARPS", str(warps)))}
+    return task
+
+
+def col_sum_split(split: int, block_m: int, block_n: int, warps: int) -> dict:
+    """col_sum_bf16 as Inductor's split sum: the golden's programs (column block, row chunk)
+    store their column sums into a [SPLIT, N] f32 partial instead of adding them into a zeroed
+    out with atomics, and a second launch sums the SPLIT partials of each column."""
+    task = yaml.safe_load((BENCH / "med" / "col_sum_bf16.yaml").read_text())
+    old = task["golden"]
+    first = copy.deepcopy({k: old[k] for k in ("params", "grid", "body")})
+    first["params"] = [{"name": "x"}, {"name": "partials"}, {"name": "M"}, {"name": "N"}]
+    first["grid"][1] = "SPLIT"
+    first["body"] = [{"op": "let", "name": "chunk", "value": {"op": "cdiv", "lhs": "M", "rhs": "SPLIT"}},
+                     *yaml.safe_load(yaml.safe_dump(first["body"]).replace("ROWS", "chunk"))]
+    atomic = first["body"].pop()
+    first["body"].append({"op": "store", "ptr": {"op": "add", "lhs": "partials", "rhs": {
+        "op": "add", "lhs": {"op": "mul", "lhs": {"op": "program_id", "axis": 1}, "rhs": "N"}, "rhs": "cols"}},
+        "value": atomic["val"], "mask": atomic["mask"]})
+    merge = yaml.safe_load("""
+name: merge
+params: [{name: partials}, {name: out}, {name: N}]
+grid: [{op: cdiv, lhs: N, rhs: BLOCK_C}]
+num_warps: 2
+body:
+  - {op: let, name: cols, value: {op: add, lhs: {op: mul, lhs: {op: program_id}, rhs: BLOCK_C}, rhs: {op: arange, size: BLOCK_C}}}
+  - {op: let, name: col_in, value: {op: lt, lhs: cols, rhs: N}}
+  - {op: let, name: offsets, value: {op: add, lhs: {op: mul, lhs: {op: expand_dims, x: {op: arange, size: SPLIT}, axis: 1}, rhs: N}, rhs: {op: expand_dims, x: cols, axis: 0}}}
+  - {op: store, ptr: {op: add, lhs: out, rhs: cols}, value: {op: sum, x: {op: load, ptr: {op: add, lhs: partials, rhs: offsets}, mask: {op: expand_dims, x: col_in, axis: 0}, other: 0.0}, axis: 0}, mask: col_in}
+""")
+    outputs = [{k: v for k, v in out.items() if k != "init"} for out in old["outputs"]]
+    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": outputs,
+                      "meta": [{"name": "SPLIT", "value": split}, {"name": "BLOCK_M", "value": block_m},
+                               {"name": "BLOCK_N", "value": block_n}, {"name": "BLOCK_C", "value": 32}],
+                      "scratch": [{"name": "partials", "dtype": "f32", "shape": ["SPLIT", "N"]}],
+                      "launches": [{"name": "split_sums", **first, "num_warps": warps}, merge]}
+    return task
+
+
 # Each form: how it builds its task file from the numbers after K, and the task it is a form of.
 FORMS = {
     "swiglu-fused": (lambda *c: swiglu(True, *c), "hard", "swiglu_mlp_f16"),
@@ -363,6 +468,8 @@ FORMS = {
     "avgpool-flat": (avgpool_flat, "med", "avg_pool1d_stride"),
     "row-var-rows": (row_var_rows, "med", "row_var"),
     "col-mean-var-columns-first": (col_mean_var_columns_first, "med", "col_mean_var"),
+    "col-argmin-split": (col_argmin_split, "med", "col_argmin"),
+    "col-sum-split": (col_sum_split, "med", "col_sum_bf16"),
 }
 
 
