@@ -435,6 +435,32 @@ def test_cli_refuses_to_print_a_cubin_on_a_terminal(vadd_file: Path, capsys, mon
     assert "-o PATH" in capsys.readouterr().err
 
 
+def test_cli_compiles_the_variant_a_dtype_binding_names(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A generic kernel's calls compile apart (their tiles' shared memory differs by dtype):
+    ``--dtype T=f16`` compiles that variant, the default is each variable's first dtype, and a
+    variable or dtype the kernel does not declare is refused with what it does declare."""
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    generic = json.loads(json.dumps(VADD).replace('"dtype": "f32"', '"dtype": "T"'))
+    path = tmp_path / "vadd_generic.json"
+    path.write_text(json.dumps({**generic, "dtypes": [{"name": "T", "of": ["f32", "f16", "bf16"]}]}))
+    ttir = {}
+    for binding in ([], ["--dtype", "T=f16"], ["--dtype", " T = bf16 "]):
+        assert cli_main(["compile", str(path), "--target", "sm_90", "--emit", "ttir", *binding]) == 0
+        ttir[tuple(binding)] = capsys.readouterr().out
+    assert "!tt.ptr<f32>" in ttir[()] and "!tt.ptr<f16>" not in ttir[()]
+    assert "!tt.ptr<f16>" in ttir[("--dtype", "T=f16")] and "!tt.ptr<f32>" not in ttir[("--dtype", "T=f16")]
+    assert "!tt.ptr<bf16>" in ttir[("--dtype", " T = bf16 ")]
+    for binding, message in ((["--dtype", "U=f16"], "declares no dtype variable U (its variables: T)"),
+                             (["--dtype", "T=i32"], "T takes one of f32, f16, bf16"),
+                             (["--dtype", "T"], "--dtype takes NAME=DTYPE, got 'T'")):
+        assert cli_main(["compile", str(path), "--target", "sm_90", *binding]) != 0
+        assert message in capsys.readouterr().err
+    concrete = tmp_path / "vadd.json"
+    concrete.write_text(json.dumps(VADD))
+    assert cli_main(["compile", str(concrete), "--dtype", "T=f16"]) != 0
+    assert "vadd declares no dtype variable T (its variables: none)" in capsys.readouterr().err
+
+
 def test_cli_reports_bad_input_with_its_path(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**VADD, "body": VADD["body"][:2] + [

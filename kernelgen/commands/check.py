@@ -47,6 +47,30 @@ def parse_sizes(items: list[str], kernel: Kernel) -> dict[str, int]:
     return sizes
 
 
+def parse_dtypes(items: list[str], kernel: Kernel) -> dict[str, str] | None:
+    """``--dtype NAME=DTYPE`` assignments for a generic ``kernel``: the binding of its declared
+    dtype variables they name, each other variable at its first dtype (the default variant);
+    None without assignments (the checker then checks every variant and gives the default)."""
+    from kernelgen.lang.generic import bound_variables
+
+    if not items:
+        return None
+    variables = {v.name: v.of for v in bound_variables(kernel)}
+    binding = {name: of[0] for name, of in variables.items()}
+    for item in items:
+        name, sep, dtype = (part.strip() for part in item.partition("="))
+        if not sep or not name or not dtype:
+            raise UsageError(f"--dtype takes NAME=DTYPE, got {item!r}", code="bad_argument")
+        if name not in variables:
+            raise UsageError(f"--dtype {item}: {kernel.name} declares no dtype variable {name} (its variables: "
+                             f"{', '.join(variables) or 'none'})", code="unknown_dtype_variable")
+        if dtype not in variables[name]:
+            raise UsageError(f"--dtype {item}: {name} takes one of {', '.join(variables[name])}",
+                             code="bad_dtype")
+        binding[name] = dtype
+    return binding
+
+
 def read_source(file: str) -> bytes:
     """The file's bytes ('-': standard input); the parser decodes them and reports bad UTF-8."""
     if file == "-":

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelgen.commands.check import parse_assignments, read_source
+from kernelgen.commands.check import parse_assignments, parse_dtypes, read_source
 from kernelgen.errors import KernelgenError
 
 EMITS = ("ttir", "ttgir", "llir", "ptx", "cubin")
@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="write to PATH instead of standard output (needed for cubin on a terminal)")
     parser.add_argument("--meta", action="append", default=[], metavar="NAME=VALUE",
                         help="compile with this meta-parameter value instead of the kernel's own")
+    parser.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
+                        help="a generic kernel: compile the variant with this dtype variable bound (the others at "
+                             "their first dtype; default: every variable at its first)")
     parser.add_argument("--num-warps", type=int, default=None, metavar="N",
                         help="warps per program (default: the kernel's num_warps)")
     parser.add_argument("--num-stages", type=int, default=None, metavar="N",
@@ -47,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     meta = parse_assignments(args.meta, "meta")
     if args.emit == "cubin" and args.output is None and sys.stdout.isatty():
         raise KernelgenError("a cubin is binary: give -o PATH (or redirect standard output)", code="bad_argument")
-    checked = check(parse_kernel(read_source(args.file)), meta)
+    kernel = parse_kernel(read_source(args.file))
+    checked = check(kernel, meta, parse_dtypes(args.dtype, kernel))
     launches = launches_of(checked)
     if args.launch is not None:
         if not 0 <= args.launch < len(launches):
