@@ -353,6 +353,17 @@ def col_mean_var_columns_first(split: int, block_m: int, block_n: int, warps: in
     return task
 
 
+def _split_golden(old: dict, outputs: list, blocks: tuple[int, int, int, int], scratch: dict[str, str],
+                  launches: list[dict]) -> dict:
+    """A split reduction's golden in place of ``old``: meta SPLIT, BLOCK_M, BLOCK_N and BLOCK_C
+    (``blocks``), each ``scratch`` tensor (name: dtype) of shape [SPLIT, N], and ``launches``."""
+    return {"name": old["name"], "inputs": old["inputs"], "outputs": outputs,
+            "meta": [{"name": name, "value": value}
+                     for name, value in zip(("SPLIT", "BLOCK_M", "BLOCK_N", "BLOCK_C"), blocks)],
+            "scratch": [{"name": name, "dtype": dtype, "shape": ["SPLIT", "N"]} for name, dtype in scratch.items()],
+            "launches": launches}
+
+
 COL_ARGMIN_SPLIT = """
 - name: split_argmin
   params: [{name: x}, {name: split_values}, {name: split_rows}, {name: M}, {name: N}]
@@ -409,13 +420,9 @@ def col_argmin_split(split: int, block_m: int, block_n: int, warps: int) -> dict
     splits holding the column's least (NaN the least, as argmin counts it). A split without rows
     stores inf at row first_row >= M, which loses every tie to a split with rows."""
     task = yaml.safe_load((BENCH / "med" / "col_argmin.yaml").read_text())
-    old = task["golden"]
-    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": old["outputs"],
-                      "meta": [{"name": "SPLIT", "value": split}, {"name": "BLOCK_M", "value": block_m},
-                               {"name": "BLOCK_N", "value": block_n}, {"name": "BLOCK_C", "value": 64}],
-                      "scratch": [{"name": "split_values", "dtype": "f32", "shape": ["SPLIT", "N"]},
-                                  {"name": "split_rows", "dtype": "i32", "shape": ["SPLIT", "N"]}],
-                      "launches": yaml.safe_load(COL_ARGMIN_SPLIT.replace("WARPS", str(warps)))}
+    task["golden"] = _split_golden(task["golden"], task["golden"]["outputs"], (split, block_m, block_n, 64),
+                                   {"split_values": "f32", "split_rows": "i32"},
+                                   yaml.safe_load(COL_ARGMIN_SPLIT.replace("WARPS", str(warps))))
     return task
 
 
@@ -446,11 +453,8 @@ body:
   - {op: store, ptr: {op: add, lhs: out, rhs: cols}, value: {op: sum, x: {op: load, ptr: {op: add, lhs: partials, rhs: offsets}, mask: {op: expand_dims, x: col_in, axis: 0}, other: 0.0}, axis: 0}, mask: col_in}
 """)
     outputs = [{k: v for k, v in out.items() if k != "init"} for out in old["outputs"]]
-    task["golden"] = {"name": old["name"], "inputs": old["inputs"], "outputs": outputs,
-                      "meta": [{"name": "SPLIT", "value": split}, {"name": "BLOCK_M", "value": block_m},
-                               {"name": "BLOCK_N", "value": block_n}, {"name": "BLOCK_C", "value": 32}],
-                      "scratch": [{"name": "partials", "dtype": "f32", "shape": ["SPLIT", "N"]}],
-                      "launches": [{"name": "split_sums", **first, "num_warps": warps}, merge]}
+    task["golden"] = _split_golden(old, outputs, (split, block_m, block_n, 32), {"partials": "f32"},
+                                   [{"name": "split_sums", **first, "num_warps": warps}, merge])
     return task
 
 
