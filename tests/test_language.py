@@ -258,7 +258,7 @@ def _missing(seen: set[str]) -> set[str]:
     """The language's constructs that no drawn kernel in ``seen`` used."""
     expected = set(L.UNARY_OPS) | set(L.BINARY_OPS) | set(L.REDUCE_OPS) | {
         "where", "fma", "clamp", "cast", "dot", "expand_dims", "reshape", "broadcast", "trans", "full", "arange",
-        "hint", "cache", "num_sms", "loop num_stages", "loop flatten", "kernel num_stages", "if", "if results",
+        "hint", "cache", "num_sms", "loop num_stages", "loop flatten", "loop unroll", "kernel num_stages", "if", "if results",
         *L.SCAN_OPS, "sort", "argsort", "topk", "argtopk",
         "gather", "histogram",
         "program_id", "num_programs", "load", "store", "let", "for", "stride", "numel", "keepdims", "grid1", "grid2",

@@ -79,6 +79,9 @@ class HostChecks:
         for i, m in enumerate(k.meta):
             path = f"/meta/{i}"
             declare(m.name, "a meta-parameter", child(path, "name"))
+            if m.when:  # a generic kernel's variants have them resolved (kernelgen.lang.generic.instantiate)
+                self.error(child(path, "when"), "bad_dtype_variable", "a meta value by dtype needs a dtype variable: "
+                           "the kernel declares none")
             if m.name in self.meta_override:
                 self.meta[m.name] = self.meta_override.pop(m.name)
             if self.meta[m.name] < 1:

@@ -178,6 +178,12 @@ class StatementChecks:
         if read:
             raise self.fail(where, "flatten_nest", f"the inner for's bounds read {', '.join(map(repr, read))}, "
                             "which this loop binds; Triton fuses only inner bounds fixed outside the nest")
+        # Unrolling runs before the fusion and leaves it no nest of two loops to fuse.
+        inner_path = child(path, "body", f.body.index(direct[0]))
+        for loop, at in ((f, path), (direct[0], inner_path)):
+            if loop.unroll not in (None, 1):
+                raise self.fail(child(at, "unroll"), "flatten_nest", "a flattened nest's loops are not unrolled: "
+                                "drop unroll or flatten")
 
     def branch(self, s: L.If, path: str, scope: dict[str, ValueType]) -> None:
         """An if: a bool scalar condition, each branch in its own scope, and results of one

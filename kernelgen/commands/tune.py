@@ -96,10 +96,12 @@ def _list_calls(task: Task, answer: str, kernel: L.Kernel, target: str, mode: st
     """Each listed call's bucket pruned and compiled as the benchmark tunes it (its dtype binding,
     presence flags and choices, the params that are multiples of 16 at its sizes)."""
     from kernelgen.gpu.calls import call_buckets
+    from kernelgen.gpu.tune import search_space
     from kernelgen.task.case import Case, Settings
 
     for bucket in call_buckets(Case(task, answer, Settings(), kernel=kernel)):
-        _list_pruned(f"call {bucket.task.variant.name} ({bucket.label}): ", kernel, target, mode, jobs, space,
+        own = space if not any(m.when for m in kernel.meta) else search_space(kernel, mode, bucket.variant)
+        _list_pruned(f"call {bucket.task.variant.name} ({bucket.label}): ", kernel, target, mode, jobs, own,
                      bucket.divisible, bucket.variant)
 
 

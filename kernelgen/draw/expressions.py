@@ -62,9 +62,10 @@ class _Gen:
         caches = ("wb", "cg", "cs", "wt") if store else ("ca", "cg", "cv")
         return {"cache": self.choose(caches + ("evict_first", "evict_last"))}
 
-    def stages(self) -> dict[str, int]:
-        """A loop's own pipelining depth, sometimes."""
-        return {"num_stages": self.choose((1, 2, 3, 4))} if self.chance(30) else {}
+    def loop_options(self) -> dict[str, int]:
+        """A loop's own pipelining depth, sometimes; its unrolling, sometimes."""
+        return {**({"num_stages": self.choose((1, 2, 3, 4))} if self.chance(30) else {}),
+                **({"unroll": self.choose((2, 4))} if self.chance(20) else {})}
 
     def fresh(self, prefix: str = "v") -> str:
         return f"{prefix}{next(self.counter)}"

@@ -88,6 +88,8 @@ class GeneratedKernel:
                     found.add("loop num_stages")
                 if node.get("op") == "for" and node.get("flatten"):
                     found.add("loop flatten")
+                if node.get("op") == "for" and node.get("unroll"):
+                    found.add("loop unroll")
                 if node.get("op") == "if":
                     found.add("if results" if node.get("results") else "if")
                 elif str(node.get("op", "")).startswith("atomic_"):

@@ -326,7 +326,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     step = op("mul", lhs="BLOCK", rhs=op("num_programs"))
     if persistent:
         g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size, step=step,
-                          body=_program_ids_as({0: op("idiv", lhs="start", rhs="BLOCK")}, body.stmts), **g.stages()))
+                          body=_program_ids_as({0: op("idiv", lhs="start", rhs="BLOCK")}, body.stmts), **g.loop_options()))
         return spec.build([grid], g.stmts, g.choose([1, 2, 4, 8]), "grid_stride")
     partial, dtype = spec.output("partial", g.choose(("f32", "i32")), [grid])
     term = body.value(dtype, (), 2)
@@ -336,7 +336,7 @@ def elementwise_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKe
     zero = op("full", shape=[], value=0 if dtype == "i32" else 0.0, dtype=dtype)
     g.stmts.append(op("for", var="start", start=op("mul", lhs="pid", rhs="BLOCK"), stop=size, step=step,
                       carry=[{"name": "total", "init": zero, "next": op("add", lhs="total", rhs=term.expr)}],
-                      body=body.stmts, **g.stages()))
+                      body=body.stmts, **g.loop_options()))
     spec.stored(partial, _accumulated(Val("total", dtype, (), 0.0), term, trips))
     g.stmts.append(op("store", ptr=op("add", lhs=partial, rhs="pid"), value="total"))
     return spec.build([grid], g.stmts, g.choose([1, 2, 4, 8]), "grid_stride")
@@ -509,7 +509,7 @@ def row_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
         after.append(Val("steps", "i32", (), float(trips)))
     loop.random_lets([(block,), ()], draw(st.integers(0, 2)))
     g.stmts.append(op("for", var="chunk_start", stop=stop, step="BLOCK", carry=carries, body=loop.stmts,
-                      **g.stages()))
+                      **g.loop_options()))
     g.pool += after
 
     for i in range(draw(st.integers(1, 2))):
@@ -610,7 +610,7 @@ def dot_kernels(draw: Callable[[st.SearchStrategy], Any]) -> GeneratedKernel:
     dot = op("dot", lhs="a_tile", rhs="b_tile", **({"acc": "acc"} if fused else {}),
              **({"dtype": acc_dtype} if acc_dtype != "f32" else {}),
              **({"precision": "tf32"} if precision == "tf32" else {}))
-    g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, **g.stages(), carry=[
+    g.stmts.append(op("for", var="k0", stop="K", step="BK", body=body, **g.loop_options(), carry=[
         {"name": "acc", "init": op("full", shape=["BM", "BN"], value=0 if acc_dtype == "i32" else 0.0, dtype=acc_dtype),
          "next": dot if fused else op("add", lhs="acc", rhs=dot)}]))
     mag, err = _dot_bounds(k, bk, precision, acc_dtype, dtype in FP8_DTYPES)
@@ -653,11 +653,14 @@ def _persistent(g: _Gen, spec: _Spec, body: list[dict[str, Any]]) -> tuple[list[
     else:
         spec.meta.append({"name": "PROGRAMS", "value": g.choose([1, 2, 4])})
         grid, step = ["PROGRAMS"], "PROGRAMS"
+    flatten = g.chance(70)
+    if flatten:  # a flattened nest's loops are not unrolled (flatten_nest)
+        body = [{k: v for k, v in s.items() if k != "unroll"} if s.get("op") == "for" else s for s in body]
     walk = op("for", var="tile", start=op("program_id"), stop=tiles, step=step,
               body=[let("tile_m", op("idiv", lhs="tile", rhs=tiles_n)),
                     let("tile_n", op("rem", lhs="tile", rhs=tiles_n)),
                     *_program_ids_as({0: "tile_m", 1: "tile_n"}, body)],
-              **({"flatten": True} if g.chance(70) else {}))
+              **({"flatten": True} if flatten else {}))
     return grid, [walk]
 
 

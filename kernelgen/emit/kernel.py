@@ -529,7 +529,8 @@ class _KernelEmitter:
             if bounds[0] == "0":
                 bounds.pop(0)
         var = self.target(f.var)
-        options = ([f"num_stages={f.num_stages}"] if f.num_stages is not None else []) + (["flatten=True"] if f.flatten else [])
+        options = ([f"num_stages={f.num_stages}"] if f.num_stages is not None else []) + (["flatten=True"] if f.flatten else []) \
+            + ([f"loop_unroll_factor={f.unroll}"] if f.unroll not in (None, 1) else [])
         if options:
             self.line(depth, f"for {var} in tl.range({', '.join(bounds + options)}):")
         else:

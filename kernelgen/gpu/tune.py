@@ -81,8 +81,12 @@ class Config:
     num_stages: int = DEFAULT_STAGES
 
     @classmethod
-    def as_written(cls, kernel: L.Kernel) -> Config:
-        return cls(tuple((m.name, m.value) for m in kernel.meta), kernel.num_warps, kernel.num_stages)
+    def as_written(cls, kernel: L.Kernel, variant: Variant | None = None) -> Config:
+        """The kernel's own configuration; its meta values the variant's (a ``when`` by dtype)."""
+        from kernelgen.lang.generic import meta_values
+
+        values = meta_values(kernel, dict(variant.dtypes) if variant is not None and variant.dtypes else None)
+        return cls(tuple(values.items()), kernel.num_warps, kernel.num_stages)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Config:
@@ -183,10 +187,11 @@ def _scaled(value: int, factors: Sequence[float]) -> list[int]:
     return sorted({int(value * f) for f in factors if value * f >= 1})
 
 
-def search_space(kernel: L.Kernel, mode: str) -> list[Config]:
-    """The candidate configurations of ``kernel``, the as-written one first (see the module doc)."""
+def search_space(kernel: L.Kernel, mode: str, variant: Variant | None = None) -> list[Config]:
+    """The candidate configurations of ``kernel`` (for ``variant``'s dtypes), the as-written one
+    first (see the module doc)."""
     validate_mode(mode, "mode")
-    base = Config.as_written(kernel)
+    base = Config.as_written(kernel, variant)
     if mode == "off":
         return [base]
     if mode == "quick":
@@ -234,7 +239,7 @@ def prune(kernel: L.Kernel, configs: Sequence[Config],
     with the reason."""
     kept: list[Candidate] = []
     pruned: list[Pruned] = []
-    base = Config.as_written(kernel)
+    base = Config.as_written(kernel, variant)
     for config in configs:
         try:
             checked = variant.check(kernel, config)
@@ -356,7 +361,7 @@ def search(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn | None,
     """Build the search space (or take ``space``), prune it, compile the rest in parallel and
     time each candidate as soon as it is built (``time_fn(candidate, compiled) -> ms``; None:
     build only). Returns the timed candidates fastest first and every dropped one with why."""
-    candidates, pruned = prune(kernel, search_space(kernel, mode) if space is None else space, variant)
+    candidates, pruned = prune(kernel, search_space(kernel, mode, variant) if space is None else space, variant)
     timed: list[Timed] = []
     for candidate, compiled in compile_candidates(candidates, target, divisible_by_16, workers):
         if isinstance(compiled, KernelgenError):
@@ -387,7 +392,7 @@ def select(kernel: L.Kernel, timed: Sequence[Timed], verify: VerifyFn,
     pipeline already: reaching it, or a time within :data:`MIN_GAIN` of it, ends the search, and
     it is the answer when nothing clearly faster passes or nothing was timed (a search that did
     not time it keeps the fastest that passes)."""
-    base = Config.as_written(kernel)
+    base = Config.as_written(kernel, variant)
     as_written_ms = next((t.kernel_ms for t in timed if t.config == base), math.nan)
     failed: list[Pruned] = []
     for entry in timed:
@@ -409,7 +414,7 @@ def tune(kernel: L.Kernel, mode: str, target: str, time_fn: TimeFn, verify: Veri
     start = time.perf_counter()
     timed, pruned = search(kernel, mode, target, time_fn, divisible_by_16, workers, variant=variant)
     chosen, failed = select(kernel, timed, verify, variant)
-    base = Config.as_written(kernel)
+    base = Config.as_written(kernel, variant)
     as_written_ms = next((t.kernel_ms for t in timed if t.config == base), None)
     return Choice(chosen.config, chosen.kernel_ms, base, as_written_ms, timed, pruned, failed,
                   time.perf_counter() - start)
@@ -487,7 +492,7 @@ def cached_tune(cache: TuneCache, kernel: L.Kernel, gpu: str, sizes: Mapping[str
     not."""
     start = time.perf_counter()
     choice = cache.load(kernel, gpu, sizes, mode, variant)
-    if choice is not None and choice.config != Config.as_written(kernel):  # as written: verified already
+    if choice is not None and choice.config != Config.as_written(kernel, variant):  # as written: verified already
         try:
             verify(Candidate(choice.config, variant.check(kernel, choice.config)))
         except KernelgenError:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from kernelgen.lang import nodes as L
-from kernelgen.lang.generic import bound_variables
+from kernelgen.lang.generic import bound_variables, meta_values
 from kernelgen.check.checked import FLOAT_DTYPES
 from kernelgen.check.checker import CheckedKernel, broadcast_shapes, check
 from kernelgen.errors import Diagnostic, HostError
@@ -296,7 +296,7 @@ def bind_call(kernel: L.Kernel, args: Sequence[Any], kwargs: Mapping[str, Any]) 
 
     out_index, out = role_values.get("out", (None, None))
     targets = _inplace_targets(kernel, role_values, first_input)
-    call_shapes = _call_shapes(kernel, values, meta)
+    call_shapes = _call_shapes(kernel, values, meta, dtypes)
 
     def finish_into(originals: Mapping[str, Any]) -> Callable[..., Any]:
         """The finish of a call whose in-place targets are ``originals`` (by input name): only
@@ -357,8 +357,10 @@ def _inplace_targets(kernel: L.Kernel, role_values: Mapping[str, Any], first_inp
     return targets
 
 
-def _call_shapes(kernel: L.Kernel, values: Mapping[str, Any], meta: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
-    """The shape the call gets each output with ``call_shapes`` in, where one's ``when`` holds."""
+def _call_shapes(kernel: L.Kernel, values: Mapping[str, Any], meta: Mapping[str, int],
+                 dtypes: Mapping[str, str]) -> dict[str, tuple[int, ...]]:
+    """The shape the call gets each output with ``call_shapes`` in, where one's ``when`` holds
+    (meta values: the call's choices and flags, else those of its dtype binding)."""
     from kernelgen.host.plan import HostEnv, contiguous_strides, eval_host, sizes_from_shapes
 
     if not any(o.call_shapes for o in kernel.outputs):
@@ -367,7 +369,7 @@ def _call_shapes(kernel: L.Kernel, values: Mapping[str, Any], meta: Mapping[str,
     tensors = {i.name: tuple(values[i.name].shape) for i in kernel.inputs
                if i.is_plain and i.shape is not None and i.name in values}
     scalars = {i.name: values[i.name] for i in kernel.inputs if i.is_plain and i.shape is None}
-    env = HostEnv(sizes_from_shapes(kernel, tensors), scalars, {**{m.name: m.value for m in kernel.meta}, **meta},
+    env = HostEnv(sizes_from_shapes(kernel, tensors), scalars, {**meta_values(kernel, dtypes or None), **meta},
                   tensors, {name: contiguous_strides(shape) for name, shape in tensors.items()})
     found: dict[str, tuple[int, ...]] = {}
     for i, out in enumerate(kernel.outputs):

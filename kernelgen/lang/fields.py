@@ -32,5 +32,9 @@ def exact_int(value: Any) -> Any:
 Name = Annotated[str, Field(pattern=IDENTIFIER), AfterValidator(not_a_literal)]
 # Software-pipelining depth of loops (Triton's num_stages).
 Stages = Annotated[Literal[1, 2, 3, 4, 5, 6, 7, 8], BeforeValidator(exact_int)]
+# A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
+DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
+# How many copies of a loop's body one trip runs (Triton's loop_unroll_factor): 1 or a power of two.
+Unroll = Annotated[Literal[1, 2, 4, 8, 16], BeforeValidator(exact_int)]
 # A block dimension: a power of two, or the name of a meta-parameter.
 Dim = Union[int, Name]

@@ -143,6 +143,41 @@ def _derived_problems(kernel: L.Kernel, declared: Mapping[str, int]) -> list[Dia
     return problems
 
 
+def _meta_when_problems(kernel: L.Kernel) -> list[Diagnostic]:
+    """A meta ``when`` that names no variable, an undeclared one, a dtype its variable does not
+    take, or a value below 1."""
+    problems: list[Diagnostic] = []
+    variables = {v.name: v for v in kernel.dtypes}
+    for i, meta in enumerate(kernel.meta):
+        for j, when in enumerate(meta.when):
+            path = f"/meta/{i}/when/{j}"
+            if not when.dtypes:
+                problems.append(Diagnostic(f"{path}/dtypes", "bad_dtype_variable",
+                                           "a when names at least one dtype variable and its dtype"))
+            for name, dtype in when.dtypes.items():
+                variable = variables.get(name)
+                if variable is None:
+                    problems.append(Diagnostic(f"{path}/dtypes/{name}", "bad_dtype_variable",
+                                               f"{show_name(name)} is not a declared dtype variable "
+                                               f"(declared: {', '.join(variables) or 'none'})"))
+                elif isinstance(variable, L.DtypeVariable) and dtype not in variable.of:
+                    problems.append(Diagnostic(f"{path}/dtypes/{name}", "bad_dtype_variable",
+                                               f"{show_name(name)} takes one of {variable.of}, not {dtype}"))
+            if when.value < 1:
+                problems.append(Diagnostic(f"{path}/value", "bad_value", f"a meta value must be >= 1, got {when.value}"))
+    return problems
+
+
+def meta_values(kernel: L.Kernel, binding: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Each meta value of the variant ``binding`` selects (default: every variable at its first
+    dtype): its first ``when`` whose dtypes the binding has, else its ``value``."""
+    if not any(m.when for m in kernel.meta):
+        return {m.name: m.value for m in kernel.meta}
+    full = resolve(kernel, bindings(kernel)[0] if binding is None else binding)
+    return {m.name: next((w.value for w in m.when if all(full.get(k) == v for k, v in w.dtypes.items())), m.value)
+            for m in kernel.meta}
+
+
 def is_generic(kernel: L.Kernel) -> bool:
     """Whether the kernel declares or names a dtype variable."""
     return bool(kernel.dtypes) or any(True for _ in _dtype_refs(kernel.model_dump(mode="json", exclude_unset=True)))
@@ -173,6 +208,7 @@ def declaration_problems(kernel: L.Kernel) -> list[Diagnostic]:
                                            f"{show_name(inp.binds)} is already bound by /inputs/{bound_by[inp.binds]}"))
             bound_by.setdefault(inp.binds, index)
     problems += _derived_problems(kernel, declared)
+    problems += _meta_when_problems(kernel)
     count = 1
     for variable in bound_variables(kernel):
         count *= len(set(variable.of))
@@ -195,9 +231,10 @@ def describe(binding: Mapping[str, str]) -> str:
 
 def instantiate(kernel: L.Kernel, binding: Mapping[str, str]) -> L.Kernel:
     """The concrete kernel: each dtype variable replaced by its dtype (derived ones by
-    :func:`resolve`), ``dtypes`` dropped."""
+    :func:`resolve`), ``dtypes`` dropped, each meta value the binding's (:func:`meta_values`)."""
     from kernelgen.lang.parse import kernel_from_obj
 
+    values = meta_values(kernel, binding)
     binding = resolve(kernel, binding)
 
     def walk(node: Any) -> Any:
@@ -208,7 +245,12 @@ def instantiate(kernel: L.Kernel, binding: Mapping[str, str]) -> L.Kernel:
             return [walk(value) for value in node]
         return node
 
-    return kernel_from_obj(walk(kernel.model_dump(mode="json", exclude_unset=True)))
+    document = kernel.model_dump(mode="json", exclude_unset=True)
+    meta = document.pop("meta", None)
+    concrete = walk(document)
+    if meta is not None:
+        concrete["meta"] = [{"name": m["name"], "value": values[m["name"]]} for m in meta]
+    return kernel_from_obj(concrete)
 
 
 def binding_for(kernel: L.Kernel, wanted: Mapping[str, str]) -> Binding:

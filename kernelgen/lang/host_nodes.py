@@ -10,7 +10,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from kernelgen.lang.fields import Name, Stages
+from kernelgen.lang.fields import DTYPE_VARIABLE, Name, Stages
 from kernelgen.lang.fields import exact_int as _exact_int
 from kernelgen.lang.leaf_nodes import Node
 
@@ -133,13 +133,22 @@ class HostValue(Node):
     value: Expr
 
 
+class MetaWhen(Node):
+    """A meta value for the variants whose binding has these dtypes (variable to dtype: ``{"T": "f32"}``)."""
+
+    dtypes: dict[Annotated[str, Field(pattern=DTYPE_VARIABLE)], "Dtype"]
+    value: int
+
+
 class Meta(Node):
     """A compile-time constant (constexpr), e.g. a block size: an i32 scalar in the body, a
     block dim (a power of two there), a name in host expressions; ``value`` >= 1. The harness
-    may tune it (kept only if still correct)."""
+    may tune it (kept only if still correct). ``when``: values for some dtype bindings, the first
+    that matches (e.g. a smaller tile for f32, whose tiles take twice the shared memory)."""
 
     name: Name
     value: int
+    when: list[MetaWhen] = []
 
 
 class Scratch(Node):

@@ -16,15 +16,13 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
-from kernelgen.lang.fields import FLOAT_LITERAL_NAMES, IDENTIFIER, Dim, Name, Stages  # noqa: F401 (re-exported)
+from kernelgen.lang.fields import DTYPE_VARIABLE, FLOAT_LITERAL_NAMES, IDENTIFIER, Dim, Name, Stages, Unroll  # noqa: F401 (re-exported)
 from kernelgen.lang.fields import exact_int as _exact_int
 from kernelgen.lang.leaf_nodes import Barrier, DeviceInfo, Node, ProgramId
 
 DTYPES = ("f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2", "i8", "u8", "i16")
 Dtype = Literal["f32", "f16", "bf16", "f64", "i32", "i64", "bool", "f8e4m3", "f8e5m2", "i8", "u8", "i16"]
 
-# A dtype variable's name is capitalized, so it never reads as a dtype (all lowercase).
-DTYPE_VARIABLE = r"^[A-Z][A-Za-z0-9_]*$"
 DtypeRef = Union[Dtype, Annotated[str, Field(pattern=DTYPE_VARIABLE)]]
 
 
@@ -488,7 +486,10 @@ class For(Node):
     pipeline this loop and the one for directly in its body as one loop (pipelined as the
     outer's num_stages, else the inner's), so a persistent kernel loads its next tile's first
     blocks during this tile's epilogue (a nest Triton cannot fuse is compiled unfused). Only for
-    the outer loop of a nest of exactly two loops whose inner bounds are fixed outside the nest (flatten_nest)."""
+    the outer loop of a nest of exactly two loops whose inner bounds are fixed outside the nest (flatten_nest).
+    ``unroll`` (speed only): copies of the body per trip (the trips left over run one by one), so
+    several trips' loads are in flight together unless a branch lies between them (div and sqrt
+    take one). Not in a flattened nest (flatten_nest)."""
 
     op: Literal["for"]
     var: Name
@@ -498,6 +499,7 @@ class For(Node):
     carry: list[Carry] = []
     num_stages: Stages | None = None
     flatten: bool = False
+    unroll: Unroll | None = None
     body: list[Stmt]
 
 
@@ -541,10 +543,10 @@ def node_fields(node: BaseModel) -> list[tuple[str, Any]]:
 # The kernel and its host side: kernelgen.lang.host_nodes, imported here (import them from this module).
 
 from kernelgen.lang.host_nodes import (CallShape, DefaultValue, HostValue, Input, JsonValue, Kernel, Launch,  # noqa: E402,F401
-                                       Meta, Output, Param, Scratch, host_value_table, inline_expr,
+                                       Meta, MetaWhen, Output, Param, Scratch, host_value_table, inline_expr,
                                        inline_host_values)
 
-for _model in (CallShape, Output, HostValue, Param, Scratch, Launch, Kernel, Input):
+for _model in (CallShape, Output, HostValue, Param, Scratch, MetaWhen, Meta, Launch, Kernel, Input):
     _model.model_rebuild()  # their forward references are this module's names
 
 for _model in (Load, TileLoad, Unary, Binary, Where, Fma, Clamp, Cast, Bitcast, Random, Reduce, Scan, Sort,

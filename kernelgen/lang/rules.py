@@ -39,7 +39,7 @@ RULES: dict[str, str] = {
     "dot_shape": "dot shapes that do not fit (see Dot)",
     "dot_dtype": "dot operand or acc dtypes that do not fit (see Dot)",
     "loop_carry_type": "a carry's next has another type than its init",
-    "flatten_nest": "a flattened for that is not the outer loop of a two-loop nest (see For)",
+    "flatten_nest": "a flattened for that is not the outer loop of a two-loop nest, or an unrolled loop of one (see For)",
     "if_result_type": "an if result whose then and else values differ in shape or dtype",
     "store_to_input": "a store through a pointer that may point into an input",
     "aliased_input": "a param bound to an aliased input (see Output)",

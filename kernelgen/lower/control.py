@@ -61,6 +61,8 @@ class ControlLowering:
         for_op = b.create_for_op(lower, upper, step, inits)
         if f.num_stages is not None:  # as Triton's code generator lowers tl.range(..., num_stages=)
             for_op.set_attr("tt.num_stages", b.get_int32_attr(f.num_stages))
+        if f.unroll not in (None, 1):  # as tl.range(..., loop_unroll_factor=): Triton's loop-unroll pass reads it
+            for_op.set_attr("tt.loop_unroll_factor", b.get_int32_attr(f.unroll))
         if f.flatten:  # as tl.range(..., flatten=True): Triton's fuse-nested-loops pass reads it on sm_80+
             for_op.set_attr("tt.flatten", b.get_unit_attr())
         saved = b.get_insertion_point()

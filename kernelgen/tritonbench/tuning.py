@@ -86,7 +86,7 @@ def perf_buckets(operator: Operator, kernel: L.Kernel) -> tuple[list[PerfBucket]
             call = bind_call(kernel, args, kwargs)
             sizes, variant = call_bucket(kernel, call)
             if variant not in checked_for:
-                checked_for[variant] = variant.check(kernel, Config.as_written(kernel))
+                checked_for[variant] = variant.check(kernel, Config.as_written(kernel, variant))
             checked = checked_for[variant]
             if checked.kernel.is_program:  # bound and planned, never tuned (kernelgen.gpu.tune's doc)
                 plan_sequence(checked, call.args)
