@@ -54,3 +54,15 @@ def test_split_forms_are_two_launches_through_scratch(tmp_path: Path) -> None:
     assert "atomic_add" not in yaml.safe_dump(sums)
     assert {m["name"]: m["value"] for m in sums["meta"]}["SPLIT"] == 16
     assert sums["launches"][0]["num_warps"] == 4
+
+
+def test_linear_bias_writes_the_golden_with_the_f32_call_s_own_tile() -> None:
+    """``linear-bias ... F32_BN``: BLOCK_N by dtype (a meta ``when``), as the task's golden has it."""
+    from kernelgen.lang.parse import kernel_from_obj
+
+    golden = golden_forms.linear_bias(128, 256, 64, 8, 3, 128)["golden"]
+    kernel = kernel_from_obj(golden)
+    assert check(kernel, dtypes={"T": "f16"}).meta["BLOCK_N"] == 256
+    assert check(kernel, dtypes={"T": "f32"}).meta["BLOCK_N"] == 128
+    bench = yaml.safe_load((_PATH.parent.parent / "bench" / "hard" / "linear_optional_bias.yaml").read_text())["golden"]
+    assert golden == bench

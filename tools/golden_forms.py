@@ -24,8 +24,8 @@ as a row), with their block sizes and warps as arguments.
 
 ``swiglu-fused K BM BN WARPS STAGES``: both dots per tile, two f32 accumulators; ``swiglu-two``:
 silu(x @ w1) into f32 scratch by one launch, multiplied into x @ w3 by a second;
-``linear-bias K BM BN BK WARPS STAGES``: linear_f16's form with linear_optional_bias's bias
-epilogue; ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
+``linear-bias K BM BN BK WARPS STAGES [F32_BN]``: linear_f16's form with linear_optional_bias's bias
+epilogue (F32_BN: BLOCK_N for the f32 call, a meta ``when``); ``linear-gelu``, the same with linear_bias_gelu_f16's bias and exact GELU;
 ``maxpool-flat K BLOCK WARPS EVICT_LAST``, ``prelu-flat K BLOCK WARPS`` and ``glu-flat K BLOCK WARPS``
 (glu_halves): Inductor's flat range of outputs per program; ``gemv-row-x K BLOCK_N BLOCK_K WARPS``: x loaded as a [1, BLOCK_K] row; ``row-mean-rows K ROWS
 BLOCK WARPS``: row_mean_bf16 over [ROWS, BLOCK] tiles, as Inductor's mean; ``avgpool-flat BLOCK WARPS
@@ -151,8 +151,11 @@ class _ExactGelu:
         return {"op": "cast", "x": {"op": "mul", "lhs": half, "rhs": {"op": "add", "lhs": 1.0, "rhs": erf}}, "dtype": "f16"}
 
 
-def linear_bias(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:
-    return _linear_with_epilogue("linear_optional_bias", _OptionalBias, bm, bn, bk, warps, stages)
+def linear_bias(bm: int, bn: int, bk: int, warps: int, stages: int, f32_bn: int | None = None) -> dict:
+    task = _linear_with_epilogue("linear_optional_bias", _OptionalBias, bm, bn, bk, warps, stages)
+    if f32_bn is not None:  # the f32 call's BLOCK_N (a meta value by dtype): its tiles take twice the shared memory
+        task["golden"]["meta"][1]["when"] = [{"dtypes": {"T": "f32"}, "value": f32_bn}]
+    return task
 
 
 def linear_gelu(bm: int, bn: int, bk: int, warps: int, stages: int) -> dict:

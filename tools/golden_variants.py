@@ -13,7 +13,8 @@ Each variant is a copy of the task ``<task>_v<k>`` whose golden has some meta va
 
 A spec item ``NAME=VALUE`` sets a meta value, ``warps=N`` and ``stages=N`` every launch's
 warps and stages, ``loop_stages=N`` every ``for`` loop's ``num_stages`` (a loop whose loads feed
-no dot is software-pipelined only with its own), ``loadK=HINT`` the cache hint of the golden's K-th load (0-based, in file
+no dot is software-pipelined only with its own), ``unroll=N`` every ``for`` loop's ``unroll``
+(``loopK_unroll=N``: the K-th loop's, 0-based in file order), ``loadK=HINT`` the cache hint of the golden's K-th load (0-based, in file
 order: ``evict_first``, ``evict_last``, ``ca``, ``cg``, ``cv``), ``literal=N,M`` (``literal=*``:
 every size) writes those sizes into the bodies as the task's bench sizes (compiled for exact
 sizes, as Inductor's static shapes are: such a variant is wrong at other sizes, so time it with
@@ -22,7 +23,10 @@ the grid's first two axes (and the body's ``program_id``/``num_programs`` axes 0
 that consecutive programs walk the other axis: the launch order of a 2-D pointwise tiling,
 rows first or columns first, is not something the tuner searches; ``divide=reciprocal``
 multiplies by a reciprocal where the golden divides an f32 tile by a literal, a scalar or a
-smaller tile broadcast over it.
+smaller tile broadcast over it; ``divide=rsqrt`` writes each ``div`` of 1.0 by a scalar inside a
+``for`` loop (a running mean's weight 1 / (j + 1)) as ``rsqrt(x) * rsqrt(x)``, two approximate
+MUFU ops (about 4 ulp) where the correctly rounded division branches to its slow path in every
+trip, which keeps an unrolled loop from issuing its trips' loads together.
 ``+`` starts the next task.
 """
 
@@ -62,6 +66,39 @@ def _literal(node: object, sizes: dict[str, int]) -> object:
     if isinstance(node, dict):
         return {key: value if key in ("name", "var") else _literal(value, sizes) for key, value in node.items()}
     return node
+
+
+def _rsqrt_weights(golden: dict) -> int:
+    """Rewrite each ``div`` of 1.0 by a scalar inside a for loop as ``rsqrt(x) * rsqrt(x)``;
+    returns how many were rewritten (see the module doc)."""
+    import json
+
+    from kernelgen.check.checked import launches_of
+    from kernelgen.check.checker import check
+    from kernelgen.lang.parse import parse_kernel
+
+    checked = check(parse_kernel(json.dumps(golden)))
+    count = 0
+    for launch, each in zip(golden.get("launches") or [golden], launches_of(checked)):
+        def rewrite(node: object, path: str, looped: bool) -> None:
+            nonlocal count
+            if isinstance(node, list):
+                for index, value in enumerate(node):
+                    rewrite(value, f"{path}/{index}", looped)
+                return
+            if not isinstance(node, dict):
+                return
+            for key, value in list(node.items()):
+                rewrite(value, f"{path}/{key}", looped or node.get("op") == "for")
+            rhs = each.types.get(f"{path}/rhs")
+            if looped and node.get("op") == "div" and node.get("lhs") == 1.0 and rhs is not None and not rhs.shape:
+                root = {"op": "rsqrt", "x": node["rhs"]}
+                node.clear()
+                node.update({"op": "mul", "lhs": root, "rhs": copy.deepcopy(root)})
+                count += 1
+
+        rewrite(launch.get("body", []), "/body", False)
+    return count
 
 
 def _reciprocal(golden: dict) -> int:
@@ -134,6 +171,9 @@ def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) ->
         elif name == "divide" and value == "reciprocal":
             if not _reciprocal(golden):
                 raise SystemExit(f"{item!r}: the golden divides no f32 tile by a literal, a scalar or a broadcast tile")
+        elif name == "divide" and value == "rsqrt":
+            if not _rsqrt_weights(golden):
+                raise SystemExit(f"{item!r}: no for loop of the golden divides 1.0 by a scalar")
         elif name == "grid" and value == "swap":
             for launch in launches:
                 _swap_grid(launch)
@@ -146,6 +186,13 @@ def apply(golden: dict, spec: str, bench_sizes: dict[str, int] | None = None) ->
                 raise SystemExit(f"{item!r}: the golden has no for loop")
             for loop in loops:
                 loop["num_stages"] = int(value)
+        elif name == "unroll" or re.fullmatch(r"loop\d+_unroll", name):
+            loops = _nodes(golden, "for", [])
+            chosen = loops if name == "unroll" else loops[int(name[4:-7]):int(name[4:-7]) + 1]
+            if not chosen:
+                raise SystemExit(f"{item!r}: the golden has {len(loops)} for loops")
+            for loop in chosen:
+                loop["unroll"] = int(value)
         elif re.fullmatch(r"load\d+", name):
             index = int(name[4:])
             if index >= len(loads):
