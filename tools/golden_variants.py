@@ -38,6 +38,7 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import yaml
 
@@ -68,9 +69,11 @@ def _literal(node: object, sizes: dict[str, int]) -> object:
     return node
 
 
-def _rsqrt_weights(golden: dict) -> int:
-    """Rewrite each ``div`` of 1.0 by a scalar inside a for loop as ``rsqrt(x) * rsqrt(x)``;
-    returns how many were rewritten (see the module doc)."""
+def _rewrite_typed(golden: dict, rewrite: Callable[[dict, Any, bool], bool]) -> int:
+    """Call ``rewrite(node, types, looped)`` on every node of the golden's bodies, children first:
+    ``types[field]`` is the checker's type of the node's child ``field`` (``types[""]`` the
+    node's own), ``looped`` whether it lies inside a for loop. Returns how many it rewrote
+    (returned True for)."""
     import json
 
     from kernelgen.check.checked import launches_of
@@ -80,25 +83,43 @@ def _rsqrt_weights(golden: dict) -> int:
     checked = check(parse_kernel(json.dumps(golden)))
     count = 0
     for launch, each in zip(golden.get("launches") or [golden], launches_of(checked)):
-        def rewrite(node: object, path: str, looped: bool) -> None:
+        def walk(node: object, path: str, looped: bool) -> None:
             nonlocal count
             if isinstance(node, list):
                 for index, value in enumerate(node):
-                    rewrite(value, f"{path}/{index}", looped)
-                return
-            if not isinstance(node, dict):
-                return
-            for key, value in list(node.items()):
-                rewrite(value, f"{path}/{key}", looped or node.get("op") == "for")
-            rhs = each.types.get(f"{path}/rhs")
-            if looped and node.get("op") == "div" and node.get("lhs") == 1.0 and rhs is not None and not rhs.shape:
-                root = {"op": "rsqrt", "x": node["rhs"]}
-                node.clear()
-                node.update({"op": "mul", "lhs": root, "rhs": copy.deepcopy(root)})
-                count += 1
+                    walk(value, f"{path}/{index}", looped)
+            elif isinstance(node, dict):
+                for key, value in list(node.items()):
+                    walk(value, f"{path}/{key}", looped or node.get("op") == "for")
+                count += bool(rewrite(node, _Types(each.types, path), looped))
 
-        rewrite(launch.get("body", []), "/body", False)
+        walk(launch.get("body", []), "/body", False)
     return count
+
+
+class _Types:
+    """A node's view of its launch's types: ``self[field]`` is the type of the node's child."""
+
+    def __init__(self, types: dict, path: str) -> None:
+        self.types, self.path = types, path
+
+    def __getitem__(self, field: str) -> Any:
+        return self.types.get(f"{self.path}/{field}" if field else self.path)
+
+
+def _rsqrt_weights(golden: dict) -> int:
+    """Rewrite each ``div`` of 1.0 by a scalar inside a for loop as ``rsqrt(x) * rsqrt(x)``;
+    returns how many were rewritten (see the module doc)."""
+    def rewrite(node: dict, types: _Types, looped: bool) -> bool:
+        rhs = types["rhs"]
+        if not (looped and node.get("op") == "div" and node.get("lhs") == 1.0 and rhs is not None and not rhs.shape):
+            return False
+        root = {"op": "rsqrt", "x": node["rhs"]}
+        node.clear()
+        node.update({"op": "mul", "lhs": root, "rhs": copy.deepcopy(root)})
+        return True
+
+    return _rewrite_typed(golden, rewrite)
 
 
 def _reciprocal(golden: dict) -> int:
@@ -108,38 +129,18 @@ def _reciprocal(golden: dict) -> int:
     own kernels do for a constant (hardsigmoid multiplies by 1/6) and what Inductor's ``/``
     costs (the 2-ulp ``div.full.f32``), against the correctly rounded ``div.rn.f32`` per element
     that the language's ``div`` lowers to. Returns how many were rewritten."""
-    import json
+    def rewrite(node: dict, types: _Types, looped: bool) -> bool:
+        lhs, rhs, result = types["lhs"], types["rhs"], types[""]
+        if not (node.get("op") == "div" and lhs is not None and rhs is not None and result is not None
+                and result.dtype == "f32" and math.prod(rhs.shape) < math.prod(lhs.shape)):
+            return False
+        divisor = node["rhs"]
+        node["op"] = "mul"
+        node["rhs"] = (1.0 / divisor if isinstance(divisor, (int, float)) and divisor
+                       else {"op": "div", "lhs": 1.0, "rhs": divisor})
+        return True
 
-    from kernelgen.check.checked import launches_of
-    from kernelgen.check.checker import check
-    from kernelgen.lang.parse import parse_kernel
-
-    checked = check(parse_kernel(json.dumps(golden)))
-    count = 0
-    for launch, each in zip(golden.get("launches") or [golden], launches_of(checked)):
-        types = each.types
-
-        def rewrite(node: object, path: str) -> None:
-            nonlocal count
-            if isinstance(node, list):
-                for index, value in enumerate(node):
-                    rewrite(value, f"{path}/{index}")
-                return
-            if not isinstance(node, dict):
-                return
-            for key, value in list(node.items()):
-                rewrite(value, f"{path}/{key}")
-            lhs, rhs, result = types.get(f"{path}/lhs"), types.get(f"{path}/rhs"), types.get(path)
-            if (node.get("op") == "div" and lhs is not None and rhs is not None and result is not None
-                    and result.dtype == "f32" and math.prod(rhs.shape) < math.prod(lhs.shape)):
-                divisor = node["rhs"]
-                node["op"] = "mul"
-                node["rhs"] = (1.0 / divisor if isinstance(divisor, (int, float)) and divisor
-                               else {"op": "div", "lhs": 1.0, "rhs": divisor})
-                count += 1
-
-        rewrite(launch["body"], "/body")
-    return count
+    return _rewrite_typed(golden, rewrite)
 
 
 def _swap_grid(launch: dict) -> None:
