@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     why = reason if reason is not None else "no --task given (its inputs and reference time and verify the candidates)"
     task = None if args.task is None else _task(args.task, sizes)
     if task is not None and task.variants:
-        _list_calls(task, answer, kernel, target, args.mode, args.jobs, space)
+        _list_calls(task, answer, kernel, target, args.mode, args.jobs)
         print(f"timing each call's kept candidates needs a GPU: {why}")
         return 0
     if kernel.dtypes:
@@ -91,18 +91,17 @@ def _task(task_id: str, sizes: dict[str, int]) -> Task:
     return task.model_copy(update={"bench_sizes": {**task.bench_sizes, **sizes}}) if sizes else task
 
 
-def _list_calls(task: Task, answer: str, kernel: L.Kernel, target: str, mode: str, jobs: int | None,
-                space: Sequence[Config]) -> None:
+def _list_calls(task: Task, answer: str, kernel: L.Kernel, target: str, mode: str, jobs: int | None) -> None:
     """Each listed call's bucket pruned and compiled as the benchmark tunes it (its dtype binding,
-    presence flags and choices, the params that are multiples of 16 at its sizes)."""
+    presence flags and choices, the params that are multiples of 16 at its sizes), from its own
+    search space (a meta ``when`` gives each binding its own as-written values)."""
     from kernelgen.gpu.calls import call_buckets
     from kernelgen.gpu.tune import search_space
     from kernelgen.task.case import Case, Settings
 
     for bucket in call_buckets(Case(task, answer, Settings(), kernel=kernel)):
-        own = space if not any(m.when for m in kernel.meta) else search_space(kernel, mode, bucket.variant)
-        _list_pruned(f"call {bucket.task.variant.name} ({bucket.label}): ", kernel, target, mode, jobs, own,
-                     bucket.divisible, bucket.variant)
+        _list_pruned(f"call {bucket.task.variant.name} ({bucket.label}): ", kernel, target, mode, jobs,
+                     search_space(kernel, mode, bucket.variant), bucket.divisible, bucket.variant)
 
 
 def _list_pruned(prefix: str, kernel: L.Kernel, target: str, mode: str, jobs: int | None, space: Sequence[Config],
