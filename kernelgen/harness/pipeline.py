@@ -76,7 +76,7 @@ def draw_sizes(task: Task, settings: Settings) -> list[dict[str, int]]:
 # presence pattern needs checking, not at every size.
 UNLISTED_DRAWS = 2
 # The kernel-reading draws an unlisted call takes besides them (:class:`kernelgen.task.draws.Draw`'s kinds).
-UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple", "tiles")
+UNLISTED_KINDS = ("past_extent", "range_max", "size_order", "at_equality", "at_multiple", "chunk_edge", "crossing", "tiles")
 # The draws a listed call after the first is not verified on (the interpreter's time; the first
 # call takes them): the ranges' maxima. Each call takes the crossing draws: a path past a size
 # threshold that is right for the first call's i32 and drops a NaN for the f16 call's passed (round 26).
@@ -113,8 +113,11 @@ def for_each_draw(task: Task, checked: CheckedKernel, settings: Settings, check_
     if which == "small":  # and the draws that read the kernel: a path the call alone takes past a block,
         # at a range's top, or where the kernel compares its sizes (linear_optional_bias's unlisted f32
         # call with a bias added it to two column tiles when M > N, and passed with none of these)
+        # (in CPU mode, the crossings with the other sizes small only: each unlisted call of
+        # layer_norm_optional took its large ones in 6 s)
         every = sorted([d for d in every if d.kind == "drawn"], key=lambda d: task.footprint(d.sizes)[0])[
-            :UNLISTED_DRAWS] + [d for d in every if d.kind in UNLISTED_KINDS]
+            :UNLISTED_DRAWS] + [d for d in every if d.kind in UNLISTED_KINDS and (
+                settings.gpu or d.kind != "crossing" or task.footprint(d.sizes)[0] <= draws.CPU_RANGE_MAX_BUDGET)]
     elif which == "no_range_max":
         every = [d for d in every if d.kind not in FIRST_CALL_KINDS]
     checked_sizes: list[dict[str, int]] = []
@@ -351,13 +354,17 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
     ranges' maxima for the first call only: the interpreter's time), then every call the task
     admits that no listed call makes (:func:`kernelgen.task.variants.unlisted_calls`) on the
     smallest hypothesis draws; the first failure ends the case, its diagnostics naming the call.
-    GPU mode checks each call on the GPU, then by the interpreter (:func:`stage_verify`)."""
+    The draws that read the kernel (its blocks, its comparisons) read each call's own variant:
+    a meta ``when`` gives a call other blocks than the first's. GPU mode checks each call on the
+    GPU, then by the interpreter (:func:`stage_verify`)."""
     from kernelgen.task.variants import plan_call, unlisted_calls, verify_call_cpu
 
     checked: list[dict[str, int]] = []
     unjudged: list[dict[str, Any]] = []
     listed = case.task.variant_tasks()
-    for concrete in listed + unlisted_calls(case.task):
+    calls = listed + unlisted_calls(case.task)
+    # A task without calls (an in-place operator, an answer that writes an input) is its one call.
+    for concrete, kernel_for_call in zip(calls, case.calls_checked or [case.checked] * len(calls), strict=True):
         cpu_one = lambda draw: verify_call_cpu(concrete, case.kernel, draw.sizes,  # noqa: E731
                                                case.settings.seed, draw.extreme, case.settings.timeout_s,
                                                draw.num_sms, draw.order)
@@ -368,12 +375,12 @@ def verify_calls(case: Case) -> list[dict[str, int]]:
 
             check_one = lambda draw: verify_call_gpu(case, concrete, draw.sizes, draw.extreme,  # noqa: E731
                                                      draw.num_sms)
-            sizes = for_each_draw(concrete, case.checked, case.settings, check_one,
+            sizes = for_each_draw(concrete, kernel_for_call, case.settings, check_one,
                                   "small" if concrete not in listed else "all", unjudged, plan_one)
-            for_each_draw(concrete, case.checked, dataclasses.replace(case.settings, gpu=False),
+            for_each_draw(concrete, kernel_for_call, dataclasses.replace(case.settings, gpu=False),
                           interpreter_checks(cpu_one), cpu_which)
         else:
-            sizes = for_each_draw(concrete, case.checked, case.settings, cpu_one, cpu_which, unjudged, plan_one)
+            sizes = for_each_draw(concrete, kernel_for_call, case.settings, cpu_one, cpu_which, unjudged, plan_one)
         checked += [s for s in sizes if s not in checked]
     if unjudged:
         case.extra["unjudged_draws"] = unjudged

@@ -42,7 +42,8 @@ class Case:
     settings: Settings
     kernel: L.Kernel | None = None
     checked: CheckedKernel | None = None
-    # A task with calls (kernelgen.task.variants): the kernel checked for each call, in order.
+    # A task with calls (kernelgen.task.variants): the kernel checked for each call, the listed ones
+    # in order, then those no listed call makes (variants.unlisted_calls).
     calls_checked: list[CheckedKernel] = field(default_factory=list)
     compiled: Any = None
     sizes_checked: list[dict[str, int]] = field(default_factory=list)

@@ -73,7 +73,8 @@ def check_calls(task: Task, kernel: L.Kernel, meta: Mapping[str, int] | None = N
     """Bind every call of the task (small sizes), the listed ones and then those no listed call
     makes (:func:`unlisted_calls`), and check the kernel's variant for it; a call the kernel
     refuses, or whose outputs would have other dtypes than the task's, is a signature
-    mismatch. Returns each listed call's checked kernel, in order."""
+    mismatch. Returns each call's checked kernel, the listed ones and then the unlisted, in
+    that order (each call's draws read its own: a meta ``when`` gives a call its own blocks)."""
     found: list[CheckedKernel] = []
     for concrete in task.variant_tasks() + unlisted_calls(task):
         sizes = {name: max(r.min, 2) for name, r in concrete.sizes.items()}
@@ -90,7 +91,7 @@ def check_calls(task: Task, kernel: L.Kernel, meta: Mapping[str, int] | None = N
         if problems:
             raise named(concrete, SemanticError(problems))
         found.append(checked)
-    return found[:len(task.variant_tasks())]
+    return found
 
 
 # -- the calls no listed call makes ---------------------------------------------------------
