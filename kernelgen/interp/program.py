@@ -23,17 +23,18 @@ from kernelgen.interp.clock import LOOK_EVERY_S, interpreter_clock
 from kernelgen.interp.atomics import apply_atomic
 from kernelgen.interp.lanes import Lanes, select as select_lanes
 from kernelgen.interp.orders import LOCKSTEP, Order
+from kernelgen.interp.pipelining import Pipelines, pipeline_window
 from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
 from kernelgen.check.checker import CheckedKernel, ValueType, child, literal_value
-from kernelgen.check.checked import ANY_INT_DTYPES, FP8_DTYPES, UNSIGNED_DTYPES
+from kernelgen.check.checked import ANY_INT_DTYPES, FP8_DTYPES
 from kernelgen.errors import Diagnostic, InterpreterError, InterpreterLimit
 from kernelgen.check.hints import claim_of, violation
 from kernelgen.host.plan import LaunchPlan, torch_dtype
 from kernelgen.interp.masks import all_true, any_true
 from kernelgen.interp.values import (BINARY as _BINARY, UNARY as _UNARY, Pointer, Value, bits_of, constant_as, fma_f64,
-                                     round_tf32 as _round_tf32, view_key)
+                                     round_tf32 as _round_tf32, special_binary, view_key)
 
 # A node's evaluation: its value from a run and an environment (:meth:`_Run.evaluator`).
 Evaluator = Callable[["_Run", dict[str, Value]], Value]
@@ -73,6 +74,7 @@ class _Run:
         self.constants: dict[tuple, torch.Tensor] = {}  # :meth:`typed`'s tensors of constants
         self.evaluators: dict[str, Evaluator] = {}  # by node path (:meth:`evaluator`)
         self.statement_paths: dict[str, list[str]] = {}  # by a block's path, its statements'
+        self.pipelines = Pipelines()  # the pipelined loops running (kernelgen.interp.pipelining)
 
     # -- values -----------------------------------------------------------------------------
 
@@ -179,7 +181,7 @@ class _Run:
         if plain is None or (e.op == "rem" and dtype in ANY_INT_DTYPES):
             def special(run: _Run, env: dict[str, Value]) -> Value:
                 a, b = run.typed(lhs(run, env), dtype, t.shape), run.typed(rhs(run, env), dtype, t.shape)
-                return _special_binary(e.op, dtype, a, b)
+                return special_binary(e.op, dtype, a, b)
             return special
         rank, operand, target = len(t.shape), torch_dtype(dtype), torch_dtype(t.dtype)
 
@@ -410,6 +412,9 @@ class _Run:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
                                      self.lane_numbers(sel, t.shape))
+            if self.pipelines.loops and not self.read_only[sel.index]:
+                self.pipelines.check(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index],
+                                     self.names[sel.index], where)
             loaded = self.flat[sel.index][sel.offsets]
             loaded = loaded if loaded.dtype == dtype else loaded.to(dtype)
             if out is None:
@@ -442,6 +447,7 @@ class _Run:
                 self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
                                      values, self.lane_numbers(sel, t.shape))
             bits_of(self.flat[sel.index])[sel.offsets] = values
+            self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
         """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.interp.atomics`)."""
@@ -468,6 +474,7 @@ class _Run:
                 sel.rows(self.count, block), sel.in_block(self.count, block), block)
             sel.put(old, apply_atomic(a.op, self.flat[sel.index], sel.offsets, values, compare, t.dtype,
                                       lambda: self.out_of_time(path), sequence))
+            self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
         if a.name is not None:
             env[a.name] = old
 
@@ -533,7 +540,14 @@ class _Run:
         carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
                                              carry_types[c.name])
                    for i, c in enumerate(f.carry)}
-        self._iterate(f, path, env, carries, carry_types, (start, step, trips), 0, most)
+        window = pipeline_window(f, self.checked.kernel.num_stages)
+        if window:
+            self.pipelines.enter(path, window)
+        try:
+            self._iterate(f, path, env, carries, carry_types, (start, step, trips), 0, most)
+        finally:
+            if window:
+                self.pipelines.exit()
         env.update(carries)
 
     def _iterate(self, f: L.For, path: str, env: dict[str, Value], carries: dict[str, Value],
@@ -564,6 +578,8 @@ class _Run:
             inner[f.var] = var if var.dtype == var_dtype else var.to(var_dtype)
             if active is not None:
                 inner[_ACTIVE] = active  # trips > i only where the enclosing loop or branch is active
+            if self.pipelines.loops and self.pipelines.loops[-1].path == path:
+                self.pipelines.next_trip()
             self.block(f.body, child(path, "body"), inner)
             for j, c in enumerate(f.carry):
                 t = carry_types[c.name]
@@ -673,27 +689,6 @@ class _Run:
 
 # A branch taken by at most one program in this many of a chunk runs by those programs alone.
 _FEW = 4
-
-
-def _special_binary(op: str, dtype: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The binary ops torch has no one function for, on operands of the result's shape: integer
-    division and remainder, ``umulhi`` and the shifts."""
-    if op in ("idiv", "cdiv", "rem"):  # of integers: the checker admits idiv and cdiv on integers only
-        # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
-        # of the minimum integer by -1 traps and kills the process). u8 has no -1.
-        zero = b == 0
-        minus_one = torch.zeros_like(zero) if dtype in UNSIGNED_DTYPES else b == -1
-        safe = torch.where(zero | minus_one, torch.ones_like(b), b)
-        if op == "rem":
-            out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
-        else:
-            if op == "cdiv":
-                a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
-            out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
-        return torch.where(zero, torch.zeros_like(out), out)
-    if op == "umulhi":
-        return philox.umulhi(a, b)
-    return philox.shift(op, a, b)
 
 
 _ACTIVE = "\0active"  # the programs still iterating a loop with per-program trip counts, or in a branch

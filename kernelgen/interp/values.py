@@ -15,6 +15,7 @@ import torch
 
 from kernelgen.check.checked import ANY_INT_DTYPES, DTYPE_BITS, UNSIGNED_DTYPES
 from kernelgen.host.plan import torch_dtype
+from kernelgen.lang import philox
 
 
 @dataclass
@@ -111,3 +112,24 @@ BINARY = {
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
     "and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor,
 }
+
+
+def special_binary(op: str, dtype: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The binary ops torch has no one function for, on operands of the result's shape: integer
+    division and remainder, ``umulhi`` and the shifts."""
+    if op in ("idiv", "cdiv", "rem"):  # of integers: the checker admits idiv and cdiv on integers only
+        # Division by zero gives 0; by -1 it is negation (wrapping: the CPU's own division
+        # of the minimum integer by -1 traps and kills the process). u8 has no -1.
+        zero = b == 0
+        minus_one = torch.zeros_like(zero) if dtype in UNSIGNED_DTYPES else b == -1
+        safe = torch.where(zero | minus_one, torch.ones_like(b), b)
+        if op == "rem":
+            out = torch.where(minus_one, torch.zeros_like(a), torch.fmod(a, safe))
+        else:
+            if op == "cdiv":
+                a = a + b - 1  # cdiv(a, b) is (a + b - 1) / b, rounded toward zero
+            out = torch.where(minus_one, -a, torch.div(a, safe, rounding_mode="trunc"))
+        return torch.where(zero, torch.zeros_like(out), out)
+    if op == "umulhi":
+        return philox.umulhi(a, b)
+    return philox.shift(op, a, b)

@@ -482,7 +482,8 @@ class For(Node):
     step))`` times (zero: the body never runs); ``step`` > 0 (a literal <= 0 is bad_value).
     ``var`` is i32, i64 if a bound is a non-literal i64, and is gone after the loop. There is
     no while or break: use masks, where or if. ``num_stages``: this loop's pipelining depth
-    (a loop without a dot prefetches its loads only when given it). ``flatten`` (speed only):
+    (a loop without a dot prefetches its loads only when given it): loads are issued trips early,
+    so one must not read what the loop stored in a recent trip (carry it). ``flatten`` (speed only):
     pipeline this loop and the one for directly in its body as one loop (pipelined as the
     outer's num_stages, else the inner's), so a persistent kernel loads its next tile's first
     blocks during this tile's epilogue (a nest Triton cannot fuse is compiled unfused). Only for

@@ -85,6 +85,7 @@ RULES: dict[str, str] = {
     "over_budget": "a launch whose work (grid x block elements x loop trips) is past the interpreter's budget (not judged on the CPU)",
     "duplicate_store": "lanes of one store writing different values to one element, when run",
     "missing_barrier": "an element accessed from another lane of its program after a store or load, before a barrier",
+    "stale_pipelined_load": "a pipelined loop's load of what its program stored in the loop's last num_stages trips (see For)",
     "unordered_read": "a named atomic relying on another program's update with no release/acquire between (see Atomic)",
     # Verifying: the results against the reference's, and the launch under other orders.
     "order_dependent": "another program order gives another result (see Atomic)",
