@@ -80,9 +80,16 @@ class Pipelines:
 
     def __init__(self) -> None:
         self.loops: list[_LoopRun] = []
+        self.windows: dict[str, int] = {}  # each loop's pipeline_window, by path (an inner loop runs often)
 
-    def enter(self, path: str, window: int) -> None:
-        self.loops.append(_LoopRun(path, window))
+    def enter(self, f: L.For, path: str, kernel_stages: int) -> bool:
+        """Start a run of loop ``f``; whether it is pipelined (then :meth:`exit` ends the run)."""
+        window = self.windows.get(path)
+        if window is None:
+            window = self.windows[path] = pipeline_window(f, kernel_stages)
+        if window:
+            self.loops.append(_LoopRun(path, window))
+        return bool(window)
 
     def exit(self) -> None:
         self.loops.pop()

@@ -23,7 +23,7 @@ from kernelgen.interp.clock import LOOK_EVERY_S, interpreter_clock
 from kernelgen.interp.atomics import apply_atomic
 from kernelgen.interp.lanes import Lanes, select as select_lanes
 from kernelgen.interp.orders import LOCKSTEP, Order
-from kernelgen.interp.pipelining import Pipelines, pipeline_window
+from kernelgen.interp.pipelining import Pipelines
 from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
@@ -540,13 +540,11 @@ class _Run:
         carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
                                              carry_types[c.name])
                    for i, c in enumerate(f.carry)}
-        window = pipeline_window(f, self.checked.kernel.num_stages)
-        if window:
-            self.pipelines.enter(path, window)
+        pipelined = self.pipelines.enter(f, path, self.checked.kernel.num_stages)
         try:
             self._iterate(f, path, env, carries, carry_types, (start, step, trips), 0, most)
         finally:
-            if window:
+            if pipelined:
                 self.pipelines.exit()
         env.update(carries)
 
