@@ -30,9 +30,6 @@ from pydantic import BaseModel
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.lang import nodes as L
 
-CODE = "stale_pipelined_load"
-
-
 def pipeline_window(f: L.For, kernel_stages: int) -> int:
     """The trips of loop ``f`` whose stores its loads may not see (0: not pipelined): the loop's
     ``num_stages``, a flattened nest's (the outer's, else the inner's, else the kernel's), or the
@@ -127,7 +124,7 @@ class Pipelines:
             hit = torch.isin(keys, torch.cat(stored))
             if bool(hit.any()):
                 element = int(offsets[hit.nonzero()[0, 0]])
-                raise InterpreterError(Diagnostic(where, CODE, (
+                raise InterpreterError(Diagnostic(where, "stale_pipelined_load", (
                     f"this load reads {name}[{element}], which the same program stored within the last "
                     f"{run.window} trips of the pipelined loop at {run.path} (or earlier in this trip): the "
                     f"pipeliner issues a trip's loads num_stages - 1 trips early, so on the GPU it reads the "
