@@ -447,7 +447,8 @@ class _Run:
                 self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
                                      values, self.lane_numbers(sel, t.shape))
             bits_of(self.flat[sel.index])[sel.offsets] = values
-            self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
+            if self.pipelines.loops:  # (the lanes' programs are not computed for every store otherwise)
+                self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
 
     def atomic(self, a: L.Atomic, path: str, env) -> None:
         """Each active lane's read-modify-write, in lane order (see :mod:`kernelgen.interp.atomics`)."""
@@ -474,7 +475,8 @@ class _Run:
                 sel.rows(self.count, block), sel.in_block(self.count, block), block)
             sel.put(old, apply_atomic(a.op, self.flat[sel.index], sel.offsets, values, compare, t.dtype,
                                       lambda: self.out_of_time(path), sequence))
-            self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
+            if self.pipelines.loops:  # (the lanes' programs are not computed for every store otherwise)
+                self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
         if a.name is not None:
             env[a.name] = old
 
