@@ -161,13 +161,17 @@ def gpu_lock_path(gpu: Gpu, directory: str | None = None) -> Path | None:
     return path
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def cpu_threads(environ: Mapping[str, str] | None = None) -> int:
     """CPU threads per process for one xdist worker: the cores this process may use, shared
     out among the run's workers (``PYTEST_XDIST_WORKER_COUNT``)."""
     environ = os.environ if environ is None else environ
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     workers = int(environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    return max(1, cores // max(workers, 1))
+    return max(1, cores() // max(workers, 1))
 
 
 def share_cpu_threads(environ: MutableMapping[str, str] | None = None) -> None:

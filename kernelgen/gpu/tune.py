@@ -12,7 +12,8 @@ A model writes its ``meta`` values and ``num_warps`` blind; Triton's own kernels
 
 Candidates the checker rejects (a block dim that is no longer a power of two, a literal past
 its range...) or that would give a block fewer elements than threads are dropped before
-compiling; the rest compile in parallel in a process pool (the compile cache is shared), and
+compiling; the rest compile in parallel in a process pool (the compile cache is shared; its
+processes busy at once are this process's share of the cores among those compiling now), and
 those whose shared memory exceeds the target's limit are dropped before timing. The GPU times
 each candidate as soon as it is built; the fastest is then verified on every drawn size
 assignment like any answer, and one that fails is dropped for the next fastest. The
@@ -69,7 +70,7 @@ CACHE_SUBDIR = "tune"
 # search's few repetitions are noisier than the case's final timing (on the H200 a 1% "win" of
 # rmsnorm_f16's search timed 2% slower in the final 100 repetitions).
 MIN_GAIN = 0.03
-MAX_WORKERS = 8  # compile processes at most (default: this xdist worker's share of the cores)
+MAX_WORKERS = 8  # compile processes at most (default: a share of the cores, kernelgen.gpu.compile_share)
 
 
 @dataclass(frozen=True, order=True)
@@ -281,8 +282,8 @@ _POOLS: dict[int, ProcessPoolExecutor] = {}
 
 
 def compile_pool(workers: int) -> ProcessPoolExecutor:
-    """This process's pool of ``workers`` compile processes, kept for the next kernel (starting
-    one costs seconds of imports); stopped at exit."""
+    """This process's pool of at most ``workers`` compile processes (started as work comes),
+    kept for the next kernel (starting one costs seconds of imports); stopped at exit."""
     import atexit
     import multiprocessing
 
@@ -293,6 +294,48 @@ def compile_pool(workers: int) -> ProcessPoolExecutor:
     return _POOLS[workers]
 
 
+def _in_pool(jobs: Sequence[Any], submit: Callable[[ProcessPoolExecutor, Any], Any],
+             workers: int | None) -> Iterator[tuple[Any, Any]]:
+    """Each job with its future once done, run in the compile pool; a job the pool broke under
+    comes back with None (the pool is dropped, the next call starts a fresh one). With
+    ``workers`` None, as many jobs run at once as this process's share of the cores among the
+    processes compiling now (:mod:`compile_share`), asked again as each job finishes: a worker
+    left alone at a run's end takes the idle cores."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from kernelgen.gpu.compile_share import compiling
+
+    size = MAX_WORKERS if workers is None else max(1, workers)
+    pool = compile_pool(size)
+    waiting = list(reversed(jobs))
+    running: dict[Any, Any] = {}
+    broken = False
+    with compiling(size) as share:
+        def fill() -> None:  # before the finished go back, so that compiling goes on while they are timed
+            nonlocal broken
+            allowed = size if workers is not None else share()
+            while waiting and not broken and len(running) < allowed:
+                try:
+                    running[submit(pool, waiting[-1])] = waiting[-1]
+                except BrokenProcessPool:
+                    broken = True
+                else:
+                    waiting.pop()
+
+        fill()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            finished = [(running.pop(future), future) for future in done]
+            broken = broken or any(isinstance(future.exception(), BrokenProcessPool) for _, future in finished)
+            fill()
+            for job, future in finished:
+                yield job, None if isinstance(future.exception(), BrokenProcessPool) else future
+    if broken:
+        _POOLS.pop(size).shutdown(wait=False)
+        for job in reversed(waiting):
+            yield job, None
+
+
 def compile_candidates(candidates: Sequence[Candidate], target: str, divisible_by_16: Collection[str] = (),
                        workers: int | None = None) -> Iterator[tuple[Candidate, Any]]:
     """Each candidate with its CompiledKernel, or the KernelgenError compiling it raised, in
@@ -300,28 +343,19 @@ def compile_candidates(candidates: Sequence[Candidate], target: str, divisible_b
     compiled one by one in the crash-isolated compile worker (:func:`compile.compile_kernel`)
     and the next call starts a fresh pool."""
     from kernelgen.gpu.compile import compile_kernel, job_result
-    from kernelgen.gpu.devices import cpu_threads
 
     divisible = tuple(sorted(set(divisible_by_16)))
-    workers = max(1, min(MAX_WORKERS, cpu_threads()) if workers is None else workers)
     leftover: list[Candidate] = []
-    if candidates:
-        pool = compile_pool(workers)
-        futures = {pool.submit(_compile_in_pool, c.checked, target, c.config.num_warps, c.config.num_stages,
-                               divisible): c for c in candidates}
-        for future in as_completed(futures):
-            candidate = futures[future]
-            try:
-                status, value = future.result()
-            except BrokenProcessPool:
-                leftover.append(candidate)
-                continue
-            try:
-                yield candidate, job_result(status, value)
-            except KernelgenError as error:
-                yield candidate, error
-        if leftover:
-            _POOLS.pop(workers).shutdown(wait=False)
+    submit = lambda pool, c: pool.submit(_compile_in_pool, c.checked, target, c.config.num_warps,  # noqa: E731
+                                         c.config.num_stages, divisible)
+    for candidate, future in _in_pool(candidates, submit, workers):
+        if future is None:
+            leftover.append(candidate)
+            continue
+        try:
+            yield candidate, job_result(*future.result())
+        except KernelgenError as error:
+            yield candidate, error
     for candidate in leftover:
         try:
             yield candidate, compile_kernel(candidate.checked, target, candidate.config.num_warps,
@@ -335,17 +369,8 @@ def precompile(kernels: Sequence[CheckedKernel], target: str, workers: int | Non
     specialization), in parallel: a later :func:`compile.compile_kernel` of it is a cache hit.
     A kernel that fails to compile here, or crashes the pool, is left for that later compile
     to report in the crash-isolated worker."""
-    from kernelgen.gpu.devices import cpu_threads
-
-    workers = max(1, min(MAX_WORKERS, cpu_threads()) if workers is None else workers)
-    pool = compile_pool(workers)
-    futures = [pool.submit(_compile_in_pool, kernel, target, None, None, ()) for kernel in kernels]
-    for future in as_completed(futures):
-        try:
-            future.result()
-        except BrokenProcessPool:
-            _POOLS.pop(workers).shutdown(wait=False)
-            return
+    for _ in _in_pool(kernels, lambda pool, k: pool.submit(_compile_in_pool, k, target, None, None, ()), workers):
+        pass
 
 
 # -- searching and choosing -----------------------------------------------------------------
