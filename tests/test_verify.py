@@ -168,16 +168,42 @@ def test_a_comparison_in_chunks_counts_and_places_mismatches_as_a_whole_one(monk
 
 def test_an_overflow_within_tolerance_of_the_largest_value_is_rounding_not_a_mismatch() -> None:
     """A cumprod that reaches 3.38e38 in f32 may round past the largest finite value on its way
-    (f32's rtol 1e-4 around 3.4027e38 reaches past 3.40282e38): inf of the same sign is within tolerance there, and only
-    there; inf of the other sign, or where the value is far below the largest, is a mismatch."""
+    (f32's rtol 1e-4 around 3.4027e38 reaches past 3.40282e38): inf of the same sign is within
+    tolerance there, and only there, where the exact (f64) result is near that largest value too;
+    inf of the other sign, or where the value is far below the largest, is a mismatch. Two results
+    of one kernel (``overflow``), neither exact, take it wherever one is near the largest value."""
     from kernelgen.task.compare import compare_tensors
 
     near = torch.tensor([3.4027e38, -3.4027e38, 1e30], dtype=torch.float32)
-    assert compare_tensors(torch.tensor([math.inf, -math.inf, 1e30]), near, "f32").ok
-    assert compare_tensors(near, torch.tensor([math.inf, -math.inf, 1e30]), "f32").ok
-    assert compare_tensors(torch.tensor([-math.inf, -math.inf, 1e30]), near, "f32").mismatches == 1
-    assert compare_tensors(torch.tensor([math.inf, -math.inf, math.inf]), near, "f32").mismatches == 1
-    assert compare_tensors(torch.tensor([math.inf]), torch.tensor([3.0e38]), "f32").mismatches == 1
+    exact = near.double()
+    for overflowed, rounded in ((torch.tensor([math.inf, -math.inf, 1e30]), near),
+                                (near, torch.tensor([math.inf, -math.inf, 1e30]))):
+        assert compare_tensors(overflowed, rounded, "f32", wide=exact).ok
+        assert compare_tensors(overflowed, rounded, "f32", overflow=True).ok
+        assert compare_tensors(overflowed, rounded, "f32").mismatches == 2  # no exact result: no allowance
+    assert compare_tensors(torch.tensor([-math.inf, -math.inf, 1e30]), near, "f32", wide=exact).mismatches == 1
+    assert compare_tensors(torch.tensor([math.inf, -math.inf, math.inf]), near, "f32", wide=exact).mismatches == 1
+    assert compare_tensors(torch.tensor([math.inf]), torch.tensor([3.0e38]), "f32", overflow=True).mismatches == 1
+
+
+def test_an_exact_infinity_takes_no_finite_stand_in() -> None:
+    """1/0 and the max of a row of -inf are infinities exactly: a kernel that stores f32's largest
+    value there (a saturating reciprocal, a running max started at -FLT_MAX) is wrong, though that
+    value's tolerance reaches past it. The f64 result is not finite there (NaN, as WideReference
+    gives it), or lies far past the largest value (exp(100)); in steps, inf is not a tie's neighbour."""
+    from kernelgen.task.compare import Tolerance, compare_tensors
+
+    largest = torch.finfo(torch.float32).max
+    reference = torch.tensor([math.inf, -math.inf, math.inf])
+    saturated = torch.tensor([largest, -largest, largest])
+    exact = torch.tensor([math.nan, math.nan, math.exp(100)], dtype=torch.float64)
+    assert compare_tensors(saturated, reference, "f32", wide=exact).mismatches == 3
+    assert compare_tensors(saturated, reference, "f32").mismatches == 3
+    # nor any value where the reference overflowed (its error there is infinite: no floor)
+    assert not compare_tensors(torch.tensor([0.0]), torch.tensor([math.inf]), "f32", wide=exact[2:]).ok
+    f16 = torch.tensor([math.inf, -math.inf, 1.0]).half()
+    judged = compare_tensors(torch.tensor([65504.0, -65504.0, 1.0]).half(), f16, "f16", Tolerance(1e-2, 1e-5, steps=True))
+    assert judged.mismatches == 2 and judged.one_step == 0
 
 
 def test_an_extreme_draw_with_an_order_is_not_taken_for_an_overflow_for_its_own_nans() -> None:

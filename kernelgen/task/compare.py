@@ -174,14 +174,19 @@ def stepped(dtype: str, tolerance: Tolerance) -> bool:
 
 def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
                     tolerance: Tolerance | None = None, wide: torch.Tensor | None = None,
-                    around: Sequence[Around] = ()) -> Comparison:
+                    around: Sequence[Around] = (), overflow: bool = False) -> Comparison:
     """Compare a kernel's output with the reference's, on the reference's device (a GPU
     compares a 1 GB output in milliseconds where two CPU threads took 30 s). ``wide``
     (``expected``'s shape, f64, NaN where there is none): the reference's result on f64 inputs;
     where the tolerance fails an element, it passes within :data:`REFERENCE_ERROR_FACTOR` times
     the reference's own error (|expected - wide|) of both; only where :func:`floorable`.
     ``around`` (each a centre and radius: ``expected``'s shape, f64, NaN where there is none; and
-    the criterion in words): a float element within the radius of a centre passes too."""
+    the criterion in words): a float element within the radius of a centre passes too.
+
+    An infinity against a finite value of its sign at the dtype's largest (not in steps) is
+    rounding where the exact result lies within the tolerance of that largest value: ``wide``'s
+    (finite there) or, with ``overflow`` (two results of one kernel, neither exact), either side's.
+    A reference's infinity that is exact (1/0, the max of a row of -inf) takes no finite stand-in."""
     tolerance = tolerance or TOLERANCES[dtype]
     actual, expected = actual.detach().to(expected.device), expected.detach()
     if actual.shape != expected.shape:
@@ -200,11 +205,17 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, dtype: str,
         if floating:
             a, e = a_part.double(), e_part.double()
             close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-            close |= _overflows_within_tolerance(a, e, tolerance, largest) | _overflows_within_tolerance(e, a, tolerance, largest)
+            if overflow:
+                close |= _overflows_within_tolerance(a, e, tolerance, largest) | \
+                    _overflows_within_tolerance(e, a, tolerance, largest)
             if floor is not None:
                 w = floor[begin:begin + CHUNK_ELEMENTS]  # NaN (no floor) compares false
+                close |= _overflows_within_tolerance(a, e, tolerance, largest, w) | \
+                    _overflows_within_tolerance(e, a, tolerance, largest, w)
                 gap = (e - w).abs()
-                own = torch.where(gap <= ROUNDING_GAP_SHARE * torch.maximum(e.abs(), w.abs()),
+                # An infinite reference has no error of its own to floor by: exp(100) in f32 is inf
+                # (its f64 result 2.7e43), and an infinite gap passed any value there.
+                own = torch.where(e.isfinite() & (gap <= ROUNDING_GAP_SHARE * torch.maximum(e.abs(), w.abs())),
                                   REFERENCE_ERROR_FACTOR * gap, torch.zeros_like(gap))
                 close |= ((a - e).abs() <= own) & ((a - w).abs() <= own)
             for centred in around:
@@ -242,12 +253,17 @@ def _within(values: torch.Tensor, around: Around, begin: int) -> torch.Tensor:
 
 
 def _overflows_within_tolerance(inf: torch.Tensor, finite: torch.Tensor, tolerance: Tolerance,
-                                largest: float) -> torch.Tensor:
+                                largest: float, exact: torch.Tensor | None = None) -> torch.Tensor:
     """Where ``inf`` is an infinity and ``finite`` a value of its sign whose tolerance reaches
     past the dtype's largest finite value: the kernel's rounding within tolerance may overflow
-    there (a cumprod reaching 3.38e38 in f32 rounds to inf on the way), or the reference's may."""
-    return inf.isinf() & finite.isfinite() & (inf.sign() == finite.sign()) & \
+    there (a cumprod reaching 3.38e38 in f32 rounds to inf on the way), or the reference's may.
+    With ``exact`` (the f64 result, NaN where it is not finite), only where that lies within the
+    tolerance of the largest value too: 1/0 is inf, not f32's largest value."""
+    near = inf.isinf() & finite.isfinite() & (inf.sign() == finite.sign()) & \
         (finite.abs() * (1 + tolerance.rtol) + tolerance.atol > largest)
+    if exact is None:
+        return near
+    return near & (exact.abs() <= largest * (1 + tolerance.rtol) + tolerance.atol)
 
 
 def growth(before: torch.Tensor, after: torch.Tensor) -> float:
@@ -290,6 +306,9 @@ def _compare_steps(actual: torch.Tensor, expected: torch.Tensor, dtype: str, tol
     for begin in range(0, total, CHUNK_ELEMENTS):
         a, e = flat_actual[begin:begin + CHUNK_ELEMENTS], flat_expected[begin:begin + CHUNK_ELEMENTS]
         steps = representable_steps(a, e)
+        # An infinity is one step past the largest value, but not a rounding tie's neighbour: f16's
+        # 1/6e-8 is inf, not 65504 (a value rounds to inf from 65520 up, a band no draw finds).
+        steps[a.float().isinf() != e.float().isinf()] = math.inf
         error = (a.float().double() - e.float().double()).abs()
         error = torch.where(steps == 0, torch.zeros_like(error), error.nan_to_num(nan=math.inf, posinf=math.inf))
         max_error = max(max_error, float(error.max()))

@@ -562,11 +562,11 @@ def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                 continue
             base, moved = outputs[spec.name].detach(), other[spec.name].detach()
             tol = _scaled(task.tolerance_for(spec.dtype), atol_scale)
-            comparison = compare_tensors(moved, base, spec.dtype, tol)
+            comparison = compare_tensors(moved, base, spec.dtype, tol, overflow=True)
             if rounding is not None and not comparison.ok and not tol.exact:
                 comparison = compare_tensors(moved, base, spec.dtype, rounding.tolerance(spec.name, tol),
                                              around=[a for a in [rounding.around(spec.name, base, centre=base)]
-                                                     if a is not None])
+                                                     if a is not None], overflow=True)
             if comparison.ok:
                 continue
             first = comparison.first_mismatch
