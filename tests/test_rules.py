@@ -26,7 +26,7 @@ from kernelgen.lang.rules import RULES
 JUDGING_MODULES = ("lang/parse", "check/checker", "check/host", "check/statements", "check/blocks", "check/dots", "check/tiles",
                    "lang/generic", "lang/limits", "check/bounds", "host/plan", "host/wrapper", "check/polymorphism",
                    "interp/execute", "interp/program", "interp/blocks", "interp/budget", "check/sequence",
-                   "interp/accesses", "interp/barrier", "interp/memorder", "interp/lanes", "interp/pipelining",
+                   "interp/accesses", "interp/barrier", "interp/memorder", "interp/lanes", "interp/pipelining", "interp/proxies",
                    "task/verify")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 

@@ -57,6 +57,7 @@ import torch
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.interp.barrier import ProgramOrder, unravel as _unravel
 from kernelgen.interp.memorder import MemoryOrder
+from kernelgen.interp.proxies import TileProxies
 from kernelgen.interp.masks import any_true
 
 _NONE = -1  # no program
@@ -77,11 +78,11 @@ class AccessLog:
 
     def __init__(self, outputs: Mapping[str, torch.Tensor], grid: Sequence[int],
                  initialised: Set[str] = frozenset(), defined: Mapping[str, torch.Tensor] | None = None,
-                 observes: bool = False) -> None:
+                 observes: bool = False, tiles: Set[str] = frozenset()) -> None:
         """``defined``: per output, where an element holds a value before this launch (an earlier
         launch wrote it, a zero fill); outputs in ``initialised`` (an ``init`` fill) hold one
         everywhere. ``observes``: the kernel binds atomics' old values, so their memory order is
-        judged (:class:`MemoryOrder`)."""
+        judged (:class:`MemoryOrder`). ``tiles``: the outputs tile accesses name (:class:`TileProxies`)."""
         self.grid = tuple(grid)
         self.initialised = set(initialised)
         self.shapes = {name: tuple(t.shape) for name, t in outputs.items()}
@@ -108,14 +109,15 @@ class AccessLog:
         self.unread: Diagnostic | None = None  # the first read before write, reported at the end
         self.order = ProgramOrder(self.shapes, math.prod(self.grid))  # within a program: barriers
         self.memory = MemoryOrder(self.shapes, math.prod(self.grid)) if observes else None  # between programs
+        self.proxies = TileProxies(self.shapes, tiles) if tiles else None  # tile against plain accesses
 
     # -- the accesses -------------------------------------------------------------------------
 
     def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
-               values: torch.Tensor | None = None, lanes: torch.Tensor | None = None) -> None:
+               values: torch.Tensor | None = None, lanes: torch.Tensor | None = None, tile: bool = False) -> None:
         """Program ``programs[i]`` writes ``values[i]`` (when given) to element ``offsets[i]`` of
         output ``name`` (active lanes; ``lanes``: their :meth:`ProgramOrder.lanes`, to judge
-        barriers)."""
+        barriers; ``tile``: a tile_store's)."""
         writer = self.writer[name]
         programs = programs.to(self.dtype)
         if name in self.untouched:
@@ -128,6 +130,11 @@ class AccessLog:
         self._one_lane_each(name, offsets, programs, path, values)
         if lanes is not None:  # after the lanes of this store: a duplicate among them is named first
             self.order.stored(name, offsets, programs, lanes, path, self.describe)
+        if self.proxies is not None:
+            self.proxies.access(name, offsets, programs, path, tile, "writes", lambda: self._written(name, offsets),
+                                self.describe)
+            if tile:
+                self.proxies.wrote(name, offsets)
         writer[offsets] = programs
 
     def _one_lane_each(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
@@ -166,9 +173,9 @@ class AccessLog:
                 f"others) or reduce the values first"))
 
     def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
-               lanes: torch.Tensor | None = None) -> None:
+               lanes: torch.Tensor | None = None, tile: bool = False) -> None:
         """Program ``programs[i]`` reads element ``offsets[i]`` of output ``name`` (active lanes;
-        ``lanes`` as :meth:`stored`'s)."""
+        ``lanes`` and ``tile`` as :meth:`stored`'s)."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
         if lanes is not None:
@@ -179,6 +186,9 @@ class AccessLog:
         self._others(self.first_atomic, self.last_atomic, name, offsets, programs, "updated atomically", path,
                      reading=True)
         self._unwritten(name, offsets, programs, before, path, "loads")
+        if self.proxies is not None:
+            self.proxies.access(name, offsets, programs, path, tile, "reads", lambda: self._written(name, offsets),
+                                self.describe)
         self._record(self.first_reader, self.last_reader, name, offsets, programs)
 
     def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
@@ -202,6 +212,9 @@ class AccessLog:
                      doing="updates atomically")
         if reads:
             self._unwritten(name, offsets, programs, before, path, f"updates with {op} (an atomic reads it)")
+        if self.proxies is not None:
+            self.proxies.access(name, offsets, programs, path, False, f"updates with {op}",
+                                lambda: self._written(name, offsets), self.describe)
         self._kind(name, op, offsets, programs, path)
         self._record(self.first_atomic, self.last_atomic, name, offsets, programs)
         if within_program:
@@ -249,6 +262,11 @@ class AccessLog:
         return found
 
     # -- the rules ------------------------------------------------------------------------------
+
+    def _written(self, name: str, offsets: torch.Tensor) -> torch.Tensor:
+        """Where this launch stored or atomically updated these elements so far."""
+        done = self.writer[name][offsets] != _NONE
+        return done | (self.last_atomic[name][offsets] != _NONE) if name in self.last_atomic else done
 
     def _unwritten(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, writers: torch.Tensor,
                    path: str, doing: str) -> None:

@@ -63,6 +63,7 @@ from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
 from kernelgen.interp.budget import check_budget, estimated_work
 from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, binds_old_values, needs_orders
+from kernelgen.interp.proxies import tile_outputs
 from kernelgen.check.checker import FLOAT_DTYPES, CheckedKernel, literal_value
 from kernelgen.check.checked import FP8_DTYPES, Checked
 from kernelgen.errors import Diagnostic, InterpreterError, KernelgenError
@@ -172,7 +173,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     buffers = _buffers(plan, outs)
     total = plan.num_programs
     accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.prefilled},
-                         defined=defined, observes=binds_old_values(plan.checked))
+                         defined=defined, observes=binds_old_values(plan.checked), tiles=tile_outputs(plan.kernel))
     chunk = _chunk(plan)
     with torch.no_grad():
         if programs is not None:

@@ -392,7 +392,8 @@ class _Run:
         return self._load(tiles.as_load(e), child(path, tiles.AS_LOAD), env, where=path)
 
     def _load(self, e: L.Load, path: str, env, where: str | None = None) -> Value:
-        """``where``: the path faults and races are reported at (a tile's, for its pointer form)."""
+        """``where``: the path faults and races are reported at (a tile's, for its pointer form:
+        then the access is a tile access)."""
         t = self.types[path]
         ptr = self.eval(e.ptr, child(path, "ptr"), env)
         ptr = self._materialize(ptr, t)
@@ -411,7 +412,7 @@ class _Run:
         for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     self.lane_numbers(sel, t.shape))
+                                     self.lane_numbers(sel, t.shape), tile=where != path)
             if self.pipelines.loops and not self.read_only[sel.index]:
                 self.pipelines.check(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index],
                                      self.names[sel.index], where)
@@ -445,7 +446,7 @@ class _Run:
             values = sel.take(bits_of(value.to(self.flat[sel.index].dtype)))  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
                 self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     values, self.lane_numbers(sel, t.shape))
+                                     values, self.lane_numbers(sel, t.shape), tile=where != path)
             bits_of(self.flat[sel.index])[sel.offsets] = values
             if self.pipelines.loops:  # (the lanes' programs are not computed for every store otherwise)
                 self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])

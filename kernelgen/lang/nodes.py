@@ -433,7 +433,9 @@ class Store(Node):
 
 class TileStore(Node):
     """Write ``value`` (the pointee's dtype) as the block at ``offsets`` of output ``base``
-    viewed as TileLoad's; elements outside [0, shape) are not written. Store's rules hold."""
+    viewed as TileLoad's; elements outside [0, shape) are not written. Store's rules hold. The launch
+    accesses what it wrote no more, and no tile access touches what a store wrote (TMA copies are
+    unordered: tile_proxy_order)."""
 
     op: Literal["tile_store"]
     base: Name

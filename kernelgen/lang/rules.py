@@ -86,6 +86,7 @@ RULES: dict[str, str] = {
     "duplicate_store": "lanes of one store writing different values to one element, when run",
     "missing_barrier": "an element accessed from another lane of its program after a store or load, before a barrier",
     "stale_pipelined_load": "a pipelined loop's load of what its program stored in the loop's last num_stages trips (see For)",
+    "tile_proxy_order": "an element a tile_store wrote accessed again in the launch, or a tile access of one a store wrote (see TileStore)",
     "unordered_read": "a named atomic relying on another program's update with no release/acquire between (see Atomic)",
     # Verifying: the results against the reference's, and the launch under other orders.
     "order_dependent": "another program order gives another result (see Atomic)",
