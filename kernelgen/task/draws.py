@@ -97,6 +97,7 @@ from kernelgen.task.addends import ADDEND, addend_inputs, addend_part
 from kernelgen.task.concentrated import concentrated_orders
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
+from kernelgen.task.spread import SPREAD_ORDER, candidate_names, pointwise_names
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.reductions import END_LINES, cancelling_inputs
@@ -191,7 +192,8 @@ class Draw:
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
     # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
-    # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "addend:NAME": input
+    # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "spread": magnitudes spread
+    # (:func:`spread_draws`); "addend:NAME": input
     # NAME cancels the rest of its output (:func:`addend_draws`); "shift:NAME:AXES": NAME constant
     # and far off zero along AXES (:func:`shift_draws`); "concentrated:NAME": integer input NAME at
     # one value (:mod:`kernelgen.task.concentrated`); "scalars:...": scalars set; "end_lines": the
@@ -204,7 +206,8 @@ class Draw:
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
     # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple" or "chunk_edge" (:func:`multiple_draws`),
     # "size_order" (two sizes the kernel compares, one past the other: :func:`ordering_draws`), "addend"
-    # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "shifted" (:func:`shift_draws`), "crossing"
+    # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "spread" (:func:`spread_draws`), "shifted"
+    # (:func:`shift_draws`), "crossing"
     # (past a threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
     # them answer otherwise: :func:`scalar_draws`), "tiles" (many tiles along two sizes: :func:`tile_draws`),
     # "concentrated" or "num_sms".
@@ -343,6 +346,16 @@ def up_draws(task: Task, seed: int) -> list[Draw]:
             or scaled_up(task, make_inputs(task, sizes, seed, extreme=True)) is None:
         return []  # a size of 1 or 2 (a softmax of one key) is homogeneous in anything
     return [Draw(sizes, extreme=True, order=UP_ORDER, kind="scaled_up")]
+
+
+def spread_draws(task: Task, seed: int) -> list[Draw]:
+    """CPU mode's draw of magnitudes spread over the dtype's range (:mod:`kernelgen.task.spread`),
+    every size at one value within :data:`CPU_DOWN_BUDGET`, for a task pointwise in an input."""
+    from kernelgen.task.verify import make_inputs
+
+    sizes = _together(task, CPU_DOWN_BUDGET) if candidate_names(task) and task.sizes else None
+    return [Draw(sizes, order=SPREAD_ORDER, kind="spread")] \
+        if sizes is not None and pointwise_names(task, make_inputs(task, sizes, seed)) else []
 
 
 def shift_draws(task: Task, seed: int) -> list[Draw]:
@@ -645,7 +658,8 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     if gpu:  # the crossing draws on the GPU too: its budget reaches regions the interpreter's does not
         return draws + crossing_draws(task, checked, seed, gpu=True) + tile_draws(task, checked)
     extra = [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
-             *down_draws(task), *multiple_draws(task, checked, seed), *ordering_draws(task, checked),
+             *down_draws(task), *spread_draws(task, seed), *multiple_draws(task, checked, seed),
+             *ordering_draws(task, checked),
              *tile_draws(task, checked),
              *crossing_draws(task, checked, seed), *addend_draws(task, seed), *up_draws(task, seed),
              *shift_draws(task, seed), *scalar_draws(task, checked, seed),

@@ -37,6 +37,7 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.shifts import is_shift
 from kernelgen.task.sorted_room import SortedRoom, is_sorted
+from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, spread
 from kernelgen.task.spec import Task
 from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
 from kernelgen.task.verify import make_inputs, reference_call, reference_leaves
@@ -97,23 +98,29 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
     """A check's inputs (:func:`kernelgen.task.verify.make_inputs`, ``order`` as there) and the
     factor its atol is scaled by: in an extreme draw, the scaled inputs of the module's docstring;
     in a ``down:K`` or ``up`` draw, scaled down (:func:`scaled_down`) or far up
-    (:func:`kernelgen.task.homogeneous.scaled_up`)."""
+    (:func:`kernelgen.task.homogeneous.scaled_up`); in a ``spread`` draw, magnitudes spread element
+    by element (:mod:`kernelgen.task.spread`)."""
     inputs = make_inputs(task, sizes, seed, extreme=extreme, order=order)
     if order is not None and order.startswith(DOWN_ORDER):
         return scaled_down(task, inputs, int(order.partition(":")[2]))
     if order == UP_ORDER:
         return scaled_up(task, inputs) or (inputs, 1.0)
+    if order == SPREAD_ORDER:
+        return spread(task, inputs, seed)
     return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
 
 
 def input_rounding(task: Task, inputs: Mapping[str, Any], sizes: Mapping[str, int], seed: int,
-                   order: str | None) -> InputRounding | SortedRoom | None:
+                   order: str | None) -> InputRounding | SortedRoom | SpreadRoom | None:
     """The room beyond the tolerance a draw's comparison admits: the inputs' rounding on an
     offset or shift draw (:class:`kernelgen.task.offset.InputRounding`, measured against the draw
     without the offset; :mod:`kernelgen.task.shifts`), a sorted row's drift on a sorted draw
-    (:class:`kernelgen.task.sorted_room.SortedRoom`); None for any other draw."""
+    (:class:`kernelgen.task.sorted_room.SortedRoom`), an atol grown with the inputs on a spread
+    draw (:class:`kernelgen.task.spread.SpreadRoom`); None for any other draw."""
     if is_sorted(order):
         return SortedRoom(task, inputs)
+    if order == SPREAD_ORDER:
+        return SpreadRoom(task, inputs)
     return InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
         if is_offset(order) or is_shift(order) else None
 

@@ -39,9 +39,9 @@ def is_sorted(order: str | None) -> bool:
     return order in ("ascending", "descending")
 
 
-class SortedRoom:
-    """A sorted draw's room (the module's docstring), computed when :meth:`around` first asks
-    (only a comparison that fails otherwise does), then kept; the tolerance itself unchanged."""
+class InputsRoom:
+    """Room a draw's comparison admits, from the task and the draw's inputs, in :meth:`around`
+    (a subclass's); the tolerance itself unchanged."""
 
     def __init__(self, task: Task, inputs: Mapping[str, Any]) -> None:
         self._task = task
@@ -49,6 +49,11 @@ class SortedRoom:
 
     def tolerance(self, name: str, tolerance: Tolerance) -> Tolerance:
         return tolerance
+
+
+class SortedRoom(InputsRoom):
+    """A sorted draw's room (the module's docstring), computed when :meth:`around` first asks
+    (only a comparison that fails otherwise does), then kept."""
 
     def around(self, name: str, expected: torch.Tensor, centre: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, str] | None:
