@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from kernelgen.task.draws import spread_draws
+from kernelgen.task.draws import down_draws
 from kernelgen.task.magnitude import checked_inputs, input_rounding
 from kernelgen.task.spec import get_task
 from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, candidate_names, pointwise_names
@@ -16,7 +16,7 @@ from kernelgen.task.verify import make_inputs, run_reference
 
 def spread_of(task_id: str, seed: int = 0):
     task = get_task(task_id)
-    (draw,) = spread_draws(task, seed)
+    (draw,) = [d for d in down_draws(task, seed) if d.kind == "spread"]
     inputs, atol_scale = checked_inputs(task, draw.sizes, seed, order=draw.order)
     return task, draw, inputs, atol_scale
 
@@ -26,7 +26,7 @@ def test_only_inputs_the_reference_maps_pointwise_are_spread() -> None:
         task = get_task(task_id)
         assert pointwise_names(task, make_inputs(task, {"N": 257}, 0)) == names, task_id
     row_sum = get_task("med/row_sum")  # a reduction: no output shaped as its input
-    assert candidate_names(row_sum) == [] and spread_draws(row_sum, 0) == []
+    assert candidate_names(row_sum) == [] and not [d for d in down_draws(row_sum, 0) if d.kind == "spread"]
     softmax = get_task("med/softmax_temperature")  # shaped as its input, but each output reads a whole row
     assert pointwise_names(softmax, make_inputs(softmax, {name: 33 for name in softmax.sizes}, 0)) == []
 

@@ -87,7 +87,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from kernelgen.lang import nodes as L
 from kernelgen.check.checked import Checked, launches_of
@@ -103,7 +103,7 @@ from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.reductions import END_LINES, cancelling_inputs
 from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, scalar_order, scalar_settings,
                                                special_settings)
-from kernelgen.task.shifts import shift_holds, shift_names, shift_orders, shifted_size_names
+from kernelgen.task.shifts import probe_key, probed_shift_orders, shift_holds, shift_names, shifted_size_names
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, chunk_steps, looped_sizes, names_read, reads_num_sms,
                                        size_equalities, size_multiples, size_pairs, tiled_sizes)
@@ -192,9 +192,8 @@ class Draw:
     # "sorted" draws, :func:`kernelgen.task.verify.sorted_along_axes`); "cancelling": a
     # reduction's halves large and cancelling (:func:`cancelling_draw`); "offset", "offset:NAME"
     # or "offset/rows:NAME": a large common offset (:func:`offset_draws`); "down:K": scaled by
-    # 2**-K (:func:`down_draws`); "up": scaled far up (:func:`up_draws`); "spread": magnitudes spread
-    # (:func:`spread_draws`); "addend:NAME": input
-    # NAME cancels the rest of its output (:func:`addend_draws`); "shift:NAME:AXES": NAME constant
+    # 2**-K and "spread": magnitudes spread (:func:`down_draws`); "up": scaled far up (:func:`up_draws`);
+    # "addend:NAME": input NAME cancels the rest of its output (:func:`addend_draws`); "shift:NAME:AXES": NAME constant
     # and far off zero along AXES (:func:`shift_draws`); "concentrated:NAME": integer input NAME at
     # one value (:mod:`kernelgen.task.concentrated`); "scalars:...": scalars set; "end_lines": the
     # extreme draws' lines of extrema at their ends on the ordinary domains (:func:`multiple_draws`);
@@ -206,7 +205,7 @@ class Draw:
     # at a value the kernel compares it with, the others large: :func:`equality_draws`), "offset"
     # (:func:`offset_draws`), "scaled_down" (:func:`down_draws`), "at_multiple" or "chunk_edge" (:func:`multiple_draws`),
     # "size_order" (two sizes the kernel compares, one past the other: :func:`ordering_draws`), "addend"
-    # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "spread" (:func:`spread_draws`), "shifted"
+    # (:func:`addend_draws`), "scaled_up" (:func:`up_draws`), "spread" (:func:`down_draws`), "shifted"
     # (:func:`shift_draws`), "crossing"
     # (past a threshold: :func:`crossing_draws`), "scalar_crossing" (scalars where the kernel's tests of
     # them answer otherwise: :func:`scalar_draws`), "tiles" (many tiles along two sizes: :func:`tile_draws`),
@@ -322,13 +321,20 @@ def offset_draws(task: Task, checked: Checked | None = None) -> list[Draw]:
     return draws
 
 
-def down_draws(task: Task) -> list[Draw]:
-    """CPU mode's draws whose ordinary inputs are scaled down (:func:`kernelgen.task.magnitude.down_orders`),
-    every size at one value within :data:`CPU_DOWN_BUDGET`: where a statistic crosses a floor
-    the prompt puts on it (max(norm, 1e-12), var + eps), a floor put elsewhere shows."""
+def down_draws(task: Task, seed: int) -> list[Draw]:
+    """CPU mode's draws whose ordinary inputs are scaled down (:func:`kernelgen.task.magnitude.down_orders`:
+    where a statistic crosses the floor the prompt puts on it, max(norm, 1e-12) or var + eps, a floor put
+    elsewhere shows) and, for a task pointwise in an input, whose magnitudes spread over the dtype's
+    range (:mod:`kernelgen.task.spread`); every size at one value within :data:`CPU_DOWN_BUDGET`."""
+    from kernelgen.task.verify import make_inputs
+
     orders = down_orders(task)
-    sizes = _together(task, CPU_DOWN_BUDGET) if orders and task.sizes else None
-    return [Draw(sizes, order=order, kind="scaled_down") for order in orders] if sizes is not None else []
+    sizes = _together(task, CPU_DOWN_BUDGET) if task.sizes and (orders or candidate_names(task)) else None
+    if sizes is None:
+        return []
+    spread = candidate_names(task) and pointwise_names(task, make_inputs(task, sizes, seed))
+    return [Draw(sizes, order=order, kind="scaled_down") for order in orders] + \
+        ([Draw(sizes, order=SPREAD_ORDER, kind="spread")] if spread else [])
 
 
 def up_draws(task: Task, seed: int) -> list[Draw]:
@@ -348,16 +354,6 @@ def up_draws(task: Task, seed: int) -> list[Draw]:
     return [Draw(sizes, extreme=True, order=UP_ORDER, kind="scaled_up")]
 
 
-def spread_draws(task: Task, seed: int) -> list[Draw]:
-    """CPU mode's draw of magnitudes spread over the dtype's range (:mod:`kernelgen.task.spread`),
-    every size at one value within :data:`CPU_DOWN_BUDGET`, for a task pointwise in an input."""
-    from kernelgen.task.verify import make_inputs
-
-    sizes = _together(task, CPU_DOWN_BUDGET) if candidate_names(task) and task.sizes else None
-    return [Draw(sizes, order=SPREAD_ORDER, kind="spread")] \
-        if sizes is not None and pointwise_names(task, make_inputs(task, sizes, seed)) else []
-
-
 def shift_draws(task: Task, seed: int) -> list[Draw]:
     """CPU mode's draws where an input is constant and far off zero along axes the reference
     ignores a shift along (:mod:`kernelgen.task.shifts`: a softmax's rows, attention's keys), one
@@ -371,7 +367,7 @@ def shift_draws(task: Task, seed: int) -> list[Draw]:
     if sizes is None or any(value < min(3, task.sizes[name].max) for name, value in sizes.items()):
         return []
     draws = []
-    for order in _shift_orders(task, sizes, seed):
+    for order in probed_shift_orders(task, sizes, seed):
         draws.append(Draw(sizes, order=order, kind="shifted"))
         long = _long_along(task, order, sizes, seed)
         if long is not None:
@@ -395,33 +391,14 @@ def _long_along(task: Task, order: str, sizes: Mapping[str, int], seed: int) -> 
     long = _together(task, SHIFT_BUDGET, others)
     if long is None or any(long[name] < 2 * sizes[name] for name in long_names):
         return None
-    key = (_shift_key(task, seed), order)
+    key = (probe_key(task, seed), order)
     if key not in _LONG_HOLDS:
         _LONG_HOLDS[key] = shift_holds(task, make_inputs(task, long, seed), order, run_reference,
                                        size_seed(task, long, seed))
     return long if _LONG_HOLDS[key] else None
 
 
-_SHIFT_ORDERS: dict[tuple[str, str, int], list[str]] = {}  # by task (and its reference's text), seed
-_LONG_HOLDS: dict[tuple[tuple[str, str, int], str], bool] = {}  # by that and the order
-
-
-def _shift_key(task: Task, seed: int) -> tuple[str, str, int]:
-    """A task's shift probes are kept by its tier, id and variant, its reference's text and the seed."""
-    return f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed
-
-
-def _shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
-    """:func:`kernelgen.task.shifts.shift_orders` on the draw's plain values, kept per task and
-    seed: the probe calls the reference twice per input and axes (attention's take seconds), and
-    every answer to a task is checked on the same draws."""
-    from kernelgen.task.verify import make_inputs, run_reference, size_seed
-
-    key = _shift_key(task, seed)
-    if key not in _SHIFT_ORDERS:
-        _SHIFT_ORDERS[key] = shift_orders(task, make_inputs(task, sizes, seed), run_reference,
-                                          size_seed(task, sizes, seed))
-    return _SHIFT_ORDERS[key]
+_LONG_HOLDS: dict[tuple[tuple[str, str, int], str], bool] = {}  # by shifts.probe_key and the order
 
 
 def multiple_draws(task: Task, checked: Checked, seed: int) -> list[Draw]:
@@ -658,8 +635,7 @@ def targeted_draws(task: Task, checked: Checked, seed: int, gpu: bool) -> list[D
     if gpu:  # the crossing draws on the GPU too: its budget reaches regions the interpreter's does not
         return draws + crossing_draws(task, checked, seed, gpu=True) + tile_draws(task, checked)
     extra = [joint_draw(task), cancelling_draw(task), *equality_draws(task, checked), *offset_draws(task, checked),
-             *down_draws(task), *spread_draws(task, seed), *multiple_draws(task, checked, seed),
-             *ordering_draws(task, checked),
+             *down_draws(task, seed), *multiple_draws(task, checked, seed), *ordering_draws(task, checked),
              *tile_draws(task, checked),
              *crossing_draws(task, checked, seed), *addend_draws(task, seed), *up_draws(task, seed),
              *shift_draws(task, seed), *scalar_draws(task, checked, seed),

@@ -256,3 +256,24 @@ def _aligned(value: torch.Tensor, places: list[int], axes: list[int], m: torch.T
     rest = [1 if i == places[-1] else size for i, size in enumerate(value.shape)]
     flips = torch.randint(0, 2, rest, generator=generator, dtype=torch.float64) * 2 - 1
     return value.abs() * signs * flips
+
+
+_PROBED: dict[tuple[str, str, int], list[str]] = {}  # by probe_key
+
+
+def probe_key(task: Task, seed: int) -> tuple[str, str, int]:
+    """A task's shift probes are kept by its tier, id and variant, its reference's text and the seed."""
+    return f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed
+
+
+def probed_shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
+    """:func:`shift_orders` on the plain values of a draw of ``sizes``, kept per task and seed: the
+    probe calls the reference twice per input and axes (attention's take seconds), and every answer
+    to a task is checked on the same draws."""
+    from kernelgen.task.verify import make_inputs, run_reference, size_seed
+
+    key = probe_key(task, seed)
+    if key not in _PROBED:
+        _PROBED[key] = shift_orders(task, make_inputs(task, sizes, seed), run_reference, size_seed(task, sizes, seed))
+    return _PROBED[key]
+
