@@ -103,7 +103,8 @@ from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.reductions import END_LINES, cancelling_inputs
 from kernelgen.task.scalar_conditions import (literal_settings, mixed_settings, scalar_order, scalar_settings,
                                                special_settings)
-from kernelgen.task.shifts import probe_key, probed_shift_orders, shift_holds, shift_names, shifted_size_names
+from kernelgen.task.shifts import (probe_key, probed_shift_orders, shift_holds, shift_names, shift_orders,
+                                   shifted_size_names)
 from kernelgen.task.size_conditions import condition_regions, largest as _largest, size_conditions
 from kernelgen.task.size_reads import (block_extent, chunk_steps, looped_sizes, names_read, reads_num_sms,
                                        size_equalities, size_multiples, size_pairs, tiled_sizes)
@@ -367,7 +368,10 @@ def shift_draws(task: Task, seed: int) -> list[Draw]:
     if sizes is None or any(value < min(3, task.sizes[name].max) for name, value in sizes.items()):
         return []
     draws = []
-    for order in probed_shift_orders(task, sizes, seed):
+    from kernelgen.task.verify import make_inputs, run_reference, size_seed
+
+    probe = lambda: shift_orders(task, make_inputs(task, sizes, seed), run_reference, size_seed(task, sizes, seed))  # noqa: E731
+    for order in probed_shift_orders(task, seed, probe):
         draws.append(Draw(sizes, order=order, kind="shifted"))
         long = _long_along(task, order, sizes, seed)
         if long is not None:

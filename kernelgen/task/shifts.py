@@ -266,14 +266,11 @@ def probe_key(task: Task, seed: int) -> tuple[str, str, int]:
     return f"{task.tier}/{task.id}:{task.variant.name if task.variant is not None else ''}", task.reference, seed
 
 
-def probed_shift_orders(task: Task, sizes: Mapping[str, int], seed: int) -> list[str]:
-    """:func:`shift_orders` on the plain values of a draw of ``sizes``, kept per task and seed: the
-    probe calls the reference twice per input and axes (attention's take seconds), and every answer
-    to a task is checked on the same draws."""
-    from kernelgen.task.verify import make_inputs, run_reference, size_seed
-
+def probed_shift_orders(task: Task, seed: int, probe: Callable[[], list[str]]) -> list[str]:
+    """:func:`shift_orders` as ``probe`` gives it on a draw's plain values, kept per task and seed:
+    the probe calls the reference twice per input and axes (attention's take seconds), and every
+    answer to a task is checked on the same draws."""
     key = probe_key(task, seed)
     if key not in _PROBED:
-        _PROBED[key] = shift_orders(task, make_inputs(task, sizes, seed), run_reference, size_seed(task, sizes, seed))
+        _PROBED[key] = probe()
     return _PROBED[key]
-

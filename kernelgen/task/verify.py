@@ -42,8 +42,7 @@ from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
 from kernelgen.task.concentrated import is_concentrated, with_concentrated
 from kernelgen.task.scalar_conditions import is_scalar_order, with_scalars
 from kernelgen.task.shifts import is_shift, with_shift
-from kernelgen.task.sorted_room import SortedRoom
-from kernelgen.task.spread import SpreadRoom
+from kernelgen.task.sorted_room import InputsRoom
 from kernelgen.task.products import ProductRounding
 from kernelgen.task.memo import remembered_inputs, remembered_reference
 from kernelgen.task.wide_reference import WideReference
@@ -463,7 +462,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
                     inputs: Mapping[str, Any], sizes: Mapping[str, int],
                     written: Mapping[str, torch.Tensor] | None = None, atol_scale: float = 1.0,
                     drawn: Mapping[str, Any] | None = None,
-                    rounding: InputRounding | SortedRoom | SpreadRoom | None = None) -> list[Diagnostic]:
+                    rounding: InputRounding | InputsRoom | None = None) -> list[Diagnostic]:
     """Every way ``actual`` fails to be the reference's result (empty when it matches).
     ``atol_scale`` multiplies the tolerance's atol (a draw of scaled-up inputs,
     :mod:`kernelgen.task.magnitude`). A float output's mismatching elements are judged again
@@ -531,7 +530,7 @@ def compare_outputs(task: Task, actual: Mapping[str, torch.Tensor], expected: Ma
 
 
 def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol: Tolerance,
-              reference64: WideReference, rounding: InputRounding | SortedRoom | SpreadRoom | None = None,
+              reference64: WideReference, rounding: InputRounding | InputsRoom | None = None,
               products: ProductRounding | None = None) -> Comparison:
     """``got`` against ``want`` under ``tol``; where that fails a float output, again with the
     reference's own error as a floor, on an offset draw the inputs' rounding, and for sums of
@@ -548,7 +547,7 @@ def _compared(got: torch.Tensor, want: torch.Tensor, name: str, dtype: str, tol:
 def order_problems(task: Task, outputs: Mapping[str, torch.Tensor],
                    orders: Mapping[str, Mapping[str, torch.Tensor]], sizes: Mapping[str, int],
                    kernel_outputs: list[L.Output] | None = None, atol_scale: float = 1.0,
-                   rounding: InputRounding | SortedRoom | SpreadRoom | None = None) -> list[Diagnostic]:
+                   rounding: InputRounding | InputsRoom | None = None) -> list[Diagnostic]:
     """Where another program order (:mod:`kernelgen.interp.orders`) gave the interpreter another
     result than lockstep's beyond the task's tolerance (``order_dependent``): a GPU may run the
     programs in that order. The first such output of the first such order. Outputs by the
