@@ -136,6 +136,8 @@ CPU_OFFSET_LONG_BUDGET = 1 << 17
 OFFSET_LONG_OTHERS = 4
 # The draws scaled down (:func:`down_draws`): a floor shows on a row of any length.
 CPU_DOWN_BUDGET = 1 << 14
+# The spread draw's elements: a quarter of that holds dozens in each band a kernel may get wrong.
+CPU_SPREAD_BUDGET = 1 << 12
 # The pairs of sizes a kernel compares that get ordering draws, and the values of a size it
 # compares for equality that get equality draws: a sixth pair and a ninth value are rare (round
 # 13: a kernel with a fifth, 5120, special-cased among hidden sizes passed at four).
@@ -326,16 +328,16 @@ def down_draws(task: Task, seed: int) -> list[Draw]:
     """CPU mode's draws whose ordinary inputs are scaled down (:func:`kernelgen.task.magnitude.down_orders`:
     where a statistic crosses the floor the prompt puts on it, max(norm, 1e-12) or var + eps, a floor put
     elsewhere shows) and, for a task pointwise in an input, whose magnitudes spread over the dtype's
-    range (:mod:`kernelgen.task.spread`); every size at one value within :data:`CPU_DOWN_BUDGET`."""
+    range (:mod:`kernelgen.task.spread`); every size at one value within :data:`CPU_DOWN_BUDGET`
+    (:data:`CPU_SPREAD_BUDGET`)."""
     from kernelgen.task.verify import make_inputs
 
     orders = down_orders(task)
-    sizes = _together(task, CPU_DOWN_BUDGET) if task.sizes and (orders or candidate_names(task)) else None
-    if sizes is None:
-        return []
-    spread = candidate_names(task) and pointwise_names(task, make_inputs(task, sizes, seed))
-    return [Draw(sizes, order=order, kind="scaled_down") for order in orders] + \
-        ([Draw(sizes, order=SPREAD_ORDER, kind="spread")] if spread else [])
+    sizes = _together(task, CPU_DOWN_BUDGET) if task.sizes and orders else None
+    few = _together(task, CPU_SPREAD_BUDGET) if task.sizes and candidate_names(task) else None
+    spread = few is not None and pointwise_names(task, make_inputs(task, few, seed))
+    return ([Draw(sizes, order=order, kind="scaled_down") for order in orders] if sizes is not None else []) + \
+        ([Draw(few, order=SPREAD_ORDER, kind="spread")] if spread else [])
 
 
 def up_draws(task: Task, seed: int) -> list[Draw]:

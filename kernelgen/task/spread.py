@@ -69,9 +69,21 @@ def candidate_names(task: Task) -> list[str]:
     return names
 
 
+_POINTWISE: dict[tuple, list[str]] = {}  # by task, reference and the inputs' shapes
+
+
 def pointwise_names(task: Task, inputs: Mapping[str, Any]) -> list[str]:
     """Of :func:`candidate_names`, those whose elements, changed one in :data:`_PROBE_EVERY`, change
-    the reference's outputs at those positions only (on ``inputs``, a draw)."""
+    the reference's outputs at those positions only (on ``inputs``, a draw; kept per task and the
+    inputs' shapes: the draw's list is made, and its inputs are spread, on one draw)."""
+    key = (task.tier, task.id, task.variant.name if task.variant is not None else "", task.reference,
+           tuple((name, tuple(v.shape)) for name, v in inputs.items() if isinstance(v, torch.Tensor)))
+    if key not in _POINTWISE:
+        _POINTWISE[key] = _probed(task, inputs)
+    return _POINTWISE[key]
+
+
+def _probed(task: Task, inputs: Mapping[str, Any]) -> list[str]:
     from kernelgen.task.verify import run_reference
 
     try:
