@@ -123,8 +123,8 @@ def spread(task: Task, inputs: dict[str, Any], seed: int) -> tuple[dict[str, Any
         return inputs, 1.0
     generator = torch.Generator().manual_seed(seed ^ 0x5EED5)
     shape = inputs[names[0]].shape
-    low, high = min(EXPONENTS[_dtype_name(inputs[n].dtype)] for n in names)[0], \
-        min(EXPONENTS[_dtype_name(inputs[n].dtype)][1] for n in names)
+    ranges = [EXPONENTS[_dtype_name(inputs[name].dtype)] for name in names]
+    low, high = max(r[0] for r in ranges), min(r[1] for r in ranges)  # the narrowest dtype's
     shared = low + (high - low) * torch.rand(shape, generator=generator, dtype=torch.float64)
     spread_inputs = dict(inputs)
     for name in names:
