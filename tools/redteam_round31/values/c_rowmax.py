@@ -1,6 +1,5 @@
 from gen import *
 k = golden("med/row_max")
-lowest = op("full", shape=[], value=-3.4028234663852886e38, dtype="f32")
 loop = k["body"][3]
 loop["carry"][0]["init"] = op("full", shape=["BLOCK"], value=-3.4028234663852886e38, dtype="f32")
 loop["body"][1]["value"]["other"] = -3.4028234663852886e38
