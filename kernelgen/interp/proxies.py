@@ -29,6 +29,7 @@ from typing import AbstractSet as Set, Callable, Mapping, Sequence
 
 import torch
 
+from kernelgen.check.sequence import nodes
 from kernelgen.errors import Diagnostic, InterpreterError
 from kernelgen.interp.barrier import unravel
 from kernelgen.interp.masks import any_true
@@ -37,20 +38,8 @@ from kernelgen.lang import nodes as L
 
 def tile_outputs(kernel: L.Kernel) -> frozenset[str]:
     """The names a ``tile_load`` or ``tile_store`` of ``kernel`` accesses."""
-    found: set[str] = set()
-
-    def visit(node: object) -> None:
-        if isinstance(node, (L.TileLoad, L.TileStore)):
-            found.add(node.base)
-        if isinstance(node, L.Node):
-            for name in type(node).model_fields:
-                visit(getattr(node, name))
-        elif isinstance(node, list):
-            for item in node:
-                visit(item)
-
-    visit(kernel.body)
-    return frozenset(found)
+    return frozenset(node.base for node, _ in nodes(kernel.body, "/body")
+                     if isinstance(node, (L.TileLoad, L.TileStore)))
 
 
 class TileProxies:

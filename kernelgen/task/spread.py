@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 import torch
 
+from kernelgen.host.plan import dtype_name
 from kernelgen.task.compare import stepped
 from kernelgen.task.sorted_room import InputsRoom
 from kernelgen.task.spec import Task
@@ -123,7 +124,7 @@ def spread(task: Task, inputs: dict[str, Any], seed: int) -> tuple[dict[str, Any
         return inputs, 1.0
     generator = torch.Generator().manual_seed(seed ^ 0x5EED5)
     shape = inputs[names[0]].shape
-    ranges = [EXPONENTS[_dtype_name(inputs[name].dtype)] for name in names]
+    ranges = [EXPONENTS[dtype_name(inputs[name].dtype)] for name in names]
     low, high = max(r[0] for r in ranges), min(r[1] for r in ranges)  # the narrowest dtype's
     shared = low + (high - low) * torch.rand(shape, generator=generator, dtype=torch.float64)
     spread_inputs = dict(inputs)
@@ -144,9 +145,6 @@ def spread(task: Task, inputs: dict[str, Any], seed: int) -> tuple[dict[str, Any
         spread_inputs[name] = torch.where(lost, inputs[name], spread_inputs[name])
     return spread_inputs, 1.0
 
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64"}[dtype]
 
 
 class SpreadRoom(InputsRoom):
