@@ -97,6 +97,7 @@ from kernelgen.task.addends import ADDEND, addend_inputs, addend_part
 from kernelgen.task.concentrated import concentrated_orders
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
+from kernelgen.task.nonfinite import NONFINITE_ORDER
 from kernelgen.task.spread import SPREAD_ORDER, candidate_names, pointwise_names
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.random_sizes import draw_sizes
@@ -336,8 +337,10 @@ def down_draws(task: Task, seed: int) -> list[Draw]:
     sizes = _together(task, CPU_DOWN_BUDGET) if task.sizes and orders else None
     few = _together(task, CPU_SPREAD_BUDGET) if task.sizes and candidate_names(task) else None
     spread = few is not None and pointwise_names(task, make_inputs(task, few, seed))
+    specials = _together(task, CPU_SPREAD_BUDGET) if task.sizes and task.nonfinite_inputs() else None
     return ([Draw(sizes, order=order, kind="scaled_down") for order in orders] if sizes is not None else []) + \
-        ([Draw(few, order=SPREAD_ORDER, kind="spread")] if spread else [])
+        ([Draw(few, order=SPREAD_ORDER, kind="spread")] if spread else []) + \
+        ([Draw(specials, order=NONFINITE_ORDER, kind="nonfinite")] if specials is not None else [])
 
 
 def up_draws(task: Task, seed: int) -> list[Draw]:

@@ -37,10 +37,11 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.shifts import is_shift
 from kernelgen.task.sorted_room import SortedRoom, is_sorted
-from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, spread
+from kernelgen.task.nonfinite import NONFINITE_ORDER, nonfinite
+from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, candidate_names, pointwise_names, spread
 from kernelgen.task.spec import Task
 from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
-from kernelgen.task.verify import make_inputs, reference_call, reference_leaves
+from kernelgen.task.verify import domain_env, make_inputs, reference_call, reference_leaves, run_reference
 
 # The scales tried, largest first, per dtype: f16's largest leaves |x| <= ~5000 of 65504 for a
 # normal draw of scale 1; the others' reach past 2**31, where a value cast through i32 wraps
@@ -107,6 +108,9 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
         return scaled_up(task, inputs) or (inputs, 1.0)
     if order == SPREAD_ORDER:
         return spread(task, inputs, seed)
+    if order == NONFINITE_ORDER:
+        return nonfinite(task, inputs, domain_env(task, sizes), seed, run_reference,
+                         pointwise_names(task, inputs) if candidate_names(task) else ())
     return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
 
 

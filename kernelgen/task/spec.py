@@ -155,6 +155,9 @@ class Task(StrictModel):
     extreme_domains: dict[str, Domain] = {}
     # False where the prompt promises centred inputs (kernelgen.task.offset's large common offset).
     offset_draws: bool = True
+    # False where the prompt promises finite inputs, or where the golden does not follow PyTorch on
+    # NaN, infinities and signed zeros (the YAML says where): no nonfinite draw (kernelgen.task.nonfinite).
+    nonfinite_draws: bool = True
     tolerance: Tolerance | None = None
     flops: L.Expr = 0
     # The fewest bytes a kernel must move, where it is not every input read once and every
@@ -287,6 +290,22 @@ class Task(StrictModel):
             return self.reference_function()
         return _compiled_source(self.id, self.eager, "eager")
 
+    def nonfinite_inputs(self) -> list[str]:
+        """The float inputs checked with NaN, infinities and signed zeros among their values
+        (:mod:`kernelgen.task.nonfinite`): plain tensors of f16, bf16, f32 or f64 whose ordinary
+        domain holds each element on its own (normal, or uniform: its bounds then keep NaN and
+        the values past them out), not ties; none where ``nonfinite_draws`` is false."""
+        if not self.nonfinite_draws:
+            return []
+        names = []
+        for spec in self.signature.inputs:
+            domain = self.domains.get(spec.name)
+            if spec.is_plain and spec.shape is not None and spec.dtype in ("f16", "bf16", "f32", "f64") \
+                    and (domain is None or (domain.kind in ("normal", "uniform") and domain.by_element
+                                            and not domain.ties)):
+                names.append(spec.name)
+        return names
+
     def render_signature(self) -> str:
         def shape(spec: L.Input) -> str:
             if spec.shape is not None:
@@ -324,6 +343,10 @@ class Task(StrictModel):
         if self.extreme_domains:
             drawn = "; ".join(f"{name}: {domain.describe()}" for name, domain in self.extreme_domains.items())
             lines.append(f"Extreme values are checked: some checks, at large sizes, draw them ({drawn}).")
+        if self.nonfinite_inputs():
+            lines.append(f"IEEE special values are checked: NaN, +-inf and +-0 among the values of "
+                         f"{', '.join(self.nonfinite_inputs())} (those within a uniform domain's bounds), "
+                         f"with PyTorch's results for them.")
         return "\n".join(lines)
 
     def render_prompt(self) -> str:
