@@ -88,6 +88,45 @@ def test_a_store_over_another_lanes_load_or_store_needs_a_barrier() -> None:
     assert "stored it" in missing(through_scratch(STORE_ROWS, over_write)).message
 
 
+def test_a_replicated_block_is_loaded_by_every_thread_after_one_thread_stored_it() -> None:
+    """A scalar (or a block of fewer elements than the program's threads) is stored by one thread
+    and loaded by all: a program reading back its own scalar and using it across a block (a row's
+    mean stored, loaded and subtracted) reads, in the other threads, what the memory held before
+    (red-team round 32)."""
+    scalar = o("add", lhs="tmp", rhs="base")
+    store_sum = [o("store", ptr=scalar, value=o("sum", x=o("load", ptr=at("x", R)), axis=0))]
+    use_it = [o("store", ptr=at("out", R), value=o("sub", lhs=o("load", ptr=at("x", R)), rhs=o("load", ptr=scalar)))]
+    diagnostic = missing(through_scratch(store_sum, use_it))
+    assert "loads tmp[0] from every thread" in diagnostic.message and "lane [] of a [] block" in diagnostic.message
+    run(through_scratch(store_sum, use_it, between=[o("barrier")]))
+    one = o("arange", size=1)  # a [1] block: as replicated as a scalar, here through a let and a loop bound
+    as_blocks = [o("store", ptr=at("tmp", one), value=o("load", ptr=at("x", one)))]
+    read_back = [let("t", o("load", ptr=at("tmp", one))),
+                 o("store", ptr=at("out", R), value=o("add", lhs=o("load", ptr=at("x", R)), rhs="t"))]
+    missing(through_scratch(as_blocks, read_back))
+    bound = [o("for", var="i", stop=o("cast", x=o("load", ptr=scalar), dtype="i32"),
+               body=[o("store", ptr=at("out", R), value=0.0)])]
+    missing(through_scratch(store_sum, bound))
+
+
+def test_a_replicated_block_whose_storing_thread_alone_uses_it_needs_no_barrier() -> None:
+    """A scalar loaded back and stored at its own place again (its stale copies in the other
+    threads are never stored), a block stored again at the positions it was loaded from, and a
+    [256] block under 4 warps (128 threads: each element held once) are no hazard."""
+    scalar = o("add", lhs="tmp", rhs="base")
+    rmw = [o("store", ptr=scalar, value=o("load", ptr=o("add", lhs="x", rhs="base"))),
+           o("store", ptr=scalar, value=o("add", lhs=o("load", ptr=scalar), rhs=1.0))]
+    run(through_scratch(rmw, [o("store", ptr=o("add", lhs="out", rhs="base"), value=1.0)]))
+    whole = o("arange", size=256)
+    own = [o("store", ptr=at("tmp", whole), value=o("load", ptr=at("x", whole)))]
+    again = [o("store", ptr=at("out", whole), value=o("load", ptr=at("tmp", whole)))]
+    run(through_scratch(own, again))
+    run({**through_scratch(own, again), "num_warps": 16})  # 512 threads: replicated, but stored as loaded
+    summed = [o("store", ptr=o("add", lhs="out", rhs="base"), value=o("sum", x=o("load", ptr=at("tmp", whole)), axis=0))]
+    assert "every thread" in missing({**through_scratch(own, summed), "num_warps": 16}).message
+    run(through_scratch(own, summed))  # 4 warps: not replicated, each thread sums what it stored
+
+
 def test_a_barrier_in_a_branch_orders_only_the_programs_that_take_it() -> None:
     """An if is per program: program 0 passes the barrier, program 1 does not."""
     branch = [o("if", cond=o("eq", lhs=o("program_id"), rhs=0), then=[o("barrier")])]

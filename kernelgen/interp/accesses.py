@@ -78,11 +78,12 @@ class AccessLog:
 
     def __init__(self, outputs: Mapping[str, torch.Tensor], grid: Sequence[int],
                  initialised: Set[str] = frozenset(), defined: Mapping[str, torch.Tensor] | None = None,
-                 observes: bool = False, tiles: Set[str] = frozenset()) -> None:
+                 observes: bool = False, tiles: Set[str] = frozenset(), threads: int = 128) -> None:
         """``defined``: per output, where an element holds a value before this launch (an earlier
         launch wrote it, a zero fill); outputs in ``initialised`` (an ``init`` fill) hold one
         everywhere. ``observes``: the kernel binds atomics' old values, so their memory order is
-        judged (:class:`MemoryOrder`). ``tiles``: the outputs tile accesses name (:class:`TileProxies`)."""
+        judged (:class:`MemoryOrder`). ``tiles``: the outputs tile accesses name (:class:`TileProxies`).
+        ``threads``: each program's (32 times num_warps: :class:`ProgramOrder`)."""
         self.grid = tuple(grid)
         self.initialised = set(initialised)
         self.shapes = {name: tuple(t.shape) for name, t in outputs.items()}
@@ -107,7 +108,7 @@ class AccessLog:
         self.swapped: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.lane_slots: dict[str, torch.Tensor] = {}
         self.unread: Diagnostic | None = None  # the first read before write, reported at the end
-        self.order = ProgramOrder(self.shapes, math.prod(self.grid))  # within a program: barriers
+        self.order = ProgramOrder(self.shapes, math.prod(self.grid), threads)  # within a program: barriers
         self.memory = MemoryOrder(self.shapes, math.prod(self.grid)) if observes else None  # between programs
         self.proxies = TileProxies(self.shapes, tiles) if tiles else None  # tile against plain accesses
 
@@ -173,13 +174,13 @@ class AccessLog:
                 f"others) or reduce the values first"))
 
     def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
-               lanes: torch.Tensor | None = None, tile: bool = False) -> None:
+               lanes: torch.Tensor | None = None, tile: bool = False, every: bool = False) -> None:
         """Program ``programs[i]`` reads element ``offsets[i]`` of output ``name`` (active lanes;
-        ``lanes`` and ``tile`` as :meth:`stored`'s)."""
+        ``lanes`` and ``tile`` as :meth:`stored`'s; ``every``: :meth:`ProgramOrder.loaded`'s)."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
         if lanes is not None:
-            self.order.loaded(name, offsets, programs, lanes, path, self.describe)
+            self.order.loaded(name, offsets, programs, lanes, path, self.describe, every)
         before = self.writer[name][offsets]
         self._clash(name, offsets, before, programs, (before != _NONE) & (before != programs), "written", path,
                     reading=True)

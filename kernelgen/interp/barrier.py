@@ -6,6 +6,14 @@ barrier (``tl.debug_barrier``: bar.sync). The interpreter runs a program's lanes
 it would show the value a GPU may not: it judges the hazard instead. A lane is identified by its
 access's block shape and its position in that block: two accesses of one shape at one position
 count as one thread (Triton gives blocks of one shape one layout), anything else as another.
+A block of fewer elements than the program has threads (a scalar, a [1] block, 64 elements under
+4 warps) is replicated: every thread holding an element loads it, and Triton stores it from one
+of them only (its redundant-data mask: a scalar from thread 0). Such a load whose value other
+threads use (:mod:`kernelgen.interp.replicated`: it meets a block of another shape, a condition)
+counts as from every lane against the stores and atomic updates before it (red-team round 32: a
+row's mean and rstd stored as scalars and loaded back to normalize the row, warps 1 and up reading
+the output's uninitialised memory); it is kept as its position's, so a store after it is judged
+as after any load.
 
 Per output element :class:`ProgramOrder` keeps the barrier count of the program that last stored
 it and the storing lane, and the same for the last load (a load of one element from several
@@ -35,15 +43,18 @@ from kernelgen.interp.masks import any_true
 
 _NONE = -1  # no program
 _MANY = -2  # the element was loaded from several lanes
+_EVERY = -3  # a replicated block's load: from every thread that holds the element
 _POSITION_BITS = 20  # a block has at most 2**20 elements (the checker's limit)
 
 
 class ProgramOrder:
     """Per output element: the last store's and load's program, barrier count and lane."""
 
-    def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int) -> None:
+    def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int, threads: int = 128) -> None:
+        """``threads``: each program's (32 times its num_warps)."""
         self.shapes_of = {name: tuple(shape) for name, shape in shapes.items()}
         self.programs = programs
+        self.threads = threads
         self.passed: torch.Tensor | None = None  # barriers each program has passed; None: none yet
         self.shapes: dict[tuple[int, ...], int] = {}
         self.stores: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
@@ -71,11 +82,13 @@ class ProgramOrder:
         return self.passed[programs.long()]
 
     def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
-               path: str, describe) -> None:
-        """Program ``programs[i]``'s lane ``lanes[i]`` reads element ``offsets[i]``."""
+               path: str, describe, every: bool = False) -> None:
+        """Program ``programs[i]``'s lane ``lanes[i]`` reads element ``offsets[i]`` (``every``: a
+        replicated block's load whose value other threads use, from every thread)."""
         epochs = self._epochs(programs)
-        self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "loads", "stored")
-        self._hazard(self.updates, name, offsets, programs, epochs, lanes, path, describe, "loads",
+        readers = torch.full_like(lanes, _EVERY) if every else lanes
+        self._hazard(self.stores, name, offsets, programs, epochs, readers, path, describe, "loads", "stored")
+        self._hazard(self.updates, name, offsets, programs, epochs, readers, path, describe, "loads",
                      "atomically updated")
         if name not in self.loads:
             self.loads[name] = self._record(name)
@@ -147,12 +160,16 @@ class ProgramOrder:
         by = "several lanes" if int(before[i]) == _MANY else f"lane {self._lane(int(before[i]))}"
         raise InterpreterError(Diagnostic(
             path, "missing_barrier",
-            f"{describe(int(programs[i]))} {doing} {name}{element} from lane {self._lane(int(lanes[i]))} after "
+            f"{describe(int(programs[i]))} {doing} {name}{element} from {self._lane(int(lanes[i]), True)} after "
             f"{by} {did} it, with no barrier between: another of the program's threads may own that lane, and "
             f"without a barrier its access is not ordered with this one; put a barrier statement between them"))
 
-    def _lane(self, lane: int) -> str:
-        """A lane as ``position of shape``."""
+    def _lane(self, lane: int, named: bool = False) -> str:
+        """A lane as ``position of shape`` (``named``: as ``lane position of shape``)."""
+        if lane == _EVERY:
+            return f"every thread (a replicated block: fewer elements than the program's {self.threads} threads)"
+        if named:
+            return f"lane {self._lane(lane)}"
         shape = next(s for s, code in self.shapes.items() if code == lane >> _POSITION_BITS)
         position = unravel(lane & ((1 << _POSITION_BITS) - 1), shape)
         return f"{list(position)} of a {list(shape)} block"

@@ -173,7 +173,8 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     buffers = _buffers(plan, outs)
     total = plan.num_programs
     accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.prefilled},
-                         defined=defined, observes=binds_old_values(plan.checked), tiles=tile_outputs(plan.kernel))
+                         defined=defined, observes=binds_old_values(plan.checked), tiles=tile_outputs(plan.kernel),
+                         threads=32 * plan.kernel.num_warps)
     chunk = _chunk(plan)
     with torch.no_grad():
         if programs is not None:

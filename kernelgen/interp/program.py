@@ -24,6 +24,7 @@ from kernelgen.interp.atomics import apply_atomic
 from kernelgen.interp.lanes import Lanes, select as select_lanes
 from kernelgen.interp.orders import LOCKSTEP, Order
 from kernelgen.interp.pipelining import Pipelines
+from kernelgen.interp.replicated import broadcast_loads_of
 from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
 from kernelgen.check import tile_access as tiles
@@ -412,7 +413,8 @@ class _Run:
         for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     self.lane_numbers(sel, t.shape), tile=where != path)
+                                     self.lane_numbers(sel, t.shape), tile=where != path,
+                                     every=path in broadcast_loads_of(self.checked, self.plan.kernel.num_warps))
             if self.pipelines.loops and not self.read_only[sel.index]:
                 self.pipelines.check(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index],
                                      self.names[sel.index], where)

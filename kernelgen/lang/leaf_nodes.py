@@ -41,6 +41,8 @@ class Barrier(Node):
     """tl.debug_barrier: the program's threads wait here; stores before it are visible to loads
     after it. Lanes are threads: after a store or load of an element, its access from another
     lane (other block shape or position) before a barrier is missing_barrier, when run; e.g.
-    store a column, barrier, load it as a row. Allowed in ifs and loops (they are per program)."""
+    store a column, barrier, load it as a row. A scalar (any block of fewer elements than threads)
+    is stored by one thread, loaded by all: read back into another shape, it needs one too.
+    Allowed in ifs and loops (they are per program)."""
 
     op: Literal["barrier"]
