@@ -175,6 +175,24 @@ def test_column_sum_in_f16_and_bf16_rounds_to_the_dtype_after_each_add() -> None
         assert not torch.equal(out, x.double().sum(0).to(tdtype))  # what the f64 sum gave
 
 
+def test_an_f32_atomic_add_flushes_subnormal_operands_and_results_as_atom_add_f32_does() -> None:
+    """The PTX ISA: atom.add.f32 "flushes subnormal inputs and results to sign-preserving zero";
+    f64 keeps them, and f16/bf16 (Triton's .noftz) too."""
+    tiny = 1e-40  # an f32 subnormal
+    buffer = torch.tensor([0.0, tiny, -0.0, 1e-38, 0.0], dtype=torch.float32)
+    values = torch.tensor([tiny, 0.0, -tiny, -9.99e-39, 1.0], dtype=torch.float32)
+    old = apply_atomic("atomic_add", buffer, torch.arange(5), values, None, "f32")
+    assert torch.equal(old, torch.tensor([0.0, tiny, -0.0, 1e-38, 0.0], dtype=torch.float32))
+    assert buffer.tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
+    assert torch.signbit(buffer[2])  # -0 + -tiny: a zero of the operands' sign
+    wide = torch.zeros(1, dtype=torch.float64)
+    apply_atomic("atomic_add", wide, torch.arange(1), torch.tensor([1e-310], dtype=torch.float64), None, "f64")
+    assert wide.item() == 1e-310
+    half = torch.zeros(1, dtype=torch.float16)
+    apply_atomic("atomic_add", half, torch.arange(1), torch.tensor([2.0 ** -20], dtype=torch.float16), None, "f16")
+    assert half.item() == 2.0 ** -20
+
+
 def test_column_max_by_atomic_max_from_minus_infinity() -> None:
     x = torch.randn(100, 50, generator=torch.Generator().manual_seed(3))
     x[5, 7] = float("inf")

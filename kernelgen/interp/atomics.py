@@ -18,7 +18,11 @@ What is exact and what is not:
 * a float ``add`` rounds to the element's dtype after every single add, in the order run, as
   the GPU's ``atom.add`` does (f16 and bf16 sums are computed exactly in f64 and rounded once
   per add; f32 and f64 add in their own precision): a bf16 accumulation that loses its small
-  terms once the sum is large loses them here too. Lanes adding into one element run in
+  terms once the sum is large loses them here too. An f32 add flushes subnormal operands and
+  results to zero of their sign, as ``atom.add.f32`` does (the PTX ISA: "flushes subnormal inputs
+  and results to sign-preserving zero"; Triton adds ``.noftz`` for f16 and bf16 only): a kernel
+  that writes an exact maximum by adding it into a zeroed output loses its subnormal values
+  (red-team round 32). Lanes adding into one element run in
   rounds (one lane per element per round), so an element that thousands of lanes add into
   costs thousands of small steps; the interpreter's time limit applies between rounds;
 * float ``max``/``min`` order bit patterns as Triton's lowering does (a signed maximum of the
@@ -107,6 +111,7 @@ def _float_adds(buffer: torch.Tensor, unique: torch.Tensor, segment: torch.Tenso
     """Old values, in sorted lane order, of float adds rounded after each add: round ``r`` adds
     the ``r``-th lane of every element's segment."""
     narrow = buffer.dtype in (torch.float16, torch.bfloat16)  # exact in f64, then rounded once
+    flush = buffer.dtype == torch.float32  # atom.add.f32 flushes subnormals (the module's docstring)
     current = buffer[unique]
     old = torch.empty_like(vals)
     rounds = int(rank.max()) + 1
@@ -124,9 +129,20 @@ def _float_adds(buffer: torch.Tensor, unique: torch.Tensor, segment: torch.Tenso
         before = current[seg]
         old[these] = before
         added = vals[these]
-        current[seg] = (before.double() + added.double()).to(buffer.dtype) if narrow else before + added
+        if narrow:
+            current[seg] = (before.double() + added.double()).to(buffer.dtype)
+        elif flush:
+            current[seg] = _flushed(_flushed(before) + _flushed(added))
+        else:
+            current[seg] = before + added
     buffer[unique] = current
     return old
+
+
+def _flushed(values: torch.Tensor) -> torch.Tensor:
+    """f32 ``values`` with subnormals replaced by zeros of their sign."""
+    tiny = torch.finfo(torch.float32).tiny
+    return torch.where(values.abs() < tiny, torch.copysign(torch.zeros_like(values), values), values)
 
 
 def _scanned(op: str, buffer: torch.Tensor, offs: torch.Tensor, first: torch.Tensor, last: torch.Tensor,
