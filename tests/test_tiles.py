@@ -148,8 +148,20 @@ def test_literal_strides_are_judged_by_their_bytes() -> None:
     for row, tma in ((4, False), (8, True)):
         kernel = shifted()
         for node in (kernel["body"][0]["value"], kernel["body"][1]):
-            node["strides"][0] = row
+            node["strides"][0], node["shape"][1] = row, row
         assert ("tt.descriptor_load" in lower(check(kernel_from_obj(kernel))).ttir) is tma
+
+
+def test_an_innermost_extent_not_proven_a_16_byte_multiple_is_never_a_tma_copy() -> None:
+    """On an H100 a TMA store wrote the innermost dimension up to its next 16-byte boundary (N = 5
+    f32: 3 elements past it; tools/redteam_round32/tma_guard.py): rows of 16 f16 (32 bytes) whose
+    used extent is a size N take the pointer form unless N is found divisible by 16."""
+    kernel = shifted()
+    for node in (kernel["body"][0]["value"], kernel["body"][1]):
+        node["strides"][0] = 16
+    checked = check(kernel_from_obj(kernel))
+    assert "descriptor" not in lower(checked, ()).ttir
+    assert "tt.descriptor_store" in lower(checked, ("N",)).ttir
 
 
 def test_a_stride_that_may_be_negative_or_zero_is_never_a_tma_stride() -> None:

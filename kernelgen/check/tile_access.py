@@ -10,8 +10,9 @@ fallback evaluate it there, so bounds, races and output coverage are judged as f
 
 On sm_90 Triton turns ``tt.descriptor_load``/``tt.descriptor_store`` into TMA bulk copies,
 whose descriptor needs every stride but the last to be a multiple of 16 bytes (and the base
-16-byte aligned, which pointer params are). The lowering takes that path only where
-:func:`strides_aligned` proves it for the variant being compiled, and the pointer form
+16-byte aligned, which pointer params are), and whose stores write the innermost dimension in
+16-byte pieces (past a shape that ends inside one). The lowering takes that path only where
+:func:`tma_aligned` proves both for the variant being compiled, and the pointer form
 otherwise, so an odd size drawn by a test is correct, only slower.
 """
 
@@ -166,9 +167,12 @@ def tma_params(checked: CheckedKernel, divisible_by_16: Collection[str]) -> froz
                      and nonnegative_host(b.value, scalars))
 
 
-def strides_aligned(tile: Union[L.TileLoad, L.TileStore], dtype: str, divisible_by_16: Collection[str],
-                    meta: dict[str, int]) -> bool:
-    """Whether every stride but the last is provably a positive multiple of 16 bytes (TMA's rule),
-    given the params of :func:`tma_params`."""
+def tma_aligned(tile: Union[L.TileLoad, L.TileStore], dtype: str, divisible_by_16: Collection[str],
+                meta: dict[str, int]) -> bool:
+    """Whether every stride but the last (TMA's rule) and the innermost extent are provably
+    positive multiples of 16 bytes, given the params of :func:`tma_params`. The extent: measured on
+    an H100 (tools/redteam_round32/tma_guard.py), a 1-D TMA store of N f32 elements wrote up to
+    the next 16-byte boundary past them (N = 5: 3 elements of the guard band; N = 4, 256, 1000:
+    none), where a tile's lanes outside its shape must not be written."""
     elements = max(1, 128 // DTYPE_BITS[dtype])  # 16 bytes in elements
-    return all(_multiple(s, elements, divisible_by_16, meta) for s in tile.strides[:-1])
+    return all(_multiple(s, elements, divisible_by_16, meta) for s in [*tile.strides[:-1], tile.shape[-1]])

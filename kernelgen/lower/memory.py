@@ -62,7 +62,8 @@ class MemoryLowering:
 
     def tile_descriptors(self, body: list[L.Stmt], env: dict[str, Lowered]) -> None:
         """At the kernel's entry, one TMA descriptor per distinct view of the tiles whose
-        strides are provably 16-byte multiples in this variant (:mod:`kernelgen.check.tile_access`);
+        strides and innermost extent are provably 16-byte multiples in this variant
+        (:mod:`kernelgen.check.tile_access`);
         ``self.descriptors`` maps each such tile's path to its descriptor."""
         self.descriptors: dict[str, Any] = {}
         made: dict[str, Any] = {}
@@ -70,7 +71,7 @@ class MemoryLowering:
         aligned = tiles.tma_params(self.checked, self.divisible_by_16)
         for tile, path, block in tiles.tile_nodes(body, "/body", self.types):
             dtype = next(p.type.dtype for p in self.checked.params if p.name == tile.base)
-            if not tiles.strides_aligned(tile, dtype, aligned, self.checked.meta):
+            if not tiles.tma_aligned(tile, dtype, aligned, self.checked.meta):
                 continue
             key = tiles.view_key(tile, block)
             if key not in made:
