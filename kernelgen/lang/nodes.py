@@ -100,7 +100,7 @@ class TileLoad(Node):
     ``base`` (an input or output name) viewed as ``shape`` with ``strides`` (elements; last 1):
     elements outside [0, shape) read 0. ``block`` dims: powers of two <= 256, the last >= 16
     bytes. ``shape``/``strides`` use params, meta and literals only (tile_view). sm_90: one
-    TMA copy where strides are 16-byte multiples (sizes or literals), else pointer loads."""
+    TMA copy where strides and the last extent are 16-byte multiples, else pointer loads."""
 
     op: Literal["tile_load"]
     base: Name
