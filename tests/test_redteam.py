@@ -22,8 +22,8 @@ visible until explained. ``outcome`` is a list where H200 runs of the same file 
 float accumulation whose rounding follows the order the GPU ran its atomics in): each outcome
 seen is accepted, and the list keeps the run-to-run verdict visible.
 
-The CPU-mode cases ``tests/redteam/heavy.txt`` names (past 4 s each on 2 cores: about four fifths of the
-catalogue's time, in 78 of its ~600 cases) are marked ``heavy`` and run when a ``-m`` expression
+The CPU-mode cases ``tests/redteam/heavy.txt`` names (past 4 s each on 2 cores, then past 2 s: most of
+the catalogue's time, in 93 of its ~630 cases) are marked ``heavy`` and run when a ``-m`` expression
 names ``heavy`` (``pytest tests/test_redteam.py -m heavy -n 2``; the root ``conftest.py`` skips
 them otherwise, saying so): the README's test command keeps within CI's 25 minutes, and
 ``tools/gpu_verdicts.sh`` runs them on the GPU machine's cores (its suite ``heavy``).
