@@ -1,21 +1,10 @@
 """Round 32, values: value/size/call candidates built from the goldens. Run from the repository root:
 .venv/bin/python tools/redteam_round32/values/gen.py [names]; files go to $OUT (default tools/redteam_round32/open/;
 those in the catalogue were copied from there into tests/redteam)."""
-import json, os, yaml, copy, sys
+import sys
 from pathlib import Path
-ROOT = Path(__file__).resolve().parents[3]
-OUT = Path(os.environ.get("OUT", ROOT / "tools/redteam_round32/open"))
-BENCH = ROOT / "bench"
-
-def golden(task):
-    return copy.deepcopy(yaml.safe_load((BENCH / f"{task}.yaml").read_text())["golden"])
-
-def write(fname, task, why, kernel, outcome="wrong_result"):
-    (OUT / f"{fname}.json").write_text(json.dumps({"task": task, "outcome": outcome, "why": why, "kernel": kernel}, indent=1) + "\n")
-    print("wrote", fname)
-
-def op(_op, **kw):
-    d = {"op": _op}; d.update(kw); return d
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "constructs"))
+from lib import golden, op, write  # noqa: E402  (the construct scripts' helpers)
 
 def find_let(body, name):
     for s in body:
