@@ -109,6 +109,17 @@ def test_a_replicated_block_is_loaded_by_every_thread_after_one_thread_stored_it
     missing(through_scratch(store_sum, bound))
 
 
+def test_a_replicated_value_carried_into_the_next_trip_is_followed_there() -> None:
+    """A loop carries a scalar it read back at the end of a trip into the next trip's block store:
+    the carry holds the load's value from the second trip on."""
+    scalar = o("add", lhs="tmp", rhs="base")
+    trip = [o("store", ptr=at("out", R), value=o("add", lhs=o("load", ptr=at("x", R)), rhs="c")),
+            o("store", ptr=scalar, value=o("sum", x=o("load", ptr=at("x", R)), axis=0))]
+    loop = {"op": "for", "var": "i", "stop": 2, "carry": [{"name": "c", "init": 0.0, "next": o("load", ptr=scalar)}],
+            "body": trip}
+    assert "every thread" in missing(through_scratch([loop], [])).message
+
+
 def test_a_replicated_block_whose_storing_thread_alone_uses_it_needs_no_barrier() -> None:
     """A scalar loaded back and stored at its own place again (its stale copies in the other
     threads are never stored), a block stored again at the positions it was loaded from, and a

@@ -98,8 +98,9 @@ class _Walk:
         elif isinstance(s, L.For):
             for field in ("start", "stop", "step"):
                 self._reach(self.sources(getattr(s, field), child(path, field)), None)
-            for i, carry in enumerate(s.carry):
-                self.tainted[carry.name] = self.sources(carry.init, child(child(child(path, "carry"), i), "init"))
+            for i, carry in enumerate(s.carry):  # kept from the first walk: the last trip's value enters the next
+                self.tainted[carry.name] = (self.tainted.get(carry.name, set())
+                                            | self.sources(carry.init, child(child(child(path, "carry"), i), "init")))
             self.block(s.body, child(path, "body"))
             for i, carry in enumerate(s.carry):
                 self.tainted[carry.name] |= self.sources(carry.next, child(child(child(path, "carry"), i), "next"))
