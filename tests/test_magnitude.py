@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from kernelgen.task.compare import Tolerance, compare_tensors
-from kernelgen.task.magnitude import checked_inputs, scaled_names
+from kernelgen.task.magnitude import checked_inputs, down_orders, scaled_names
 from kernelgen.task.spec import TaskError, get_task, load_task_file
 from kernelgen.task.verify import make_inputs, run_reference
 
@@ -34,6 +34,23 @@ def test_an_f32_input_is_scaled_past_the_i32_range_where_the_reference_stays_fin
     inputs, _ = checked_inputs(task, sizes, seed=0, extreme=True)
     assert torch.equal(inputs["x"], make_inputs(task, sizes, seed=0, extreme=True)["x"] * 2.0 ** 32)
     assert float(inputs["x"].abs().max()) > 2.0 ** 31
+
+
+def test_fp8_inputs_fill_their_range_and_are_never_scaled_down() -> None:
+    """A normal draw's fp8 values stay within about +-5, where an fp8 GEMM's block dot summed in f16
+    never overflows (round 32): the extreme draw scales them through f32, saturated at e4m3's 448,
+    as far as the outputs grow at most MAX_GROWTH times (a product of two: 64 each)."""
+    task = get_task("fp8_gemm_blockwise_bf16")
+    sizes = {"M": 64, "NB": 2, "KB": 2}
+    ordinary = make_inputs(task, sizes, seed=0, extreme=True)
+    inputs, atol_scale = checked_inputs(task, sizes, seed=0, extreme=True)
+    for name in ("a", "w"):
+        assert inputs[name].dtype == torch.float8_e4m3fn
+        assert torch.equal(inputs[name].float(), (ordinary[name].float() * 64).clamp(-448, 448))
+        assert 128 < float(inputs[name].float().abs().max()) <= 448
+    assert atol_scale > 64
+    assert scaled_names(task) == ["a", "w"] and not down_orders(task)
+    assert not (products := run_reference(task, inputs)["out"].float()).isnan().any() and products.isfinite().all()
 
 
 def test_the_scale_backs_off_where_the_reference_would_overflow_and_atol_grows_with_the_outputs() -> None:

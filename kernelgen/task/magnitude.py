@@ -52,6 +52,11 @@ SCALES: dict[str, tuple[float, ...]] = {
     "bf16": (2.0 ** 32, 4096.0, 1024.0, 256.0, 64.0, 16.0),
     "f32": (2.0 ** 32, 4096.0, 1024.0, 256.0, 64.0, 16.0),
     "f64": (2.0 ** 32, 4096.0, 1024.0, 256.0, 64.0, 16.0),
+    # fp8 inputs drawn from a normal of scale 1 stay within about +-5, where no block of products
+    # leaves f16 (an fp8 GEMM's 128-wide block dot accumulated in f16 passed, round 32): scaled,
+    # they fill the dtype's range up to its largest value (the scaled values saturate there).
+    "f8e4m3": (128.0, 64.0, 16.0, 4.0),
+    "f8e5m2": (16384.0, 1024.0, 64.0, 16.0),
 }
 
 # CPU mode's draws scaled down (``down:K``, :func:`down_orders`): K per dtype, so that a statistic
@@ -150,7 +155,7 @@ def down_orders(task: Task) -> list[str]:
     """The orders of CPU mode's draws scaled down (``down:K``: the inputs :func:`scaled_names`
     finds times 2**-K, each K of :data:`DOWN_EXPONENTS` for the narrowest of their dtypes); none
     for a task without such inputs."""
-    dtypes = {s.dtype for s in task.signature.inputs if s.name in scaled_names(task)}
+    dtypes = {s.dtype for s in task.signature.inputs if s.name in _down_names(task)}
     if not dtypes:
         return []
     exponents = DOWN_EXPONENTS["f16"] if "f16" in dtypes else DOWN_EXPONENTS[sorted(dtypes)[0]]
@@ -161,8 +166,15 @@ def scaled_down(task: Task, inputs: dict[str, Any], exponent: int) -> tuple[dict
     """A draw's inputs with those :func:`scaled_names` finds times 2**-``exponent`` (where the
     reference stays finite wherever it is finite unscaled; else as drawn) and the atol factor: the
     outputs' growth, never below 1 (the module's docstring)."""
-    names = [n for n in scaled_names(task) if isinstance(inputs[n], torch.Tensor)]
+    names = [n for n in _down_names(task) if isinstance(inputs[n], torch.Tensor)]
     return _scaled(task, inputs, names, (2.0 ** -exponent,)) if names else (inputs, 1.0)
+
+
+def _down_names(task: Task) -> list[str]:
+    """Of :func:`scaled_names`, those scaled down too: not fp8 ones (a normal draw's values are
+    fp8 subnormals or zeros at 2**-8 already)."""
+    dtypes = {spec.name: spec.dtype for spec in task.signature.inputs}
+    return [name for name in scaled_names(task) if dtypes[name] in DOWN_EXPONENTS]
 
 
 def _scaled(task: Task, inputs: dict[str, Any], names: list[str],
@@ -176,11 +188,21 @@ def _scaled(task: Task, inputs: dict[str, Any], names: list[str],
     for scale in ladder:
         scaled = dict(inputs)
         for name in names:
-            scaled[name] = torch.where(kept[name], inputs[name], inputs[name] * scale)
+            scaled[name] = torch.where(kept[name], inputs[name], _times(inputs[name], scale))
         outputs = _float_outputs(task, scaled)
         if outputs is not None and base is not None and _stable(base, outputs) and _growth(base, outputs) <= MAX_GROWTH:
             return scaled, _growth(base, outputs)
     return inputs, 1.0
+
+
+def _times(values: torch.Tensor, scale: float) -> torch.Tensor:
+    """``values`` times ``scale``; an fp8 tensor through f32, saturated at its dtype's largest
+    value (torch has no fp8 product, and a cast past the largest value is not the same NaN or
+    saturation on every version)."""
+    if values.dtype.itemsize != 1:
+        return values * scale
+    largest = torch.finfo(values.dtype).max
+    return (values.float() * scale).clamp(-largest, largest).to(values.dtype)
 
 
 def _at_scalars(values: torch.Tensor, scalars: list[float]) -> torch.Tensor:
@@ -190,6 +212,8 @@ def _at_scalars(values: torch.Tensor, scalars: list[float]) -> torch.Tensor:
     those stay as they are. Scaled, a row of N = 2 holding eps and its neighbour, made negative,
     became [-4294967.0, -4294967.5], a spread of one ulp that no f32 mean can centre
     (layer_norm_optional's golden 0.99 off); unscaled it is within eps of a constant row."""
+    if not scalars:
+        return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
     near = scalar_neighbours(scalars, values.dtype).to(values.device)
     return torch.isin(values, torch.cat([near, -near]))
 
