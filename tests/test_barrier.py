@@ -138,6 +138,36 @@ def test_a_replicated_block_whose_storing_thread_alone_uses_it_needs_no_barrier(
     run(through_scratch(own, summed))  # 4 warps: not replicated, each thread sums what it stored
 
 
+ADD_TILE = [o("atomic_add", ptr=at("tmp", TILE), val=o("load", ptr=at("x", TILE)))]
+
+
+def adding(kernel: dict) -> dict:
+    """``kernel`` with tmp filled with zeros before the launch (atomics add into it)."""
+    kernel["outputs"][1]["init"] = 0.0
+    return kernel
+
+
+@pytest.mark.parametrize("read", [
+    o("atomic_add", ptr=o("add", lhs="tmp", rhs="base"), val=0.0, name="total"),  # a scalar's: thread 0
+    o("atomic_xchg", ptr=o("add", lhs="tmp", rhs="base"), val=0.0, name="total"),
+    o("atomic_add", ptr=at("tmp", TILE_T), val=o("full", shape=[16, 16], value=0.0, dtype="f32"), name="total"),
+])
+def test_an_atomic_read_of_other_lanes_atomic_updates_needs_a_barrier(read: dict) -> None:
+    """Lanes add into tmp, then a scalar atomic (thread 0's) or an add of 0 reads back what other
+    lanes' atomics made: thread 0 may run ahead of warp 3's adds (round 33). After a barrier it may."""
+    scalar = read["val"] == 0.0
+    use = [read, o("store", ptr=o("add", lhs="out", rhs="base") if scalar else at("out", TILE), value="total")]
+    assert "reads back atomically" in missing(adding(through_scratch(ADD_TILE, use))).message
+    run(adding(through_scratch(ADD_TILE, use, between=[o("barrier")])))
+
+
+def test_a_block_that_claims_slots_after_other_lanes_needs_no_barrier() -> None:
+    """Lanes add 1 to counters other lanes incremented: the slot each one gets is right in any order."""
+    claim = [o("atomic_add", ptr=at("tmp", TILE_T), val=o("full", shape=[16, 16], value=1.0, dtype="f32"), name="slot"),
+             o("store", ptr=at("out", TILE), value="slot")]
+    run(adding(through_scratch(ADD_TILE, claim)))
+
+
 def test_a_barrier_in_a_branch_orders_only_the_programs_that_take_it() -> None:
     """An if is per program: program 0 passes the barrier, program 1 does not."""
     branch = [o("if", cond=o("eq", lhs=o("program_id"), rhs=0), then=[o("barrier")])]

@@ -54,6 +54,36 @@ def test_a_ticket_taken_before_the_programs_own_add_is_an_unordered_read() -> No
         caught.value.diagnostics[0].message
 
 
+@pytest.mark.parametrize("barrier", [False, True])
+def test_a_scalar_tickets_release_covers_the_other_threads_adds_only_after_a_barrier(barrier: bool) -> None:
+    """Program 0's lanes add to data[0] and data[1] (a block: several threads), then thread 0 alone
+    takes an acq_rel ticket (a scalar atomic); program 1 takes the last ticket and reads the data.
+    Without a barrier between the adds and the ticket, warp 3 may still be adding when thread 0
+    releases (round 33): unordered_read; after a barrier the release covers every thread's adds."""
+    order = MemoryOrder({DATA: (2,), FLAG: (1,)}, 2)
+    order.atomic(DATA, _at(0, 1), _at(0, 0), "/a", "relaxed", False, str)
+    if barrier:
+        order.barrier(_at(0))
+    order.atomic(FLAG, _at(0), _at(0), "/t", "acq_rel", True, str, one_thread=True)
+    order.atomic(FLAG, _at(0), _at(1), "/t", "acq_rel", True, str, one_thread=True)
+    if barrier:
+        order.atomic(DATA, _at(0, 1), _at(1, 1), "/r", "relaxed", True, str)
+        return
+    with pytest.raises(InterpreterError) as caught:
+        order.atomic(DATA, _at(0, 1), _at(1, 1), "/r", "relaxed", True, str)
+    assert caught.value.diagnostics[0].code == "unordered_read"
+    assert "a scalar one whose release covers only the thread issuing it" in caught.value.diagnostics[0].message
+
+
+def test_a_scalar_tickets_release_covers_the_programs_earlier_scalar_updates() -> None:
+    """Thread 0's own updates before its ticket (scalar atomics, no block of lanes) are released."""
+    order = MemoryOrder({DATA: (1,), FLAG: (1,)}, 2)
+    order.atomic(DATA, _at(0), _at(0), "/a", "relaxed", False, str, one_thread=True)
+    order.atomic(FLAG, _at(0), _at(0), "/t", "acq_rel", True, str, one_thread=True)
+    order.atomic(FLAG, _at(0), _at(1), "/t", "acq_rel", True, str, one_thread=True)
+    order.atomic(DATA, _at(0), _at(1), "/r", "relaxed", True, str, one_thread=True)
+
+
 def test_a_work_queues_later_grab_is_not_judged_here() -> None:
     """Two programs grab work items from one counter, twice each (bound, relaxed): a later grab
     reads the other's later grab, which it may or may not see first; the orders judge that."""

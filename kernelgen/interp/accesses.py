@@ -195,15 +195,15 @@ class AccessLog:
     def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str,
                within_program: bool = False, op: str = "atomic_add", values: torch.Tensor | None = None,
                reads: bool = True, compare: torch.Tensor | None = None, sem: str = "acq_rel",
-               bound: bool = False, lanes: torch.Tensor | None = None) -> None:
+               bound: bool = False, lanes: torch.Tensor | None = None, one_thread: bool = False) -> None:
         """Program ``programs[i]`` updates element ``offsets[i]`` of output ``name`` atomically
         with ``op`` (writing ``values[i]``, for an exchange or compare-and-swap, whose lanes with
         ``compare[i] == values[i]`` change nothing); ``reads``: the atomic reads the element (all
         but an ``atomic_xchg`` whose old values are unbound);
         ``within_program``: at ``cta`` scope, atomic only among the program's own threads, so
         another program's atomic on the element races with it as a plain access would; ``sem``
-        and ``bound`` (its old values are used): for :class:`MemoryOrder`; ``lanes`` as
-        :meth:`stored`'s."""
+        and ``bound`` (its old values are used): for :class:`MemoryOrder`, and ``one_thread`` (a
+        scalar atomic: one thread of each program issues it); ``lanes`` as :meth:`stored`'s."""
         self.untouched.discard(name)
         programs = programs.to(self.dtype)
         before = self.writer[name][offsets]
@@ -229,9 +229,10 @@ class AccessLog:
                          "updated atomically at cta scope (atomic within one program only)", path,
                          doing="updates atomically")
         if lanes is not None:
-            self.order.updated(name, offsets, programs, lanes, path, self.describe)
+            self.order.updated(name, offsets, programs, lanes, path, self.describe,
+                               reads_back=bound and (one_thread or _leaves_unchanged(op, values)))
         if self.memory is not None:
-            self.memory.atomic(name, offsets, programs, path, sem, bound, self.describe)
+            self.memory.atomic(name, offsets, programs, path, sem, bound, self.describe, one_thread)
         if op in _SPLIT and values is not None:
             if compare is not None:  # a compare-and-swap of its compare value writes nothing new
                 moves = bit_pattern(compare) != bit_pattern(values)
@@ -239,8 +240,10 @@ class AccessLog:
             self._one_value(name, op, offsets, programs, path, values)
 
     def barrier(self, programs: torch.Tensor) -> None:
-        """These programs pass a barrier (:class:`ProgramOrder`)."""
+        """These programs pass a barrier (:class:`ProgramOrder`, :class:`MemoryOrder`)."""
         self.order.barrier(programs)
+        if self.memory is not None:
+            self.memory.barrier(programs)
 
     def finish(self) -> None:
         """The launch has ended: a read of memory nothing wrote, found on the way, fails now."""
@@ -389,3 +392,12 @@ class AccessLog:
         used = max((i + 1 for i, n in enumerate(self.grid) if n > 1), default=1)
         return f"program {ids[0]}" if used == 1 else f"program {tuple(ids[:used])}"
 
+
+def _leaves_unchanged(op: str, values: torch.Tensor | None) -> bool:
+    """Whether an atomic with these values changes no element it updates: an atomic load (add, or,
+    xor of 0; and of all ones)."""
+    if values is None or op not in ("atomic_add", "atomic_or", "atomic_xor", "atomic_and"):
+        return False
+    if op == "atomic_and":
+        return not values.is_floating_point() and bool((values == -1).all())
+    return bool((values == 0).all())

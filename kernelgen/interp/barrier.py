@@ -27,8 +27,14 @@ lanes counts as from every lane). Within a program, since its last barrier,
 are ``missing_barrier``. An atomic update counts as a store against the plain accesses (a load
 of an element another lane updated atomically, or an atomic update of one another lane stored or
 loaded: the zero a program stores before its lanes add into it, the total it loads back after
-they did), not against other atomics, which the hardware orders. Accesses of different programs
-are the race detector's (:mod:`kernelgen.interp.accesses`).
+they did), not against other atomics, which the hardware orders on one element, though not in the
+program's order across its threads: an atomic that reads back what the program's other lanes'
+atomics made counts as a load against them (a bound one of a scalar, issued by thread 0 alone,
+or one that changes nothing, as an add of 0: round 33's row total read with ``atomic_add(slot,
+0)`` or ``atomic_xchg(slot, 0)`` after every lane's add, where thread 0 may run ahead of warp 5's
+add). A bound atomic of a block that changes its element (a slot each lane claims) reads a value
+any order gives. Accesses of different programs are the race detector's
+(:mod:`kernelgen.interp.accesses`).
 """
 
 from __future__ import annotations
@@ -110,9 +116,13 @@ class ProgramOrder:
         self._keep(self.stores, name, offsets, programs, epochs, lanes)
 
     def updated(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
-                path: str, describe) -> None:
-        """Program ``programs[i]``'s lane ``lanes[i]`` updates element ``offsets[i]`` atomically."""
+                path: str, describe, reads_back: bool = False) -> None:
+        """Program ``programs[i]``'s lane ``lanes[i]`` updates element ``offsets[i]`` atomically
+        (``reads_back``: a read of what other lanes' atomics made, against them too)."""
         epochs = self._epochs(programs)
+        if reads_back:
+            self._hazard(self.updates, name, offsets, programs, epochs, lanes, path, describe,
+                         "reads back atomically", "atomically updated")
         self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "atomically updates",
                      "stored")
         self._hazard(self.loads, name, offsets, programs, epochs, lanes, path, describe, "atomically updates",

@@ -35,6 +35,15 @@ only picks a slot, claims of one statement) are one element's and right in any o
 launch is run under other orders for them (:mod:`kernelgen.interp.orders`). Plain loads of what
 another program wrote are races of their own (:mod:`kernelgen.interp.accesses`).
 
+A scalar atomic is issued by one thread of its program (Triton's redundant-data predicate), and
+its release covers that thread's updates and what it observed: not an atomic update by the
+program's other threads (a block's lanes) made since the program's last barrier, which may still
+be in flight (a "last one finishes" ticket drawn by thread 0 while warp 3 still adds its columns:
+round 33). Such a release records the program's steps before the first such update only, so a
+reader relying on one of them is ``unordered_read``; a barrier before the ticket covers them all.
+(A step is one clock value for all of a program's threads: an update by the releasing thread alone
+after a block's update is taken as uncovered too, the conservative side.)
+
 The record exists only for launches that bind an atomic's old values, and per element only
 for outputs updated atomically; a table past :data:`RECORD_LIMIT` entries is ``over_budget``
 (not judged on the CPU); lanes of one statement on one element apply in the lane order
@@ -67,13 +76,22 @@ class MemoryOrder:
         self.step = torch.zeros(programs, dtype=torch.int32)
         self.seen = torch.zeros((programs, programs), dtype=torch.int32)
         self.synced = torch.zeros((programs, programs), dtype=torch.int32)
+        # Per program: its first step since its last barrier whose atomic several threads issued (0:
+        # none), which a one-thread release does not cover; and whether such a release left one out.
+        self.pending = torch.zeros(programs, dtype=torch.int32)
+        self.thinned = torch.zeros(programs, dtype=torch.bool)
         # Per output: [element, program] last write step, seen by writers, release record.
         self.elements: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
+    def barrier(self, programs: torch.Tensor) -> None:
+        """``programs`` pass a barrier: their threads' updates so far are covered by any release."""
+        self.pending[programs.long()] = 0
+
     def atomic(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, path: str, sem: str,
-               bound: bool, describe: Callable[[int], str]) -> None:
+               bound: bool, describe: Callable[[int], str], one_thread: bool = False) -> None:
         """Program ``programs[i]`` updates element ``offsets[i]`` atomically with ``sem``
-        (lanes in apply order); ``bound``: its old values are used."""
+        (lanes in apply order); ``bound``: its old values are used; ``one_thread``: a scalar
+        atomic, issued by one thread of each program."""
         if offsets.numel() == 0:
             return
         programs = programs.long()
@@ -81,6 +99,9 @@ class MemoryOrder:
         self.step[stepping] += 1
         self.seen[stepping, stepping] = self.step[stepping]
         self.synced[stepping, stepping] = self.step[stepping]
+        if not one_thread:
+            fresh = stepping[self.pending[stepping] == 0]
+            self.pending[fresh] = self.step[fresh]
         if name not in self.elements:
             numel = 1
             for extent in self.shapes[name]:
@@ -97,11 +118,11 @@ class MemoryOrder:
         for r in _rounds_that_change(rank, first, programs[order]):  # one lane per element per round
             lanes = order[rank == r]
             self._round(name, offsets[lanes], programs[lanes], path, sem, bound, describe,
-                        wrote, knew, released, added)
+                        wrote, knew, released, added, one_thread)
 
     def _round(self, name: str, offs: torch.Tensor, progs: torch.Tensor, path: str, sem: str, bound: bool,
                describe: Callable[[int], str], wrote: torch.Tensor, knew: torch.Tensor,
-               released: torch.Tensor, added: torch.Tensor) -> None:
+               released: torch.Tensor, added: torch.Tensor, one_thread: bool) -> None:
         # A program's lanes on distinct elements: its clocks join each element's record once. The
         # atomic's own acquire orders what comes after it, not the update it reads.
         if bound:
@@ -123,7 +144,21 @@ class MemoryOrder:
         added[offs, progs] = 0 if bound else 1
         knew[offs] = torch.maximum(knew[offs], self.seen[progs])
         if sem in RELEASES:
-            released[offs] = torch.maximum(released[offs], self.synced[progs])
+            released[offs] = torch.maximum(released[offs], self._released_by(progs, one_thread))
+
+    def _released_by(self, progs: torch.Tensor, one_thread: bool) -> torch.Tensor:
+        """What a release by ``progs`` makes visible: their synced clocks, a one-thread release's
+        own entry kept below the first update several threads made since the program's barrier."""
+        rows = self.synced[progs]
+        if not one_thread:
+            return rows
+        capped = self.pending[progs] > 0
+        if any_true(capped):
+            rows = rows.clone()
+            lanes = capped.nonzero().flatten()
+            rows[lanes, progs[lanes]] = self.pending[progs[lanes]] - 1
+            self.thinned[progs[lanes]] = True
+        return rows
 
     def _afford(self, path: str, rows: int, what: str) -> None:
         if rows * self.programs > RECORD_LIMIT:
@@ -143,6 +178,9 @@ class MemoryOrder:
             why = (f"as it saw that program's later atomic ({seen}): no release/acquire orders them, so a GPU may "
                    f"read it without that update; release it (that or a later atomic, sem release/acq_rel) and acquire "
                    f"it (an earlier named atomic reading the release, sem acquire/acq_rel)")
+            if bool(self.thinned[writer]):
+                why = (f"as it saw that program's later atomic ({seen}), a scalar one whose release covers only the "
+                       f"thread issuing it: put a barrier before it to cover the other threads' updates")
         else:
             why = (f"made after that program's atomic it saw ({seen}): a GPU may stop that program between the two, "
                    f"and this one then reads it without that update; make the update before the atomic that "

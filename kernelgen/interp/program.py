@@ -472,7 +472,7 @@ class _Run:
                                      within_program=a.scope == "cta", op=a.op, values=values,
                                      reads=a.op != "atomic_xchg" or a.name is not None,
                                      compare=compare, sem=a.sem, bound=a.name is not None,
-                                     lanes=self.lane_numbers(sel, t.shape))
+                                     lanes=self.lane_numbers(sel, t.shape), one_thread=math.prod(t.shape) == 1)
             block = math.prod(t.shape)
             sequence = None if self.order == LOCKSTEP or sel.offsets.numel() < 2 else self.order.sequence(
                 sel.rows(self.count, block), sel.in_block(self.count, block), block)

@@ -454,7 +454,9 @@ class Atomic(Node):
     Triton: -0.0 < 0.0 < inf < NaN); and/or/xor, cas i32/i64. Float add rounds to the dtype after each add, in any order.
     ``sem``/``scope``: Triton's; ``cta`` is atomic within one program only (race). A named atomic relying on another
     program's update because it saw a later atomic of that program (ticket, flag) needs release (that update or a later
-    atomic of its program) and acquire (an earlier named atomic reading the release): unordered_read; acq_rel does both."""
+    atomic of its program) and acquire (an earlier named atomic reading the release): unordered_read; acq_rel does both.
+    A scalar atomic is one thread's: its release covers the program's other threads' updates, and its old value their
+    atomics, only after a barrier."""
 
     op: Literal[ATOMIC_OPS]  # type: ignore[valid-type]
     ptr: Expr
