@@ -28,11 +28,29 @@ def test_an_integer_input_takes_its_domains_highest_value_everywhere_at_the_join
     assert x.numel() > 65536 and bool((x == 255).all())  # past a u8 count, and an i16 one over blocks of 65536
 
 
-def test_only_integers_domains_take_it() -> None:
-    """Floats have no such draw; ordered offsets (``starts``) keep their promise."""
+def test_only_integer_domains_take_it() -> None:
+    """Floats have no such draw; integers, starts and ends do."""
     assert concentrated_orders(get_task("row_sum")) == []
     bag = get_task("embedding_bag_sum")
-    assert all(bag.domains[o.split(":")[1]].kind == "integers" for o in concentrated_orders(bag))
+    assert {bag.domains[o.split(":")[1]].kind for o in concentrated_orders(bag)} == {"integers", "starts"}
+
+
+@pytest.mark.parametrize("task_id, name", [("segment_sum_csr", "offsets"), ("grouped_gemm_f16", "offs")])
+def test_one_segment_takes_all_of_the_total_and_the_others_are_empty(task_id: str, name: str) -> None:
+    """Uniform cut points keep the longest segment near ln(S) times the average: a kernel capping a
+    segment at 8 times the average passed them (round 33)."""
+    task = get_task(task_id)
+    sizes = {size: min(spec.max, 40) for size, spec in task.sizes.items()}
+    cuts = make_inputs(task, sizes, 0, order=f"concentrated:{name}")[name].long()
+    domain = task.domains[name]
+    if domain.kind == "starts":
+        bounds = torch.cat([cuts, torch.tensor([sizes[domain.total]])])
+        lengths, total = bounds[1:] - bounds[:-1], sizes[domain.total]
+    else:
+        low, high = (int(b) for b in domain.bounds(sizes))
+        lengths, total = cuts - torch.cat([torch.tensor([low]), cuts[:-1]]), high - low
+    assert sorted(lengths.tolist())[-2:] == [0, total] and int(lengths.argmax()) == (len(lengths) - 1) // 2
+    assert bool((lengths >= 0).all())
 
 
 def test_an_order_naming_no_such_input_is_refused() -> None:

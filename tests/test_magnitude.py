@@ -150,3 +150,11 @@ def test_a_magnified_draw_keeps_a_scalars_negated_neighbours_unscaled() -> None:
     x = inputs["x"].double()
     spread = (x[:, 0] - x[:, 1]).abs()  # equal elements are a constant row, which a mean centres exactly
     assert not bool(((x.abs().min(dim=1).values > 1e6) & (spread > 0) & (spread <= 1)).any())
+
+
+def test_a_task_with_extreme_domains_gets_the_deepest_scaled_down_draw_only() -> None:
+    """fp8_quantize_blockwise's floor max(amax, 1e-4) written as where(amax == 0, 1e-4, amax)
+    passed every draw: no block's amax lay between 0 and the floor (round 33)."""
+    assert down_orders(get_task("fp8_quantize_blockwise")) == ["down:20"]  # f16: mostly subnormal
+    assert down_orders(get_task("row_sum")) == ["down:8", "down:24", "down:40"]  # no extreme domains: all three
+    assert scaled_names(get_task("fp8_quantize_blockwise")) == []  # its extreme draws keep their domains

@@ -11,14 +11,14 @@ import torch
 
 from kernelgen.task.draws import down_draws
 from kernelgen.task.magnitude import checked_inputs
-from kernelgen.task.nonfinite import NONFINITE_ORDER, SPARSE, nonfinite
+from kernelgen.task.nonfinite import NONFINITE_ORDER, SPARSE, VECTORS_ORDER, nonfinite, vector_inputs
 from kernelgen.task.spec import get_task, load_tasks
 from kernelgen.task.verify import domain_env, order_overflows, run_reference
 
 
-def _draw(task_id: str):
+def _draw(task_id: str, order: str = NONFINITE_ORDER):
     task = get_task(task_id)
-    [draw] = [d for d in down_draws(task, 0) if d.kind == "nonfinite"]
+    [draw] = [d for d in down_draws(task, 0) if d.kind == "nonfinite" and d.order == order]
     inputs, atol_scale = checked_inputs(task, draw.sizes, 0, draw.extreme, order=draw.order)
     return task, draw, inputs, atol_scale
 
@@ -62,6 +62,26 @@ def test_a_vector_beside_a_matrix_gets_zeros_and_the_matrix_sparse_non_finite_va
     assert bool(((~x[lone].isfinite()) & (v == 0)).any())
 
 
+def test_the_second_draw_gives_the_vector_a_few_infinities_and_the_matrix_finite_values_only():
+    """prelu's slope of inf times an x of 0 is NaN, and max(x, 0) + w * min(x, 0) is NaN where x > 0
+    (round 33): a vector's infinities must meet the matrix's zeros and ordinary values."""
+    task, draw, inputs, _ = _draw("med/prelu_channels", VECTORS_ORDER)
+    assert vector_inputs(task) == ["weight"]
+    x, weight = inputs["x"], inputs["weight"]
+    assert bool(x.isfinite().all()) and bool((x == 0).any())
+    for special in (math.nan, math.inf, -math.inf):
+        assert _has(weight, special), special
+    assert int((~weight.isfinite()).sum()) <= max(3, weight.numel() // SPARSE)
+    assert not order_overflows(task, draw.sizes, 0, run_reference(task, inputs), draw.order)
+    assert [d.order for d in down_draws(get_task("easy/softplus"), 0) if d.kind == "nonfinite"] == [NONFINITE_ORDER]
+
+
+def test_a_list_leaves_those_inputs_out():
+    task = get_task("hard/group_norm")  # PyTorch folds the affine: NaN where the prompt's formula gives inf
+    assert task.nonfinite_draws == ["weight", "bias"] and task.nonfinite_inputs() == ["x"]
+    assert vector_inputs(task) == []
+
+
 def test_a_task_that_opts_out_gets_no_draw_and_its_prompt_says_nothing_of_special_values():
     task = get_task("easy/isclose")  # its prompt promises finite inputs
     assert not task.nonfinite_draws and task.nonfinite_inputs() == []
@@ -94,8 +114,10 @@ def test_integer_ties_and_opted_out_inputs_are_not_changed():
 
 
 @pytest.mark.parametrize("kernel_file", ["softplus_relu_as_x_times_mask_nan_at_minus_inf",
-                                         "matvec_skips_columns_where_v_is_zero"])
-def test_the_draw_is_what_fails_the_round_32_kernels(kernel_file):
+                                         "matvec_skips_columns_where_v_is_zero",
+                                         "rank1_update_zero_rows_of_u_skip_the_product",
+                                         "prelu_channels_max_plus_slope_min_nan_at_infinite_slope"])
+def test_the_draws_are_what_fail_the_round_32_and_33_kernels(kernel_file):
     """The catalogue's files pass every other draw: their first failing draw is the nonfinite one."""
     import json
     from pathlib import Path

@@ -207,7 +207,7 @@ def test_an_exact_infinity_takes_no_finite_stand_in() -> None:
 
 
 def test_an_extreme_draw_with_an_order_is_not_taken_for_an_overflow_for_its_own_nans() -> None:
-    """The draw scaled up by 2**32 is extreme: relu's and row_max's NaNs and infinities are the
+    """The draw scaled far up (homogeneous.UP_SCALES) is extreme: relu's and row_max's NaNs and infinities are the
     extreme domain's, not the scaling's; compared with an ordinary draw it was left unjudged."""
     from kernelgen.task.draws import up_draws
     from kernelgen.task.spec import get_task

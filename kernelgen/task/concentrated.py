@@ -8,9 +8,13 @@ the average passes them all, and is wrong the day every element is the same byte
 passed). The draw sets one such input to its domain's highest value (the last bin, the last row
 of a table: an edge as well) at the joint draw's sizes, so one value takes every element.
 
-Only inputs of an ``integers`` domain (uniform values with repeats, as the prompt allows): not
-``starts``/``ends`` (offsets and group ends, ordered by promise) nor ``full`` (the dtype's whole
-range, where one value is no count).
+Inputs of an ``integers`` domain (uniform values with repeats, as the prompt allows), not ``full``
+(the dtype's whole range, where one value is no count). Segment starts and group ends (``starts``,
+``ends``) concentrate too: their cut points are drawn uniformly, so the longest segment holds
+about ln(S) times the average, and a kernel that caps a segment's rows at a few times the average
+(an "expert capacity", 8 * cdiv(E, S) + 64 rows) passed every draw (round 33: segment_sum_csr,
+embedding_bag_sum). There the draw gives one segment, the middle one, all of the total and
+leaves the others empty (an edge as well).
 """
 
 from __future__ import annotations
@@ -31,18 +35,34 @@ def is_concentrated(order: str | None) -> bool:
     return order is not None and order.startswith(CONCENTRATED + ":")
 
 
+KINDS = ("integers", "starts", "ends")
+
+
 def concentrated_orders(task: Task) -> list[str]:
-    """One order per integer tensor input of an ``integers`` domain (the first :data:`MOST`)."""
+    """One order per integer tensor input of an ``integers``, ``starts`` or ``ends`` domain (the
+    first :data:`MOST`)."""
     names = [spec.name for spec in task.signature.inputs
-             if spec.shape is not None and spec.name in task.domains and task.domains[spec.name].kind == "integers"]
+             if spec.shape is not None and spec.name in task.domains and task.domains[spec.name].kind in KINDS]
     return [f"{CONCENTRATED}:{name}" for name in names[:MOST]]
 
 
 def with_concentrated(task: Task, args: Mapping[str, Any], order: str, bounds_at: Mapping[str, Any]) -> dict[str, Any]:
-    """``args`` with the input the order names set to its domain's highest value everywhere."""
+    """``args`` with the input the order names set to its domain's highest value everywhere, or
+    (starts, ends) with the middle segment holding all of the total."""
     name = order.split(":", 1)[1]
-    if name not in task.domains:
-        raise ValueError(f"{order}: {task.id} has no input {name!r} of an integers domain")
-    high = int(task.domains[name].bounds(bounds_at)[1])
+    domain = task.domains.get(name)
+    if domain is None or domain.kind not in KINDS:
+        raise ValueError(f"{order}: {task.id} has no input {name!r} of an integers, starts or ends domain")
     value = args[name]
-    return {**args, name: torch.full_like(value, high) if isinstance(value, torch.Tensor) else value}
+    if not isinstance(value, torch.Tensor) or not value.numel():
+        return dict(args)
+    if domain.kind == "integers":
+        return {**args, name: torch.full_like(value, int(domain.bounds(bounds_at)[1]))}
+    count = value.shape[-1]
+    middle = torch.arange(count) > (count - 1) // 2  # starts: segments past the middle start at the total
+    if domain.kind == "starts":
+        total = int(bounds_at[domain.total])
+        return {**args, name: torch.where(middle, total, 0).to(value.dtype)}
+    low, high = (int(bound) for bound in domain.bounds(bounds_at))
+    middle = torch.arange(count) >= (count - 1) // 2  # ends: groups from the middle on end at the top
+    return {**args, name: torch.where(middle, high, low).to(value.dtype).expand(value.shape).clone()}

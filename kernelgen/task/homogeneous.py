@@ -25,9 +25,10 @@ from kernelgen.task.verify import reference_call
 
 # The order naming the draw.
 UP_ORDER = "up"
-# The scale per dtype: f32's and bf16's put small integers past 2**32 (and past 1e9, a sentinel
-# a model might pad with); f16's keeps values of up to 31 below its largest finite number.
-UP_SCALES = {"f32": 2.0 ** 32, "bf16": 2.0 ** 32, "f16": 2.0 ** 11}
+# The scale per dtype: f32's and bf16's put small integers past 1e36 (past 1e9 and 1e30, sentinels
+# a model pads with: round 33's top-2 padded with -1e30 passed at 2**32; values of up to 200 stay
+# below the largest finite number); f16's keeps values of up to 31 below its largest.
+UP_SCALES = {"f32": 2.0 ** 120, "bf16": 2.0 ** 120, "f16": 2.0 ** 11}
 
 
 def up_names(task: Task) -> list[str]:

@@ -37,7 +37,7 @@ from kernelgen.task.homogeneous import UP_ORDER, scaled_up
 from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.shifts import is_shift
 from kernelgen.task.sorted_room import SortedRoom, is_sorted
-from kernelgen.task.nonfinite import NONFINITE_ORDER, nonfinite
+from kernelgen.task.nonfinite import NONFINITE_ORDER, VECTORS_ORDER, nonfinite
 from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, candidate_names, pointwise_names, spread
 from kernelgen.task.spec import Task
 from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
@@ -81,13 +81,15 @@ DOWN_EXPONENTS: dict[str, tuple[int, ...]] = {"f16": (4, 8, 20), "bf16": (8, 24,
 MAX_GROWTH = 2.0 ** 12
 
 
-def scaled_names(task: Task) -> list[str]:
+def scaled_names(task: Task, down: bool = False) -> list[str]:
     """The inputs an extreme draw scales: float tensors drawn from a normal domain (not ties,
     which judge exact equal values) or a uniform one the prompt does not promise (marked
     ``offset_draws: true``: standardize_rows' [-3, 13]), in a task without ``extreme_domains``
     (a task that has them says what its extreme draws hold: a mean large against the spread is
-    lost if the other inputs are scaled past it)."""
-    if task.extreme_domains:
+    lost if the other inputs are scaled past it). ``down``: for the draws scaled down, which such a
+    task gets too: a floor on a small statistic shows only there (round 33: fp8_quantize_blockwise's
+    max(amax, 1e-4) written as where(amax == 0, 1e-4, amax) passed every draw)."""
+    if task.extreme_domains and not down:
         return []
     names = []
     for spec in task.signature.inputs:
@@ -113,9 +115,9 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
         return scaled_up(task, inputs) or (inputs, 1.0)
     if order == SPREAD_ORDER:
         return spread(task, inputs, seed)
-    if order == NONFINITE_ORDER:
+    if order in (NONFINITE_ORDER, VECTORS_ORDER):
         return nonfinite(task, inputs, domain_env(task, sizes), seed, run_reference,
-                         pointwise_names(task, inputs) if candidate_names(task) else ())
+                         pointwise_names(task, inputs) if candidate_names(task) else (), order == VECTORS_ORDER)
     return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
 
 
@@ -153,13 +155,14 @@ def magnified(task: Task, inputs: dict[str, Any], extreme: bool,
 
 def down_orders(task: Task) -> list[str]:
     """The orders of CPU mode's draws scaled down (``down:K``: the inputs :func:`scaled_names`
-    finds times 2**-K, each K of :data:`DOWN_EXPONENTS` for the narrowest of their dtypes); none
-    for a task without such inputs."""
+    finds times 2**-K, each K of :data:`DOWN_EXPONENTS` for the narrowest of their dtypes; a task
+    with extreme domains the deepest only, where every statistic lies below a floor); none for a
+    task without such inputs."""
     dtypes = {s.dtype for s in task.signature.inputs if s.name in _down_names(task)}
     if not dtypes:
         return []
     exponents = DOWN_EXPONENTS["f16"] if "f16" in dtypes else DOWN_EXPONENTS[sorted(dtypes)[0]]
-    return [f"{DOWN_ORDER}:{k}" for k in exponents]
+    return [f"{DOWN_ORDER}:{k}" for k in (exponents[-1:] if task.extreme_domains else exponents)]
 
 
 def scaled_down(task: Task, inputs: dict[str, Any], exponent: int) -> tuple[dict[str, Any], float]:
@@ -174,7 +177,7 @@ def _down_names(task: Task) -> list[str]:
     """Of :func:`scaled_names`, those scaled down too: not fp8 ones (a normal draw's values are
     fp8 subnormals or zeros at 2**-8 already)."""
     dtypes = {spec.name: spec.dtype for spec in task.signature.inputs}
-    return [name for name in scaled_names(task) if dtypes[name] in DOWN_EXPONENTS]
+    return [name for name in scaled_names(task, down=True) if dtypes[name] in DOWN_EXPONENTS]
 
 
 def _scaled(task: Task, inputs: dict[str, Any], names: list[str],

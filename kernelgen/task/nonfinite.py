@@ -19,9 +19,15 @@ values of :data:`NORMAL_VALUES` within its bounds, and never NaN.
 Integer, boolean and fp8 inputs (fp8 casts of NaN are the hardware's choice), and domains whose
 elements are not each of the domain on its own (sorted starts, rows copied from another input,
 rows all zero, ties) keep their draw, as do the tasks marked ``nonfinite_draws: false`` (the
-prompt promises finite inputs, or the golden does not follow PyTorch there, its YAML says where)
-and those whose golden multiplies matrices (a matmul's special values are its BLAS's: the GPU
-machine's PyTorch 2.11 gave NaN where this one's 2.13 gave inf, for one f16 linear's element).
+prompt promises finite inputs, or the golden does not follow PyTorch there, its YAML says where);
+where the golden multiplies matrices, only vectors (a bias, a row's scale) get them, never the
+matmul's operands (a matmul's special values are its BLAS's: the GPU machine's PyTorch 2.11 gave
+NaN where this one's 2.13 gave inf, for one f16 linear's element).
+A second draw (:data:`VECTORS_ORDER`, for a task with such lower-rank inputs) turns that round:
+the vectors get NaN and the infinities at a few elements beside their dense finite values, the
+other inputs only the finite values (their zeros), so that a zero meets a vector's infinity:
+rank1_update skipping the product where u is 0 (0 * inf is NaN), prelu's x >= 0 for x > 0 (a slope
+of inf times 0), max(x, 0) + w * min(x, 0) (inf * 0 where x > 0) passed the first (round 33).
 The outputs are compared as in any draw: NaN where the reference is NaN, an infinity where it is
 one, the tolerance elsewhere. A reference that refuses the values (raises) gets the ordinary draw.
 """
@@ -36,6 +42,7 @@ import torch
 from kernelgen.task.spec import Task
 
 NONFINITE_ORDER = "nonfinite"
+VECTORS_ORDER = "nonfinite_vectors"
 NORMAL_VALUES = (math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0)
 SHARE = 12  # densely, each value at about one element in SHARE (7 values: 58% of the elements)
 # Sparsely, one special in SPARSE elements (each value at least once): a NaN anywhere in a row makes
@@ -52,21 +59,44 @@ def _values_for(task: Task, name: str, bounds_at: Mapping[str, Any]) -> list[flo
     return [v for v in NORMAL_VALUES if not math.isnan(v) and low <= v <= high]
 
 
+def vector_inputs(task: Task) -> list[str]:
+    """The eligible inputs of lower rank than the largest eligible one (the second draw's)."""
+    ranks = {spec.name: len(spec.shape) for spec in task.signature.inputs if spec.shape is not None}
+    eligible = [name for name in task.nonfinite_inputs() if name in ranks]
+    rank = max((ranks[name] for name in eligible), default=0)
+    return [name for name in eligible if ranks[name] < rank]
+
+
+def _few_nonfinite(value: torch.Tensor, allowed: list[float], generator: torch.Generator) -> torch.Tensor:
+    """``value`` with the non-finite values of ``allowed`` at one element in :data:`SPARSE` (at
+    least one each, where it has room)."""
+    specials = [v for v in allowed if not math.isfinite(v)]
+    if not specials:
+        return value
+    count = min(value.numel(), max(len(specials), value.numel() // SPARSE))
+    flat = value.flatten().clone()
+    chosen = torch.randperm(value.numel(), generator=generator)[:count]
+    flat[chosen] = torch.tensor([specials[i % len(specials)] for i in range(count)], dtype=value.dtype)
+    return flat.view(value.shape)
+
+
 def nonfinite(task: Task, inputs: dict[str, Any], bounds_at: Mapping[str, Any], seed: int,
-              reference: Callable[[Task, dict[str, Any]], Any], pointwise: Iterable[str] = ()
-              ) -> tuple[dict[str, Any], float]:
+              reference: Callable[[Task, dict[str, Any]], Any], pointwise: Iterable[str] = (),
+              vectors: bool = False) -> tuple[dict[str, Any], float]:
     """``inputs`` with IEEE's special values placed (the module's docstring) and the atol factor, 1;
     as drawn where the task has no eligible input or ``reference`` (run on the task and the new
     inputs) raises on the values. ``bounds_at``: what the domains' bounds are evaluated in;
-    ``pointwise``: the inputs the reference maps element by element (dense, whatever their rank)."""
-    generator = torch.Generator().manual_seed(seed ^ 0x1EEE754)
+    ``pointwise``: the inputs the reference maps element by element (dense, whatever their rank);
+    ``vectors``: the second draw's (:data:`VECTORS_ORDER`)."""
+    generator = torch.Generator().manual_seed(seed ^ (0x1EEE755 if vectors else 0x1EEE754))
     eligible = [name for name in task.nonfinite_inputs() if isinstance(inputs.get(name), torch.Tensor)
                 and inputs[name].numel() > 0]
     rank = max((inputs[name].dim() for name in eligible), default=0)
     changed = dict(inputs)
     for name in eligible:
         value, values = inputs[name], _values_for(task, name, bounds_at)
-        if value.dim() < rank:  # a vector beside a matrix: its zeros meet the matrix's NaNs
+        lower = value.dim() < rank
+        if lower or vectors:  # a vector's zeros meet the matrix's NaNs, or the other way round
             values = [v for v in values if math.isfinite(v)]
         if not values:
             continue
@@ -80,6 +110,8 @@ def nonfinite(task: Task, inputs: dict[str, Any], bounds_at: Mapping[str, Any], 
         placed = value.clone()
         for i, special in enumerate(values):
             placed = torch.where(pick == i, torch.tensor(special, dtype=value.dtype), placed)
+        if lower and vectors:
+            placed = _few_nonfinite(placed, _values_for(task, name, bounds_at), generator)
         changed[name] = placed
     if all(changed[name] is inputs[name] for name in inputs):
         return inputs, 1.0

@@ -156,8 +156,9 @@ class Task(StrictModel):
     # False where the prompt promises centred inputs (kernelgen.task.offset's large common offset).
     offset_draws: bool = True
     # False where the prompt promises finite inputs, or where the golden does not follow PyTorch on
-    # NaN, infinities and signed zeros (the YAML says where): no nonfinite draw (kernelgen.task.nonfinite).
-    nonfinite_draws: bool = True
+    # NaN, infinities and signed zeros (the YAML says where): no nonfinite draw (kernelgen.task.nonfinite);
+    # a list of inputs: those left out of it (the golden departs from PyTorch at their specials only).
+    nonfinite_draws: Union[bool, list[str]] = True
     tolerance: Tolerance | None = None
     flops: L.Expr = 0
     # The fewest bytes a kernel must move, where it is not every input read once and every
@@ -207,6 +208,9 @@ class Task(StrictModel):
                 or _bound_names_problem(name, domain, self) or _offset_with_problem(name, domain, self)
             if problem is not None:
                 raise ValueError(problem)
+        if isinstance(self.nonfinite_draws, list) and set(self.nonfinite_draws) - set(names):
+            raise ValueError(f"nonfinite_draws names {sorted(set(self.nonfinite_draws) - set(names))}, which are not "
+                             "inputs")
         for name, drawn in self.scalar_ranges.items():
             if name not in scalar_inputs:
                 raise ValueError(f"scalar_ranges names {name!r}, which is not a scalar input")
@@ -294,18 +298,22 @@ class Task(StrictModel):
         """The float inputs checked with NaN, infinities and signed zeros among their values
         (:mod:`kernelgen.task.nonfinite`): plain tensors of f16, bf16, f32 or f64 whose ordinary
         domain holds each element on its own (normal, or uniform: its bounds then keep NaN and
-        the values past them out), not ties; none where ``nonfinite_draws`` is false, nor where the
-        golden multiplies matrices (``dot``): a matmul's result at NaN and infinities is its BLAS's
-        (the GPU machine's PyTorch 2.11 gave NaN where 2.13's gave inf for one f16 linear)."""
+        the values past them out), not ties, nor those ``nonfinite_draws`` lists; none where it is
+        false. Where the golden multiplies matrices (``dot``) only vectors (a bias, a row's scale, an
+        epilogue's: round 33's relu as z * (z > 0) passed at a bias of -inf), since a matmul's result
+        at NaN and infinities is its BLAS's (the GPU machine's PyTorch 2.11 gave NaN where 2.13's gave
+        inf for one f16 linear), and its operands are matrices (a block's scales too)."""
         from kernelgen.check.sequence import nodes
 
-        if not self.nonfinite_draws or (self.golden is not None
-                                        and any(isinstance(node, L.Dot) for node, _ in nodes(self.golden, ""))):
+        if not self.nonfinite_draws:
             return []
+        vectors = self.golden is not None and any(isinstance(node, L.Dot) for node, _ in nodes(self.golden, ""))
         names = []
         for spec in self.signature.inputs:
             domain = self.domains.get(spec.name)
             if spec.is_plain and spec.shape is not None and spec.dtype in ("f16", "bf16", "f32", "f64") \
+                    and (not vectors or len(spec.shape) == 1) \
+                    and (self.nonfinite_draws is True or spec.name not in self.nonfinite_draws) \
                     and (domain is None or (domain.kind in ("normal", "uniform") and domain.by_element
                                             and not domain.ties)):
                 names.append(spec.name)
