@@ -27,6 +27,7 @@ from kernelgen.lang.parse import kernel_to_json, parse_kernel
 from kernelgen.task.results import CaseResult, GenerationInfo, Tuning
 from kernelgen.task.spec import Task
 from kernelgen.task.magnitude import checked_inputs, input_rounding
+from kernelgen.task.overflowed import overflow_problems
 from kernelgen.task.verify import compare_outputs, order_overflows, make_inputs, order_problems, run_reference
 
 
@@ -237,6 +238,10 @@ def stage_compile(case: Case) -> None:
                (case.compiled if isinstance(case.compiled, list) else [case.compiled]) if "flatten_dropped" in each.metadata]
     if dropped:  # a speed hint Triton could not compile, recorded (kernelgen.gpu.compile._compile)
         case.extra["flatten_dropped"] = dropped
+    if not case.settings.gpu:
+        from kernelgen.gpu.compile import bench_variant_fits
+
+        bench_variant_fits(case.checked, case.compiled, case.task.bench_sizes, case.task.scalars, case.settings.target)
     for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
         try:  # every call's variant compiles; the first's artifacts are the case's
             compile_document(checked, target=case.settings.target)
@@ -260,8 +265,8 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
 
     inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     expected = run_reference(task, inputs)
-    if order is not None and order_overflows(task, sizes, seed, expected, order, extreme):
-        return  # a draw past the task's promise (order_overflows)
+    # A draw past the task's promise (order_overflows) is judged at its true overflows only.
+    past_promise = order is not None and order_overflows(task, sizes, seed, expected, order, extreme)
     rounding = input_rounding(task, inputs, sizes, seed, order)
     with verified_num_sms(num_sms):
         try:
@@ -269,11 +274,16 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
         except InterpreterLimit as limit:
             if sampled is None or limit.code != "over_budget":
                 raise
+            if past_promise:
+                return
             _verify_sampled(task, checked, inputs, expected, sizes, atol_scale, limit, timeout_s, sampled)
             return
-    problems = compare_outputs(task, run.outputs, expected, inputs, sizes, run.written, atol_scale, rounding=rounding)
+    problems = overflow_problems(task, run.outputs, expected, inputs, sizes) if past_promise else \
+        compare_outputs(task, run.outputs, expected, inputs, sizes, run.written, atol_scale, rounding=rounding)
     if problems:
         raise WrongResult(problems)
+    if past_promise:
+        return
     # the other program orders agree
     problems = order_problems(task, run.outputs, run.orders, sizes, atol_scale=atol_scale, rounding=rounding)
     if problems:

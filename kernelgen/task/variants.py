@@ -21,6 +21,7 @@ from kernelgen.errors import Diagnostic, KernelgenError, SemanticError, WrongRes
 from kernelgen.host.plan import dtype_name
 from kernelgen.task.spec import Task, Variant
 from kernelgen.task.magnitude import checked_inputs, input_rounding
+from kernelgen.task.overflowed import overflow_problems
 from kernelgen.task.verify import compare_outputs, order_overflows, inputs_as_reference, order_problems, make_inputs, reference_call
 from kernelgen.host.wrapper import BoundCall, bind_call
 
@@ -240,8 +241,8 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
     inputs, atol_scale = checked_inputs(task, sizes, seed, extreme, order=order)
     before = {name: v.clone() if isinstance(v, torch.Tensor) else v for name, v in inputs.items()}
     expected, reference_after = reference_call(task, inputs)
-    if order is not None and order_overflows(task, sizes, seed, expected, order, extreme):
-        return  # a draw past the task's promise (order_overflows)
+    # A draw past the task's promise (order_overflows) is judged at its true overflows only.
+    past_promise = order is not None and order_overflows(task, sizes, seed, expected, order, extreme)
     rounding = input_rounding(task, before, sizes, seed, order)
     call, checked = bound_call(task, kernel, inputs)
     try:
@@ -251,6 +252,11 @@ def verify_call_cpu(task: Task, kernel: L.Kernel, sizes: Mapping[str, int], seed
         raise named(task, error) from None
     outputs = outputs_by_name(task, call.finish(run.outputs))
     written = outputs_by_name(task, call.finish(run.written, copy=False))
+    if past_promise:
+        problems = overflow_problems(task, outputs, expected, before, sizes)
+        if problems:
+            raise named(task, WrongResult(problems))
+        return
     problems = inputs_as_reference(task, before, reference_after, inputs, atol_scale)
     problems += compare_outputs(task, outputs, expected, inputs, sizes, written, atol_scale, drawn=before,
                                 rounding=rounding)

@@ -43,6 +43,14 @@ class WideReference:
         wide = wide.to(expected.device, torch.float64)
         return torch.where(wide.isfinite(), wide, torch.full_like(wide, float("nan")))
 
+    def same_infinity(self, name: str, expected: torch.Tensor) -> torch.Tensor:
+        """Where the wide result for output ``name`` is the infinity ``expected`` holds (a
+        reference that rounds its f64 result to the output's dtype overflows there too)."""
+        wide = self._wide.get(name)
+        if wide is None or tuple(wide.shape) != tuple(expected.shape):
+            return torch.zeros(expected.shape, dtype=torch.bool, device=expected.device)
+        return expected.isinf() & (wide.to(expected.device, torch.float64) == expected.double())
+
     @functools.cached_property
     def _wide(self) -> dict[str, torch.Tensor]:
         return _wide_results(self._task, self._inputs) or {}
