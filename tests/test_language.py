@@ -233,12 +233,12 @@ class _Covered(Exception):
 @pytest.mark.slow
 def test_generated_kernels_cover_the_language() -> None:
     """1000 drawn kernels cover every construct; where a rare one (a cast between two rare
-    dtypes, an or-atomic) is missing, up to two more seeded batches are drawn, each stopping at
+    dtypes, an or-atomic) is missing, up to four more seeded batches are drawn, each stopping at
     the kernel that completes the set. One seeded batch alone depends on what the process has
     drawn before: under pytest the first misses atomic_or, which it draws at kernel 976 in a
-    plain script."""
+    plain script; in a fresh clone's run under -n 2 (2026-12-07) three batches missed one."""
     seen: set[str] = set()
-    for batch in range(3):
+    for batch in range(5):
         @seed(batch)
         @settings(GENERATION, max_examples=1000, database=None, phases=[Phase.generate], report_multiple_bugs=False)
         @given(kernels())

@@ -42,7 +42,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Collection, Sequence, Union
 
 from kernelgen.check.checker import CheckedKernel, check_target
 from kernelgen.check.checked import Checked, device_dependent, launches_of
@@ -509,41 +509,3 @@ def compile_document(checked: Checked, target: str | None = None, plans: Sequenc
                             **({} if plans is None else {"divisible_by_16": divisible_params(plan)}))
              for each, plan in zip(launches, plans or [None] * len(launches))]
     return built if checked.kernel.is_program else built[0]
-
-
-def bench_variant_fits(checked: Checked, compiled: Union[CompiledKernel, list[CompiledKernel]],
-                       bench_sizes: Mapping[str, int], scalars: Mapping[str, Any], target: str) -> None:
-    """Without a GPU, whether the launches a GPU would make fit its shared memory; raises the
-    :class:`LaunchError` a GPU's launch gives (``out_of_shared_memory``) where one does not.
-
-    ``compiled`` is the unspecialized variant CPU mode compiles. A GPU launches, at sizes that are
-    multiples of 16 (the bench sizes are), a variant specialized for them (:func:`divisible_params`),
-    and only there can Triton prove a loop's dot operands aligned and pipeline them through shared
-    memory, a stage's tiles each: a five-stage matmul of [128, 64] and [64, 256] f16 tiles needs
-    50176 bytes unspecialized and 312360 at its bench sizes, past sm_90's 232448 (round 32). So a
-    kernel whose loops hold a dot or a TMA copy is compiled again as its bench launch is."""
-    from kernelgen.gpu.facts import SM_LIMITS
-    from kernelgen.host.plan import sequence_for_sizes
-
-    limits = SM_LIMITS.get(target)
-    if limits is None:
-        return
-    built = compiled if isinstance(compiled, list) else [compiled]
-    if bench_sizes and any(re.search(r"\btt\.(dot|descriptor_load)\b", each.ttir) and "scf.for" in each.ttir
-                           for each in built):
-        try:
-            plans = sequence_for_sizes(checked, bench_sizes, scalars)
-        except KernelgenError:  # no launch at these sizes: the draws' verdict says why
-            plans = []
-        if any(divisible_params(plan) for plan in plans):
-            specialized = compile_document(checked, target=target, plans=plans)
-            built += specialized if isinstance(specialized, list) else [specialized]
-    for each in built:
-        shared = int(each.metadata.get("shared", 0))
-        if shared > limits.max_shared_per_block:
-            sizes = ", ".join(f"{name}={value}" for name, value in bench_sizes.items())
-            at = f" at the bench sizes ({sizes})" if each.metadata.get("divisible_by_16") else ""
-            raise LaunchError(Diagnostic("", "out_of_shared_memory",
-                                         f"kernel {each.name} needs {shared} bytes of shared memory per block{at}; "
-                                         f"{target} allows {limits.max_shared_per_block}: use smaller blocks or "
-                                         "fewer pipeline stages"))

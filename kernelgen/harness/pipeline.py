@@ -239,7 +239,7 @@ def stage_compile(case: Case) -> None:
     if dropped:  # a speed hint Triton could not compile, recorded (kernelgen.gpu.compile._compile)
         case.extra["flatten_dropped"] = dropped
     if not case.settings.gpu:
-        from kernelgen.gpu.compile import bench_variant_fits
+        from kernelgen.gpu.bench_variant import bench_variant_fits
 
         bench_variant_fits(case.checked, case.compiled, case.task.bench_sizes, case.task.scalars, case.settings.target)
     for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
