@@ -94,7 +94,8 @@ def nonfinite(task: Task, inputs: dict[str, Any], bounds_at: Mapping[str, Any], 
     rank = max((inputs[name].dim() for name in eligible), default=0)
     changed = dict(inputs)
     for name in eligible:
-        value, values = inputs[name], _values_for(task, name, bounds_at)
+        value, allowed = inputs[name], _values_for(task, name, bounds_at)
+        values = allowed
         lower = value.dim() < rank
         if lower or vectors:  # a vector's zeros meet the matrix's NaNs, or the other way round
             values = [v for v in values if math.isfinite(v)]
@@ -111,7 +112,7 @@ def nonfinite(task: Task, inputs: dict[str, Any], bounds_at: Mapping[str, Any], 
         for i, special in enumerate(values):
             placed = torch.where(pick == i, torch.tensor(special, dtype=value.dtype), placed)
         if lower and vectors:
-            placed = _few_nonfinite(placed, _values_for(task, name, bounds_at), generator)
+            placed = _few_nonfinite(placed, allowed, generator)
         changed[name] = placed
     if all(changed[name] is inputs[name] for name in inputs):
         return inputs, 1.0

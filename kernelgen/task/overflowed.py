@@ -7,8 +7,8 @@ not (a cumprod sorted descending climbs past f32's largest value and back). Some
 infinities are every kernel's, though: where the exact result (the reference on f64 copies of the
 inputs) lies past twice the output dtype's largest value, any result rounded to the dtype is that
 infinity, whatever the order of the kernel's sums. A kernel that saturates there (an f16 GEMM's sum
-clamped to +-65504 before its cast passed every draw: round 33) shows only on such a draw, as GEMM
-tasks get no nonfinite draw. So those elements are judged, and only those. A reference that rounds
+clamped to +-65504 before its cast passed every draw: round 33) shows only on such a draw, as a
+GEMM's operands get no nonfinite draw. So those elements are judged, and only those. A reference that rounds
 its result to the output's dtype itself (``torch.bmm(a.float(), b.float()).half()``) gives that
 infinity on f64 inputs too, and says no more of how far past the largest value the exact result
 lies: there a few elements near the edge may round either way in a correct kernel, so the draw
@@ -34,8 +34,9 @@ EDGE_SHARE = 0.01
 
 def overflow_problems(task: Task, actual: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor],
                       inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> list[Diagnostic]:
-    """The outputs' elements whose exact result is past :data:`PAST` times their dtype's largest
-    value, where ``actual`` is not the reference's infinity."""
+    """The outputs' elements where ``actual`` is not the reference's infinity though every kernel's
+    result is: the exact result is past :data:`PAST` times the dtype's largest value, or (more than
+    :data:`EDGE_SHARE` of them) the reference gives that infinity on f64 inputs too."""
     found: list[Diagnostic] = []
     wide = WideReference(task, inputs)
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
