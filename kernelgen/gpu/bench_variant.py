@@ -28,15 +28,8 @@ def bench_variant_fits(checked: Checked, compiled: Union[CompiledKernel, list[Co
     if limits is None:
         return
     built = compiled if isinstance(compiled, list) else [compiled]
-    if bench_sizes and any(re.search(r"\btt\.(dot|descriptor_load)\b", each.ttir) and "scf.for" in each.ttir
-                           for each in built):
-        try:
-            plans = sequence_for_sizes(checked, bench_sizes, scalars)
-        except KernelgenError:  # no launch at these sizes: the draws' verdict says why
-            plans = []
-        if any(divisible_params(plan) for plan in plans):
-            specialized = compile_document(checked, target=target, plans=plans)
-            built += specialized if isinstance(specialized, list) else [specialized]
+    if any(re.search(r"\btt\.(dot|descriptor_load)\b", each.ttir) and "scf.for" in each.ttir for each in built):
+        built = built + (bench_variant(checked, bench_sizes, scalars, target) or [])
     for each in built:
         shared = int(each.metadata.get("shared", 0))
         if shared > limits.max_shared_per_block:
@@ -46,3 +39,20 @@ def bench_variant_fits(checked: Checked, compiled: Union[CompiledKernel, list[Co
                                          f"kernel {each.name} needs {shared} bytes of shared memory per block{at}; "
                                          f"{target} allows {limits.max_shared_per_block}: use smaller blocks or "
                                          "fewer pipeline stages"))
+
+
+def bench_variant(checked: Checked, bench_sizes: Mapping[str, int], scalars: Mapping[str, Any],
+                  target: str) -> list[CompiledKernel] | None:
+    """Each launch of the variant a launch at ``bench_sizes`` compiles (its integer params that
+    are multiples of 16 specialized: :func:`divisible_params`); None where it specializes none
+    (the unspecialized variant is that launch's) or no launch is made at these sizes."""
+    if not bench_sizes:
+        return None
+    try:
+        plans = sequence_for_sizes(checked, bench_sizes, scalars)
+    except KernelgenError:  # no launch at these sizes: the draws' verdict says why
+        return None
+    if not any(divisible_params(plan) for plan in plans):
+        return None
+    specialized = compile_document(checked, target=target, plans=plans)
+    return specialized if isinstance(specialized, list) else [specialized]

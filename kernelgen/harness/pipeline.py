@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from kernelgen.task import draws, random_sizes
 from kernelgen.lang import nodes as L
@@ -242,6 +242,10 @@ def stage_compile(case: Case) -> None:
         from kernelgen.gpu.bench_variant import bench_variant_fits
 
         bench_variant_fits(case.checked, case.compiled, case.task.bench_sizes, case.task.scalars, case.settings.target)
+    from kernelgen.gpu.layouts import document_threads
+
+    case.layouts = document_threads(case.checked, case.compiled, case.task.bench_sizes, case.task.scalars,
+                                    case.settings.target)
     for task, checked in zip(case.task.variant_tasks()[1:], case.calls_checked[1:]):
         try:  # every call's variant compiles; the first's artifacts are the case's
             compile_document(checked, target=case.settings.target)
@@ -253,13 +257,15 @@ def stage_compile(case: Case) -> None:
 
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
                extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None,
-               order: str | None = None, sampled: list[dict[str, Any]] | None = None) -> None:
+               order: str | None = None, sampled: list[dict[str, Any]] | None = None,
+               layouts: Sequence[Mapping[str, Any] | None] | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
     against the reference on one assignment (its inputs extreme where the draw says so; its
     launches under ``num_sms`` where given; its float inputs sorted in ``order`` where given).
     Given ``sampled``, a launch past the interpreter's budget whose programs are independent is
     judged on a sample of them (:mod:`kernelgen.interp.sampled`; the elements they stored are
-    compared), and the draw is appended there with the sample's size."""
+    compared), and the draw is appended there with the sample's size. ``layouts``: each launch's
+    block accesses' threads, as the compile stage read them (``Case.layouts``)."""
     from kernelgen.host.plan import verified_num_sms
     from kernelgen.interp.execute import execute_call
 
@@ -270,7 +276,7 @@ def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int
     rounding = input_rounding(task, inputs, sizes, seed, order)
     with verified_num_sms(num_sms):
         try:
-            run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True)
+            run = execute_call(checked, inputs, timeout_s=timeout_s, orders=True, layouts=layouts)
         except InterpreterLimit as limit:
             if sampled is None or limit.code != "over_budget":
                 raise
@@ -326,7 +332,7 @@ def stage_verify(case: Case) -> None:
     sampled: list[dict[str, Any]] = []
     cpu_one = lambda draw: verify_cpu(case.task, case.checked, draw.sizes, case.settings.seed,  # noqa: E731
                                       draw.extreme, case.settings.timeout_s, draw.num_sms, draw.order,
-                                      None if case.settings.gpu else sampled)
+                                      None if case.settings.gpu else sampled, case.layouts)
     plan_one = lambda sizes: plan_sequence(  # noqa: E731
         case.checked, make_inputs(case.task, sizes, case.settings.seed, shapes_only=True))
     if case.settings.gpu:

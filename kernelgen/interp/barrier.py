@@ -5,7 +5,13 @@ not guaranteed visible to another thread's load (nor ordered with its store) unt
 barrier (``tl.debug_barrier``: bar.sync). The interpreter runs a program's lanes in lockstep, so
 it would show the value a GPU may not: it judges the hazard instead. A lane is identified by its
 access's block shape and its position in that block: two accesses of one shape at one position
-count as one thread (Triton gives blocks of one shape one layout), anything else as another.
+count as one thread, anything else as another. Triton gives each access a layout of its own (from
+its pointer's contiguity and alignment, in each variant a launch compiles), so where the compile
+stage read them off the compiled kernel (:mod:`kernelgen.gpu.layouts`: ``layouts``, per access
+path, the thread that touches each position) a block access's lane is that thread instead, and a
+reduction or scan whose block spans several warps along its axis is a barrier too: Triton moves its
+partial results between the warps through shared memory, behind bar.sync (a layer norm storing a
+row's values in a first pass and loading them in the next, its mean's sum between).
 A block of fewer elements than the program has threads (a scalar, a [1] block, 64 elements under
 4 warps) is replicated: every thread holding an element loads it, and Triton stores it from one
 of them only (its redundant-data mask: a scalar from thread 0). Such a load whose value other
@@ -40,6 +46,7 @@ any order gives. Accesses of different programs are the race detector's
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import torch
@@ -51,16 +58,32 @@ _NONE = -1  # no program
 _MANY = -2  # the element was loaded from several lanes
 _EVERY = -3  # a replicated block's load: from every thread that holds the element
 _POSITION_BITS = 20  # a block has at most 2**20 elements (the checker's limit)
+_THREADS = ("threads",)  # the lanes numbered by thread (a layout's), not by shape and position
+_VARIANT = 1024  # a thread numbered as first * _VARIANT + second: its ids in two variants (kernelgen.gpu.layouts)
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """A launch's block accesses as the compiler lays them out (:mod:`kernelgen.gpu.layouts`):
+    per access path, a number for the thread that touches each position of its block (equal
+    exactly where every compiled variant gives one thread), and the paths of the reductions and
+    scans that pass a barrier in every variant."""
+
+    threads: Mapping[str, torch.Tensor]
+    barriers: frozenset[str] = field(default_factory=frozenset)
 
 
 class ProgramOrder:
     """Per output element: the last store's and load's program, barrier count and lane."""
 
-    def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int, threads: int = 128) -> None:
-        """``threads``: each program's (32 times its num_warps)."""
+    def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int, threads: int = 128,
+                 layouts: Layouts | None = None) -> None:
+        """``threads``: each program's (32 times its num_warps); ``layouts``: the module's docstring."""
         self.shapes_of = {name: tuple(shape) for name, shape in shapes.items()}
         self.programs = programs
         self.threads = threads
+        self.layouts = layouts.threads if layouts is not None else {}
+        self.barriers = layouts.barriers if layouts is not None else frozenset()
         self.passed: torch.Tensor | None = None  # barriers each program has passed; None: none yet
         self.shapes: dict[tuple[int, ...], int] = {}
         self.stores: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
@@ -68,12 +91,22 @@ class ProgramOrder:
         self.updates: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}  # atomic updates
         self.slots: dict[str, torch.Tensor] = {}
 
-    def lanes(self, shape: Sequence[int], positions: torch.Tensor) -> torch.Tensor:
-        """The lane of each accessed element of an access of block ``shape`` (``positions``:
-        each one's flat position in its program's block): its block shape's number and its
-        position there."""
+    def lanes(self, shape: Sequence[int], positions: torch.Tensor, path: str | None = None) -> torch.Tensor:
+        """The lanes of an access of block ``shape`` at ``path`` (``positions``: each accessed
+        element's flat position in its program's block), as two rows: its block shape's number
+        and its position there, and the thread that touches it where the access has a layout
+        (else the first row again). A write's thread is judged against the writes and loads after
+        it; a load's position against the writes after it: a write of what another thread loaded
+        is most often of a value computed from that load, which the compiler moves between the
+        layouts first (its store waits for the load), and shape and position keep such a pair
+        apart where they must."""
         code = self.shapes.setdefault(tuple(shape), len(self.shapes))
-        return positions.to(torch.int32) + (code << _POSITION_BITS)
+        by_shape = positions.to(torch.int32) + (code << _POSITION_BITS)
+        threads = self.layouts.get(path) if path is not None else None
+        if threads is None or threads.numel() != math.prod(shape):
+            return torch.stack([by_shape, by_shape])
+        code = self.shapes.setdefault(_THREADS, len(self.shapes))
+        return torch.stack([by_shape, threads[positions.long()] + (code << _POSITION_BITS)])
 
     def barrier(self, programs: torch.Tensor) -> None:
         """``programs`` (linear ids) pass a barrier: their earlier accesses are visible to all
@@ -89,10 +122,12 @@ class ProgramOrder:
 
     def loaded(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
                path: str, describe, every: bool = False) -> None:
-        """Program ``programs[i]``'s lane ``lanes[i]`` reads element ``offsets[i]`` (``every``: a
-        replicated block's load whose value other threads use, from every thread)."""
+        """Program ``programs[i]``'s lane ``lanes[:, i]`` (:meth:`lanes`) reads element
+        ``offsets[i]`` (``every``: a replicated block's load whose value other threads use, from
+        every thread)."""
         epochs = self._epochs(programs)
-        readers = torch.full_like(lanes, _EVERY) if every else lanes
+        positions, threads = lanes[0], lanes[1]
+        readers = torch.full_like(threads, _EVERY) if every else threads
         self._hazard(self.stores, name, offsets, programs, epochs, readers, path, describe, "loads", "stored")
         self._hazard(self.updates, name, offsets, programs, epochs, readers, path, describe, "loads",
                      "atomically updated")
@@ -100,34 +135,37 @@ class ProgramOrder:
             self.loads[name] = self._record(name)
         program, epoch, lane = self.loads[name]
         # Loaded again by this program since its barrier from another lane: from several.
-        again = (program[offsets] == programs) & (epoch[offsets] == epochs) & (lane[offsets] != lanes)
-        program[offsets], epoch[offsets], lane[offsets] = programs.to(program.dtype), epochs, lanes
+        again = (program[offsets] == programs) & (epoch[offsets] == epochs) & (lane[offsets] != positions)
+        program[offsets], epoch[offsets], lane[offsets] = programs.to(program.dtype), epochs, positions
         lane[offsets[again]] = _MANY
-        lane[offsets[self._shared(name, offsets, lanes)]] = _MANY
+        lane[offsets[self._shared(name, offsets, positions)]] = _MANY
 
     def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
                path: str, describe) -> None:
-        """Program ``programs[i]``'s lane ``lanes[i]`` writes element ``offsets[i]``."""
+        """Program ``programs[i]``'s lane ``lanes[:, i]`` (:meth:`lanes`) writes element ``offsets[i]``."""
         epochs = self._epochs(programs)
-        self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "stores", "stored")
-        self._hazard(self.loads, name, offsets, programs, epochs, lanes, path, describe, "stores", "loaded")
-        self._hazard(self.updates, name, offsets, programs, epochs, lanes, path, describe, "stores",
+        positions, threads = lanes[0], lanes[1]
+        self._hazard(self.stores, name, offsets, programs, epochs, threads, path, describe, "stores", "stored")
+        self._hazard(self.loads, name, offsets, programs, epochs, positions, path, describe, "stores", "loaded")
+        self._hazard(self.updates, name, offsets, programs, epochs, threads, path, describe, "stores",
                      "atomically updated")
-        self._keep(self.stores, name, offsets, programs, epochs, lanes)
+        self._keep(self.stores, name, offsets, programs, epochs, threads)
 
     def updated(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
                 path: str, describe, reads_back: bool = False) -> None:
-        """Program ``programs[i]``'s lane ``lanes[i]`` updates element ``offsets[i]`` atomically
-        (``reads_back``: a read of what other lanes' atomics made, against them too)."""
+        """Program ``programs[i]``'s lane ``lanes[:, i]`` (:meth:`lanes`) updates element
+        ``offsets[i]`` atomically (``reads_back``: a read of what other lanes' atomics made,
+        against them too)."""
         epochs = self._epochs(programs)
+        positions, threads = lanes[0], lanes[1]
         if reads_back:
-            self._hazard(self.updates, name, offsets, programs, epochs, lanes, path, describe,
+            self._hazard(self.updates, name, offsets, programs, epochs, threads, path, describe,
                          "reads back atomically", "atomically updated")
-        self._hazard(self.stores, name, offsets, programs, epochs, lanes, path, describe, "atomically updates",
+        self._hazard(self.stores, name, offsets, programs, epochs, threads, path, describe, "atomically updates",
                      "stored")
-        self._hazard(self.loads, name, offsets, programs, epochs, lanes, path, describe, "atomically updates",
+        self._hazard(self.loads, name, offsets, programs, epochs, positions, path, describe, "atomically updates",
                      "loaded")
-        self._keep(self.updates, name, offsets, programs, epochs, lanes)
+        self._keep(self.updates, name, offsets, programs, epochs, threads)
 
     def _keep(self, records: dict, name: str, offsets: torch.Tensor, programs: torch.Tensor, epochs: torch.Tensor,
               lanes: torch.Tensor) -> None:
@@ -167,7 +205,7 @@ class ProgramOrder:
             return
         i = int(bad.nonzero()[0, 0])
         element = list(unravel(int(offsets[i]), self.shapes_of[name]))
-        by = "several lanes" if int(before[i]) == _MANY else f"lane {self._lane(int(before[i]))}"
+        by = "several lanes" if int(before[i]) == _MANY else self._lane(int(before[i]), True)
         raise InterpreterError(Diagnostic(
             path, "missing_barrier",
             f"{describe(int(programs[i]))} {doing} {name}{element} from {self._lane(int(lanes[i]), True)} after "
@@ -179,8 +217,15 @@ class ProgramOrder:
         if lane == _EVERY:
             return f"every thread (a replicated block: fewer elements than the program's {self.threads} threads)"
         if named:
-            return f"lane {self._lane(lane)}"
+            described = self._lane(lane)
+            return described if described.startswith("thread") else f"lane {described}"
         shape = next(s for s, code in self.shapes.items() if code == lane >> _POSITION_BITS)
+        if shape == _THREADS:
+            first, second = divmod(lane & ((1 << _POSITION_BITS) - 1), _VARIANT)
+            if first == second:
+                return f"thread {first} (as Triton lays out the access)"
+            return (f"thread {first} (as Triton lays out the access; thread {second} in the variant a launch at "
+                    "sizes that are multiples of 16 compiles)")
         position = unravel(lane & ((1 << _POSITION_BITS) - 1), shape)
         return f"{list(position)} of a {list(shape)} block"
 

@@ -61,6 +61,7 @@ import torch
 
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
+from kernelgen.interp.barrier import Layouts
 from kernelgen.interp.budget import check_budget, estimated_work
 from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, binds_old_values, needs_orders
 from kernelgen.interp.proxies import tile_outputs
@@ -159,14 +160,16 @@ class Execution:
 def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
             timeout_s: float | None = None, *, order: Order = LOCKSTEP,
             defined: Mapping[str, torch.Tensor] | None = None, deadline: float | None = None,
-            programs: torch.Tensor | None = None) -> Execution:
+            programs: torch.Tensor | None = None, layouts: Layouts | None = None) -> Execution:
     """Run every program of the grid on the CPU in ``order``, after the budget check (lockstep
     only: the others run a launch that passed it) and under a limit of ``timeout_s`` seconds of
     CPU time (or until ``deadline``, an :func:`interpreter_clock` value; none when both are None). The outputs
     are poison-filled first unless given; ``defined`` says, per given output, where an element
     holds a value before the launch (read_before_write elsewhere). ``programs`` (linear ids, in
     increasing order) runs only those, in lockstep chunks, without the budget check: a sample
-    whose size :func:`affordable_programs` chose (:mod:`kernelgen.interp.sampled`)."""
+    whose size :func:`affordable_programs` chose (:mod:`kernelgen.interp.sampled`). ``layouts``:
+    the launch's block accesses and barriers as the compiler lays them out
+    (:class:`kernelgen.interp.barrier.Layouts`)."""
     if deadline is None and timeout_s is not None:
         deadline = interpreter_clock() + timeout_s
     outs = dict(outputs) if outputs is not None else allocate_outputs(plan)
@@ -174,7 +177,7 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     total = plan.num_programs
     accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.prefilled},
                          defined=defined, observes=binds_old_values(plan.checked), tiles=tile_outputs(plan.kernel),
-                         threads=32 * plan.kernel.num_warps)
+                         threads=32 * plan.kernel.num_warps, layouts=layouts)
     chunk = _chunk(plan)
     with torch.no_grad():
         if programs is not None:
@@ -231,7 +234,8 @@ def _buffers(plan: LaunchPlan, outs: Mapping[str, torch.Tensor]) -> dict[str, to
 
 
 def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: float | None = None,
-                     orders: bool = False) -> Execution:
+                     orders: bool = False, layouts: Sequence[Layouts | None] | None = None
+                     ) -> Execution:
     """Run a document's launches (one for a single kernel) in order on shared tensors
     (:mod:`kernelgen.check.sequence`): outputs and scratch are allocated once, poison-filled (a
     ``zero`` scratch with zeros); each launch is judged for races and bounds alone; across the
@@ -241,7 +245,8 @@ def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: f
     With ``orders``, the launches from the first that binds an atomic's old values on run again
     under each other order of :mod:`kernelgen.interp.orders`, from the state before it, memory
     nothing wrote holding :func:`second_poison`; ``Execution.orders`` has what each gave (a
-    fault in one is raised, naming the order). ``timeout_s`` covers every run."""
+    fault in one is raised, naming the order). ``timeout_s`` covers every run. ``layouts``: each
+    launch's (:func:`execute`'s), where the compile stage read them."""
     kernel = checked.kernel
     deadline = None if timeout_s is None else interpreter_clock() + timeout_s
     outputs = [o.name for o in kernel.outputs]
@@ -254,7 +259,7 @@ def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: f
     for i, plan in enumerate(plans):
         if ordered and i == ordered[0]:
             before = ({n: t.clone() for n, t in buffers.items()}, {n: d.clone() for n, d in defined.items()})
-        _launch(kernel, i, plan, buffers, defined, deadline, LOCKSTEP)
+        _launch(kernel, i, plan, buffers, defined, deadline, LOCKSTEP, layouts[i] if layouts else None)
     result = Execution({n: buffers[n] for n in outputs}, {n: defined[n] for n in outputs})
     if before is not None:
         kept, was_defined = before
@@ -262,17 +267,18 @@ def execute_sequence(checked: Checked, plans: Sequence[LaunchPlan], timeout_s: f
             again = {n: _fill_undefined(t, was_defined[n], plans[0].kernel, n) for n, t in kept.items()}
             seen = {n: d.clone() for n, d in was_defined.items()}
             for i in range(ordered[0], len(plans)):
-                _launch(kernel, i, plans[i], again, seen, deadline, order)
+                _launch(kernel, i, plans[i], again, seen, deadline, order, layouts[i] if layouts else None)
             result.orders[order.describe(plans[ordered[0]].num_programs)] = {n: again[n] for n in outputs}
     return result
 
 
 def _launch(kernel: L.Kernel, index: int, plan: LaunchPlan, buffers: dict[str, torch.Tensor],
-            defined: dict[str, torch.Tensor], deadline: float | None, order: Order) -> None:
+            defined: dict[str, torch.Tensor], deadline: float | None, order: Order,
+            layouts: Layouts | None = None) -> None:
     """Launch ``index`` of the document on ``buffers`` in ``order``; ``defined`` grows by what
     it wrote. Its errors carry document paths (and the order, when not lockstep)."""
     try:
-        run = execute(plan, buffers, order=order, defined=defined, deadline=deadline)
+        run = execute(plan, buffers, order=order, defined=defined, deadline=deadline, layouts=layouts)
     except KernelgenError as error:
         moved = relocated(kernel, index, error)
         if order != LOCKSTEP:
@@ -296,10 +302,11 @@ def _fill_undefined(tensor: torch.Tensor, defined: torch.Tensor, kernel: L.Kerne
 
 
 def execute_call(checked: Checked, args: Union[Sequence[Any], Mapping[str, Any]],
-                 timeout_s: float | None = None, orders: bool = False) -> Execution:
+                 timeout_s: float | None = None, orders: bool = False,
+                 layouts: Sequence[Layouts | None] | None = None) -> Execution:
     """A checked document (one kernel or a program) run on a call's arguments (``orders``: also
-    under other program orders, where a launch needs them)."""
-    return execute_sequence(checked, plan_sequence(checked, args), timeout_s, orders)
+    under other program orders, where a launch needs them; ``layouts``: :func:`execute_sequence`'s)."""
+    return execute_sequence(checked, plan_sequence(checked, args), timeout_s, orders, layouts)
 
 
 def run_plan(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:

@@ -24,6 +24,7 @@ from kernelgen.interp.atomics import apply_atomic
 from kernelgen.interp.lanes import Lanes, select as select_lanes
 from kernelgen.interp.orders import LOCKSTEP, Order
 from kernelgen.interp.pipelining import Pipelines
+from kernelgen.interp.trips import trip_counts
 from kernelgen.interp.replicated import broadcast_loads_of
 from kernelgen.lang import philox
 from kernelgen.lang.limits import type_info
@@ -39,9 +40,6 @@ from kernelgen.interp.values import (BINARY as _BINARY, UNARY as _UNARY, Pointer
 
 # A node's evaluation: its value from a run and an environment (:meth:`_Run.evaluator`).
 Evaluator = Callable[["_Run", dict[str, Value]], Value]
-
-# A loop may run at most this many iterations (``bad_loop`` past it), as the checker states.
-MAX_LOOP_ITERATIONS = 1 << 20
 
 
 class _Run:
@@ -278,11 +276,21 @@ class _Run:
         else:
             fn = torch.argmax if e.op == "argmax" else torch.argmin
             out = fn(x, dim=axis, keepdim=e.keepdims).to(torch.int32)
+        self._barrier(env, across=path)
         return out
 
     def _scan(self, e: L.Scan, path: str, env) -> Value:
         t = self.types[path]
-        return interpret_blocks.scan(e.op, self.eval_as(e.x, child(path, "x"), env, t.dtype, t.shape), e.axis, e.reverse)
+        x = self.eval_as(e.x, child(path, "x"), env, t.dtype, t.shape)
+        self._barrier(env, across=path)
+        return interpret_blocks.scan(e.op, x, e.axis, e.reverse)
+
+    def _barrier(self, env, across: str | None = None) -> None:
+        """The active programs pass a barrier: a barrier statement, or (``across``) a reduction or scan
+        the compiled kernel makes between warps (:class:`kernelgen.interp.barrier.Layouts`)."""
+        if self.accesses is not None and (across is None or across in self.accesses.order.barriers):
+            active = env.get(_ACTIVE)
+            self.accesses.barrier(self.programs if active is None else self.programs[active])
 
     def _sort(self, e: L.Sort, path: str, env) -> Value:
         xt = self.types[child(path, "x")]
@@ -413,7 +421,7 @@ class _Run:
         for sel in selected:
             if self.accesses is not None and not self.read_only[sel.index]:
                 self.accesses.loaded(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     self.lane_numbers(sel, t.shape), tile=where != path,
+                                     self.lane_numbers(sel, t.shape, path), tile=where != path,
                                      every=path in broadcast_loads_of(self.checked, self.plan.kernel.num_warps))
             if self.pipelines.loops and not self.read_only[sel.index]:
                 self.pipelines.check(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index],
@@ -429,9 +437,10 @@ class _Run:
         """The linear program id of each of an access's lanes (of block ``shape``)."""
         return self.programs[sel.rows(self.count, math.prod(shape))]
 
-    def lane_numbers(self, sel: Lanes, shape: Sequence[int]) -> torch.Tensor:
-        """Each of an access's lanes as the barrier record numbers it (:mod:`kernelgen.interp.barrier`)."""
-        return self.accesses.order.lanes(shape, sel.in_block(self.count, math.prod(shape)))
+    def lane_numbers(self, sel: Lanes, shape: Sequence[int], path: str) -> torch.Tensor:
+        """Each of the lanes of the access at ``path`` as the barrier record numbers it
+        (:mod:`kernelgen.interp.barrier`)."""
+        return self.accesses.order.lanes(shape, sel.in_block(self.count, math.prod(shape)), path)
 
     def store(self, s: L.Store, path: str, env, where: str | None = None) -> None:
         """``where``: as :meth:`_load`'s."""
@@ -448,7 +457,7 @@ class _Run:
             values = sel.take(bits_of(value.to(self.flat[sel.index].dtype)))  # fp8 as bytes: torch cannot index fp8
             if self.accesses is not None:
                 self.accesses.stored(self.names[sel.index], sel.offsets, self.lane_programs(sel, t.shape), where,
-                                     values, self.lane_numbers(sel, t.shape), tile=where != path)
+                                     values, self.lane_numbers(sel, t.shape, path), tile=where != path)
             bits_of(self.flat[sel.index])[sel.offsets] = values
             if self.pipelines.loops:  # (the lanes' programs are not computed for every store otherwise)
                 self.pipelines.stored(sel.index, self.lane_programs(sel, t.shape), sel.offsets, self.sizes[sel.index])
@@ -472,7 +481,7 @@ class _Run:
                                      within_program=a.scope == "cta", op=a.op, values=values,
                                      reads=a.op != "atomic_xchg" or a.name is not None,
                                      compare=compare, sem=a.sem, bound=a.name is not None,
-                                     lanes=self.lane_numbers(sel, t.shape), one_thread=math.prod(t.shape) == 1)
+                                     lanes=self.lane_numbers(sel, t.shape, path), one_thread=math.prod(t.shape) == 1)
             block = math.prod(t.shape)
             sequence = None if self.order == LOCKSTEP or sel.offsets.numel() < 2 else self.order.sequence(
                 sel.rows(self.count, block), sel.in_block(self.count, block), block)
@@ -524,23 +533,12 @@ class _Run:
                 self.atomic(s, spath, env)
             elif isinstance(s, L.For):
                 self.loop(s, spath, env)
-            elif self.accesses is not None:  # a barrier: the active programs' earlier accesses are ordered
-                active = env.get(_ACTIVE)
-                self.accesses.barrier(self.programs if active is None else self.programs[active])
+            else:  # a barrier: the active programs' earlier accesses are ordered
+                self._barrier(env)
 
     def loop(self, f: L.For, path: str, env: dict[str, Value]) -> None:
         start, stop, step = (self.eval_as(getattr(f, n), child(path, n), env, "i64") for n in ("start", "stop", "step"))
-        if any_true(step <= 0):
-            raise InterpreterError(Diagnostic(child(path, "step"), "bad_loop",
-                                              f"loop step must be positive, got {int(step.min())}"))
-        trips = torch.clamp(torch.div(stop - start + step - 1, step, rounding_mode="floor"), min=0)
-        outer_active = env.get(_ACTIVE)
-        if outer_active is not None:
-            trips = torch.where(outer_active, trips, torch.zeros_like(trips))
-        most = int(trips.max()) if trips.numel() else 0
-        if most > MAX_LOOP_ITERATIONS:
-            raise InterpreterError(Diagnostic(child(path, "stop"), "bad_loop",
-                                              f"a loop of {most} iterations is beyond the interpreter's limit"))
+        trips, most = trip_counts(start, stop, step, env.get(_ACTIVE), path)
         carry_types = {c.name: self.types[child(path, "carry", i, "name")] for i, c in enumerate(f.carry)}
         carries = {c.name: self._materialize(self.eval(c.init, child(path, "carry", i, "init"), env),
                                              carry_types[c.name])

@@ -40,8 +40,9 @@ class DeviceInfo(Node):
 class Barrier(Node):
     """tl.debug_barrier: the program's threads wait here; stores before it are visible to loads
     after it. Lanes are threads: after a store or load of an element, its access from another
-    lane (other block shape or position) before a barrier is missing_barrier, when run; e.g.
-    store a column, barrier, load it as a row. A scalar (any block of fewer elements than threads)
+    thread (other block shape or position; compiled, the thread Triton lays each access on, by its
+    pointer's contiguity and dtype) before a barrier (or a reduction across warps) is
+    missing_barrier, when run; e.g. store a column, barrier, load it as a row. A scalar (any block of fewer elements than threads)
     is stored by one thread, loaded by all: read back into another shape, it needs one too.
     Allowed in ifs and loops (they are per program)."""
 

@@ -46,6 +46,9 @@ class Case:
     # in order, then those no listed call makes (variants.unlisted_calls).
     calls_checked: list[CheckedKernel] = field(default_factory=list)
     compiled: Any = None
+    # Per launch, the thread of each position of each block access, as the compiled variants lay
+    # them out (kernelgen.gpu.layouts), for the barrier check; None where no launch needs them.
+    layouts: list[Any] | None = None
     sizes_checked: list[dict[str, int]] = field(default_factory=list)
     timing: Timing | None = None
     # The launch configuration the kernel is compiled with (kernelgen.gpu.tune may change it with

@@ -14,6 +14,7 @@ def golden(task):
 
 
 def write(fname, task, why, kernel, outcome="wrong_result"):
+    OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{fname}.json").write_text(json.dumps({"task": task, "outcome": outcome, "why": why, "kernel": kernel},
                                                   indent=1) + "\n")
     print("wrote", fname)
