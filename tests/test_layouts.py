@@ -42,7 +42,8 @@ def test_two_dimensional_and_slice_layouts() -> None:
 
 
 def test_an_unread_layout_leaves_the_launch_to_the_shape_rule() -> None:
-    assert _owners("#ttg.nvidia_mma<{versionMajor = 3}>", (64, 64), {}) is None
+    assert _owners("#ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>", (64, 64), {}) is None
+    assert _owners("#ttg.nvidia_mma<{versionMajor = 3}>", (64, 64), {}) is None  # fields missing: not read
 
 
 def _threads(name: str) -> tuple[object, list]:
@@ -108,3 +109,25 @@ def test_a_reduction_across_warps_is_a_barrier() -> None:
     with pytest.raises(InterpreterError) as caught:
         execute_call(checked, args, layouts=[dataclasses.replace(layouts, barriers=frozenset())])
     assert caught.value.diagnostics[0].code == "missing_barrier"
+
+
+def test_a_write_waits_for_the_loads_that_feed_it_and_no_other() -> None:
+    """Clearing a scratch row right after another thread loaded it (round 34) may land first: only a
+    write computed from a load (its value moved between the layouts) waits for it."""
+    from kernelgen.check.checked import launches_of
+    from kernelgen.check.checker import check
+    from kernelgen.interp.replicated import loads_feeding
+    from kernelgen.lang import nodes as L
+    from kernelgen.check.sequence import nodes
+    from kernelgen.lang.parse import kernel_from_obj
+
+    entry = json.loads((CATALOGUE / "normalize_rows_reload_kept_row_then_clear_it_through_where_index_no_barrier.json")
+                       .read_text())
+    fed: dict[str, bool] = {}
+    for launch in launches_of(check(kernel_from_obj(entry["kernel"]))):
+        feeding = loads_feeding(launch)
+        for node, path in nodes(launch.kernel.body, "/body"):
+            if isinstance(node, L.Store):  # the clearing store's value is a fill, the others' computed
+                kind = "constant" if isinstance(node.value, L.Full) else "computed"
+                fed[kind] = fed.get(kind, False) or bool(feeding[path])
+    assert fed == {"constant": False, "computed": True}

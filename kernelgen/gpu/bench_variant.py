@@ -10,7 +10,7 @@ from kernelgen.check.checked import Checked
 from kernelgen.errors import Diagnostic, KernelgenError, LaunchError
 from kernelgen.gpu.compile import CompiledKernel, compile_document, divisible_params
 from kernelgen.gpu.facts import SM_LIMITS
-from kernelgen.host.plan import sequence_for_sizes
+from kernelgen.host.plan import LaunchPlan, sequence_for_sizes
 
 
 def bench_variant_fits(checked: Checked, compiled: Union[CompiledKernel, list[CompiledKernel]],
@@ -41,18 +41,24 @@ def bench_variant_fits(checked: Checked, compiled: Union[CompiledKernel, list[Co
                                          "fewer pipeline stages"))
 
 
-def bench_variant(checked: Checked, bench_sizes: Mapping[str, int], scalars: Mapping[str, Any],
-                  target: str) -> list[CompiledKernel] | None:
-    """Each launch of the variant a launch at ``bench_sizes`` compiles (its integer params that
-    are multiples of 16 specialized: :func:`divisible_params`); None where it specializes none
-    (the unspecialized variant is that launch's) or no launch is made at these sizes."""
+def bench_plans(checked: Checked, bench_sizes: Mapping[str, int], scalars: Mapping[str, Any]) -> list[LaunchPlan] | None:
+    """Each launch's plan at ``bench_sizes``; None where none specializes a param (:func:`divisible_params`:
+    the unspecialized variant is that launch's) or no launch is made at these sizes."""
     if not bench_sizes:
         return None
     try:
         plans = sequence_for_sizes(checked, bench_sizes, scalars)
     except KernelgenError:  # no launch at these sizes: the draws' verdict says why
         return None
-    if not any(divisible_params(plan) for plan in plans):
+    return plans if any(divisible_params(plan) for plan in plans) else None
+
+
+def bench_variant(checked: Checked, bench_sizes: Mapping[str, int], scalars: Mapping[str, Any],
+                  target: str) -> list[CompiledKernel] | None:
+    """Each launch of the variant a launch at ``bench_sizes`` compiles (its integer params that
+    are multiples of 16 specialized); None where :func:`bench_plans` is."""
+    plans = bench_plans(checked, bench_sizes, scalars)
+    if plans is None:
         return None
     specialized = compile_document(checked, target=target, plans=plans)
     return specialized if isinstance(specialized, list) else [specialized]

@@ -27,8 +27,8 @@ import torch
 from kernelgen.check.checked import Checked, CheckedKernel, child, launches_of
 from kernelgen.check.sequence import nodes
 from kernelgen.check.tile_access import AS_LOAD
-from kernelgen.gpu.bench_variant import bench_variant
-from kernelgen.gpu.compile import CompiledKernel
+from kernelgen.gpu.bench_variant import bench_plans
+from kernelgen.gpu.compile import CompiledKernel, compile_kernel, divisible_params
 from kernelgen.interp.barrier import Layouts
 from kernelgen.lang import nodes as L
 
@@ -39,23 +39,34 @@ _ALIAS = re.compile(r"^(#\w+)\s*=\s*(#ttg\.\w+<.*>)\s*$")
 _LOC_ALIAS = re.compile(r'^(#loc\d*)\s*=\s*loc\("([^"]*)":\d+:\d+\)')
 _LOC_USE = re.compile(r'loc\((?:(#loc\d*)|"([^"]*)":\d+:\d+)\)\s*$')
 _ACROSS = re.compile(r'"tt\.(reduce|scan)"\(.*\baxis = (\d+)')
-_MAX_THREADS = 1024  # 32 warps: a thread id fits 10 bits, two variants' fit the barrier's 20
+_MAX_THREADS = 1024  # 32 warps
+_MAX_CLASSES = 1 << 20  # the barrier check's lane numbers (kernelgen.interp.barrier)
 
 
 def document_threads(checked: Checked, compiled: Union[CompiledKernel, list[CompiledKernel]],
                      bench_sizes: Mapping[str, int], scalars: Mapping[str, Any],
                      target: str) -> list[Layouts | None] | None:
     """Per launch of a document, :func:`access_threads` over ``compiled`` (the variant compiled
-    without specialization) and the one a launch at ``bench_sizes`` compiles (multiples of 16),
-    for the launches that :func:`needs_threads`; None when none does."""
+    without specialization) and those launches at ``bench_sizes`` and at sizes like them compile:
+    every integer param there a multiple of 16 specialized, and each such set less one (Triton
+    specializes each argument on its own: a GEMM at K = 4096, N = 4095 widens a reload to its
+    x tiles' 8 elements a thread while the store through the same pointer keeps 1, round 34); for
+    the launches that :func:`needs_threads`; None when none does."""
     launches = launches_of(checked)
     if not any(needs_threads(each) for each in launches):
         return None
-    built = compiled if isinstance(compiled, list) else [compiled]
-    specialized: list[CompiledKernel | None] = list(bench_variant(checked, bench_sizes, scalars, target)
-                                                    or [None] * len(built))
-    return [access_threads(each, [own.ttgir] + ([] if other is None else [other.ttgir]))
-            if needs_threads(each) else None for each, own, other in zip(launches, built, specialized)]
+    variants = [compiled if isinstance(compiled, list) else [compiled]]
+    bench = bench_plans(checked, bench_sizes, scalars)
+    if bench is not None:
+        sets = [tuple(divisible_params(plan)) for plan in bench]
+        names = sorted({name for each in sets for name in each})
+        for left_out in [None] + (names if len(names) > 1 else []):
+            each_set = [tuple(n for n in params if n != left_out) for params in sets]
+            built = [compile_kernel(launch, target=target, divisible_by_16=params)
+                     for launch, params in zip(launches, each_set)]
+            variants.append(built)
+    return [access_threads(launch, [variant[i].ttgir for variant in variants]) if needs_threads(launch) else None
+            for i, launch in enumerate(launches)]
 
 
 def block_accesses(checked: CheckedKernel) -> dict[str, list[str]]:
@@ -84,30 +95,32 @@ def needs_threads(checked: CheckedKernel) -> bool:
 
 def access_threads(checked: CheckedKernel, ttgirs: Sequence[str]) -> Layouts | None:
     """Per block access's path, a number for the thread that touches each element of its block
-    (flat, row-major): its id in the first variant's TTGIR in ``ttgirs`` times 1024 plus its id in
-    the second's (the first's again when one is given), so equal for two accesses exactly where
-    every variant gives them one thread; and the reductions and scans that move values between
-    warps (through shared memory, behind a barrier) in every variant. None where some variant
-    lacks an access's layout (an access the compiler removed, a layout this module does not
-    read): the barrier check then keeps its own rule for the whole launch."""
-    if not 1 <= len(ttgirs) <= 2:
-        raise ValueError("access_threads reads one or two variants")
+    (flat, row-major) in every variant's TTGIR of ``ttgirs`` at once: equal for two accesses exactly
+    where every variant gives them one thread (``Layouts.classes``: each number's thread per
+    variant); and the reductions and scans that move values between warps (through shared memory,
+    behind a barrier) in every variant. None where some variant lacks an access's layout (an
+    access the compiler removed, a layout this module does not read): the barrier check then
+    keeps its own rule for the whole launch."""
     paths = sorted({path for each in block_accesses(checked).values() for path in each})
-    combined: dict[str, torch.Tensor] = {}
+    per_variant: dict[str, list[torch.Tensor]] = {path: [] for path in paths}
     barriers: set[str] | None = None
     for ttgir in ttgirs:
         across = _across_warps(ttgir)
         barriers = across if barriers is None else barriers & across
         owners = _owners_by_path(ttgir)
         for path in paths:
-            shape = checked.types[child(path, "ptr")].shape
             found = owners.get(path)
-            if found is None or found[0] != tuple(shape):
+            if found is None or found[0] != tuple(checked.types[child(path, "ptr")].shape):
                 return None
-            combined[path] = found[1] if path not in combined else combined[path] * _MAX_THREADS + found[1]
-    if len(ttgirs) == 1:
-        combined = {path: threads * _MAX_THREADS + threads for path, threads in combined.items()}
-    return Layouts(combined, frozenset(barriers or ()))
+            per_variant[path].append(found[1])
+    if not paths:
+        return Layouts({}, frozenset(barriers or ()))
+    stacked = [torch.stack(per_variant[path], dim=1) for path in paths]  # [elements, variants] each
+    classes, numbers = torch.unique(torch.cat(stacked), dim=0, return_inverse=True)
+    if len(classes) > _MAX_CLASSES:
+        return None
+    threads = dict(zip(paths, numbers.to(torch.int32).split([len(each) for each in stacked])))
+    return Layouts(threads, frozenset(barriers or ()), tuple(tuple(row) for row in classes.tolist()))
 
 
 def _aliases(ttgir: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -283,11 +296,17 @@ def _linear_bases(layout: str, shape: tuple[int, ...], aliases: dict[str, str]) 
         if _bases(fields.get("block", "[]")):
             return None
         return _bases(fields.get("register", "[]")), _bases(fields.get("lane", "[]")), _bases(fields.get("warp", "[]"))
-    attribute = _attribute(text, aliases)
+    try:
+        attribute = _attribute(text, aliases)
+    except (KeyError, ValueError):  # fields missing or malformed: not read
+        return None
     if attribute is None:
         return None
     builder, attr = attribute
-    linear = builder.to_linear_layout(attr, list(shape))
+    try:
+        linear = builder.to_linear_layout(attr, list(shape))
+    except (RuntimeError, ValueError):  # a layout Triton cannot lay over this shape
+        return None
     if linear.block_bases:
         return None
     return [list(b) for b in linear.reg_bases], [list(b) for b in linear.lane_bases], [list(b) for b in linear.warp_bases]
@@ -297,7 +316,7 @@ _BUILDER: list[Any] = []
 
 
 def _attribute(text: str, aliases: dict[str, str]) -> tuple[Any, Any] | None:
-    """A blocked or slice layout's text as Triton's attribute (for its linear layout)."""
+    """A blocked, nvidia_mma or slice layout's text as Triton's attribute (for its linear layout)."""
     if not _BUILDER:
         from triton._C.libtriton import gluon_ir, ir
 
@@ -308,11 +327,15 @@ def _attribute(text: str, aliases: dict[str, str]) -> tuple[Any, Any] | None:
     text = aliases.get(text, text)
     fields = _fields(text) if "<" in text else {}
     if text.startswith("#ttg.blocked<"):
-        if any(key.startswith("CTA") for key in fields) and _ints(fields.get("CTAsPerCGA", "[1]")) != [1] * len(
-                _ints(fields.get("CTAsPerCGA", "[1]"))):
+        if "CTAsPerCGA" in fields and set(_ints(fields["CTAsPerCGA"])) != {1}:
             return None
         return builder, builder.get_blocked_layout(_ints(fields["sizePerThread"]), _ints(fields["threadsPerWarp"]),
                                                    _ints(fields["warpsPerCTA"]), _ints(fields["order"]), [])
+    if text.startswith("#ttg.nvidia_mma<"):  # a dot's result, or a vector beside it (a bias)
+        if "CTAsPerCGA" in fields and set(_ints(fields["CTAsPerCGA"])) != {1}:
+            return None
+        return builder, builder.get_mma_layout([int(fields["versionMajor"]), int(fields["versionMinor"])],
+                                               _ints(fields["warpsPerCTA"]), [], _ints(fields["instrShape"]))
     if text.startswith("#ttg.slice<"):
         parent = _attribute(fields["parent"], aliases)
         if parent is None:

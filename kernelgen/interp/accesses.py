@@ -79,13 +79,13 @@ class AccessLog:
     def __init__(self, outputs: Mapping[str, torch.Tensor], grid: Sequence[int],
                  initialised: Set[str] = frozenset(), defined: Mapping[str, torch.Tensor] | None = None,
                  observes: bool = False, tiles: Set[str] = frozenset(), threads: int = 128,
-                 layouts: Layouts | None = None) -> None:
+                 layouts: Layouts | None = None, feeding: Mapping[str, frozenset[str]] | None = None) -> None:
         """``defined``: per output, where an element holds a value before this launch (an earlier
         launch wrote it, a zero fill); outputs in ``initialised`` (an ``init`` fill) hold one
         everywhere. ``observes``: the kernel binds atomics' old values, so their memory order is
         judged (:class:`MemoryOrder`). ``tiles``: the outputs tile accesses name (:class:`TileProxies`).
         ``threads``: each program's (32 times num_warps), ``layouts`` its block accesses' threads
-        (:class:`ProgramOrder`)."""
+        and ``feeding`` the loads each write waits for (:class:`ProgramOrder`)."""
         self.grid = tuple(grid)
         self.initialised = set(initialised)
         self.shapes = {name: tuple(t.shape) for name, t in outputs.items()}
@@ -110,7 +110,7 @@ class AccessLog:
         self.swapped: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.lane_slots: dict[str, torch.Tensor] = {}
         self.unread: Diagnostic | None = None  # the first read before write, reported at the end
-        self.order = ProgramOrder(self.shapes, math.prod(self.grid), threads, layouts)  # within a program: barriers
+        self.order = ProgramOrder(self.shapes, math.prod(self.grid), threads, layouts, feeding)  # within a program: barriers
         self.memory = MemoryOrder(self.shapes, math.prod(self.grid)) if observes else None  # between programs
         self.proxies = TileProxies(self.shapes, tiles) if tiles else None  # tile against plain accesses
 

@@ -59,7 +59,6 @@ _MANY = -2  # the element was loaded from several lanes
 _EVERY = -3  # a replicated block's load: from every thread that holds the element
 _POSITION_BITS = 20  # a block has at most 2**20 elements (the checker's limit)
 _THREADS = ("threads",)  # the lanes numbered by thread (a layout's), not by shape and position
-_VARIANT = 1024  # a thread numbered as first * _VARIANT + second: its ids in two variants (kernelgen.gpu.layouts)
 
 
 @dataclass(frozen=True)
@@ -71,18 +70,26 @@ class Layouts:
 
     threads: Mapping[str, torch.Tensor]
     barriers: frozenset[str] = field(default_factory=frozenset)
+    classes: tuple[tuple[int, ...], ...] = ()  # each number's thread in each variant (the first unspecialized)
 
 
 class ProgramOrder:
     """Per output element: the last store's and load's program, barrier count and lane."""
 
     def __init__(self, shapes: Mapping[str, Sequence[int]], programs: int, threads: int = 128,
-                 layouts: Layouts | None = None) -> None:
-        """``threads``: each program's (32 times its num_warps); ``layouts``: the module's docstring."""
+                 layouts: Layouts | None = None, feeding: Mapping[str, frozenset[str]] | None = None) -> None:
+        """``threads``: each program's (32 times its num_warps); ``layouts``: the module's docstring;
+        ``feeding``: per write's path, the loads whose values reach it
+        (:func:`kernelgen.interp.replicated.loads_feeding`), with ``layouts``."""
         self.shapes_of = {name: tuple(shape) for name, shape in shapes.items()}
         self.programs = programs
         self.threads = threads
         self.layouts = layouts.threads if layouts is not None else {}
+        self.classes = layouts.classes if layouts is not None else ()
+        self.feeding = feeding or {}
+        self.load_paths: dict[str, int] = {}
+        # With layouts, per output element: the thread of its last load since the barrier and that load's path.
+        self.load_threads: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self.barriers = layouts.barriers if layouts is not None else frozenset()
         self.passed: torch.Tensor | None = None  # barriers each program has passed; None: none yet
         self.shapes: dict[tuple[int, ...], int] = {}
@@ -138,7 +145,15 @@ class ProgramOrder:
         again = (program[offsets] == programs) & (epoch[offsets] == epochs) & (lane[offsets] != positions)
         program[offsets], epoch[offsets], lane[offsets] = programs.to(program.dtype), epochs, positions
         lane[offsets[again]] = _MANY
-        lane[offsets[self._shared(name, offsets, positions)]] = _MANY
+        shared = self._shared(name, offsets, positions)
+        lane[offsets[shared]] = _MANY
+        if self.layouts:
+            if name not in self.load_threads:
+                numel = math.prod(self.shapes_of[name])
+                self.load_threads[name] = (torch.zeros(numel, dtype=torch.int32), torch.zeros(numel, dtype=torch.int32))
+            thread, where = self.load_threads[name]
+            thread[offsets], where[offsets] = readers, self.load_paths.setdefault(path, len(self.load_paths))
+            thread[offsets[again | shared]] = _MANY
 
     def stored(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, lanes: torch.Tensor,
                path: str, describe) -> None:
@@ -146,7 +161,7 @@ class ProgramOrder:
         epochs = self._epochs(programs)
         positions, threads = lanes[0], lanes[1]
         self._hazard(self.stores, name, offsets, programs, epochs, threads, path, describe, "stores", "stored")
-        self._hazard(self.loads, name, offsets, programs, epochs, positions, path, describe, "stores", "loaded")
+        self._after_loads(name, offsets, programs, epochs, lanes, path, describe, "stores")
         self._hazard(self.updates, name, offsets, programs, epochs, threads, path, describe, "stores",
                      "atomically updated")
         self._keep(self.stores, name, offsets, programs, epochs, threads)
@@ -163,9 +178,28 @@ class ProgramOrder:
                          "reads back atomically", "atomically updated")
         self._hazard(self.stores, name, offsets, programs, epochs, threads, path, describe, "atomically updates",
                      "stored")
-        self._hazard(self.loads, name, offsets, programs, epochs, positions, path, describe, "atomically updates",
-                     "loaded")
+        self._after_loads(name, offsets, programs, epochs, lanes, path, describe, "atomically updates")
         self._keep(self.updates, name, offsets, programs, epochs, threads)
+
+    def _after_loads(self, name: str, offsets: torch.Tensor, programs: torch.Tensor, epochs: torch.Tensor,
+                     lanes: torch.Tensor, path: str, describe, doing: str) -> None:
+        """A write against the loads of its elements since the barrier: by position where a load
+        feeds the write (its value is moved between their layouts first: the write waits for it),
+        by thread elsewhere (:meth:`lanes`)."""
+        if name not in self.loads:
+            return
+        if name not in self.load_threads:  # no layouts: by position
+            self._hazard(self.loads, name, offsets, programs, epochs, lanes[0], path, describe, doing, "loaded")
+            return
+        program, epoch, lane = self.loads[name]
+        thread, where = self.load_threads[name]
+        fed = torch.tensor([code for load, code in self.load_paths.items() if load in self.feeding.get(path, ())],
+                           dtype=torch.int32)
+        by_data = torch.isin(where[offsets], fed)
+        before = torch.where(by_data, lane[offsets], thread[offsets])
+        self._hazard({name: (program[offsets], epoch[offsets], before)}, name, torch.arange(offsets.numel()),
+                     programs, epochs, torch.where(by_data, lanes[0], lanes[1]), path, describe, doing, "loaded",
+                     elements=offsets)
 
     def _keep(self, records: dict, name: str, offsets: torch.Tensor, programs: torch.Tensor, epochs: torch.Tensor,
               lanes: torch.Tensor) -> None:
@@ -195,7 +229,9 @@ class ProgramOrder:
         return (winner != order) & (lanes[winner] != lanes)
 
     def _hazard(self, records: dict, name: str, offsets: torch.Tensor, programs: torch.Tensor,
-                epochs: torch.Tensor, lanes: torch.Tensor, path: str, describe, doing: str, did: str) -> None:
+                epochs: torch.Tensor, lanes: torch.Tensor, path: str, describe, doing: str, did: str,
+                elements: torch.Tensor | None = None) -> None:
+        """``elements``: the elements ``offsets`` index into ``records`` stand for (the offsets by default)."""
         if name not in records:
             return
         program, epoch, lane = records[name]
@@ -204,13 +240,16 @@ class ProgramOrder:
         if not any_true(bad):
             return
         i = int(bad.nonzero()[0, 0])
-        element = list(unravel(int(offsets[i]), self.shapes_of[name]))
+        element = list(unravel(int((offsets if elements is None else elements)[i]), self.shapes_of[name]))
         by = "several lanes" if int(before[i]) == _MANY else self._lane(int(before[i]), True)
+        laid_out = int(lanes[i]) >> _POSITION_BITS == self.shapes.get(_THREADS)
+        why = ("Triton lays out each access on threads of its own (by its pointer's contiguity and dtype)" if laid_out
+               else "another of the program's threads may own that lane")
         raise InterpreterError(Diagnostic(
             path, "missing_barrier",
             f"{describe(int(programs[i]))} {doing} {name}{element} from {self._lane(int(lanes[i]), True)} after "
-            f"{by} {did} it, with no barrier between: another of the program's threads may own that lane, and "
-            f"without a barrier its access is not ordered with this one; put a barrier statement between them"))
+            f"{by} {did} it, with no barrier between: {why}, and without a barrier its access is not ordered with "
+            f"this one; put a barrier statement between them"))
 
     def _lane(self, lane: int, named: bool = False) -> str:
         """A lane as ``position of shape`` (``named``: as ``lane position of shape``)."""
@@ -220,12 +259,11 @@ class ProgramOrder:
             described = self._lane(lane)
             return described if described.startswith("thread") else f"lane {described}"
         shape = next(s for s, code in self.shapes.items() if code == lane >> _POSITION_BITS)
-        if shape == _THREADS:
-            first, second = divmod(lane & ((1 << _POSITION_BITS) - 1), _VARIANT)
-            if first == second:
-                return f"thread {first} (as Triton lays out the access)"
-            return (f"thread {first} (as Triton lays out the access; thread {second} in the variant a launch at "
-                    "sizes that are multiples of 16 compiles)")
+        if shape == _THREADS:  # its thread in each variant (kernelgen.gpu.layouts)
+            threads = self.classes[lane & ((1 << _POSITION_BITS) - 1)]
+            if len(set(threads)) == 1:
+                return f"thread {threads[0]}"
+            return f"thread {threads[0]} ({', '.join(map(str, threads[1:]))} at sizes that are multiples of 16)"
         position = unravel(lane & ((1 << _POSITION_BITS) - 1), shape)
         return f"{list(position)} of a {list(shape)} block"
 

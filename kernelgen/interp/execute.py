@@ -62,6 +62,7 @@ import torch
 from kernelgen.lang import nodes as L
 from kernelgen.interp.accesses import AccessLog
 from kernelgen.interp.barrier import Layouts
+from kernelgen.interp.replicated import loads_feeding
 from kernelgen.interp.budget import check_budget, estimated_work
 from kernelgen.interp.orders import ALTERNATIVES, LOCKSTEP, Order, binds_old_values, needs_orders
 from kernelgen.interp.proxies import tile_outputs
@@ -177,7 +178,8 @@ def execute(plan: LaunchPlan, outputs: Mapping[str, torch.Tensor] | None = None,
     total = plan.num_programs
     accesses = AccessLog(outs, plan.grid, initialised={out.name for out in plan.kernel.outputs if out.prefilled},
                          defined=defined, observes=binds_old_values(plan.checked), tiles=tile_outputs(plan.kernel),
-                         threads=32 * plan.kernel.num_warps, layouts=layouts)
+                         threads=32 * plan.kernel.num_warps, layouts=layouts,
+                         feeding=loads_feeding(plan.checked) if layouts is not None else None)
     chunk = _chunk(plan)
     with torch.no_grad():
         if programs is not None:

@@ -13,12 +13,18 @@ steers a branch or a loop every thread takes.
 :func:`broadcast_loads` finds those loads statically: it follows each replicated load's value
 through the lets, carries and if results it flows into, to the stores, atomics and tile stores
 of another shape, and to the conditions and loop bounds, it meets.
+
+:func:`loads_feeding` follows every load the same way, to the stores and atomics whose pointer,
+value or mask it reaches: such a write waits for the load, in whatever threads each is laid out
+(the compiler moves the value between their layouts first), so only a write that no load of the
+element feeds (a constant: clearing a scratch row after reading it, red-team round 34) may land
+before another thread's load of it.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kernelgen.check.checked import child
 from kernelgen.check.sequence import nodes
@@ -26,6 +32,7 @@ from kernelgen.lang import nodes as L
 
 
 _FOUND: dict[tuple[int, int], tuple[Any, frozenset[str]]] = {}  # by checked kernel (kept alive) and warps
+_FEEDING: dict[int, tuple[Any, dict[str, frozenset[str]]]] = {}  # by checked kernel (kept alive)
 
 
 def broadcast_loads_of(checked: Any, num_warps: int) -> frozenset[str]:
@@ -39,6 +46,20 @@ def broadcast_loads_of(checked: Any, num_warps: int) -> frozenset[str]:
     return _FOUND[key][1]
 
 
+def loads_feeding(checked: Any) -> dict[str, frozenset[str]]:
+    """Per store or atomic of a checked kernel (a launch), the loads whose values reach its pointer,
+    value or mask (the module's docstring), found once per kernel."""
+    key = id(checked)
+    if key not in _FEEDING or _FEEDING[key][0] is not checked:
+        if len(_FEEDING) > 256:
+            _FEEDING.clear()
+        walk = _Walk(checked.types, 0, tracks=lambda path: True)
+        walk.block(checked.kernel.body, "/body")
+        walk.block(checked.kernel.body, "/body")
+        _FEEDING[key] = (checked, {path: frozenset(loads) for path, loads in walk.feeding.items()})
+    return _FEEDING[key][1]
+
+
 def broadcast_loads(body: list, types: Mapping[str, Any], threads: int) -> frozenset[str]:
     """The paths of the loads in ``body`` (at ``/body``) of blocks of fewer elements than
     ``threads`` whose values reach another shape's store or a condition (the module's docstring)."""
@@ -49,16 +70,19 @@ def broadcast_loads(body: list, types: Mapping[str, Any], threads: int) -> froze
 
 
 class _Walk:
-    def __init__(self, types: Mapping[str, Any], threads: int) -> None:
+    def __init__(self, types: Mapping[str, Any], threads: int, tracks: Callable[[str], bool] | None = None) -> None:
+        """``tracks``: which loads (by path) to follow; the replicated ones by default."""
         self.types, self.threads = types, threads
-        self.tainted: dict[str, set[str]] = {}  # a name: the replicated loads its value derives from
+        self.tracks = tracks or self._replicated
+        self.tainted: dict[str, set[str]] = {}  # a name: the tracked loads its value derives from
         self.escaping: set[str] = set()
+        self.feeding: dict[str, set[str]] = {}  # a store's or atomic's path: the tracked loads reaching it
 
     def sources(self, item: object, path: str) -> set[str]:
         """The replicated loads ``item``'s value derives from: those in it, and the names it reads."""
         found: set[str] = set()
         for node, where in nodes(item, path):
-            if isinstance(node, L.Load) and self._replicated(where):
+            if isinstance(node, L.Load) and self.tracks(where):
                 found.add(where)
             for _, value in L.node_fields(node):
                 for name in value if isinstance(value, list) else [value]:
@@ -89,10 +113,11 @@ class _Walk:
         if isinstance(s, L.Let):
             self.tainted[s.name] = self.sources(s.value, child(path, "value"))
         elif isinstance(s, (L.Store, L.Atomic)):
-            shape = self._shape(child(path, "ptr"))
-            self._reach(self.sources(s, path), shape)
+            shape, found = self._shape(child(path, "ptr")), self.sources(s, path)
+            self._reach(found, shape)
+            self.feeding.setdefault(path, set()).update(found)
             if isinstance(s, L.Atomic) and s.name is not None:
-                self.tainted[s.name] = self.sources(s, path)
+                self.tainted[s.name] = found
         elif isinstance(s, L.TileStore):
             self._reach(self.sources(s, path), None)
         elif isinstance(s, L.For):
