@@ -54,12 +54,26 @@ def test_a_vector_beside_a_matrix_gets_zeros_and_the_matrix_sparse_non_finite_va
     _, draw, inputs, _ = _draw("med/matvec")
     x, v = inputs["x"], inputs["v"]
     assert bool(v.isfinite().all()) and bool((v == 0).any())  # a NaN in v would make every output NaN
-    specials = int((~x.isfinite()).sum())
+    whole = (~x.isfinite()).all(dim=1)  # a row each wholly -inf, +inf and NaN (the reduced axis's lines)
+    assert int(whole.sum()) == 3
+    specials = int((~x[~whole].isfinite()).sum())
     assert 0 < specials <= max(7, x.numel() // SPARSE)
     # some row holds exactly one non-finite value, at a column where v is zero: a kernel skipping
     # the columns of v == 0 gives a number there, torch NaN
     lone = (~x.isfinite()).sum(dim=1) == 1
     assert bool(((~x[lone].isfinite()) & (v == 0)).any())
+
+
+def test_a_reduced_axis_gets_a_line_wholly_each_special_value():
+    """A fully masked row (all -inf) is where torch's softmax is NaN and a "safe" softmax gives zeros
+    (round 34): the nonfinite draw fills a line along the reduced axis with each special value."""
+    _, draw, inputs, _ = _draw("med/softmax_f16")
+    rows = inputs["x"]
+    for special in (math.nan, math.inf, -math.inf):
+        line = rows.isnan() if math.isnan(special) else rows == special
+        assert bool(line.all(dim=1).any()), special
+    _, _, stats, _ = _draw("hard/layernorm_stats")  # its golden's Welford mean: nonfinite_lines: false
+    assert not bool((~stats["x"].isfinite()).all(dim=1).any())
 
 
 def test_the_second_draw_gives_the_vector_a_few_infinities_and_the_matrix_finite_values_only():

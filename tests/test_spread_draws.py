@@ -10,13 +10,13 @@ import torch
 from kernelgen.task.draws import down_draws
 from kernelgen.task.magnitude import checked_inputs, input_rounding
 from kernelgen.task.spec import get_task
-from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, candidate_names, pointwise_names
+from kernelgen.task.spread import SPREAD_ORDER, WIDE_ORDER, SpreadRoom, candidate_names, pointwise_names
 from kernelgen.task.verify import make_inputs, run_reference
 
 
-def spread_of(task_id: str, seed: int = 0):
+def spread_of(task_id: str, seed: int = 0, order: str = SPREAD_ORDER):
     task = get_task(task_id)
-    (draw,) = [d for d in down_draws(task, seed) if d.kind == "spread"]
+    (draw,) = [d for d in down_draws(task, seed) if d.kind == "spread" and d.order == order]
     inputs, atol_scale = checked_inputs(task, draw.sizes, seed, order=draw.order)
     return task, draw, inputs, atol_scale
 
@@ -39,6 +39,16 @@ def test_the_draw_reaches_the_magnitudes_between_and_below_the_other_draws() -> 
     assert int(((x > 0) & (x < 1e-30)).sum()) > 10 and bool((x < 2.0 ** 33).all())
     _, _, signed, _ = spread_of("easy/sign")
     assert int(((signed["x"] != 0) & (signed["x"].abs() < 1e-38)).sum()) > 0  # subnormal f32 too
+
+
+def test_the_wide_draw_reaches_past_2_to_the_32_up_to_the_dtypes_largest() -> None:
+    """frac as x - float(int64(x)) saturates past 2**63 (red-team round 34): the second spread draw
+    reaches it; a task whose prompt overflows first (gelu_tanh_backward's x**3 in f32) has none."""
+    _, draw, inputs, _ = spread_of("easy/frac", order=WIDE_ORDER)
+    x = inputs["x"].abs()
+    assert draw.kind == "spread" and int((x > 2.0 ** 64).sum()) > 10 and bool(x[x.isfinite()].max() > 2.0 ** 100)
+    call = get_task("expert/gelu_tanh_backward").variant_tasks()[0]  # each call's draws are its own
+    assert [d.order for d in down_draws(call, 0) if d.kind == "spread"] == [SPREAD_ORDER]
 
 
 def test_elements_the_reference_loses_keep_their_ordinary_values() -> None:

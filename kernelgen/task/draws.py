@@ -98,7 +98,7 @@ from kernelgen.task.concentrated import concentrated_orders
 from kernelgen.task.homogeneous import UP_ORDER, scaled_up, up_names
 from kernelgen.task.magnitude import down_orders
 from kernelgen.task.nonfinite import NONFINITE_ORDER, VECTORS_ORDER, vector_inputs
-from kernelgen.task.spread import SPREAD_ORDER, candidate_names, pointwise_names
+from kernelgen.task.spread import candidate_names, pointwise_names, spread_orders
 from kernelgen.task.offset import long_offset_orders, offset_orders
 from kernelgen.task.random_sizes import draw_sizes
 from kernelgen.task.reductions import END_LINES, cancelling_inputs
@@ -339,7 +339,7 @@ def down_draws(task: Task, seed: int) -> list[Draw]:
     spread = few is not None and pointwise_names(task, make_inputs(task, few, seed))
     specials = _together(task, CPU_SPREAD_BUDGET) if task.sizes and task.nonfinite_inputs() else None
     return ([Draw(sizes, order=order, kind="scaled_down") for order in orders] if sizes is not None else []) + \
-        ([Draw(few, order=SPREAD_ORDER, kind="spread")] if spread else []) + \
+        ([Draw(few, order=order, kind="spread") for order in spread_orders(task)] if spread else []) + \
         ([Draw(specials, order=order, kind="nonfinite") for order in
           [NONFINITE_ORDER] + ([VECTORS_ORDER] if vector_inputs(task) else [])] if specials is not None else [])
 

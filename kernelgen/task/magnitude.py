@@ -38,10 +38,10 @@ from kernelgen.task.offset import InputRounding, is_offset
 from kernelgen.task.shifts import is_shift
 from kernelgen.task.sorted_room import SortedRoom, is_sorted
 from kernelgen.task.nonfinite import NONFINITE_ORDER, VECTORS_ORDER, nonfinite
-from kernelgen.task.spread import SPREAD_ORDER, SpreadRoom, candidate_names, pointwise_names, spread
+from kernelgen.task.spread import SPREAD_ORDER, WIDE_ORDER, SpreadRoom, candidate_names, pointwise_names, spread
 from kernelgen.task.spec import Task
 from kernelgen.task.extreme_values import float_scalars, scalar_neighbours
-from kernelgen.task.verify import domain_env, make_inputs, reference_call, reference_leaves, run_reference
+from kernelgen.task.verify import domain_env, end_axes, make_inputs, reference_call, reference_leaves, run_reference
 
 # The scales tried, largest first, per dtype: f16's largest leaves |x| <= ~5000 of 65504 for a
 # normal draw of scale 1; the others' reach past 2**31, where a value cast through i32 wraps
@@ -113,11 +113,15 @@ def checked_inputs(task: Task, sizes: Mapping[str, int], seed: int = 0, extreme:
         return scaled_down(task, inputs, int(order.partition(":")[2]))
     if order == UP_ORDER:
         return scaled_up(task, inputs) or (inputs, 1.0)
-    if order == SPREAD_ORDER:
-        return spread(task, inputs, seed)
+    if order in (SPREAD_ORDER, WIDE_ORDER):
+        return spread(task, inputs, seed, wide=order == WIDE_ORDER)
     if order in (NONFINITE_ORDER, VECTORS_ORDER):
-        return nonfinite(task, inputs, domain_env(task, sizes), seed, run_reference,
-                         pointwise_names(task, inputs) if candidate_names(task) else (), order == VECTORS_ORDER)
+        pointwise = pointwise_names(task, inputs) if candidate_names(task) else ()
+        lines = {spec.name: end_axes(task, spec, seed) for spec in task.signature.inputs
+                 if order == NONFINITE_ORDER and task.nonfinite_lines and spec.shape is not None and len(spec.shape) >= 2
+                 and spec.name not in pointwise and isinstance(inputs.get(spec.name), torch.Tensor)}
+        return nonfinite(task, inputs, domain_env(task, sizes), seed, run_reference, pointwise,
+                         order == VECTORS_ORDER, lines)
     return magnified(task, inputs, extreme, lambda: make_inputs(task, sizes, seed))
 
 
@@ -130,7 +134,7 @@ def input_rounding(task: Task, inputs: Mapping[str, Any], sizes: Mapping[str, in
     draw (:class:`kernelgen.task.spread.SpreadRoom`); None for any other draw."""
     if is_sorted(order):
         return SortedRoom(task, inputs)
-    if order == SPREAD_ORDER:
+    if order in (SPREAD_ORDER, WIDE_ORDER):
         return SpreadRoom(task, inputs)
     return InputRounding(task, inputs, order, seed, lambda: make_inputs(task, sizes, seed)) \
         if is_offset(order) or is_shift(order) else None

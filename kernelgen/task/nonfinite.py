@@ -28,6 +28,10 @@ the vectors get NaN and the infinities at a few elements beside their dense fini
 other inputs only the finite values (their zeros), so that a zero meets a vector's infinity:
 rank1_update skipping the product where u is 0 (0 * inf is NaN), prelu's x >= 0 for x > 0 (a slope
 of inf times 0), max(x, 0) + w * min(x, 0) (inf * 0 where x > 0) passed the first (round 33).
+A matrix the reference reduces or takes a statistic along (its end axes: the axes
+:func:`kernelgen.task.verify.end_axes` finds) gets, in the first draw, a line along each such axis
+wholly -inf, one wholly +inf and one wholly NaN too: a fully masked row is where a softmax is NaN in
+PyTorch and a "safe" softmax gives zeros (round 34), and sparse specials never fill a line.
 The outputs are compared as in any draw: NaN where the reference is NaN, an infinity where it is
 one, the tolerance elsewhere. A reference that refuses the values (raises) gets the ordinary draw.
 """
@@ -80,14 +84,30 @@ def _few_nonfinite(value: torch.Tensor, allowed: list[float], generator: torch.G
     return flat.view(value.shape)
 
 
+def _special_lines(value: torch.Tensor, axis: int, allowed: list[float], generator: torch.Generator) -> torch.Tensor:
+    """``value`` with one line along ``axis`` wholly each non-finite value of ``allowed``, where it
+    has four lines or more (the others keep the draw's values)."""
+    specials = [v for v in allowed if not math.isfinite(v)]
+    if value.dim() < 2 or not specials:
+        return value
+    moved = value.movedim(axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1]).clone()
+    if len(lines) < 4:
+        return value
+    for line, special in zip(torch.randperm(len(lines), generator=generator)[:len(specials)].tolist(), specials):
+        lines[line] = special
+    return lines.reshape(moved.shape).movedim(-1, axis)
+
+
 def nonfinite(task: Task, inputs: dict[str, Any], bounds_at: Mapping[str, Any], seed: int,
               reference: Callable[[Task, dict[str, Any]], Any], pointwise: Iterable[str] = (),
-              vectors: bool = False) -> tuple[dict[str, Any], float]:
+              vectors: bool = False, lines: Mapping[str, list[int]] | None = None) -> tuple[dict[str, Any], float]:
     """``inputs`` with IEEE's special values placed (the module's docstring) and the atol factor, 1;
     as drawn where the task has no eligible input or ``reference`` (run on the task and the new
     inputs) raises on the values. ``bounds_at``: what the domains' bounds are evaluated in;
     ``pointwise``: the inputs the reference maps element by element (dense, whatever their rank);
-    ``vectors``: the second draw's (:data:`VECTORS_ORDER`)."""
+    ``vectors``: the second draw's (:data:`VECTORS_ORDER`); ``lines``: per input, the axes whose
+    lines the first draw fills wholly with each special value."""
     generator = torch.Generator().manual_seed(seed ^ (0x1EEE755 if vectors else 0x1EEE754))
     eligible = [name for name in task.nonfinite_inputs() if isinstance(inputs.get(name), torch.Tensor)
                 and inputs[name].numel() > 0]
@@ -113,6 +133,9 @@ def nonfinite(task: Task, inputs: dict[str, Any], bounds_at: Mapping[str, Any], 
             placed = torch.where(pick == i, torch.tensor(special, dtype=value.dtype), placed)
         if lower and vectors:
             placed = _few_nonfinite(placed, allowed, generator)
+        if not vectors and not lower and name not in pointwise:
+            for axis in (lines or {}).get(name, []):
+                placed = _special_lines(placed, axis, allowed, generator)
         changed[name] = placed
     if all(changed[name] is inputs[name] for name in inputs):
         return inputs, 1.0

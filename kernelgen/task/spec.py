@@ -159,6 +159,13 @@ class Task(StrictModel):
     # NaN, infinities and signed zeros (the YAML says where): no nonfinite draw (kernelgen.task.nonfinite);
     # a list of inputs: those left out of it (the golden departs from PyTorch at their specials only).
     nonfinite_draws: Union[bool, list[str]] = True
+    # False where the prompt asks for an intermediate that overflows where the reference's result does not
+    # (x**3 in f32): no spread draw past 2**32 (kernelgen.task.spread.WIDE_ORDER).
+    wide_spread: bool = True
+    # False where the golden follows a stable formula PyTorch's CPU reference does not at a line wholly
+    # infinite (Welford's running mean gives NaN where torch's mean of a row of -inf is -inf; PyTorch's
+    # CUDA kernels use Welford too): no such lines in the nonfinite draw (kernelgen.task.nonfinite).
+    nonfinite_lines: bool = True
     tolerance: Tolerance | None = None
     flops: L.Expr = 0
     # The fewest bytes a kernel must move, where it is not every input read once and every

@@ -42,6 +42,12 @@ from kernelgen.task.spec import Task
 from kernelgen.task.wide_reference import WideReference
 
 SPREAD_ORDER = "spread"
+# A second draw spreads magnitudes up to the dtype's largest (bf16, f32, f64: f16's top is its
+# largest already): frac as x - float(int64(x)) saturates past 2**63, addcmul as value * (t1 * t2)
+# overflows where (value * t1) * t2 does not (red-team round 34). A task whose prompt asks for an
+# intermediate past the reference's range (gelu_tanh_backward's x**3 in f32) says wide_spread: false.
+WIDE_ORDER = "spread:wide"
+WIDE_TOPS: dict[str, float] = {"bf16": 126.0, "f32": 126.0, "f64": 1022.0}
 # The exponents u is drawn between: the least subnormal's, and one below the largest value's (f16)
 # or 32, the top of the extreme draws' scales (magnitude.SCALES): gelu_tanh_backward's prompt asks
 # for x^3 in f32, which overflows past 7e12 where the reference's f64 does not.
@@ -114,17 +120,24 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(((a == b) | (a.isnan() & b.isnan())).all())
 
 
-def spread(task: Task, inputs: dict[str, Any], seed: int) -> tuple[dict[str, Any], float]:
-    """``inputs`` with the pointwise inputs' magnitudes spread (the module's docstring) and the atol
-    factor, 1. Inputs as drawn where none is pointwise."""
+def spread_orders(task: Task) -> list[str]:
+    """The spread draws of a task with pointwise inputs: up to 2**32, and up to the dtype's largest."""
+    return [SPREAD_ORDER] + ([WIDE_ORDER] if task.wide_spread else [])
+
+
+def spread(task: Task, inputs: dict[str, Any], seed: int, wide: bool = False) -> tuple[dict[str, Any], float]:
+    """``inputs`` with the pointwise inputs' magnitudes spread (the module's docstring; ``wide``: up
+    to :data:`WIDE_TOPS`) and the atol factor, 1. Inputs as drawn where none is pointwise."""
     from kernelgen.task.verify import run_reference
 
     names = pointwise_names(task, inputs)
     if not names:
         return inputs, 1.0
-    generator = torch.Generator().manual_seed(seed ^ 0x5EED5)
+    generator = torch.Generator().manual_seed(seed ^ (0x5EED6 if wide else 0x5EED5))
     shape = inputs[names[0]].shape
     ranges = [EXPONENTS[dtype_name(inputs[name].dtype)] for name in names]
+    if wide:
+        ranges = [(low, WIDE_TOPS.get(dtype_name(inputs[name].dtype), high)) for (low, high), name in zip(ranges, names)]
     low, high = max(r[0] for r in ranges), min(r[1] for r in ranges)  # the narrowest dtype's
     shared = low + (high - low) * torch.rand(shape, generator=generator, dtype=torch.float64)
     spread_inputs = dict(inputs)

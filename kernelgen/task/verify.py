@@ -288,7 +288,7 @@ def _drawn_inputs(task: Task, sizes: Mapping[str, int], seed: int, *, extreme: b
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_rows_at_scalars(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                        size_seed(task, sizes, seed) ^ hash_name(spec.name))
-            for axis in _end_axes(task, spec, seed) if extreme and domain is not None and domain.specials else ():
+            for axis in end_axes(task, spec, seed) if extreme and domain is not None and domain.specials else ():
                 args[spec.name] = with_infinite_lines(args[spec.name], axis, domain.special_values(bounds_at),
                                                       size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
                 args[spec.name] = with_lone_nan_lines(args[spec.name], axis,
@@ -304,7 +304,7 @@ def _drawn_inputs(task: Task, sizes: Mapping[str, int], seed: int, *, extreme: b
             # last: the lines above would move these extrema off their ends (a fraction, a near tie below)
             ends = domain is None or (domain.kind in ("normal", "integers") and not domain.zero_rows
                                       and domain.same_as is None)
-            for axis in _end_axes(task, spec, seed) if (extreme or order == END_LINES) and ends else ():
+            for axis in end_axes(task, spec, seed) if (extreme or order == END_LINES) and ends else ():
                 bounds = domain.bounds(bounds_at) if domain is not None and domain.kind == "integers" else (None, None)
                 args[spec.name] = with_end_extremum_lines(args[spec.name], axis, *bounds,
                                                           size_seed(task, sizes, seed) ^ hash_name(spec.name) ^ axis)
@@ -327,7 +327,7 @@ _STATISTIC_AXES: dict[tuple[str, str, int, str], list[int]] = {}  # by task, see
 PROBE_SIZE = 16  # each size (within its range) where the reference is probed for statistics along lines
 
 
-def _end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
+def end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
     """The axes whose lines an extreme draw gives extrema at their ends (and, where the domain holds specials,
     lines wholly infinite and lines of a lone NaN): those an output reduces or takes a fixed count along
     (:func:`kernelgen.task.reductions.selected_axes`) and those an output of the input's shape takes a statistic
