@@ -297,3 +297,15 @@ def test_an_argmax_draws_lines_holding_one_nan_past_the_first_block() -> None:
     lone = torch.stack([make_inputs(get_task("row_argmax"), {"M": 1, "N": 2500}, seed=s, extreme=True)["x"][0].isnan()
                         .nonzero()[0, 0] for s in range(8)])
     assert (lone >= 1024).sum() >= 3
+
+
+def test_a_full_bits_draw_holds_the_values_beside_rounding_thresholds() -> None:
+    """A bit pattern lands in f16's band (65504, 65520) at about one element in a million, and on
+    0.5 - ulp/2 in f64 never: a cast saturating to inf past 65504 and a round as floor(|x| + 0.5)
+    passed (red-team round 34). A full-bits extreme draw now holds them."""
+    cast = get_task("easy/f32_to_f16")
+    x = make_inputs(cast, {"N": 1025}, 0, extreme=True)["x"]
+    assert bool((x == 65519.99609375).any()) and bool((x == -65520.0).any()) and bool((x == 65504.0).any())
+    f64 = get_task("easy/round_half_even").variant_tasks()[3]
+    x = make_inputs(f64, {"M": 3, "N": 1025}, 0, extreme=True)["x"]
+    assert x.dtype == torch.float64 and bool((x == 0.49999999999999994).any()) and bool((x == -(2.0 ** 52 + 1)).any())

@@ -225,3 +225,40 @@ def with_negative_rows(values: torch.Tensor, seed: int, low: float | None = None
     if low is not None:  # an integers domain's specials stay: its NaN and infinities are placed on purpose
         negative = torch.where(wide.isfinite(), negative.clamp(min=low), -wide.abs())
     return rows_of(values, negative.to(values.dtype), torch.Generator().manual_seed(seed ^ 0x5EED))
+
+
+# The fraction bits of each float dtype (its integers are exact below 2**(bits + 1)).
+_FRACTION_BITS = {torch.float16: 10, torch.bfloat16: 7, torch.float32: 23, torch.float64: 52}
+
+
+def rounding_edges(dtype: torch.dtype, narrower: list[torch.dtype]) -> list[float]:
+    """Values of ``dtype`` beside the thresholds where rounding changes its answer, both signs: to an
+    integer (0.5 and its neighbours, the neighbours of 1.5 and 2.5, and the odd integer and the half
+    at the top of the fractions, where x + 0.5 rounds: floor(x + 0.5) is wrong at 0.5 - ulp/2 and at
+    2**52 + 1 in f64), and, for each dtype of ``narrower``, its largest value, the values just below
+    and at the threshold past which it overflows (f16: 65504 < x < 65520 rounds to 65504, 65520 to
+    inf), its least normal, and half its least subnormal and the value after it. Those ``dtype`` does
+    not hold exactly are left out."""
+    def after(value: float, toward: float) -> float:
+        return float(torch.nextafter(torch.tensor(value, dtype=dtype), torch.tensor(toward, dtype=dtype)))
+
+    bits = _FRACTION_BITS[dtype]
+    found = [0.5, after(0.5, 0.0), after(0.5, 1.0), after(1.5, 0.0), after(2.5, 3.0), 2.0 ** bits + 1,
+             2.0 ** (bits - 1) + 0.5]
+    for narrow in narrower:
+        info = torch.finfo(narrow)
+        past = info.max + 2.0 ** (math.floor(math.log2(info.max)) - _FRACTION_BITS[narrow] - 1)  # max + ulp / 2
+        found += [info.max, after(past, 0.0), past, info.tiny, info.smallest_normal / 2.0 ** (_FRACTION_BITS[narrow] + 1),
+                  after(info.smallest_normal / 2.0 ** (_FRACTION_BITS[narrow] + 1), 1.0)]
+    held = [v for v in found if math.isfinite(v) and float(torch.tensor(v, dtype=dtype)) == v]
+    return held + [-v for v in held]
+
+
+def with_rounding_edges(values: torch.Tensor, narrower: list[torch.dtype], seed: int) -> torch.Tensor:
+    """A float input of a full-bits extreme draw (a cast's, a rounding's: every bit pattern at
+    random) with :func:`rounding_edges` among its values: a bit pattern lands in f16's band
+    (65504, 65520) at about one element in a million, and on 0.5 - ulp/2 in f64 never (red-team round
+    34: a cast saturating to inf past 65504, a round as floor(|x| + 0.5))."""
+    if not values.dtype.is_floating_point or values.dtype not in _FRACTION_BITS:
+        return values
+    return with_specials(values, rounding_edges(values.dtype, narrower), torch.Generator().manual_seed(seed ^ 0xED6E))

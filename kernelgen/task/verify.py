@@ -34,8 +34,8 @@ from kernelgen.task.reductions import (END_LINES, golden_dots, reduced_axes, red
 from kernelgen.errors import Diagnostic
 from kernelgen.host.plan import dtype_name, is_fp8, torch_dtype
 from kernelgen.task.extreme_values import (float_scalars, hash_name, rows_of, with_fractions_and_near_ties,
-                                           with_negative_rows, with_rows_at_scalars, with_scalar_neighbours,
-                                           with_special_pairs, with_specials, with_zeros)
+                                           with_negative_rows, with_rounding_edges, with_rows_at_scalars,
+                                           with_scalar_neighbours, with_special_pairs, with_specials, with_zeros)
 from kernelgen.task.line_statistics import statistic_axes
 from kernelgen.task.spec import Task
 from kernelgen.task.offset import InputRounding, is_offset, with_common_offset
@@ -272,6 +272,9 @@ def _drawn_inputs(task: Task, sizes: Mapping[str, int], seed: int, *, extreme: b
                                                                size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if domain is not None and domain.same_as is not None:
                 args[spec.name] = rows_of(args[spec.name], args[domain.same_as], generator)
+            if extreme and domain is not None and domain.kind == "full":
+                args[spec.name] = with_rounding_edges(args[spec.name], _narrower_outputs(task, args[spec.name].dtype),
+                                                      size_seed(task, sizes, seed) ^ hash_name(spec.name))
             if extreme and (domain is None or domain.kind in ("normal", "uniform", "integers")):
                 args[spec.name] = with_scalar_neighbours(args[spec.name], domain, bounds_at, float_scalars(task, scalars),
                                                          size_seed(task, sizes, seed) ^ hash_name(spec.name))
@@ -343,6 +346,20 @@ def end_axes(task: Task, spec: L.Input, seed: int) -> list[int]:
         _STATISTIC_AXES[key] = statistic_axes(task, spec.name, make_inputs(task, sizes, seed), run_reference,
                                               skip=reduced)
     return reduced + _STATISTIC_AXES[key]
+
+
+def _narrower_outputs(task: Task, dtype: torch.dtype) -> list[torch.dtype]:
+    """The float dtypes of the task's outputs of a smaller range than ``dtype`` (a cast's target)."""
+    found = []
+    for out in task.signature.outputs:
+        try:
+            narrow = torch_dtype(out.dtype)
+        except (KeyError, ValueError):  # a dtype variable this task leaves open
+            continue
+        if narrow.is_floating_point and not is_fp8(narrow) and dtype.is_floating_point \
+                and torch.finfo(narrow).max < torch.finfo(dtype).max and narrow not in found:
+            found.append(narrow)
+    return found
 
 
 def _holds_zero(domain, bounds_at: Mapping[str, Any]) -> bool:
