@@ -27,6 +27,7 @@ JUDGING_MODULES = ("lang/parse", "check/checker", "check/host", "check/statement
                    "lang/generic", "lang/limits", "check/bounds", "host/plan", "host/wrapper", "check/polymorphism",
                    "interp/execute", "interp/program", "interp/blocks", "interp/budget", "check/sequence",
                    "interp/accesses", "interp/barrier", "interp/memorder", "interp/lanes", "interp/pipelining", "interp/proxies",
+                   "interp/trips",
                    "task/verify")
 CODE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
