@@ -103,10 +103,10 @@ class ProgramOrder:
         element's flat position in its program's block), as two rows: its block shape's number
         and its position there, and the thread that touches it where the access has a layout
         (else the first row again). A write's thread is judged against the writes and loads after
-        it; a load's position against the writes after it: a write of what another thread loaded
-        is most often of a value computed from that load, which the compiler moves between the
-        layouts first (its store waits for the load), and shape and position keep such a pair
-        apart where they must."""
+        it, and against the loads before it, except a load that feeds it (``feeding``), which it
+        is judged against by position: the compiler moves that value between their layouts first,
+        so the write waits for the load, and shape and position keep such a pair apart where they
+        must."""
         code = self.shapes.setdefault(tuple(shape), len(self.shapes))
         by_shape = positions.to(torch.int32) + (code << _POSITION_BITS)
         threads = self.layouts.get(path) if path is not None else None
@@ -159,7 +159,7 @@ class ProgramOrder:
                path: str, describe) -> None:
         """Program ``programs[i]``'s lane ``lanes[:, i]`` (:meth:`lanes`) writes element ``offsets[i]``."""
         epochs = self._epochs(programs)
-        positions, threads = lanes[0], lanes[1]
+        threads = lanes[1]
         self._hazard(self.stores, name, offsets, programs, epochs, threads, path, describe, "stores", "stored")
         self._after_loads(name, offsets, programs, epochs, lanes, path, describe, "stores")
         self._hazard(self.updates, name, offsets, programs, epochs, threads, path, describe, "stores",
@@ -172,7 +172,7 @@ class ProgramOrder:
         ``offsets[i]`` atomically (``reads_back``: a read of what other lanes' atomics made,
         against them too)."""
         epochs = self._epochs(programs)
-        positions, threads = lanes[0], lanes[1]
+        threads = lanes[1]
         if reads_back:
             self._hazard(self.updates, name, offsets, programs, epochs, threads, path, describe,
                          "reads back atomically", "atomically updated")
