@@ -20,6 +20,7 @@ from kernelgen.task.case import Case, Settings
 from kernelgen.check.checker import CheckedKernel, check
 from kernelgen.check.checked import Checked
 from kernelgen.host.plan import plan_sequence
+from kernelgen.interp.barrier import Layouts
 from kernelgen.task.draws import Draw
 from kernelgen.errors import Diagnostic, InterpreterLimit, KernelgenError, Outcome, SemanticError, WrongResult
 from kernelgen.lang.generic import binding_for, instantiate
@@ -258,7 +259,7 @@ def stage_compile(case: Case) -> None:
 def verify_cpu(task: Task, checked: Checked, sizes: Mapping[str, int], seed: int,
                extreme: bool = False, timeout_s: float | None = None, num_sms: int | None = None,
                order: str | None = None, sampled: list[dict[str, Any]] | None = None,
-               layouts: Sequence[Mapping[str, Any] | None] | None = None) -> None:
+               layouts: Sequence[Layouts | None] | None = None) -> None:
     """The kernel, run by the reference interpreter (within ``timeout_s`` of wall-clock time),
     against the reference on one assignment (its inputs extreme where the draw says so; its
     launches under ``num_sms`` where given; its float inputs sorted in ``order`` where given).
