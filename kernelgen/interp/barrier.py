@@ -111,7 +111,7 @@ class ProgramOrder:
         by_shape = positions.to(torch.int32) + (code << _POSITION_BITS)
         threads = self.layouts.get(path) if path is not None else None
         if threads is None or threads.numel() != math.prod(shape):
-            return torch.stack([by_shape, by_shape])
+            return by_shape.expand(2, -1)  # one row twice, without a copy
         code = self.shapes.setdefault(_THREADS, len(self.shapes))
         return torch.stack([by_shape, threads[positions.long()] + (code << _POSITION_BITS)])
 

@@ -31,33 +31,35 @@ from kernelgen.check.sequence import nodes
 from kernelgen.lang import nodes as L
 
 
-_FOUND: dict[tuple[int, int], tuple[Any, frozenset[str]]] = {}  # by checked kernel (kept alive) and warps
-_FEEDING: dict[int, tuple[Any, dict[str, frozenset[str]]]] = {}  # by checked kernel (kept alive)
+_FOUND: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # by what is asked of which checked kernel (kept alive)
 
 
-def broadcast_loads_of(checked: Any, num_warps: int) -> frozenset[str]:
-    """:func:`broadcast_loads` of a checked kernel (a launch) under ``num_warps``, found once per
-    kernel (each chunk of programs asks)."""
-    key = (id(checked), num_warps)
+def _once(checked: Any, key: tuple[Any, ...], find: Callable[[], Any]) -> Any:
+    """``find()`` for a checked kernel, found once per kernel and ``key`` (each chunk of programs asks)."""
+    key = (id(checked), *key)
     if key not in _FOUND or _FOUND[key][0] is not checked:
         if len(_FOUND) > 256:
             _FOUND.clear()
-        _FOUND[key] = (checked, broadcast_loads(checked.kernel.body, checked.types, 32 * num_warps))
+        _FOUND[key] = (checked, find())
     return _FOUND[key][1]
+
+
+def broadcast_loads_of(checked: Any, num_warps: int) -> frozenset[str]:
+    """:func:`broadcast_loads` of a checked kernel (a launch) under ``num_warps``, found once per kernel."""
+    return _once(checked, ("broadcast", num_warps),
+                 lambda: broadcast_loads(checked.kernel.body, checked.types, 32 * num_warps))
 
 
 def loads_feeding(checked: Any) -> dict[str, frozenset[str]]:
     """Per store or atomic of a checked kernel (a launch), the loads whose values reach its pointer,
     value or mask (the module's docstring), found once per kernel."""
-    key = id(checked)
-    if key not in _FEEDING or _FEEDING[key][0] is not checked:
-        if len(_FEEDING) > 256:
-            _FEEDING.clear()
+    def find() -> dict[str, frozenset[str]]:
         walk = _Walk(checked.types, 0, tracks=lambda path: True)
         walk.block(checked.kernel.body, "/body")
-        walk.block(checked.kernel.body, "/body")
-        _FEEDING[key] = (checked, {path: frozenset(loads) for path, loads in walk.feeding.items()})
-    return _FEEDING[key][1]
+        walk.block(checked.kernel.body, "/body")  # twice: a carry's value reaches the statements before it
+        return {path: frozenset(loads) for path, loads in walk.feeding.items()}
+
+    return _once(checked, ("feeding",), find)
 
 
 def broadcast_loads(body: list, types: Mapping[str, Any], threads: int) -> frozenset[str]:
@@ -79,7 +81,7 @@ class _Walk:
         self.feeding: dict[str, set[str]] = {}  # a store's or atomic's path: the tracked loads reaching it
 
     def sources(self, item: object, path: str) -> set[str]:
-        """The replicated loads ``item``'s value derives from: those in it, and the names it reads."""
+        """The tracked loads ``item``'s value derives from: those in it, and the names it reads."""
         found: set[str] = set()
         for node, where in nodes(item, path):
             if isinstance(node, L.Load) and self.tracks(where):
